@@ -1,0 +1,238 @@
+//! Reply frames and their encodings.
+//!
+//! Commands build a [`Frame`] without caring which protocol the client
+//! speaks; [`Frame::encode`] lowers RESP3-only types (map, set, double,
+//! boolean, push, verbatim, null) to their RESP2 shapes the way Redis does.
+
+use bytes::{BufMut, Bytes, BytesMut};
+
+/// The protocol version negotiated by `HELLO` (2 unless the client asked for 3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Protocol {
+    #[default]
+    Resp2,
+    Resp3,
+}
+
+impl Protocol {
+    pub fn version(self) -> i64 {
+        match self {
+            Protocol::Resp2 => 2,
+            Protocol::Resp3 => 3,
+        }
+    }
+}
+
+/// A reply. Variants that exist only in RESP3 degrade to RESP2 on encode.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Frame {
+    /// `+OK`-style status reply.
+    Simple(Bytes),
+    /// `-ERR ...`; the text must include the error code prefix (`ERR`, `WRONGTYPE`, ...).
+    Error(Bytes),
+    Integer(i64),
+    Bulk(Bytes),
+    /// Null bulk string: `$-1` in RESP2, `_` in RESP3.
+    Null,
+    /// Null array: `*-1` in RESP2, `_` in RESP3.
+    NullArray,
+    Array(Vec<Frame>),
+    /// RESP3 map; a flat array of key, value pairs in RESP2.
+    Map(Vec<(Frame, Frame)>),
+    /// RESP3 set; an array in RESP2.
+    Set(Vec<Frame>),
+    /// RESP3 double; a bulk string in RESP2.
+    Double(f64),
+    /// RESP3 boolean; the integer 1 or 0 in RESP2.
+    Boolean(bool),
+    /// RESP3 verbatim string (`=txt:`); a bulk string in RESP2.
+    Verbatim(Bytes),
+    /// RESP3 push; an array in RESP2.
+    Push(Vec<Frame>),
+}
+
+impl Frame {
+    pub const fn ok() -> Frame {
+        Frame::Simple(Bytes::from_static(b"OK"))
+    }
+
+    pub const fn queued() -> Frame {
+        Frame::Simple(Bytes::from_static(b"QUEUED"))
+    }
+
+    pub fn simple(s: &'static str) -> Frame {
+        Frame::Simple(Bytes::from_static(s.as_bytes()))
+    }
+
+    /// An error reply; `msg` starts with its code, e.g. `"ERR syntax error"`.
+    pub fn error(msg: impl Into<String>) -> Frame {
+        Frame::Error(Bytes::from(msg.into()))
+    }
+
+    pub fn bulk(b: impl Into<Bytes>) -> Frame {
+        Frame::Bulk(b.into())
+    }
+
+    pub fn bulk_from_str(s: &str) -> Frame {
+        Frame::Bulk(Bytes::copy_from_slice(s.as_bytes()))
+    }
+
+    pub fn is_error(&self) -> bool {
+        matches!(self, Frame::Error(_))
+    }
+
+    /// Appends the encoding of this frame for `proto` to `out`.
+    pub fn encode(&self, proto: Protocol, out: &mut BytesMut) {
+        match self {
+            Frame::Simple(s) => line(out, b'+', s),
+            Frame::Error(e) => line(out, b'-', e),
+            Frame::Integer(n) => write_integer(out, *n),
+            Frame::Bulk(b) => write_bulk(out, b),
+            Frame::Null => match proto {
+                Protocol::Resp2 => out.put_slice(b"$-1\r\n"),
+                Protocol::Resp3 => out.put_slice(b"_\r\n"),
+            },
+            Frame::NullArray => match proto {
+                Protocol::Resp2 => out.put_slice(b"*-1\r\n"),
+                Protocol::Resp3 => out.put_slice(b"_\r\n"),
+            },
+            Frame::Array(items) => {
+                header(out, b'*', items.len() as i64);
+                for f in items {
+                    f.encode(proto, out);
+                }
+            }
+            Frame::Map(pairs) => {
+                match proto {
+                    Protocol::Resp2 => header(out, b'*', 2 * pairs.len() as i64),
+                    Protocol::Resp3 => header(out, b'%', pairs.len() as i64),
+                }
+                for (k, v) in pairs {
+                    k.encode(proto, out);
+                    v.encode(proto, out);
+                }
+            }
+            Frame::Set(items) => {
+                let tag = if proto == Protocol::Resp3 { b'~' } else { b'*' };
+                header(out, tag, items.len() as i64);
+                for f in items {
+                    f.encode(proto, out);
+                }
+            }
+            Frame::Push(items) => {
+                let tag = if proto == Protocol::Resp3 { b'>' } else { b'*' };
+                header(out, tag, items.len() as i64);
+                for f in items {
+                    f.encode(proto, out);
+                }
+            }
+            Frame::Double(d) => {
+                let text = format_double(*d);
+                match proto {
+                    Protocol::Resp2 => write_bulk(out, text.as_bytes()),
+                    Protocol::Resp3 => line(out, b',', text.as_bytes()),
+                }
+            }
+            Frame::Boolean(b) => match proto {
+                Protocol::Resp2 => write_integer(out, i64::from(*b)),
+                Protocol::Resp3 => out.put_slice(if *b { b"#t\r\n" } else { b"#f\r\n" }),
+            },
+            Frame::Verbatim(text) => match proto {
+                Protocol::Resp2 => write_bulk(out, text),
+                Protocol::Resp3 => {
+                    header(out, b'=', text.len() as i64 + 4);
+                    out.put_slice(b"txt:");
+                    out.put_slice(text);
+                    out.put_slice(b"\r\n");
+                }
+            },
+        }
+    }
+
+    /// Convenience for tests: the encoding as a fresh buffer.
+    pub fn to_bytes(&self, proto: Protocol) -> Bytes {
+        let mut out = BytesMut::new();
+        self.encode(proto, &mut out);
+        out.freeze()
+    }
+}
+
+/// Formats a double the way Redis replies with scores: the shortest text that
+/// round-trips, `inf`/`-inf` for infinities, and no trailing `.0`.
+pub fn format_double(d: f64) -> String {
+    if d.is_infinite() {
+        return if d > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    if d.is_nan() {
+        return "nan".into();
+    }
+    if d == d.trunc() && d.abs() < 1e17 {
+        return format!("{}", d as i64);
+    }
+    let s = format!("{d}");
+    if s.contains('e') {
+        return s;
+    }
+    s
+}
+
+fn line(out: &mut BytesMut, tag: u8, text: &[u8]) {
+    out.reserve(text.len() + 3);
+    out.put_u8(tag);
+    out.put_slice(text);
+    out.put_slice(b"\r\n");
+}
+
+fn header(out: &mut BytesMut, tag: u8, n: i64) {
+    let mut buf = itoa::Buffer::new();
+    line(out, tag, buf.format(n).as_bytes());
+}
+
+/// Writes `:n\r\n` directly, without building a [`Frame`].
+pub fn write_integer(out: &mut BytesMut, n: i64) {
+    header(out, b':', n);
+}
+
+/// Writes `$len\r\n<bytes>\r\n` directly, without building a [`Frame`].
+pub fn write_bulk(out: &mut BytesMut, b: &[u8]) {
+    out.reserve(b.len() + 16);
+    header(out, b'$', b.len() as i64);
+    out.put_slice(b);
+    out.put_slice(b"\r\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn enc(f: Frame, p: Protocol) -> Vec<u8> {
+        f.to_bytes(p).to_vec()
+    }
+
+    #[test]
+    fn resp2_lowers_resp3_types() {
+        let m = Frame::Map(vec![(Frame::bulk_from_str("a"), Frame::Integer(1))]);
+        assert_eq!(enc(m.clone(), Protocol::Resp2), b"*2\r\n$1\r\na\r\n:1\r\n");
+        assert_eq!(enc(m, Protocol::Resp3), b"%1\r\n$1\r\na\r\n:1\r\n");
+        assert_eq!(enc(Frame::Null, Protocol::Resp2), b"$-1\r\n");
+        assert_eq!(enc(Frame::NullArray, Protocol::Resp2), b"*-1\r\n");
+        assert_eq!(enc(Frame::Null, Protocol::Resp3), b"_\r\n");
+        assert_eq!(enc(Frame::Double(1.5), Protocol::Resp2), b"$3\r\n1.5\r\n");
+        assert_eq!(enc(Frame::Double(1.5), Protocol::Resp3), b",1.5\r\n");
+        assert_eq!(enc(Frame::Boolean(true), Protocol::Resp2), b":1\r\n");
+        assert_eq!(enc(Frame::Boolean(false), Protocol::Resp3), b"#f\r\n");
+        assert_eq!(
+            enc(Frame::Verbatim(Bytes::from_static(b"hi")), Protocol::Resp3),
+            b"=6\r\ntxt:hi\r\n"
+        );
+    }
+
+    #[test]
+    fn doubles_format_like_redis() {
+        assert_eq!(format_double(3.0), "3");
+        assert_eq!(format_double(-0.5), "-0.5");
+        assert_eq!(format_double(f64::INFINITY), "inf");
+        assert_eq!(format_double(f64::NEG_INFINITY), "-inf");
+        assert_eq!(format_double(0.1), "0.1");
+    }
+}

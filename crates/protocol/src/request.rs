@@ -1,0 +1,367 @@
+//! Incremental request parser.
+//!
+//! A request is either a RESP multibulk (`*N\r\n$len\r\n...`) or an inline
+//! command (a line of space-separated, optionally quoted words, as `nc` and
+//! telnet send). The parser is fed whatever the socket produced; frames may
+//! be split at any byte. It never panics on client bytes: every malformed
+//! input becomes a [`ParseError`] whose text is Redis's protocol error.
+
+use bytes::{Buf, Bytes, BytesMut};
+
+/// Longest inline request, and longest `*N` / `$N` header line, Redis accepts
+/// (PROTO_INLINE_MAX_SIZE).
+pub const INLINE_MAX_SIZE_BYTES: usize = 64 * 1024;
+
+/// Limits that bound what a single request may claim.
+#[derive(Clone, Copy, Debug)]
+pub struct RequestLimits {
+    /// `proto-max-bulk-len`: the largest bulk argument (default 512 MB).
+    pub max_bulk_len_bytes: u64,
+    /// Largest argument count of one multibulk request.
+    pub max_multibulk_len: u64,
+}
+
+impl Default for RequestLimits {
+    fn default() -> Self {
+        RequestLimits {
+            max_bulk_len_bytes: 512 * 1024 * 1024,
+            max_multibulk_len: i32::MAX as u64,
+        }
+    }
+}
+
+/// A malformed request. The connection must reply with the message and close.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParseError {
+    #[error("Protocol error: invalid multibulk length")]
+    InvalidMultibulkLength,
+    #[error("Protocol error: invalid bulk length")]
+    InvalidBulkLength,
+    #[error("Protocol error: expected '$', got '{0}'")]
+    ExpectedDollar(char),
+    #[error("Protocol error: too big mbulk count string")]
+    TooBigMultibulkCount,
+    #[error("Protocol error: too big bulk count string")]
+    TooBigBulkCount,
+    #[error("Protocol error: too big inline request")]
+    TooBigInline,
+    #[error("Protocol error: unbalanced quotes in request")]
+    UnbalancedQuotes,
+}
+
+impl ParseError {
+    /// The full error reply text, `ERR Protocol error: ...`.
+    pub fn reply_text(&self) -> String {
+        format!("ERR {self}")
+    }
+}
+
+/// Parses requests out of a connection's read buffer.
+#[derive(Debug, Default, Clone)]
+pub struct RequestParser {
+    pub limits: RequestLimits,
+}
+
+enum Step<T> {
+    Done(T),
+    Incomplete,
+}
+
+impl RequestParser {
+    pub fn new(limits: RequestLimits) -> Self {
+        RequestParser { limits }
+    }
+
+    /// Takes the next complete request off the front of `buf`.
+    ///
+    /// Returns `Ok(None)` when more bytes are needed. Empty requests (a blank
+    /// inline line, `*0`) are consumed silently, as Redis does.
+    pub fn parse(&self, buf: &mut BytesMut) -> Result<Option<Vec<Bytes>>, ParseError> {
+        loop {
+            if buf.is_empty() {
+                return Ok(None);
+            }
+            let step = if buf[0] == b'*' {
+                self.multibulk(buf)?
+            } else {
+                inline(buf)?
+            };
+            match step {
+                Step::Incomplete => return Ok(None),
+                Step::Done(args) if args.is_empty() => continue,
+                Step::Done(args) => return Ok(Some(args)),
+            }
+        }
+    }
+
+    fn multibulk(&self, buf: &mut BytesMut) -> Result<Step<Vec<Bytes>>, ParseError> {
+        let Some((count, mut pos)) = header_line(buf, 0, ParseError::TooBigMultibulkCount)? else {
+            return Ok(Step::Incomplete);
+        };
+        let count = parse_len(count).ok_or(ParseError::InvalidMultibulkLength)?;
+        if count > self.limits.max_multibulk_len as i64 {
+            return Err(ParseError::InvalidMultibulkLength);
+        }
+        if count <= 0 {
+            buf.advance(pos);
+            return Ok(Step::Done(Vec::new()));
+        }
+        // Offsets of each argument within the request; bytes are sliced out
+        // only once the whole request has arrived, so a partial request costs
+        // a header re-scan, never a copy.
+        let mut spans = Vec::with_capacity((count as usize).min(1024));
+        for _ in 0..count {
+            if pos >= buf.len() {
+                return Ok(Step::Incomplete);
+            }
+            if buf[pos] != b'$' {
+                return Err(ParseError::ExpectedDollar(buf[pos] as char));
+            }
+            let Some((len, next)) = header_line(buf, pos, ParseError::TooBigBulkCount)? else {
+                return Ok(Step::Incomplete);
+            };
+            let len = parse_len(len).ok_or(ParseError::InvalidBulkLength)?;
+            if len < 0 || len as u64 > self.limits.max_bulk_len_bytes {
+                return Err(ParseError::InvalidBulkLength);
+            }
+            let len = len as usize;
+            if buf.len() < next + len + 2 {
+                if buf.capacity() < next + len + 2 {
+                    buf.reserve(next + len + 2 - buf.len());
+                }
+                return Ok(Step::Incomplete);
+            }
+            spans.push((next, len));
+            pos = next + len + 2;
+        }
+        let frame = buf.split_to(pos).freeze();
+        Ok(Step::Done(
+            spans
+                .into_iter()
+                .map(|(start, len)| frame.slice(start..start + len))
+                .collect(),
+        ))
+    }
+}
+
+/// Finds the `\r\n`-terminated header starting at `start` (whose first byte
+/// is the type tag) and returns its text and the offset just past it.
+fn header_line(
+    buf: &[u8],
+    start: usize,
+    too_big: ParseError,
+) -> Result<Option<(&[u8], usize)>, ParseError> {
+    let window = &buf[start..];
+    match memchr(b'\r', window) {
+        Some(i) if i + 1 < window.len() => Ok(Some((&window[1..i], start + i + 2))),
+        Some(_) => Ok(None),
+        None if window.len() > INLINE_MAX_SIZE_BYTES => Err(too_big),
+        None => Ok(None),
+    }
+}
+
+fn memchr(needle: u8, hay: &[u8]) -> Option<usize> {
+    hay.iter().position(|&b| b == needle)
+}
+
+/// Parses a signed decimal length the way Redis's `string2ll` does (no
+/// leading `+`, no spaces, no leading zeros except `0` itself).
+fn parse_len(text: &[u8]) -> Option<i64> {
+    let s = std::str::from_utf8(text).ok()?;
+    if s.is_empty() || s.starts_with('+') || (s.len() > 1 && s.starts_with('0')) {
+        return None;
+    }
+    s.parse::<i64>().ok()
+}
+
+fn inline(buf: &mut BytesMut) -> Result<Step<Vec<Bytes>>, ParseError> {
+    let Some(nl) = memchr(b'\n', buf) else {
+        if buf.len() > INLINE_MAX_SIZE_BYTES {
+            return Err(ParseError::TooBigInline);
+        }
+        return Ok(Step::Incomplete);
+    };
+    if nl > INLINE_MAX_SIZE_BYTES {
+        return Err(ParseError::TooBigInline);
+    }
+    let line = buf.split_to(nl + 1);
+    let mut text = &line[..nl];
+    if text.last() == Some(&b'\r') {
+        text = &text[..text.len() - 1];
+    }
+    let args = split_args(text).ok_or(ParseError::UnbalancedQuotes)?;
+    Ok(Step::Done(args.into_iter().map(Bytes::from).collect()))
+}
+
+/// Splits an inline command line into words, honouring double quotes (with
+/// `\n`, `\t`, `\xHH`-style escapes) and single quotes, like `sdssplitargs`.
+/// Returns `None` on unbalanced quotes.
+pub fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    let n = line.len();
+    loop {
+        while i < n && line[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        if i >= n {
+            return Some(out);
+        }
+        let mut word = Vec::new();
+        let mut in_dq = false;
+        let mut in_sq = false;
+        loop {
+            if in_dq {
+                if i >= n {
+                    return None;
+                }
+                let c = line[i];
+                if c == b'\\' && i + 3 < n && line[i + 1] == b'x' {
+                    if let (Some(h), Some(l)) = (hex(line[i + 2]), hex(line[i + 3])) {
+                        word.push(h * 16 + l);
+                        i += 4;
+                        continue;
+                    }
+                }
+                if c == b'\\' && i + 1 < n {
+                    word.push(match line[i + 1] {
+                        b'n' => b'\n',
+                        b'r' => b'\r',
+                        b't' => b'\t',
+                        b'b' => 8,
+                        b'a' => 7,
+                        other => other,
+                    });
+                    i += 2;
+                    continue;
+                }
+                if c == b'"' {
+                    // A closing quote must be followed by a space or the end.
+                    if i + 1 < n && !line[i + 1].is_ascii_whitespace() {
+                        return None;
+                    }
+                    i += 1;
+                    break;
+                }
+                word.push(c);
+                i += 1;
+            } else if in_sq {
+                if i >= n {
+                    return None;
+                }
+                let c = line[i];
+                if c == b'\\' && i + 1 < n && line[i + 1] == b'\'' {
+                    word.push(b'\'');
+                    i += 2;
+                    continue;
+                }
+                if c == b'\'' {
+                    if i + 1 < n && !line[i + 1].is_ascii_whitespace() {
+                        return None;
+                    }
+                    i += 1;
+                    break;
+                }
+                word.push(c);
+                i += 1;
+            } else {
+                if i >= n {
+                    break;
+                }
+                match line[i] {
+                    b' ' | b'\n' | b'\r' | b'\t' | 0 => break,
+                    b'"' if word.is_empty() => in_dq = true,
+                    b'\'' if word.is_empty() => in_sq = true,
+                    c => word.push(c),
+                }
+                i += 1;
+            }
+        }
+        out.push(word);
+    }
+}
+
+fn hex(c: u8) -> Option<u8> {
+    (c as char).to_digit(16).map(|d| d as u8)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_all(input: &[u8]) -> Result<Vec<Vec<Bytes>>, ParseError> {
+        let p = RequestParser::default();
+        let mut buf = BytesMut::from(input);
+        let mut out = Vec::new();
+        while let Some(args) = p.parse(&mut buf)? {
+            out.push(args);
+        }
+        Ok(out)
+    }
+
+    #[test]
+    fn multibulk_and_pipelining() {
+        let got = parse_all(b"*1\r\n$4\r\nPING\r\n*2\r\n$3\r\nGET\r\n$1\r\nk\r\n").unwrap();
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[1], vec![Bytes::from("GET"), Bytes::from("k")]);
+    }
+
+    #[test]
+    fn split_at_every_byte() {
+        let input = b"*3\r\n$3\r\nSET\r\n$3\r\nkey\r\n$5\r\nva\r\nl\r\nPING\r\n";
+        let p = RequestParser::default();
+        let mut buf = BytesMut::new();
+        let mut out = Vec::new();
+        for &b in input.iter() {
+            buf.extend_from_slice(&[b]);
+            while let Some(args) = p.parse(&mut buf).unwrap() {
+                out.push(args);
+            }
+        }
+        assert_eq!(out.len(), 2);
+        assert_eq!(out[0][2], Bytes::from("va\r\nl"));
+        assert_eq!(out[1], vec![Bytes::from("PING")]);
+    }
+
+    #[test]
+    fn inline_with_quotes() {
+        let got = parse_all(b"SET k \"a b\\x41\"\r\n\r\nGET 'k'\n").unwrap();
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[0][2], Bytes::from("a bA"));
+        assert_eq!(got[1][1], Bytes::from("k"));
+        assert_eq!(parse_all(b"SET \"k\n"), Err(ParseError::UnbalancedQuotes));
+    }
+
+    #[test]
+    fn malformed_frames_are_errors() {
+        assert_eq!(parse_all(b"*x\r\n"), Err(ParseError::InvalidMultibulkLength));
+        assert_eq!(parse_all(b"*1\r\n+a\r\n"), Err(ParseError::ExpectedDollar('+')));
+        assert_eq!(parse_all(b"*1\r\n$-5\r\n"), Err(ParseError::InvalidBulkLength));
+        assert_eq!(
+            parse_all(b"*1\r\n$536870913\r\n"),
+            Err(ParseError::InvalidBulkLength)
+        );
+        let big = vec![b'a'; INLINE_MAX_SIZE_BYTES + 10];
+        assert_eq!(parse_all(&big), Err(ParseError::TooBigInline));
+        assert_eq!(
+            ParseError::InvalidBulkLength.reply_text(),
+            "ERR Protocol error: invalid bulk length"
+        );
+    }
+
+    #[test]
+    fn never_panics_on_garbage() {
+        let mut seed: u64 = 0x9e3779b97f4a7c15;
+        for _ in 0..20_000 {
+            let len = (seed % 40) as usize;
+            let mut v = Vec::with_capacity(len);
+            for _ in 0..len {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                v.push(b"*$\r\n0123-x \"'"[(seed % 13) as usize]);
+            }
+            let _ = parse_all(&v);
+        }
+    }
+}
