@@ -1,1 +1,33 @@
-//! placeholder
+//! durakv's storage engine: the keyspace, the write-ahead log, checkpoints
+//! and recovery.
+//!
+//! The engine is synchronous and has no networking or async dependencies, so
+//! it can be embedded (the benchmark's `embedded` target does) and driven
+//! deterministically by tests. All file I/O goes through [`io::FileSystem`]
+//! so tests can inject faults.
+//!
+//! Module map:
+//! - [`durability`]: the `full` / `delayed` / `none` levels.
+//! - [`value`], [`zset`]: the data types a key can hold.
+//! - [`db`], [`shard`], [`keyspace`]: databases partitioned into shards, each
+//!   behind its own lock, with lazy expiry.
+//! - [`mutation`]: every state change as a deterministic, loggable value, and
+//!   how it is applied; [`codec`] encodes it for the log.
+//! - [`txn`]: a command's or transaction's view of the locked shards; it
+//!   collects mutations and commits them as one log record.
+//! - [`io`]: the file-system trait and its OS and fault-injecting implementations.
+//! - [`wal`]: segments, records, group commit, parallel streams, recovery.
+
+pub mod codec;
+pub mod db;
+pub mod durability;
+pub mod io;
+pub mod keyspace;
+pub mod mutation;
+pub mod shard;
+pub mod txn;
+pub mod value;
+pub mod wal;
+pub mod zset;
+
+pub use durability::Durability;

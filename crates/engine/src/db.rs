@@ -1,0 +1,212 @@
+//! One logical database within one shard: a map from key to [`Entry`], with
+//! lazy expiry and the bookkeeping that lets replies wait for durability.
+//!
+//! The map is an `IndexMap` so that random sampling (RANDOMKEY, active
+//! expiry) is O(1) and SCAN can walk it by position with a stable guarantee
+//! (see [`Db::scan`]).
+
+use crate::value::{HashBuilder, Value};
+use bytes::Bytes;
+use indexmap::{IndexMap, IndexSet};
+
+/// A key's value, its absolute expiry time and the LSN of the last logged
+/// write that produced it (0 when the write was never logged).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Entry {
+    pub value: Value,
+    /// Unix time in milliseconds at which the key expires; 0 means never.
+    pub expire_at_ms: u64,
+    pub lsn: u64,
+}
+
+impl Entry {
+    pub fn new(value: Value) -> Entry {
+        Entry {
+            value,
+            expire_at_ms: 0,
+            lsn: 0,
+        }
+    }
+
+    pub fn is_expired(&self, now_ms: u64) -> bool {
+        self.expire_at_ms != 0 && self.expire_at_ms <= now_ms
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Db {
+    map: IndexMap<Bytes, Entry, HashBuilder>,
+    /// Keys that carry a TTL, sampled by active expiry.
+    volatile: IndexSet<Bytes, HashBuilder>,
+    /// LSN of the latest logged write that removed keys from this database
+    /// (DEL, expiry of a logged key, FLUSHDB): a reply that reports a key as
+    /// missing depends on it.
+    pub miss_lsn: u64,
+    /// LSN of the latest SWAPDB involving this database: every reply about
+    /// this database depends on it.
+    pub floor_lsn: u64,
+}
+
+impl Db {
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    pub fn volatile_len(&self) -> usize {
+        self.volatile.len()
+    }
+
+    /// The live entry for `key`, removing it first if it has expired.
+    pub fn get(&mut self, key: &[u8], now_ms: u64) -> Option<&Entry> {
+        self.expire_if_due(key, now_ms);
+        self.map.get(key)
+    }
+
+    pub fn get_mut(&mut self, key: &[u8], now_ms: u64) -> Option<&mut Entry> {
+        self.expire_if_due(key, now_ms);
+        self.map.get_mut(key)
+    }
+
+    /// Reads without expiring (for checkpoints and debugging).
+    pub fn peek(&self, key: &[u8]) -> Option<&Entry> {
+        self.map.get(key)
+    }
+
+    /// The LSN a reply about `key` depends on, whether it exists or not.
+    pub fn dependency_lsn(&self, key: &[u8]) -> u64 {
+        let own = match self.map.get(key) {
+            Some(e) => e.lsn,
+            None => self.miss_lsn,
+        };
+        own.max(self.floor_lsn)
+    }
+
+    fn expire_if_due(&mut self, key: &[u8], now_ms: u64) -> bool {
+        let expired = matches!(self.map.get(key), Some(e) if e.is_expired(now_ms));
+        if expired {
+            self.remove(key);
+        }
+        expired
+    }
+
+    pub fn insert(&mut self, key: Bytes, entry: Entry) -> Option<Entry> {
+        if entry.expire_at_ms != 0 {
+            self.volatile.insert(key.clone());
+        } else if !self.volatile.is_empty() {
+            self.volatile.swap_remove(&key);
+        }
+        self.map.insert(key, entry)
+    }
+
+    /// Removes `key`, remembering the removed write's LSN as a miss dependency.
+    pub fn remove(&mut self, key: &[u8]) -> Option<Entry> {
+        let old = self.map.swap_remove(key)?;
+        if old.expire_at_ms != 0 {
+            self.volatile.swap_remove(key);
+        }
+        self.miss_lsn = self.miss_lsn.max(old.lsn);
+        Some(old)
+    }
+
+    /// Sets or clears (`at_ms == 0`) the expiry of an existing key.
+    pub fn set_expire(&mut self, key: &[u8], at_ms: u64) -> bool {
+        let Some((_, k, e)) = self.map.get_full_mut(key) else {
+            return false;
+        };
+        e.expire_at_ms = at_ms;
+        if at_ms != 0 {
+            let k = k.clone();
+            self.volatile.insert(k);
+        } else {
+            self.volatile.swap_remove(key);
+        }
+        true
+    }
+
+    pub fn clear(&mut self) {
+        for e in self.map.values() {
+            self.miss_lsn = self.miss_lsn.max(e.lsn);
+        }
+        self.map.clear();
+        self.volatile.clear();
+    }
+
+    /// Entry at position `i` (for sampling); may be expired.
+    pub fn get_index(&self, i: usize) -> Option<(&Bytes, &Entry)> {
+        self.map.get_index(i)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&Bytes, &Entry)> {
+        self.map.iter()
+    }
+
+    /// Visits live entries from position `cursor - 1` downwards, at most `count`
+    /// of them, and returns the next cursor (0 when done).
+    ///
+    /// Walking downwards is what makes SCAN's guarantee hold on an IndexMap:
+    /// removal moves the last element into the hole, and the last element has
+    /// already been visited, so no element present for the whole scan is
+    /// missed (some may be returned twice, which SCAN allows).
+    pub fn scan(
+        &self,
+        cursor: usize,
+        count: usize,
+        now_ms: u64,
+        mut visit: impl FnMut(&Bytes, &Entry),
+    ) -> usize {
+        let mut pos = cursor.min(self.map.len());
+        let mut seen = 0;
+        while pos > 0 && seen < count {
+            pos -= 1;
+            if let Some((k, e)) = self.map.get_index(pos) {
+                if !e.is_expired(now_ms) {
+                    visit(k, e);
+                }
+            }
+            seen += 1;
+        }
+        pos
+    }
+
+    /// Active expiry: samples up to `samples` keys with a TTL and removes the
+    /// expired ones. Returns (sampled, expired).
+    pub fn expire_sample(&mut self, samples: usize, now_ms: u64, rng: &mut impl rand::Rng) -> (usize, usize) {
+        let mut expired = 0;
+        let n = samples.min(self.volatile.len());
+        for _ in 0..n {
+            if self.volatile.is_empty() {
+                break;
+            }
+            let i = rng.gen_range(0..self.volatile.len());
+            let Some(key) = self.volatile.get_index(i).cloned() else {
+                break;
+            };
+            if self.expire_if_due(&key, now_ms) {
+                expired += 1;
+            }
+        }
+        (n, expired)
+    }
+
+    /// A random live key, trying a bounded number of samples.
+    pub fn random_key(&mut self, now_ms: u64, rng: &mut impl rand::Rng) -> Option<Bytes> {
+        const RANDOM_KEY_ATTEMPTS: usize = 100;
+        for _ in 0..RANDOM_KEY_ATTEMPTS {
+            if self.map.is_empty() {
+                return None;
+            }
+            let i = rng.gen_range(0..self.map.len());
+            let (k, e) = self.map.get_index(i)?;
+            if !e.is_expired(now_ms) {
+                return Some(k.clone());
+            }
+            let k = k.clone();
+            self.remove(&k);
+        }
+        None
+    }
+}

@@ -1,0 +1,1 @@
+//! placeholder (WAL helper owns this)
