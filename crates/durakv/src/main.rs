@@ -1,1 +1,149 @@
-fn main() {}
+//! The `durakv` binary: wires the command line to the server and the
+//! benchmark. All behaviour lives in the library crates.
+
+use clap::{Arg, ArgAction, Command};
+use durakv_server::config::{Config, DIRECTIVES};
+
+fn serve_command() -> Command {
+    let mut cmd = Command::new("serve")
+        .about("Start the Redis-protocol server")
+        .after_help("Every directive can also be set in the TOML file given with --config, and the ones marked [runtime] with CONFIG SET.\nPer-database durability: --durability-db-N full|delayed|none, or a [durability-db] table in the TOML file.")
+        .arg(
+            Arg::new("config")
+                .long("config")
+                .value_name("FILE")
+                .help("TOML configuration file; flags given on the command line override it"),
+        )
+        .arg(
+            Arg::new("durability-db")
+                .long("durability-db")
+                .value_name("N=LEVEL")
+                .action(ArgAction::Append)
+                .help("Durability for one database, e.g. --durability-db 3=none (same as --durability-db-3 none)"),
+        );
+    for d in DIRECTIVES {
+        let runtime = if d.runtime { " [runtime]" } else { "" };
+        let mut arg = Arg::new(d.name)
+            .long(d.name)
+            .value_name("VALUE")
+            .help(format!("{}{} [default: {}]", d.help, runtime, display_default(d.default)));
+        if d.repeatable {
+            arg = arg.action(ArgAction::Append);
+        }
+        cmd = cmd.arg(arg);
+    }
+    cmd
+}
+
+fn display_default(d: &str) -> &str {
+    if d.is_empty() {
+        "\"\""
+    } else {
+        d
+    }
+}
+
+fn cli() -> Command {
+    Command::new("durakv")
+        .version(env!("CARGO_PKG_VERSION"))
+        .about("durakv: a Redis-protocol key-value store that keeps every write it acknowledges")
+        .subcommand_required(true)
+        .arg_required_else_help(true)
+        .subcommand(serve_command())
+        .subcommand(
+            Command::new("bench")
+                .about("Benchmark durakv, Redis, PostgreSQL or SQLite (YCSB and memtier workloads); see `durakv bench help`")
+                .disable_help_flag(true)
+                .arg(Arg::new("args").num_args(0..).trailing_var_arg(true).allow_hyphen_values(true)),
+        )
+}
+
+/// Builds the configuration: defaults, then the TOML file, then flags.
+fn config_from(m: &clap::ArgMatches) -> Result<Config, String> {
+    let mut config = Config::default();
+    if let Some(path) = m.get_one::<String>("config") {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read config file {path}: {e}"))?;
+        config.apply_toml(&text).map_err(|e| format!("{path}: {e}"))?;
+    }
+    // `databases` first, since per-database directives are checked against it.
+    if let Some(v) = m.get_one::<String>("databases") {
+        config.set("databases", v)?;
+    }
+    for d in DIRECTIVES {
+        if d.name == "databases" {
+            continue;
+        }
+        if let Some(values) = m.get_many::<String>(d.name) {
+            let joined: Vec<&str> = values.map(String::as_str).collect();
+            config.set(d.name, &joined.join(" ")).map_err(|e| format!("--{}: {e}", d.name))?;
+        }
+    }
+    if let Some(values) = m.get_many::<String>("durability-db") {
+        for v in values {
+            let (db, level) = v
+                .split_once('=')
+                .ok_or_else(|| format!("--durability-db expects N=LEVEL, got '{v}'"))?;
+            config.set(&format!("durability-db-{db}"), level)?;
+        }
+    }
+    Ok(config)
+}
+
+/// Rewrites `--durability-db-N value` into `--durability-db N=value`, since
+/// clap cannot declare a flag per database number.
+fn normalize_args(args: Vec<String>) -> Vec<String> {
+    let mut out = Vec::with_capacity(args.len());
+    let mut it = args.into_iter();
+    while let Some(a) = it.next() {
+        if let Some(n) = a.strip_prefix("--durability-db-") {
+            let (n, value) = match n.split_once('=') {
+                Some((n, v)) => (n.to_string(), Some(v.to_string())),
+                None => (n.to_string(), it.next()),
+            };
+            out.push("--durability-db".into());
+            out.push(format!("{n}={}", value.unwrap_or_default()));
+        } else {
+            out.push(a);
+        }
+    }
+    out
+}
+
+fn init_logging(level: &str) {
+    let filter = match level {
+        "debug" => "debug",
+        "verbose" => "info",
+        "notice" => "info",
+        "warning" => "warn",
+        _ => "error",
+    };
+    let env = tracing_subscriber::EnvFilter::try_from_env("DURAKV_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(filter));
+    let _ = tracing_subscriber::fmt().with_env_filter(env).with_target(false).try_init();
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("bench") {
+        eprintln!("durakv bench: not built into this binary yet"); std::process::exit(2);
+    }
+    let matches = cli().get_matches_from(normalize_args(args));
+    match matches.subcommand() {
+        Some(("serve", m)) => {
+            let config = match config_from(m) {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("durakv: {e}");
+                    std::process::exit(2);
+                }
+            };
+            init_logging(&config.loglevel);
+            if let Err(e) = durakv_server::run(config) {
+                tracing::error!("{e}");
+                eprintln!("durakv: {e}");
+                std::process::exit(1);
+            }
+        }
+        _ => unreachable!("clap requires a subcommand"),
+    }
+}

@@ -1,1 +1,60 @@
-//! placeholder
+//! durakv's network server: accepts Redis-protocol connections, dispatches
+//! commands to the engine, and holds replies until the writes they reveal
+//! are durable.
+//!
+//! Module map:
+//! - [`config`]: every directive, its default and bounds; TOML, flags, CONFIG.
+//! - [`server`]: listener, `maxclients`, protected mode, graceful shutdown.
+//! - [`connection`]: per-connection read → parse → execute → reply loop,
+//!   with replies held in order until their LSN is durable.
+//! - [`dispatch`]: lookup, checks, MULTI queueing, locking, commit.
+//! - [`command`]: the command table and handler shapes.
+//! - [`cmd`]: the commands, one module per family.
+//! - [`client`], [`watch`]: per-connection state, client registry, WATCH.
+//! - [`state`]: what all connections share.
+//! - [`expiry`], [`memory`]: background active expiry and memory sampling.
+//! - [`errors`], [`glob`], [`util`]: Redis error strings and helpers.
+
+pub mod client;
+pub mod cmd;
+pub mod command;
+pub mod config;
+pub mod connection;
+pub mod dispatch;
+pub mod errors;
+pub mod expiry;
+pub mod glob;
+pub mod memory;
+pub mod server;
+pub mod state;
+pub mod util;
+pub mod watch;
+
+pub use config::Config;
+
+use state::{Shared, Store};
+use std::sync::Arc;
+
+/// Opens the store described by `config` and serves until shutdown.
+pub fn run(config: Config) -> Result<(), String> {
+    let threads = match config.io_threads {
+        0 => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2),
+        n => n,
+    };
+    let store = Store {
+        keyspace: durakv_engine::keyspace::Keyspace::new(config.databases, config.keyspace_shards),
+        log: None,
+        durability: None,
+    };
+    let shared = Arc::new(Shared::new(config, store));
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
+        .enable_all()
+        .thread_name("durakv-io")
+        .build()
+        .map_err(|e| format!("cannot start runtime: {e}"))?;
+    rt.block_on(server::serve(shared.clone()))
+        .map_err(|e| e.to_string())?;
+    tracing::info!("durakv is now ready to exit, bye bye...");
+    Ok(())
+}

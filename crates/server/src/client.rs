@@ -1,0 +1,194 @@
+//! Per-connection state, and the registry of connected clients that CLIENT
+//! LIST / KILL / INFO read.
+
+use bytes::Bytes;
+use durakv_engine::Durability;
+use durakv_protocol::Protocol;
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+use tokio::sync::Notify;
+
+/// What other tasks may see or change about a connection.
+pub struct ClientHandle {
+    pub id: u64,
+    pub addr: SocketAddr,
+    pub laddr: SocketAddr,
+    pub created: Instant,
+    /// Set by CLIENT KILL or shutdown; the connection closes at its next turn.
+    pub killed: AtomicBool,
+    pub wake: Notify,
+    /// Snapshot of fields CLIENT LIST reports, refreshed by the connection.
+    pub info: Mutex<ClientInfo>,
+    /// Set when a key this client WATCHes is modified.
+    pub watch_dirty: Arc<AtomicBool>,
+    pub last_interaction_ms: AtomicU64,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct ClientInfo {
+    pub name: Option<Bytes>,
+    pub db: usize,
+    pub last_cmd: String,
+    pub lib_name: Option<Bytes>,
+    pub lib_ver: Option<Bytes>,
+    pub resp: i64,
+    pub multi: i64,
+    pub watch: usize,
+    pub durability: Option<Durability>,
+    pub user: String,
+    pub qbuf: usize,
+    pub omem: usize,
+}
+
+impl ClientHandle {
+    pub fn kill(&self) {
+        self.killed.store(true, Ordering::Release);
+        self.wake.notify_one();
+    }
+
+    pub fn is_killed(&self) -> bool {
+        self.killed.load(Ordering::Acquire)
+    }
+}
+
+/// A queued MULTI transaction.
+#[derive(Default)]
+pub struct MultiState {
+    pub queued: Vec<Vec<Bytes>>,
+    /// A command failed to queue: EXEC must answer EXECABORT.
+    pub failed: bool,
+}
+
+/// A WATCHed key and the expiry it had when watched (0 = none).
+#[derive(Clone, Debug)]
+pub struct Watched {
+    pub db: usize,
+    pub key: Bytes,
+    pub expire_at_ms: u64,
+}
+
+/// State owned by the connection task itself.
+pub struct ClientState {
+    pub handle: Arc<ClientHandle>,
+    pub db: usize,
+    pub protocol: Protocol,
+    pub authenticated: bool,
+    pub user: String,
+    pub name: Option<Bytes>,
+    pub multi: Option<MultiState>,
+    pub watched: Vec<Watched>,
+    /// `CLIENT DURABILITY`; None means the database's level.
+    pub durability: Option<Durability>,
+    /// Close the connection after the current reply (QUIT, protocol error).
+    pub close_after_reply: bool,
+    /// Highest LSN this connection's writes produced (WAITAOF waits for it).
+    pub last_write_lsn: u64,
+    pub lib_name: Option<Bytes>,
+    pub lib_ver: Option<Bytes>,
+    pub last_cmd: String,
+}
+
+impl ClientState {
+    pub fn new(handle: Arc<ClientHandle>, authenticated: bool) -> ClientState {
+        ClientState {
+            handle,
+            db: 0,
+            protocol: Protocol::Resp2,
+            authenticated,
+            user: "default".into(),
+            name: None,
+            multi: None,
+            watched: Vec::new(),
+            durability: None,
+            close_after_reply: false,
+            last_write_lsn: 0,
+            lib_name: None,
+            lib_ver: None,
+            last_cmd: String::new(),
+        }
+    }
+
+    pub fn id(&self) -> u64 {
+        self.handle.id
+    }
+
+    /// Copies the fields CLIENT LIST shows into the shared handle.
+    pub fn publish_info(&self, qbuf: usize, omem: usize) {
+        let mut i = self.handle.info.lock();
+        i.name = self.name.clone();
+        i.db = self.db;
+        i.last_cmd.clone_from(&self.last_cmd);
+        i.lib_name = self.lib_name.clone();
+        i.lib_ver = self.lib_ver.clone();
+        i.resp = self.protocol.version();
+        i.multi = self.multi.as_ref().map(|m| m.queued.len() as i64).unwrap_or(-1);
+        i.watch = self.watched.len();
+        i.durability = self.durability;
+        i.user.clone_from(&self.user);
+        i.qbuf = qbuf;
+        i.omem = omem;
+    }
+}
+
+#[derive(Default)]
+pub struct ClientRegistry {
+    next_id: AtomicU64,
+    clients: Mutex<HashMap<u64, Arc<ClientHandle>>>,
+}
+
+impl ClientRegistry {
+    pub fn register(&self, addr: SocketAddr, laddr: SocketAddr) -> Arc<ClientHandle> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
+        let h = Arc::new(ClientHandle {
+            id,
+            addr,
+            laddr,
+            created: Instant::now(),
+            killed: AtomicBool::new(false),
+            wake: Notify::new(),
+            info: Mutex::new(ClientInfo {
+                resp: 2,
+                multi: -1,
+                user: "default".into(),
+                ..Default::default()
+            }),
+            watch_dirty: Arc::new(AtomicBool::new(false)),
+            last_interaction_ms: AtomicU64::new(crate::util::now_ms()),
+        });
+        self.clients.lock().insert(id, h.clone());
+        h
+    }
+
+    pub fn unregister(&self, id: u64) {
+        self.clients.lock().remove(&id);
+    }
+
+    pub fn len(&self) -> usize {
+        self.clients.lock().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// All clients, ordered by id.
+    pub fn all(&self) -> Vec<Arc<ClientHandle>> {
+        let mut v: Vec<_> = self.clients.lock().values().cloned().collect();
+        v.sort_by_key(|c| c.id);
+        v
+    }
+
+    pub fn get(&self, id: u64) -> Option<Arc<ClientHandle>> {
+        self.clients.lock().get(&id).cloned()
+    }
+
+    pub fn kill_all(&self) {
+        for c in self.clients.lock().values() {
+            c.kill();
+        }
+    }
+}

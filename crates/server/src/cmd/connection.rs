@@ -1,0 +1,166 @@
+//! Connection commands: PING, ECHO, SELECT, QUIT, RESET, AUTH, HELLO.
+
+use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, NO_KEYS};
+use crate::dispatch;
+use crate::errors;
+use crate::util::is;
+use bytes::Bytes;
+use durakv_protocol::{Frame, Protocol};
+
+/// The Redis version durakv reports to clients, which gate features on it.
+pub const REDIS_COMPAT_VERSION: &str = "7.2.4";
+
+pub fn commands() -> Vec<CommandSpec> {
+    vec![
+        spec("ping", -1, FAST | STALE, NO_KEYS, Handler::Conn(ping), "connection", "Returns the server's liveliness response."),
+        spec("echo", 2, FAST, NO_KEYS, Handler::Conn(echo), "connection", "Returns the given string."),
+        spec("select", 2, LOADING | STALE | FAST, NO_KEYS, Handler::Conn(select), "connection", "Changes the selected database."),
+        spec("quit", -1, NOAUTH | LOADING | STALE | FAST | MULTI_CONTROL, NO_KEYS, Handler::Conn(quit), "connection", "Closes the connection."),
+        spec("reset", 1, NOAUTH | LOADING | STALE | FAST | MULTI_CONTROL, NO_KEYS, Handler::Conn(reset), "connection", "Resets the connection."),
+        spec("auth", -2, NOAUTH | LOADING | STALE | FAST, NO_KEYS, Handler::Conn(auth), "connection", "Authenticates the connection."),
+        spec("hello", -1, NOAUTH | LOADING | STALE | FAST, NO_KEYS, Handler::Conn(hello), "connection", "Handshakes with the server."),
+    ]
+}
+
+fn ping(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
+    match args.len() {
+        1 => Frame::simple("PONG"),
+        2 => Frame::Bulk(args[1].clone()),
+        _ => {
+            let _ = ctx;
+            errors::wrong_args("ping")
+        }
+    }
+}
+
+fn echo(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
+    Frame::Bulk(args[1].clone())
+}
+
+fn select(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
+    let Some(n) = durakv_engine::value::parse_i64(&args[1]) else {
+        return errors::err(errors::NOT_INTEGER);
+    };
+    let databases = ctx.shared.config.read().databases as i64;
+    if n < 0 || n >= databases {
+        return errors::err(errors::DB_INDEX_OUT_OF_RANGE);
+    }
+    ctx.client.db = n as usize;
+    Frame::ok()
+}
+
+fn quit(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Frame {
+    ctx.client.close_after_reply = true;
+    Frame::ok()
+}
+
+fn reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Frame {
+    ctx.client.multi = None;
+    dispatch::unwatch_all(ctx);
+    ctx.client.db = 0;
+    ctx.client.protocol = Protocol::Resp2;
+    ctx.client.name = None;
+    ctx.client.durability = None;
+    ctx.client.authenticated = ctx.shared.config.read().requirepass.is_none();
+    ctx.client.user = "default".into();
+    Frame::simple("RESET")
+}
+
+/// Checks a username/password pair against the default user.
+fn check_credentials(ctx: &Ctx<'_>, user: &[u8], pass: &[u8]) -> bool {
+    if user != b"default" {
+        return false;
+    }
+    match &ctx.shared.config.read().requirepass {
+        None => true,
+        Some(p) => constant_time_eq(p.as_bytes(), pass),
+    }
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+fn auth(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
+    let (user, pass) = match args.len() {
+        2 => {
+            if ctx.shared.config.read().requirepass.is_none() {
+                return Frame::error("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?");
+            }
+            (&b"default"[..], &args[1][..])
+        }
+        3 => (&args[1][..], &args[2][..]),
+        _ => return errors::err(errors::SYNTAX),
+    };
+    if check_credentials(ctx, user, pass) {
+        ctx.client.authenticated = true;
+        ctx.client.user = String::from_utf8_lossy(user).into_owned();
+        Frame::ok()
+    } else {
+        errors::err(errors::WRONGPASS)
+    }
+}
+
+fn hello(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
+    let mut i = 1;
+    let mut proto = None;
+    if args.len() > 1 {
+        let Some(v) = durakv_engine::value::parse_i64(&args[1]) else {
+            return Frame::error("ERR Protocol version is not an integer or out of range");
+        };
+        proto = match v {
+            2 => Some(Protocol::Resp2),
+            3 => Some(Protocol::Resp3),
+            _ => return Frame::error("NOPROTO unsupported protocol version"),
+        };
+        i = 2;
+    }
+    let mut creds = None;
+    let mut setname = None;
+    while i < args.len() {
+        if is(&args[i], "auth") && i + 2 < args.len() {
+            creds = Some((args[i + 1].clone(), args[i + 2].clone()));
+            i += 3;
+        } else if is(&args[i], "setname") && i + 1 < args.len() {
+            setname = Some(args[i + 1].clone());
+            i += 2;
+        } else {
+            return Frame::error(format!(
+                "ERR Syntax error in HELLO option '{}'",
+                String::from_utf8_lossy(&args[i])
+            ));
+        }
+    }
+    if let Some((u, p)) = creds {
+        if !check_credentials(ctx, &u, &p) {
+            return errors::err(errors::WRONGPASS);
+        }
+        ctx.client.authenticated = true;
+        ctx.client.user = String::from_utf8_lossy(&u).into_owned();
+    }
+    if !ctx.client.authenticated {
+        return Frame::error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time");
+    }
+    if let Some(name) = setname {
+        if let Err(e) = super::server::validate_client_name(&name) {
+            return e;
+        }
+        ctx.client.name = (!name.is_empty()).then_some(name);
+    }
+    if let Some(p) = proto {
+        ctx.client.protocol = p;
+    }
+    let s = |t: &str| Frame::bulk_from_str(t);
+    Frame::Map(vec![
+        (s("server"), s("redis")),
+        (s("version"), s(REDIS_COMPAT_VERSION)),
+        (s("proto"), Frame::Integer(ctx.client.protocol.version())),
+        (s("id"), Frame::Integer(ctx.client.id() as i64)),
+        (s("mode"), s("standalone")),
+        (s("role"), s("master")),
+        (s("modules"), Frame::Array(Vec::new())),
+    ])
+}

@@ -1,0 +1,7 @@
+//! zsets commands (being written).
+
+use crate::command::CommandSpec;
+
+pub fn commands() -> Vec<CommandSpec> {
+    Vec::new()
+}

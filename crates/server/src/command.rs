@@ -1,0 +1,196 @@
+//! The command table: every command's name, arity, flags, key positions and
+//! handler, in the shape `COMMAND INFO` reports.
+//!
+//! Commands come in two kinds. *Data* commands run inside a [`Txn`] over the
+//! shards of the keys they declare, so they are atomic and their writes are
+//! committed as one log record. *Connection* commands touch only the
+//! connection or server state (PING, CLIENT, CONFIG, ...).
+
+use crate::client::ClientState;
+use crate::state::Shared;
+use bytes::Bytes;
+use durakv_engine::txn::Txn;
+use durakv_protocol::Frame;
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
+/// Everything a handler may use besides its arguments.
+pub struct Ctx<'a> {
+    pub shared: &'a Shared,
+    pub client: &'a mut ClientState,
+}
+
+impl Ctx<'_> {
+    pub fn db(&self) -> usize {
+        self.client.db
+    }
+}
+
+pub type DataFn = fn(&mut Ctx<'_>, &mut Txn<'_>, &[Bytes]) -> Frame;
+pub type ConnFn = fn(&mut Ctx<'_>, &[Bytes]) -> Frame;
+/// A connection command whose reply must wait for an LSN (EXEC, WAITAOF).
+pub type OutcomeFn = fn(&mut Ctx<'_>, &[Bytes]) -> crate::dispatch::Outcome;
+
+#[derive(Clone, Copy)]
+pub enum Handler {
+    Data(DataFn),
+    Conn(ConnFn),
+    Outcome(OutcomeFn),
+}
+
+/// Where a command's keys are among its arguments (argument 0 is the name).
+#[derive(Clone, Copy)]
+pub enum Keys {
+    None,
+    /// Redis's (first, last, step); `last` may be negative (from the end).
+    Range { first: i32, last: i32, step: i32 },
+    /// Arguments that need parsing (e.g. `numkeys`); returns argument indexes.
+    Custom(fn(&[Bytes]) -> Vec<usize>),
+    /// Touches the whole keyspace (FLUSHALL, KEYS, SWAPDB): locks every shard.
+    All,
+}
+
+pub mod flags {
+    pub const WRITE: u32 = 1;
+    pub const READONLY: u32 = 1 << 1;
+    pub const DENYOOM: u32 = 1 << 2;
+    pub const ADMIN: u32 = 1 << 3;
+    pub const NOAUTH: u32 = 1 << 4;
+    pub const FAST: u32 = 1 << 5;
+    pub const LOADING: u32 = 1 << 6;
+    pub const STALE: u32 = 1 << 7;
+    pub const NOSCRIPT: u32 = 1 << 8;
+    /// May not be queued inside MULTI (WATCH, MULTI itself).
+    pub const NO_MULTI: u32 = 1 << 9;
+    /// Executes immediately even inside MULTI (EXEC, DISCARD, QUIT, RESET).
+    pub const MULTI_CONTROL: u32 = 1 << 10;
+
+    pub const NAMES: &[(u32, &str)] = &[
+        (WRITE, "write"),
+        (READONLY, "readonly"),
+        (DENYOOM, "denyoom"),
+        (ADMIN, "admin"),
+        (NOAUTH, "no_auth"),
+        (FAST, "fast"),
+        (LOADING, "loading"),
+        (STALE, "stale"),
+        (NOSCRIPT, "noscript"),
+        (NO_MULTI, "no_multi"),
+    ];
+}
+
+#[derive(Clone, Copy)]
+pub struct CommandSpec {
+    /// Lower-case name.
+    pub name: &'static str,
+    /// Redis arity: N means exactly N arguments (with the name), -N at least N.
+    pub arity: i32,
+    pub flags: u32,
+    pub keys: Keys,
+    pub handler: Handler,
+    /// `COMMAND DOCS` group (string, hash, generic, connection, server, ...).
+    pub group: &'static str,
+    pub summary: &'static str,
+}
+
+impl CommandSpec {
+    pub fn is_write(&self) -> bool {
+        self.flags & flags::WRITE != 0
+    }
+
+    pub fn arity_ok(&self, argc: usize) -> bool {
+        let argc = argc as i32;
+        if self.arity >= 0 {
+            argc == self.arity
+        } else {
+            argc >= -self.arity
+        }
+    }
+
+    /// Indexes of key arguments, for locking and WATCH.
+    pub fn key_indexes(&self, args: &[Bytes]) -> Vec<usize> {
+        match self.keys {
+            Keys::None | Keys::All => Vec::new(),
+            Keys::Custom(f) => f(args),
+            Keys::Range { first, last, step } => {
+                let n = args.len() as i32;
+                let last = if last < 0 { n + last } else { last };
+                let mut out = Vec::new();
+                let mut i = first;
+                while i <= last && i < n && step > 0 {
+                    out.push(i as usize);
+                    i += step;
+                }
+                out
+            }
+        }
+    }
+
+    /// (first, last, step) as COMMAND INFO reports them.
+    pub fn key_triple(&self) -> (i64, i64, i64) {
+        match self.keys {
+            Keys::Range { first, last, step } => (first as i64, last as i64, step as i64),
+            Keys::Custom(_) => (1, 1, 1),
+            Keys::None | Keys::All => (0, 0, 0),
+        }
+    }
+}
+
+/// Builds a spec with the common defaults; command modules use it in their tables.
+pub const fn spec(
+    name: &'static str,
+    arity: i32,
+    flags: u32,
+    keys: Keys,
+    handler: Handler,
+    group: &'static str,
+    summary: &'static str,
+) -> CommandSpec {
+    CommandSpec {
+        name,
+        arity,
+        flags,
+        keys,
+        handler,
+        group,
+        summary,
+    }
+}
+
+/// Key range helpers for the common shapes.
+pub const NO_KEYS: Keys = Keys::None;
+pub const FIRST_KEY: Keys = Keys::Range {
+    first: 1,
+    last: 1,
+    step: 1,
+};
+pub const ALL_ARGS_KEYS: Keys = Keys::Range {
+    first: 1,
+    last: -1,
+    step: 1,
+};
+
+pub static COMMANDS: LazyLock<HashMap<&'static str, CommandSpec>> = LazyLock::new(|| {
+    let mut m = HashMap::new();
+    for spec in crate::cmd::all_commands() {
+        let prev = m.insert(spec.name, spec);
+        assert!(prev.is_none(), "command {} registered twice", spec.name);
+    }
+    m
+});
+
+/// Looks a command up by name, case-insensitively, without allocating for
+/// names of ordinary length.
+pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
+    const MAX_NAME_BYTES: usize = 32;
+    if name.len() > MAX_NAME_BYTES {
+        return None;
+    }
+    let mut buf = [0u8; MAX_NAME_BYTES];
+    let lower = &mut buf[..name.len()];
+    for (d, s) in lower.iter_mut().zip(name) {
+        *d = s.to_ascii_lowercase();
+    }
+    let s = std::str::from_utf8(lower).ok()?;
+    COMMANDS.get(s)
+}

@@ -1,0 +1,718 @@
+//! Configuration directives.
+//!
+//! Every directive is declared once, in [`DIRECTIVES`], with its Redis name,
+//! default, bounds and documentation. That one table drives all three ways to
+//! set it: a TOML file (`--config FILE`), a `--name value` flag, and
+//! `CONFIG GET/SET` for the ones that can change at run time. Setters parse
+//! text, so the three paths cannot disagree.
+
+use durakv_engine::Durability;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// Upper bound on `databases`, to keep per-shard database vectors small.
+pub const DATABASES_MAX: usize = 1024;
+
+/// Which level applies when both the connection and the database set one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DurabilityPolicy {
+    /// The connection's `CLIENT DURABILITY` level, if set, wins.
+    Connection,
+    /// The stricter of the connection's and the database's level.
+    Strictest,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WalRecoveryMode {
+    Strict,
+    TolerateCorruption,
+}
+
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub bind: Vec<String>,
+    pub port: u16,
+    pub dir: PathBuf,
+    pub requirepass: Option<String>,
+    pub maxclients: usize,
+    pub proto_max_bulk_len: u64,
+    pub client_query_buffer_limit: u64,
+    pub databases: usize,
+    pub protected_mode: bool,
+    pub timeout_secs: u64,
+    pub tcp_keepalive_secs: u64,
+    pub loglevel: String,
+    pub logfile: String,
+    pub maxmemory_bytes: u64,
+    pub hz: u64,
+    pub keyspace_shards: usize,
+    pub durability: Durability,
+    pub durability_db: BTreeMap<usize, Durability>,
+    pub durability_policy: DurabilityPolicy,
+    pub wal_dir: Vec<PathBuf>,
+    pub wal_segment_size_mb: u64,
+    pub delayed_flush_ms: u64,
+    pub delayed_flush_bytes: u64,
+    pub wal_recovery_mode: WalRecoveryMode,
+    pub recovery_target_secs: u64,
+    pub checkpoint_wal_size_mb: u64,
+    pub checkpoint_keep: u64,
+    pub io_threads: usize,
+    /// Redis compatibility directives accepted and reported but without
+    /// effect in durakv (`appendonly`, `save`, ...): name → value.
+    pub compat: BTreeMap<&'static str, String>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        let mut c = Config {
+            bind: vec!["127.0.0.1".into()],
+            port: 6379,
+            dir: PathBuf::from("./data"),
+            requirepass: None,
+            maxclients: 10_000,
+            proto_max_bulk_len: 512 * 1024 * 1024,
+            client_query_buffer_limit: 1024 * 1024 * 1024,
+            databases: 16,
+            protected_mode: true,
+            timeout_secs: 0,
+            tcp_keepalive_secs: 300,
+            loglevel: "notice".into(),
+            logfile: String::new(),
+            maxmemory_bytes: 0,
+            hz: 10,
+            keyspace_shards: durakv_engine::keyspace::DEFAULT_SHARD_COUNT,
+            durability: Durability::Full,
+            durability_db: BTreeMap::new(),
+            durability_policy: DurabilityPolicy::Connection,
+            wal_dir: Vec::new(),
+            wal_segment_size_mb: 64,
+            delayed_flush_ms: 10,
+            delayed_flush_bytes: 1024 * 1024,
+            wal_recovery_mode: WalRecoveryMode::Strict,
+            recovery_target_secs: 60,
+            checkpoint_wal_size_mb: 1024,
+            checkpoint_keep: 2,
+            io_threads: 0,
+            compat: BTreeMap::new(),
+        };
+        for (name, value) in COMPAT_DEFAULTS {
+            c.compat.insert(name, (*value).to_string());
+        }
+        c
+    }
+}
+
+impl Config {
+    /// The durability configured for database `db` (before any connection override).
+    pub fn db_durability(&self, db: usize) -> Durability {
+        self.durability_db.get(&db).copied().unwrap_or(self.durability)
+    }
+
+    /// The log directories, defaulting to `<dir>/wal`.
+    pub fn wal_dirs(&self) -> Vec<PathBuf> {
+        if self.wal_dir.is_empty() {
+            vec![self.dir.join("wal")]
+        } else {
+            self.wal_dir.clone()
+        }
+    }
+
+    /// Applies one directive from text; the error is the reason, worded for
+    /// `CONFIG SET` (`argument couldn't be parsed ...`).
+    pub fn set(&mut self, name: &str, value: &str) -> Result<(), String> {
+        let lname = name.to_ascii_lowercase();
+        if let Some(n) = lname.strip_prefix("durability-db-") {
+            let db: usize = n.parse().map_err(|_| format!("invalid database index '{n}'"))?;
+            if db >= self.databases {
+                return Err(format!("database {db} is out of range (databases is {})", self.databases));
+            }
+            if value.eq_ignore_ascii_case("default") {
+                self.durability_db.remove(&db);
+            } else {
+                self.durability_db.insert(db, value.parse()?);
+            }
+            return Ok(());
+        }
+        let d = find(&lname).ok_or_else(|| format!("unknown directive '{name}'"))?;
+        (d.set)(self, value)
+    }
+
+    /// Reads one directive as text, as `CONFIG GET` reports it.
+    pub fn get(&self, name: &str) -> Option<String> {
+        let lname = name.to_ascii_lowercase();
+        if let Some(n) = lname.strip_prefix("durability-db-") {
+            let db: usize = n.parse().ok()?;
+            return (db < self.databases).then(|| self.db_durability(db).to_string());
+        }
+        find(&lname).map(|d| (d.get)(self))
+    }
+
+    /// Every (name, value) pair whose name matches the glob `pattern`.
+    pub fn matching(&self, pattern: &[u8]) -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> = DIRECTIVES
+            .iter()
+            .filter(|d| crate::glob::glob_match(pattern, d.name.as_bytes(), true))
+            .map(|d| (d.name.to_string(), (d.get)(self)))
+            .collect();
+        for db in 0..self.databases {
+            let name = format!("durability-db-{db}");
+            if crate::glob::glob_match(pattern, name.as_bytes(), true) {
+                out.push((name, self.db_durability(db).to_string()));
+            }
+        }
+        out
+    }
+
+    /// Loads a TOML file: top-level `name = value` pairs use directive names;
+    /// a `[durability-db]` table maps database numbers to levels.
+    pub fn apply_toml(&mut self, text: &str) -> Result<(), String> {
+        let table: toml::Table = text.parse().map_err(|e| format!("invalid TOML: {e}"))?;
+        // `databases` first: other directives are validated against it.
+        if let Some(v) = table.get("databases") {
+            self.set("databases", &toml_text(v)?)?;
+        }
+        for (name, v) in &table {
+            if name == "databases" {
+                continue;
+            }
+            match v {
+                toml::Value::Table(t) if name == "durability-db" => {
+                    for (db, level) in t {
+                        self.set(&format!("durability-db-{db}"), &toml_text(level)?)
+                            .map_err(|e| format!("durability-db.{db}: {e}"))?;
+                    }
+                }
+                toml::Value::Array(items) => {
+                    let d = find(name).ok_or_else(|| format!("unknown directive '{name}'"))?;
+                    if !d.repeatable {
+                        return Err(format!("'{name}' takes one value, not a list"));
+                    }
+                    let joined = items.iter().map(toml_text).collect::<Result<Vec<_>, _>>()?;
+                    self.set(name, &joined.join(" "))?;
+                }
+                other => self
+                    .set(name, &toml_text(other)?)
+                    .map_err(|e| format!("{name}: {e}"))?,
+            }
+        }
+        Ok(())
+    }
+}
+
+fn toml_text(v: &toml::Value) -> Result<String, String> {
+    Ok(match v {
+        toml::Value::String(s) => s.clone(),
+        toml::Value::Integer(i) => i.to_string(),
+        toml::Value::Float(f) => f.to_string(),
+        toml::Value::Boolean(b) => if *b { "yes" } else { "no" }.to_string(),
+        other => return Err(format!("unsupported value {other}")),
+    })
+}
+
+/// One configuration directive.
+pub struct Directive {
+    pub name: &'static str,
+    pub default: &'static str,
+    pub help: &'static str,
+    /// Can `CONFIG SET` change it while the server runs?
+    pub runtime: bool,
+    /// May be given several times (`bind`, `wal-dir`).
+    pub repeatable: bool,
+    pub set: fn(&mut Config, &str) -> Result<(), String>,
+    pub get: fn(&Config) -> String,
+}
+
+pub fn find(name: &str) -> Option<&'static Directive> {
+    DIRECTIVES.iter().find(|d| d.name.eq_ignore_ascii_case(name))
+}
+
+fn parse_bool(v: &str) -> Result<bool, String> {
+    match v.to_ascii_lowercase().as_str() {
+        "yes" | "true" | "1" => Ok(true),
+        "no" | "false" | "0" => Ok(false),
+        _ => Err("argument must be 'yes' or 'no'".into()),
+    }
+}
+
+fn yes_no(b: bool) -> String {
+    if b { "yes" } else { "no" }.into()
+}
+
+/// Parses a number with Redis's memory units (`1k`, `5mb`, `2gb`).
+pub fn parse_memory(v: &str) -> Result<u64, String> {
+    let lower = v.trim().to_ascii_lowercase();
+    let units: [(&str, u64); 8] = [
+        ("kb", 1024),
+        ("mb", 1024 * 1024),
+        ("gb", 1024 * 1024 * 1024),
+        ("k", 1000),
+        ("m", 1000 * 1000),
+        ("g", 1000 * 1000 * 1000),
+        ("b", 1),
+        ("", 1),
+    ];
+    for (suffix, mul) in units {
+        if let Some(num) = lower.strip_suffix(suffix) {
+            if let Ok(n) = num.parse::<u64>() {
+                return n.checked_mul(mul).ok_or_else(|| "argument is out of range".to_string());
+            }
+        }
+    }
+    Err("argument must be a memory value".into())
+}
+
+fn bounded(v: &str, min: u64, max: u64) -> Result<u64, String> {
+    let n: u64 = v
+        .parse()
+        .map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
+    if n < min || n > max {
+        return Err(format!("argument must be between {min} and {max} inclusive"));
+    }
+    Ok(n)
+}
+
+/// Redis directives that durakv accepts for compatibility (tools and clients
+/// set or read them) but that do not change durakv's behaviour: durability is
+/// governed by `durability`, not by AOF/RDB settings.
+const COMPAT_DEFAULTS: &[(&str, &str)] = &[
+    ("appendonly", "no"),
+    ("appendfsync", "everysec"),
+    ("save", ""),
+    ("maxmemory-policy", "noeviction"),
+    ("slave-read-only", "yes"),
+    ("replica-read-only", "yes"),
+    ("lua-time-limit", "5000"),
+    ("notify-keyspace-events", ""),
+    ("cluster-enabled", "no"),
+];
+
+macro_rules! compat {
+    ($name:literal) => {
+        Directive {
+            name: $name,
+            default: "",
+            help: "Accepted for Redis compatibility; has no effect in durakv",
+            runtime: true,
+            repeatable: false,
+            set: |c, v| {
+                c.compat.insert($name, v.to_string());
+                Ok(())
+            },
+            get: |c| c.compat.get($name).cloned().unwrap_or_default(),
+        }
+    };
+}
+
+pub static DIRECTIVES: &[Directive] = &[
+    Directive {
+        name: "bind",
+        default: "127.0.0.1",
+        help: "Addresses to listen on (space-separated, or the flag repeated)",
+        runtime: false,
+        repeatable: true,
+        set: |c, v| {
+            let addrs: Vec<String> = v.split_whitespace().map(String::from).collect();
+            if addrs.is_empty() {
+                return Err("bind needs at least one address".into());
+            }
+            c.bind = addrs;
+            Ok(())
+        },
+        get: |c| c.bind.join(" "),
+    },
+    Directive {
+        name: "port",
+        default: "6379",
+        help: "TCP port (0 picks a free port and logs it)",
+        runtime: false,
+        repeatable: false,
+        set: |c, v| {
+            c.port = bounded(v, 0, 65535)? as u16;
+            Ok(())
+        },
+        get: |c| c.port.to_string(),
+    },
+    Directive {
+        name: "dir",
+        default: "./data",
+        help: "Data directory (write-ahead log, checkpoints, lock file)",
+        runtime: false,
+        repeatable: false,
+        set: |c, v| {
+            c.dir = PathBuf::from(v);
+            Ok(())
+        },
+        get: |c| c.dir.display().to_string(),
+    },
+    Directive {
+        name: "requirepass",
+        default: "",
+        help: "Password for the default user; empty disables authentication",
+        runtime: true,
+        repeatable: false,
+        set: |c, v| {
+            c.requirepass = (!v.is_empty()).then(|| v.to_string());
+            Ok(())
+        },
+        get: |c| c.requirepass.clone().unwrap_or_default(),
+    },
+    Directive {
+        name: "maxclients",
+        default: "10000",
+        help: "Maximum simultaneous clients; more get '-ERR max number of clients reached'",
+        runtime: true,
+        repeatable: false,
+        set: |c, v| {
+            c.maxclients = bounded(v, 1, 1_000_000)? as usize;
+            Ok(())
+        },
+        get: |c| c.maxclients.to_string(),
+    },
+    Directive {
+        name: "proto-max-bulk-len",
+        default: "512mb",
+        help: "Largest bulk string a request may carry (1mb..2gb)",
+        runtime: true,
+        repeatable: false,
+        set: |c, v| {
+            let n = parse_memory(v)?;
+            if !(1024 * 1024..=2 * 1024 * 1024 * 1024).contains(&n) {
+                return Err("argument must be between 1048576 and 2147483648".into());
+            }
+            c.proto_max_bulk_len = n;
+            Ok(())
+        },
+        get: |c| c.proto_max_bulk_len.to_string(),
+    },
+    Directive {
+        name: "client-query-buffer-limit",
+        default: "1gb",
+        help: "Largest unparsed input a client may accumulate before it is disconnected",
+        runtime: true,
+        repeatable: false,
+        set: |c, v| {
+            let n = parse_memory(v)?;
+            if n < 1024 * 1024 {
+                return Err("argument must be at least 1mb".into());
+            }
+            c.client_query_buffer_limit = n;
+            Ok(())
+        },
+        get: |c| c.client_query_buffer_limit.to_string(),
+    },
+    Directive {
+        name: "databases",
+        default: "16",
+        help: "Number of logical databases (1..1024)",
+        runtime: false,
+        repeatable: false,
+        set: |c, v| {
+            c.databases = bounded(v, 1, DATABASES_MAX as u64)? as usize;
+            Ok(())
+        },
+        get: |c| c.databases.to_string(),
+    },
+    Directive {
+        name: "protected-mode",
+        default: "yes",
+        help: "Without a password, serve only loopback clients even when bound beyond loopback",
+        runtime: true,
+        repeatable: false,
+        set: |c, v| {
+            c.protected_mode = parse_bool(v)?;
+            Ok(())
+        },
+        get: |c| yes_no(c.protected_mode),
+    },
+    Directive {
+        name: "timeout",
+        default: "0",
+        help: "Close a client idle for this many seconds (0 = never)",
+        runtime: true,
+        repeatable: false,
+        set: |c, v| {
+            c.timeout_secs = bounded(v, 0, i32::MAX as u64)?;
+            Ok(())
+        },
+        get: |c| c.timeout_secs.to_string(),
+    },
+    Directive {
+        name: "tcp-keepalive",
+        default: "300",
+        help: "TCP keepalive interval in seconds (0 = off)",
+        runtime: true,
+        repeatable: false,
+        set: |c, v| {
+            c.tcp_keepalive_secs = bounded(v, 0, i32::MAX as u64)?;
+            Ok(())
+        },
+        get: |c| c.tcp_keepalive_secs.to_string(),
+    },
+    Directive {
+        name: "loglevel",
+        default: "notice",
+        help: "debug, verbose, notice or warning",
+        runtime: true,
+        repeatable: false,
+        set: |c, v| {
+            let l = v.to_ascii_lowercase();
+            if !["debug", "verbose", "notice", "warning", "nothing"].contains(&l.as_str()) {
+                return Err("argument(s) must be one of the following: debug, verbose, notice, warning, nothing".into());
+            }
+            c.loglevel = l;
+            Ok(())
+        },
+        get: |c| c.loglevel.clone(),
+    },
+    Directive {
+        name: "logfile",
+        default: "",
+        help: "Log file path; empty logs to standard output",
+        runtime: false,
+        repeatable: false,
+        set: |c, v| {
+            c.logfile = v.to_string();
+            Ok(())
+        },
+        get: |c| c.logfile.clone(),
+    },
+    Directive {
+        name: "maxmemory",
+        default: "0",
+        help: "Refuse writes with -OOM once data uses more than this (0 = no limit)",
+        runtime: true,
+        repeatable: false,
+        set: |c, v| {
+            c.maxmemory_bytes = parse_memory(v)?;
+            Ok(())
+        },
+        get: |c| c.maxmemory_bytes.to_string(),
+    },
+    Directive {
+        name: "hz",
+        default: "10",
+        help: "Background task frequency (active expiry cycles per second, 1..500)",
+        runtime: true,
+        repeatable: false,
+        set: |c, v| {
+            c.hz = bounded(v, 1, 500)?;
+            Ok(())
+        },
+        get: |c| c.hz.to_string(),
+    },
+    Directive {
+        name: "keyspace-shards",
+        default: "64",
+        help: "Number of keyspace partitions, each with its own lock (power of two, 1..4096)",
+        runtime: false,
+        repeatable: false,
+        set: |c, v| {
+            let n = bounded(v, 1, 4096)? as usize;
+            if !n.is_power_of_two() {
+                return Err("argument must be a power of two".into());
+            }
+            c.keyspace_shards = n;
+            Ok(())
+        },
+        get: |c| c.keyspace_shards.to_string(),
+    },
+    Directive {
+        name: "io-threads",
+        default: "0",
+        help: "Worker threads for connections (0 = one per core)",
+        runtime: false,
+        repeatable: false,
+        set: |c, v| {
+            c.io_threads = bounded(v, 0, 1024)? as usize;
+            Ok(())
+        },
+        get: |c| c.io_threads.to_string(),
+    },
+    Directive {
+        name: "durability",
+        default: "full",
+        help: "Default durability: full (reply after fsync, shared by concurrent writers), delayed (reply at once, flush within delayed-flush-ms), none (memory only)",
+        runtime: true,
+        repeatable: false,
+        set: |c, v| {
+            c.durability = v.parse()?;
+            Ok(())
+        },
+        get: |c| c.durability.to_string(),
+    },
+    Directive {
+        name: "durability-policy",
+        default: "connection",
+        help: "When a connection sets CLIENT DURABILITY: 'connection' (its level wins) or 'strictest' (stricter of connection and database)",
+        runtime: true,
+        repeatable: false,
+        set: |c, v| {
+            c.durability_policy = match v.to_ascii_lowercase().as_str() {
+                "connection" => DurabilityPolicy::Connection,
+                "strictest" => DurabilityPolicy::Strictest,
+                _ => return Err("argument must be 'connection' or 'strictest'".into()),
+            };
+            Ok(())
+        },
+        get: |c| match c.durability_policy {
+            DurabilityPolicy::Connection => "connection".into(),
+            DurabilityPolicy::Strictest => "strictest".into(),
+        },
+    },
+    Directive {
+        name: "wal-dir",
+        default: "<dir>/wal",
+        help: "Write-ahead log directory; repeat (one per disk) for parallel log streams",
+        runtime: false,
+        repeatable: true,
+        set: |c, v| {
+            c.wal_dir = v.split_whitespace().map(PathBuf::from).collect();
+            Ok(())
+        },
+        get: |c| {
+            c.wal_dirs()
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(" ")
+        },
+    },
+    Directive {
+        name: "wal-segment-size-mb",
+        default: "64",
+        help: "Size of each preallocated log segment, in MiB (1..4096)",
+        runtime: false,
+        repeatable: false,
+        set: |c, v| {
+            c.wal_segment_size_mb = bounded(v, 1, 4096)?;
+            Ok(())
+        },
+        get: |c| c.wal_segment_size_mb.to_string(),
+    },
+    Directive {
+        name: "delayed-flush-ms",
+        default: "10",
+        help: "Under 'delayed', the longest an acknowledged write waits before it is fsynced (1..10000)",
+        runtime: false,
+        repeatable: false,
+        set: |c, v| {
+            c.delayed_flush_ms = bounded(v, 1, 10_000)?;
+            Ok(())
+        },
+        get: |c| c.delayed_flush_ms.to_string(),
+    },
+    Directive {
+        name: "delayed-flush-bytes",
+        default: "1048576",
+        help: "Under 'delayed', flush as soon as this many log bytes are pending",
+        runtime: false,
+        repeatable: false,
+        set: |c, v| {
+            c.delayed_flush_bytes = parse_memory(v)?.max(1);
+            Ok(())
+        },
+        get: |c| c.delayed_flush_bytes.to_string(),
+    },
+    Directive {
+        name: "wal-recovery-mode",
+        default: "strict",
+        help: "On a checksum failure mid-log: 'strict' stops start-up; 'tolerate-corruption' keeps the valid prefix",
+        runtime: false,
+        repeatable: false,
+        set: |c, v| {
+            c.wal_recovery_mode = match v.to_ascii_lowercase().as_str() {
+                "strict" => WalRecoveryMode::Strict,
+                "tolerate-corruption" => WalRecoveryMode::TolerateCorruption,
+                _ => return Err("argument must be 'strict' or 'tolerate-corruption'".into()),
+            };
+            Ok(())
+        },
+        get: |c| match c.wal_recovery_mode {
+            WalRecoveryMode::Strict => "strict".into(),
+            WalRecoveryMode::TolerateCorruption => "tolerate-corruption".into(),
+        },
+    },
+    Directive {
+        name: "recovery-target-secs",
+        default: "60",
+        help: "Checkpoint before replaying the log would take longer than this",
+        runtime: true,
+        repeatable: false,
+        set: |c, v| {
+            c.recovery_target_secs = bounded(v, 1, 86_400)?;
+            Ok(())
+        },
+        get: |c| c.recovery_target_secs.to_string(),
+    },
+    Directive {
+        name: "checkpoint-wal-size-mb",
+        default: "1024",
+        help: "Also checkpoint once this much log has accumulated since the last one",
+        runtime: true,
+        repeatable: false,
+        set: |c, v| {
+            c.checkpoint_wal_size_mb = bounded(v, 1, 1 << 30)?;
+            Ok(())
+        },
+        get: |c| c.checkpoint_wal_size_mb.to_string(),
+    },
+    Directive {
+        name: "checkpoint-keep",
+        default: "2",
+        help: "Older checkpoints kept besides the newest",
+        runtime: true,
+        repeatable: false,
+        set: |c, v| {
+            c.checkpoint_keep = bounded(v, 0, 100)?;
+            Ok(())
+        },
+        get: |c| c.checkpoint_keep.to_string(),
+    },
+    compat!("appendonly"),
+    compat!("appendfsync"),
+    compat!("save"),
+    compat!("maxmemory-policy"),
+    compat!("slave-read-only"),
+    compat!("replica-read-only"),
+    compat!("lua-time-limit"),
+    compat!("notify-keyspace-events"),
+    compat!("cluster-enabled"),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_match_the_table() {
+        let c = Config::default();
+        for d in DIRECTIVES {
+            if d.default.starts_with('<') || d.default.ends_with("mb") || d.default.ends_with("gb") {
+                continue;
+            }
+            if d.help.starts_with("Accepted for Redis") {
+                continue;
+            }
+            assert_eq!(c.get(d.name).unwrap(), d.default, "{}", d.name);
+        }
+    }
+
+    #[test]
+    fn toml_and_set() {
+        let mut c = Config::default();
+        c.apply_toml(
+            "port = 7000\nprotected-mode = false\ndurability = \"delayed\"\nwal-dir = [\"/a\", \"/b\"]\n[durability-db]\n3 = \"none\"\n",
+        )
+        .unwrap();
+        assert_eq!(c.port, 7000);
+        assert!(!c.protected_mode);
+        assert_eq!(c.db_durability(3), Durability::None);
+        assert_eq!(c.db_durability(0), Durability::Delayed);
+        assert_eq!(c.wal_dirs().len(), 2);
+        assert!(c.set("durability-db-99", "full").is_err());
+        assert!(c.set("maxmemory", "2gb").is_ok());
+        assert_eq!(c.maxmemory_bytes, 2 * 1024 * 1024 * 1024);
+        assert!(c.apply_toml("nonsense = 1").is_err());
+    }
+}

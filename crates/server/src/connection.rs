@@ -1,0 +1,203 @@
+//! One client connection: read, parse, execute, and write replies in order,
+//! holding back any reply whose write (or observed write) is not yet durable.
+//!
+//! The loop never blocks on durability: while replies wait for an fsync, it
+//! keeps reading and executing the client's pipelined commands, and queues
+//! their replies behind the held ones. When the durable LSN passes a held
+//! reply's dependency, that reply and every reply behind it that is also
+//! covered are written together.
+
+use crate::client::{ClientHandle, ClientState};
+use crate::command::Ctx;
+use crate::dispatch;
+use crate::errors;
+use crate::state::Shared;
+use bytes::{Bytes, BytesMut};
+use durakv_protocol::{Frame, RequestLimits, RequestParser};
+use std::collections::VecDeque;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// Initial read buffer; it grows for large requests up to the query buffer limit.
+const READ_BUFFER_BYTES: usize = 16 * 1024;
+
+struct Held {
+    bytes: Bytes,
+    dependency_lsn: u64,
+}
+
+pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<ClientHandle>, authenticated: bool) {
+    let _ = stream.set_nodelay(true);
+    let id = handle.id;
+    let mut client = ClientState::new(handle.clone(), authenticated);
+    if let Err(e) = run(&shared, &mut stream, &mut client).await {
+        tracing::debug!(client = id, "connection closed: {e}");
+    }
+    let mut ctx = Ctx {
+        shared: &shared,
+        client: &mut client,
+    };
+    dispatch::unwatch_all(&mut ctx);
+    shared.clients.unregister(id);
+}
+
+async fn run(shared: &Shared, stream: &mut TcpStream, client: &mut ClientState) -> std::io::Result<()> {
+    let (limits, query_limit, timeout_secs) = {
+        let c = shared.config.read();
+        (
+            RequestLimits {
+                max_bulk_len_bytes: c.proto_max_bulk_len,
+                max_multibulk_len: i32::MAX as u64,
+            },
+            c.client_query_buffer_limit as usize,
+            c.timeout_secs,
+        )
+    };
+    let parser = RequestParser::new(limits);
+    let mut rbuf = BytesMut::with_capacity(READ_BUFFER_BYTES);
+    let mut out = BytesMut::with_capacity(READ_BUFFER_BYTES);
+    let mut held: VecDeque<Held> = VecDeque::new();
+    let mut durable_rx = shared.durable_tx.subscribe();
+    let mut closing = false;
+    let handle = client.handle.clone();
+    loop {
+        if !closing {
+            closing = process(shared, client, &parser, &mut rbuf, &mut out, &mut held);
+        }
+        release(shared, &mut out, &mut held);
+        if !out.is_empty() {
+            shared
+                .stats
+                .total_net_output_bytes
+                .fetch_add(out.len() as u64, Ordering::Relaxed);
+            stream.write_all(&out).await?;
+            out.clear();
+        }
+        if closing && held.is_empty() {
+            return Ok(());
+        }
+        client.publish_info(rbuf.len(), held.len());
+        if handle.is_killed() {
+            return Ok(());
+        }
+        let idle = async {
+            if timeout_secs == 0 {
+                std::future::pending::<()>().await
+            } else {
+                tokio::time::sleep(Duration::from_secs(timeout_secs)).await
+            }
+        };
+        tokio::select! {
+            _ = handle.wake.notified() => {
+                if handle.is_killed() {
+                    return Ok(());
+                }
+            }
+            r = stream.read_buf(&mut rbuf), if !closing => {
+                let n = r?;
+                if n == 0 {
+                    return Ok(());
+                }
+                shared.stats.total_net_input_bytes.fetch_add(n as u64, Ordering::Relaxed);
+                handle.last_interaction_ms.store(crate::util::now_ms(), Ordering::Relaxed);
+                if rbuf.len() > query_limit {
+                    tracing::warn!(client = handle.id, "closing client that exceeded client-query-buffer-limit");
+                    return Ok(());
+                }
+            }
+            r = durable_rx.changed(), if !held.is_empty() => {
+                if r.is_err() {
+                    return Ok(());
+                }
+            }
+            _ = idle, if held.is_empty() && client.multi.is_none() => {
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// Executes every complete request in `rbuf`. Returns true when the
+/// connection must close once its replies are delivered.
+fn process(
+    shared: &Shared,
+    client: &mut ClientState,
+    parser: &RequestParser,
+    rbuf: &mut BytesMut,
+    out: &mut BytesMut,
+    held: &mut VecDeque<Held>,
+) -> bool {
+    let durable = shared.durable_lsn();
+    let mut asked_for_sync = false;
+    loop {
+        let args = match parser.parse(rbuf) {
+            Ok(Some(args)) => args,
+            Ok(None) => return false,
+            Err(e) => {
+                let frame = Frame::error(e.reply_text());
+                push(client, out, held, frame, 0);
+                return true;
+            }
+        };
+        let mut ctx = Ctx {
+            shared,
+            client: &mut *client,
+        };
+        let outcome = dispatch::execute(&mut ctx, &args);
+        if outcome.frame.is_error() {
+            shared.stats.total_error_replies.fetch_add(1, Ordering::Relaxed);
+        }
+        let dep = if outcome.dependency_lsn > durable {
+            if !asked_for_sync {
+                if let Some(d) = &shared.store.durability {
+                    d.request_sync();
+                }
+                asked_for_sync = true;
+            }
+            outcome.dependency_lsn
+        } else {
+            0
+        };
+        push(client, out, held, outcome.frame, dep);
+        if client.close_after_reply {
+            return true;
+        }
+    }
+}
+
+fn push(client: &ClientState, out: &mut BytesMut, held: &mut VecDeque<Held>, frame: Frame, dep: u64) {
+    if dep == 0 && held.is_empty() {
+        frame.encode(client.protocol, out);
+        return;
+    }
+    let mut b = BytesMut::new();
+    frame.encode(client.protocol, &mut b);
+    held.push_back(Held {
+        bytes: b.freeze(),
+        dependency_lsn: dep,
+    });
+}
+
+/// Moves held replies whose dependency is durable to `out`, in order. If the
+/// log has failed, replies that can never become durable become errors.
+fn release(shared: &Shared, out: &mut BytesMut, held: &mut VecDeque<Held>) {
+    if held.is_empty() {
+        return;
+    }
+    let durable = shared.durable_lsn();
+    let failed = shared.log_failure().is_some();
+    while let Some(h) = held.front() {
+        if h.dependency_lsn <= durable {
+            out.extend_from_slice(&h.bytes);
+        } else if failed {
+            // Each held reply is exactly one reply, so substituting keeps order.
+            errors::err(errors::NOT_DURABLE).encode(durakv_protocol::Protocol::Resp2, out);
+        } else {
+            break;
+        }
+        held.pop_front();
+    }
+}

@@ -1,0 +1,68 @@
+//! Redis's exact error replies. Clients match on these strings, so they are
+//! spelled once, here, exactly as Redis spells them.
+
+use durakv_protocol::Frame;
+
+pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+pub const NOT_INTEGER: &str = "ERR value is not an integer or out of range";
+pub const NOT_FLOAT: &str = "ERR value is not a valid float";
+pub const SYNTAX: &str = "ERR syntax error";
+pub const NO_SUCH_KEY: &str = "ERR no such key";
+pub const INDEX_OUT_OF_RANGE: &str = "ERR index out of range";
+pub const OVERFLOW: &str = "ERR increment or decrement would overflow";
+pub const NOAUTH: &str = "NOAUTH Authentication required.";
+pub const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
+pub const DB_INDEX_OUT_OF_RANGE: &str = "ERR DB index is out of range";
+pub const INVALID_EXPIRE: &str = "ERR invalid expire time in '{}' command";
+pub const MAX_CLIENTS: &str = "ERR max number of clients reached";
+pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
+pub const EXECABORT: &str = "EXECABORT Transaction discarded because of previous errors.";
+pub const MULTI_NESTED: &str = "ERR MULTI calls can not be nested";
+pub const EXEC_WITHOUT_MULTI: &str = "ERR EXEC without MULTI";
+pub const DISCARD_WITHOUT_MULTI: &str = "ERR DISCARD without MULTI";
+pub const WATCH_INSIDE_MULTI: &str = "ERR WATCH inside MULTI is not allowed";
+pub const MISCONF: &str = "MISCONF Errors writing to the write-ahead log: durakv is configured to refuse writes until the log is healthy again (see INFO persistence for the failure)";
+pub const NOT_DURABLE: &str = "MISCONF This reply depends on a write that could not be made durable (see INFO persistence)";
+
+pub fn wrong_args(cmd: &str) -> Frame {
+    Frame::error(format!(
+        "ERR wrong number of arguments for '{}' command",
+        cmd.to_ascii_lowercase()
+    ))
+}
+
+/// `ERR unknown command 'x', with args beginning with: 'a' 'b' ` — Redis
+/// quotes at most the first arguments and truncates each to 128 bytes.
+pub fn unknown_command(name: &[u8], args: &[bytes::Bytes]) -> Frame {
+    const MAX_ARG_CHARS: usize = 128;
+    let shown = |b: &[u8]| {
+        let s = String::from_utf8_lossy(b);
+        s.chars().take(MAX_ARG_CHARS).collect::<String>()
+    };
+    let mut msg = format!(
+        "ERR unknown command '{}', with args beginning with: ",
+        shown(name)
+    );
+    for a in args.iter().take(30) {
+        msg.push('\'');
+        msg.push_str(&shown(a));
+        msg.push_str("' ");
+    }
+    Frame::error(msg)
+}
+
+pub fn unknown_subcommand(sub: &[u8], cmd: &str) -> Frame {
+    Frame::error(format!(
+        "ERR unknown subcommand '{}'. Try {} HELP.",
+        String::from_utf8_lossy(sub),
+        cmd.to_ascii_uppercase()
+    ))
+}
+
+pub fn invalid_expire(cmd: &str) -> Frame {
+    Frame::error(INVALID_EXPIRE.replace("{}", &cmd.to_ascii_lowercase()))
+}
+
+pub fn err(msg: &'static str) -> Frame {
+    Frame::Error(bytes::Bytes::from_static(msg.as_bytes()))
+}

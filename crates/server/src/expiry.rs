@@ -1,0 +1,52 @@
+//! Background work run `hz` times a second: active expiry (sampling keys
+//! with a TTL, as Redis does, so keys nobody reads still go away) and
+//! memory sampling.
+
+use crate::state::Shared;
+use crate::util::now_ms;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Keys sampled per database per shard per cycle (Redis's ACTIVE_EXPIRE_CYCLE_KEYS_PER_LOOP).
+const SAMPLE_KEYS: usize = 20;
+/// Repeat a shard's sampling while more than this share of samples expired.
+const REPEAT_IF_EXPIRED_PERCENT: usize = 25;
+/// Bound on repeats so one cycle cannot monopolise a shard lock.
+const MAX_ROUNDS_PER_SHARD: usize = 16;
+
+pub async fn run(shared: Arc<Shared>) {
+    loop {
+        let hz = shared.config.read().hz.max(1);
+        tokio::time::sleep(Duration::from_millis(1000 / hz)).await;
+        crate::memory::sample();
+        let expired = active_expire_cycle(&shared);
+        if expired > 0 {
+            shared.stats.expired_keys.fetch_add(expired as u64, Ordering::Relaxed);
+        }
+    }
+}
+
+/// One active-expiry pass over every shard. Returns keys removed.
+pub fn active_expire_cycle(shared: &Shared) -> usize {
+    let ks = &shared.store.keyspace;
+    let mut rng = rand::thread_rng();
+    let mut total = 0;
+    for i in 0..ks.num_shards() {
+        let mut shard = ks.shard(i).lock();
+        let now = now_ms();
+        for db in shard.dbs.iter_mut() {
+            for _ in 0..MAX_ROUNDS_PER_SHARD {
+                if db.volatile_len() == 0 {
+                    break;
+                }
+                let (sampled, expired) = db.expire_sample(SAMPLE_KEYS, now, &mut rng);
+                total += expired;
+                if sampled == 0 || expired * 100 <= sampled * REPEAT_IF_EXPIRED_PERCENT {
+                    break;
+                }
+            }
+        }
+    }
+    total
+}

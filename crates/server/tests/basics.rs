@@ -1,0 +1,46 @@
+//! Smoke tests of the server skeleton over real sockets.
+
+mod common;
+
+use common::*;
+
+#[test]
+fn ping_set_get_and_errors() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let pong: String = redis::cmd("PING").query(&mut c).unwrap();
+    assert_eq!(pong, "PONG");
+    let _: () = redis::cmd("SET").arg("k").arg("v").query(&mut c).unwrap();
+    let v: String = redis::cmd("GET").arg("k").query(&mut c).unwrap();
+    assert_eq!(v, "v");
+    let e = redis::cmd("GET").query::<String>(&mut c).unwrap_err();
+    assert!(e.to_string().contains("wrong number of arguments for 'get' command"), "{e}");
+    let e = redis::cmd("NOPE").arg("a").query::<String>(&mut c).unwrap_err();
+    assert!(e.to_string().contains("unknown command 'NOPE', with args beginning with: 'a'"), "{e}");
+}
+
+#[test]
+fn inline_and_split_frames() {
+    let srv = Server::start(&[]);
+    let mut s = srv.raw();
+    send_raw(&mut s, b"PING\r\n");
+    assert_eq!(read_exactly(&mut s, 7), b"+PONG\r\n");
+    let req = b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$2\r\nvv\r\n*2\r\n$3\r\nGET\r\n$1\r\nk\r\n";
+    for b in req.iter() {
+        send_raw(&mut s, &[*b]);
+    }
+    assert_eq!(read_exactly(&mut s, 5 + 8), b"+OK\r\n$2\r\nvv\r\n");
+}
+
+#[test]
+fn malformed_frame_gets_protocol_error_and_close() {
+    let srv = Server::start(&[]);
+    let mut s = srv.raw();
+    send_raw(&mut s, b"*1\r\n$-9\r\n");
+    let got = read_to_close(&mut s);
+    assert_eq!(got, b"-ERR Protocol error: invalid bulk length\r\n");
+    // The server keeps running.
+    let mut c = srv.conn();
+    let pong: String = redis::cmd("PING").query(&mut c).unwrap();
+    assert_eq!(pong, "PONG");
+}
