@@ -182,6 +182,12 @@ impl<'a> Txn<'a> {
         })
     }
 
+    /// Finishes a transaction rebuilt from the log during recovery: the
+    /// mutations are already on disk at `lsn`, so only the stamps are set.
+    pub fn finish_replayed(mut self, lsn: u64) {
+        self.stamp(lsn);
+    }
+
     /// Records `lsn` on every entry and database the mutations touched, so
     /// later readers know what their replies depend on.
     fn stamp(&mut self, lsn: u64) {

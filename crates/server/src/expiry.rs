@@ -20,6 +20,11 @@ pub async fn run(shared: Arc<Shared>) {
         let hz = shared.config.read().hz.max(1);
         tokio::time::sleep(Duration::from_millis(1000 / hz)).await;
         crate::memory::sample();
+        // A failed log never advances the durable LSN; wake connections
+        // holding replies so they can turn them into errors.
+        if shared.log_failure().is_some() {
+            shared.durable_tx.send_modify(|_| {});
+        }
         let expired = active_expire_cycle(&shared);
         if expired > 0 {
             shared.stats.expired_keys.fetch_add(expired as u64, Ordering::Relaxed);

@@ -41,20 +41,36 @@ pub fn run(config: Config) -> Result<(), String> {
         0 => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2),
         n => n,
     };
-    let store = Store {
-        keyspace: durakv_engine::keyspace::Keyspace::new(config.databases, config.keyspace_shards),
-        log: None,
-        durability: None,
-    };
+    let store = Store::open(&config)?;
+    if let Some(r) = &store.recovery {
+        tracing::info!(
+            "recovered {} records ({} bytes) in {:.3}s; last LSN {}",
+            r.records,
+            r.bytes,
+            r.duration.as_secs_f64(),
+            r.last_lsn
+        );
+    }
     let shared = Arc::new(Shared::new(config, store));
+    if let Some(wal) = &shared.store.wal {
+        let tx = shared.durable_tx.clone();
+        wal.set_durable_listener(Box::new(move |lsn| {
+            tx.send_replace(lsn);
+        }));
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(threads)
         .enable_all()
         .thread_name("durakv-io")
         .build()
         .map_err(|e| format!("cannot start runtime: {e}"))?;
-    rt.block_on(server::serve(shared.clone()))
-        .map_err(|e| e.to_string())?;
+    let served = rt.block_on(server::serve(shared.clone()));
+    if let Some(wal) = &shared.store.wal {
+        if let Err(e) = wal.close() {
+            tracing::error!("closing the write-ahead log failed: {e}");
+        }
+    }
+    served.map_err(|e| e.to_string())?;
     tracing::info!("durakv is now ready to exit, bye bye...");
     Ok(())
 }

@@ -3,7 +3,10 @@
 //! replies.
 
 use crate::client::ClientRegistry;
-use crate::config::{Config, DurabilityPolicy};
+use crate::config::{Config, DurabilityPolicy, WalRecoveryMode};
+use durakv_engine::lock::DirLock;
+use durakv_engine::store::{Store as EngineStore, StoreConfig};
+use durakv_engine::wal::{RecoveryMode, RecoveryStats, Wal};
 use crate::watch::WatchRegistry;
 use durakv_engine::keyspace::Keyspace;
 use durakv_engine::txn::CommitLog;
@@ -50,13 +53,58 @@ impl Stats {
     }
 }
 
-/// The keyspace plus the log writes are committed to (None before the log
-/// is wired in, or for tests).
+/// The keyspace plus the log writes are committed to.
 pub struct Store {
     pub keyspace: Keyspace,
     pub log: Option<Arc<dyn CommitLog>>,
     /// Source of the durable LSN and of log failures.
     pub durability: Option<Arc<dyn DurabilitySource>>,
+    pub wal: Option<Arc<Wal>>,
+    /// What recovery found at start-up.
+    pub recovery: Option<RecoveryStats>,
+    /// Held for the server's lifetime: one server per data directory.
+    pub dir_lock: Option<DirLock>,
+}
+
+impl Store {
+    /// Opens the data directory described by `config`, replaying the log.
+    pub fn open(config: &Config) -> Result<Store, String> {
+        let mut sc = StoreConfig::new(config.dir.clone());
+        sc.databases = config.databases;
+        sc.shards = config.keyspace_shards;
+        sc.wal_dirs = config.wal_dirs();
+        sc.wal_segment_size_bytes = config.wal_segment_size_mb * 1024 * 1024;
+        sc.delayed_flush_ms = config.delayed_flush_ms;
+        sc.delayed_flush_bytes = config.delayed_flush_bytes;
+        sc.recovery_mode = match config.wal_recovery_mode {
+            WalRecoveryMode::Strict => RecoveryMode::Strict,
+            WalRecoveryMode::TolerateCorruption => RecoveryMode::TolerateCorruption,
+        };
+        let store = EngineStore::open(&sc).map_err(|e| e.to_string())?;
+        let (keyspace, wal, recovery, lock) = store.into_parts();
+        Ok(Store {
+            keyspace,
+            log: Some(wal.clone() as Arc<dyn CommitLog>),
+            durability: Some(wal.clone() as Arc<dyn DurabilitySource>),
+            wal: Some(wal),
+            recovery: Some(recovery),
+            dir_lock: Some(lock),
+        })
+    }
+}
+
+impl DurabilitySource for Wal {
+    fn durable_lsn(&self) -> u64 {
+        Wal::durable_lsn(self)
+    }
+
+    fn failure(&self) -> Option<String> {
+        Wal::failure(self)
+    }
+
+    fn request_sync(&self) {
+        Wal::request_sync(self)
+    }
 }
 
 /// What the server needs to know about the log besides appending.

@@ -15,7 +15,10 @@ pub fn binary() -> PathBuf {
     }
     // tests run from target/<profile>/deps/<test>; the binary is in target/<profile>.
     let exe = std::env::current_exe().expect("test executable path");
-    let profile_dir = exe.parent().and_then(Path::parent).expect("target profile dir");
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target profile dir");
     let bin = profile_dir.join("durakv");
     assert!(
         bin.exists(),
@@ -42,7 +45,12 @@ impl Server {
     pub fn start_in(dir: tempfile::TempDir, args: &[&str]) -> Server {
         let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
         let (child, port) = spawn(dir.path(), &args);
-        Server { child: Some(child), port, dir, args }
+        Server {
+            child: Some(child),
+            port,
+            dir,
+            args,
+        }
     }
 
     pub fn url(&self) -> String {
@@ -89,7 +97,10 @@ impl Server {
 }
 
 fn unsafe_sigterm(pid: u32) {
-    let _ = Command::new("kill").arg("-TERM").arg(pid.to_string()).status();
+    let _ = Command::new("kill")
+        .arg("-TERM")
+        .arg(pid.to_string())
+        .status();
 }
 
 impl Drop for Server {

@@ -1,0 +1,148 @@
+//! Durability levels end to end: what a client was told must survive kill -9.
+//!
+//! The delayed window is set to its maximum (10 s) so that a write which was
+//! only acknowledged under `delayed` is certainly not on disk yet when the
+//! process is killed, unless something made it durable: that is what these
+//! tests observe.
+
+mod common;
+
+use common::Server;
+use redis::Commands;
+
+const LONG_WINDOW: &[&str] = &["--delayed-flush-ms", "10000", "--wal-segment-size-mb", "1"];
+
+#[test]
+fn full_reads_of_delayed_writes_wait_until_durable() {
+    let mut srv = Server::start(LONG_WINDOW);
+    for round in 0..10 {
+        let mut writer = srv.conn();
+        let mut reader = srv.conn();
+        let _: () = redis::cmd("CLIENT").arg("DURABILITY").arg("delayed").query(&mut writer).unwrap();
+        let key = format!("k{round}");
+        let _: () = writer.set(&key, "v").unwrap();
+        // The reader runs at `full`: seeing the value means it is on disk.
+        let v: Option<String> = reader.get(&key).unwrap();
+        assert_eq!(v.as_deref(), Some("v"));
+        srv.kill9();
+        srv.restart();
+        let mut c = srv.conn();
+        let v: Option<String> = c.get(&key).unwrap();
+        assert_eq!(v.as_deref(), Some("v"), "round {round}: a value a full reader saw was lost");
+    }
+}
+
+#[test]
+fn own_delayed_write_read_back_at_full_is_durable() {
+    let mut srv = Server::start(LONG_WINDOW);
+    let mut c = srv.conn();
+    let _: () = redis::cmd("CLIENT").arg("DURABILITY").arg("delayed").query(&mut c).unwrap();
+    let _: () = c.hset("h", "f", "1").unwrap();
+    let _: () = redis::cmd("CLIENT").arg("DURABILITY").arg("full").query(&mut c).unwrap();
+    let v: Option<String> = c.hget("h", "f").unwrap();
+    assert_eq!(v.as_deref(), Some("1"));
+    srv.kill9();
+    srv.restart();
+    let mut c = srv.conn();
+    let v: Option<String> = c.hget("h", "f").unwrap();
+    assert_eq!(v.as_deref(), Some("1"));
+}
+
+#[test]
+fn waitaof_makes_delayed_writes_durable() {
+    let mut srv = Server::start(LONG_WINDOW);
+    let mut c = srv.conn();
+    let _: () = redis::cmd("CLIENT").arg("DURABILITY").arg("delayed").query(&mut c).unwrap();
+    for i in 0..100 {
+        let _: () = c.set(format!("w{i}"), i).unwrap();
+    }
+    let r: Vec<i64> = redis::cmd("WAITAOF").arg(1).arg(0).arg(0).query(&mut c).unwrap();
+    assert_eq!(r, vec![1, 0]);
+    let e = redis::cmd("WAITAOF").arg(1).arg(1).arg(0).query::<Vec<i64>>(&mut c).unwrap_err();
+    assert!(e.to_string().contains("WAITAOF"), "{e}");
+    srv.kill9();
+    srv.restart();
+    let mut c = srv.conn();
+    for i in 0..100 {
+        let v: Option<i64> = c.get(format!("w{i}")).unwrap();
+        assert_eq!(v, Some(i));
+    }
+}
+
+#[test]
+fn delayed_writes_after_the_last_barrier_may_be_lost_but_only_as_a_suffix() {
+    let mut srv = Server::start(LONG_WINDOW);
+    let mut c = srv.conn();
+    let _: () = redis::cmd("CONFIG").arg("SET").arg("durability").arg("delayed").query(&mut c).unwrap();
+    for i in 0..50 {
+        let _: () = c.set(format!("d{i}"), i).unwrap();
+    }
+    let _: Vec<i64> = redis::cmd("WAITAOF").arg(1).arg(0).arg(0).query(&mut c).unwrap();
+    for i in 50..100 {
+        let _: () = c.set(format!("d{i}"), i).unwrap();
+    }
+    srv.kill9();
+    srv.restart();
+    let mut c = srv.conn();
+    let present: Vec<bool> = (0..100)
+        .map(|i| c.exists::<_, bool>(format!("d{i}")).unwrap())
+        .collect();
+    assert!(present[..50].iter().all(|p| *p), "writes before WAITAOF were lost");
+    let survivors = present.iter().take_while(|p| **p).count();
+    assert!(present[survivors..].iter().all(|p| !*p), "lost writes are not a suffix: {present:?}");
+}
+
+#[test]
+fn none_database_is_not_logged_and_full_database_is() {
+    let mut srv = Server::start(&["--durability-db-1", "none", "--wal-segment-size-mb", "1"]);
+    let mut c = srv.conn();
+    let _: () = c.set("kept", "1").unwrap();
+    let _: () = redis::cmd("SELECT").arg(1).query(&mut c).unwrap();
+    let _: () = c.set("volatile", "1").unwrap();
+    let info: String = redis::cmd("INFO").arg("persistence").query(&mut c).unwrap();
+    assert!(info.contains("db1_durability:none"), "{info}");
+    srv.kill9();
+    srv.restart();
+    let mut c = srv.conn();
+    let v: Option<String> = c.get("kept").unwrap();
+    assert_eq!(v.as_deref(), Some("1"));
+    let _: () = redis::cmd("SELECT").arg(1).query(&mut c).unwrap();
+    let v: Option<String> = c.get("volatile").unwrap();
+    assert_eq!(v, None, "a durability-none database was logged");
+}
+
+#[test]
+fn client_durability_shows_in_client_info_and_policy_decides() {
+    // Database default `delayed`; the connection asks for `none`.
+    for (policy, survives) in [("strictest", true), ("connection", false)] {
+        let mut srv = Server::start(&["--durability", "delayed", "--durability-policy", policy]);
+        let mut c = srv.conn();
+        let info: String = redis::cmd("CLIENT").arg("INFO").query(&mut c).unwrap();
+        assert!(info.contains("durability=default"), "{info}");
+        let _: () = redis::cmd("CLIENT").arg("DURABILITY").arg("none").query(&mut c).unwrap();
+        let info: String = redis::cmd("CLIENT").arg("INFO").query(&mut c).unwrap();
+        assert!(info.contains("durability=none"), "{info}");
+        let e = redis::cmd("CLIENT").arg("DURABILITY").arg("sometimes").query::<()>(&mut c).unwrap_err();
+        assert!(e.to_string().contains("invalid durability level"), "{e}");
+        let _: () = c.set("x", "1").unwrap();
+        let _: Vec<i64> = redis::cmd("WAITAOF").arg(1).arg(0).arg(0).query(&mut c).unwrap();
+        srv.kill9();
+        srv.restart();
+        let mut c = srv.conn();
+        let v: Option<String> = c.get("x").unwrap();
+        assert_eq!(v.is_some(), survives, "policy {policy}");
+    }
+}
+
+#[test]
+fn second_server_on_same_directory_is_refused() {
+    let srv = Server::start(&[]);
+    let out = std::process::Command::new(common::binary())
+        .args(["serve", "--port", "0", "--dir"])
+        .arg(srv.dir.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("LOCK"), "message should name the lock: {err}");
+}

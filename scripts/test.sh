@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Runs every test: unit, integration (against the real binary), crash tests,
+# and the Redis-client compatibility script.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+missing=()
+command -v redis-cli >/dev/null 2>&1 || missing+=(redis-tools)
+command -v redis-benchmark >/dev/null 2>&1 || missing+=(redis-tools)
+python3 -c 'import redis' 2>/dev/null || missing+=(python3-redis)
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "test.sh: the compatibility script needs redis-cli, redis-benchmark and redis-py."
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "test.sh: installing them now (apt-get install redis-tools; pip install redis)"
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-tools >/dev/null
+        python3 -c 'import redis' 2>/dev/null || pip install -q redis
+    else
+        echo "test.sh: install them with: sudo apt-get install redis-tools && pip install redis" >&2
+        exit 1
+    fi
+fi
+
+# Integration tests start the binary, so build it first.
+cargo build -p durakv
+cargo test --workspace
+cargo build --release -p durakv
+scripts/compat.sh target/release/durakv
