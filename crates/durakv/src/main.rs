@@ -26,7 +26,12 @@ fn serve_command() -> Command {
         let mut arg = Arg::new(d.name)
             .long(d.name)
             .value_name("VALUE")
-            .help(format!("{}{} [default: {}]", d.help, runtime, display_default(d.default)));
+            .help(format!(
+                "{}{} [default: {}]",
+                d.help,
+                runtime,
+                display_default(d.default)
+            ));
         if d.repeatable {
             arg = arg.action(ArgAction::Append);
         }
@@ -62,8 +67,14 @@ fn cli() -> Command {
 fn config_from(m: &clap::ArgMatches) -> Result<Config, String> {
     let mut config = Config::default();
     if let Some(path) = m.get_one::<String>("config") {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read config file {path}: {e}"))?;
-        config.apply_toml(&text).map_err(|e| format!("{path}: {e}"))?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read config file {path}: {e}"))?;
+        config
+            .apply_toml(&text)
+            .map_err(|e| format!("{path}: {e}"))?;
+        config.config_file = std::fs::canonicalize(path)
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|_| path.clone());
     }
     // `databases` first, since per-database directives are checked against it.
     if let Some(v) = m.get_one::<String>("databases") {
@@ -75,7 +86,9 @@ fn config_from(m: &clap::ArgMatches) -> Result<Config, String> {
         }
         if let Some(values) = m.get_many::<String>(d.name) {
             let joined: Vec<&str> = values.map(String::as_str).collect();
-            config.set(d.name, &joined.join(" ")).map_err(|e| format!("--{}: {e}", d.name))?;
+            config
+                .set(d.name, &joined.join(" "))
+                .map_err(|e| format!("--{}: {e}", d.name))?;
         }
     }
     if let Some(values) = m.get_many::<String>("durability-db") {
@@ -119,13 +132,17 @@ fn init_logging(level: &str) {
     };
     let env = tracing_subscriber::EnvFilter::try_from_env("DURAKV_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(filter));
-    let _ = tracing_subscriber::fmt().with_env_filter(env).with_target(false).try_init();
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(env)
+        .with_target(false)
+        .try_init();
 }
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.get(1).map(String::as_str) == Some("bench") {
-        eprintln!("durakv bench: not built into this binary yet"); std::process::exit(2);
+        eprintln!("durakv bench: not built into this binary yet");
+        std::process::exit(2);
     }
     let matches = cli().get_matches_from(normalize_args(args));
     match matches.subcommand() {

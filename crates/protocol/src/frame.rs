@@ -85,7 +85,19 @@ impl Frame {
     pub fn encode(&self, proto: Protocol, out: &mut BytesMut) {
         match self {
             Frame::Simple(s) => line(out, b'+', s),
-            Frame::Error(e) => line(out, b'-', e),
+            Frame::Error(e) => {
+                // A newline inside an error would end the reply early and
+                // desynchronise the client; Redis replaces them with spaces.
+                if e.iter().any(|&c| c == b'\r' || c == b'\n') {
+                    let clean: Vec<u8> = e
+                        .iter()
+                        .map(|&c| if c == b'\r' || c == b'\n' { b' ' } else { c })
+                        .collect();
+                    line(out, b'-', &clean)
+                } else {
+                    line(out, b'-', e)
+                }
+            }
             Frame::Integer(n) => write_integer(out, *n),
             Frame::Bulk(b) => write_bulk(out, b),
             Frame::Null => match proto {
@@ -157,8 +169,10 @@ impl Frame {
     }
 }
 
-/// Formats a double the way Redis replies with scores: the shortest text that
-/// round-trips, `inf`/`-inf` for infinities, and no trailing `.0`.
+/// Formats a double the way Redis 7.2 replies with scores: the shortest
+/// digits that round-trip, laid out like its `fpconv_dtoa` (plain integers up
+/// to 7 trailing zeros, 6 for negatives; plain decimals down to 1e-6;
+/// scientific notation such as `1e+20` or `-1.5e-7` beyond), `inf`/`-inf`.
 pub fn format_double(d: f64) -> String {
     if d.is_infinite() {
         return if d > 0.0 { "inf".into() } else { "-inf".into() };
@@ -166,14 +180,53 @@ pub fn format_double(d: f64) -> String {
     if d.is_nan() {
         return "nan".into();
     }
-    if d == d.trunc() && d.abs() < 1e17 {
-        return format!("{}", d as i64);
+    if d == 0.0 {
+        return if d.is_sign_negative() {
+            "-0".into()
+        } else {
+            "0".into()
+        };
     }
-    let s = format!("{d}");
-    if s.contains('e') {
-        return s;
+    let neg = d < 0.0;
+    // `{:e}` gives the shortest round-trip digits as `d.ddde<exp>`.
+    let sci = format!("{:e}", d.abs());
+    let (mantissa, exp10) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp10: i32 = exp10.parse().unwrap_or(0);
+    let digits: String = mantissa.chars().filter(|c| c.is_ascii_digit()).collect();
+    let ndigits = digits.len() as i32;
+    // Value = digits * 10^k.
+    let k = exp10 - (ndigits - 1);
+    let exp = (k + ndigits - 1).abs();
+    let max_trailing_zeros = if neg { 6 } else { 7 };
+    let mut out = String::with_capacity(24);
+    if neg {
+        out.push('-');
     }
-    s
+    if k >= 0 && exp < ndigits + max_trailing_zeros {
+        out.push_str(&digits);
+        out.extend(std::iter::repeat_n('0', k as usize));
+    } else if k < 0 && (k > -7 || exp < 4) {
+        let offset = ndigits + k;
+        if offset <= 0 {
+            out.push_str("0.");
+            out.extend(std::iter::repeat_n('0', (-offset) as usize));
+            out.push_str(&digits);
+        } else {
+            out.push_str(&digits[..offset as usize]);
+            out.push('.');
+            out.push_str(&digits[offset as usize..]);
+        }
+    } else {
+        out.push_str(&digits[..1]);
+        if ndigits > 1 {
+            out.push('.');
+            out.push_str(&digits[1..]);
+        }
+        out.push('e');
+        out.push(if exp10 < 0 { '-' } else { '+' });
+        out.push_str(&exp.to_string());
+    }
+    out
 }
 
 fn line(out: &mut BytesMut, tag: u8, text: &[u8]) {
@@ -234,5 +287,12 @@ mod tests {
         assert_eq!(format_double(f64::INFINITY), "inf");
         assert_eq!(format_double(f64::NEG_INFINITY), "-inf");
         assert_eq!(format_double(0.1), "0.1");
+        assert_eq!(format_double(1e20), "1e+20");
+        assert_eq!(format_double(-1e-7), "-1e-7");
+        assert_eq!(format_double(1234567.0), "1234567");
+        assert_eq!(format_double(10000000.0), "10000000");
+        assert_eq!(format_double(0.000001), "0.000001");
+        assert_eq!(format_double(1.5e300), "1.5e+300");
+        assert_eq!(format_double(2.71), "2.71");
     }
 }

@@ -201,7 +201,7 @@ pub fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
     let mut i = 0;
     let n = line.len();
     loop {
-        while i < n && line[i].is_ascii_whitespace() {
+        while i < n && (line[i].is_ascii_whitespace() || line[i] == 0) {
             i += 1;
         }
         if i >= n {
@@ -334,9 +334,18 @@ mod tests {
 
     #[test]
     fn malformed_frames_are_errors() {
-        assert_eq!(parse_all(b"*x\r\n"), Err(ParseError::InvalidMultibulkLength));
-        assert_eq!(parse_all(b"*1\r\n+a\r\n"), Err(ParseError::ExpectedDollar('+')));
-        assert_eq!(parse_all(b"*1\r\n$-5\r\n"), Err(ParseError::InvalidBulkLength));
+        assert_eq!(
+            parse_all(b"*x\r\n"),
+            Err(ParseError::InvalidMultibulkLength)
+        );
+        assert_eq!(
+            parse_all(b"*1\r\n+a\r\n"),
+            Err(ParseError::ExpectedDollar('+'))
+        );
+        assert_eq!(
+            parse_all(b"*1\r\n$-5\r\n"),
+            Err(ParseError::InvalidBulkLength)
+        );
         assert_eq!(
             parse_all(b"*1\r\n$536870913\r\n"),
             Err(ParseError::InvalidBulkLength)

@@ -17,6 +17,8 @@ pub struct ClientHandle {
     pub id: u64,
     pub addr: SocketAddr,
     pub laddr: SocketAddr,
+    /// The socket's file descriptor, as CLIENT LIST reports it.
+    pub fd: i64,
     pub created: Instant,
     /// Set by CLIENT KILL or shutdown; the connection closes at its next turn.
     pub killed: AtomicBool,
@@ -71,6 +73,17 @@ pub struct Watched {
     pub expire_at_ms: u64,
 }
 
+/// `CLIENT REPLY`: whether replies are sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReplyMode {
+    On,
+    Off,
+    /// Skip the reply of the next command only.
+    SkipNext,
+    /// Set while executing the command whose reply is skipped.
+    Skipping,
+}
+
 /// State owned by the connection task itself.
 pub struct ClientState {
     pub handle: Arc<ClientHandle>,
@@ -90,6 +103,9 @@ pub struct ClientState {
     pub lib_name: Option<Bytes>,
     pub lib_ver: Option<Bytes>,
     pub last_cmd: String,
+    pub reply_mode: ReplyMode,
+    /// Drop the reply of the command being executed (SHUTDOWN).
+    pub suppress_this_reply: bool,
 }
 
 impl ClientState {
@@ -109,6 +125,8 @@ impl ClientState {
             lib_name: None,
             lib_ver: None,
             last_cmd: String::new(),
+            reply_mode: ReplyMode::On,
+            suppress_this_reply: false,
         }
     }
 
@@ -125,7 +143,11 @@ impl ClientState {
         i.lib_name = self.lib_name.clone();
         i.lib_ver = self.lib_ver.clone();
         i.resp = self.protocol.version();
-        i.multi = self.multi.as_ref().map(|m| m.queued.len() as i64).unwrap_or(-1);
+        i.multi = self
+            .multi
+            .as_ref()
+            .map(|m| m.queued.len() as i64)
+            .unwrap_or(-1);
         i.watch = self.watched.len();
         i.durability = self.durability;
         i.user.clone_from(&self.user);
@@ -141,12 +163,13 @@ pub struct ClientRegistry {
 }
 
 impl ClientRegistry {
-    pub fn register(&self, addr: SocketAddr, laddr: SocketAddr) -> Arc<ClientHandle> {
+    pub fn register(&self, addr: SocketAddr, laddr: SocketAddr, fd: i64) -> Arc<ClientHandle> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
         let h = Arc::new(ClientHandle {
             id,
             addr,
             laddr,
+            fd,
             created: Instant::now(),
             killed: AtomicBool::new(false),
             wake: Notify::new(),

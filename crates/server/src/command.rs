@@ -43,7 +43,11 @@ pub enum Handler {
 pub enum Keys {
     None,
     /// Redis's (first, last, step); `last` may be negative (from the end).
-    Range { first: i32, last: i32, step: i32 },
+    Range {
+        first: i32,
+        last: i32,
+        step: i32,
+    },
     /// Arguments that need parsing (e.g. `numkeys`); returns argument indexes.
     Custom(fn(&[Bytes]) -> Vec<usize>),
     /// Touches the whole keyspace (FLUSHALL, KEYS, SWAPDB): locks every shard.

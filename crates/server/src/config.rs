@@ -57,6 +57,8 @@ pub struct Config {
     pub recovery_target_secs: u64,
     pub checkpoint_wal_size_mb: u64,
     pub checkpoint_keep: u64,
+    /// The TOML file the configuration was loaded from, if any.
+    pub config_file: String,
     pub io_threads: usize,
     /// Redis compatibility directives accepted and reported but without
     /// effect in durakv (`appendonly`, `save`, ...): name → value.
@@ -93,6 +95,7 @@ impl Default for Config {
             recovery_target_secs: 60,
             checkpoint_wal_size_mb: 1024,
             checkpoint_keep: 2,
+            config_file: String::new(),
             io_threads: 0,
             compat: BTreeMap::new(),
         };
@@ -106,7 +109,10 @@ impl Default for Config {
 impl Config {
     /// The durability configured for database `db` (before any connection override).
     pub fn db_durability(&self, db: usize) -> Durability {
-        self.durability_db.get(&db).copied().unwrap_or(self.durability)
+        self.durability_db
+            .get(&db)
+            .copied()
+            .unwrap_or(self.durability)
     }
 
     /// The log directories, defaulting to `<dir>/wal`.
@@ -123,9 +129,14 @@ impl Config {
     pub fn set(&mut self, name: &str, value: &str) -> Result<(), String> {
         let lname = name.to_ascii_lowercase();
         if let Some(n) = lname.strip_prefix("durability-db-") {
-            let db: usize = n.parse().map_err(|_| format!("invalid database index '{n}'"))?;
+            let db: usize = n
+                .parse()
+                .map_err(|_| format!("invalid database index '{n}'"))?;
             if db >= self.databases {
-                return Err(format!("database {db} is out of range (databases is {})", self.databases));
+                return Err(format!(
+                    "database {db} is out of range (databases is {})",
+                    self.databases
+                ));
             }
             if value.eq_ignore_ascii_case("default") {
                 self.durability_db.remove(&db);
@@ -224,7 +235,9 @@ pub struct Directive {
 }
 
 pub fn find(name: &str) -> Option<&'static Directive> {
-    DIRECTIVES.iter().find(|d| d.name.eq_ignore_ascii_case(name))
+    DIRECTIVES
+        .iter()
+        .find(|d| d.name.eq_ignore_ascii_case(name))
 }
 
 fn parse_bool(v: &str) -> Result<bool, String> {
@@ -255,7 +268,9 @@ pub fn parse_memory(v: &str) -> Result<u64, String> {
     for (suffix, mul) in units {
         if let Some(num) = lower.strip_suffix(suffix) {
             if let Ok(n) = num.parse::<u64>() {
-                return n.checked_mul(mul).ok_or_else(|| "argument is out of range".to_string());
+                return n
+                    .checked_mul(mul)
+                    .ok_or_else(|| "argument is out of range".to_string());
             }
         }
     }
@@ -267,7 +282,9 @@ fn bounded(v: &str, min: u64, max: u64) -> Result<u64, String> {
         .parse()
         .map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
     if n < min || n > max {
-        return Err(format!("argument must be between {min} and {max} inclusive"));
+        return Err(format!(
+            "argument must be between {min} and {max} inclusive"
+        ));
     }
     Ok(n)
 }
@@ -688,7 +705,8 @@ mod tests {
     fn defaults_match_the_table() {
         let c = Config::default();
         for d in DIRECTIVES {
-            if d.default.starts_with('<') || d.default.ends_with("mb") || d.default.ends_with("gb") {
+            if d.default.starts_with('<') || d.default.ends_with("mb") || d.default.ends_with("gb")
+            {
                 continue;
             }
             if d.help.starts_with("Accepted for Redis") {

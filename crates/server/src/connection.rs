@@ -7,7 +7,7 @@
 //! reply's dependency, that reply and every reply behind it that is also
 //! covered are written together.
 
-use crate::client::{ClientHandle, ClientState};
+use crate::client::{ClientHandle, ClientState, ReplyMode};
 use crate::command::Ctx;
 use crate::dispatch;
 use crate::errors;
@@ -29,7 +29,12 @@ struct Held {
     dependency_lsn: u64,
 }
 
-pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<ClientHandle>, authenticated: bool) {
+pub async fn serve(
+    shared: Arc<Shared>,
+    mut stream: TcpStream,
+    handle: Arc<ClientHandle>,
+    authenticated: bool,
+) {
     let _ = stream.set_nodelay(true);
     let id = handle.id;
     let mut client = ClientState::new(handle.clone(), authenticated);
@@ -44,7 +49,11 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, handle: Arc<Clien
     shared.clients.unregister(id);
 }
 
-async fn run(shared: &Shared, stream: &mut TcpStream, client: &mut ClientState) -> std::io::Result<()> {
+async fn run(
+    shared: &Shared,
+    stream: &mut TcpStream,
+    client: &mut ClientState,
+) -> std::io::Result<()> {
     let (limits, query_limit, timeout_secs) = {
         let c = shared.config.read();
         (
@@ -68,6 +77,7 @@ async fn run(shared: &Shared, stream: &mut TcpStream, client: &mut ClientState) 
             closing = process(shared, client, &parser, &mut rbuf, &mut out, &mut held);
         }
         release(shared, &mut out, &mut held);
+        client.publish_info(rbuf.len(), held.len());
         if !out.is_empty() {
             shared
                 .stats
@@ -79,7 +89,6 @@ async fn run(shared: &Shared, stream: &mut TcpStream, client: &mut ClientState) 
         if closing && held.is_empty() {
             return Ok(());
         }
-        client.publish_info(rbuf.len(), held.len());
         if handle.is_killed() {
             return Ok(());
         }
@@ -142,13 +151,34 @@ fn process(
                 return true;
             }
         };
+        if client.reply_mode == ReplyMode::SkipNext {
+            client.reply_mode = ReplyMode::Skipping;
+        }
         let mut ctx = Ctx {
             shared,
             client: &mut *client,
         };
         let outcome = dispatch::execute(&mut ctx, &args);
+        let silent = std::mem::take(&mut client.suppress_this_reply)
+            || match client.reply_mode {
+                ReplyMode::Off => true,
+                ReplyMode::Skipping => {
+                    client.reply_mode = ReplyMode::On;
+                    true
+                }
+                ReplyMode::On | ReplyMode::SkipNext => false,
+            };
+        if silent {
+            if client.close_after_reply {
+                return true;
+            }
+            continue;
+        }
         if outcome.frame.is_error() {
-            shared.stats.total_error_replies.fetch_add(1, Ordering::Relaxed);
+            shared
+                .stats
+                .total_error_replies
+                .fetch_add(1, Ordering::Relaxed);
         }
         let dep = if outcome.dependency_lsn > durable {
             if !asked_for_sync {
@@ -168,7 +198,13 @@ fn process(
     }
 }
 
-fn push(client: &ClientState, out: &mut BytesMut, held: &mut VecDeque<Held>, frame: Frame, dep: u64) {
+fn push(
+    client: &ClientState,
+    out: &mut BytesMut,
+    held: &mut VecDeque<Held>,
+    frame: Frame,
+    dep: u64,
+) {
     if dep == 0 && held.is_empty() {
         frame.encode(client.protocol, out);
         return;

@@ -48,6 +48,10 @@ pub fn execute(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     }
     ctx.client.last_cmd.clear();
     ctx.client.last_cmd.push_str(spec.name);
+    if ctx.client.multi.is_some() && spec.flags & flags::NO_MULTI != 0 {
+        flag_multi(ctx);
+        return Outcome::now(Frame::error("ERR Command not allowed inside a transaction"));
+    }
     if ctx.client.multi.is_some() && spec.flags & flags::MULTI_CONTROL == 0 {
         if let Some(m) = ctx.client.multi.as_mut() {
             m.queued.push(args.to_vec());
@@ -119,8 +123,11 @@ fn finish(ctx: &mut Ctx<'_>, txn: Txn<'_>, frame: Frame) -> Outcome {
     let level = if muts.is_empty() {
         shared.effective_durability(ctx.client.durability, ctx.client.db)
     } else {
-        shared.watches.touch(ctx.client.db, muts);
-        shared.stats.dirty.fetch_add(muts.len() as u64, Ordering::Relaxed);
+        shared.watches.touch(muts);
+        shared
+            .stats
+            .dirty
+            .fetch_add(muts.len() as u64, Ordering::Relaxed);
         level_for(ctx, muts)
     };
     match txn.commit(shared.store.log.as_deref(), level) {
@@ -172,7 +179,10 @@ pub fn unwatch_all(ctx: &mut Ctx<'_>) {
     for w in ctx.client.watched.drain(..) {
         ctx.shared.watches.unwatch(id, w.db, &w.key);
     }
-    ctx.client.handle.watch_dirty.store(false, Ordering::Release);
+    ctx.client
+        .handle
+        .watch_dirty
+        .store(false, Ordering::Release);
 }
 
 pub fn watch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
@@ -188,13 +198,21 @@ pub fn watch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
         .keyspace
         .lock_keys(keys.iter().map(|k| &k[..]), now);
     for key in keys {
-        if ctx.client.watched.iter().any(|w| w.db == db && w.key == *key) {
+        if ctx
+            .client
+            .watched
+            .iter()
+            .any(|w| w.db == db && w.key == *key)
+        {
             continue;
         }
         let expire_at_ms = txn.get(db, key).map(|e| e.expire_at_ms).unwrap_or(0);
-        ctx.shared
-            .watches
-            .watch(ctx.client.id(), &ctx.client.handle.watch_dirty, db, key.clone());
+        ctx.shared.watches.watch(
+            ctx.client.id(),
+            &ctx.client.handle.watch_dirty,
+            db,
+            key.clone(),
+        );
         ctx.client.watched.push(Watched {
             db,
             key: key.clone(),
@@ -240,7 +258,10 @@ pub fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
     if expired || ctx.client.handle.watch_dirty.load(Ordering::Acquire) {
         drop(txn);
         unwatch_all(ctx);
-        ctx.shared.stats.watch_aborts.fetch_add(1, Ordering::Relaxed);
+        ctx.shared
+            .stats
+            .watch_aborts
+            .fetch_add(1, Ordering::Relaxed);
         return Outcome::now(Frame::NullArray);
     }
     let mut replies = Vec::with_capacity(multi.queued.len());

@@ -22,7 +22,8 @@ pub const EXEC_WITHOUT_MULTI: &str = "ERR EXEC without MULTI";
 pub const DISCARD_WITHOUT_MULTI: &str = "ERR DISCARD without MULTI";
 pub const WATCH_INSIDE_MULTI: &str = "ERR WATCH inside MULTI is not allowed";
 pub const MISCONF: &str = "MISCONF Errors writing to the write-ahead log: durakv is configured to refuse writes until the log is healthy again (see INFO persistence for the failure)";
-pub const NOT_DURABLE: &str = "MISCONF This reply depends on a write that could not be made durable (see INFO persistence)";
+pub const NOT_DURABLE: &str =
+    "MISCONF This reply depends on a write that could not be made durable (see INFO persistence)";
 
 pub fn wrong_args(cmd: &str) -> Frame {
     Frame::error(format!(
@@ -43,11 +44,16 @@ pub fn unknown_command(name: &[u8], args: &[bytes::Bytes]) -> Frame {
         "ERR unknown command '{}', with args beginning with: ",
         shown(name)
     );
-    for a in args.iter().take(30) {
-        msg.push('\'');
-        msg.push_str(&shown(a));
-        msg.push_str("' ");
+    let mut listed = String::new();
+    for a in args {
+        if listed.len() >= MAX_ARG_CHARS {
+            break;
+        }
+        listed.push('\'');
+        listed.push_str(&shown(a));
+        listed.push_str("' ");
     }
+    msg.push_str(&listed.chars().take(MAX_ARG_CHARS).collect::<String>());
     Frame::error(msg)
 }
 

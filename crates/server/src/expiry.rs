@@ -27,7 +27,10 @@ pub async fn run(shared: Arc<Shared>) {
         }
         let expired = active_expire_cycle(&shared);
         if expired > 0 {
-            shared.stats.expired_keys.fetch_add(expired as u64, Ordering::Relaxed);
+            shared
+                .stats
+                .expired_keys
+                .fetch_add(expired as u64, Ordering::Relaxed);
         }
     }
 }

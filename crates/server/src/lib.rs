@@ -38,7 +38,9 @@ use std::sync::Arc;
 /// Opens the store described by `config` and serves until shutdown.
 pub fn run(config: Config) -> Result<(), String> {
     let threads = match config.io_threads {
-        0 => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2),
+        0 => std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(2),
         n => n,
     };
     let store = Store::open(&config)?;

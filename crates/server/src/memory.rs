@@ -11,7 +11,11 @@ pub fn read_rss_bytes() -> u64 {
     const PAGE_SIZE_BYTES: u64 = 4096;
     std::fs::read_to_string("/proc/self/statm")
         .ok()
-        .and_then(|s| s.split_whitespace().nth(1).and_then(|v| v.parse::<u64>().ok()))
+        .and_then(|s| {
+            s.split_whitespace()
+                .nth(1)
+                .and_then(|v| v.parse::<u64>().ok())
+        })
         .map(|pages| pages * PAGE_SIZE_BYTES)
         .unwrap_or(0)
 }
@@ -34,5 +38,7 @@ pub fn used_memory_bytes() -> u64 {
 }
 
 pub fn peak_memory_bytes() -> u64 {
-    PEAK_MEMORY_BYTES.load(Ordering::Relaxed).max(used_memory_bytes())
+    PEAK_MEMORY_BYTES
+        .load(Ordering::Relaxed)
+        .max(used_memory_bytes())
 }

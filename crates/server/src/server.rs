@@ -29,9 +29,11 @@ pub async fn serve(shared: Arc<Shared>) -> std::io::Result<()> {
         let ip: IpAddr = addr
             .parse()
             .map_err(|_| std::io::Error::other(format!("invalid bind address '{addr}'")))?;
-        let l = TcpListener::bind(SocketAddr::new(ip, port)).await.map_err(|e| {
-            std::io::Error::new(e.kind(), format!("could not bind {addr}:{port}: {e}"))
-        })?;
+        let l = TcpListener::bind(SocketAddr::new(ip, port))
+            .await
+            .map_err(|e| {
+                std::io::Error::new(e.kind(), format!("could not bind {addr}:{port}: {e}"))
+            })?;
         // With port 0, every further address binds the same resolved port.
         port = l.local_addr()?.port();
         listeners.push(l);
@@ -82,7 +84,9 @@ async fn sigterm() {
 
 fn is_loopback_only(binds: &[String]) -> bool {
     binds.iter().all(|b| {
-        b.parse::<IpAddr>().map(|ip| ip.is_loopback()).unwrap_or(false)
+        b.parse::<IpAddr>()
+            .map(|ip| ip.is_loopback())
+            .unwrap_or(false)
     })
 }
 
@@ -110,15 +114,29 @@ async fn accept_loop(shared: Arc<Shared>, listener: TcpListener) {
                 && c.requirepass.is_none()
                 && !is_loopback_only(&c.bind)
                 && !addr.ip().is_loopback();
-            (c.maxclients, protected, c.requirepass.is_none(), c.tcp_keepalive_secs)
+            (
+                c.maxclients,
+                protected,
+                c.requirepass.is_none(),
+                c.tcp_keepalive_secs,
+            )
         };
         if shared.clients.len() >= maxclients {
-            shared.stats.rejected_connections.fetch_add(1, Ordering::Relaxed);
-            tokio::spawn(refuse(stream, format!("-{}\r\n", crate::errors::MAX_CLIENTS)));
+            shared
+                .stats
+                .rejected_connections
+                .fetch_add(1, Ordering::Relaxed);
+            tokio::spawn(refuse(
+                stream,
+                format!("-{}\r\n", crate::errors::MAX_CLIENTS),
+            ));
             continue;
         }
         if protected {
-            shared.stats.rejected_connections.fetch_add(1, Ordering::Relaxed);
+            shared
+                .stats
+                .rejected_connections
+                .fetch_add(1, Ordering::Relaxed);
             tokio::spawn(refuse(stream, DENIED.to_string()));
             continue;
         }
@@ -129,8 +147,17 @@ async fn accept_loop(shared: Arc<Shared>, listener: TcpListener) {
             }
         }
         let laddr = stream.local_addr().unwrap_or(addr);
-        let handle = shared.clients.register(addr, laddr);
-        tokio::spawn(connection::serve(shared.clone(), stream, handle, authenticated));
+        let fd = {
+            use std::os::fd::AsRawFd;
+            stream.as_raw_fd() as i64
+        };
+        let handle = shared.clients.register(addr, laddr, fd);
+        tokio::spawn(connection::serve(
+            shared.clone(),
+            stream,
+            handle,
+            authenticated,
+        ));
     }
 }
 

@@ -4,12 +4,12 @@
 
 use crate::client::ClientRegistry;
 use crate::config::{Config, DurabilityPolicy, WalRecoveryMode};
-use durakv_engine::lock::DirLock;
-use durakv_engine::store::{Store as EngineStore, StoreConfig};
-use durakv_engine::wal::{RecoveryMode, RecoveryStats, Wal};
 use crate::watch::WatchRegistry;
 use durakv_engine::keyspace::Keyspace;
+use durakv_engine::lock::DirLock;
+use durakv_engine::store::{Store as EngineStore, StoreConfig};
 use durakv_engine::txn::CommitLog;
+use durakv_engine::wal::{RecoveryMode, RecoveryStats, Wal};
 use durakv_engine::Durability;
 use parking_lot::RwLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

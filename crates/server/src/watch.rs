@@ -10,12 +10,14 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 type Flag = Arc<AtomicBool>;
+/// (database, key) → the clients watching it, with their dirty flags.
+type Watchers = HashMap<(usize, Bytes), Vec<(u64, Flag)>>;
 
 #[derive(Default)]
 pub struct WatchRegistry {
     /// Fast path: no lock taken by writers while nobody watches anything.
     watched_keys: AtomicUsize,
-    keys: Mutex<HashMap<(usize, Bytes), Vec<(u64, Flag)>>>,
+    keys: Mutex<Watchers>,
 }
 
 impl WatchRegistry {
@@ -47,7 +49,7 @@ impl WatchRegistry {
     }
 
     /// Marks the watchers of everything `muts` touched in database `db`.
-    pub fn touch(&self, db: usize, muts: &[Mutation]) {
+    pub fn touch(&self, muts: &[Mutation]) {
         if !self.is_active() || muts.is_empty() {
             return;
         }
@@ -75,11 +77,10 @@ impl WatchRegistry {
                 }
             }
         }
-        let _ = db;
     }
 }
 
-fn mark_db(keys: &HashMap<(usize, Bytes), Vec<(u64, Flag)>>, db: usize) {
+fn mark_db(keys: &Watchers, db: usize) {
     for ((d, _), list) in keys.iter() {
         if *d == db {
             for (_, f) in list {

@@ -14,9 +14,20 @@ fn ping_set_get_and_errors() {
     let v: String = redis::cmd("GET").arg("k").query(&mut c).unwrap();
     assert_eq!(v, "v");
     let e = redis::cmd("GET").query::<String>(&mut c).unwrap_err();
-    assert!(e.to_string().contains("wrong number of arguments for 'get' command"), "{e}");
-    let e = redis::cmd("NOPE").arg("a").query::<String>(&mut c).unwrap_err();
-    assert!(e.to_string().contains("unknown command 'NOPE', with args beginning with: 'a'"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("wrong number of arguments for 'get' command"),
+        "{e}"
+    );
+    let e = redis::cmd("NOPE")
+        .arg("a")
+        .query::<String>(&mut c)
+        .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("unknown command 'NOPE', with args beginning with: 'a'"),
+        "{e}"
+    );
 }
 
 #[test]

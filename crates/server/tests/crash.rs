@@ -67,7 +67,13 @@ struct Acked {
 
 /// One writer: pipelines SETs of `w{writer}:{seq}` and, every few batches,
 /// a MULTI/EXEC setting two keys, until the server dies.
-fn writer(port: u16, writer: usize, start_seq: u64, acked: Arc<Mutex<Acked>>, stop: Arc<AtomicBool>) {
+fn writer(
+    port: u16,
+    writer: usize,
+    start_seq: u64,
+    acked: Arc<Mutex<Acked>>,
+    stop: Arc<AtomicBool>,
+) {
     let Ok(stream) = TcpStream::connect(("127.0.0.1", port)) else {
         return;
     };
@@ -85,7 +91,7 @@ fn writer(port: u16, writer: usize, start_seq: u64, acked: Arc<Mutex<Acked>>, st
             buf.extend(encode(&["SET", &key, &value_for(writer, seq)]));
             seq += 1;
         }
-        let tx = batch % 4 == 0;
+        let tx = batch.is_multiple_of(4);
         if tx {
             let a = format!("tx{writer}:{batch}:a");
             let b = format!("tx{writer}:{batch}:b");
@@ -129,13 +135,15 @@ fn kill9_under_pipelined_load_loses_no_acknowledged_write() {
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let mut srv = Server::start(&["--wal-segment-size-mb", "1", "--durability", "full"]);
     // Sequence numbers continue across cycles so every key is written once.
-    let mut next_seq = vec![0u64; WRITERS];
+    let mut next_seq = [0u64; WRITERS];
     let mut all_acked: Vec<Acked> = vec![Acked::default(); WRITERS];
     let mut total_acked_writes = 0u64;
     let mut total_acked_tx = 0usize;
     for cycle in 0..cycles() {
         let stop = Arc::new(AtomicBool::new(false));
-        let acks: Vec<_> = (0..WRITERS).map(|_| Arc::new(Mutex::new(Acked::default()))).collect();
+        let acks: Vec<_> = (0..WRITERS)
+            .map(|_| Arc::new(Mutex::new(Acked::default())))
+            .collect();
         let threads: Vec<_> = (0..WRITERS)
             .map(|w| {
                 let (port, start, a, s) = (srv.port, next_seq[w], acks[w].clone(), stop.clone());
@@ -159,8 +167,10 @@ fn kill9_under_pipelined_load_loses_no_acknowledged_write() {
             // Everything acknowledged is present with its value.
             if let Some(last) = a.last_seq {
                 for s in next_seq[w]..=last {
-                    let v: Option<String> =
-                        redis::cmd("GET").arg(format!("w{w}:{s}")).query(&mut c).unwrap();
+                    let v: Option<String> = redis::cmd("GET")
+                        .arg(format!("w{w}:{s}"))
+                        .query(&mut c)
+                        .unwrap();
                     assert_eq!(
                         v.as_deref(),
                         Some(value_for(w, s).as_str()),
@@ -172,46 +182,77 @@ fn kill9_under_pipelined_load_loses_no_acknowledged_write() {
             // acknowledged ones; nothing may exist beyond it.
             let mut s = a.last_seq.map(|l| l + 1).unwrap_or(next_seq[w]);
             loop {
-                let v: Option<String> = redis::cmd("GET").arg(format!("w{w}:{s}")).query(&mut c).unwrap();
+                let v: Option<String> = redis::cmd("GET")
+                    .arg(format!("w{w}:{s}"))
+                    .query(&mut c)
+                    .unwrap();
                 match v {
                     None => break,
                     // An unacknowledged survivor must still be exactly what was written.
-                    Some(v) => assert_eq!(v, value_for(w, s), "seed {seed} cycle {cycle}: garbage in w{w}:{s}"),
+                    Some(v) => assert_eq!(
+                        v,
+                        value_for(w, s),
+                        "seed {seed} cycle {cycle}: garbage in w{w}:{s}"
+                    ),
                 }
                 s += 1;
             }
             for gap in 1..=(2 * PIPELINE_DEPTH as u64) {
-                let e: i64 =
-                    redis::cmd("EXISTS").arg(format!("w{w}:{}", s + gap)).query(&mut c).unwrap();
-                assert_eq!(e, 0, "seed {seed} cycle {cycle}: gap before w{w}:{}", s + gap);
+                let e: i64 = redis::cmd("EXISTS")
+                    .arg(format!("w{w}:{}", s + gap))
+                    .query(&mut c)
+                    .unwrap();
+                assert_eq!(
+                    e,
+                    0,
+                    "seed {seed} cycle {cycle}: gap before w{w}:{}",
+                    s + gap
+                );
             }
             next_seq[w] = s + 2 * PIPELINE_DEPTH as u64 + 1;
             all_acked[w].tx_acked.extend(a.tx_acked.iter().copied());
         }
         // Transactions: both keys or neither, and every acknowledged one present.
-        let keys: Vec<String> = redis::cmd("KEYS").arg("tx*:a").query(&mut c).unwrap_or_default();
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg("tx*:a")
+            .query(&mut c)
+            .unwrap_or_default();
         for k in keys {
             let b = k.trim_end_matches('a').to_string() + "b";
             let e: i64 = redis::cmd("EXISTS").arg(&b).query(&mut c).unwrap();
-            assert_eq!(e, 1, "seed {seed} cycle {cycle}: half a transaction survived ({k} without {b})");
+            assert_eq!(
+                e, 1,
+                "seed {seed} cycle {cycle}: half a transaction survived ({k} without {b})"
+            );
         }
-        for w in 0..WRITERS {
-            for batch in &all_acked[w].tx_acked {
+        for (w, acked) in all_acked.iter().enumerate() {
+            for batch in &acked.tx_acked {
                 let k = format!("tx{w}:{batch}:a");
                 let e: i64 = redis::cmd("EXISTS").arg(&k).query(&mut c).unwrap();
-                assert_eq!(e, 1, "seed {seed} cycle {cycle}: acknowledged transaction {k} lost");
+                assert_eq!(
+                    e, 1,
+                    "seed {seed} cycle {cycle}: acknowledged transaction {k} lost"
+                );
             }
         }
         // Transactions restart numbering per cycle; clear them so keys stay unique.
-        let tx_keys: Vec<String> = redis::cmd("KEYS").arg("tx*").query(&mut c).unwrap_or_default();
+        let tx_keys: Vec<String> = redis::cmd("KEYS")
+            .arg("tx*")
+            .query(&mut c)
+            .unwrap_or_default();
         if !tx_keys.is_empty() {
             let _: i64 = redis::cmd("DEL").arg(&tx_keys).query(&mut c).unwrap();
         }
-        for w in 0..WRITERS {
-            all_acked[w].tx_acked.clear();
+        for acked in all_acked.iter_mut() {
+            acked.tx_acked.clear();
         }
     }
-    println!("acknowledged before kills: {total_acked_writes} writes, {total_acked_tx} transactions");
+    println!(
+        "acknowledged before kills: {total_acked_writes} writes, {total_acked_tx} transactions"
+    );
     // The test proves nothing if the load never got a write acknowledged.
-    assert!(total_acked_writes > 0 && total_acked_tx > 0, "seed {seed}: no load reached the server");
+    assert!(
+        total_acked_writes > 0 && total_acked_tx > 0,
+        "seed {seed}: no load reached the server"
+    );
 }

@@ -18,7 +18,11 @@ fn full_reads_of_delayed_writes_wait_until_durable() {
     for round in 0..10 {
         let mut writer = srv.conn();
         let mut reader = srv.conn();
-        let _: () = redis::cmd("CLIENT").arg("DURABILITY").arg("delayed").query(&mut writer).unwrap();
+        let _: () = redis::cmd("CLIENT")
+            .arg("DURABILITY")
+            .arg("delayed")
+            .query(&mut writer)
+            .unwrap();
         let key = format!("k{round}");
         let _: () = writer.set(&key, "v").unwrap();
         // The reader runs at `full`: seeing the value means it is on disk.
@@ -28,7 +32,11 @@ fn full_reads_of_delayed_writes_wait_until_durable() {
         srv.restart();
         let mut c = srv.conn();
         let v: Option<String> = c.get(&key).unwrap();
-        assert_eq!(v.as_deref(), Some("v"), "round {round}: a value a full reader saw was lost");
+        assert_eq!(
+            v.as_deref(),
+            Some("v"),
+            "round {round}: a value a full reader saw was lost"
+        );
     }
 }
 
@@ -36,9 +44,17 @@ fn full_reads_of_delayed_writes_wait_until_durable() {
 fn own_delayed_write_read_back_at_full_is_durable() {
     let mut srv = Server::start(LONG_WINDOW);
     let mut c = srv.conn();
-    let _: () = redis::cmd("CLIENT").arg("DURABILITY").arg("delayed").query(&mut c).unwrap();
+    let _: () = redis::cmd("CLIENT")
+        .arg("DURABILITY")
+        .arg("delayed")
+        .query(&mut c)
+        .unwrap();
     let _: () = c.hset("h", "f", "1").unwrap();
-    let _: () = redis::cmd("CLIENT").arg("DURABILITY").arg("full").query(&mut c).unwrap();
+    let _: () = redis::cmd("CLIENT")
+        .arg("DURABILITY")
+        .arg("full")
+        .query(&mut c)
+        .unwrap();
     let v: Option<String> = c.hget("h", "f").unwrap();
     assert_eq!(v.as_deref(), Some("1"));
     srv.kill9();
@@ -52,13 +68,27 @@ fn own_delayed_write_read_back_at_full_is_durable() {
 fn waitaof_makes_delayed_writes_durable() {
     let mut srv = Server::start(LONG_WINDOW);
     let mut c = srv.conn();
-    let _: () = redis::cmd("CLIENT").arg("DURABILITY").arg("delayed").query(&mut c).unwrap();
+    let _: () = redis::cmd("CLIENT")
+        .arg("DURABILITY")
+        .arg("delayed")
+        .query(&mut c)
+        .unwrap();
     for i in 0..100 {
         let _: () = c.set(format!("w{i}"), i).unwrap();
     }
-    let r: Vec<i64> = redis::cmd("WAITAOF").arg(1).arg(0).arg(0).query(&mut c).unwrap();
+    let r: Vec<i64> = redis::cmd("WAITAOF")
+        .arg(1)
+        .arg(0)
+        .arg(0)
+        .query(&mut c)
+        .unwrap();
     assert_eq!(r, vec![1, 0]);
-    let e = redis::cmd("WAITAOF").arg(1).arg(1).arg(0).query::<Vec<i64>>(&mut c).unwrap_err();
+    let e = redis::cmd("WAITAOF")
+        .arg(1)
+        .arg(1)
+        .arg(0)
+        .query::<Vec<i64>>(&mut c)
+        .unwrap_err();
     assert!(e.to_string().contains("WAITAOF"), "{e}");
     srv.kill9();
     srv.restart();
@@ -73,11 +103,21 @@ fn waitaof_makes_delayed_writes_durable() {
 fn delayed_writes_after_the_last_barrier_may_be_lost_but_only_as_a_suffix() {
     let mut srv = Server::start(LONG_WINDOW);
     let mut c = srv.conn();
-    let _: () = redis::cmd("CONFIG").arg("SET").arg("durability").arg("delayed").query(&mut c).unwrap();
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("durability")
+        .arg("delayed")
+        .query(&mut c)
+        .unwrap();
     for i in 0..50 {
         let _: () = c.set(format!("d{i}"), i).unwrap();
     }
-    let _: Vec<i64> = redis::cmd("WAITAOF").arg(1).arg(0).arg(0).query(&mut c).unwrap();
+    let _: Vec<i64> = redis::cmd("WAITAOF")
+        .arg(1)
+        .arg(0)
+        .arg(0)
+        .query(&mut c)
+        .unwrap();
     for i in 50..100 {
         let _: () = c.set(format!("d{i}"), i).unwrap();
     }
@@ -87,9 +127,15 @@ fn delayed_writes_after_the_last_barrier_may_be_lost_but_only_as_a_suffix() {
     let present: Vec<bool> = (0..100)
         .map(|i| c.exists::<_, bool>(format!("d{i}")).unwrap())
         .collect();
-    assert!(present[..50].iter().all(|p| *p), "writes before WAITAOF were lost");
+    assert!(
+        present[..50].iter().all(|p| *p),
+        "writes before WAITAOF were lost"
+    );
     let survivors = present.iter().take_while(|p| **p).count();
-    assert!(present[survivors..].iter().all(|p| !*p), "lost writes are not a suffix: {present:?}");
+    assert!(
+        present[survivors..].iter().all(|p| !*p),
+        "lost writes are not a suffix: {present:?}"
+    );
 }
 
 #[test]
@@ -119,13 +165,26 @@ fn client_durability_shows_in_client_info_and_policy_decides() {
         let mut c = srv.conn();
         let info: String = redis::cmd("CLIENT").arg("INFO").query(&mut c).unwrap();
         assert!(info.contains("durability=default"), "{info}");
-        let _: () = redis::cmd("CLIENT").arg("DURABILITY").arg("none").query(&mut c).unwrap();
+        let _: () = redis::cmd("CLIENT")
+            .arg("DURABILITY")
+            .arg("none")
+            .query(&mut c)
+            .unwrap();
         let info: String = redis::cmd("CLIENT").arg("INFO").query(&mut c).unwrap();
         assert!(info.contains("durability=none"), "{info}");
-        let e = redis::cmd("CLIENT").arg("DURABILITY").arg("sometimes").query::<()>(&mut c).unwrap_err();
+        let e = redis::cmd("CLIENT")
+            .arg("DURABILITY")
+            .arg("sometimes")
+            .query::<()>(&mut c)
+            .unwrap_err();
         assert!(e.to_string().contains("invalid durability level"), "{e}");
         let _: () = c.set("x", "1").unwrap();
-        let _: Vec<i64> = redis::cmd("WAITAOF").arg(1).arg(0).arg(0).query(&mut c).unwrap();
+        let _: Vec<i64> = redis::cmd("WAITAOF")
+            .arg(1)
+            .arg(0)
+            .arg(0)
+            .query(&mut c)
+            .unwrap();
         srv.kill9();
         srv.restart();
         let mut c = srv.conn();

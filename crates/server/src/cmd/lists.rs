@@ -1,7 +1,381 @@
-//! lists commands (being written).
+//! List commands.
 
-use crate::command::CommandSpec;
+use super::hashes::{apply, data, positive_count, syntax, wrongtype, Reply};
+use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Keys, FIRST_KEY};
+use crate::errors;
+use crate::util::{arg_i64, is};
+use bytes::Bytes;
+use durakv_engine::mutation::{list_index, list_range, KeyOp};
+use durakv_engine::txn::Txn;
+use durakv_engine::value::{parse_i64, ListValue, Value};
+use durakv_protocol::Frame;
+
+const SOURCE_AND_DEST: Keys = Keys::Range {
+    first: 1,
+    last: 2,
+    step: 1,
+};
 
 pub fn commands() -> Vec<CommandSpec> {
-    Vec::new()
+    vec![
+        spec("lpush", -3, WRITE | DENYOOM | FAST, FIRST_KEY, data!(lpush), "list", "Prepends one or more elements to a list. Creates the key if it doesn't exist."),
+        spec("rpush", -3, WRITE | DENYOOM | FAST, FIRST_KEY, data!(rpush), "list", "Appends one or more elements to a list. Creates the key if it doesn't exist."),
+        spec("lpushx", -3, WRITE | DENYOOM | FAST, FIRST_KEY, data!(lpushx), "list", "Prepends one or more elements to a list only when the list exists."),
+        spec("rpushx", -3, WRITE | DENYOOM | FAST, FIRST_KEY, data!(rpushx), "list", "Appends an element to a list only when the list exists."),
+        spec("lpop", -2, WRITE | FAST, FIRST_KEY, data!(lpop), "list", "Returns the first elements in a list after removing it. Deletes the list if the last element was popped."),
+        spec("rpop", -2, WRITE | FAST, FIRST_KEY, data!(rpop), "list", "Returns and removes the last elements of the list. Deletes the list if the last element was popped."),
+        spec("lrange", 4, READONLY, FIRST_KEY, data!(lrange), "list", "Returns a range of elements from a list."),
+        spec("llen", 2, READONLY | FAST, FIRST_KEY, data!(llen), "list", "Returns the length of a list."),
+        spec("lindex", 3, READONLY, FIRST_KEY, data!(lindex), "list", "Returns an element from a list by its index."),
+        spec("lset", 4, WRITE | DENYOOM, FIRST_KEY, data!(lset), "list", "Sets the value of an element in a list by its index."),
+        spec("lrem", 4, WRITE, FIRST_KEY, data!(lrem), "list", "Removes elements from a list. Deletes the list if the last element was removed."),
+        spec("ltrim", 4, WRITE, FIRST_KEY, data!(ltrim), "list", "Removes elements from both ends a list. Deletes the list if all elements were trimmed."),
+        spec("linsert", 5, WRITE | DENYOOM, FIRST_KEY, data!(linsert), "list", "Inserts an element before or after another element in a list."),
+        spec("lpos", -3, READONLY, FIRST_KEY, data!(lpos), "list", "Returns the index of matching elements in a list."),
+        spec("lmove", 5, WRITE | DENYOOM, SOURCE_AND_DEST, data!(lmove), "list", "Returns an element after popping it from one list and pushing it to another. Deletes the list if the last element was moved."),
+        spec("rpoplpush", 3, WRITE | DENYOOM, SOURCE_AND_DEST, data!(rpoplpush), "list", "Returns the last element of a list after removing and pushing it to another list. Deletes the list if the last element was popped."),
+    ]
+}
+
+fn read_list<'t>(
+    txn: &'t mut Txn<'_>,
+    db: usize,
+    key: &[u8],
+) -> Result<Option<&'t ListValue>, Frame> {
+    match txn.get(db, key) {
+        None => Ok(None),
+        Some(e) => match &e.value {
+            Value::List(l) => Ok(Some(l)),
+            _ => Err(wrongtype()),
+        },
+    }
+}
+
+fn list_len(txn: &mut Txn<'_>, db: usize, key: &[u8]) -> Result<usize, Frame> {
+    Ok(read_list(txn, db, key)?.map_or(0, |l| l.len()))
+}
+
+/// LPUSH/RPUSH and their X variants; `existing_only` for LPUSHX/RPUSHX.
+fn push(
+    ctx: &Ctx<'_>,
+    txn: &mut Txn<'_>,
+    args: &[Bytes],
+    left: bool,
+    existing_only: bool,
+) -> Reply {
+    let db = ctx.db();
+    let key = &args[1];
+    let len = match read_list(txn, db, key)? {
+        Some(l) => l.len(),
+        None if existing_only => return Ok(Frame::Integer(0)),
+        None => 0,
+    };
+    let items = args[2..].to_vec();
+    let n = items.len();
+    apply(txn, db, key, KeyOp::Push { left, items })?;
+    Ok(Frame::Integer((len + n) as i64))
+}
+
+fn lpush(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    push(ctx, txn, args, true, false)
+}
+
+fn rpush(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    push(ctx, txn, args, false, false)
+}
+
+fn lpushx(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    push(ctx, txn, args, true, true)
+}
+
+fn rpushx(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    push(ctx, txn, args, false, true)
+}
+
+fn pop(ctx: &Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes], left: bool) -> Reply {
+    let db = ctx.db();
+    let key = &args[1];
+    if args.len() > 3 {
+        return Err(errors::wrong_args(if left { "lpop" } else { "rpop" }));
+    }
+    let count = match args.get(2) {
+        Some(c) => Some(positive_count(c)?),
+        None => None,
+    };
+    let Some(l) = read_list(txn, db, key)? else {
+        return Ok(if count.is_some() {
+            Frame::NullArray
+        } else {
+            Frame::Null
+        });
+    };
+    let n = count.unwrap_or(1).min(l.len() as u64) as usize;
+    let popped: Vec<Frame> = if left {
+        l.iter().take(n).map(|v| Frame::Bulk(v.clone())).collect()
+    } else {
+        l.iter()
+            .rev()
+            .take(n)
+            .map(|v| Frame::Bulk(v.clone()))
+            .collect()
+    };
+    if n > 0 {
+        apply(
+            txn,
+            db,
+            key,
+            KeyOp::Pop {
+                left,
+                count: n as u64,
+            },
+        )?;
+    }
+    Ok(match count {
+        Some(_) => Frame::Array(popped),
+        None => popped.into_iter().next().unwrap_or(Frame::Null),
+    })
+}
+
+fn lpop(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    pop(ctx, txn, args, true)
+}
+
+fn rpop(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    pop(ctx, txn, args, false)
+}
+
+fn lrange(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    let (start, stop) = (arg_i64(&args[2])?, arg_i64(&args[3])?);
+    let Some(l) = read_list(txn, ctx.db(), &args[1])? else {
+        return Ok(Frame::Array(Vec::new()));
+    };
+    Ok(Frame::Array(match list_range(l.len(), start, stop) {
+        Some((s, e)) => l.range(s..=e).map(|v| Frame::Bulk(v.clone())).collect(),
+        None => Vec::new(),
+    }))
+}
+
+fn llen(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    Ok(Frame::Integer(list_len(txn, ctx.db(), &args[1])? as i64))
+}
+
+fn lindex(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    let Some(l) = read_list(txn, ctx.db(), &args[1])? else {
+        return Ok(Frame::Null);
+    };
+    let index = arg_i64(&args[2])?;
+    Ok(list_index(l.len(), index).map_or(Frame::Null, |i| Frame::Bulk(l[i].clone())))
+}
+
+fn lset(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    let db = ctx.db();
+    let Some(l) = read_list(txn, db, &args[1])? else {
+        return Err(errors::err(errors::NO_SUCH_KEY));
+    };
+    let index = arg_i64(&args[2])?;
+    if list_index(l.len(), index).is_none() {
+        return Err(errors::err(errors::INDEX_OUT_OF_RANGE));
+    }
+    apply(
+        txn,
+        db,
+        &args[1],
+        KeyOp::LSet {
+            index,
+            item: args[3].clone(),
+        },
+    )?;
+    Ok(Frame::ok())
+}
+
+fn lrem(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    let db = ctx.db();
+    let count = arg_i64(&args[2])?;
+    let Some(l) = read_list(txn, db, &args[1])? else {
+        return Ok(Frame::Integer(0));
+    };
+    let limit = if count == 0 {
+        usize::MAX
+    } else {
+        usize::try_from(count.unsigned_abs()).unwrap_or(usize::MAX)
+    };
+    let found = l.iter().filter(|v| **v == args[3]).take(limit).count();
+    if found > 0 {
+        apply(
+            txn,
+            db,
+            &args[1],
+            KeyOp::LRem {
+                count,
+                item: args[3].clone(),
+            },
+        )?;
+    }
+    Ok(Frame::Integer(found as i64))
+}
+
+fn ltrim(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    let db = ctx.db();
+    let (start, stop) = (arg_i64(&args[2])?, arg_i64(&args[3])?);
+    if read_list(txn, db, &args[1])?.is_some() {
+        apply(txn, db, &args[1], KeyOp::LTrim { start, stop })?;
+    }
+    Ok(Frame::ok())
+}
+
+fn linsert(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    let db = ctx.db();
+    let before = if is(&args[2], "before") {
+        true
+    } else if is(&args[2], "after") {
+        false
+    } else {
+        return Err(syntax());
+    };
+    let Some(l) = read_list(txn, db, &args[1])? else {
+        return Ok(Frame::Integer(0));
+    };
+    if !l.contains(&args[3]) {
+        return Ok(Frame::Integer(-1));
+    }
+    let len = l.len();
+    apply(
+        txn,
+        db,
+        &args[1],
+        KeyOp::LInsert {
+            before,
+            pivot: args[3].clone(),
+            item: args[4].clone(),
+        },
+    )?;
+    Ok(Frame::Integer(len as i64 + 1))
+}
+
+fn lpos(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    let (mut rank, mut count, mut maxlen) = (1i64, None::<u64>, 0u64);
+    let mut j = 3;
+    while j < args.len() {
+        let has_value = j + 1 < args.len();
+        if is(&args[j], "rank") && has_value {
+            rank = arg_i64(&args[j + 1])?;
+            if rank == i64::MIN {
+                return Err(Frame::error(
+                    "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807",
+                ));
+            }
+            if rank == 0 {
+                return Err(Frame::error(
+                    "ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list",
+                ));
+            }
+        } else if is(&args[j], "count") && has_value {
+            count = Some(non_negative(&args[j + 1], "ERR COUNT can't be negative")?);
+        } else if is(&args[j], "maxlen") && has_value {
+            maxlen = non_negative(&args[j + 1], "ERR MAXLEN can't be negative")?;
+        } else {
+            return Err(syntax());
+        }
+        j += 2;
+    }
+    let Some(l) = read_list(txn, ctx.db(), &args[1])? else {
+        return Ok(if count.is_some() {
+            Frame::Array(Vec::new())
+        } else {
+            Frame::Null
+        });
+    };
+    let len = l.len();
+    let scan = if maxlen == 0 {
+        len
+    } else {
+        (maxlen.min(len as u64)) as usize
+    };
+    let want = match count {
+        Some(0) => usize::MAX,
+        Some(c) => usize::try_from(c).unwrap_or(usize::MAX),
+        None => 1,
+    };
+    let mut skip = rank.unsigned_abs() - 1;
+    let mut found = Vec::new();
+    for k in 0..scan {
+        let i = if rank > 0 { k } else { len - 1 - k };
+        if l[i] != args[2] {
+            continue;
+        }
+        if skip > 0 {
+            skip -= 1;
+            continue;
+        }
+        found.push(Frame::Integer(i as i64));
+        if found.len() >= want {
+            break;
+        }
+    }
+    Ok(match count {
+        Some(_) => Frame::Array(found),
+        None => found.pop().unwrap_or(Frame::Null),
+    })
+}
+
+fn non_negative(arg: &[u8], msg: &'static str) -> Result<u64, Frame> {
+    match parse_i64(arg) {
+        Some(n) if n >= 0 => Ok(n as u64),
+        _ => Err(errors::err(msg)),
+    }
+}
+
+fn side(arg: &[u8]) -> Result<bool, Frame> {
+    if is(arg, "left") {
+        Ok(true)
+    } else if is(arg, "right") {
+        Ok(false)
+    } else {
+        Err(syntax())
+    }
+}
+
+fn move_element(
+    ctx: &Ctx<'_>,
+    txn: &mut Txn<'_>,
+    src: &Bytes,
+    dst: &Bytes,
+    from_left: bool,
+    to_left: bool,
+) -> Reply {
+    let db = ctx.db();
+    let Some(l) = read_list(txn, db, src)? else {
+        return Ok(Frame::Null);
+    };
+    let Some(item) = (if from_left { l.front() } else { l.back() }).cloned() else {
+        return Ok(Frame::Null);
+    };
+    read_list(txn, db, dst)?;
+    let pop = KeyOp::Pop {
+        left: from_left,
+        count: 1,
+    };
+    let push = KeyOp::Push {
+        left: to_left,
+        items: vec![item.clone()],
+    };
+    if src == dst {
+        // Push before popping so a one-element list is never emptied, which
+        // would delete the key and its TTL; Redis rotates it in place.
+        apply(txn, db, dst, push)?;
+        apply(txn, db, src, pop)?;
+    } else {
+        apply(txn, db, src, pop)?;
+        apply(txn, db, dst, push)?;
+    }
+    Ok(Frame::Bulk(item))
+}
+
+fn lmove(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    let (from_left, to_left) = (side(&args[3])?, side(&args[4])?);
+    move_element(ctx, txn, &args[1], &args[2], from_left, to_left)
+}
+
+fn rpoplpush(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    move_element(ctx, txn, &args[1], &args[2], false, true)
 }

@@ -1,18 +1,64 @@
-//! String commands.
+//! String commands: GET/SET and their variants, counters, ranges, MGET/MSET
+//! and LCS.
 
-use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, FIRST_KEY};
+use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Keys, ALL_ARGS_KEYS, FIRST_KEY};
 use crate::errors;
-use crate::util::{arg_i64, is};
+use crate::util::{arg_i64, is, parse_f64};
 use bytes::Bytes;
 use durakv_engine::mutation::{ExpireMode, KeyOp, Mutation};
 use durakv_engine::txn::Txn;
-use durakv_engine::value::Value;
+use durakv_engine::value::{parse_i64, Value};
 use durakv_protocol::Frame;
 
+use super::keys::apply;
+
+const OFFSET_OUT_OF_RANGE: &str = "ERR offset is out of range";
+const STRING_TOO_LONG: &str = "ERR string exceeds maximum allowed size (proto-max-bulk-len)";
+const DECREMENT_OVERFLOW: &str = "ERR decrement would overflow";
+const NAN_OR_INFINITY: &str = "ERR increment would produce NaN or Infinity";
+const LCS_NOT_STRINGS: &str = "ERR The specified keys must contain string values";
+const LCS_LEN_AND_IDX: &str = "ERR If you want both the length and indexes, please just use IDX.";
+const LCS_TOO_BIG: &str =
+    "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len";
+
+/// MSET and MSETNX: every other argument from 1 on is a key.
+const PAIR_KEYS: Keys = Keys::Range {
+    first: 1,
+    last: -1,
+    step: 2,
+};
+/// Keys 1 and 2 (LCS).
+const TWO_KEYS: Keys = Keys::Range {
+    first: 1,
+    last: 2,
+    step: 1,
+};
+
+#[rustfmt::skip]
 pub fn commands() -> Vec<CommandSpec> {
     vec![
         spec("get", 2, READONLY | FAST, FIRST_KEY, Handler::Data(get), "string", "Returns the string value of a key."),
         spec("set", -3, WRITE | DENYOOM, FIRST_KEY, Handler::Data(set), "string", "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist."),
+        spec("setnx", 3, WRITE | DENYOOM | FAST, FIRST_KEY, Handler::Data(setnx), "string", "Set the string value of a key only when the key doesn't exist."),
+        spec("setex", 4, WRITE | DENYOOM, FIRST_KEY, Handler::Data(setex), "string", "Sets the string value and expiration time of a key. Creates the key if it doesn't exist."),
+        spec("psetex", 4, WRITE | DENYOOM, FIRST_KEY, Handler::Data(psetex), "string", "Sets both string value and expiration time in milliseconds of a key. The key is created if it doesn't exist."),
+        spec("getset", 3, WRITE | DENYOOM | FAST, FIRST_KEY, Handler::Data(getset), "string", "Returns the previous string value of a key after setting it to a new value."),
+        spec("getdel", 2, WRITE | FAST, FIRST_KEY, Handler::Data(getdel), "string", "Returns the string value of a key after deleting the key."),
+        spec("getex", -2, WRITE | FAST, FIRST_KEY, Handler::Data(getex), "string", "Returns the string value of a key after setting its expiration time."),
+        spec("mget", -2, READONLY | FAST, ALL_ARGS_KEYS, Handler::Data(mget), "string", "Atomically returns the string values of one or more keys."),
+        spec("mset", -3, WRITE | DENYOOM, PAIR_KEYS, Handler::Data(mset), "string", "Atomically creates or modifies the string values of one or more keys."),
+        spec("msetnx", -3, WRITE | DENYOOM, PAIR_KEYS, Handler::Data(msetnx), "string", "Atomically modifies the string values of one or more keys only when all keys don't exist."),
+        spec("incr", 2, WRITE | DENYOOM | FAST, FIRST_KEY, Handler::Data(incr), "string", "Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist."),
+        spec("decr", 2, WRITE | DENYOOM | FAST, FIRST_KEY, Handler::Data(decr), "string", "Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist."),
+        spec("incrby", 3, WRITE | DENYOOM | FAST, FIRST_KEY, Handler::Data(incrby), "string", "Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist."),
+        spec("decrby", 3, WRITE | DENYOOM | FAST, FIRST_KEY, Handler::Data(decrby), "string", "Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist."),
+        spec("incrbyfloat", 3, WRITE | DENYOOM | FAST, FIRST_KEY, Handler::Data(incrbyfloat), "string", "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist."),
+        spec("append", 3, WRITE | DENYOOM | FAST, FIRST_KEY, Handler::Data(append), "string", "Appends a string to the value of a key. Creates the key if it doesn't exist."),
+        spec("strlen", 2, READONLY | FAST, FIRST_KEY, Handler::Data(strlen), "string", "Returns the length of a string value."),
+        spec("getrange", 4, READONLY, FIRST_KEY, Handler::Data(getrange), "string", "Returns a substring of the string stored at a key."),
+        spec("substr", 4, READONLY, FIRST_KEY, Handler::Data(getrange), "string", "Returns a substring from a string value."),
+        spec("setrange", 4, WRITE | DENYOOM, FIRST_KEY, Handler::Data(setrange), "string", "Overwrites a part of a string value with another by an offset. Creates the key if it doesn't exist."),
+        spec("lcs", -3, READONLY, TWO_KEYS, Handler::Data(lcs), "string", "Finds the longest common substring."),
     ]
 }
 
@@ -37,16 +83,25 @@ fn get(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
 
 /// Converts a relative or absolute expiry argument to absolute unix ms.
 /// `unit_ms` is 1000 for seconds, 1 for milliseconds; `absolute` for EXAT/PXAT.
-pub fn expire_arg(arg: &[u8], unit_ms: i64, absolute: bool, now_ms: u64, cmd: &str) -> Result<u64, Frame> {
+pub fn expire_arg(
+    arg: &[u8],
+    unit_ms: i64,
+    absolute: bool,
+    now_ms: u64,
+    cmd: &str,
+) -> Result<u64, Frame> {
     let n = arg_i64(arg)?;
     if n <= 0 {
         return Err(errors::invalid_expire(cmd));
     }
-    let ms = n.checked_mul(unit_ms).ok_or_else(|| errors::invalid_expire(cmd))?;
+    let ms = n
+        .checked_mul(unit_ms)
+        .ok_or_else(|| errors::invalid_expire(cmd))?;
     let at = if absolute {
         ms
     } else {
-        ms.checked_add(now_ms as i64).ok_or_else(|| errors::invalid_expire(cmd))?
+        ms.checked_add(now_ms as i64)
+            .ok_or_else(|| errors::invalid_expire(cmd))?
     };
     Ok(at as u64)
 }
@@ -55,7 +110,8 @@ fn set(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
     let db = ctx.db();
     let key = &args[1];
     let mut expire = ExpireMode::Clear;
-    let (mut nx, mut xx, mut get_old, mut keepttl, mut has_expire) = (false, false, false, false, false);
+    let (mut nx, mut xx, mut get_old, mut keepttl, mut has_expire) =
+        (false, false, false, false, false);
     let mut i = 3;
     while i < args.len() {
         let a = &args[i];
@@ -110,9 +166,20 @@ fn set(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
     };
     let exists = txn.get(db, key).is_some();
     if (nx && exists) || (xx && !exists) {
-        return if get_old { old.map(Frame::Bulk).unwrap_or(Frame::Null) } else { Frame::Null };
+        return if get_old {
+            old.map(Frame::Bulk).unwrap_or(Frame::Null)
+        } else {
+            Frame::Null
+        };
     }
-    let m = Mutation::key(db as u32, key.clone(), KeyOp::SetString { value: args[2].clone(), expire });
+    let m = Mutation::key(
+        db as u32,
+        key.clone(),
+        KeyOp::SetString {
+            value: args[2].clone(),
+            expire,
+        },
+    );
     if let Err(e) = txn.apply(m) {
         tracing::error!("set: {e}");
         return Frame::error(format!("ERR {e}"));
@@ -122,4 +189,743 @@ fn set(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
     } else {
         Frame::ok()
     }
+}
+
+fn set_string(
+    txn: &mut Txn<'_>,
+    db: usize,
+    key: &Bytes,
+    value: Bytes,
+    expire: ExpireMode,
+) -> Result<(), Frame> {
+    apply(
+        txn,
+        Mutation::key(db as u32, key.clone(), KeyOp::SetString { value, expire }),
+    )
+}
+
+fn bulk_or_null(v: Option<Bytes>) -> Frame {
+    v.map(Frame::Bulk).unwrap_or(Frame::Null)
+}
+
+fn setnx(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
+    let db = ctx.db();
+    if txn.get(db, &args[1]).is_some() {
+        return Frame::Integer(0);
+    }
+    match set_string(txn, db, &args[1], args[2].clone(), ExpireMode::Clear) {
+        Ok(()) => Frame::Integer(1),
+        Err(e) => e,
+    }
+}
+
+fn setex_generic(
+    ctx: &Ctx<'_>,
+    txn: &mut Txn<'_>,
+    args: &[Bytes],
+    unit_ms: i64,
+    cmd: &str,
+) -> Frame {
+    let at = match expire_arg(&args[2], unit_ms, false, txn.now_ms, cmd) {
+        Ok(at) => at,
+        Err(e) => return e,
+    };
+    match set_string(txn, ctx.db(), &args[1], args[3].clone(), ExpireMode::At(at)) {
+        Ok(()) => Frame::ok(),
+        Err(e) => e,
+    }
+}
+
+fn setex(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
+    setex_generic(ctx, txn, args, 1000, "setex")
+}
+
+fn psetex(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
+    setex_generic(ctx, txn, args, 1, "psetex")
+}
+
+fn getset(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
+    let db = ctx.db();
+    let old = match read_string(txn, db, &args[1]) {
+        Ok(v) => v,
+        Err(e) => return e,
+    };
+    match set_string(txn, db, &args[1], args[2].clone(), ExpireMode::Clear) {
+        Ok(()) => bulk_or_null(old),
+        Err(e) => e,
+    }
+}
+
+fn getdel(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
+    let db = ctx.db();
+    let old = match read_string(txn, db, &args[1]) {
+        Ok(Some(v)) => v,
+        Ok(None) => return Frame::Null,
+        Err(e) => return e,
+    };
+    match apply(txn, Mutation::key(db as u32, args[1].clone(), KeyOp::Del)) {
+        Ok(()) => Frame::Bulk(old),
+        Err(e) => e,
+    }
+}
+
+/// What GETEX does to the TTL.
+enum GetexAction {
+    Nothing,
+    Persist,
+    /// Absolute unix ms; `absolute` is true for EXAT/PXAT, which may lie in the past.
+    At {
+        ms: u64,
+        absolute: bool,
+    },
+}
+
+fn getex(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
+    let mut action = GetexAction::Nothing;
+    let mut chosen = false;
+    let mut i = 2;
+    while i < args.len() {
+        let a = &args[i];
+        if chosen {
+            return errors::err(errors::SYNTAX);
+        }
+        chosen = true;
+        if is(a, "persist") {
+            action = GetexAction::Persist;
+            i += 1;
+            continue;
+        }
+        let (unit_ms, absolute) = if is(a, "ex") {
+            (1000, false)
+        } else if is(a, "px") {
+            (1, false)
+        } else if is(a, "exat") {
+            (1000, true)
+        } else if is(a, "pxat") {
+            (1, true)
+        } else {
+            return errors::err(errors::SYNTAX);
+        };
+        let Some(v) = args.get(i + 1) else {
+            return errors::err(errors::SYNTAX);
+        };
+        match expire_arg(v, unit_ms, absolute, txn.now_ms, "getex") {
+            Ok(ms) => action = GetexAction::At { ms, absolute },
+            Err(e) => return e,
+        }
+        i += 2;
+    }
+    let db = ctx.db();
+    let key = &args[1];
+    let value = match read_string(txn, db, key) {
+        Ok(Some(v)) => v,
+        Ok(None) => return Frame::Null,
+        Err(e) => return e,
+    };
+    let op = match action {
+        GetexAction::Nothing => None,
+        GetexAction::Persist => {
+            let has_ttl = txn.get(db, key).is_some_and(|e| e.expire_at_ms != 0);
+            has_ttl.then_some(KeyOp::Expire { at_ms: 0 })
+        }
+        GetexAction::At { ms, absolute } if absolute && ms <= txn.now_ms => Some(KeyOp::Del),
+        GetexAction::At { ms, .. } => Some(KeyOp::Expire { at_ms: ms }),
+    };
+    if let Some(op) = op {
+        if let Err(e) = apply(txn, Mutation::key(db as u32, key.clone(), op)) {
+            return e;
+        }
+    }
+    Frame::Bulk(value)
+}
+
+fn mget(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
+    let db = ctx.db();
+    let out = args[1..]
+        .iter()
+        .map(|k| match txn.get(db, k).map(|e| &e.value) {
+            Some(Value::Str(s)) => Frame::Bulk(s.clone()),
+            _ => Frame::Null,
+        })
+        .collect();
+    Frame::Array(out)
+}
+
+fn mset_all(ctx: &Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Result<(), Frame> {
+    let db = ctx.db();
+    for pair in args[1..].chunks_exact(2) {
+        set_string(txn, db, &pair[0], pair[1].clone(), ExpireMode::Clear)?;
+    }
+    Ok(())
+}
+
+fn mset(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
+    if args.len().is_multiple_of(2) {
+        return errors::wrong_args("mset");
+    }
+    match mset_all(ctx, txn, args) {
+        Ok(()) => Frame::ok(),
+        Err(e) => e,
+    }
+}
+
+fn msetnx(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
+    if args.len().is_multiple_of(2) {
+        return errors::wrong_args("msetnx");
+    }
+    let db = ctx.db();
+    if args[1..]
+        .iter()
+        .step_by(2)
+        .any(|k| txn.get(db, k).is_some())
+    {
+        return Frame::Integer(0);
+    }
+    match mset_all(ctx, txn, args) {
+        Ok(()) => Frame::Integer(1),
+        Err(e) => e,
+    }
+}
+
+/// INCR, DECR, INCRBY, DECRBY. The result is logged as the new value, and
+/// the key keeps its TTL.
+fn incr_by(ctx: &Ctx<'_>, txn: &mut Txn<'_>, key: &Bytes, by: i64) -> Frame {
+    let db = ctx.db();
+    let current = match read_string(txn, db, key) {
+        Ok(None) => 0,
+        Ok(Some(s)) => match parse_i64(&s) {
+            Some(n) => n,
+            None => return errors::err(errors::NOT_INTEGER),
+        },
+        Err(e) => return e,
+    };
+    let Some(next) = current.checked_add(by) else {
+        return errors::err(errors::OVERFLOW);
+    };
+    let mut buf = itoa::Buffer::new();
+    let value = Bytes::copy_from_slice(buf.format(next).as_bytes());
+    match set_string(txn, db, key, value, ExpireMode::Keep) {
+        Ok(()) => Frame::Integer(next),
+        Err(e) => e,
+    }
+}
+
+fn incr(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
+    incr_by(ctx, txn, &args[1], 1)
+}
+
+fn decr(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
+    incr_by(ctx, txn, &args[1], -1)
+}
+
+fn incrby(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
+    match arg_i64(&args[2]) {
+        Ok(by) => incr_by(ctx, txn, &args[1], by),
+        Err(e) => e,
+    }
+}
+
+fn decrby(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
+    match arg_i64(&args[2]) {
+        Ok(i64::MIN) => Frame::error(DECREMENT_OVERFLOW),
+        Ok(by) => incr_by(ctx, txn, &args[1], -by),
+        Err(e) => e,
+    }
+}
+
+fn incrbyfloat(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
+    let db = ctx.db();
+    let key = &args[1];
+    let current = match read_string(txn, db, key) {
+        Ok(v) => v.unwrap_or_else(|| Bytes::from_static(b"0")),
+        Err(e) => return e,
+    };
+    let (Some(a), Some(b)) = (parse_f64(&current), parse_f64(&args[2])) else {
+        return errors::err(errors::NOT_FLOAT);
+    };
+    let sum = a + b;
+    if !sum.is_finite() {
+        return Frame::error(NAN_OR_INFINITY);
+    }
+    let text = decimal::add(&current, &args[2]).unwrap_or_else(|| decimal::format_fixed17(sum));
+    let value = Bytes::from(text);
+    match set_string(txn, db, key, value.clone(), ExpireMode::Keep) {
+        Ok(()) => Frame::Bulk(value),
+        Err(e) => e,
+    }
+}
+
+/// Exact decimal arithmetic for INCRBYFLOAT. Redis adds in C `long double`
+/// and prints 17 fractional digits (`%.17Lf`, zeros trimmed), so `0.1 + 0.2`
+/// is `0.3` there, which f64 cannot reproduce. Adding the decimal texts
+/// exactly and rounding to 17 fractional digits gives the same answer as
+/// Redis where `long double` is binary128 (aarch64). x86-64 Redis's 80-bit
+/// `long double` shows artifacts on larger values (`1000.5 + 0.3` prints
+/// `1000.79999999999999999`) that this deliberately does not copy.
+mod decimal {
+    /// Beyond these sizes the exact path is not worth its cost; the caller
+    /// falls back to f64.
+    const MAX_EXPONENT: i64 = 400;
+    const MAX_DIGITS: usize = 1000;
+    /// Redis prints INCRBYFLOAT results with this many fractional digits.
+    const FRACTION_DIGITS: i64 = 17;
+
+    /// `digits` (most significant first) × 10^`exp`, negated when `neg`.
+    struct Decimal {
+        neg: bool,
+        digits: Vec<u8>,
+        exp: i64,
+    }
+
+    /// Parses `[+-]digits[.digits][e[+-]digits]` (digits on at least one
+    /// side of the point). Anything else (hex, `inf`) is left to f64.
+    fn parse(b: &[u8]) -> Option<Decimal> {
+        let (neg, mut i) = match b.first() {
+            Some(b'-') => (true, 1),
+            Some(b'+') => (false, 1),
+            _ => (false, 0),
+        };
+        let (mut digits, mut frac, mut dot) = (Vec::new(), 0i64, false);
+        while let Some(&c) = b.get(i) {
+            match c {
+                b'0'..=b'9' => {
+                    digits.push(c - b'0');
+                    frac += i64::from(dot);
+                }
+                b'.' if !dot => dot = true,
+                _ => break,
+            }
+            i += 1;
+        }
+        if digits.is_empty() || digits.len() > MAX_DIGITS {
+            return None;
+        }
+        let mut exp = 0i64;
+        if let Some(&c) = b.get(i) {
+            if c != b'e' && c != b'E' {
+                return None;
+            }
+            i += 1;
+            let eneg = match b.get(i) {
+                Some(b'-') => {
+                    i += 1;
+                    true
+                }
+                Some(b'+') => {
+                    i += 1;
+                    false
+                }
+                _ => false,
+            };
+            let start = i;
+            while let Some(&c) = b.get(i).filter(|c| c.is_ascii_digit()) {
+                exp = exp * 10 + i64::from(c - b'0');
+                if exp > MAX_EXPONENT {
+                    return None;
+                }
+                i += 1;
+            }
+            if i == start {
+                return None;
+            }
+            if eneg {
+                exp = -exp;
+            }
+        }
+        if i != b.len() {
+            return None;
+        }
+        Some(Decimal {
+            neg,
+            digits,
+            exp: exp - frac,
+        })
+    }
+
+    /// Little-endian digits of `d` scaled to exponent `exp` (<= d.exp).
+    fn scaled(d: &Decimal, exp: i64) -> Vec<u8> {
+        let mut v = vec![0u8; (d.exp - exp) as usize];
+        v.extend(d.digits.iter().rev());
+        v
+    }
+
+    fn cmp_le(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+        let len = a.len().max(b.len());
+        for i in (0..len).rev() {
+            let (x, y) = (
+                a.get(i).copied().unwrap_or(0),
+                b.get(i).copied().unwrap_or(0),
+            );
+            if x != y {
+                return x.cmp(&y);
+            }
+        }
+        std::cmp::Ordering::Equal
+    }
+
+    fn add_le(a: &[u8], b: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(a.len().max(b.len()) + 1);
+        let mut carry = 0;
+        for i in 0..a.len().max(b.len()) {
+            let s = a.get(i).copied().unwrap_or(0) + b.get(i).copied().unwrap_or(0) + carry;
+            out.push(s % 10);
+            carry = s / 10;
+        }
+        if carry > 0 {
+            out.push(carry);
+        }
+        out
+    }
+
+    /// `a - b` for `a >= b`.
+    fn sub_le(a: &[u8], b: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(a.len());
+        let mut borrow = 0i8;
+        for (i, &x) in a.iter().enumerate() {
+            let mut d = x as i8 - b.get(i).copied().unwrap_or(0) as i8 - borrow;
+            borrow = i8::from(d < 0);
+            if d < 0 {
+                d += 10;
+            }
+            out.push(d as u8);
+        }
+        out
+    }
+
+    /// The exact sum of two decimal texts, printed as Redis prints it.
+    pub fn add(a: &[u8], b: &[u8]) -> Option<String> {
+        let (a, b) = (parse(a)?, parse(b)?);
+        let exp = a.exp.min(b.exp);
+        let (x, y) = (scaled(&a, exp), scaled(&b, exp));
+        let (neg, mag) = if a.neg == b.neg {
+            (a.neg, add_le(&x, &y))
+        } else if cmp_le(&x, &y).is_ge() {
+            (a.neg, sub_le(&x, &y))
+        } else {
+            (b.neg, sub_le(&y, &x))
+        };
+        Some(format(neg, mag, exp))
+    }
+
+    /// Prints little-endian digits × 10^`exp` rounded half-to-even to 17
+    /// fractional digits, trailing zeros and a bare point removed, and
+    /// never as `-0`.
+    fn format(neg: bool, mut mag: Vec<u8>, exp: i64) -> String {
+        if exp < -FRACTION_DIGITS {
+            let drop = (-FRACTION_DIGITS - exp) as usize;
+            let first = mag.get(drop - 1).copied().unwrap_or(0);
+            let rest_nonzero = mag[..(drop - 1).min(mag.len())].iter().any(|&d| d != 0);
+            let kept = mag.get(drop..).unwrap_or_default();
+            let last_odd = kept.first().is_some_and(|d| d % 2 == 1);
+            let up = first > 5 || (first == 5 && (rest_nonzero || last_odd));
+            let mut kept = kept.to_vec();
+            if up {
+                kept = add_le(&kept, &[1]);
+            }
+            mag = kept;
+        } else {
+            let mut v = vec![0u8; (exp + FRACTION_DIGITS) as usize];
+            v.extend_from_slice(&mag);
+            mag = v;
+        }
+        // Now mag × 10^-17.
+        let frac_len = FRACTION_DIGITS as usize;
+        while mag.len() <= frac_len {
+            mag.push(0);
+        }
+        let int: String = mag[frac_len..]
+            .iter()
+            .rev()
+            .map(|d| char::from(b'0' + d))
+            .collect::<String>();
+        let int = int.trim_start_matches('0');
+        let frac: String = mag[..frac_len]
+            .iter()
+            .rev()
+            .map(|d| char::from(b'0' + d))
+            .collect();
+        let frac = frac.trim_end_matches('0');
+        let mut out = String::new();
+        if neg && !(int.is_empty() && frac.is_empty()) {
+            out.push('-');
+        }
+        out.push_str(if int.is_empty() { "0" } else { int });
+        if !frac.is_empty() {
+            out.push('.');
+            out.push_str(frac);
+        }
+        out
+    }
+
+    /// The f64 fallback, printed the same way.
+    pub fn format_fixed17(v: f64) -> String {
+        let s = format!("{v:.17}");
+        let s = s.trim_end_matches('0').trim_end_matches('.');
+        match s {
+            "-0" | "" => "0".to_string(),
+            s => s.to_string(),
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn sums_print_like_redis() {
+            let add = |a: &str, b: &str| add(a.as_bytes(), b.as_bytes()).unwrap();
+            assert_eq!(add("0.1", "0.2"), "0.3");
+            assert_eq!(add("10.50", "0.1"), "10.6");
+            assert_eq!(add("5.0e3", "2.0e2"), "5200");
+            assert_eq!(add("1", "-1.1"), "-0.1");
+            assert_eq!(add("0", "1e-20"), "0");
+            assert_eq!(add("0", "-1e-20"), "0");
+            assert_eq!(add("17179869184", "1.5"), "17179869185.5");
+            assert_eq!(add("3", "-3"), "0");
+            assert_eq!(add("0", "6e-18"), "0.00000000000000001");
+            assert_eq!(add("0", "-6e-18"), "-0.00000000000000001");
+            assert_eq!(add("0", "1e-30"), "0");
+            assert_eq!(add("0", "0.000000000000000005"), "0");
+            assert_eq!(add("0", "0.000000000000000015"), "0.00000000000000002");
+            assert_eq!(add("0", "0.000000000000000025"), "0.00000000000000002");
+            assert_eq!(add("0", "0.0000000000000000251"), "0.00000000000000003");
+            assert_eq!(add("9.999999999999999999", "0"), "10");
+            assert_eq!(add("+.5", "5."), "5.5");
+            assert_eq!(add("1e2", "-250"), "-150");
+            assert!(super::parse(b"0x10").is_none());
+            assert!(super::parse(b"inf").is_none());
+            assert_eq!(format_fixed17(0.5), "0.5");
+            assert_eq!(format_fixed17(-0.0), "0");
+        }
+    }
+}
+
+/// Refuses a string that would exceed `proto-max-bulk-len`.
+fn check_length(ctx: &Ctx<'_>, len: u64) -> Result<(), Frame> {
+    if len > ctx.shared.config.read().proto_max_bulk_len {
+        return Err(Frame::error(STRING_TOO_LONG));
+    }
+    Ok(())
+}
+
+fn append(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
+    let db = ctx.db();
+    let old_len = match read_string(txn, db, &args[1]) {
+        Ok(v) => v.map_or(0, |s| s.len()),
+        Err(e) => return e,
+    };
+    let total = old_len + args[2].len();
+    if let Err(e) = check_length(ctx, total as u64) {
+        return e;
+    }
+    match apply(
+        txn,
+        Mutation::key(db as u32, args[1].clone(), KeyOp::Append(args[2].clone())),
+    ) {
+        Ok(()) => Frame::Integer(total as i64),
+        Err(e) => e,
+    }
+}
+
+fn strlen(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
+    match read_string(txn, ctx.db(), &args[1]) {
+        Ok(v) => Frame::Integer(v.map_or(0, |s| s.len() as i64)),
+        Err(e) => e,
+    }
+}
+
+/// GETRANGE (and SUBSTR) with Redis 7's clamping: both ends negative and
+/// reversed is empty; otherwise negative ends count from the end and are
+/// clamped to 0.
+fn getrange(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
+    let (start, end) = match (arg_i64(&args[2]), arg_i64(&args[3])) {
+        (Ok(s), Ok(e)) => (s, e),
+        (Err(e), _) | (_, Err(e)) => return e,
+    };
+    let s = match read_string(txn, ctx.db(), &args[1]) {
+        Ok(v) => v.unwrap_or_default(),
+        Err(e) => return e,
+    };
+    let empty = Frame::Bulk(Bytes::new());
+    if start < 0 && end < 0 && start > end {
+        return empty;
+    }
+    let len = s.len() as i64;
+    let start = if start < 0 {
+        len.saturating_add(start)
+    } else {
+        start
+    }
+    .max(0);
+    let end = if end < 0 {
+        len.saturating_add(end)
+    } else {
+        end
+    }
+    .max(0);
+    let end = end.min(len - 1);
+    if len == 0 || start > end {
+        return empty;
+    }
+    Frame::Bulk(s.slice(start as usize..=end as usize))
+}
+
+fn setrange(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
+    let offset = match arg_i64(&args[2]) {
+        Ok(n) if n < 0 => return Frame::error(OFFSET_OUT_OF_RANGE),
+        Ok(n) => n as u64,
+        Err(e) => return e,
+    };
+    let db = ctx.db();
+    let data = &args[3];
+    let old_len = match read_string(txn, db, &args[1]) {
+        Ok(v) => v.map_or(0, |s| s.len() as u64),
+        Err(e) => return e,
+    };
+    if data.is_empty() {
+        return Frame::Integer(old_len as i64);
+    }
+    let end = offset.saturating_add(data.len() as u64);
+    if let Err(e) = check_length(ctx, end) {
+        return e;
+    }
+    let op = KeyOp::SetRange {
+        offset,
+        data: data.clone(),
+    };
+    match apply(txn, Mutation::key(db as u32, args[1].clone(), op)) {
+        Ok(()) => Frame::Integer(old_len.max(end) as i64),
+        Err(e) => e,
+    }
+}
+
+#[derive(Default)]
+struct LcsOptions {
+    len: bool,
+    idx: bool,
+    min_match_len: u64,
+    with_match_len: bool,
+}
+
+fn parse_lcs_options(opts: &[Bytes]) -> Result<LcsOptions, Frame> {
+    let mut o = LcsOptions::default();
+    let mut i = 0;
+    while i < opts.len() {
+        let a = &opts[i];
+        if is(a, "idx") {
+            o.idx = true;
+        } else if is(a, "len") {
+            o.len = true;
+        } else if is(a, "withmatchlen") {
+            o.with_match_len = true;
+        } else if is(a, "minmatchlen") && i + 1 < opts.len() {
+            o.min_match_len = arg_i64(&opts[i + 1])?.max(0) as u64;
+            i += 1;
+        } else {
+            return Err(errors::err(errors::SYNTAX));
+        }
+        i += 1;
+    }
+    if o.idx && o.len {
+        return Err(Frame::error(LCS_LEN_AND_IDX));
+    }
+    Ok(o)
+}
+
+/// LCS: longest common subsequence by the classic dynamic programme, whose
+/// table (like Redis's) must fit in `proto-max-bulk-len` bytes of u32s.
+fn lcs(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
+    let db = ctx.db();
+    let mut texts = [Bytes::new(), Bytes::new()];
+    for (t, key) in texts.iter_mut().zip(&args[1..3]) {
+        match txn.get(db, key).map(|e| &e.value) {
+            None => {}
+            Some(Value::Str(s)) => *t = s.clone(),
+            Some(_) => return Frame::error(LCS_NOT_STRINGS),
+        }
+    }
+    let opts = match parse_lcs_options(&args[3..]) {
+        Ok(o) => o,
+        Err(e) => return e,
+    };
+    let [a, b] = texts;
+    let (alen, blen) = (a.len(), b.len());
+    let cells = (alen as u128 + 1) * (blen as u128 + 1);
+    if cells * 4 > u128::from(ctx.shared.config.read().proto_max_bulk_len) {
+        return Frame::error(LCS_TOO_BIG);
+    }
+    let width = blen + 1;
+    let mut dp = vec![0u32; cells as usize];
+    for i in 1..=alen {
+        for j in 1..=blen {
+            dp[i * width + j] = if a[i - 1] == b[j - 1] {
+                dp[(i - 1) * width + j - 1] + 1
+            } else {
+                dp[(i - 1) * width + j].max(dp[i * width + j - 1])
+            };
+        }
+    }
+    let total = dp[alen * width + blen];
+    if opts.len {
+        return Frame::Integer(i64::from(total));
+    }
+    // Walk back from the end, collecting the subsequence and, for IDX, the
+    // runs that are contiguous in both strings (reported last run first).
+    let mut out = vec![0u8; total as usize];
+    let mut k = total as usize;
+    let mut matches = Vec::new();
+    let mut run: Option<(usize, usize, usize, usize)> = None;
+    let emit = |run: (usize, usize, usize, usize), matches: &mut Vec<Frame>| {
+        let (a_start, a_end, b_start, b_end) = run;
+        let len = (a_end - a_start + 1) as u64;
+        if len >= opts.min_match_len {
+            let pair = |s: usize, e: usize| {
+                Frame::Array(vec![Frame::Integer(s as i64), Frame::Integer(e as i64)])
+            };
+            let mut m = vec![pair(a_start, a_end), pair(b_start, b_end)];
+            if opts.with_match_len {
+                m.push(Frame::Integer(len as i64));
+            }
+            matches.push(Frame::Array(m));
+        }
+    };
+    let (mut i, mut j) = (alen, blen);
+    while i > 0 && j > 0 {
+        if a[i - 1] == b[j - 1] {
+            k -= 1;
+            out[k] = a[i - 1];
+            run = match run {
+                Some((as_, ae, bs, be)) if as_ == i && bs == j => Some((i - 1, ae, j - 1, be)),
+                Some(r) => {
+                    emit(r, &mut matches);
+                    Some((i - 1, i - 1, j - 1, j - 1))
+                }
+                None => Some((i - 1, i - 1, j - 1, j - 1)),
+            };
+            i -= 1;
+            j -= 1;
+        } else {
+            if dp[(i - 1) * width + j] > dp[i * width + j - 1] {
+                i -= 1;
+            } else {
+                j -= 1;
+            }
+            if let Some(r) = run.take() {
+                emit(r, &mut matches);
+            }
+        }
+    }
+    if let Some(r) = run {
+        emit(r, &mut matches);
+    }
+    if !opts.idx {
+        return Frame::Bulk(Bytes::from(out));
+    }
+    Frame::Map(vec![
+        (Frame::bulk_from_str("matches"), Frame::Array(matches)),
+        (
+            Frame::bulk_from_str("len"),
+            Frame::Integer(i64::from(total)),
+        ),
+    ])
 }

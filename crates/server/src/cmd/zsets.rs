@@ -1,7 +1,637 @@
-//! zsets commands (being written).
+//! Sorted set commands.
 
-use crate::command::CommandSpec;
+use super::hashes::{
+    apply, data, pairs_reply, positive_count, random_count, random_position, random_positions,
+    resp3, scan_cursor, scan_options, scan_reply, scan_walk, scans_whole, syntax, wrongtype, Reply,
+};
+use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, FIRST_KEY};
+use crate::errors;
+use crate::util::{arg_f64, arg_i64, format_float, is, parse_f64};
+use bytes::Bytes;
+use durakv_engine::mutation::{list_range, KeyOp};
+use durakv_engine::txn::Txn;
+use durakv_engine::value::Value;
+use durakv_engine::zset::ZSet;
+use durakv_protocol::Frame;
+use std::collections::{HashMap, HashSet};
+use std::ops::Bound;
 
 pub fn commands() -> Vec<CommandSpec> {
-    Vec::new()
+    vec![
+        spec("zadd", -4, WRITE | DENYOOM | FAST, FIRST_KEY, data!(zadd), "sorted-set", "Adds one or more members to a sorted set, or updates their scores. Creates the key if it doesn't exist."),
+        spec("zincrby", 4, WRITE | DENYOOM | FAST, FIRST_KEY, data!(zincrby), "sorted-set", "Increments the score of a member in a sorted set."),
+        spec("zrem", -3, WRITE | FAST, FIRST_KEY, data!(zrem), "sorted-set", "Removes one or more members from a sorted set. Deletes the sorted set if all members were removed."),
+        spec("zscore", 3, READONLY | FAST, FIRST_KEY, data!(zscore), "sorted-set", "Returns the score of a member in a sorted set."),
+        spec("zmscore", -3, READONLY | FAST, FIRST_KEY, data!(zmscore), "sorted-set", "Returns the score of one or more members in a sorted set."),
+        spec("zcard", 2, READONLY | FAST, FIRST_KEY, data!(zcard), "sorted-set", "Returns the number of members in a sorted set."),
+        spec("zcount", 4, READONLY | FAST, FIRST_KEY, data!(zcount), "sorted-set", "Returns the count of members in a sorted set that have scores within a range."),
+        spec("zlexcount", 4, READONLY | FAST, FIRST_KEY, data!(zlexcount), "sorted-set", "Returns the number of members in a sorted set within a lexicographical range."),
+        spec("zrank", -3, READONLY | FAST, FIRST_KEY, data!(zrank), "sorted-set", "Returns the index of a member in a sorted set ordered by ascending scores."),
+        spec("zrevrank", -3, READONLY | FAST, FIRST_KEY, data!(zrevrank), "sorted-set", "Returns the index of a member in a sorted set ordered by descending scores."),
+        spec("zrange", -4, READONLY, FIRST_KEY, data!(zrange), "sorted-set", "Returns members in a sorted set within a range of indexes."),
+        spec("zrevrange", -4, READONLY, FIRST_KEY, data!(zrevrange), "sorted-set", "Returns members in a sorted set within a range of indexes in reverse order."),
+        spec("zrangebyscore", -4, READONLY, FIRST_KEY, data!(zrangebyscore), "sorted-set", "Returns members in a sorted set within a range of scores."),
+        spec("zrevrangebyscore", -4, READONLY, FIRST_KEY, data!(zrevrangebyscore), "sorted-set", "Returns members in a sorted set within a range of scores in reverse order."),
+        spec("zrangebylex", -4, READONLY, FIRST_KEY, data!(zrangebylex), "sorted-set", "Returns members in a sorted set within a lexicographical range."),
+        spec("zrevrangebylex", -4, READONLY, FIRST_KEY, data!(zrevrangebylex), "sorted-set", "Returns members in a sorted set within a lexicographical range in reverse order."),
+        spec("zremrangebyscore", 4, WRITE, FIRST_KEY, data!(zremrangebyscore), "sorted-set", "Removes members in a sorted set within a range of scores. Deletes the sorted set if all members were removed."),
+        spec("zremrangebyrank", 4, WRITE, FIRST_KEY, data!(zremrangebyrank), "sorted-set", "Removes members in a sorted set within a range of indexes. Deletes the sorted set if all members were removed."),
+        spec("zremrangebylex", 4, WRITE, FIRST_KEY, data!(zremrangebylex), "sorted-set", "Removes members in a sorted set within a lexicographical range. Deletes the sorted set if all members were removed."),
+        spec("zpopmin", -2, WRITE | FAST, FIRST_KEY, data!(zpopmin), "sorted-set", "Returns the lowest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped."),
+        spec("zpopmax", -2, WRITE | FAST, FIRST_KEY, data!(zpopmax), "sorted-set", "Returns the highest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped."),
+        spec("zscan", -3, READONLY, FIRST_KEY, data!(zscan), "sorted-set", "Iterates over members and scores of a sorted set."),
+        spec("zrandmember", -2, READONLY, FIRST_KEY, data!(zrandmember), "sorted-set", "Returns one or more random members from a sorted set."),
+    ]
+}
+
+fn read_zset<'t>(txn: &'t mut Txn<'_>, db: usize, key: &[u8]) -> Result<Option<&'t ZSet>, Frame> {
+    match txn.get(db, key) {
+        None => Ok(None),
+        Some(e) => match &e.value {
+            Value::ZSet(z) => Ok(Some(z)),
+            _ => Err(wrongtype()),
+        },
+    }
+}
+
+fn not_a_number() -> Frame {
+    Frame::error("ERR resulting score is not a number (NaN)")
+}
+
+// ---------------------------------------------------------------------------
+// Range arguments.
+
+/// `1.5`, `(1.5` (exclusive), `-inf`, `+inf`.
+fn score_bound(arg: &[u8]) -> Option<Bound<f64>> {
+    match arg.strip_prefix(b"(") {
+        Some(rest) => parse_f64(rest).map(Bound::Excluded),
+        None => parse_f64(arg).map(Bound::Included),
+    }
+}
+
+fn score_range(min: &[u8], max: &[u8]) -> Result<(Bound<f64>, Bound<f64>), Frame> {
+    match (score_bound(min), score_bound(max)) {
+        (Some(a), Some(b)) => Ok((a, b)),
+        _ => Err(Frame::error("ERR min or max is not a float")),
+    }
+}
+
+/// A lex range endpoint: `-`, `+`, `[member` or `(member`.
+enum Lex {
+    Min,
+    Max,
+    At(Bound<Bytes>),
+}
+
+fn lex_bound(arg: &Bytes) -> Option<Lex> {
+    match arg.first()? {
+        b'-' if arg.len() == 1 => Some(Lex::Min),
+        b'+' if arg.len() == 1 => Some(Lex::Max),
+        b'[' => Some(Lex::At(Bound::Included(arg.slice(1..)))),
+        b'(' => Some(Lex::At(Bound::Excluded(arg.slice(1..)))),
+        _ => None,
+    }
+}
+
+fn lex_range(min: &Bytes, max: &Bytes) -> Result<(Lex, Lex), Frame> {
+    match (lex_bound(min), lex_bound(max)) {
+        (Some(a), Some(b)) => Ok((a, b)),
+        _ => Err(Frame::error("ERR min or max not valid string range item")),
+    }
+}
+
+type LexBounds<'a> = (Bound<&'a [u8]>, Bound<&'a [u8]>);
+
+/// The bounds as `ZSet::range_by_lex` takes them, or None when nothing can
+/// be in range (`+` as the minimum, `-` as the maximum).
+fn lex_bounds<'a>(min: &'a Lex, max: &'a Lex) -> Option<LexBounds<'a>> {
+    let lo = match min {
+        Lex::Min => Bound::Unbounded,
+        Lex::Max => return None,
+        Lex::At(b) => b.as_ref().map(|m| &m[..]),
+    };
+    let hi = match max {
+        Lex::Max => Bound::Unbounded,
+        Lex::Min => return None,
+        Lex::At(b) => b.as_ref().map(|m| &m[..]),
+    };
+    Some((lo, hi))
+}
+
+enum Range {
+    Rank(i64, i64),
+    Score(Bound<f64>, Bound<f64>),
+    Lex(Lex, Lex),
+}
+
+/// Members of `z` in `range`, in ascending order or descending if `rev`,
+/// after skipping `offset` and taking at most `limit` (negative: all).
+fn select(z: &ZSet, range: &Range, rev: bool, offset: i64, limit: i64) -> Vec<(Bytes, f64)> {
+    if offset < 0 || limit == 0 {
+        return Vec::new();
+    }
+    let offset = usize::try_from(offset).unwrap_or(usize::MAX);
+    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+    let it: Box<dyn Iterator<Item = (&Bytes, f64)>> = match range {
+        Range::Rank(start, stop) => {
+            let Some((s, e)) = list_range(z.len(), *start, *stop) else {
+                return Vec::new();
+            };
+            // In reverse, ranks count from the highest score.
+            if rev {
+                Box::new(z.iter().rev().skip(s).take(e - s + 1))
+            } else {
+                Box::new(z.iter().skip(s).take(e - s + 1))
+            }
+        }
+        Range::Score(min, max) => {
+            let r = z.range_by_score(*min, *max);
+            if rev {
+                Box::new(r.rev())
+            } else {
+                Box::new(r)
+            }
+        }
+        Range::Lex(min, max) => match lex_bounds(min, max) {
+            Some((lo, hi)) => z.range_by_lex(lo, hi, rev),
+            None => return Vec::new(),
+        },
+    };
+    it.skip(offset)
+        .take(limit)
+        .map(|(m, s)| (m.clone(), s))
+        .collect()
+}
+
+fn scored_reply(items: Vec<(Bytes, f64)>, withscores: bool, resp3: bool) -> Frame {
+    if withscores {
+        pairs_reply(
+            items
+                .into_iter()
+                .map(|(m, s)| (Frame::Bulk(m), Frame::Double(s)))
+                .collect(),
+            resp3,
+        )
+    } else {
+        Frame::Array(items.into_iter().map(|(m, _)| Frame::Bulk(m)).collect())
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum By {
+    Rank,
+    Score,
+    Lex,
+}
+
+/// ZRANGE and its older forms, which are ZRANGE with `by` and `rev` fixed:
+/// a fixed option is a syntax error when given again, as in Redis.
+fn range_generic(
+    ctx: &Ctx<'_>,
+    txn: &mut Txn<'_>,
+    args: &[Bytes],
+    by: Option<By>,
+    rev: Option<bool>,
+) -> Reply {
+    let (mut by, mut rev) = (by, rev);
+    let mut withscores = false;
+    let mut limit = None;
+    let mut j = 4;
+    while j < args.len() {
+        let a = &args[j];
+        if is(a, "withscores") {
+            withscores = true;
+        } else if is(a, "limit") && j + 2 < args.len() {
+            limit = Some((arg_i64(&args[j + 1])?, arg_i64(&args[j + 2])?));
+            j += 2;
+        } else if rev.is_none() && is(a, "rev") {
+            rev = Some(true);
+        } else if by.is_none() && is(a, "bylex") {
+            by = Some(By::Lex);
+        } else if by.is_none() && is(a, "byscore") {
+            by = Some(By::Score);
+        } else {
+            return Err(syntax());
+        }
+        j += 1;
+    }
+    let by = by.unwrap_or(By::Rank);
+    let rev = rev.unwrap_or(false);
+    if limit.is_some() && by == By::Rank {
+        return Err(Frame::error(
+            "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX",
+        ));
+    }
+    if withscores && by == By::Lex {
+        return Err(Frame::error(
+            "ERR syntax error, WITHSCORES not supported in combination with BYLEX",
+        ));
+    }
+    // Reverse score and lex ranges are written max first.
+    let (lo, hi) = if rev && by != By::Rank {
+        (&args[3], &args[2])
+    } else {
+        (&args[2], &args[3])
+    };
+    let range = match by {
+        By::Rank => Range::Rank(arg_i64(lo)?, arg_i64(hi)?),
+        By::Score => {
+            let (a, b) = score_range(lo, hi)?;
+            Range::Score(a, b)
+        }
+        By::Lex => {
+            let (a, b) = lex_range(lo, hi)?;
+            Range::Lex(a, b)
+        }
+    };
+    let resp3 = resp3(ctx);
+    let Some(z) = read_zset(txn, ctx.db(), &args[1])? else {
+        return Ok(Frame::Array(Vec::new()));
+    };
+    let (offset, count) = limit.unwrap_or((0, -1));
+    Ok(scored_reply(
+        select(z, &range, rev, offset, count),
+        withscores,
+        resp3,
+    ))
+}
+
+fn zrange(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    range_generic(ctx, txn, args, None, None)
+}
+
+fn zrevrange(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    range_generic(ctx, txn, args, Some(By::Rank), Some(true))
+}
+
+fn zrangebyscore(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    range_generic(ctx, txn, args, Some(By::Score), Some(false))
+}
+
+fn zrevrangebyscore(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    range_generic(ctx, txn, args, Some(By::Score), Some(true))
+}
+
+fn zrangebylex(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    range_generic(ctx, txn, args, Some(By::Lex), Some(false))
+}
+
+fn zrevrangebylex(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    range_generic(ctx, txn, args, Some(By::Lex), Some(true))
+}
+
+/// ZREMRANGEBY*: removes what `range` selects and returns how many.
+fn remove_range(ctx: &Ctx<'_>, txn: &mut Txn<'_>, key: &Bytes, range: Range) -> Reply {
+    let db = ctx.db();
+    let Some(z) = read_zset(txn, db, key)? else {
+        return Ok(Frame::Integer(0));
+    };
+    let gone: Vec<Bytes> = select(z, &range, false, 0, -1)
+        .into_iter()
+        .map(|(m, _)| m)
+        .collect();
+    let n = gone.len();
+    if n > 0 {
+        apply(txn, db, key, KeyOp::ZRem(gone))?;
+    }
+    Ok(Frame::Integer(n as i64))
+}
+
+fn zremrangebyscore(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    let (min, max) = score_range(&args[2], &args[3])?;
+    remove_range(ctx, txn, &args[1], Range::Score(min, max))
+}
+
+fn zremrangebyrank(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    let (start, stop) = (arg_i64(&args[2])?, arg_i64(&args[3])?);
+    remove_range(ctx, txn, &args[1], Range::Rank(start, stop))
+}
+
+fn zremrangebylex(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    let (min, max) = lex_range(&args[2], &args[3])?;
+    remove_range(ctx, txn, &args[1], Range::Lex(min, max))
+}
+
+fn zcount(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    let (min, max) = score_range(&args[2], &args[3])?;
+    let z = read_zset(txn, ctx.db(), &args[1])?;
+    Ok(Frame::Integer(
+        z.map_or(0, |z| z.range_by_score(min, max).count()) as i64,
+    ))
+}
+
+fn zlexcount(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    let (min, max) = lex_range(&args[2], &args[3])?;
+    let z = read_zset(txn, ctx.db(), &args[1])?;
+    let n = match (z, lex_bounds(&min, &max)) {
+        (Some(z), Some((lo, hi))) => z.range_by_lex(lo, hi, false).count(),
+        _ => 0,
+    };
+    Ok(Frame::Integer(n as i64))
+}
+
+// ---------------------------------------------------------------------------
+// Writes.
+
+fn zadd(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    let (mut nx, mut xx, mut gt, mut lt, mut ch, mut incr) =
+        (false, false, false, false, false, false);
+    let mut i = 2;
+    while i < args.len() {
+        let a = &args[i];
+        let flag = if is(a, "nx") {
+            &mut nx
+        } else if is(a, "xx") {
+            &mut xx
+        } else if is(a, "gt") {
+            &mut gt
+        } else if is(a, "lt") {
+            &mut lt
+        } else if is(a, "ch") {
+            &mut ch
+        } else if is(a, "incr") {
+            &mut incr
+        } else {
+            break;
+        };
+        *flag = true;
+        i += 1;
+    }
+    let elements = &args[i..];
+    if elements.is_empty() || !elements.len().is_multiple_of(2) {
+        return Err(syntax());
+    }
+    if nx && xx {
+        return Err(Frame::error(
+            "ERR XX and NX options at the same time are not compatible",
+        ));
+    }
+    if (nx && (gt || lt)) || (gt && lt) {
+        return Err(Frame::error(
+            "ERR GT, LT, and/or NX options at the same time are not compatible",
+        ));
+    }
+    if incr && elements.len() > 2 {
+        return Err(Frame::error(
+            "ERR INCR option supports a single increment-element pair",
+        ));
+    }
+    let scores = elements
+        .chunks_exact(2)
+        .map(|p| arg_f64(&p[0]))
+        .collect::<Result<Vec<f64>, Frame>>()?;
+    let db = ctx.db();
+    let key = &args[1];
+    let z = read_zset(txn, db, key)?;
+    if z.is_none() && xx {
+        return Ok(if incr { Frame::Null } else { Frame::Integer(0) });
+    }
+    // Final scores, in first-seen order; a member named twice takes the
+    // outcome of its last pair, as applying them one by one would.
+    let mut changes: Vec<(f64, Bytes)> = Vec::new();
+    let mut slot: HashMap<&[u8], usize> = HashMap::new();
+    let (mut added, mut updated, mut processed) = (0i64, 0i64, 0i64);
+    let mut last = 0.0;
+    for (pair, &score) in elements.chunks_exact(2).zip(&scores) {
+        let member = &pair[1];
+        let cur = match slot.get(&member[..]) {
+            Some(&k) => Some(changes[k].0),
+            None => z.and_then(|z| z.score(member)),
+        };
+        let new = match cur {
+            Some(cur) => {
+                if nx {
+                    continue;
+                }
+                let new = if incr { cur + score } else { score };
+                if new.is_nan() {
+                    return Err(not_a_number());
+                }
+                if (lt && new >= cur) || (gt && new <= cur) {
+                    continue;
+                }
+                processed += 1;
+                last = new;
+                if new == cur {
+                    continue;
+                }
+                updated += 1;
+                new
+            }
+            None => {
+                if xx {
+                    continue;
+                }
+                processed += 1;
+                added += 1;
+                last = score;
+                score
+            }
+        };
+        match slot.get(&member[..]) {
+            Some(&k) => changes[k].0 = new,
+            None => {
+                slot.insert(&member[..], changes.len());
+                changes.push((new, member.clone()));
+            }
+        }
+    }
+    if !changes.is_empty() {
+        apply(txn, db, key, KeyOp::ZAdd(changes))?;
+    }
+    Ok(if incr {
+        if processed > 0 {
+            Frame::Double(last)
+        } else {
+            Frame::Null
+        }
+    } else if ch {
+        Frame::Integer(added + updated)
+    } else {
+        Frame::Integer(added)
+    })
+}
+
+fn zincrby(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    let db = ctx.db();
+    let incr = arg_f64(&args[2])?;
+    let cur = read_zset(txn, db, &args[1])?.and_then(|z| z.score(&args[3]));
+    let new = cur.map_or(incr, |c| c + incr);
+    if new.is_nan() {
+        return Err(not_a_number());
+    }
+    if cur != Some(new) {
+        apply(txn, db, &args[1], KeyOp::ZAdd(vec![(new, args[3].clone())]))?;
+    }
+    Ok(Frame::Double(new))
+}
+
+fn zrem(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    let db = ctx.db();
+    let Some(z) = read_zset(txn, db, &args[1])? else {
+        return Ok(Frame::Integer(0));
+    };
+    let mut seen = HashSet::new();
+    let gone: Vec<Bytes> = args[2..]
+        .iter()
+        .filter(|m| z.score(m).is_some() && seen.insert(&m[..]))
+        .cloned()
+        .collect();
+    let n = gone.len();
+    if n > 0 {
+        apply(txn, db, &args[1], KeyOp::ZRem(gone))?;
+    }
+    Ok(Frame::Integer(n as i64))
+}
+
+fn pop(ctx: &Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes], max: bool) -> Reply {
+    let db = ctx.db();
+    if args.len() > 3 {
+        return Err(syntax());
+    }
+    let count = match args.get(2) {
+        Some(c) => Some(positive_count(c)?),
+        None => None,
+    };
+    // RESP3 nests the pairs only when a count was given, even a count of 1.
+    let nested = resp3(ctx) && count.is_some();
+    let Some(z) = read_zset(txn, db, &args[1])? else {
+        return Ok(Frame::Array(Vec::new()));
+    };
+    let n = usize::try_from(count.unwrap_or(1)).unwrap_or(usize::MAX);
+    let items: Vec<(Bytes, f64)> = if max {
+        z.iter()
+            .rev()
+            .take(n)
+            .map(|(m, s)| (m.clone(), s))
+            .collect()
+    } else {
+        z.iter().take(n).map(|(m, s)| (m.clone(), s)).collect()
+    };
+    if !items.is_empty() {
+        apply(
+            txn,
+            db,
+            &args[1],
+            KeyOp::ZRem(items.iter().map(|(m, _)| m.clone()).collect()),
+        )?;
+    }
+    Ok(scored_reply(items, true, nested))
+}
+
+fn zpopmin(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    pop(ctx, txn, args, false)
+}
+
+fn zpopmax(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    pop(ctx, txn, args, true)
+}
+
+// ---------------------------------------------------------------------------
+// Reads.
+
+fn zscore(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    let z = read_zset(txn, ctx.db(), &args[1])?;
+    Ok(z.and_then(|z| z.score(&args[2]))
+        .map_or(Frame::Null, Frame::Double))
+}
+
+fn zmscore(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    let z = read_zset(txn, ctx.db(), &args[1])?;
+    Ok(Frame::Array(
+        args[2..]
+            .iter()
+            .map(|m| {
+                z.and_then(|z| z.score(m))
+                    .map_or(Frame::Null, Frame::Double)
+            })
+            .collect(),
+    ))
+}
+
+fn zcard(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    let z = read_zset(txn, ctx.db(), &args[1])?;
+    Ok(Frame::Integer(z.map_or(0, |z| z.len()) as i64))
+}
+
+fn rank(ctx: &Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes], rev: bool) -> Reply {
+    if args.len() > 4 {
+        return Err(errors::wrong_args(if rev { "zrevrank" } else { "zrank" }));
+    }
+    let withscore = args.len() == 4;
+    if withscore && !is(&args[3], "withscore") {
+        return Err(syntax());
+    }
+    let missing = if withscore {
+        Frame::NullArray
+    } else {
+        Frame::Null
+    };
+    let Some(z) = read_zset(txn, ctx.db(), &args[1])? else {
+        return Ok(missing);
+    };
+    let (Some(score), Some(r)) = (z.score(&args[2]), z.rank(&args[2])) else {
+        return Ok(missing);
+    };
+    let r = if rev { z.len() - 1 - r } else { r } as i64;
+    Ok(if withscore {
+        Frame::Array(vec![Frame::Integer(r), Frame::Double(score)])
+    } else {
+        Frame::Integer(r)
+    })
+}
+
+fn zrank(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    rank(ctx, txn, args, false)
+}
+
+fn zrevrank(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    rank(ctx, txn, args, true)
+}
+
+fn zscan(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    let cursor = scan_cursor(&args[2])?;
+    let Some(e) = txn.get(ctx.db(), &args[1]) else {
+        return Ok(scan_reply(0, Vec::new()));
+    };
+    let Value::ZSet(z) = &e.value else {
+        return Err(wrongtype());
+    };
+    let opts = scan_options(&args[3..], false)?;
+    let mut items = Vec::new();
+    let next = scan_walk(z.len(), cursor, opts.count, scans_whole(&e.value), |i| {
+        if let Some((m, s)) = z.get_index(i) {
+            if opts.matches(m) {
+                items.push(Frame::Bulk(m.clone()));
+                items.push(Frame::Bulk(Bytes::from(format_float(s))));
+            }
+        }
+    });
+    Ok(scan_reply(next, items))
+}
+
+fn zrandmember(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    let db = ctx.db();
+    if args.len() == 2 {
+        let z = read_zset(txn, db, &args[1])?;
+        let m = z.and_then(|z| random_position(z.len()).and_then(|i| z.get_index(i)));
+        return Ok(m.map_or(Frame::Null, |(m, _)| Frame::Bulk(m.clone())));
+    }
+    let count = random_count(&args[2])?;
+    let withscores = args.len() == 4;
+    if args.len() > 4 || (withscores && !is(&args[3], "withscores")) {
+        return Err(syntax());
+    }
+    if withscores && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count) {
+        return Err(Frame::error("ERR value is out of range"));
+    }
+    let resp3 = resp3(ctx);
+    let Some(z) = read_zset(txn, db, &args[1])? else {
+        return Ok(Frame::Array(Vec::new()));
+    };
+    let items = random_positions(z.len(), count)?
+        .into_iter()
+        .filter_map(|i| z.get_index(i).map(|(m, s)| (m.clone(), s)))
+        .collect();
+    Ok(scored_reply(items, withscores, resp3))
 }

@@ -120,13 +120,20 @@ fn spawn(dir: &Path, args: &[String]) -> (Child, u16) {
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());
     let mut child = cmd.spawn().expect("spawn durakv");
-    let stdout = child.stdout.take().expect("stdout");
+    let Some(stdout) = child.stdout.take() else {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("no stdout from durakv");
+    };
     let mut reader = BufReader::new(stdout);
     let mut line = String::new();
     loop {
         line.clear();
-        let n = reader.read_line(&mut line).expect("read server stdout");
-        assert!(n > 0, "server exited before listening");
+        let n = reader.read_line(&mut line).unwrap_or(0);
+        if n == 0 {
+            let status = child.wait();
+            panic!("server exited before listening: {status:?}");
+        }
         if let Some(p) = line.trim().strip_prefix("durakv listening on port ") {
             let port: u16 = p.parse().expect("port");
             // Keep draining stdout so the server never blocks on a full pipe.

@@ -1,0 +1,905 @@
+//! Black-box tests of the server commands (CLIENT, CONFIG, INFO, COMMAND,
+//! AUTH, SHUTDOWN, ...) against the real binary.
+
+mod common;
+
+use common::*;
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+/// The error as it was on the wire: `CODE detail`.
+fn err_line(e: &redis::RedisError) -> String {
+    format!("{} {}", e.code().unwrap_or(""), e.detail().unwrap_or(""))
+        .trim()
+        .to_string()
+}
+
+fn query<T: redis::FromRedisValue>(
+    c: &mut redis::Connection,
+    args: &[&str],
+) -> redis::RedisResult<T> {
+    let mut cmd = redis::cmd(args[0]);
+    for a in &args[1..] {
+        cmd.arg(*a);
+    }
+    cmd.query(c)
+}
+
+fn ok<T: redis::FromRedisValue>(c: &mut redis::Connection, args: &[&str]) -> T {
+    query(c, args).unwrap_or_else(|e| panic!("{args:?}: {e}"))
+}
+
+fn error(c: &mut redis::Connection, args: &[&str]) -> String {
+    match query::<redis::Value>(c, args) {
+        Ok(v) => panic!("{args:?}: expected an error, got {v:?}"),
+        Err(e) => err_line(&e),
+    }
+}
+
+/// Parses an INFO reply into (section → fields).
+fn parse_info(text: &str) -> HashMap<String, HashMap<String, String>> {
+    let mut out: HashMap<String, HashMap<String, String>> = HashMap::new();
+    let mut section = String::new();
+    for line in text.split("\r\n") {
+        if let Some(title) = line.strip_prefix("# ") {
+            section = title.to_ascii_lowercase();
+            out.entry(section.clone()).or_default();
+        } else if !line.is_empty() {
+            let (k, v) = line
+                .split_once(':')
+                .unwrap_or_else(|| panic!("bad INFO line {line:?}"));
+            out.entry(section.clone())
+                .or_default()
+                .insert(k.to_string(), v.to_string());
+        }
+    }
+    out
+}
+
+fn info(c: &mut redis::Connection, sections: &[&str]) -> HashMap<String, HashMap<String, String>> {
+    let mut args = vec!["INFO"];
+    args.extend_from_slice(sections);
+    let text: String = ok(c, &args);
+    assert!(
+        !text.contains('\n') || text.contains("\r\n"),
+        "INFO lines end in CRLF"
+    );
+    parse_info(&text)
+}
+
+/// The `key=value` fields of one CLIENT LIST line.
+fn client_fields(line: &str) -> HashMap<String, String> {
+    line.trim_end()
+        .split(' ')
+        .map(|kv| {
+            let (k, v) = kv
+                .split_once('=')
+                .unwrap_or_else(|| panic!("bad field {kv:?} in {line:?}"));
+            (k.to_string(), v.to_string())
+        })
+        .collect()
+}
+
+fn raw_roundtrip(s: &mut TcpStream, req: &[u8], expect: &[u8]) {
+    send_raw(s, req);
+    let got = read_exactly(s, expect.len());
+    assert_eq!(
+        String::from_utf8_lossy(&got),
+        String::from_utf8_lossy(expect),
+        "reply to {:?}",
+        String::from_utf8_lossy(req)
+    );
+}
+
+#[test]
+fn client_name_info_list_and_durability() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let mut other = srv.conn();
+    let id: i64 = ok(&mut c, &["CLIENT", "ID"]);
+    assert!(id > 0);
+
+    assert_eq!(ok::<Option<String>>(&mut c, &["CLIENT", "GETNAME"]), None);
+    let _: () = ok(&mut c, &["CLIENT", "SETNAME", "worker-1"]);
+    assert_eq!(ok::<String>(&mut c, &["CLIENT", "GETNAME"]), "worker-1");
+    assert_eq!(
+        error(&mut c, &["CLIENT", "SETNAME", "has space"]),
+        "ERR Client names cannot contain spaces, newlines or special characters."
+    );
+
+    let line: String = ok(&mut c, &["CLIENT", "INFO"]);
+    assert!(
+        line.ends_with('\n') && line.lines().count() == 1,
+        "{line:?}"
+    );
+    let f = client_fields(&line);
+    assert_eq!(f["id"], id.to_string());
+    assert_eq!(f["name"], "worker-1");
+    assert_eq!(f["cmd"], "client|info");
+    assert_eq!(f["db"], "0");
+    assert_eq!(f["user"], "default");
+    assert_eq!(f["resp"], "2");
+    assert_eq!(f["flags"], "N");
+    assert_eq!(f["multi"], "-1");
+    assert_eq!(f["durability"], "default");
+    assert_eq!(
+        f["lib-name"], "redis-rs",
+        "the redis crate sends CLIENT SETINFO"
+    );
+    assert!(f["addr"].starts_with("127.0.0.1:"));
+    assert_eq!(f["laddr"], format!("127.0.0.1:{}", srv.port));
+    // Redis's field order, with durakv's field last.
+    let order: Vec<&str> = line
+        .trim_end()
+        .split(' ')
+        .map(|kv| kv.split('=').next().unwrap())
+        .collect();
+    assert_eq!(
+        order,
+        [
+            "id",
+            "addr",
+            "laddr",
+            "fd",
+            "name",
+            "age",
+            "idle",
+            "flags",
+            "db",
+            "sub",
+            "psub",
+            "ssub",
+            "multi",
+            "watch",
+            "qbuf",
+            "qbuf-free",
+            "argv-mem",
+            "multi-mem",
+            "rbs",
+            "rbp",
+            "obl",
+            "oll",
+            "omem",
+            "tot-mem",
+            "events",
+            "cmd",
+            "user",
+            "redir",
+            "resp",
+            "lib-name",
+            "lib-ver",
+            "durability"
+        ]
+    );
+
+    // CLIENT DURABILITY shows in CLIENT INFO and in other clients' CLIENT LIST.
+    let _: () = ok(&mut c, &["CLIENT", "DURABILITY", "none"]);
+    let f = client_fields(&ok::<String>(&mut c, &["CLIENT", "INFO"]));
+    assert_eq!(f["durability"], "none");
+    let list: String = ok(&mut other, &["CLIENT", "LIST"]);
+    assert_eq!(list.lines().count(), 2, "{list}");
+    let mine = list
+        .lines()
+        .map(client_fields)
+        .find(|f| f["id"] == id.to_string())
+        .expect("listed");
+    assert_eq!(mine["durability"], "none");
+    assert_eq!(mine["name"], "worker-1");
+    let _: () = ok(&mut c, &["CLIENT", "DURABILITY", "DELAYED"]);
+    let _: () = ok(&mut c, &["SELECT", "3"]);
+    let f = client_fields(&ok::<String>(&mut c, &["CLIENT", "INFO"]));
+    assert_eq!(
+        (f["durability"].as_str(), f["db"].as_str()),
+        ("delayed", "3")
+    );
+    let _: () = ok(&mut c, &["CLIENT", "DURABILITY", "default"]);
+    let f = client_fields(&ok::<String>(&mut c, &["CLIENT", "INFO"]));
+    assert_eq!(f["durability"], "default");
+    let e = error(&mut c, &["CLIENT", "DURABILITY", "fast"]);
+    assert!(e.starts_with("ERR invalid durability level 'fast'"), "{e}");
+
+    // Filters.
+    let only: String = ok(
+        &mut other,
+        &["CLIENT", "LIST", "ID", &id.to_string(), "99999"],
+    );
+    assert_eq!(only.lines().count(), 1);
+    assert_eq!(
+        client_fields(only.lines().next().unwrap())["id"],
+        id.to_string()
+    );
+    let all: String = ok(&mut other, &["CLIENT", "LIST", "TYPE", "normal"]);
+    assert_eq!(all.lines().count(), 2);
+    let none: String = ok(&mut other, &["CLIENT", "LIST", "TYPE", "pubsub"]);
+    assert_eq!(none, "");
+    assert_eq!(
+        error(&mut other, &["CLIENT", "LIST", "TYPE", "bogus"]),
+        "ERR Unknown client type 'bogus'"
+    );
+    assert_eq!(
+        error(&mut other, &["CLIENT", "LIST", "ID", "abc"]),
+        "ERR Invalid client ID"
+    );
+
+    // SETINFO, and the no-op compatibility subcommands.
+    let _: () = ok(&mut c, &["CLIENT", "SETINFO", "LIB-NAME", "mylib"]);
+    let _: () = ok(&mut c, &["CLIENT", "SETINFO", "lib-ver", "1.2.3"]);
+    let f = client_fields(&ok::<String>(&mut c, &["CLIENT", "INFO"]));
+    assert_eq!(
+        (f["lib-name"].as_str(), f["lib-ver"].as_str()),
+        ("mylib", "1.2.3")
+    );
+    assert_eq!(
+        error(&mut c, &["CLIENT", "SETINFO", "color", "red"]),
+        "ERR Unrecognized option 'color'"
+    );
+    assert_eq!(
+        error(&mut c, &["CLIENT", "SETINFO", "lib-name", "a b"]),
+        "ERR lib-name cannot contain spaces, newlines or special characters."
+    );
+    let _: () = ok(&mut c, &["CLIENT", "NO-EVICT", "on"]);
+    let _: () = ok(&mut c, &["CLIENT", "NO-TOUCH", "off"]);
+    let _: () = ok(&mut c, &["CLIENT", "REPLY", "ON"]);
+    assert_eq!(
+        error(&mut c, &["CLIENT", "NO-EVICT", "maybe"]),
+        "ERR syntax error"
+    );
+
+    // Unknown subcommands and wrong arity are reported like Redis does.
+    assert_eq!(
+        error(&mut c, &["CLIENT", "NOPE"]),
+        "ERR unknown subcommand 'NOPE'. Try CLIENT HELP."
+    );
+    assert_eq!(
+        error(&mut c, &["CLIENT", "GETNAME", "extra"]),
+        "ERR wrong number of arguments for 'client|getname' command"
+    );
+    let help: Vec<String> = ok(&mut c, &["CLIENT", "HELP"]);
+    assert!(help[0].starts_with("CLIENT <subcommand>"), "{help:?}");
+    assert!(help.iter().any(|l| l.starts_with("DURABILITY")), "{help:?}");
+}
+
+/// Waits for a killed connection to be closed by the server. A command sent
+/// just as the kill lands may still be answered, so poll.
+fn assert_closed(c: &mut redis::Connection) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while query::<String>(c, &["PING"]).is_ok() {
+        assert!(Instant::now() < deadline, "killed connection still answers");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn client_kill_by_id_addr_and_self() {
+    let srv = Server::start(&[]);
+    let mut admin = srv.conn();
+    let mut victim = srv.conn();
+    let victim_id: i64 = ok(&mut victim, &["CLIENT", "ID"]);
+    let killed: i64 = ok(
+        &mut admin,
+        &["CLIENT", "KILL", "ID", &victim_id.to_string()],
+    );
+    assert_eq!(killed, 1);
+    assert_closed(&mut victim);
+
+    // The old form takes an address and answers OK or an error.
+    let mut victim2 = srv.conn();
+    let addr = client_fields(&ok::<String>(&mut victim2, &["CLIENT", "INFO"]))["addr"].clone();
+    let _: () = ok(&mut admin, &["CLIENT", "KILL", &addr]);
+    assert_closed(&mut victim2);
+    assert_eq!(
+        error(&mut admin, &["CLIENT", "KILL", &addr]),
+        "ERR No such client"
+    );
+
+    let n: i64 = ok(&mut admin, &["CLIENT", "KILL", "ID", "999999"]);
+    assert_eq!(n, 0);
+    assert_eq!(
+        error(&mut admin, &["CLIENT", "KILL", "ID", "0"]),
+        "ERR client-id should be greater than 0"
+    );
+    assert_eq!(
+        error(&mut admin, &["CLIENT", "KILL", "BOGUS", "1"]),
+        "ERR syntax error"
+    );
+
+    // By default a client does not kill itself; with SKIPME no it does,
+    // after receiving the reply.
+    let admin_id: i64 = ok(&mut admin, &["CLIENT", "ID"]);
+    let n: i64 = ok(&mut admin, &["CLIENT", "KILL", "ID", &admin_id.to_string()]);
+    assert_eq!(n, 0);
+    let laddr = format!("127.0.0.1:{}", srv.port);
+    let mut a = srv.conn();
+    let mut b = srv.conn();
+    let n: i64 = ok(
+        &mut admin,
+        &["CLIENT", "KILL", "LADDR", &laddr, "SKIPME", "no"],
+    );
+    assert_eq!(n, 3, "admin, a and b");
+    for c in [&mut admin, &mut a, &mut b] {
+        assert_closed(c);
+    }
+    let mut fresh = srv.conn();
+    assert_eq!(ok::<String>(&mut fresh, &["PING"]), "PONG");
+}
+
+#[test]
+fn config_get_set_round_trip() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let got: HashMap<String, String> = ok(&mut c, &["CONFIG", "GET", "maxclients"]);
+    assert_eq!(
+        got,
+        HashMap::from([("maxclients".to_string(), "10000".to_string())])
+    );
+    let _: () = ok(&mut c, &["CONFIG", "SET", "maxclients", "500"]);
+    let got: Vec<String> = ok(&mut c, &["CONFIG", "GET", "maxclients"]);
+    assert_eq!(got, ["maxclients", "500"]);
+
+    // Glob patterns, several patterns, and no duplicates.
+    let got: HashMap<String, String> = ok(&mut c, &["CONFIG", "GET", "max*", "maxclients", "hz"]);
+    assert_eq!(got["maxmemory"], "0");
+    assert_eq!(got["hz"], "10");
+    let flat: Vec<String> = ok(&mut c, &["CONFIG", "GET", "max*", "maxclients"]);
+    assert_eq!(flat.iter().filter(|s| *s == "maxclients").count(), 1);
+    let got: HashMap<String, String> = ok(&mut c, &["CONFIG", "GET", "save", "appendonly"]);
+    assert_eq!(got.len(), 2, "redis-benchmark reads these");
+    let none: Vec<String> = ok(&mut c, &["CONFIG", "GET", "no-such-*"]);
+    assert!(none.is_empty());
+
+    // Several pairs at once; all-or-nothing.
+    let _: () = ok(&mut c, &["CONFIG", "SET", "hz", "20", "timeout", "0"]);
+    assert_eq!(
+        error(&mut c, &["CONFIG", "SET", "hz", "30", "maxclients", "abc"]),
+        "ERR CONFIG SET failed (possibly related to argument 'maxclients') - argument couldn't be parsed into an integer"
+    );
+    let got: Vec<String> = ok(&mut c, &["CONFIG", "GET", "hz"]);
+    assert_eq!(got, ["hz", "20"], "a failed CONFIG SET changes nothing");
+    assert_eq!(
+        error(&mut c, &["CONFIG", "SET", "port", "1234"]),
+        "ERR CONFIG SET failed (possibly related to argument 'port') - can't set immutable config"
+    );
+    assert_eq!(
+        error(&mut c, &["CONFIG", "SET", "nonsense", "1"]),
+        "ERR Unknown option or number of arguments for CONFIG SET - 'nonsense'"
+    );
+    assert_eq!(
+        error(&mut c, &["CONFIG", "SET", "hz", "1", "hz", "2"]),
+        "ERR CONFIG SET failed (possibly related to argument 'hz') - duplicate parameter"
+    );
+    assert_eq!(
+        error(&mut c, &["CONFIG", "SET", "hz", "1", "timeout"]),
+        "ERR syntax error"
+    );
+    assert_eq!(
+        error(&mut c, &["CONFIG", "SET", "hz"]),
+        "ERR wrong number of arguments for 'config|set' command"
+    );
+
+    // Per-database durability is settable and shows in INFO.
+    let _: () = ok(&mut c, &["CONFIG", "SET", "durability-db-3", "none"]);
+    let got: Vec<String> = ok(&mut c, &["CONFIG", "GET", "durability-db-3"]);
+    assert_eq!(got, ["durability-db-3", "none"]);
+    let p = &info(&mut c, &["persistence"])["persistence"];
+    assert_eq!(p["db3_durability"], "none");
+    assert_eq!(p["db0_durability"], "full");
+    assert_eq!(p["durability"], "full");
+    let e = error(&mut c, &["CONFIG", "SET", "durability-db-99", "none"]);
+    assert!(
+        e.starts_with("ERR CONFIG SET failed (possibly related to argument 'durability-db-99') - "),
+        "{e}"
+    );
+
+    let _: () = ok(&mut c, &["CONFIG", "RESETSTAT"]);
+    let s = &info(&mut c, &["stats"])["stats"];
+    let processed: u64 = s["total_commands_processed"].parse().unwrap();
+    assert!(processed <= 2, "reset: {processed}");
+    assert_eq!(
+        error(&mut c, &["CONFIG", "REWRITE"]),
+        "ERR The server is running without a config file"
+    );
+    assert_eq!(
+        error(&mut c, &["CONFIG", "FOO"]),
+        "ERR unknown subcommand 'FOO'. Try CONFIG HELP."
+    );
+}
+
+#[test]
+fn maxclients_limit_refuses_extra_connections() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let _: () = ok(&mut c, &["CONFIG", "SET", "maxclients", "2"]);
+    let mut second = srv.raw();
+    raw_roundtrip(&mut second, b"PING\r\n", b"+PONG\r\n");
+    let mut third = srv.raw();
+    assert_eq!(
+        String::from_utf8_lossy(&read_to_close(&mut third)),
+        "-ERR max number of clients reached\r\n"
+    );
+    let s = &info(&mut c, &["stats"])["stats"];
+    assert!(s["rejected_connections"].parse::<u64>().unwrap() >= 1);
+    // Room again once a client leaves.
+    drop(second);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let mut s = srv.raw();
+        send_raw(&mut s, b"PING\r\n");
+        let mut buf = [0u8; 7];
+        if s.read_exact(&mut buf).is_ok() && &buf == b"+PONG\r\n" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "slot never freed");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn info_sections_have_real_values() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let all = info(&mut c, &[]);
+    for s in [
+        "server",
+        "clients",
+        "memory",
+        "persistence",
+        "stats",
+        "replication",
+        "cpu",
+        "keyspace",
+    ] {
+        assert!(
+            all.contains_key(s),
+            "default INFO lacks {s}: {:?}",
+            all.keys()
+        );
+    }
+    let server = &all["server"];
+    assert_eq!(server["redis_version"], "7.2.4");
+    assert_eq!(server["redis_mode"], "standalone");
+    assert_eq!(server["tcp_port"], srv.port.to_string());
+    assert_eq!(
+        server["process_id"],
+        srv.child.as_ref().unwrap().id().to_string()
+    );
+    assert_eq!(server["run_id"].len(), 40);
+    assert!(
+        server["executable"].ends_with("durakv"),
+        "{}",
+        server["executable"]
+    );
+    assert!(!server["durakv_version"].is_empty());
+    assert!(server["uptime_in_seconds"].parse::<u64>().is_ok());
+    assert_eq!(server["hz"], "10");
+    assert_eq!(all["clients"]["connected_clients"], "1");
+    assert_eq!(all["clients"]["maxclients"], "10000");
+    assert!(all["memory"]["used_memory"].parse::<u64>().unwrap() > 0);
+    assert!(all["memory"]["used_memory_rss"].parse::<u64>().unwrap() > 0);
+    assert!(!all["memory"]["used_memory_human"].is_empty());
+    assert_eq!(all["memory"]["maxmemory_policy"], "noeviction");
+    let p = &all["persistence"];
+    assert_eq!(p["loading"], "0");
+    assert_eq!(p["rdb_bgsave_in_progress"], "0");
+    assert_eq!(p["aof_enabled"], "0");
+    assert_eq!(p["durability_policy"], "connection");
+    assert_eq!(
+        (0..16)
+            .filter(|d| p.contains_key(&format!("db{d}_durability")))
+            .count(),
+        16
+    );
+    assert_eq!(p["wal_failure"], "");
+    assert_eq!(all["replication"]["role"], "master");
+    assert_eq!(all["replication"]["connected_slaves"], "0");
+    assert!(all["cpu"]["used_cpu_user"].parse::<f64>().is_ok());
+    assert!(all["cpu"]["used_cpu_sys"].parse::<f64>().is_ok());
+    let st = &all["stats"];
+    assert!(st["total_connections_received"].parse::<u64>().unwrap() >= 1);
+    assert!(st["instantaneous_ops_per_sec"].parse::<u64>().is_ok());
+    assert!(all["keyspace"].is_empty());
+
+    // Keyspace reflects keys, per database, with TTL counts.
+    let _: () = ok(&mut c, &["SET", "a", "1"]);
+    let _: () = ok(&mut c, &["SET", "b", "2", "EX", "100"]);
+    let _: () = ok(&mut c, &["SELECT", "2"]);
+    let _: () = ok(&mut c, &["SET", "c", "3"]);
+    let ks = info(&mut c, &["keyspace"]);
+    assert_eq!(ks.len(), 1, "only the section asked for: {:?}", ks.keys());
+    assert_eq!(ks["keyspace"]["db0"], "keys=2,expires=1,avg_ttl=0");
+    assert_eq!(ks["keyspace"]["db2"], "keys=1,expires=0,avg_ttl=0");
+    let before: u64 = info(&mut c, &["persistence"])["persistence"]["rdb_changes_since_last_save"]
+        .parse()
+        .unwrap();
+    assert!(before >= 3);
+
+    // Several sections at once; unknown ones are ignored; `everything`.
+    let two = info(&mut c, &["server", "CLIENTS", "nosuch"]);
+    let mut names: Vec<&String> = two.keys().collect();
+    names.sort();
+    assert_eq!(names, ["clients", "server"]);
+    let every = info(&mut c, &["everything"]);
+    assert!(every.contains_key("commandstats") && every.contains_key("keyspace"));
+
+    // The ops rate is measured between INFO calls.
+    for _ in 0..200 {
+        let _: String = ok(&mut c, &["PING"]);
+    }
+    std::thread::sleep(Duration::from_millis(150));
+    for _ in 0..200 {
+        let _: String = ok(&mut c, &["PING"]);
+    }
+    let ops: u64 = info(&mut c, &["stats"])["stats"]["instantaneous_ops_per_sec"]
+        .parse()
+        .unwrap();
+    assert!(ops > 0, "ops/sec after a burst");
+}
+
+#[test]
+fn command_count_info_docs_list_getkeys() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let count: i64 = ok(&mut c, &["COMMAND", "COUNT"]);
+    assert!(count > 20, "{count}");
+    let table: Vec<redis::Value> = ok(&mut c, &["COMMAND"]);
+    assert_eq!(table.len() as i64, count);
+    for entry in &table {
+        let redis::Value::Array(fields) = entry else {
+            panic!("{entry:?}")
+        };
+        assert_eq!(fields.len(), 10, "Redis 7 shape: {entry:?}");
+    }
+
+    let got: Vec<redis::Value> = ok(&mut c, &["COMMAND", "INFO", "get", "nosuch"]);
+    assert_eq!(got.len(), 2);
+    assert_eq!(got[1], redis::Value::Nil);
+    let redis::Value::Array(get) = &got[0] else {
+        panic!("{got:?}")
+    };
+    let text = |v: &redis::Value| -> String { redis::from_redis_value_ref(v).unwrap() };
+    let texts = |v: &redis::Value| -> Vec<String> { redis::from_redis_value_ref(v).unwrap() };
+    assert_eq!(text(&get[0]), "get");
+    assert_eq!(get[1], redis::Value::Int(2));
+    assert_eq!(texts(&get[2]), ["readonly", "fast"]);
+    assert_eq!(
+        (&get[3], &get[4], &get[5]),
+        (
+            &redis::Value::Int(1),
+            &redis::Value::Int(1),
+            &redis::Value::Int(1)
+        )
+    );
+    let cats = texts(&get[6]);
+    assert!(
+        cats.contains(&"@read".to_string()) && cats.contains(&"@string".to_string()),
+        "{cats:?}"
+    );
+    let redis::Value::Array(specs) = &get[8] else {
+        panic!()
+    };
+    assert_eq!(specs.len(), 1, "one key spec");
+
+    let mset: Vec<redis::Value> = ok(&mut c, &["COMMAND", "INFO", "mset"]);
+    let redis::Value::Array(mset) = &mset[0] else {
+        panic!()
+    };
+    assert_eq!(texts(&mset[2])[0], "write");
+    assert_eq!(
+        (&mset[3], &mset[4], &mset[5]),
+        (
+            &redis::Value::Int(1),
+            &redis::Value::Int(-1),
+            &redis::Value::Int(2)
+        )
+    );
+
+    // Containers list their subcommands, which can be asked about by name.
+    let client: Vec<redis::Value> = ok(&mut c, &["COMMAND", "INFO", "client", "config|get"]);
+    let redis::Value::Array(client0) = &client[0] else {
+        panic!()
+    };
+    let redis::Value::Array(subs) = &client0[9] else {
+        panic!()
+    };
+    let sub_names: Vec<String> = subs
+        .iter()
+        .map(|s| {
+            let redis::Value::Array(f) = s else { panic!() };
+            text(&f[0])
+        })
+        .collect();
+    assert!(
+        sub_names.contains(&"client|list".to_string()),
+        "{sub_names:?}"
+    );
+    let redis::Value::Array(cfg_get) = &client[1] else {
+        panic!("{client:?}")
+    };
+    assert_eq!(text(&cfg_get[0]), "config|get");
+    assert_eq!(cfg_get[1], redis::Value::Int(-3));
+
+    let docs: HashMap<String, HashMap<String, redis::Value>> =
+        ok(&mut c, &["COMMAND", "DOCS", "get", "nosuch"]);
+    assert_eq!(docs.len(), 1);
+    assert_eq!(text(&docs["get"]["group"]), "string");
+    assert!(!text(&docs["get"]["summary"]).is_empty());
+    let all_docs: Vec<redis::Value> = ok(&mut c, &["COMMAND", "DOCS"]);
+    assert_eq!(all_docs.len() as i64, 2 * count);
+    let client_docs: HashMap<String, HashMap<String, redis::Value>> =
+        ok(&mut c, &["COMMAND", "DOCS", "client"]);
+    let subs: HashMap<String, redis::Value> =
+        redis::from_redis_value_ref(&client_docs["client"]["subcommands"]).unwrap();
+    assert!(
+        subs.contains_key("client|kill"),
+        "redis-cli needs `container|sub` names"
+    );
+
+    let names: Vec<String> = ok(&mut c, &["COMMAND", "LIST"]);
+    assert!(names.contains(&"set".to_string()) && names.contains(&"client|kill".to_string()));
+    let z: Vec<String> = ok(&mut c, &["COMMAND", "LIST", "FILTERBY", "PATTERN", "z*"]);
+    assert!(
+        !z.is_empty() && z.iter().all(|n| n.starts_with('z')),
+        "{z:?}"
+    );
+    let conn_cmds: Vec<String> = ok(
+        &mut c,
+        &["COMMAND", "LIST", "FILTERBY", "ACLCAT", "connection"],
+    );
+    assert!(conn_cmds.contains(&"ping".to_string()), "{conn_cmds:?}");
+    let m: Vec<String> = ok(&mut c, &["COMMAND", "LIST", "FILTERBY", "MODULE", "x"]);
+    assert!(m.is_empty());
+
+    let keys: Vec<String> = ok(&mut c, &["COMMAND", "GETKEYS", "MSET", "a", "1", "b", "2"]);
+    assert_eq!(keys, ["a", "b"]);
+    assert_eq!(
+        error(&mut c, &["COMMAND", "GETKEYS", "PING"]),
+        "ERR The command has no key arguments"
+    );
+    assert_eq!(
+        error(&mut c, &["COMMAND", "GETKEYS", "NOPE", "x"]),
+        "ERR Invalid command specified"
+    );
+    assert_eq!(
+        error(&mut c, &["COMMAND", "GETKEYS", "GET"]),
+        "ERR Invalid number of arguments specified for command"
+    );
+}
+
+#[test]
+fn auth_with_requirepass() {
+    let srv = Server::start(&["--requirepass", "secret"]);
+    let mut s = srv.raw();
+    raw_roundtrip(&mut s, b"PING\r\n", b"-NOAUTH Authentication required.\r\n");
+    raw_roundtrip(
+        &mut s,
+        b"CLIENT ID\r\n",
+        b"-NOAUTH Authentication required.\r\n",
+    );
+    raw_roundtrip(
+        &mut s,
+        b"AUTH wrong\r\n",
+        b"-WRONGPASS invalid username-password pair or user is disabled.\r\n",
+    );
+    raw_roundtrip(&mut s, b"AUTH secret\r\n", b"+OK\r\n");
+    raw_roundtrip(&mut s, b"PING\r\n", b"+PONG\r\n");
+
+    let mut s = srv.raw();
+    raw_roundtrip(
+        &mut s,
+        b"AUTH someone secret\r\n",
+        b"-WRONGPASS invalid username-password pair or user is disabled.\r\n",
+    );
+    raw_roundtrip(&mut s, b"AUTH default secret\r\n", b"+OK\r\n");
+    raw_roundtrip(&mut s, b"PING\r\n", b"+PONG\r\n");
+
+    // HELLO authenticates, switches protocol and names the client at once.
+    let mut s = srv.raw();
+    send_raw(&mut s, b"HELLO 3\r\n");
+    let mut head = [0u8; 6];
+    s.read_exact(&mut head).unwrap();
+    assert_eq!(&head, b"-NOAUT");
+    let mut s = srv.raw();
+    send_raw(&mut s, b"HELLO 3 AUTH default secret SETNAME x\r\n");
+    let mut head = [0u8; 4];
+    s.read_exact(&mut head).unwrap();
+    assert_eq!(&head, b"%7\r\n", "HELLO 3 answers with a RESP3 map");
+    // Drain the rest of the map, then check state.
+    s.set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    let mut sink = [0u8; 4096];
+    let _ = s.read(&mut sink);
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    raw_roundtrip(&mut s, b"CLIENT GETNAME\r\n", b"$1\r\nx\r\n");
+    raw_roundtrip(&mut s, b"GET missing\r\n", b"_\r\n");
+
+    // Clients that give the password in the URL connect normally.
+    let client = redis::Client::open(format!("redis://:secret@127.0.0.1:{}/", srv.port)).unwrap();
+    let mut c = client.get_connection().unwrap();
+    assert_eq!(ok::<String>(&mut c, &["PING"]), "PONG");
+    let bad = redis::Client::open(format!("redis://:nope@127.0.0.1:{}/", srv.port)).unwrap();
+    assert!(bad.get_connection().is_err());
+}
+
+#[test]
+fn shutdown_exits_zero() {
+    let mut srv = Server::start(&[]);
+    let mut c = srv.conn();
+    assert_eq!(error(&mut c, &["SHUTDOWN", "BOGUS"]), "ERR syntax error");
+    assert_eq!(
+        error(&mut c, &["SHUTDOWN", "SAVE", "NOSAVE"]),
+        "ERR syntax error"
+    );
+    assert_eq!(
+        error(&mut c, &["SHUTDOWN", "ABORT"]),
+        "ERR No shutdown in progress."
+    );
+    let _: () = ok(&mut c, &["SET", "k", "v"]);
+    let mut s = srv.raw();
+    send_raw(&mut s, b"SHUTDOWN NOSAVE\r\n");
+    // Redis closes without a reply; durakv may send +OK first. Either way
+    // the connection ends.
+    let rest = read_to_close(&mut s);
+    assert!(
+        rest.is_empty() || rest == b"+OK\r\n",
+        "{:?}",
+        String::from_utf8_lossy(&rest)
+    );
+    let mut child = srv.child.take().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "server did not exit after SHUTDOWN"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(0));
+}
+
+#[test]
+fn sigterm_exits_zero() {
+    let mut srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let _: () = ok(&mut c, &["SET", "k", "v"]);
+    assert_eq!(srv.terminate(), Some(0));
+}
+
+#[test]
+fn serve_help_lists_every_directive_with_its_default() {
+    let out = std::process::Command::new(binary())
+        .args(["serve", "--help"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    // Clap may wrap long help lines; compare with whitespace collapsed.
+    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    for d in durakv_server::config::DIRECTIVES {
+        assert!(
+            flat.contains(&format!("--{} ", d.name)),
+            "--{} missing from help",
+            d.name
+        );
+        let shown = if d.default.is_empty() {
+            "\"\""
+        } else {
+            d.default
+        };
+        assert!(
+            flat.contains(&format!("[default: {shown}]")),
+            "default of {} ({shown}) missing from help",
+            d.name
+        );
+    }
+}
+
+#[test]
+fn time_lastsave_wait_waitaof_role_and_diagnostics() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let t: Vec<String> = ok(&mut c, &["TIME"]);
+    let secs: u64 = t[0].parse().unwrap();
+    let micros: u64 = t[1].parse().unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    assert!(secs.abs_diff(now) <= 5 && micros < 1_000_000);
+    let last: u64 = ok(&mut c, &["LASTSAVE"]);
+    assert!(last <= now + 1 && now - last < 300);
+    assert_eq!(ok::<String>(&mut c, &["SAVE"]), "OK");
+    assert_eq!(
+        ok::<String>(&mut c, &["BGSAVE"]),
+        "Background saving started"
+    );
+
+    assert_eq!(ok::<i64>(&mut c, &["WAIT", "0", "0"]), 0);
+    assert_eq!(
+        error(&mut c, &["WAIT", "0", "-1"]),
+        "ERR timeout is negative"
+    );
+    assert_eq!(
+        error(&mut c, &["WAIT", "x", "0"]),
+        "ERR value is not an integer or out of range"
+    );
+
+    let _: () = ok(&mut c, &["SET", "k", "v"]);
+    let wal: bool = info(&mut c, &["persistence"])["persistence"]["wal_enabled"] == "1";
+    let got: Vec<i64> = ok(&mut c, &["WAITAOF", "1", "0", "0"]);
+    assert_eq!(got, if wal { [1, 0] } else { [0, 0] }, "wal_enabled={wal}");
+    let got: Vec<i64> = ok(&mut c, &["WAITAOF", "0", "0", "0"]);
+    assert_eq!(got[1], 0);
+    assert_eq!(
+        error(&mut c, &["WAITAOF", "2", "0", "0"]),
+        "ERR value is out of range, value must between 0 and 1"
+    );
+    assert_eq!(
+        error(&mut c, &["WAITAOF", "0", "-1", "0"]),
+        "ERR value is out of range, must be positive"
+    );
+    assert_eq!(
+        error(&mut c, &["WAITAOF", "0", "0", "-1"]),
+        "ERR timeout is negative"
+    );
+    assert_eq!(
+        error(&mut c, &["WAITAOF", "x", "0", "0"]),
+        "ERR value is not an integer or out of range"
+    );
+    let e = error(&mut c, &["WAITAOF", "1", "1", "0"]);
+    assert!(
+        e.starts_with("ERR WAITAOF cannot be used when numreplicas > 0"),
+        "{e}"
+    );
+
+    let role: Vec<redis::Value> = ok(&mut c, &["ROLE"]);
+    assert_eq!(role[0], redis::Value::BulkString(b"master".to_vec()));
+
+    let log: Vec<redis::Value> = ok(&mut c, &["SLOWLOG", "GET", "10"]);
+    assert!(log.is_empty());
+    assert_eq!(ok::<i64>(&mut c, &["SLOWLOG", "LEN"]), 0);
+    assert_eq!(ok::<String>(&mut c, &["SLOWLOG", "RESET"]), "OK");
+    let latest: Vec<redis::Value> = ok(&mut c, &["LATENCY", "LATEST"]);
+    assert!(latest.is_empty());
+
+    let usage: Option<i64> = ok(&mut c, &["MEMORY", "USAGE", "k"]);
+    assert!(usage.unwrap() > 0);
+    let usage: Option<i64> = ok(&mut c, &["MEMORY", "USAGE", "missing"]);
+    assert_eq!(usage, None);
+    assert_eq!(
+        error(&mut c, &["MEMORY", "NOPE"]),
+        "ERR unknown subcommand 'NOPE'. Try MEMORY HELP."
+    );
+}
+
+#[test]
+fn client_list_sees_raw_connections_in_multi() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let mut s = srv.raw();
+    s.write_all(b"CLIENT SETNAME raw\r\nMULTI\r\nPING\r\n")
+        .unwrap();
+    let expect = b"+OK\r\n+OK\r\n+QUEUED\r\n";
+    assert_eq!(read_exactly(&mut s, expect.len()), expect);
+    // A connection publishes its CLIENT LIST snapshot just after writing its
+    // reply, so another client may briefly see the previous state.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let raw = loop {
+        let list: String = ok(&mut c, &["CLIENT", "LIST"]);
+        let raw = list.lines().map(client_fields).find(|f| f["name"] == "raw");
+        if let Some(raw) = raw.filter(|f| f["multi"] == "1") {
+            break raw;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "raw client never listed in MULTI: {list}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert_eq!(raw["flags"], "x");
+    assert_eq!(raw["multi"], "1");
+    assert_eq!(raw["lib-name"], "");
+}

@@ -1,0 +1,319 @@
+//! MULTI / EXEC / DISCARD / WATCH against the real binary.
+
+mod common;
+
+use common::*;
+use redis::Value;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+fn err_line(e: &redis::RedisError) -> String {
+    format!("{} {}", e.code().unwrap_or(""), e.detail().unwrap_or(""))
+        .trim()
+        .to_string()
+}
+
+fn query<T: redis::FromRedisValue>(
+    c: &mut redis::Connection,
+    args: &[&str],
+) -> redis::RedisResult<T> {
+    let mut cmd = redis::cmd(args[0]);
+    for a in &args[1..] {
+        cmd.arg(*a);
+    }
+    cmd.query(c)
+}
+
+fn ok<T: redis::FromRedisValue>(c: &mut redis::Connection, args: &[&str]) -> T {
+    query(c, args).unwrap_or_else(|e| panic!("{args:?}: {e}"))
+}
+
+fn error(c: &mut redis::Connection, args: &[&str]) -> String {
+    match query::<Value>(c, args) {
+        Ok(v) => panic!("{args:?}: expected an error, got {v:?}"),
+        Err(e) => err_line(&e),
+    }
+}
+
+fn queued(c: &mut redis::Connection, args: &[&str]) {
+    assert_eq!(ok::<String>(c, args), "QUEUED", "{args:?}");
+}
+
+fn bulk(s: &str) -> Value {
+    Value::BulkString(s.as_bytes().to_vec())
+}
+
+#[test]
+fn multi_exec_returns_queued_replies() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    assert_eq!(ok::<String>(&mut c, &["MULTI"]), "OK");
+    queued(&mut c, &["SET", "a", "1"]);
+    queued(&mut c, &["INCR", "a"]);
+    queued(&mut c, &["GET", "a"]);
+    queued(&mut c, &["GET", "missing"]);
+    let got: Value = ok(&mut c, &["EXEC"]);
+    assert_eq!(
+        got,
+        Value::Array(vec![Value::Okay, Value::Int(2), bulk("2"), Value::Nil])
+    );
+    // Nothing ran before EXEC: a second connection saw nothing queued.
+    let mut other = srv.conn();
+    let _: () = ok(&mut c, &["MULTI"]);
+    queued(&mut c, &["SET", "b", "x"]);
+    assert_eq!(ok::<Option<String>>(&mut other, &["GET", "b"]), None);
+    let got: Value = ok(&mut c, &["EXEC"]);
+    assert_eq!(got, Value::Array(vec![Value::Okay]));
+    assert_eq!(ok::<String>(&mut other, &["GET", "b"]), "x");
+    // An empty transaction is an empty array.
+    let _: () = ok(&mut c, &["MULTI"]);
+    assert_eq!(ok::<Value>(&mut c, &["EXEC"]), Value::Array(vec![]));
+}
+
+#[test]
+fn queueing_errors_abort_with_execabort() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let _: () = ok(&mut c, &["SET", "k", "before"]);
+
+    let _: () = ok(&mut c, &["MULTI"]);
+    queued(&mut c, &["SET", "k", "unknown-cmd"]);
+    assert_eq!(
+        error(&mut c, &["NOSUCHCOMMAND", "x"]),
+        "ERR unknown command 'NOSUCHCOMMAND', with args beginning with: 'x'"
+    );
+    assert_eq!(
+        error(&mut c, &["EXEC"]),
+        "EXECABORT Transaction discarded because of previous errors."
+    );
+    assert_eq!(ok::<String>(&mut c, &["GET", "k"]), "before");
+
+    let _: () = ok(&mut c, &["MULTI"]);
+    queued(&mut c, &["SET", "k", "wrong-arity"]);
+    assert_eq!(
+        error(&mut c, &["GET"]),
+        "ERR wrong number of arguments for 'get' command"
+    );
+    assert_eq!(
+        error(&mut c, &["EXEC"]),
+        "EXECABORT Transaction discarded because of previous errors."
+    );
+    assert_eq!(ok::<String>(&mut c, &["GET", "k"]), "before");
+    // The connection is out of MULTI afterwards.
+    assert_eq!(error(&mut c, &["EXEC"]), "ERR EXEC without MULTI");
+}
+
+#[test]
+fn runtime_errors_inside_exec_do_not_abort_the_rest() {
+    let srv = Server::start(&[]);
+    // Raw socket: the redis crate turns an error inside EXEC's array into Err.
+    let mut s = srv.raw();
+    send_raw(
+        &mut s,
+        b"SET s text\r\nMULTI\r\nSET a 1\r\nINCR s\r\nSELECT 9999\r\nSET b 2\r\nEXEC\r\nMGET a b\r\n",
+    );
+    let expect: &[u8] = b"+OK\r\n+OK\r\n+QUEUED\r\n+QUEUED\r\n+QUEUED\r\n+QUEUED\r\n\
+        *4\r\n+OK\r\n-ERR value is not an integer or out of range\r\n-ERR DB index is out of range\r\n+OK\r\n\
+        *2\r\n$1\r\n1\r\n$1\r\n2\r\n";
+    let got = read_exactly(&mut s, expect.len());
+    assert_eq!(
+        String::from_utf8_lossy(&got),
+        String::from_utf8_lossy(expect)
+    );
+}
+
+#[test]
+fn discard_nested_multi_and_exec_without_multi() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    assert_eq!(error(&mut c, &["EXEC"]), "ERR EXEC without MULTI");
+    assert_eq!(error(&mut c, &["DISCARD"]), "ERR DISCARD without MULTI");
+
+    let _: () = ok(&mut c, &["MULTI"]);
+    queued(&mut c, &["SET", "d", "1"]);
+    assert_eq!(ok::<String>(&mut c, &["DISCARD"]), "OK");
+    assert_eq!(ok::<Option<String>>(&mut c, &["GET", "d"]), None);
+    assert_eq!(error(&mut c, &["EXEC"]), "ERR EXEC without MULTI");
+
+    // A nested MULTI is refused without discarding the transaction.
+    let _: () = ok(&mut c, &["MULTI"]);
+    assert_eq!(
+        error(&mut c, &["MULTI"]),
+        "ERR MULTI calls can not be nested"
+    );
+    queued(&mut c, &["SET", "n", "1"]);
+    assert_eq!(
+        ok::<Value>(&mut c, &["EXEC"]),
+        Value::Array(vec![Value::Okay])
+    );
+}
+
+#[test]
+fn watch_conflict_from_another_connection_aborts() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let mut other = srv.conn();
+    let _: () = ok(&mut c, &["SET", "w", "1"]);
+    let _: () = ok(&mut c, &["WATCH", "w"]);
+    let _: () = ok(&mut other, &["SET", "w", "2"]);
+    let _: () = ok(&mut c, &["MULTI"]);
+    queued(&mut c, &["SET", "w", "3"]);
+    assert_eq!(ok::<Value>(&mut c, &["EXEC"]), Value::Nil);
+    assert_eq!(ok::<String>(&mut c, &["GET", "w"]), "2");
+
+    // Without a conflict the same sequence commits, and EXEC forgets the
+    // WATCH so a later change does not abort the next transaction.
+    let _: () = ok(&mut c, &["WATCH", "w"]);
+    let _: () = ok(&mut c, &["MULTI"]);
+    queued(&mut c, &["SET", "w", "4"]);
+    assert_eq!(
+        ok::<Value>(&mut c, &["EXEC"]),
+        Value::Array(vec![Value::Okay])
+    );
+    let _: () = ok(&mut other, &["SET", "w", "5"]);
+    let _: () = ok(&mut c, &["MULTI"]);
+    queued(&mut c, &["GET", "w"]);
+    assert_eq!(
+        ok::<Value>(&mut c, &["EXEC"]),
+        Value::Array(vec![bulk("5")])
+    );
+
+    // Watching a key that does not exist yet, which the other side creates.
+    let _: () = ok(&mut c, &["WATCH", "fresh"]);
+    let _: () = ok(&mut other, &["SET", "fresh", "x"]);
+    let _: () = ok(&mut c, &["MULTI"]);
+    queued(&mut c, &["SET", "fresh", "y"]);
+    assert_eq!(ok::<Value>(&mut c, &["EXEC"]), Value::Nil);
+
+    // The redis crate's optimistic-transaction helper retries until it wins.
+    let mut attempts = 0;
+    let (v,): (i64,) = redis::transaction(&mut c, &["counter"], |con, pipe| {
+        attempts += 1;
+        let cur: Option<i64> = redis::cmd("GET").arg("counter").query(con)?;
+        if attempts == 1 {
+            let _: () = redis::cmd("SET")
+                .arg("counter")
+                .arg(100)
+                .query(&mut other)?;
+        }
+        pipe.set("counter", cur.unwrap_or(0) + 1)
+            .ignore()
+            .get("counter")
+            .query(con)
+    })
+    .unwrap();
+    assert_eq!((v, attempts), (101, 2));
+}
+
+#[test]
+fn watch_on_a_key_that_expires_aborts() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let _: () = ok(&mut c, &["SET", "ttl", "v", "PX", "100"]);
+    let _: () = ok(&mut c, &["WATCH", "ttl"]);
+    std::thread::sleep(Duration::from_millis(250));
+    let _: () = ok(&mut c, &["MULTI"]);
+    queued(&mut c, &["SET", "other", "1"]);
+    assert_eq!(ok::<Value>(&mut c, &["EXEC"]), Value::Nil);
+    assert_eq!(ok::<Option<String>>(&mut c, &["GET", "other"]), None);
+}
+
+#[test]
+fn watch_inside_multi_and_unwatch() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let mut other = srv.conn();
+    let _: () = ok(&mut c, &["MULTI"]);
+    assert_eq!(
+        error(&mut c, &["WATCH", "x"]),
+        "ERR WATCH inside MULTI is not allowed"
+    );
+    queued(&mut c, &["SET", "x", "1"]);
+    // The refused WATCH does not poison the transaction.
+    assert_eq!(
+        ok::<Value>(&mut c, &["EXEC"]),
+        Value::Array(vec![Value::Okay])
+    );
+
+    let _: () = ok(&mut c, &["WATCH", "x"]);
+    let _: () = ok(&mut other, &["SET", "x", "2"]);
+    assert_eq!(ok::<String>(&mut c, &["UNWATCH"]), "OK");
+    let _: () = ok(&mut c, &["MULTI"]);
+    queued(&mut c, &["SET", "x", "3"]);
+    assert_eq!(
+        ok::<Value>(&mut c, &["EXEC"]),
+        Value::Array(vec![Value::Okay])
+    );
+    assert_eq!(ok::<String>(&mut c, &["GET", "x"]), "3");
+
+    // DISCARD forgets WATCHes too.
+    let _: () = ok(&mut c, &["WATCH", "x"]);
+    let _: () = ok(&mut c, &["MULTI"]);
+    let _: () = ok(&mut c, &["DISCARD"]);
+    let _: () = ok(&mut other, &["SET", "x", "4"]);
+    let _: () = ok(&mut c, &["MULTI"]);
+    queued(&mut c, &["GET", "x"]);
+    assert_eq!(
+        ok::<Value>(&mut c, &["EXEC"]),
+        Value::Array(vec![bulk("4")])
+    );
+}
+
+#[test]
+fn exec_is_atomic_for_concurrent_readers() {
+    let srv = Server::start(&[]);
+    let mut setup = srv.conn();
+    let _: () = ok(&mut setup, &["MSET", "a", "0", "b", "0"]);
+    let done = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let mut c = srv.conn();
+        let done = done.clone();
+        std::thread::spawn(move || {
+            for _ in 0..2000 {
+                let _: () = ok(&mut c, &["MULTI"]);
+                queued(&mut c, &["INCR", "a"]);
+                queued(&mut c, &["INCR", "b"]);
+                let got: Vec<i64> = ok(&mut c, &["EXEC"]);
+                assert_eq!(got[0], got[1]);
+            }
+            done.store(true, Ordering::Release);
+        })
+    };
+    let mut r = srv.conn();
+    let mut reads = 0;
+    while !done.load(Ordering::Acquire) {
+        let v: Vec<i64> = ok(&mut r, &["MGET", "a", "b"]);
+        assert_eq!(v[0], v[1], "MGET saw a half-applied transaction");
+        let _: () = ok(&mut r, &["MULTI"]);
+        queued(&mut r, &["GET", "a"]);
+        queued(&mut r, &["GET", "b"]);
+        let v: Vec<i64> = ok(&mut r, &["EXEC"]);
+        assert_eq!(v[0], v[1], "a reading transaction saw a half-applied one");
+        reads += 1;
+    }
+    writer.join().unwrap();
+    assert!(reads > 0);
+    let v: Vec<i64> = ok(&mut r, &["MGET", "a", "b"]);
+    assert_eq!(v, [2000, 2000]);
+}
+
+#[test]
+fn pipelined_transactions_from_the_client_library() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let (a, b): (i64, i64) = redis::pipe()
+        .atomic()
+        .incr("p", 1)
+        .incr("p", 5)
+        .query(&mut c)
+        .unwrap();
+    assert_eq!((a, b), (1, 6));
+    let (x,): (String,) = redis::pipe()
+        .set("q", "v")
+        .ignore()
+        .get("q")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(x, "v");
+}

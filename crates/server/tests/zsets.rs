@@ -1,0 +1,629 @@
+//! Sorted set commands over real sockets: replies, errors and RESP3 shapes
+//! as Redis gives them.
+
+mod common;
+
+use common::Server;
+use redis::{Connection, FromRedisValue, Value};
+use std::collections::HashSet;
+
+const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+
+fn cmd(args: &[&str]) -> redis::Cmd {
+    let mut c = redis::cmd(args[0]);
+    for a in &args[1..] {
+        c.arg(*a);
+    }
+    c
+}
+
+fn q<T: FromRedisValue>(c: &mut Connection, args: &[&str]) -> T {
+    cmd(args)
+        .query(c)
+        .unwrap_or_else(|e| panic!("{args:?}: {e}"))
+}
+
+/// The error reply's full text, e.g. `ERR syntax error`.
+fn err(c: &mut Connection, args: &[&str]) -> String {
+    match cmd(args).query::<Value>(c) {
+        Ok(v) => panic!("{args:?}: expected an error, got {v:?}"),
+        Err(e) => format!("{} {}", e.code().unwrap_or("?"), e.detail().unwrap_or(""))
+            .trim_end()
+            .to_string(),
+    }
+}
+
+fn strs(c: &mut Connection, args: &[&str]) -> Vec<String> {
+    q(c, args)
+}
+
+fn resp3(srv: &Server) -> Connection {
+    redis::Client::open(format!("redis://127.0.0.1:{}/?protocol=resp3", srv.port))
+        .unwrap()
+        .get_connection()
+        .unwrap()
+}
+
+fn bulk(s: &str) -> Value {
+    Value::BulkString(s.as_bytes().to_vec())
+}
+
+/// z: a=1 b=2 c=3 d=4 e=5
+fn five(c: &mut Connection) {
+    assert_eq!(
+        q::<i64>(
+            c,
+            &["ZADD", "z", "1", "a", "2", "b", "3", "c", "4", "d", "5", "e"]
+        ),
+        5
+    );
+}
+
+#[test]
+fn zadd_options() {
+    let srv = Server::start(&[]);
+    let c = &mut srv.conn();
+    assert_eq!(q::<i64>(c, &["ZADD", "z", "1", "a", "2", "b"]), 2);
+    assert_eq!(q::<i64>(c, &["ZADD", "z", "10", "a", "3", "c"]), 1);
+    assert_eq!(
+        q::<i64>(c, &["ZADD", "z", "CH", "10", "a", "20", "b", "4", "d"]),
+        2
+    );
+    assert_eq!(q::<i64>(c, &["ZADD", "z", "NX", "0", "a", "5", "e"]), 1);
+    assert_eq!(q::<String>(c, &["ZSCORE", "z", "a"]), "10");
+    assert_eq!(
+        q::<i64>(c, &["ZADD", "z", "XX", "CH", "11", "a", "6", "f"]),
+        1
+    );
+    assert_eq!(q::<Option<String>>(c, &["ZSCORE", "z", "f"]), None);
+    // GT/LT only gate updates; new members are still added.
+    assert_eq!(
+        q::<i64>(c, &["ZADD", "z", "GT", "CH", "5", "a", "12", "b", "1", "g"]),
+        1
+    );
+    assert_eq!(q::<String>(c, &["ZSCORE", "z", "a"]), "11");
+    assert_eq!(q::<String>(c, &["ZSCORE", "z", "b"]), "20");
+    assert_eq!(
+        q::<i64>(c, &["ZADD", "z", "LT", "CH", "5", "a", "30", "b"]),
+        1
+    );
+    assert_eq!(q::<String>(c, &["ZSCORE", "z", "a"]), "5");
+    assert_eq!(q::<i64>(c, &["ZADD", "z", "XX", "GT", "CH", "6", "a"]), 1);
+    // A member named twice: the last pair wins.
+    assert_eq!(q::<i64>(c, &["ZADD", "dup", "1", "m", "2", "m"]), 1);
+    assert_eq!(q::<String>(c, &["ZSCORE", "dup", "m"]), "2");
+
+    // INCR answers the new score, or nil when an option stopped it.
+    assert_eq!(q::<String>(c, &["ZADD", "z", "INCR", "1.5", "a"]), "7.5");
+    assert_eq!(q::<String>(c, &["ZADD", "z", "INCR", "2", "new"]), "2");
+    assert_eq!(
+        q::<Option<String>>(c, &["ZADD", "z", "NX", "INCR", "1", "a"]),
+        None
+    );
+    assert_eq!(
+        q::<Option<String>>(c, &["ZADD", "z", "XX", "INCR", "1", "nope"]),
+        None
+    );
+    assert_eq!(
+        q::<Option<String>>(c, &["ZADD", "z", "GT", "INCR", "-1", "a"]),
+        None
+    );
+    assert_eq!(
+        q::<String>(c, &["ZADD", "z", "GT", "INCR", "1", "a"]),
+        "8.5"
+    );
+    assert_eq!(
+        q::<Option<String>>(c, &["ZADD", "nokey", "XX", "INCR", "1", "a"]),
+        None
+    );
+    assert_eq!(q::<i64>(c, &["ZADD", "nokey", "XX", "1", "a"]), 0);
+    assert_eq!(q::<i64>(c, &["EXISTS", "nokey"]), 0);
+    assert_eq!(q::<String>(c, &["ZADD", "z", "0", "inf"]), "1");
+    assert_eq!(q::<i64>(c, &["ZADD", "i", "+inf", "m", "-inf", "n"]), 2);
+    assert_eq!(q::<String>(c, &["ZSCORE", "i", "m"]), "inf");
+
+    assert_eq!(
+        err(c, &["ZADD", "z", "NX", "XX", "1", "a"]),
+        "ERR XX and NX options at the same time are not compatible"
+    );
+    for flags in [["GT", "LT"], ["NX", "GT"], ["LT", "NX"]] {
+        assert_eq!(
+            err(c, &["ZADD", "z", flags[0], flags[1], "1", "a"]),
+            "ERR GT, LT, and/or NX options at the same time are not compatible"
+        );
+    }
+    assert_eq!(
+        err(c, &["ZADD", "z", "INCR", "1", "a", "2", "b"]),
+        "ERR INCR option supports a single increment-element pair"
+    );
+    assert_eq!(
+        err(c, &["ZADD", "z", "x", "a"]),
+        "ERR value is not a valid float"
+    );
+    assert_eq!(
+        err(c, &["ZADD", "z", "nan", "a"]),
+        "ERR value is not a valid float"
+    );
+    assert_eq!(err(c, &["ZADD", "z", "1", "a", "2"]), "ERR syntax error");
+    assert_eq!(err(c, &["ZADD", "z", "CH", "1"]), "ERR syntax error");
+    assert_eq!(
+        err(c, &["ZADD", "z"]),
+        "ERR wrong number of arguments for 'zadd' command"
+    );
+    // Errors change nothing.
+    assert_eq!(
+        err(c, &["ZADD", "z", "1", "zz", "x", "yy"]),
+        "ERR value is not a valid float"
+    );
+    assert_eq!(q::<Option<String>>(c, &["ZSCORE", "z", "zz"]), None);
+}
+
+#[test]
+fn scores_ranks_and_counts() {
+    let srv = Server::start(&[]);
+    let c = &mut srv.conn();
+    five(c);
+    assert_eq!(q::<String>(c, &["ZINCRBY", "z", "0.5", "a"]), "1.5");
+    assert_eq!(q::<String>(c, &["ZINCRBY", "z", "-3", "new"]), "-3");
+    assert_eq!(
+        err(c, &["ZINCRBY", "z", "x", "a"]),
+        "ERR value is not a valid float"
+    );
+    q::<i64>(c, &["ZADD", "i", "inf", "m"]);
+    assert_eq!(
+        err(c, &["ZINCRBY", "i", "-inf", "m"]),
+        "ERR resulting score is not a number (NaN)"
+    );
+    assert_eq!(
+        err(c, &["ZADD", "i", "INCR", "-inf", "m"]),
+        "ERR resulting score is not a number (NaN)"
+    );
+    assert_eq!(q::<i64>(c, &["ZCARD", "z"]), 6);
+    assert_eq!(q::<i64>(c, &["ZCARD", "nokey"]), 0);
+    assert_eq!(
+        q::<Vec<Option<String>>>(c, &["ZMSCORE", "z", "a", "zz", "e"]),
+        vec![Some("1.5".into()), None, Some("5".into())]
+    );
+    assert_eq!(
+        q::<Vec<Option<String>>>(c, &["ZMSCORE", "nokey", "a"]),
+        vec![None]
+    );
+    assert_eq!(q::<i64>(c, &["ZRANK", "z", "new"]), 0);
+    assert_eq!(q::<i64>(c, &["ZRANK", "z", "e"]), 5);
+    assert_eq!(q::<i64>(c, &["ZREVRANK", "z", "e"]), 0);
+    assert_eq!(q::<Option<i64>>(c, &["ZRANK", "z", "zz"]), None);
+    assert_eq!(q::<Option<i64>>(c, &["ZRANK", "nokey", "zz"]), None);
+    assert_eq!(
+        q::<(i64, String)>(c, &["ZRANK", "z", "a", "WITHSCORE"]),
+        (1, "1.5".into())
+    );
+    assert_eq!(
+        q::<(i64, String)>(c, &["ZREVRANK", "z", "a", "withscore"]),
+        (4, "1.5".into())
+    );
+    assert_eq!(
+        q::<Value>(c, &["ZRANK", "z", "zz", "WITHSCORE"]),
+        Value::Nil
+    );
+    assert_eq!(
+        err(c, &["ZRANK", "z", "a", "WITHSCORES"]),
+        "ERR syntax error"
+    );
+    assert_eq!(
+        err(c, &["ZRANK", "z", "a", "WITHSCORE", "x"]),
+        "ERR wrong number of arguments for 'zrank' command"
+    );
+    assert_eq!(q::<i64>(c, &["ZCOUNT", "z", "-inf", "+inf"]), 6);
+    assert_eq!(q::<i64>(c, &["ZCOUNT", "z", "(1.5", "4"]), 3);
+    assert_eq!(q::<i64>(c, &["ZCOUNT", "z", "(2", "(2"]), 0);
+    assert_eq!(q::<i64>(c, &["ZCOUNT", "z", "5", "1"]), 0);
+    assert_eq!(q::<i64>(c, &["ZCOUNT", "nokey", "0", "1"]), 0);
+    assert_eq!(
+        err(c, &["ZCOUNT", "z", "a", "1"]),
+        "ERR min or max is not a float"
+    );
+    assert_eq!(
+        err(c, &["ZCOUNT", "nokey", "1", "(x"]),
+        "ERR min or max is not a float"
+    );
+    assert_eq!(q::<i64>(c, &["ZREM", "z", "a", "a", "zz"]), 1);
+    assert_eq!(q::<i64>(c, &["ZREM", "nokey", "a"]), 0);
+    assert_eq!(q::<i64>(c, &["ZREM", "z", "b", "c", "d", "e", "new"]), 5);
+    assert_eq!(q::<i64>(c, &["EXISTS", "z"]), 0);
+}
+
+#[test]
+fn ranges() {
+    let srv = Server::start(&[]);
+    let c = &mut srv.conn();
+    five(c);
+    assert_eq!(
+        strs(c, &["ZRANGE", "z", "0", "-1"]),
+        ["a", "b", "c", "d", "e"]
+    );
+    assert_eq!(strs(c, &["ZRANGE", "z", "-2", "100"]), ["d", "e"]);
+    assert_eq!(strs(c, &["ZRANGE", "z", "3", "1"]), Vec::<String>::new());
+    assert_eq!(strs(c, &["ZRANGE", "z", "9", "10"]), Vec::<String>::new());
+    assert_eq!(
+        strs(c, &["ZRANGE", "nokey", "0", "-1"]),
+        Vec::<String>::new()
+    );
+    assert_eq!(strs(c, &["ZRANGE", "z", "0", "1", "REV"]), ["e", "d"]);
+    assert_eq!(
+        strs(c, &["ZRANGE", "z", "0", "1", "WITHSCORES"]),
+        ["a", "1", "b", "2"]
+    );
+    assert_eq!(
+        strs(c, &["ZREVRANGE", "z", "0", "1", "WITHSCORES"]),
+        ["e", "5", "d", "4"]
+    );
+    assert_eq!(strs(c, &["ZRANGE", "z", "(1", "3", "BYSCORE"]), ["b", "c"]);
+    assert_eq!(
+        strs(
+            c,
+            &["ZRANGE", "z", "-inf", "+inf", "BYSCORE", "LIMIT", "1", "2"]
+        ),
+        ["b", "c"]
+    );
+    assert_eq!(
+        strs(
+            c,
+            &["ZRANGE", "z", "+inf", "-inf", "BYSCORE", "REV", "LIMIT", "1", "-1"]
+        ),
+        ["d", "c", "b", "a"]
+    );
+    assert_eq!(
+        strs(
+            c,
+            &["ZRANGE", "z", "0", "10", "BYSCORE", "LIMIT", "-1", "2"]
+        ),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        strs(c, &["ZRANGE", "z", "0", "10", "BYSCORE", "LIMIT", "0", "0"]),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        strs(c, &["ZRANGEBYSCORE", "z", "2", "(4", "WITHSCORES"]),
+        ["b", "2", "c", "3"]
+    );
+    assert_eq!(
+        strs(
+            c,
+            &["ZRANGEBYSCORE", "z", "-inf", "inf", "LIMIT", "4", "10"]
+        ),
+        ["e"]
+    );
+    assert_eq!(strs(c, &["ZREVRANGEBYSCORE", "z", "(5", "3"]), ["d", "c"]);
+    assert_eq!(
+        strs(c, &["ZREVRANGEBYSCORE", "z", "3", "5"]),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        err(c, &["ZRANGE", "z", "0", "-1", "LIMIT", "0", "1"]),
+        "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX"
+    );
+    assert_eq!(
+        err(c, &["ZREVRANGE", "z", "0", "-1", "LIMIT", "0", "1"]),
+        "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX"
+    );
+    assert_eq!(
+        err(c, &["ZRANGE", "z", "0", "-1", "BYSCORE", "BYLEX"]),
+        "ERR syntax error"
+    );
+    assert_eq!(
+        err(c, &["ZRANGE", "z", "0", "-1", "REV", "REV"]),
+        "ERR syntax error"
+    );
+    assert_eq!(
+        err(c, &["ZRANGEBYSCORE", "z", "0", "1", "BYSCORE"]),
+        "ERR syntax error"
+    );
+    assert_eq!(
+        err(c, &["ZRANGEBYSCORE", "z", "0", "1", "LIMIT", "0"]),
+        "ERR syntax error"
+    );
+    assert_eq!(
+        err(c, &["ZRANGE", "z", "0", "1", "BYSCORE", "LIMIT", "x", "1"]),
+        "ERR value is not an integer or out of range"
+    );
+    assert_eq!(
+        err(c, &["ZRANGE", "z", "a", "1", "BYSCORE"]),
+        "ERR min or max is not a float"
+    );
+    assert_eq!(
+        err(c, &["ZRANGE", "z", "a", "1"]),
+        "ERR value is not an integer or out of range"
+    );
+
+    // Lex ranges over equal scores.
+    q::<i64>(
+        c,
+        &[
+            "ZADD", "lex", "0", "alpha", "0", "bravo", "0", "charlie", "0", "delta",
+        ],
+    );
+    assert_eq!(
+        strs(c, &["ZRANGEBYLEX", "lex", "[bravo", "[charlie"]),
+        ["bravo", "charlie"]
+    );
+    assert_eq!(
+        strs(c, &["ZRANGEBYLEX", "lex", "(bravo", "+"]),
+        ["charlie", "delta"]
+    );
+    assert_eq!(
+        strs(c, &["ZRANGEBYLEX", "lex", "-", "(c"]),
+        ["alpha", "bravo"]
+    );
+    assert_eq!(
+        strs(c, &["ZRANGEBYLEX", "lex", "+", "-"]),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        strs(c, &["ZRANGEBYLEX", "lex", "[d", "[a"]),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        strs(c, &["ZRANGEBYLEX", "lex", "-", "+", "LIMIT", "1", "2"]),
+        ["bravo", "charlie"]
+    );
+    assert_eq!(
+        strs(
+            c,
+            &["ZRANGE", "lex", "+", "-", "BYLEX", "REV", "LIMIT", "0", "2"]
+        ),
+        ["delta", "charlie"]
+    );
+    assert_eq!(
+        strs(c, &["ZREVRANGEBYLEX", "lex", "[charlie", "-"]),
+        ["charlie", "bravo", "alpha"]
+    );
+    assert_eq!(q::<i64>(c, &["ZLEXCOUNT", "lex", "-", "+"]), 4);
+    assert_eq!(q::<i64>(c, &["ZLEXCOUNT", "lex", "(alpha", "[charlie"]), 2);
+    assert_eq!(q::<i64>(c, &["ZLEXCOUNT", "nokey", "-", "+"]), 0);
+    for bad in [["bravo", "+"], ["[a", "c"], ["-x", "+"], ["", "+"]] {
+        assert_eq!(
+            err(c, &["ZRANGEBYLEX", "lex", bad[0], bad[1]]),
+            "ERR min or max not valid string range item"
+        );
+    }
+    assert_eq!(
+        err(c, &["ZLEXCOUNT", "lex", "a", "+"]),
+        "ERR min or max not valid string range item"
+    );
+    // Mixed scores: Redis walks from the first member past the near bound
+    // while the far bound holds, and so do we (checked against redis-server).
+    q::<i64>(
+        c,
+        &["ZADD", "mixed", "0", "b", "0", "c", "0", "d", "5", "a"],
+    );
+    assert_eq!(strs(c, &["ZRANGEBYLEX", "mixed", "[a", "[c"]), ["b", "c"]);
+    assert_eq!(
+        strs(c, &["ZRANGEBYLEX", "mixed", "[c", "+"]),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        strs(c, &["ZREVRANGEBYLEX", "mixed", "[c", "-"]),
+        ["a", "d", "c", "b"]
+    );
+    assert_eq!(
+        strs(
+            c,
+            &["ZRANGE", "mixed", "[c", "-", "BYLEX", "REV", "LIMIT", "1", "2"]
+        ),
+        ["d", "c"]
+    );
+    assert_eq!(q::<i64>(c, &["ZLEXCOUNT", "mixed", "-", "[c"]), 2);
+    assert_eq!(
+        err(c, &["ZRANGE", "lex", "-", "+", "BYLEX", "WITHSCORES"]),
+        "ERR syntax error, WITHSCORES not supported in combination with BYLEX"
+    );
+}
+
+#[test]
+fn removals_and_pops() {
+    let srv = Server::start(&[]);
+    let c = &mut srv.conn();
+    five(c);
+    assert_eq!(q::<i64>(c, &["ZREMRANGEBYSCORE", "z", "(1", "2"]), 1);
+    assert_eq!(q::<i64>(c, &["ZREMRANGEBYRANK", "z", "-1", "-1"]), 1);
+    assert_eq!(strs(c, &["ZRANGE", "z", "0", "-1"]), ["a", "c", "d"]);
+    assert_eq!(q::<i64>(c, &["ZREMRANGEBYRANK", "z", "5", "10"]), 0);
+    assert_eq!(q::<i64>(c, &["ZREMRANGEBYSCORE", "nokey", "0", "1"]), 0);
+    assert_eq!(
+        err(c, &["ZREMRANGEBYSCORE", "z", "x", "1"]),
+        "ERR min or max is not a float"
+    );
+    assert_eq!(
+        err(c, &["ZREMRANGEBYRANK", "z", "0", "x"]),
+        "ERR value is not an integer or out of range"
+    );
+    assert_eq!(q::<i64>(c, &["ZREMRANGEBYRANK", "z", "0", "-1"]), 3);
+    assert_eq!(q::<i64>(c, &["EXISTS", "z"]), 0);
+    q::<i64>(c, &["ZADD", "lex", "0", "a", "0", "b", "0", "c"]);
+    assert_eq!(q::<i64>(c, &["ZREMRANGEBYLEX", "lex", "[a", "(c"]), 2);
+    assert_eq!(
+        err(c, &["ZREMRANGEBYLEX", "lex", "a", "c"]),
+        "ERR min or max not valid string range item"
+    );
+    assert_eq!(q::<i64>(c, &["ZREMRANGEBYLEX", "lex", "-", "+"]), 1);
+    assert_eq!(q::<i64>(c, &["EXISTS", "lex"]), 0);
+
+    five(c);
+    assert_eq!(strs(c, &["ZPOPMIN", "z"]), ["a", "1"]);
+    assert_eq!(strs(c, &["ZPOPMAX", "z"]), ["e", "5"]);
+    assert_eq!(strs(c, &["ZPOPMIN", "z", "2"]), ["b", "2", "c", "3"]);
+    assert_eq!(strs(c, &["ZPOPMAX", "z", "0"]), Vec::<String>::new());
+    assert_eq!(strs(c, &["ZPOPMAX", "z", "10"]), ["d", "4"]);
+    assert_eq!(q::<i64>(c, &["EXISTS", "z"]), 0);
+    assert_eq!(strs(c, &["ZPOPMIN", "z"]), Vec::<String>::new());
+    assert_eq!(strs(c, &["ZPOPMIN", "z", "3"]), Vec::<String>::new());
+    assert_eq!(
+        err(c, &["ZPOPMIN", "z", "-1"]),
+        "ERR value is out of range, must be positive"
+    );
+    assert_eq!(
+        err(c, &["ZPOPMIN", "z", "x"]),
+        "ERR value is out of range, must be positive"
+    );
+    assert_eq!(err(c, &["ZPOPMIN", "z", "1", "2"]), "ERR syntax error");
+}
+
+#[test]
+fn zscan_and_zrandmember() {
+    let srv = Server::start(&[]);
+    let c = &mut srv.conn();
+    five(c);
+    let (cur, items): (String, Vec<String>) = q(c, &["ZSCAN", "z", "0"]);
+    assert_eq!(cur, "0");
+    assert_eq!(items, ["a", "1", "b", "2", "c", "3", "d", "4", "e", "5"]);
+    let (_, items): (String, Vec<String>) = q(c, &["ZSCAN", "z", "0", "MATCH", "*[bd]"]);
+    assert_eq!(items, ["b", "2", "d", "4"]);
+    assert_eq!(
+        err(c, &["ZSCAN", "z", "0", "NOVALUES"]),
+        "ERR NOVALUES option can only be used in HSCAN"
+    );
+    assert_eq!(err(c, &["ZSCAN", "z", "-1"]), "ERR invalid cursor");
+    let (cur, items): (String, Vec<String>) = q(c, &["ZSCAN", "nokey", "0"]);
+    assert_eq!((cur.as_str(), items.len()), ("0", 0));
+
+    let mut args = vec!["ZADD".to_string(), "big".into()];
+    for i in 0..400 {
+        args.push(format!("{i}.5"));
+        args.push(format!("m{i}"));
+    }
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    assert_eq!(q::<i64>(c, &refs), 400);
+    let mut seen = HashSet::new();
+    let mut cursor = "0".to_string();
+    let mut calls = 0;
+    loop {
+        let (next, items): (String, Vec<String>) = q(c, &["ZSCAN", "big", &cursor, "COUNT", "50"]);
+        for p in items.chunks(2) {
+            assert_eq!(format!("{}.5", &p[0][1..]), p[1]);
+            seen.insert(p[0].clone());
+        }
+        calls += 1;
+        cursor = next;
+        if cursor == "0" {
+            break;
+        }
+    }
+    assert_eq!(seen.len(), 400);
+    assert!(calls >= 8);
+
+    let m: String = q(c, &["ZRANDMEMBER", "z"]);
+    assert!(["a", "b", "c", "d", "e"].contains(&m.as_str()));
+    assert_eq!(q::<Option<String>>(c, &["ZRANDMEMBER", "nokey"]), None);
+    assert_eq!(
+        strs(c, &["ZRANDMEMBER", "nokey", "2"]),
+        Vec::<String>::new()
+    );
+    let three: HashSet<String> = strs(c, &["ZRANDMEMBER", "z", "3"]).into_iter().collect();
+    assert_eq!(three.len(), 3);
+    assert_eq!(strs(c, &["ZRANDMEMBER", "z", "9"]).len(), 5);
+    assert_eq!(strs(c, &["ZRANDMEMBER", "z", "-9"]).len(), 9);
+    let pairs = strs(c, &["ZRANDMEMBER", "z", "-4", "WITHSCORES"]);
+    assert_eq!(pairs.len(), 8);
+    for p in pairs.chunks(2) {
+        assert_eq!(q::<String>(c, &["ZSCORE", "z", &p[0]]), p[1]);
+    }
+    assert_eq!(
+        err(c, &["ZRANDMEMBER", "z", "1", "WITHVALUES"]),
+        "ERR syntax error"
+    );
+    assert_eq!(
+        err(c, &["ZRANDMEMBER", "z", "x"]),
+        "ERR value is not an integer or out of range"
+    );
+}
+
+#[test]
+fn wrong_type_everywhere() {
+    let srv = Server::start(&[]);
+    let c = &mut srv.conn();
+    q::<String>(c, &["SET", "s", "v"]);
+    for args in [
+        &["ZADD", "s", "1", "a"][..],
+        &["ZADD", "s", "XX", "1", "a"],
+        &["ZINCRBY", "s", "1", "a"],
+        &["ZREM", "s", "a"],
+        &["ZSCORE", "s", "a"],
+        &["ZMSCORE", "s", "a"],
+        &["ZCARD", "s"],
+        &["ZCOUNT", "s", "0", "1"],
+        &["ZLEXCOUNT", "s", "-", "+"],
+        &["ZRANK", "s", "a"],
+        &["ZREVRANK", "s", "a", "WITHSCORE"],
+        &["ZRANGE", "s", "0", "-1"],
+        &["ZREVRANGE", "s", "0", "-1"],
+        &["ZRANGEBYSCORE", "s", "0", "1"],
+        &["ZREVRANGEBYSCORE", "s", "1", "0"],
+        &["ZRANGEBYLEX", "s", "-", "+"],
+        &["ZREVRANGEBYLEX", "s", "+", "-"],
+        &["ZREMRANGEBYSCORE", "s", "0", "1"],
+        &["ZREMRANGEBYRANK", "s", "0", "1"],
+        &["ZREMRANGEBYLEX", "s", "-", "+"],
+        &["ZPOPMIN", "s"],
+        &["ZPOPMAX", "s", "0"],
+        &["ZSCAN", "s", "0"],
+        &["ZRANDMEMBER", "s"],
+        &["ZRANDMEMBER", "s", "1"],
+    ] {
+        assert_eq!(err(c, args), WRONGTYPE, "{args:?}");
+    }
+}
+
+#[test]
+fn resp3_shapes() {
+    let srv = Server::start(&[]);
+    let c = &mut resp3(&srv);
+    q::<i64>(c, &["ZADD", "z", "1.5", "a", "2", "b", "3", "c"]);
+    assert_eq!(q::<Value>(c, &["ZSCORE", "z", "a"]), Value::Double(1.5));
+    assert_eq!(q::<Value>(c, &["ZSCORE", "z", "zz"]), Value::Nil);
+    assert_eq!(
+        q::<Value>(c, &["ZINCRBY", "z", "1", "b"]),
+        Value::Double(3.0)
+    );
+    assert_eq!(
+        q::<Value>(c, &["ZADD", "z", "INCR", "1", "c"]),
+        Value::Double(4.0)
+    );
+    assert_eq!(
+        q::<Value>(c, &["ZMSCORE", "z", "a", "zz"]),
+        Value::Array(vec![Value::Double(1.5), Value::Nil])
+    );
+    let pair = |m: &str, s: f64| Value::Array(vec![bulk(m), Value::Double(s)]);
+    assert_eq!(
+        q::<Value>(c, &["ZRANGE", "z", "0", "1", "WITHSCORES"]),
+        Value::Array(vec![pair("a", 1.5), pair("b", 3.0)])
+    );
+    assert_eq!(
+        q::<Value>(c, &["ZRANK", "z", "b", "WITHSCORE"]),
+        Value::Array(vec![Value::Int(1), Value::Double(3.0)])
+    );
+    // Without a count ZPOPMIN answers one flat pair; with one, nested pairs.
+    assert_eq!(
+        q::<Value>(c, &["ZPOPMIN", "z"]),
+        Value::Array(vec![bulk("a"), Value::Double(1.5)])
+    );
+    assert_eq!(
+        q::<Value>(c, &["ZPOPMAX", "z", "1"]),
+        Value::Array(vec![pair("c", 4.0)])
+    );
+    assert_eq!(
+        q::<Value>(c, &["ZRANDMEMBER", "z", "1", "WITHSCORES"]),
+        Value::Array(vec![pair("b", 3.0)])
+    );
+
+    let c2 = &mut srv.conn();
+    assert_eq!(q::<Value>(c2, &["ZSCORE", "z", "b"]), bulk("3"));
+    assert_eq!(
+        q::<Value>(c2, &["ZRANGE", "z", "0", "-1", "WITHSCORES"]),
+        Value::Array(vec![bulk("b"), bulk("3")])
+    );
+    assert_eq!(
+        q::<Value>(c2, &["ZPOPMAX", "z", "1"]),
+        Value::Array(vec![bulk("b"), bulk("3")])
+    );
+}

@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# Client compatibility check: runs the stock Redis tools and redis-py against
+# a durakv binary.
+#
+#   scripts/compat.sh [path/to/durakv]
+#
+# Without an argument it builds (if cargo is available) and uses
+# target/release/durakv.
+# Needs redis-cli and redis-benchmark (Debian/Ubuntu: redis-tools) and
+# redis-py (pip install redis). Starts durakv on a free loopback port with a
+# temporary data directory, stops it on exit, and exits non-zero on the
+# first failure with a message saying what differed.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+fail() {
+    echo "FAIL: $*" >&2
+    exit 1
+}
+
+note() {
+    echo "== $*"
+}
+
+# --- Locate or build the binary -------------------------------------------
+
+if [[ $# -ge 1 ]]; then
+    BIN=$1
+    [[ -x $BIN ]] || fail "no executable durakv at '$BIN'"
+else
+    BIN=$ROOT/target/release/durakv
+    # Rebuild when cargo is around (a no-op if current) so a stale binary is
+    # never tested; without cargo, an existing binary is used as is.
+    if command -v cargo >/dev/null; then
+        note "cargo build --release -p durakv"
+        (cd "$ROOT" && cargo build --release -p durakv) || fail "cargo build --release -p durakv failed"
+    fi
+    [[ -x $BIN ]] || fail "no $BIN and no cargo to build it; pass the binary's path"
+fi
+
+for tool in redis-cli redis-benchmark python3; do
+    command -v "$tool" >/dev/null || fail "'$tool' not found (install redis-tools / python3)"
+done
+python3 -c 'import redis' 2>/dev/null || fail "redis-py is not installed (pip install redis)"
+
+# --- Start the server -------------------------------------------------------
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/durakv-compat.XXXXXX")
+SERVER_PID=""
+
+stop_server() {
+    if [[ -n $SERVER_PID ]] && kill -0 "$SERVER_PID" 2>/dev/null; then
+        kill -TERM "$SERVER_PID" 2>/dev/null || true
+        for _ in $(seq 1 100); do
+            kill -0 "$SERVER_PID" 2>/dev/null || break
+            sleep 0.1
+        done
+        kill -KILL "$SERVER_PID" 2>/dev/null || true
+        wait "$SERVER_PID" 2>/dev/null || true
+    fi
+    SERVER_PID=""
+}
+
+cleanup() {
+    local status=$?
+    stop_server
+    if [[ $status -ne 0 && -s $WORK/server.err ]]; then
+        echo "--- last lines of the server's log ---" >&2
+        tail -n 20 "$WORK/server.err" >&2
+    fi
+    rm -rf "$WORK"
+    exit $status
+}
+trap cleanup EXIT INT TERM
+
+# Port 0 lets the kernel pick a free port; durakv prints the one it bound.
+"$BIN" serve --bind 127.0.0.1 --port 0 --dir "$WORK/data" >"$WORK/server.out" 2>"$WORK/server.err" &
+SERVER_PID=$!
+PORT=""
+for _ in $(seq 1 100); do
+    PORT=$(sed -n 's/^durakv listening on port \([0-9][0-9]*\)$/\1/p' "$WORK/server.out" | head -n 1)
+    [[ -n $PORT ]] && break
+    kill -0 "$SERVER_PID" 2>/dev/null || fail "durakv exited during start-up"
+    sleep 0.1
+done
+[[ -n $PORT ]] || fail "durakv did not report a listening port within 10s"
+note "durakv $("$BIN" --version 2>/dev/null | awk '{print $2}') on 127.0.0.1:$PORT ($BIN)"
+
+# --- 1. redis-cli one-liners -------------------------------------------------
+
+# cli_is EXPECTED ARGS...: redis-cli's output must equal EXPECTED exactly.
+cli_is() {
+    local expect=$1
+    shift
+    local got
+    got=$(redis-cli -p "$PORT" "$@" 2>&1) || fail "redis-cli $* exited non-zero: $got"
+    if [[ $got != "$expect" ]]; then
+        fail "redis-cli $*
+  expected: $(printf '%q' "$expect")
+  got:      $(printf '%q' "$got")"
+    fi
+}
+
+note "redis-cli"
+cli_is PONG ping
+cli_is OK set foo bar
+cli_is bar get foo
+cli_is 1 incr counter
+cli_is 2 incr counter
+cli_is 12 incrby counter 10
+cli_is 2 hset h f1 v1 f2 v2
+cli_is v1 hget h f1
+# Field order is not part of HGETALL's contract; compare pairs sorted.
+got=$(redis-cli -p "$PORT" hgetall h | paste - - | sort)
+[[ $got == $'f1\tv1\nf2\tv2' ]] || fail "redis-cli hgetall h: got $(printf '%q' "$got")"
+cli_is 3 lpush l a b c
+cli_is $'c\nb\na' lrange l 0 -1
+cli_is 2 zadd z 1 one 2.5 two
+cli_is $'one\n1\ntwo\n2.5' zrange z 0 -1 withscores
+cli_is OK set t v EX 100
+cli_is 1 expire t 50
+ttl=$(redis-cli -p "$PORT" ttl t)
+[[ $ttl =~ ^[0-9]+$ && $ttl -ge 48 && $ttl -le 50 ]] || fail "redis-cli ttl t: expected 48..50, got '$ttl'"
+cli_is -2 ttl never-set
+cli_is string type foo
+cli_is "(nil)" --no-raw get missing
+cli_is "(integer) 1" --no-raw exists foo
+cli_is "(error) ERR value is not an integer or out of range" --no-raw incr foo
+cli_is "(error) WRONGTYPE Operation against a key holding the wrong kind of value" --no-raw lpush foo x
+cli_is "(error) ERR unknown command 'nosuch', with args beginning with: 'a' " --no-raw nosuch a
+cli_is "(error) ERR wrong number of arguments for 'get' command" --no-raw get
+cli_is OK -n 3 set dbkey in-db3
+cli_is in-db3 -n 3 get dbkey
+cli_is "(nil)" --no-raw get dbkey
+cli_is "(error) ERR DB index is out of range" --no-raw select 999
+got=$(redis-cli -p "$PORT" info server | tr -d '\r' | grep '^redis_version:')
+[[ $got == "redis_version:7.2.4" ]] || fail "info server | grep redis_version: got '$got'"
+got=$(redis-cli -p "$PORT" info keyspace | tr -d '\r' | grep '^db3:')
+[[ $got == db3:keys=1,* ]] || fail "info keyspace: expected a db3 line, got '$got'"
+cli_is $'maxclients\n10000' config get maxclients
+
+# --- 2. redis-benchmark ------------------------------------------------------
+
+note "redis-benchmark"
+TESTS=set,get,incr,lpush,rpush,lpop,rpop,sadd,hset,spop,zadd,zpopmin,lrange,mset
+bench_status=0
+redis-benchmark -p "$PORT" -t "$TESTS" -n 20000 -q >"$WORK/bench.out" 2>&1 || bench_status=$?
+# -q rewrites its progress line with CR; keep only the final results.
+tr '\r' '\n' <"$WORK/bench.out" | grep -E 'requests per second|rror|ERR|WARN' >"$WORK/bench.txt" || true
+cat "$WORK/bench.txt"
+[[ $bench_status -eq 0 ]] || fail "redis-benchmark exited with status $bench_status: $(tail -n 3 "$WORK/bench.out")"
+if grep -Eqi 'error|ERR|WARNING' "$WORK/bench.txt"; then
+    fail "redis-benchmark reported errors: $(grep -Ei 'error|ERR|WARNING' "$WORK/bench.txt" | head -n 3)"
+fi
+for name in SET GET INCR LPUSH RPUSH LPOP RPOP SADD HSET SPOP ZADD ZPOPMIN \
+    "LRANGE_100 (first 100 elements)" "LRANGE_300 (first 300 elements)" \
+    "LRANGE_500 (first 500 elements)" "LRANGE_600 (first 600 elements)" "MSET (10 keys)"; do
+    grep -Fq "$name: " "$WORK/bench.txt" || fail "redis-benchmark did not complete the $name test"
+done
+
+# --- 3. redis-py ---------------------------------------------------------------
+
+note "redis-py"
+python3 "$ROOT/scripts/compat.py" "$PORT" || fail "scripts/compat.py failed (see above)"
+
+# The server must still be up after all of that.
+cli_is PONG ping
+kill -0 "$SERVER_PID" 2>/dev/null || fail "durakv died during the run"
+
+note "all compatibility checks passed"
