@@ -141,8 +141,7 @@ fn init_logging(level: &str) {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.get(1).map(String::as_str) == Some("bench") {
-        eprintln!("durakv bench: not built into this binary yet");
-        std::process::exit(2);
+        std::process::exit(durakv_bench::run(args[2..].to_vec()));
     }
     let matches = cli().get_matches_from(normalize_args(args));
     match matches.subcommand() {
