@@ -192,12 +192,15 @@ impl<'a> Txn<'a> {
     /// later readers know what their replies depend on.
     fn stamp(&mut self, lsn: u64) {
         let muts = std::mem::take(&mut self.muts);
+        // A write that failed to log is in memory but in no record: it must
+        // not advance the shard's replay position (checkpoints rely on it).
+        let applied = if lsn == UNLOGGED_FAILED_LSN { 0 } else { lsn };
         for m in &muts {
             match m {
                 Mutation::Key { db, key, .. } => {
                     let slot = self.slot(key);
                     let shard = &mut self.guards[slot].1;
-                    shard.applied_lsn = shard.applied_lsn.max(lsn);
+                    shard.applied_lsn = shard.applied_lsn.max(applied);
                     let d = &mut shard.dbs[*db as usize];
                     match d.get_mut(key, self.now_ms) {
                         Some(e) => e.lsn = lsn,
@@ -206,13 +209,13 @@ impl<'a> Txn<'a> {
                 }
                 Mutation::FlushDb { db } => {
                     for (_, g) in self.guards.iter_mut() {
-                        g.applied_lsn = g.applied_lsn.max(lsn);
+                        g.applied_lsn = g.applied_lsn.max(applied);
                         g.dbs[*db as usize].miss_lsn = lsn;
                     }
                 }
                 Mutation::FlushAll => {
                     for (_, g) in self.guards.iter_mut() {
-                        g.applied_lsn = g.applied_lsn.max(lsn);
+                        g.applied_lsn = g.applied_lsn.max(applied);
                         for d in &mut g.dbs {
                             d.miss_lsn = lsn;
                         }
@@ -220,7 +223,7 @@ impl<'a> Txn<'a> {
                 }
                 Mutation::SwapDb { a, b } => {
                     for (_, g) in self.guards.iter_mut() {
-                        g.applied_lsn = g.applied_lsn.max(lsn);
+                        g.applied_lsn = g.applied_lsn.max(applied);
                         g.dbs[*a as usize].floor_lsn = lsn;
                         g.dbs[*b as usize].floor_lsn = lsn;
                     }

@@ -2,11 +2,14 @@
 //!
 //! A hash map answers `ZSCORE` in O(1); an ordered tree of (score, member)
 //! serves ranges. Rank lookups walk the tree (O(rank)); Redis's skiplist is
-//! O(log n) there, which matters only for very large sets.
+//! O(log n) there, which matters only for very large sets. The map is an
+//! `IndexMap` so members can be reached by position: ZSCAN walks positions
+//! (with the same guarantee as `Db::scan`) and ZRANDMEMBER samples them.
 
 use bytes::Bytes;
+use indexmap::IndexMap;
 use std::cmp::Ordering;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::ops::Bound;
 
 /// A score with a total order. NaN never enters a sorted set (commands reject it).
@@ -29,7 +32,7 @@ impl Ord for Score {
 
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ZSet {
-    scores: HashMap<Bytes, f64, ahash::RandomState>,
+    scores: IndexMap<Bytes, f64, ahash::RandomState>,
     order: BTreeSet<(Score, Bytes)>,
 }
 
@@ -67,7 +70,7 @@ impl ZSet {
     }
 
     pub fn remove(&mut self, member: &[u8]) -> bool {
-        match self.scores.remove_entry(member) {
+        match self.scores.swap_remove_entry(member) {
             Some((m, s)) => {
                 self.order.remove(&(Score(s), m));
                 true
@@ -76,10 +79,21 @@ impl ZSet {
         }
     }
 
+    /// The member at position `i` of the hash index (not rank order), for
+    /// cursor walks and random sampling. Removal moves the last position
+    /// into the hole, as `IndexMap::swap_remove` does.
+    pub fn get_index(&self, i: usize) -> Option<(&Bytes, f64)> {
+        self.scores.get_index(i).map(|(m, s)| (m, *s))
+    }
+
     /// 0-based rank in ascending order.
     pub fn rank(&self, member: &[u8]) -> Option<usize> {
         let s = self.score(member)?;
-        Some(self.order.range(..(Score(s), Bytes::copy_from_slice(member))).count())
+        Some(
+            self.order
+                .range(..(Score(s), Bytes::copy_from_slice(member)))
+                .count(),
+        )
     }
 
     /// Members in ascending (score, member) order.
@@ -88,11 +102,7 @@ impl ZSet {
     }
 
     /// Members whose score lies within the bounds, ascending.
-    pub fn range_by_score(
-        &self,
-        min: Bound<f64>,
-        max: Bound<f64>,
-    ) -> ScoreRange<'_> {
+    pub fn range_by_score(&self, min: Bound<f64>, max: Bound<f64>) -> ScoreRange<'_> {
         let lo = match min {
             Bound::Included(v) => Bound::Included((Score(v), Bytes::new())),
             Bound::Excluded(v) if v == f64::INFINITY => return empty_range(self),
@@ -123,6 +133,98 @@ impl ZSet {
     }
 }
 
+impl ZSet {
+    /// Members whose bytes lie within the bounds, in (score, member) order,
+    /// or its reverse when `rev`.
+    ///
+    /// Lex ranges are meaningful only when all scores are equal; then this
+    /// is a tree range. With mixed scores it walks as Redis walks a small
+    /// sorted set, so replies agree: nothing if the last member is below
+    /// `min` or the first above `max`; otherwise from the first member (the
+    /// last, in reverse) that passes the near bound, while members pass the
+    /// far bound.
+    pub fn range_by_lex<'a>(
+        &'a self,
+        min: Bound<&[u8]>,
+        max: Bound<&[u8]>,
+        rev: bool,
+    ) -> LexRange<'a> {
+        let (Some(first), Some(last)) = (self.order.first(), self.order.last()) else {
+            return Box::new(std::iter::empty());
+        };
+        if lex_bounds_empty(min, max)
+            || !lex_in_bounds(&last.1, min, Bound::Unbounded)
+            || !lex_in_bounds(&first.1, Bound::Unbounded, max)
+        {
+            return Box::new(std::iter::empty());
+        }
+        let pair = |(s, m): &'a (Score, Bytes)| (m, s.0);
+        if first.0.cmp(&last.0) != Ordering::Equal {
+            let (min, max) = (own(min), own(max));
+            let (near, far) = if rev { (max, min) } else { (min, max) };
+            let passes = move |b: &Bound<Bytes>, m: &[u8], upper: bool| {
+                if upper {
+                    lex_in_bounds(m, Bound::Unbounded, as_ref(b))
+                } else {
+                    lex_in_bounds(m, as_ref(b), Bound::Unbounded)
+                }
+            };
+            let it: Box<dyn Iterator<Item = &'a (Score, Bytes)>> = if rev {
+                Box::new(self.order.iter().rev())
+            } else {
+                Box::new(self.order.iter())
+            };
+            return Box::new(
+                it.skip_while(move |(_, m)| !passes(&near, m, rev))
+                    .take_while(move |(_, m)| passes(&far, m, !rev))
+                    .map(pair),
+            );
+        }
+        let score = first.0;
+        let at = |b: Bound<&[u8]>| b.map(|m| (score, Bytes::copy_from_slice(m)));
+        let range = self.order.range((at(min), at(max)));
+        if rev {
+            Box::new(range.rev().map(pair))
+        } else {
+            Box::new(range.map(pair))
+        }
+    }
+}
+
+/// True when no member can satisfy both bounds. `BTreeSet::range` panics on
+/// such ranges, so they must be caught first.
+fn lex_bounds_empty(min: Bound<&[u8]>, max: Bound<&[u8]>) -> bool {
+    match (min, max) {
+        (Bound::Unbounded, _) | (_, Bound::Unbounded) => false,
+        (Bound::Included(a), Bound::Included(b)) => a > b,
+        (Bound::Included(a) | Bound::Excluded(a), Bound::Included(b) | Bound::Excluded(b)) => {
+            a >= b
+        }
+    }
+}
+
+fn own(b: Bound<&[u8]>) -> Bound<Bytes> {
+    b.map(Bytes::copy_from_slice)
+}
+
+fn as_ref(b: &Bound<Bytes>) -> Bound<&[u8]> {
+    b.as_ref().map(|m| &m[..])
+}
+
+fn lex_in_bounds(m: &[u8], min: Bound<&[u8]>, max: Bound<&[u8]>) -> bool {
+    let lo_ok = match min {
+        Bound::Included(b) => m >= b,
+        Bound::Excluded(b) => m > b,
+        Bound::Unbounded => true,
+    };
+    let hi_ok = match max {
+        Bound::Included(b) => m <= b,
+        Bound::Excluded(b) => m < b,
+        Bound::Unbounded => true,
+    };
+    lo_ok && hi_ok
+}
+
 fn in_bounds(v: f64, min: Bound<f64>, max: Bound<f64>) -> bool {
     let lo_ok = match min {
         Bound::Included(m) => v >= m,
@@ -138,6 +240,9 @@ fn in_bounds(v: f64, min: Bound<f64>, max: Bound<f64>) -> bool {
 }
 
 pub type ScoreRange<'a> = Box<dyn DoubleEndedIterator<Item = (&'a Bytes, f64)> + 'a>;
+
+/// Members in a lex range, in the direction asked for.
+pub type LexRange<'a> = Box<dyn Iterator<Item = (&'a Bytes, f64)> + 'a>;
 
 fn empty_range(z: &ZSet) -> ScoreRange<'_> {
     Box::new(z.order.iter().take(0).map(|(s, m)| (m, s.0)))
@@ -169,8 +274,49 @@ mod tests {
             .collect();
         assert_eq!(r, vec![b("c")]);
         assert_eq!(
-            z.range_by_score(Bound::Included(5.0), Bound::Included(1.0)).count(),
+            z.range_by_score(Bound::Included(5.0), Bound::Included(1.0))
+                .count(),
             0
         );
+    }
+
+    #[test]
+    fn lex_ranges() {
+        let mut z = ZSet::default();
+        for m in ["a", "b", "c", "d"] {
+            z.insert(b(m), 0.0);
+        }
+        fn names<'a>(r: impl Iterator<Item = (&'a Bytes, f64)>) -> Vec<Bytes> {
+            r.map(|(m, _)| m.clone()).collect()
+        }
+        let lex = |z: &ZSet, min: Bound<&[u8]>, max: Bound<&[u8]>, rev: bool| {
+            names(z.range_by_lex(min, max, rev))
+        };
+        use Bound::{Excluded as Ex, Included as In, Unbounded as Un};
+        assert_eq!(lex(&z, In(b"b"), Ex(b"d"), false), vec![b("b"), b("c")]);
+        assert_eq!(lex(&z, In(b"b"), Ex(b"d"), true), vec![b("c"), b("b")]);
+        assert_eq!(lex(&z, Un, In(b"a"), false), vec![b("a")]);
+        assert!(lex(&z, Ex(b"c"), Ex(b"c"), false).is_empty());
+        assert!(lex(&z, In(b"d"), In(b"a"), true).is_empty());
+        assert_eq!(lex(&z, In(b"c"), In(b"c"), true), vec![b("c")]);
+        assert!(lex(&z, Ex(b"d"), Un, false).is_empty());
+        // Mixed scores: order is (0,b) (0,c) (0,d) (5,a). Redis walks from
+        // the first member past the near bound while the far bound holds.
+        z.insert(b("a"), 5.0);
+        assert_eq!(lex(&z, In(b"a"), In(b"c"), false), vec![b("b"), b("c")]);
+        // The last member (a) is below min "c": nothing.
+        assert!(lex(&z, In(b"c"), Un, false).is_empty());
+        assert_eq!(
+            lex(&z, Un, In(b"c"), true),
+            vec![b("a"), b("d"), b("c"), b("b")]
+        );
+        // The first member (b) is above max "a": nothing.
+        assert!(lex(&z, Un, In(b"a"), false).is_empty());
+        let at: Vec<_> = (0..z.len())
+            .filter_map(|i| z.get_index(i).map(|(m, _)| m.clone()))
+            .collect();
+        assert_eq!(at.len(), 4);
+        z.remove(b"b");
+        assert!(z.get_index(3).is_none());
     }
 }

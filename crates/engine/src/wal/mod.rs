@@ -1,1 +1,563 @@
-//! placeholder (WAL helper owns this)
+//! The write-ahead log: every logged commit becomes one checksummed record,
+//! durable before its reply when the client asked for `full` durability.
+//!
+//! durakv exists to make this fast, so the log is split into *streams*
+//! (one per `wal-dir`, ideally on separate disks), each with its own writer
+//! thread doing group commit (write + fdatasync of everything that gathered
+//! while the previous fsync ran). LSNs come from one global counter, so the
+//! streams together describe a single commit order; recovery merges them by
+//! LSN and stops at the first gap, which yields a prefix of that order.
+//!
+//! Module map:
+//! - [`format`]: the bytes on disk (documented in `docs/format.md`).
+//! - [`group_commit`]: appenders, writer threads, the durable watermark.
+//! - `segment`: segment files, preallocation, rotation, removal.
+//! - `reader`: verifying and classifying one stream's bytes.
+//! - `recovery`: merging streams, epochs, deciding where writing resumes.
+//!
+//! Durability arguments are in `docs/durability.md`.
+
+mod error;
+pub mod format;
+pub mod group_commit;
+mod reader;
+mod recovery;
+mod segment;
+
+pub use error::WalError;
+pub use segment::TruncateStats;
+
+use parking_lot::Mutex;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crate::durability::Durability;
+use crate::io::FileSystem;
+use group_commit::{CommitConfig, Core};
+use segment::{
+    install_spare, prepare_spare, ActiveSegment, SegmentList, SegmentParams, SegmentWriter, Spares,
+};
+
+/// Default `segment_size_bytes`: 64 MiB.
+pub const DEFAULT_SEGMENT_SIZE_BYTES: u64 = 64 * 1024 * 1024;
+/// Smallest accepted `segment_size_bytes`: 4 KiB.
+pub const MIN_SEGMENT_SIZE_BYTES: u64 = 4 * 1024;
+/// Largest accepted `segment_size_bytes`: 4 GiB.
+pub const MAX_SEGMENT_SIZE_BYTES: u64 = 4 * 1024 * 1024 * 1024;
+/// Default `delayed_flush_ms`.
+pub const DEFAULT_DELAYED_FLUSH_MS: u64 = 10;
+/// Largest accepted `delayed_flush_ms`: 10 s.
+pub const MAX_DELAYED_FLUSH_MS: u64 = 10_000;
+/// Default `delayed_flush_bytes`: 1 MiB.
+pub const DEFAULT_DELAYED_FLUSH_BYTES: u64 = 1024 * 1024;
+/// Default `max_pending_bytes`: 64 MiB per stream.
+pub const DEFAULT_MAX_PENDING_BYTES: u64 = 64 * 1024 * 1024;
+/// Default and largest `max_record_bytes`: 1 GiB.
+pub const MAX_RECORD_BYTES: u64 = 1024 * 1024 * 1024;
+/// Largest number of streams (`wal-dir`s).
+pub const MAX_STREAMS: usize = 64;
+
+/// The callback recovery feeds: `apply(lsn, time_ms, payload)`.
+pub type RecoveryApply<'a> = dyn FnMut(u64, u64, &[u8]) -> Result<(), String> + 'a;
+
+/// What recovery does with corruption in the middle of the log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RecoveryMode {
+    /// Refuse to start, naming the file, offset and LSN. A torn last write
+    /// is still truncated: that is what a crash looks like.
+    #[default]
+    Strict,
+    /// Keep the valid prefix, log exactly what was dropped, and start.
+    TolerateCorruption,
+}
+
+/// WAL settings. Every limit carries its unit in its name.
+#[derive(Debug, Clone)]
+pub struct WalConfig {
+    /// One stream per directory (`wal-dir`, repeatable; default
+    /// `<dir>/wal`). The order matters and must not change between runs.
+    /// 1..=`MAX_STREAMS` entries, all distinct.
+    pub dirs: Vec<PathBuf>,
+    /// Size segment files are preallocated to (`wal-segment-size-mb`).
+    /// Default 64 MiB, bounds 4 KiB..=4 GiB. A batch larger than this gets a
+    /// segment of its own that grows past it.
+    pub segment_size_bytes: u64,
+    /// Longest a `Delayed` record waits before being written. Default 10,
+    /// bounds 0..=10000.
+    pub delayed_flush_ms: u64,
+    /// Pending bytes that trigger a write without waiting for the timer.
+    /// Default 1 MiB, must be >= 1 and <= `max_pending_bytes`.
+    pub delayed_flush_bytes: u64,
+    /// Per-stream pending bytes at which appenders block until the writer
+    /// catches up (backpressure). Default 64 MiB, bounds 64 KiB..=1 GiB.
+    pub max_pending_bytes: u64,
+    /// Largest payload of one record. Default and maximum 1 GiB.
+    pub max_record_bytes: u64,
+    /// See [`RecoveryMode`]. Default `Strict`.
+    pub recovery_mode: RecoveryMode,
+    /// Preallocate segments by writing zeros (default `true`), which makes
+    /// every later fdatasync cheaper; `false` uses fallocate.
+    pub zero_fill_segments: bool,
+}
+
+impl WalConfig {
+    /// Defaults for the given stream directories.
+    pub fn new(dirs: Vec<PathBuf>) -> WalConfig {
+        WalConfig {
+            dirs,
+            segment_size_bytes: DEFAULT_SEGMENT_SIZE_BYTES,
+            delayed_flush_ms: DEFAULT_DELAYED_FLUSH_MS,
+            delayed_flush_bytes: DEFAULT_DELAYED_FLUSH_BYTES,
+            max_pending_bytes: DEFAULT_MAX_PENDING_BYTES,
+            max_record_bytes: MAX_RECORD_BYTES,
+            recovery_mode: RecoveryMode::Strict,
+            zero_fill_segments: true,
+        }
+    }
+
+    /// Checks every bound; the message names the setting.
+    pub fn validate(&self) -> Result<(), WalError> {
+        let bad = |m: String| Err(WalError::Config(m));
+        if self.dirs.is_empty() || self.dirs.len() > MAX_STREAMS {
+            return bad(format!(
+                "wal dirs: need 1..={MAX_STREAMS} directories, got {}",
+                self.dirs.len()
+            ));
+        }
+        for (i, d) in self.dirs.iter().enumerate() {
+            if self.dirs[..i].contains(d) {
+                return bad(format!("wal dirs: {} is given twice", d.display()));
+            }
+        }
+        if !(MIN_SEGMENT_SIZE_BYTES..=MAX_SEGMENT_SIZE_BYTES).contains(&self.segment_size_bytes) {
+            return bad(format!(
+                "segment_size_bytes {} is outside {MIN_SEGMENT_SIZE_BYTES}..={MAX_SEGMENT_SIZE_BYTES}",
+                self.segment_size_bytes
+            ));
+        }
+        if self.delayed_flush_ms > MAX_DELAYED_FLUSH_MS {
+            return bad(format!(
+                "delayed_flush_ms {} exceeds {MAX_DELAYED_FLUSH_MS}",
+                self.delayed_flush_ms
+            ));
+        }
+        if !(64 * 1024..=1024 * 1024 * 1024).contains(&self.max_pending_bytes) {
+            return bad(format!(
+                "max_pending_bytes {} is outside 65536..=1073741824",
+                self.max_pending_bytes
+            ));
+        }
+        if self.delayed_flush_bytes == 0 || self.delayed_flush_bytes > self.max_pending_bytes {
+            return bad(format!(
+                "delayed_flush_bytes {} must be in 1..=max_pending_bytes ({})",
+                self.delayed_flush_bytes, self.max_pending_bytes
+            ));
+        }
+        if self.max_record_bytes == 0 || self.max_record_bytes > MAX_RECORD_BYTES {
+            return bad(format!(
+                "max_record_bytes {} is outside 1..={MAX_RECORD_BYTES}",
+                self.max_record_bytes
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// What recovery found and did.
+#[derive(Debug, Clone, Default)]
+pub struct RecoveryStats {
+    /// Records passed to `apply`.
+    pub records: u64,
+    /// Payload bytes passed to `apply`.
+    pub bytes: u64,
+    pub duration: Duration,
+    /// Highest LSN recovered (`start_after_lsn` if none); new LSNs follow it.
+    pub last_lsn: u64,
+    /// Records with LSN <= `start_after_lsn`, read but not applied.
+    pub skipped_before_start: u64,
+    /// Torn writes at the end of a stream: (file, offset) where the log now
+    /// ends.
+    pub truncated_tail: Vec<(PathBuf, u64)>,
+    /// `TolerateCorruption` only: exactly what was dropped, and why.
+    pub dropped: Option<String>,
+    /// Valid records found after the first missing LSN: never acknowledged
+    /// as durable (the watermark never passed the gap), so discarded.
+    pub discarded_unacknowledged: u64,
+    /// Records of closed epochs that an earlier recovery had discarded.
+    pub superseded_records: u64,
+    /// Spare and half-created segment files deleted.
+    pub removed_files: Vec<PathBuf>,
+    /// Damaged regions skipped because only records at or below
+    /// `start_after_lsn` (covered by a checkpoint) could have lived there:
+    /// (file, offset). Logged as warnings; worth a disk check.
+    pub skipped_checkpointed_damage: Vec<(PathBuf, u64)>,
+    pub segments: usize,
+    pub streams: usize,
+    /// Epoch writing resumes in.
+    pub epoch: u64,
+    /// Whether this recovery opened a new epoch.
+    pub new_epoch: bool,
+}
+
+/// Per-stream counters.
+#[derive(Debug, Clone, Default)]
+pub struct StreamStats {
+    pub dir: PathBuf,
+    /// `W_s`: every LSN <= this in this stream is durable.
+    pub watermark_lsn: u64,
+    pub bytes_written: u64,
+    pub fsyncs: u64,
+    pub records: u64,
+    pub pending_bytes: u64,
+    pub last_fsync_us: u64,
+    pub max_fsync_us: u64,
+    pub segments: usize,
+    pub active_segment: Option<PathBuf>,
+}
+
+/// Counters for INFO and benchmarks.
+#[derive(Debug, Clone, Default)]
+pub struct WalStats {
+    pub bytes_written: u64,
+    /// Batches written (each is one write + one fdatasync).
+    pub fsyncs: u64,
+    pub records: u64,
+    /// Average group size: records per fsync.
+    pub avg_records_per_fsync: f64,
+    /// Latency of the last write+fdatasync of any stream.
+    pub last_fsync_us: u64,
+    pub max_fsync_us: u64,
+    pub avg_fsync_us: f64,
+    /// Appended but not yet handed to a writer.
+    pub pending_bytes: u64,
+    pub durable_lsn: u64,
+    pub last_lsn: u64,
+    pub disk_usage_bytes: u64,
+    pub segments: usize,
+    /// Preallocated spare segments ready for the next rotation.
+    pub spare_segments_ready: usize,
+    pub epoch: u64,
+    pub streams: Vec<StreamStats>,
+    pub failed: Option<String>,
+}
+
+/// The write-ahead log. `Send + Sync`; share it through an `Arc`.
+pub struct Wal {
+    core: Arc<Core>,
+    fs: Arc<dyn FileSystem>,
+    cfg: WalConfig,
+    lists: Vec<SegmentList>,
+    spares: Arc<Spares>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+    closed: AtomicBool,
+    epoch: u64,
+}
+
+impl std::fmt::Debug for Wal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Wal")
+            .field("dirs", &self.cfg.dirs)
+            .field("last_lsn", &self.last_lsn())
+            .field("durable_lsn", &self.durable_lsn())
+            .finish()
+    }
+}
+
+impl Wal {
+    /// Opens (creating directories) and recovers: calls
+    /// `apply(lsn, time_ms, payload)` for every record in global LSN order,
+    /// merging the streams by LSN and stopping at the first missing LSN (so
+    /// the result is a prefix of commit order). Records with
+    /// `lsn <= start_after_lsn` are skipped. A torn last write of a stream is
+    /// truncated and logged; corruption in the middle of the log fails with
+    /// [`WalError::Corruption`] under [`RecoveryMode::Strict`]. Logs progress
+    /// and total time. Then starts one writer thread per stream.
+    pub fn open(
+        fs: Arc<dyn FileSystem>,
+        cfg: WalConfig,
+        start_after_lsn: u64,
+        apply: &mut RecoveryApply<'_>,
+    ) -> Result<(Wal, RecoveryStats), WalError> {
+        cfg.validate()?;
+        if start_after_lsn >= u64::MAX / 2 {
+            return Err(WalError::Config(format!(
+                "start_after_lsn {start_after_lsn} is out of range"
+            )));
+        }
+        let rec = recovery::recover(&fs, &cfg, start_after_lsn, apply)?;
+        let n = cfg.dirs.len();
+        let core = Arc::new(Core::new(
+            n,
+            CommitConfig {
+                delayed_flush_ms: cfg.delayed_flush_ms,
+                delayed_flush_bytes: cfg.delayed_flush_bytes,
+                max_pending_bytes: cfg.max_pending_bytes,
+                max_record_bytes: cfg.max_record_bytes,
+            },
+            rec.last_lsn,
+        ));
+        let spares = Arc::new(Spares::new(n));
+        let params: Vec<SegmentParams> = cfg
+            .dirs
+            .iter()
+            .enumerate()
+            .map(|(s, dir)| SegmentParams {
+                fs: fs.clone(),
+                dir: dir.clone(),
+                stream_id: s as u32,
+                stream_count: n as u32,
+                epoch: rec.epoch,
+                epoch_start_lsn: rec.epoch_start_lsn,
+                segment_size_bytes: cfg.segment_size_bytes,
+                zero_fill: cfg.zero_fill_segments,
+            })
+            .collect();
+
+        // Make every stream's active segment ready before accepting writes
+        // (for a new epoch this is what closes the old one).
+        let mut writers = Vec::with_capacity(n);
+        let mut lists = Vec::with_capacity(n);
+        for (plan, p) in rec.plans.into_iter().zip(&params) {
+            let mut segments = plan.segments;
+            let active = match plan.append {
+                Some(ap) => ActiveSegment {
+                    file: fs
+                        .open_file(&ap.path)
+                        .map_err(|e| WalError::io(&ap.path, e))?,
+                    path: ap.path,
+                    salt: ap.salt,
+                    offset: ap.offset,
+                    has_batches: ap.has_batches,
+                },
+                None => {
+                    let first_lsn = rec.last_lsn + 1;
+                    let spare = prepare_spare(p, "inline").map_err(|e| WalError::io(&p.dir, e))?;
+                    let seg =
+                        install_spare(p, spare, first_lsn).map_err(|e| WalError::io(&p.dir, e))?;
+                    segments.push(segment::SegmentInfo {
+                        path: seg.path.clone(),
+                        epoch: p.epoch,
+                        max_lsn: None,
+                        bytes: p.segment_size_bytes,
+                        active: true,
+                    });
+                    seg
+                }
+            };
+            let list: SegmentList = Arc::new(Mutex::new(segments));
+            lists.push(list.clone());
+            let (active_max_lsn, active_bytes) = {
+                let l = list.lock();
+                l.last().map_or((None, 0), |x| (x.max_lsn, x.bytes))
+            };
+            writers.push(SegmentWriter {
+                params: p.clone(),
+                active,
+                segments: list,
+                spares: spares.clone(),
+                active_max_lsn,
+                active_bytes,
+            });
+        }
+
+        let mut threads = Vec::with_capacity(n + 1);
+        for (s, w) in writers.into_iter().enumerate() {
+            let core = core.clone();
+            let h = std::thread::Builder::new()
+                .name(format!("durakv-wal-{s}"))
+                .spawn(move || core.run_writer(s, Box::new(w)))
+                .map_err(|e| WalError::io(&cfg.dirs[s], e))?;
+            threads.push(h);
+        }
+        {
+            let spares = spares.clone();
+            let params = params.clone();
+            let h = std::thread::Builder::new()
+                .name("durakv-wal-prealloc".into())
+                .spawn(move || spares.run(params))
+                .map_err(|e| WalError::io(&cfg.dirs[0], e))?;
+            threads.push(h);
+        }
+        for s in 0..n {
+            spares.request(s);
+        }
+        let wal = Wal {
+            core,
+            fs,
+            cfg,
+            lists,
+            spares,
+            threads: Mutex::new(threads),
+            closed: AtomicBool::new(false),
+            epoch: rec.epoch,
+        };
+        Ok((wal, rec.stats))
+    }
+
+    pub fn num_streams(&self) -> usize {
+        self.cfg.dirs.len()
+    }
+
+    pub fn config(&self) -> &WalConfig {
+        &self.cfg
+    }
+
+    /// Appends one record to `stream` and returns its LSN. `encode` appends
+    /// the payload to the buffer it is given (it must not touch bytes that
+    /// were there before). The LSN is taken from the one global counter
+    /// while holding the stream's mutex, so LSNs increase within a stream.
+    /// `Full` wakes the stream's writer now; `Delayed` lets the record wait
+    /// up to `delayed_flush_ms` / `delayed_flush_bytes` (`None` is treated
+    /// as `Delayed`). Wait for durability with [`Wal::wait_durable`] or the
+    /// durable listener. Fails once the WAL has failed or is closed.
+    pub fn append(
+        &self,
+        stream: usize,
+        time_ms: u64,
+        level: Durability,
+        encode: &mut dyn FnMut(&mut Vec<u8>),
+    ) -> Result<u64, WalError> {
+        assert!(
+            stream < self.num_streams(),
+            "WAL stream {stream} out of range"
+        );
+        self.core.append(stream, time_ms, level, encode)
+    }
+
+    /// Highest LSN D such that every LSN <= D is on disk in every stream.
+    pub fn durable_lsn(&self) -> u64 {
+        self.core.durable_lsn()
+    }
+
+    /// Highest LSN handed out.
+    pub fn last_lsn(&self) -> u64 {
+        self.core.last_lsn()
+    }
+
+    /// `f(durable_lsn)` is called (from writer threads, in increasing order)
+    /// whenever the durable LSN advances, and once now with its current
+    /// value. Replaces any previous listener.
+    pub fn set_durable_listener(&self, f: Box<dyn Fn(u64) + Send + Sync>) {
+        self.core.set_listener(f);
+    }
+
+    /// Asks for everything appended so far to become durable soon.
+    pub fn request_sync(&self) {
+        self.core.request_sync();
+    }
+
+    /// Blocks until `lsn` is durable. Fails if the WAL fails first.
+    pub fn wait_durable(&self, lsn: u64) -> Result<(), WalError> {
+        self.core.wait_durable(lsn, None).map(|_| ())
+    }
+
+    /// Like [`Wal::wait_durable`] with a timeout; `Ok(false)` on timeout.
+    pub fn wait_durable_timeout(&self, lsn: u64, timeout: Duration) -> Result<bool, WalError> {
+        self.core.wait_durable(lsn, Some(timeout))
+    }
+
+    /// `Some(reason)` once a write or fsync has failed.
+    pub fn failure(&self) -> Option<String> {
+        self.core.failure()
+    }
+
+    /// The epoch new segments are written in.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    pub fn stats(&self) -> WalStats {
+        let mut st = WalStats {
+            durable_lsn: self.durable_lsn(),
+            last_lsn: self.last_lsn(),
+            epoch: self.epoch,
+            failed: self.failure(),
+            ..WalStats::default()
+        };
+        let mut total_us = 0u64;
+        for (s, sc) in self.core.streams.iter().enumerate() {
+            let c = &sc.counters;
+            let list = self.lists[s].lock();
+            let ss = StreamStats {
+                dir: self.cfg.dirs[s].clone(),
+                watermark_lsn: sc.watermark.load(SeqCst),
+                bytes_written: c.bytes_written.load(SeqCst),
+                fsyncs: c.fsyncs.load(SeqCst),
+                records: c.records.load(SeqCst),
+                pending_bytes: c.pending_bytes.load(SeqCst),
+                last_fsync_us: c.last_fsync_us.load(SeqCst),
+                max_fsync_us: c.max_fsync_us.load(SeqCst),
+                segments: list.len(),
+                active_segment: list.iter().find(|x| x.active).map(|x| x.path.clone()),
+            };
+            total_us += c.total_fsync_us.load(SeqCst);
+            st.bytes_written += ss.bytes_written;
+            st.fsyncs += ss.fsyncs;
+            st.records += ss.records;
+            st.pending_bytes += ss.pending_bytes;
+            st.max_fsync_us = st.max_fsync_us.max(ss.max_fsync_us);
+            st.last_fsync_us = st.last_fsync_us.max(ss.last_fsync_us);
+            st.segments += ss.segments;
+            st.disk_usage_bytes += list.iter().map(|x| x.bytes).sum::<u64>();
+            st.streams.push(ss);
+        }
+        st.spare_segments_ready = self.spares.ready_count();
+        st.disk_usage_bytes += st.spare_segments_ready as u64 * self.cfg.segment_size_bytes;
+        if st.fsyncs > 0 {
+            st.avg_records_per_fsync = st.records as f64 / st.fsyncs as f64;
+            st.avg_fsync_us = total_us as f64 / st.fsyncs as f64;
+        }
+        st
+    }
+
+    /// Removes segments whose records all have an LSN < `lsn` (called after
+    /// a checkpoint covering them). Never removes a stream's active segment.
+    pub fn truncate_before(&self, lsn: u64) -> Result<TruncateStats, WalError> {
+        let stats = segment::truncate_before(self.fs.as_ref(), &self.cfg.dirs, &self.lists, lsn)?;
+        if stats.segments_removed > 0 {
+            tracing::info!(
+                lsn,
+                segments = stats.segments_removed,
+                bytes = stats.bytes_freed,
+                "WAL truncated"
+            );
+        }
+        Ok(stats)
+    }
+
+    /// Bytes of segment files (including preallocated space and spares).
+    pub fn disk_usage_bytes(&self) -> u64 {
+        let segs: u64 = self
+            .lists
+            .iter()
+            .map(|l| l.lock().iter().map(|x| x.bytes).sum::<u64>())
+            .sum();
+        segs + self.spares.ready_count() as u64 * self.cfg.segment_size_bytes
+    }
+
+    /// Flushes and fsyncs everything appended, then stops the writer
+    /// threads. Idempotent; later appends fail with `Closed`.
+    pub fn close(&self) -> Result<(), WalError> {
+        if !self.closed.swap(true, SeqCst) {
+            self.core.shutdown();
+            self.spares.stop();
+            let threads = std::mem::take(&mut *self.threads.lock());
+            for t in threads {
+                let _ = t.join();
+            }
+        }
+        match self.core.failure() {
+            Some(f) => Err(WalError::Failed(f)),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Wal {
+    fn drop(&mut self) {
+        let _ = self.close();
+    }
+}

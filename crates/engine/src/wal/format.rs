@@ -1,0 +1,379 @@
+//! The on-disk layout of WAL segments, byte by byte (see `docs/format.md`).
+//!
+//! This module is the single place that knows where each field lives: the
+//! segment header, the batch header (one per write+fsync), the record header
+//! (one per commit), the batch trailer, and the file names. Everything is
+//! explicit little-endian, and decoding never trusts a length before a
+//! checksum has vouched for it. Writer, reader and recovery use only the
+//! functions here, so a format change is a change to this file and to the
+//! document.
+
+use std::fmt;
+
+/// First 8 bytes of every segment file.
+pub const SEGMENT_MAGIC: [u8; 8] = *b"DURAKVWL";
+/// Bumped on any incompatible change of anything in this file.
+pub const FORMAT_VERSION: u32 = 1;
+/// Size of the segment header; the first batch starts right after it.
+pub const SEGMENT_HEADER_BYTES: usize = 64;
+
+/// Last 4 bytes of every batch header ("DKWB" in file order). Each byte has
+/// at least two bits set, so no single bit flip turns one into zero.
+pub const BATCH_MAGIC: [u8; 4] = *b"DKWB";
+pub const BATCH_HEADER_BYTES: usize = 48;
+/// Constant end marker after a batch's records. Every byte has at least two
+/// bits set: a torn write leaves zero bytes here, a bit flip cannot.
+pub const BATCH_TRAILER: [u8; 8] = [0xE5, 0x5E, 0xA7, 0x7A, 0xC3, 0x3C, 0x96, 0x69];
+pub const BATCH_TRAILER_BYTES: usize = 8;
+/// Batches start at multiples of this (padding with zeros), so a 48-byte
+/// batch header never straddles a 512-byte sector.
+pub const BATCH_ALIGN_BYTES: usize = 64;
+
+pub const RECORD_HEADER_BYTES: usize = 24;
+
+/// The smallest unit a disk writes atomically; torn-write detection reasons
+/// in sectors of this size.
+pub const SECTOR_BYTES: u64 = 512;
+
+/// Rounds `n` up to the batch alignment.
+pub fn align_up(n: u64) -> u64 {
+    n.div_ceil(BATCH_ALIGN_BYTES as u64) * BATCH_ALIGN_BYTES as u64
+}
+
+fn u32_at(b: &[u8], off: usize) -> u32 {
+    let mut a = [0u8; 4];
+    a.copy_from_slice(&b[off..off + 4]);
+    u32::from_le_bytes(a)
+}
+
+fn u64_at(b: &[u8], off: usize) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[off..off + 8]);
+    u64::from_le_bytes(a)
+}
+
+fn salted_crc(salt: u32, bytes: &[u8]) -> u32 {
+    crc32c::crc32c_append(crc32c::crc32c(&salt.to_le_bytes()), bytes)
+}
+
+/// Segment header: identifies the file and carries the salt that batch
+/// header checksums are seeded with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SegmentHeader {
+    pub stream_id: u32,
+    pub stream_count: u32,
+    pub salt: u32,
+    /// Incremented by a recovery that had to discard records past the first
+    /// missing LSN; see `docs/durability.md`.
+    pub epoch: u64,
+    /// The first LSN of `epoch`: records of older epochs with an LSN at or
+    /// above it are superseded.
+    pub epoch_start_lsn: u64,
+    /// Every record in the segment has an LSN >= this.
+    pub first_lsn: u64,
+    pub created_ms: u64,
+}
+
+/// Why a segment header was rejected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HeaderError {
+    TooShort(usize),
+    BadMagic,
+    UnsupportedVersion(u32),
+    ChecksumMismatch { stored: u32, computed: u32 },
+}
+
+impl fmt::Display for HeaderError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HeaderError::TooShort(n) => write!(f, "segment header truncated ({n} bytes)"),
+            HeaderError::BadMagic => write!(f, "bad segment magic"),
+            HeaderError::UnsupportedVersion(v) => {
+                write!(f, "unsupported format version {v} (this build reads {FORMAT_VERSION})")
+            }
+            HeaderError::ChecksumMismatch { stored, computed } => write!(
+                f,
+                "segment header checksum mismatch (stored {stored:#010x}, computed {computed:#010x})"
+            ),
+        }
+    }
+}
+
+impl SegmentHeader {
+    pub fn encode(&self) -> [u8; SEGMENT_HEADER_BYTES] {
+        let mut b = [0u8; SEGMENT_HEADER_BYTES];
+        b[0..8].copy_from_slice(&SEGMENT_MAGIC);
+        b[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+        b[12..16].copy_from_slice(&self.stream_id.to_le_bytes());
+        b[16..20].copy_from_slice(&self.stream_count.to_le_bytes());
+        b[20..24].copy_from_slice(&self.salt.to_le_bytes());
+        b[24..32].copy_from_slice(&self.epoch.to_le_bytes());
+        b[32..40].copy_from_slice(&self.epoch_start_lsn.to_le_bytes());
+        b[40..48].copy_from_slice(&self.first_lsn.to_le_bytes());
+        b[48..56].copy_from_slice(&self.created_ms.to_le_bytes());
+        // 56..60 reserved, zero.
+        let crc = crc32c::crc32c(&b[0..60]);
+        b[60..64].copy_from_slice(&crc.to_le_bytes());
+        b
+    }
+
+    pub fn decode(b: &[u8]) -> Result<SegmentHeader, HeaderError> {
+        if b.len() < SEGMENT_HEADER_BYTES {
+            return Err(HeaderError::TooShort(b.len()));
+        }
+        if b[0..8] != SEGMENT_MAGIC {
+            return Err(HeaderError::BadMagic);
+        }
+        let stored = u32_at(b, 60);
+        let computed = crc32c::crc32c(&b[0..60]);
+        if stored != computed {
+            return Err(HeaderError::ChecksumMismatch { stored, computed });
+        }
+        let version = u32_at(b, 8);
+        if version != FORMAT_VERSION {
+            return Err(HeaderError::UnsupportedVersion(version));
+        }
+        Ok(SegmentHeader {
+            stream_id: u32_at(b, 12),
+            stream_count: u32_at(b, 16),
+            salt: u32_at(b, 20),
+            epoch: u64_at(b, 24),
+            epoch_start_lsn: u64_at(b, 32),
+            first_lsn: u64_at(b, 40),
+            created_ms: u64_at(b, 48),
+        })
+    }
+}
+
+/// Batch header: one per write+fsync. The checksum is seeded with the
+/// segment's salt, so bytes copied from another segment, or a batch header
+/// forged inside a payload, do not verify.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchHeader {
+    /// Bytes of records between the header and the trailer.
+    pub body_len: u32,
+    pub record_count: u32,
+    pub first_lsn: u64,
+    pub last_lsn: u64,
+    /// The WAL's durable LSN when the batch was sealed: every LSN <= this
+    /// was already on disk in every stream. Recovery uses it to detect lost
+    /// acknowledged records.
+    pub durable_hint: u64,
+}
+
+impl BatchHeader {
+    /// Header + body + trailer, without alignment padding.
+    pub fn total_len(&self) -> u64 {
+        (BATCH_HEADER_BYTES + BATCH_TRAILER_BYTES) as u64 + self.body_len as u64
+    }
+
+    /// Writes the header into `b[0..48]`.
+    pub fn encode_into(&self, salt: u32, b: &mut [u8]) {
+        b[4..8].copy_from_slice(&self.body_len.to_le_bytes());
+        b[8..12].copy_from_slice(&self.record_count.to_le_bytes());
+        b[12..16].copy_from_slice(&0u32.to_le_bytes());
+        b[16..24].copy_from_slice(&self.first_lsn.to_le_bytes());
+        b[24..32].copy_from_slice(&self.last_lsn.to_le_bytes());
+        b[32..40].copy_from_slice(&self.durable_hint.to_le_bytes());
+        b[40..44].copy_from_slice(&0u32.to_le_bytes());
+        b[44..48].copy_from_slice(&BATCH_MAGIC);
+        let crc = salted_crc(salt, &b[4..48]);
+        b[0..4].copy_from_slice(&crc.to_le_bytes());
+    }
+
+    /// `None` if the magic or the (salted) checksum is wrong.
+    pub fn decode(salt: u32, b: &[u8]) -> Option<BatchHeader> {
+        if b.len() < BATCH_HEADER_BYTES || b[44..48] != BATCH_MAGIC {
+            return None;
+        }
+        if u32_at(b, 0) != salted_crc(salt, &b[4..48]) {
+            return None;
+        }
+        Some(BatchHeader {
+            body_len: u32_at(b, 4),
+            record_count: u32_at(b, 8),
+            first_lsn: u64_at(b, 16),
+            last_lsn: u64_at(b, 24),
+            durable_hint: u64_at(b, 32),
+        })
+    }
+}
+
+/// Whether the 48 bytes at a batch position look like a write that was cut
+/// short rather than like damage to a complete header: a prefix-torn header
+/// ends in zeros, and the magic is its last field.
+pub fn header_looks_torn(b: &[u8]) -> bool {
+    b.len() < BATCH_HEADER_BYTES || b[44..48].contains(&0)
+}
+
+/// Whether a trailer looks torn (some byte is zero) rather than flipped.
+pub fn trailer_looks_torn(t: &[u8]) -> bool {
+    t.len() < BATCH_TRAILER_BYTES || t.contains(&0)
+}
+
+/// One record header, parsed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordHeader {
+    pub payload_len: u32,
+    pub crc: u32,
+    pub lsn: u64,
+    pub time_ms: u64,
+}
+
+impl RecordHeader {
+    pub fn parse(b: &[u8]) -> RecordHeader {
+        RecordHeader {
+            payload_len: u32_at(b, 0),
+            crc: u32_at(b, 4),
+            lsn: u64_at(b, 8),
+            time_ms: u64_at(b, 16),
+        }
+    }
+}
+
+/// Fills in the header of the record occupying `rec` (header followed by its
+/// payload), computing the checksum over length, LSN, time and payload.
+pub fn seal_record(rec: &mut [u8], lsn: u64, time_ms: u64) {
+    let payload_len = (rec.len() - RECORD_HEADER_BYTES) as u32;
+    rec[0..4].copy_from_slice(&payload_len.to_le_bytes());
+    rec[8..16].copy_from_slice(&lsn.to_le_bytes());
+    rec[16..24].copy_from_slice(&time_ms.to_le_bytes());
+    let crc = record_crc(rec);
+    rec[4..8].copy_from_slice(&crc.to_le_bytes());
+}
+
+/// Checksum of a record (`rec` = header + payload), skipping the crc field.
+pub fn record_crc(rec: &[u8]) -> u32 {
+    crc32c::crc32c_append(crc32c::crc32c(&rec[0..4]), &rec[8..])
+}
+
+/// Segment file name: `wal-<stream>-<epoch>-<first_lsn>.log`, zero-padded so
+/// names sort in log order within a stream.
+pub fn segment_file_name(stream: u32, epoch: u64, first_lsn: u64) -> String {
+    format!("wal-{stream:03}-{epoch:06}-{first_lsn:020}.log")
+}
+
+/// Inverse of [`segment_file_name`]: `(stream, epoch, first_lsn)`.
+pub fn parse_segment_file_name(name: &str) -> Option<(u32, u64, u64)> {
+    let rest = name.strip_prefix("wal-")?.strip_suffix(".log")?;
+    let mut parts = rest.split('-');
+    let stream = parts.next()?.parse().ok()?;
+    let epoch = parts.next()?.parse().ok()?;
+    let first = parts.next()?.parse().ok()?;
+    if parts.next().is_some() {
+        return None;
+    }
+    Some((stream, epoch, first))
+}
+
+/// A pre-allocated segment not yet in use (`wal-<stream>.<tag>.spare`).
+/// Never contains log data that matters: recovery deletes it. The tag keeps
+/// the background preparer and an inline preparation apart.
+pub fn spare_file_name(stream: u32, tag: &str) -> String {
+    format!("wal-{stream:03}.{tag}.spare")
+}
+
+pub fn is_spare_file_name(name: &str) -> bool {
+    name.starts_with("wal-") && name.ends_with(".spare")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn segment_header_roundtrip_and_checks() {
+        let h = SegmentHeader {
+            stream_id: 2,
+            stream_count: 4,
+            salt: 0xdead_beef,
+            epoch: 3,
+            epoch_start_lsn: 100,
+            first_lsn: 120,
+            created_ms: 1_700_000_000_000,
+        };
+        let b = h.encode();
+        assert_eq!(SegmentHeader::decode(&b), Ok(h));
+        for i in 0..SEGMENT_HEADER_BYTES {
+            let mut c = b;
+            c[i] ^= 0x10;
+            assert!(SegmentHeader::decode(&c).is_err(), "flip at {i} accepted");
+        }
+        assert_eq!(
+            SegmentHeader::decode(&b[..10]),
+            Err(HeaderError::TooShort(10))
+        );
+    }
+
+    #[test]
+    fn batch_header_roundtrip_salted() {
+        let h = BatchHeader {
+            body_len: 77,
+            record_count: 2,
+            first_lsn: 5,
+            last_lsn: 9,
+            durable_hint: 4,
+        };
+        let mut b = [0u8; BATCH_HEADER_BYTES];
+        h.encode_into(42, &mut b);
+        assert_eq!(BatchHeader::decode(42, &b), Some(h));
+        assert_eq!(BatchHeader::decode(43, &b), None);
+        assert!(!header_looks_torn(&b));
+        for i in 0..BATCH_HEADER_BYTES {
+            for bit in 0..8 {
+                let mut c = b;
+                c[i] ^= 1 << bit;
+                assert_eq!(BatchHeader::decode(42, &c), None);
+                // A flipped header never looks torn.
+                assert!(!header_looks_torn(&c), "flip {i}/{bit} looks torn");
+            }
+        }
+        // Any prefix tear looks torn.
+        for cut in 0..BATCH_HEADER_BYTES {
+            let mut c = b;
+            c[cut..].fill(0);
+            assert!(header_looks_torn(&c));
+        }
+    }
+
+    #[test]
+    fn trailer_flip_vs_tear() {
+        for i in 0..8 {
+            for bit in 0..8 {
+                let mut t = BATCH_TRAILER;
+                t[i] ^= 1 << bit;
+                assert!(!trailer_looks_torn(&t));
+            }
+            let mut t = BATCH_TRAILER;
+            t[i..].fill(0);
+            assert!(trailer_looks_torn(&t));
+        }
+    }
+
+    #[test]
+    fn record_seal_and_check() {
+        let mut rec = vec![0u8; RECORD_HEADER_BYTES];
+        rec.extend_from_slice(b"payload");
+        seal_record(&mut rec, 7, 99);
+        let h = RecordHeader::parse(&rec);
+        assert_eq!(h.payload_len, 7);
+        assert_eq!(h.lsn, 7);
+        assert_eq!(h.time_ms, 99);
+        assert_eq!(h.crc, record_crc(&rec));
+        rec[30] ^= 1;
+        assert_ne!(h.crc, record_crc(&rec));
+    }
+
+    #[test]
+    fn names() {
+        let n = segment_file_name(1, 2, 345);
+        assert_eq!(n, "wal-001-000002-00000000000000000345.log");
+        assert_eq!(parse_segment_file_name(&n), Some((1, 2, 345)));
+        assert_eq!(parse_segment_file_name("wal-001.bg.spare"), None);
+        assert_eq!(parse_segment_file_name("wal-1-2-3-4.log"), None);
+        assert!(is_spare_file_name(&spare_file_name(3, "bg")));
+        assert_eq!(align_up(0), 0);
+        assert_eq!(align_up(1), 64);
+        assert_eq!(align_up(64), 64);
+    }
+}

@@ -1,0 +1,985 @@
+//! Group commit: many appenders, one writer thread per stream, one fsync per
+//! batch, and the durable watermark across streams.
+//!
+//! Every write of the server ends here, so this is the hot path. An
+//! appender takes its stream's mutex, encodes its record straight into the
+//! stream's pending buffer, takes the next LSN from the one global counter
+//! (still under the mutex, so LSNs increase within a stream), and leaves. It
+//! never does I/O. The stream's writer thread swaps the pending buffer for
+//! an empty one, writes it as one batch and fdatasyncs it; while that fsync
+//! runs, new records gather in the other buffer and become the next batch.
+//! A `Full` append makes the writer flush at once; `Delayed` appends wait up
+//! to `delayed_flush_ms` or until `delayed_flush_bytes` are pending.
+//!
+//! Each stream publishes a watermark `W_s`: every LSN <= `W_s` that belongs to
+//! stream `s` is durable. The WAL's durable LSN is the minimum over streams.
+//! After a successful batch `W_s` becomes the global LSN observed under the
+//! mutex when the batch was sealed (or the current one if nothing is pending
+//! by the time the fsync returns), which is how an idle stream stops holding
+//! the minimum back. `docs/durability.md` has the proof.
+//!
+//! A failed write or fsync is never retried: the stream's watermark freezes,
+//! the WAL enters a failed state, and appends are refused until restart.
+//!
+//! The I/O itself is behind [`BatchSink`], so this module is tested here
+//! with an in-memory sink and benchmarked in `benches/group_commit.rs`.
+
+use parking_lot::{Condvar, Mutex, MutexGuard};
+use std::collections::BTreeMap;
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::SeqCst};
+use std::thread::Thread;
+use std::time::{Duration, Instant};
+
+use super::error::WalError;
+use super::format::{
+    align_up, seal_record, BATCH_HEADER_BYTES, BATCH_TRAILER, RECORD_HEADER_BYTES,
+};
+use crate::durability::Durability;
+
+/// Capacity a pending buffer starts with.
+const BUFFER_INITIAL_BYTES: usize = 64 * 1024;
+/// A buffer that grew past this for one large batch is released afterwards.
+const BUFFER_KEEP_BYTES: usize = 8 * 1024 * 1024;
+
+/// Limits that govern batching.
+#[derive(Debug, Clone)]
+pub struct CommitConfig {
+    /// A `Delayed` record is written at most this long after it was appended.
+    pub delayed_flush_ms: u64,
+    /// Pending bytes that trigger a flush even without a `Full` append.
+    pub delayed_flush_bytes: u64,
+    /// Appenders block (backpressure) while a stream has this many bytes
+    /// pending.
+    pub max_pending_bytes: u64,
+    /// Largest payload of one record.
+    pub max_record_bytes: u64,
+}
+
+/// What a sealed batch covers.
+#[derive(Debug, Clone, Copy)]
+pub struct BatchMeta {
+    pub records: u32,
+    /// Bytes of records (between header and trailer).
+    pub body_len: u32,
+    pub first_lsn: u64,
+    pub last_lsn: u64,
+    /// The WAL's durable LSN when the batch was sealed.
+    pub durable_hint: u64,
+}
+
+/// Where a stream's batches go. `batch` holds a zeroed header slot
+/// (`BATCH_HEADER_BYTES`), the records, the trailer and zero padding to
+/// `BATCH_ALIGN_BYTES`; the sink fills in the header, writes the batch and
+/// makes it durable before returning `Ok`.
+pub trait BatchSink: Send {
+    fn write_batch(&mut self, batch: &mut [u8], meta: &BatchMeta) -> io::Result<()>;
+    /// Called once when the writer stops cleanly.
+    fn finish(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Per-stream counters for `WalStats`.
+#[derive(Default)]
+pub(crate) struct StreamCounters {
+    pub bytes_written: AtomicU64,
+    pub fsyncs: AtomicU64,
+    pub records: AtomicU64,
+    pub last_fsync_us: AtomicU64,
+    pub max_fsync_us: AtomicU64,
+    pub total_fsync_us: AtomicU64,
+    pub pending_bytes: AtomicU64,
+}
+
+struct StreamState {
+    /// Header slot + records of the batch being gathered.
+    buf: Vec<u8>,
+    records: u32,
+    first_lsn: u64,
+    last_lsn: u64,
+    /// Flush as soon as possible (a `Full` append, a sync request, or
+    /// backpressure).
+    urgent: bool,
+    /// When the oldest pending `Delayed` record must be written.
+    deadline: Option<Instant>,
+    /// The writer is between sealing a batch and learning its fate.
+    in_flight: bool,
+    writer_waiting: bool,
+    space_waiters: u32,
+    shutdown: bool,
+    /// This stream's write or fsync failed: its watermark is frozen.
+    failed: bool,
+}
+
+impl StreamState {
+    fn pending_bytes(&self) -> u64 {
+        (self.buf.len() - BATCH_HEADER_BYTES) as u64
+    }
+}
+
+pub(crate) struct StreamCore {
+    state: Mutex<StreamState>,
+    writer_cv: Condvar,
+    space_cv: Condvar,
+    /// `W_s`: every LSN <= this that belongs to this stream is durable.
+    pub watermark: AtomicU64,
+    pub counters: StreamCounters,
+}
+
+type Listener = Box<dyn Fn(u64) + Send + Sync>;
+
+struct ListenerSlot {
+    f: Option<Listener>,
+    last_notified: u64,
+}
+
+/// State shared by appenders, writer threads and the `Wal` handle.
+pub(crate) struct Core {
+    pub cfg: CommitConfig,
+    /// The next LSN to hand out. The only LSN counter.
+    pub next_lsn: AtomicU64,
+    /// min over streams of `W_s`, published.
+    pub durable: AtomicU64,
+    /// The highest LSN somebody needs durable soon (`Full` appends, sync
+    /// requests). Streams lagging behind it are flushed without waiting for
+    /// their timer.
+    sync_target: AtomicU64,
+    pub streams: Vec<StreamCore>,
+    failed: AtomicBool,
+    failure: Mutex<Option<String>>,
+    listener: Mutex<ListenerSlot>,
+    /// Threads blocked in `wait_durable`, keyed by (LSN, ticket): a durable
+    /// advance wakes exactly the satisfied ones, not every waiter.
+    waiters: Mutex<BTreeMap<(u64, u64), Thread>>,
+    waiter_count: AtomicUsize,
+    next_ticket: AtomicU64,
+}
+
+fn new_buffer() -> Vec<u8> {
+    let mut b = Vec::with_capacity(BUFFER_INITIAL_BYTES);
+    b.resize(BATCH_HEADER_BYTES, 0);
+    b
+}
+
+/// Restores the pending buffer if the caller's encoder panics, so a partial
+/// record never reaches the disk.
+struct TruncateOnUnwind<'a> {
+    buf: &'a mut Vec<u8>,
+    len: usize,
+    armed: bool,
+}
+
+impl Drop for TruncateOnUnwind<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.buf.truncate(self.len);
+        }
+    }
+}
+
+impl Core {
+    /// A core whose log already holds every LSN <= `last_lsn`.
+    pub fn new(num_streams: usize, cfg: CommitConfig, last_lsn: u64) -> Core {
+        let streams = (0..num_streams)
+            .map(|_| StreamCore {
+                state: Mutex::new(StreamState {
+                    buf: new_buffer(),
+                    records: 0,
+                    first_lsn: 0,
+                    last_lsn: 0,
+                    urgent: false,
+                    deadline: None,
+                    in_flight: false,
+                    writer_waiting: false,
+                    space_waiters: 0,
+                    shutdown: false,
+                    failed: false,
+                }),
+                writer_cv: Condvar::new(),
+                space_cv: Condvar::new(),
+                watermark: AtomicU64::new(last_lsn),
+                counters: StreamCounters::default(),
+            })
+            .collect();
+        Core {
+            cfg,
+            next_lsn: AtomicU64::new(last_lsn + 1),
+            durable: AtomicU64::new(last_lsn),
+            sync_target: AtomicU64::new(last_lsn),
+            streams,
+            failed: AtomicBool::new(false),
+            failure: Mutex::new(None),
+            listener: Mutex::new(ListenerSlot {
+                f: None,
+                last_notified: last_lsn,
+            }),
+            waiters: Mutex::new(BTreeMap::new()),
+            waiter_count: AtomicUsize::new(0),
+            next_ticket: AtomicU64::new(0),
+        }
+    }
+
+    pub fn last_lsn(&self) -> u64 {
+        self.next_lsn.load(SeqCst) - 1
+    }
+
+    pub fn durable_lsn(&self) -> u64 {
+        self.durable.load(SeqCst)
+    }
+
+    pub fn is_failed(&self) -> bool {
+        self.failed.load(SeqCst)
+    }
+
+    pub fn failure(&self) -> Option<String> {
+        if !self.is_failed() {
+            return None;
+        }
+        self.failure.lock().clone()
+    }
+
+    fn failed_error(&self) -> WalError {
+        WalError::Failed(self.failure().unwrap_or_else(|| "unknown failure".into()))
+    }
+
+    /// Appends one record; see `Wal::append`.
+    pub fn append(
+        &self,
+        stream: usize,
+        time_ms: u64,
+        level: Durability,
+        encode: &mut dyn FnMut(&mut Vec<u8>),
+    ) -> Result<u64, WalError> {
+        if self.is_failed() {
+            return Err(self.failed_error());
+        }
+        let sc = &self.streams[stream];
+        let mut st = sc.state.lock();
+        while st.pending_bytes() >= self.cfg.max_pending_bytes && !st.shutdown && !self.is_failed()
+        {
+            // Backpressure: make the writer drain, wait for space.
+            if !st.urgent {
+                st.urgent = true;
+                if st.writer_waiting {
+                    sc.writer_cv.notify_one();
+                }
+            }
+            st.space_waiters += 1;
+            sc.space_cv.wait(&mut st);
+            st.space_waiters -= 1;
+        }
+        if self.is_failed() {
+            return Err(self.failed_error());
+        }
+        if st.shutdown {
+            return Err(WalError::Closed);
+        }
+
+        let start = st.buf.len();
+        st.buf.resize(start + RECORD_HEADER_BYTES, 0);
+        {
+            let mut guard = TruncateOnUnwind {
+                buf: &mut st.buf,
+                len: start,
+                armed: true,
+            };
+            encode(guard.buf);
+            assert!(
+                guard.buf.len() >= start + RECORD_HEADER_BYTES,
+                "WAL encode callback removed bytes it did not write"
+            );
+            guard.armed = false;
+        }
+        let payload_len = (st.buf.len() - start - RECORD_HEADER_BYTES) as u64;
+        if payload_len > self.cfg.max_record_bytes {
+            st.buf.truncate(start);
+            return Err(WalError::RecordTooLarge {
+                len: payload_len,
+                max: self.cfg.max_record_bytes,
+            });
+        }
+        // The LSN is taken only once the record is certain to be logged: a
+        // hole in the LSN sequence would end recovery there.
+        let lsn = self.next_lsn.fetch_add(1, SeqCst);
+        seal_record(&mut st.buf[start..], lsn, time_ms);
+        if st.records == 0 {
+            st.first_lsn = lsn;
+        }
+        st.records += 1;
+        st.last_lsn = lsn;
+        let pending = st.pending_bytes();
+        sc.counters.pending_bytes.store(pending, SeqCst);
+
+        let mut wake = false;
+        if level == Durability::Full || pending >= self.cfg.delayed_flush_bytes {
+            if level == Durability::Full && self.streams.len() > 1 {
+                self.sync_target.fetch_max(lsn, SeqCst);
+            }
+            if !st.urgent {
+                st.urgent = true;
+                wake = true;
+            }
+        } else if st.records == 1 {
+            st.deadline = Some(Instant::now() + Duration::from_millis(self.cfg.delayed_flush_ms));
+            wake = true;
+        }
+        if wake && st.writer_waiting {
+            sc.writer_cv.notify_one();
+        }
+        Ok(lsn)
+    }
+
+    /// Everything appended so far should become durable soon.
+    pub fn request_sync(&self) {
+        self.sync_target.fetch_max(self.last_lsn(), SeqCst);
+        for (s, sc) in self.streams.iter().enumerate() {
+            let mut st = sc.state.lock();
+            if st.records > 0 || st.in_flight {
+                if !st.urgent {
+                    st.urgent = true;
+                    if st.writer_waiting {
+                        sc.writer_cv.notify_one();
+                    }
+                }
+            } else {
+                self.idle_advance_locked(s, &st);
+            }
+        }
+        self.recompute_durable();
+    }
+
+    /// Idle stream (nothing pending, nothing in flight): all of its LSNs up
+    /// to the current global one are durable. Must hold the stream's mutex,
+    /// which is what keeps an appender from taking an LSN meanwhile.
+    fn idle_advance_locked(&self, s: usize, st: &StreamState) {
+        if !st.failed && st.records == 0 && !st.in_flight {
+            let g = self.last_lsn();
+            self.streams[s].watermark.fetch_max(g, SeqCst);
+        }
+    }
+
+    /// After stream `from` advanced: advance idle streams, hurry streams
+    /// that hold back a needed LSN, and publish the new minimum.
+    fn publish_from(&self, from: usize) {
+        if self.streams.len() > 1 {
+            let target = self.sync_target.load(SeqCst);
+            let w_from = self.streams[from].watermark.load(SeqCst);
+            for (t, sc) in self.streams.iter().enumerate() {
+                let w = sc.watermark.load(SeqCst);
+                if t == from || (w >= target && w >= w_from) {
+                    continue;
+                }
+                let mut st = sc.state.lock();
+                if st.failed {
+                    continue;
+                }
+                if st.records == 0 && !st.in_flight {
+                    // Free: no I/O, just the current LSN.
+                    self.idle_advance_locked(t, &st);
+                } else if w < target && !st.urgent {
+                    // Holds back an LSN somebody waits for: flush now.
+                    st.urgent = true;
+                    if st.writer_waiting {
+                        sc.writer_cv.notify_one();
+                    }
+                }
+            }
+        }
+        self.recompute_durable();
+    }
+
+    fn recompute_durable(&self) {
+        let min = self
+            .streams
+            .iter()
+            .map(|s| s.watermark.load(SeqCst))
+            .min()
+            .unwrap_or(0);
+        let prev = self.durable.fetch_max(min, SeqCst);
+        if min > prev {
+            self.notify_durable();
+        }
+    }
+
+    fn notify_durable(&self) {
+        {
+            let mut l = self.listener.lock();
+            let d = self.durable.load(SeqCst);
+            if d > l.last_notified {
+                l.last_notified = d;
+                if let Some(f) = &l.f {
+                    f(d);
+                }
+            }
+        }
+        if self.waiter_count.load(SeqCst) > 0 {
+            self.wake_waiters(Some(self.durable.load(SeqCst)));
+        }
+    }
+
+    /// Unparks waiters whose LSN is <= `upto` (all of them if `None`).
+    fn wake_waiters(&self, upto: Option<u64>) {
+        let ready = {
+            let mut w = self.waiters.lock();
+            match upto {
+                Some(d) => {
+                    let rest = w.split_off(&(d.saturating_add(1), 0));
+                    std::mem::replace(&mut *w, rest)
+                }
+                None => std::mem::take(&mut *w),
+            }
+        };
+        for t in ready.into_values() {
+            t.unpark();
+        }
+    }
+
+    pub fn set_listener(&self, f: Listener) {
+        let mut l = self.listener.lock();
+        let d = self.durable.load(SeqCst);
+        l.last_notified = d;
+        f(d);
+        l.f = Some(f);
+    }
+
+    /// Enters the failed state (first reason wins) and wakes everybody.
+    pub fn fail(&self, reason: String) {
+        {
+            let mut f = self.failure.lock();
+            if f.is_none() {
+                tracing::error!(reason = %reason, "write-ahead log failed; refusing writes until restart");
+                *f = Some(reason);
+            }
+        }
+        self.failed.store(true, SeqCst);
+        for sc in &self.streams {
+            let _st = sc.state.lock();
+            sc.writer_cv.notify_all();
+            sc.space_cv.notify_all();
+        }
+        self.wake_waiters(None);
+    }
+
+    /// Blocks until `lsn` is durable (`Ok(true)`), the timeout passes
+    /// (`Ok(false)`), or the WAL fails (`Err`).
+    pub fn wait_durable(&self, lsn: u64, timeout: Option<Duration>) -> Result<bool, WalError> {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        loop {
+            if self.durable_lsn() >= lsn {
+                return Ok(true);
+            }
+            if self.is_failed() {
+                return Err(self.failed_error());
+            }
+            // Register, then re-check under the registry lock: a publisher
+            // updates `durable` before taking that lock, so it either sees
+            // this entry or this check sees its value.
+            self.waiter_count.fetch_add(1, SeqCst);
+            let key = (lsn, self.next_ticket.fetch_add(1, SeqCst));
+            let registered = {
+                let mut w = self.waiters.lock();
+                if self.durable_lsn() >= lsn || self.is_failed() {
+                    false
+                } else {
+                    w.insert(key, std::thread::current());
+                    true
+                }
+            };
+            if registered {
+                match deadline {
+                    Some(d) => {
+                        let now = Instant::now();
+                        if now < d {
+                            std::thread::park_timeout(d - now);
+                        }
+                    }
+                    None => std::thread::park(),
+                }
+                // Spurious wake-up or timeout: drop a stale entry.
+                self.waiters.lock().remove(&key);
+            }
+            self.waiter_count.fetch_sub(1, SeqCst);
+            if let Some(d) = deadline {
+                if Instant::now() >= d && self.durable_lsn() < lsn && !self.is_failed() {
+                    return Ok(false);
+                }
+            }
+        }
+    }
+
+    /// Asks every writer to flush what is pending and stop.
+    pub fn shutdown(&self) {
+        for sc in &self.streams {
+            let mut st = sc.state.lock();
+            st.shutdown = true;
+            sc.writer_cv.notify_all();
+            sc.space_cv.notify_all();
+        }
+    }
+
+    /// Bytes appended but not yet handed to a writer, per stream.
+    #[cfg(test)]
+    pub fn pending_bytes(&self, stream: usize) -> u64 {
+        self.streams[stream].counters.pending_bytes.load(SeqCst)
+    }
+
+    /// Whether stream `s` has a batch being written right now.
+    #[cfg(test)]
+    pub fn in_flight(&self, stream: usize) -> bool {
+        self.streams[stream].state.lock().in_flight
+    }
+
+    /// The writer loop of stream `s`; returns when shut down or failed.
+    pub fn run_writer(&self, s: usize, mut sink: Box<dyn BatchSink>) {
+        let sc = &self.streams[s];
+        let delay = Duration::from_millis(self.cfg.delayed_flush_ms);
+        let mut batch = new_buffer();
+        loop {
+            let mut st = sc.state.lock();
+            loop {
+                if self.is_failed() {
+                    return;
+                }
+                if st.records > 0 {
+                    if st.urgent
+                        || st.shutdown
+                        || st.pending_bytes() >= self.cfg.delayed_flush_bytes
+                    {
+                        break;
+                    }
+                    let deadline = *st.deadline.get_or_insert_with(|| Instant::now() + delay);
+                    if Instant::now() >= deadline {
+                        break;
+                    }
+                    st.writer_waiting = true;
+                    sc.writer_cv.wait_until(&mut st, deadline);
+                    st.writer_waiting = false;
+                } else {
+                    if st.urgent {
+                        st.urgent = false;
+                        self.idle_advance_locked(s, &st);
+                        MutexGuard::unlocked(&mut st, || self.recompute_durable());
+                        continue;
+                    }
+                    if st.shutdown {
+                        drop(st);
+                        if let Err(e) = sink.finish() {
+                            self.fail(format!("stream {s}: closing failed: {e}"));
+                        }
+                        return;
+                    }
+                    st.writer_waiting = true;
+                    sc.writer_cv.wait(&mut st);
+                    st.writer_waiting = false;
+                }
+            }
+
+            // Seal: take the pending records, leave an empty buffer behind.
+            std::mem::swap(&mut st.buf, &mut batch);
+            let mut meta = BatchMeta {
+                records: st.records,
+                body_len: (batch.len() - BATCH_HEADER_BYTES) as u32,
+                first_lsn: st.first_lsn,
+                last_lsn: st.last_lsn,
+                durable_hint: 0,
+            };
+            st.records = 0;
+            st.urgent = false;
+            st.deadline = None;
+            st.in_flight = true;
+            // Every LSN of this stream <= g is in `batch` or already durable.
+            let g = self.last_lsn();
+            sc.counters.pending_bytes.store(0, SeqCst);
+            if st.space_waiters > 0 {
+                sc.space_cv.notify_all();
+            }
+            drop(st);
+
+            meta.durable_hint = self.durable_lsn();
+            batch.extend_from_slice(&BATCH_TRAILER);
+            let padded = align_up(batch.len() as u64) as usize;
+            batch.resize(padded, 0);
+            let t0 = Instant::now();
+            let res = sink.write_batch(&mut batch, &meta);
+            let us = t0.elapsed().as_micros() as u64;
+
+            let mut st = sc.state.lock();
+            st.in_flight = false;
+            match res {
+                Ok(()) => {
+                    let c = &sc.counters;
+                    c.bytes_written.fetch_add(batch.len() as u64, SeqCst);
+                    c.fsyncs.fetch_add(1, SeqCst);
+                    c.records.fetch_add(meta.records as u64, SeqCst);
+                    c.last_fsync_us.store(us, SeqCst);
+                    c.max_fsync_us.fetch_max(us, SeqCst);
+                    c.total_fsync_us.fetch_add(us, SeqCst);
+                    let w = if st.records == 0 { self.last_lsn() } else { g };
+                    sc.watermark.fetch_max(w, SeqCst);
+                    drop(st);
+                    self.publish_from(s);
+                }
+                Err(e) => {
+                    st.failed = true;
+                    drop(st);
+                    self.fail(format!(
+                        "stream {s}: writing the batch of LSNs {}..={} failed: {e}",
+                        meta.first_lsn, meta.last_lsn
+                    ));
+                    return;
+                }
+            }
+            if batch.capacity() > BUFFER_KEEP_BYTES {
+                batch = new_buffer();
+            } else {
+                batch.clear();
+                batch.resize(BATCH_HEADER_BYTES, 0);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wal::format::{RecordHeader, BATCH_ALIGN_BYTES, BATCH_TRAILER_BYTES};
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+    use std::thread;
+
+    /// Records every batch; can be told to fail or to block.
+    #[derive(Clone, Default)]
+    struct MemSink {
+        inner: Arc<Mutex<MemInner>>,
+    }
+
+    #[derive(Default)]
+    struct MemInner {
+        batches: Vec<(BatchMeta, Vec<u8>)>,
+        fail_next: bool,
+        gate_closed: bool,
+    }
+
+    impl MemSink {
+        fn lsns(&self) -> Vec<u64> {
+            let inner = self.inner.lock();
+            let mut out = Vec::new();
+            for (_, b) in &inner.batches {
+                let mut off = BATCH_HEADER_BYTES;
+                let body_end = b.len() - BATCH_TRAILER_BYTES;
+                while off + RECORD_HEADER_BYTES <= body_end {
+                    let h = RecordHeader::parse(&b[off..]);
+                    if h.lsn == 0 {
+                        break;
+                    }
+                    out.push(h.lsn);
+                    off += RECORD_HEADER_BYTES + h.payload_len as usize;
+                }
+            }
+            out
+        }
+    }
+
+    impl BatchSink for MemSink {
+        fn write_batch(&mut self, batch: &mut [u8], meta: &BatchMeta) -> io::Result<()> {
+            loop {
+                let mut inner = self.inner.lock();
+                if inner.gate_closed {
+                    drop(inner);
+                    thread::sleep(Duration::from_millis(1));
+                    continue;
+                }
+                if inner.fail_next {
+                    inner.fail_next = false;
+                    return Err(io::Error::other("injected"));
+                }
+                assert_eq!(batch.len() % BATCH_ALIGN_BYTES, 0);
+                // Strip padding so the record walk in `lsns` is exact.
+                let mut end = batch.len();
+                while batch[..end].ends_with(&[0]) {
+                    end -= 1;
+                }
+                inner.batches.push((*meta, batch[..end].to_vec()));
+                return Ok(());
+            }
+        }
+    }
+
+    fn cfg() -> CommitConfig {
+        CommitConfig {
+            delayed_flush_ms: 3_600_000,
+            delayed_flush_bytes: 1 << 30,
+            max_pending_bytes: 1 << 30,
+            max_record_bytes: 1 << 20,
+        }
+    }
+
+    fn start(core: &Arc<Core>, sinks: &[MemSink]) -> Vec<thread::JoinHandle<()>> {
+        sinks
+            .iter()
+            .enumerate()
+            .map(|(s, sink)| {
+                let core = core.clone();
+                let sink = sink.clone();
+                thread::spawn(move || core.run_writer(s, Box::new(sink)))
+            })
+            .collect()
+    }
+
+    fn put(core: &Core, s: usize, level: Durability, payload: &[u8]) -> u64 {
+        core.append(s, 0, level, &mut |b: &mut Vec<u8>| {
+            b.extend_from_slice(payload)
+        })
+        .unwrap()
+    }
+
+    fn stop(core: &Core, handles: Vec<thread::JoinHandle<()>>) {
+        core.shutdown();
+        for h in handles {
+            h.join().unwrap();
+        }
+    }
+
+    #[test]
+    fn full_append_becomes_durable() {
+        let core = Arc::new(Core::new(1, cfg(), 0));
+        let sink = MemSink::default();
+        let hs = start(&core, std::slice::from_ref(&sink));
+        let lsn = put(&core, 0, Durability::Full, b"hello");
+        assert_eq!(lsn, 1);
+        assert!(core.wait_durable(lsn, None).unwrap());
+        assert_eq!(sink.lsns(), vec![1]);
+        stop(&core, hs);
+    }
+
+    #[test]
+    fn records_gather_while_a_batch_is_in_flight() {
+        let core = Arc::new(Core::new(1, cfg(), 0));
+        let sink = MemSink::default();
+        sink.inner.lock().gate_closed = true;
+        let hs = start(&core, std::slice::from_ref(&sink));
+        let first = put(&core, 0, Durability::Full, b"a");
+        // Wait until the writer took the first batch (it is now blocked).
+        while !core.in_flight(0) {
+            thread::yield_now();
+        }
+        let rest: Vec<u64> = (0..10)
+            .map(|_| put(&core, 0, Durability::Full, b"b"))
+            .collect();
+        assert_eq!(core.durable_lsn(), 0);
+        sink.inner.lock().gate_closed = false;
+        assert!(core.wait_durable(*rest.last().unwrap(), None).unwrap());
+        let inner = sink.inner.lock();
+        assert_eq!(inner.batches.len(), 2, "ten records share the second fsync");
+        assert_eq!(inner.batches[0].0.first_lsn, first);
+        assert_eq!(inner.batches[1].0.records, 10);
+        drop(inner);
+        stop(&core, hs);
+    }
+
+    #[test]
+    fn delayed_waits_for_bytes_threshold() {
+        let mut c = cfg();
+        c.delayed_flush_bytes = 1000;
+        let core = Arc::new(Core::new(1, c, 0));
+        let sink = MemSink::default();
+        let hs = start(&core, std::slice::from_ref(&sink));
+        let mut last = 0;
+        for _ in 0..3 {
+            last = put(&core, 0, Durability::Delayed, &[7u8; 100]);
+        }
+        // Below the threshold and the timer is an hour: nothing is written
+        // until more bytes arrive.
+        assert_eq!(
+            core.pending_bytes(0),
+            3 * (100 + RECORD_HEADER_BYTES as u64)
+        );
+        assert_eq!(core.durable_lsn(), 0);
+        for _ in 0..10 {
+            last = put(&core, 0, Durability::Delayed, &[7u8; 100]);
+        }
+        assert!(core.wait_durable(last - 5, None).unwrap());
+        stop(&core, hs);
+        assert_eq!(core.durable_lsn(), last, "shutdown flushes the rest");
+    }
+
+    #[test]
+    fn delayed_flushes_on_timer() {
+        let mut c = cfg();
+        c.delayed_flush_ms = 1;
+        let core = Arc::new(Core::new(1, c, 0));
+        let sink = MemSink::default();
+        let hs = start(&core, std::slice::from_ref(&sink));
+        let lsn = put(&core, 0, Durability::Delayed, b"x");
+        // Liveness only: no request_sync, no Full append, yet it gets there.
+        assert!(core.wait_durable(lsn, None).unwrap());
+        stop(&core, hs);
+    }
+
+    #[test]
+    fn idle_stream_does_not_hold_back_the_watermark() {
+        let core = Arc::new(Core::new(3, cfg(), 0));
+        let sinks = vec![MemSink::default(), MemSink::default(), MemSink::default()];
+        let hs = start(&core, &sinks);
+        let mut last = 0;
+        for i in 0..50 {
+            last = put(&core, 1, Durability::Full, &[i as u8]);
+        }
+        assert!(core.wait_durable(last, None).unwrap());
+        assert!(sinks[0].lsns().is_empty() && sinks[2].lsns().is_empty());
+        stop(&core, hs);
+    }
+
+    #[test]
+    fn delayed_only_watermark_passes_idle_streams() {
+        let mut c = cfg();
+        c.delayed_flush_ms = 1;
+        let core = Arc::new(Core::new(2, c, 0));
+        let sinks = vec![MemSink::default(), MemSink::default()];
+        let hs = start(&core, &sinks);
+        let lsn = put(&core, 0, Durability::Delayed, b"x");
+        // No Full append, no sync request: the timer flush of stream 0 must
+        // also carry idle stream 1 forward.
+        assert!(core.wait_durable(lsn, None).unwrap());
+        stop(&core, hs);
+    }
+
+    #[test]
+    fn full_append_pulls_delayed_records_of_other_streams() {
+        let core = Arc::new(Core::new(2, cfg(), 0));
+        let sinks = vec![MemSink::default(), MemSink::default()];
+        let hs = start(&core, &sinks);
+        let d = put(&core, 0, Durability::Delayed, b"delayed");
+        let f = put(&core, 1, Durability::Full, b"full");
+        assert!(d < f);
+        // The Full record is only durable once the earlier Delayed one is.
+        assert!(core.wait_durable(f, None).unwrap());
+        assert_eq!(sinks[0].lsns(), vec![d]);
+        assert_eq!(sinks[1].lsns(), vec![f]);
+        stop(&core, hs);
+    }
+
+    #[test]
+    fn failed_write_freezes_watermark_and_refuses_appends() {
+        let core = Arc::new(Core::new(2, cfg(), 0));
+        let sinks = vec![MemSink::default(), MemSink::default()];
+        let hs = start(&core, &sinks);
+        let ok = put(&core, 0, Durability::Full, b"ok");
+        assert!(core.wait_durable(ok, None).unwrap());
+        sinks[0].inner.lock().fail_next = true;
+        let bad = put(&core, 0, Durability::Full, b"bad");
+        assert!(core.wait_durable(bad, None).is_err());
+        assert!(core.failure().unwrap().contains("injected"));
+        assert!(core.durable_lsn() < bad);
+        assert!(matches!(
+            core.append(1, 0, Durability::Full, &mut |b: &mut Vec<u8>| b.push(1)),
+            Err(WalError::Failed(_))
+        ));
+        // Sync requests cannot move the frozen stream either.
+        core.request_sync();
+        assert!(core.durable_lsn() < bad);
+        stop(&core, hs);
+    }
+
+    #[test]
+    fn oversized_record_takes_no_lsn() {
+        let mut c = cfg();
+        c.max_record_bytes = 10;
+        let core = Arc::new(Core::new(1, c, 5));
+        let e = core
+            .append(0, 0, Durability::Full, &mut |b: &mut Vec<u8>| {
+                b.extend_from_slice(&[0; 11])
+            })
+            .unwrap_err();
+        assert!(matches!(e, WalError::RecordTooLarge { len: 11, max: 10 }));
+        assert_eq!(core.last_lsn(), 5);
+        assert_eq!(core.pending_bytes(0), 0);
+    }
+
+    #[test]
+    fn panicking_encoder_leaves_no_partial_record() {
+        let core = Arc::new(Core::new(1, cfg(), 0));
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            core.append(0, 0, Durability::Full, &mut |b: &mut Vec<u8>| {
+                b.push(1);
+                panic!("encoder bug");
+            })
+        }));
+        assert!(r.is_err());
+        assert_eq!(core.pending_bytes(0), 0);
+        assert_eq!(core.last_lsn(), 0);
+    }
+
+    #[test]
+    fn concurrent_appenders_lsns_increase_within_each_stream() {
+        let core = Arc::new(Core::new(2, cfg(), 0));
+        let sinks = vec![MemSink::default(), MemSink::default()];
+        let hs = start(&core, &sinks);
+        let threads: Vec<_> = (0..4)
+            .map(|t| {
+                let core = core.clone();
+                thread::spawn(move || {
+                    let mut mine = BTreeMap::new();
+                    for i in 0..200u32 {
+                        let s = (t + i as usize) % 2;
+                        let lsn = put(&core, s, Durability::Full, &i.to_le_bytes());
+                        mine.insert(lsn, s);
+                    }
+                    let max = *mine.keys().last().unwrap();
+                    core.wait_durable(max, None).unwrap();
+                    mine
+                })
+            })
+            .collect();
+        let mut all = BTreeMap::new();
+        for t in threads {
+            all.extend(t.join().unwrap());
+        }
+        stop(&core, hs);
+        assert_eq!(all.len(), 800);
+        assert_eq!(*all.keys().next().unwrap(), 1);
+        assert_eq!(*all.keys().last().unwrap(), 800);
+        for (s, sink) in sinks.iter().enumerate() {
+            let l = sink.lsns();
+            assert!(l.windows(2).all(|w| w[0] < w[1]), "stream {s} out of order");
+            assert!(l.iter().all(|x| all[x] == s));
+        }
+    }
+
+    #[test]
+    fn listener_sees_monotonic_values() {
+        let core = Arc::new(Core::new(2, cfg(), 0));
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let s2 = seen.clone();
+        core.set_listener(Box::new(move |d| s2.lock().push(d)));
+        let sinks = vec![MemSink::default(), MemSink::default()];
+        let hs = start(&core, &sinks);
+        let mut last = 0;
+        for i in 0..100 {
+            last = put(&core, i % 2, Durability::Full, b"v");
+        }
+        core.wait_durable(last, None).unwrap();
+        stop(&core, hs);
+        let seen = seen.lock();
+        assert!(seen.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(*seen.last().unwrap(), last);
+    }
+
+    #[test]
+    fn backpressure_blocks_then_drains() {
+        let mut c = cfg();
+        c.max_pending_bytes = 256;
+        let core = Arc::new(Core::new(1, c, 0));
+        let sink = MemSink::default();
+        let hs = start(&core, std::slice::from_ref(&sink));
+        let mut last = 0;
+        for _ in 0..100 {
+            last = put(&core, 0, Durability::Delayed, &[1u8; 100]);
+        }
+        core.request_sync();
+        assert!(core.wait_durable(last, None).unwrap());
+        assert_eq!(sink.lsns().len(), 100);
+        stop(&core, hs);
+    }
+}

@@ -1,0 +1,124 @@
+//! Format fixtures: a WAL written by format version 1 (two streams, four
+//! records, one of them a MULTI/EXEC), kept as bytes. Every later build must
+//! read it back exactly, and the fields sit where `docs/format.md` says.
+
+use durakv_engine::io::{FaultFs, FileSystem};
+use durakv_engine::wal::{Wal, WalConfig};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Non-zero prefix of `/data/wal0/wal-000-000001-00000000000000000001.log`
+/// (the file is 4096 bytes, zeros after this).
+const STREAM0_V1: &str = "445552414b56574c0100000000000000020000007025e7110100000000000000010000000000000001000000000000000068e5cf8b01000000000000714607a26116e88121000000010000000000000001000000000000000100000000000000000000000000000000000000444b574209000000d5b37b8f01000000000000000168e5cf8b010000534554206b31207631e55ea77ac33c9669000000000000000000000000000000000000000000000000000000000000000000000000000000b929432d18000000010000000000000003000000000000000300000000000000020000000000000000000000444b5742000000005765e0e003000000000000000368e5cf8b010000e55ea77ac33c9669";
+/// Same for `/data/wal1/wal-001-000001-00000000000000000001.log`.
+const STREAM1_V1: &str = "445552414b56574c010000000100000002000000ce0621360100000000000000010000000000000001000000000000000068e5cf8b01000000000000bf7283e9b2fdbc5234000000010000000000000002000000000000000200000000000000010000000000000000000000444b57421c00000000141b2c02000000000000000268e5cf8b0100004d554c54492f455845433a20534554206120313b2053455420622032e55ea77ac33c966900000000000000000000000000000000000000000b7fe3531e000000010000000000000004000000000000000400000000000000030000000000000000000000444b5742060000006bf5eec204000000000000000468e5cf8b01000044454c206b31e55ea77ac33c9669";
+
+fn unhex(s: &str) -> Vec<u8> {
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+fn u32_at(b: &[u8], off: usize) -> u32 {
+    u32::from_le_bytes(b[off..off + 4].try_into().unwrap())
+}
+
+fn u64_at(b: &[u8], off: usize) -> u64 {
+    u64::from_le_bytes(b[off..off + 8].try_into().unwrap())
+}
+
+fn install(fs: &FaultFs, path: &str, hex: &str) -> Vec<u8> {
+    let path = PathBuf::from(path);
+    let dir = path.parent().unwrap();
+    fs.create_dir_all(dir).unwrap();
+    let mut bytes = unhex(hex);
+    bytes.resize(4096, 0);
+    let f = fs.create_file(&path).unwrap();
+    f.write_all_at(&bytes, 0).unwrap();
+    f.sync_all().unwrap();
+    fs.sync_dir(dir).unwrap();
+    bytes
+}
+
+#[test]
+fn v1_fixture_layout_matches_the_document() {
+    let b = unhex(STREAM0_V1);
+    // Segment header.
+    assert_eq!(&b[0..8], b"DURAKVWL");
+    assert_eq!(u32_at(&b, 8), 1, "format_version");
+    assert_eq!(u32_at(&b, 12), 0, "stream_id");
+    assert_eq!(u32_at(&b, 16), 2, "stream_count");
+    assert_eq!(u64_at(&b, 24), 1, "epoch");
+    assert_eq!(u64_at(&b, 32), 1, "epoch_start_lsn");
+    assert_eq!(u64_at(&b, 40), 1, "first_lsn");
+    assert_eq!(u32_at(&b, 60), crc32c::crc32c(&b[0..60]), "header_crc");
+    // First batch at 64.
+    let h = 64;
+    let salt = u32_at(&b, 20);
+    let mut crc = crc32c::crc32c(&salt.to_le_bytes());
+    crc = crc32c::crc32c_append(crc, &b[h + 4..h + 48]);
+    assert_eq!(u32_at(&b, h), crc, "batch header_crc");
+    assert_eq!(u32_at(&b, h + 4), 24 + 9, "body_len");
+    assert_eq!(u32_at(&b, h + 8), 1, "record_count");
+    assert_eq!(u64_at(&b, h + 16), 1, "first_lsn");
+    assert_eq!(u64_at(&b, h + 24), 1, "last_lsn");
+    assert_eq!(&b[h + 44..h + 48], b"DKWB");
+    // Its record at 112.
+    let r = h + 48;
+    assert_eq!(u32_at(&b, r), 9, "payload_len");
+    assert_eq!(u64_at(&b, r + 8), 1, "lsn");
+    assert_eq!(u64_at(&b, r + 16), 1_700_000_000_001, "time_ms");
+    assert_eq!(&b[r + 24..r + 33], b"SET k1 v1");
+    let mut rc = crc32c::crc32c(&b[r..r + 4]);
+    rc = crc32c::crc32c_append(rc, &b[r + 8..r + 33]);
+    assert_eq!(u32_at(&b, r + 4), rc, "record_crc");
+    // Trailer, then zero padding to the next multiple of 64.
+    assert_eq!(
+        &b[r + 33..r + 41],
+        &[0xE5, 0x5E, 0xA7, 0x7A, 0xC3, 0x3C, 0x96, 0x69]
+    );
+    assert!(b[r + 41..192].iter().all(|&x| x == 0));
+    assert_eq!(
+        &b[192 + 44..192 + 48],
+        b"DKWB",
+        "second batch starts at 192"
+    );
+}
+
+#[test]
+fn v1_fixture_recovers_exactly() {
+    let fs = FaultFs::new(1);
+    install(
+        &fs,
+        "/data/wal0/wal-000-000001-00000000000000000001.log",
+        STREAM0_V1,
+    );
+    install(
+        &fs,
+        "/data/wal1/wal-001-000001-00000000000000000001.log",
+        STREAM1_V1,
+    );
+    let mut cfg = WalConfig::new(vec!["/data/wal0".into(), "/data/wal1".into()]);
+    cfg.segment_size_bytes = 4096;
+    let mut got = Vec::new();
+    let (wal, stats) = Wal::open(Arc::new(fs.clone()), cfg, 0, &mut |lsn, t, p| {
+        got.push((lsn, t, p.to_vec()));
+        Ok(())
+    })
+    .unwrap();
+    let want: Vec<(u64, u64, Vec<u8>)> = vec![
+        (1, 1_700_000_000_001, b"SET k1 v1".to_vec()),
+        (
+            2,
+            1_700_000_000_002,
+            b"MULTI/EXEC: SET a 1; SET b 2".to_vec(),
+        ),
+        (3, 1_700_000_000_003, b"".to_vec()),
+        (4, 1_700_000_000_004, b"DEL k1".to_vec()),
+    ];
+    assert_eq!(got, want);
+    assert_eq!(stats.last_lsn, 4);
+    assert!(stats.truncated_tail.is_empty() && stats.dropped.is_none() && !stats.new_epoch);
+    assert_eq!(wal.last_lsn(), 4);
+}

@@ -1,0 +1,185 @@
+//! Shared helpers for the `wal_*` integration tests: a reference record of
+//! what was appended, recovery into a vector, and the checks every recovery
+//! must pass (gap-free prefix, nothing invented, nothing acknowledged lost).
+#![allow(dead_code)]
+
+use durakv_engine::io::FileSystem;
+use durakv_engine::wal::{RecoveryStats, Wal, WalConfig, WalError};
+use durakv_engine::Durability;
+use parking_lot::Mutex;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Prints the seed if the test panics while this is alive, whatever
+/// panicked (a helper, a thread join, an unwrap).
+pub struct SeedGuard(pub String);
+
+impl Drop for SeedGuard {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("FAILED at {}", self.0);
+        }
+    }
+}
+
+/// A recovered record: (lsn, time_ms, payload).
+pub type Rec = (u64, u64, Vec<u8>);
+
+/// Stream directories for a simulated disk.
+pub fn sim_dirs(streams: usize) -> Vec<PathBuf> {
+    (0..streams)
+        .map(|i| PathBuf::from(format!("/data/wal{i}")))
+        .collect()
+}
+
+/// A config suited to fast simulated tests.
+pub fn sim_config(streams: usize, segment_size_bytes: u64) -> WalConfig {
+    let mut c = WalConfig::new(sim_dirs(streams));
+    c.segment_size_bytes = segment_size_bytes;
+    c.delayed_flush_ms = 2;
+    c.delayed_flush_bytes = 4096;
+    c.max_pending_bytes = 64 * 1024;
+    c
+}
+
+/// Opens the WAL and collects everything recovery applies.
+pub fn open(
+    fs: Arc<dyn FileSystem>,
+    cfg: &WalConfig,
+    start_after: u64,
+) -> Result<(Wal, RecoveryStats, Vec<Rec>), WalError> {
+    let mut got = Vec::new();
+    let (wal, stats) = Wal::open(fs, cfg.clone(), start_after, &mut |lsn, t, p| {
+        got.push((lsn, t, p.to_vec()));
+        Ok(())
+    })?;
+    Ok((wal, stats, got))
+}
+
+/// lsn -> (time_ms, payload).
+pub type AppendLog = BTreeMap<u64, (u64, Vec<u8>)>;
+
+/// What the test appended.
+#[derive(Default, Clone)]
+pub struct Appended(pub Arc<Mutex<AppendLog>>);
+
+impl Appended {
+    pub fn insert(&self, lsn: u64, time_ms: u64, payload: Vec<u8>) {
+        let prev = self.0.lock().insert(lsn, (time_ms, payload));
+        assert!(prev.is_none(), "LSN {lsn} handed out twice");
+    }
+
+    /// Forgets LSNs above `lsn` (lost in a crash; they will be reused).
+    pub fn forget_above(&self, lsn: u64) {
+        self.0.lock().retain(|&k, _| k <= lsn);
+    }
+
+    pub fn forget_at_or_below(&self, lsn: u64) {
+        self.0.lock().retain(|&k, _| k > lsn);
+    }
+
+    pub fn max_lsn(&self) -> u64 {
+        self.0.lock().keys().next_back().copied().unwrap_or(0)
+    }
+}
+
+/// Random payload: random length (0..max), random bytes (so no payload has
+/// long runs of zeros, see docs/format.md on torn-write detection).
+pub fn payload(rng: &mut StdRng, max: usize) -> Vec<u8> {
+    let n = rng.gen_range(0..max);
+    (0..n).map(|_| rng.gen()).collect()
+}
+
+/// The checks every successful recovery must pass:
+/// - LSNs are exactly `start_after+1 ..= last` (gap-free prefix, in order);
+/// - every record is byte-for-byte what was appended under that LSN;
+/// - every LSN <= `acked` (observed durable before the crash) is present.
+pub fn check_recovered(
+    ctx: &str,
+    got: &[Rec],
+    stats: &RecoveryStats,
+    appended: &Appended,
+    start_after: u64,
+    acked: u64,
+) {
+    let app = appended.0.lock();
+    for (i, (lsn, t, p)) in got.iter().enumerate() {
+        assert_eq!(
+            *lsn,
+            start_after + 1 + i as u64,
+            "{ctx}: recovered LSNs are not a gap-free prefix (position {i})"
+        );
+        match app.get(lsn) {
+            Some((at, ap)) => {
+                assert_eq!(t, at, "{ctx}: LSN {lsn} has the wrong time");
+                assert!(
+                    p == ap,
+                    "{ctx}: LSN {lsn} payload differs from what was appended"
+                );
+            }
+            None => panic!("{ctx}: recovery returned LSN {lsn}, which was never appended"),
+        }
+    }
+    let last = got.last().map_or(start_after, |r| r.0);
+    assert_eq!(
+        stats.last_lsn,
+        last.max(start_after),
+        "{ctx}: stats.last_lsn"
+    );
+    assert!(
+        last >= acked,
+        "{ctx}: acknowledged LSNs lost: durable LSN before the crash was {acked}, recovered up to {last} \
+         (truncated tails {:?}, dropped {:?})",
+        stats.truncated_tail,
+        stats.dropped
+    );
+}
+
+/// Appends `n` records from `threads` threads, each picking stream and
+/// durability at random (`full_ratio` of them `Full`, which also waits for
+/// durability). Stops early once the WAL refuses writes. Returns how many
+/// appends succeeded.
+pub fn workload(
+    wal: &Arc<Wal>,
+    appended: &Appended,
+    seed: u64,
+    threads: usize,
+    n: usize,
+    full_ratio: f64,
+    payload_max: usize,
+) -> usize {
+    let handles: Vec<_> = (0..threads)
+        .map(|t| {
+            let wal = wal.clone();
+            let appended = appended.clone();
+            std::thread::spawn(move || {
+                let mut rng = StdRng::seed_from_u64(seed.wrapping_mul(31).wrapping_add(t as u64));
+                let mut ok = 0;
+                for _ in 0..n {
+                    let p = payload(&mut rng, payload_max);
+                    let time: u64 = rng.gen_range(0..1 << 40);
+                    let stream = rng.gen_range(0..wal.num_streams());
+                    let level = if rng.gen_bool(full_ratio) {
+                        Durability::Full
+                    } else {
+                        Durability::Delayed
+                    };
+                    let r = wal.append(stream, time, level, &mut |b: &mut Vec<u8>| {
+                        b.extend_from_slice(&p)
+                    });
+                    let Ok(lsn) = r else { break };
+                    appended.insert(lsn, time, p);
+                    ok += 1;
+                    if level == Durability::Full && wal.wait_durable(lsn).is_err() {
+                        break;
+                    }
+                }
+                ok
+            })
+        })
+        .collect();
+    handles.into_iter().map(|h| h.join().unwrap()).sum()
+}
