@@ -12,7 +12,7 @@ use crate::command::Ctx;
 use crate::dispatch;
 use crate::errors;
 use crate::state::Shared;
-use bytes::{Bytes, BytesMut};
+use bytes::{Buf, BytesMut};
 use durakv_protocol::{Frame, RequestLimits, RequestParser};
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
@@ -24,9 +24,23 @@ use tokio::net::TcpStream;
 /// Initial read buffer; it grows for large requests up to the query buffer limit.
 const READ_BUFFER_BYTES: usize = 16 * 1024;
 
+/// Replies waiting for their LSN to become durable, in order: their bytes
+/// back to back in one buffer (no allocation per reply), and per reply its
+/// length and dependency.
+#[derive(Default)]
 struct Held {
-    bytes: Bytes,
-    dependency_lsn: u64,
+    bytes: BytesMut,
+    replies: VecDeque<(usize, u64)>,
+}
+
+impl Held {
+    fn is_empty(&self) -> bool {
+        self.replies.is_empty()
+    }
+
+    fn len(&self) -> usize {
+        self.replies.len()
+    }
 }
 
 pub async fn serve(
@@ -68,7 +82,7 @@ async fn run(
     let parser = RequestParser::new(limits);
     let mut rbuf = BytesMut::with_capacity(READ_BUFFER_BYTES);
     let mut out = BytesMut::with_capacity(READ_BUFFER_BYTES);
-    let mut held: VecDeque<Held> = VecDeque::new();
+    let mut held = Held::default();
     let mut durable_rx = shared.durable_tx.subscribe();
     let mut closing = false;
     let handle = client.handle.clone();
@@ -137,7 +151,7 @@ fn process(
     parser: &RequestParser,
     rbuf: &mut BytesMut,
     out: &mut BytesMut,
-    held: &mut VecDeque<Held>,
+    held: &mut Held,
 ) -> bool {
     let durable = shared.durable_lsn();
     let mut asked_for_sync = false;
@@ -198,42 +212,39 @@ fn process(
     }
 }
 
-fn push(
-    client: &ClientState,
-    out: &mut BytesMut,
-    held: &mut VecDeque<Held>,
-    frame: Frame,
-    dep: u64,
-) {
+fn push(client: &ClientState, out: &mut BytesMut, held: &mut Held, frame: Frame, dep: u64) {
     if dep == 0 && held.is_empty() {
         frame.encode(client.protocol, out);
         return;
     }
-    let mut b = BytesMut::new();
-    frame.encode(client.protocol, &mut b);
-    held.push_back(Held {
-        bytes: b.freeze(),
-        dependency_lsn: dep,
-    });
+    let before = held.bytes.len();
+    frame.encode(client.protocol, &mut held.bytes);
+    held.replies.push_back((held.bytes.len() - before, dep));
 }
 
 /// Moves held replies whose dependency is durable to `out`, in order. If the
 /// log has failed, replies that can never become durable become errors.
-fn release(shared: &Shared, out: &mut BytesMut, held: &mut VecDeque<Held>) {
+fn release(shared: &Shared, out: &mut BytesMut, held: &mut Held) {
     if held.is_empty() {
         return;
     }
     let durable = shared.durable_lsn();
     let failed = shared.log_failure().is_some();
-    while let Some(h) = held.front() {
-        if h.dependency_lsn <= durable {
-            out.extend_from_slice(&h.bytes);
+    let mut ready = 0;
+    while let Some(&(len, dep)) = held.replies.front() {
+        if dep <= durable {
+            ready += len;
         } else if failed {
-            // Each held reply is exactly one reply, so substituting keeps order.
+            out.extend_from_slice(&held.bytes[..ready]);
+            held.bytes.advance(ready + len);
+            ready = 0;
+            // Each entry is exactly one reply, so substituting keeps order.
             errors::err(errors::NOT_DURABLE).encode(durakv_protocol::Protocol::Resp2, out);
         } else {
             break;
         }
-        held.pop_front();
+        held.replies.pop_front();
     }
+    out.extend_from_slice(&held.bytes[..ready]);
+    held.bytes.advance(ready);
 }
