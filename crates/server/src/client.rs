@@ -134,6 +134,28 @@ impl ClientState {
         self.handle.id
     }
 
+    /// A cheap fingerprint of the fields other clients must see at once
+    /// (CLIENT LIST/KILL by name, db, level); the rest may lag a little.
+    pub fn info_signature(&self) -> [usize; 8] {
+        let ptr = |b: &Option<Bytes>| {
+            b.as_ref()
+                .map(|b| b.as_ptr() as usize ^ b.len())
+                .unwrap_or(0)
+        };
+        [
+            ptr(&self.name),
+            self.db,
+            self.durability
+                .map(|d| d.strictness() as usize + 1)
+                .unwrap_or(0),
+            self.protocol.version() as usize,
+            self.multi.as_ref().map(|m| m.queued.len() + 1).unwrap_or(0),
+            self.watched.len(),
+            ptr(&self.lib_name) ^ ptr(&self.lib_ver),
+            self.user.len(),
+        ]
+    }
+
     /// Copies the fields CLIENT LIST shows into the shared handle.
     pub fn publish_info(&self, qbuf: usize, omem: usize) {
         let mut i = self.handle.info.lock();

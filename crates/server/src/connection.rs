@@ -23,6 +23,8 @@ use tokio::net::TcpStream;
 
 /// Initial read buffer; it grows for large requests up to the query buffer limit.
 const READ_BUFFER_BYTES: usize = 16 * 1024;
+/// How stale CLIENT LIST's per-client counters (qbuf, cmd) may get.
+const INFO_REFRESH: Duration = Duration::from_millis(20);
 
 /// Replies waiting for their LSN to become durable, in order: their bytes
 /// back to back in one buffer (no allocation per reply), and per reply its
@@ -86,12 +88,21 @@ async fn run(
     let mut durable_rx = shared.durable_tx.subscribe();
     let mut closing = false;
     let handle = client.handle.clone();
+    let mut published_sig = [usize::MAX; 8];
+    let mut published_at = std::time::Instant::now();
     loop {
         if !closing {
             closing = process(shared, client, &parser, &mut rbuf, &mut out, &mut held);
         }
         release(shared, &mut out, &mut held);
-        client.publish_info(rbuf.len(), held.len());
+        // Publishing takes a lock and copies strings: do it when something
+        // others must see changed, otherwise at most every few milliseconds.
+        let sig = client.info_signature();
+        if sig != published_sig || published_at.elapsed() >= INFO_REFRESH {
+            client.publish_info(rbuf.len(), held.len());
+            published_sig = sig;
+            published_at = std::time::Instant::now();
+        }
         if !out.is_empty() {
             shared
                 .stats
