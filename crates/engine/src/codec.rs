@@ -524,21 +524,85 @@ mod tests {
         let mut z = ZSet::default();
         z.insert(b("m"), 1.5);
         let muts = vec![
-            Mutation::key(0, b("k"), KeyOp::SetString { value: b("v"), expire: ExpireMode::At(99) }),
-            Mutation::key(1, b("k"), KeyOp::SetString { value: b("v"), expire: ExpireMode::Keep }),
-            Mutation::key(1, b("z"), KeyOp::Restore { value: Value::ZSet(z), expire_at_ms: 5 }),
+            Mutation::key(
+                0,
+                b("k"),
+                KeyOp::SetString {
+                    value: b("v"),
+                    expire: ExpireMode::At(99),
+                },
+            ),
+            Mutation::key(
+                1,
+                b("k"),
+                KeyOp::SetString {
+                    value: b("v"),
+                    expire: ExpireMode::Keep,
+                },
+            ),
+            Mutation::key(
+                1,
+                b("z"),
+                KeyOp::Restore {
+                    value: Value::ZSet(z),
+                    expire_at_ms: 5,
+                },
+            ),
             Mutation::key(2, b("k"), KeyOp::Del),
             Mutation::key(2, b("k"), KeyOp::Expire { at_ms: 7 }),
             Mutation::key(2, b("k"), KeyOp::Append(b("x"))),
-            Mutation::key(2, b("k"), KeyOp::SetRange { offset: 3, data: b("y") }),
+            Mutation::key(
+                2,
+                b("k"),
+                KeyOp::SetRange {
+                    offset: 3,
+                    data: b("y"),
+                },
+            ),
             Mutation::key(3, b("h"), KeyOp::HSet(vec![(b("f"), b("v"))])),
             Mutation::key(3, b("h"), KeyOp::HDel(vec![b("f")])),
-            Mutation::key(4, b("l"), KeyOp::Push { left: true, items: vec![b("a")] }),
-            Mutation::key(4, b("l"), KeyOp::Pop { left: false, count: 2 }),
-            Mutation::key(4, b("l"), KeyOp::LSet { index: -1, item: b("a") }),
-            Mutation::key(4, b("l"), KeyOp::LRem { count: -2, item: b("a") }),
+            Mutation::key(
+                4,
+                b("l"),
+                KeyOp::Push {
+                    left: true,
+                    items: vec![b("a")],
+                },
+            ),
+            Mutation::key(
+                4,
+                b("l"),
+                KeyOp::Pop {
+                    left: false,
+                    count: 2,
+                },
+            ),
+            Mutation::key(
+                4,
+                b("l"),
+                KeyOp::LSet {
+                    index: -1,
+                    item: b("a"),
+                },
+            ),
+            Mutation::key(
+                4,
+                b("l"),
+                KeyOp::LRem {
+                    count: -2,
+                    item: b("a"),
+                },
+            ),
             Mutation::key(4, b("l"), KeyOp::LTrim { start: 1, stop: -1 }),
-            Mutation::key(4, b("l"), KeyOp::LInsert { before: true, pivot: b("a"), item: b("b") }),
+            Mutation::key(
+                4,
+                b("l"),
+                KeyOp::LInsert {
+                    before: true,
+                    pivot: b("a"),
+                    item: b("b"),
+                },
+            ),
             Mutation::key(5, b("s"), KeyOp::SAdd(vec![b("a")])),
             Mutation::key(5, b("s"), KeyOp::SRem(vec![b("a")])),
             Mutation::key(6, b("z"), KeyOp::ZAdd(vec![(f64::INFINITY, b("a"))])),
@@ -563,7 +627,9 @@ mod tests {
             let len = (seed % 64) as usize;
             let mut v = vec![PAYLOAD_VERSION];
             for _ in 0..len {
-                seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
                 v.push((seed >> 56) as u8 % 20);
             }
             let _ = decode_mutations(&Bytes::from(v));

@@ -174,7 +174,12 @@ impl Db {
 
     /// Active expiry: samples up to `samples` keys with a TTL and removes the
     /// expired ones. Returns (sampled, expired).
-    pub fn expire_sample(&mut self, samples: usize, now_ms: u64, rng: &mut impl rand::Rng) -> (usize, usize) {
+    pub fn expire_sample(
+        &mut self,
+        samples: usize,
+        now_ms: u64,
+        rng: &mut impl rand::Rng,
+    ) -> (usize, usize) {
         let mut expired = 0;
         let n = samples.min(self.volatile.len());
         for _ in 0..n {

@@ -55,7 +55,9 @@ impl FromStr for Durability {
             "full" => Ok(Durability::Full),
             "delayed" => Ok(Durability::Delayed),
             "none" => Ok(Durability::None),
-            other => Err(format!("invalid durability level '{other}' (expected full, delayed or none)")),
+            other => Err(format!(
+                "invalid durability level '{other}' (expected full, delayed or none)"
+            )),
         }
     }
 }

@@ -31,10 +31,15 @@ pub fn shard_for_key(key: &[u8], shard_count: usize) -> usize {
 
 impl Keyspace {
     pub fn new(num_dbs: usize, shard_count: usize) -> Keyspace {
-        assert!(shard_count.is_power_of_two(), "shard count must be a power of two");
+        assert!(
+            shard_count.is_power_of_two(),
+            "shard count must be a power of two"
+        );
         assert!(num_dbs > 0, "at least one database");
         Keyspace {
-            shards: (0..shard_count).map(|_| Mutex::new(Shard::new(num_dbs))).collect(),
+            shards: (0..shard_count)
+                .map(|_| Mutex::new(Shard::new(num_dbs)))
+                .collect(),
             num_dbs,
         }
     }

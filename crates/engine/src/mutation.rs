@@ -29,22 +29,52 @@ pub enum ExpireMode {
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum KeyOp {
-    SetString { value: Bytes, expire: ExpireMode },
+    SetString {
+        value: Bytes,
+        expire: ExpireMode,
+    },
     /// Replaces the key with a whole value (COPY, RENAME, restore).
-    Restore { value: Value, expire_at_ms: u64 },
+    Restore {
+        value: Value,
+        expire_at_ms: u64,
+    },
     Del,
     /// Sets (or with 0, clears) the absolute expiry of an existing key.
-    Expire { at_ms: u64 },
+    Expire {
+        at_ms: u64,
+    },
     Append(Bytes),
-    SetRange { offset: u64, data: Bytes },
+    SetRange {
+        offset: u64,
+        data: Bytes,
+    },
     HSet(Vec<(Bytes, Bytes)>),
     HDel(Vec<Bytes>),
-    Push { left: bool, items: Vec<Bytes> },
-    Pop { left: bool, count: u64 },
-    LSet { index: i64, item: Bytes },
-    LRem { count: i64, item: Bytes },
-    LTrim { start: i64, stop: i64 },
-    LInsert { before: bool, pivot: Bytes, item: Bytes },
+    Push {
+        left: bool,
+        items: Vec<Bytes>,
+    },
+    Pop {
+        left: bool,
+        count: u64,
+    },
+    LSet {
+        index: i64,
+        item: Bytes,
+    },
+    LRem {
+        count: i64,
+        item: Bytes,
+    },
+    LTrim {
+        start: i64,
+        stop: i64,
+    },
+    LInsert {
+        before: bool,
+        pivot: Bytes,
+        item: Bytes,
+    },
     SAdd(Vec<Bytes>),
     SRem(Vec<Bytes>),
     /// Members with their final scores (ZINCRBY is logged as its result).
@@ -157,12 +187,7 @@ fn err(db: u32, key: &[u8], op: &KeyOp, reason: &'static str) -> ApplyError {
 const WRONG_TYPE: &str = "existing value has another type";
 
 /// The existing collection for `key`, created empty when missing.
-fn collection<'a>(
-    d: &'a mut Db,
-    key: &Bytes,
-    now_ms: u64,
-    make: fn() -> Value,
-) -> &'a mut Entry {
+fn collection<'a>(d: &'a mut Db, key: &Bytes, now_ms: u64, make: fn() -> Value) -> &'a mut Entry {
     if d.get(key, now_ms).is_none() {
         d.insert(key.clone(), Entry::new(make()));
     }
@@ -410,7 +435,11 @@ pub fn list_range(len: usize, start: i64, stop: i64) -> Option<(usize, usize)> {
 /// LREM: removes up to |count| occurrences (from the head if count > 0, from
 /// the tail if < 0, all if 0). Returns how many were removed.
 pub fn list_remove(l: &mut ListValue, count: i64, item: &[u8]) -> usize {
-    let limit = if count == 0 { usize::MAX } else { count.unsigned_abs() as usize };
+    let limit = if count == 0 {
+        usize::MAX
+    } else {
+        count.unsigned_abs() as usize
+    };
     let mut removed = 0;
     if count >= 0 {
         let mut i = 0;

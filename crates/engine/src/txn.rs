@@ -124,7 +124,10 @@ impl<'a> Txn<'a> {
                 m.apply(&mut self.guards[slot].1, now)?;
             }
             None => {
-                assert!(self.holds_all(), "database-wide mutation without all shards locked");
+                assert!(
+                    self.holds_all(),
+                    "database-wide mutation without all shards locked"
+                );
                 for (_, g) in self.guards.iter_mut() {
                     m.apply(g, now)?;
                 }
@@ -141,7 +144,11 @@ impl<'a> Txn<'a> {
     /// Writes the queued mutations as one log record (when `level` is logged
     /// and a log exists), stamps the LSN on what they touched, and releases
     /// the locks.
-    pub fn commit(mut self, log: Option<&dyn CommitLog>, level: Durability) -> Result<CommitOutcome, CommitError> {
+    pub fn commit(
+        mut self,
+        log: Option<&dyn CommitLog>,
+        level: Durability,
+    ) -> Result<CommitOutcome, CommitError> {
         let mutations = self.muts.len();
         if self.muts.is_empty() {
             return Ok(CommitOutcome {
@@ -160,7 +167,9 @@ impl<'a> Txn<'a> {
         // One record in one stream keeps a multi-key commit all-or-nothing;
         // the stream of the first key spreads single-key load across streams.
         let stream = match self.muts.iter().find_map(|m| m.target_key()) {
-            Some(k) => crate::keyspace::shard_for_key(k, self.shard_count) % log.num_streams().max(1),
+            Some(k) => {
+                crate::keyspace::shard_for_key(k, self.shard_count) % log.num_streams().max(1)
+            }
             None => 0,
         };
         let muts = &self.muts;

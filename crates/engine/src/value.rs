@@ -120,7 +120,11 @@ impl Value {
                 }
             }
             Value::Hash(h) => {
-                let max = h.iter().map(|(k, v)| k.len().max(v.len())).max().unwrap_or(0);
+                let max = h
+                    .iter()
+                    .map(|(k, v)| k.len().max(v.len()))
+                    .max()
+                    .unwrap_or(0);
                 if small(h.len(), max) {
                     "listpack"
                 } else {
@@ -163,7 +167,8 @@ pub fn parse_i64(b: &[u8]) -> Option<i64> {
     }
     let s = std::str::from_utf8(b).ok()?;
     let digits = s.strip_prefix('-').unwrap_or(s);
-    if digits.is_empty() || digits.starts_with('+') || (digits.len() > 1 && digits.starts_with('0')) {
+    if digits.is_empty() || digits.starts_with('+') || (digits.len() > 1 && digits.starts_with('0'))
+    {
         return None;
     }
     if s == "-0" {
@@ -189,7 +194,13 @@ mod tests {
     #[test]
     fn encodings() {
         assert_eq!(Value::Str(Bytes::from_static(b"12")).encoding_name(), "int");
-        assert_eq!(Value::Str(Bytes::from_static(b"abc")).encoding_name(), "embstr");
-        assert_eq!(Value::Str(Bytes::from(vec![b'a'; 45])).encoding_name(), "raw");
+        assert_eq!(
+            Value::Str(Bytes::from_static(b"abc")).encoding_name(),
+            "embstr"
+        );
+        assert_eq!(
+            Value::Str(Bytes::from(vec![b'a'; 45])).encoding_name(),
+            "raw"
+        );
     }
 }
