@@ -17,7 +17,10 @@
 //!   collects mutations and commits them as one log record.
 //! - [`io`]: the file-system trait and its OS and fault-injecting implementations.
 //! - [`wal`]: segments, records, group commit, parallel streams, recovery.
+//! - [`checkpoint`]: snapshots of the keyspace that bound recovery time and
+//!   let the log be truncated; [`store`] opens a directory (checkpoint + log).
 
+pub mod checkpoint;
 pub mod codec;
 pub mod db;
 pub mod durability;

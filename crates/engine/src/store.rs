@@ -1,18 +1,41 @@
-//! Opening a data directory: take its lock, rebuild the keyspace from the
-//! write-ahead log, and hand back everything a server (or the embedded
-//! benchmark) needs to commit writes.
+//! Opening a data directory: take its lock, load the newest checkpoint that
+//! verifies, replay the write-ahead log after it, and hand back everything a
+//! server (or the embedded benchmark) needs to commit writes and take
+//! further checkpoints.
+//!
+//! Recovery, step by step:
+//! 1. Lock `<dir>/LOCK` (on the real file system: the lock is a kernel
+//!    `flock`), then go through [`FileSystem`] for everything else.
+//! 2. Open the checkpoint directory (deleting temp files of an interrupted
+//!    checkpoint) and try checkpoints newest first. A damaged one is logged,
+//!    set aside as `*.dkcp.corrupt` once an older one has loaded, and the
+//!    next older one is tried; if files exist but none loads, start-up stops
+//!    (the log alone may no longer be complete).
+//! 3. Open the log with `start_after_lsn` = the checkpoint's replay LSN and
+//!    apply each record only to the shards whose recorded LSN is below it
+//!    ([`replay`]).
+//! 4. Check the log reaches every LSN the checkpoint contains.
+//! 5. If the checkpoint was written with another shard or database count,
+//!    redistribute its keys into a keyspace of the configured shape.
 
+use crate::checkpoint::{
+    self, CheckpointConfig, CheckpointError, CheckpointStats, CheckpointStatus, Checkpointer,
+    LoadedCheckpoint,
+};
 use crate::codec;
 use crate::io::FileSystem;
 use crate::keyspace::Keyspace;
 use crate::lock::DirLock;
+use crate::mutation::Mutation;
+use crate::shard::Shard;
 use crate::txn::CommitLog;
 use crate::wal::{RecoveryMode, RecoveryStats, Wal, WalConfig, WalError};
 use crate::Durability;
 use bytes::Bytes;
-use std::path::PathBuf;
+use parking_lot::MutexGuard;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Everything needed to open a store.
 #[derive(Debug, Clone)]
@@ -26,6 +49,14 @@ pub struct StoreConfig {
     pub delayed_flush_ms: u64,
     pub delayed_flush_bytes: u64,
     pub recovery_mode: RecoveryMode,
+    /// Checkpoint directory; `None` means `<dir>/checkpoints`.
+    pub checkpoint_dir: Option<PathBuf>,
+    /// Checkpoints kept besides the newest (`checkpoint-keep`, default 2).
+    pub checkpoint_keep: usize,
+    /// Threads loading a checkpoint at start-up (0: one per CPU).
+    pub checkpoint_load_threads: usize,
+    /// Serialized bytes per checkpoint block (default 1 MiB).
+    pub checkpoint_block_target_bytes: usize,
 }
 
 impl StoreConfig {
@@ -39,6 +70,10 @@ impl StoreConfig {
             delayed_flush_ms: crate::wal::DEFAULT_DELAYED_FLUSH_MS,
             delayed_flush_bytes: crate::wal::DEFAULT_DELAYED_FLUSH_BYTES,
             recovery_mode: RecoveryMode::Strict,
+            checkpoint_dir: None,
+            checkpoint_keep: checkpoint::DEFAULT_KEEP,
+            checkpoint_load_threads: 0,
+            checkpoint_block_target_bytes: checkpoint::DEFAULT_BLOCK_TARGET_BYTES,
         }
     }
 
@@ -48,6 +83,20 @@ impl StoreConfig {
         } else {
             self.wal_dirs.clone()
         }
+    }
+
+    pub fn checkpoint_dir(&self) -> PathBuf {
+        self.checkpoint_dir
+            .clone()
+            .unwrap_or_else(|| self.dir.join("checkpoints"))
+    }
+
+    fn checkpoint_config(&self) -> CheckpointConfig {
+        let mut c = CheckpointConfig::new(self.checkpoint_dir());
+        c.keep = self.checkpoint_keep;
+        c.load_threads = self.checkpoint_load_threads;
+        c.block_target_bytes = self.checkpoint_block_target_bytes;
+        c
     }
 }
 
@@ -62,14 +111,44 @@ pub enum OpenError {
     },
     #[error(transparent)]
     Wal(#[from] WalError),
+    #[error(transparent)]
+    Checkpoint(#[from] CheckpointError),
+}
+
+/// What recovery did with checkpoints.
+#[derive(Debug, Clone, Default)]
+pub struct CheckpointRecovery {
+    /// The checkpoint loaded, if any.
+    pub loaded: Option<LoadedCheckpoint>,
+    /// Newer checkpoints that could not be loaded (newest first), and why.
+    /// Non-empty means recovery fell back and replayed more log.
+    pub fallbacks: Vec<(PathBuf, String)>,
+    /// The checkpoint had another shard or database count than configured,
+    /// so its keys were redistributed.
+    pub resharded: bool,
+    /// Time spent loading (and redistributing), excluding log replay.
+    pub duration: Duration,
 }
 
 /// An open data directory.
 pub struct Store {
     pub keyspace: Keyspace,
     pub wal: Arc<Wal>,
+    /// What log replay found and did.
     pub recovery: RecoveryStats,
+    pub checkpoint_recovery: CheckpointRecovery,
+    pub checkpointer: Arc<Checkpointer>,
     _lock: DirLock,
+}
+
+/// A [`Store`] taken apart (the lock must live as long as the directory is used).
+pub struct StoreParts {
+    pub keyspace: Keyspace,
+    pub wal: Arc<Wal>,
+    pub recovery: RecoveryStats,
+    pub checkpoint_recovery: CheckpointRecovery,
+    pub checkpointer: Arc<Checkpointer>,
+    pub lock: DirLock,
 }
 
 impl Store {
@@ -84,26 +163,104 @@ impl Store {
             source,
         })?;
         let lock = DirLock::acquire(&cfg.dir)?;
-        let keyspace = Keyspace::new(cfg.databases, cfg.shards);
+        let checkpointer = Checkpointer::open(fs.clone(), cfg.checkpoint_config())?;
+        let load_started = Instant::now();
+        let (keyspace, loaded, fallbacks) = load_newest(fs.as_ref(), &checkpointer, cfg)?;
+        let mut load_duration = load_started.elapsed();
+
         let mut wal_cfg = WalConfig::new(cfg.wal_dirs());
         wal_cfg.segment_size_bytes = cfg.wal_segment_size_bytes;
         wal_cfg.delayed_flush_ms = cfg.delayed_flush_ms;
         wal_cfg.delayed_flush_bytes = cfg.delayed_flush_bytes;
         wal_cfg.recovery_mode = cfg.recovery_mode;
-        let mut apply = |lsn: u64, time_ms: u64, payload: &[u8]| replay(&keyspace, lsn, time_ms, payload);
-        let (wal, recovery) = Wal::open(fs, wal_cfg, 0, &mut apply)?;
+        let start_after = loaded.as_ref().map_or(0, |l| l.replay_lsn);
+        let mut apply =
+            |lsn: u64, time_ms: u64, payload: &[u8]| replay(&keyspace, lsn, time_ms, payload);
+        let (wal, recovery) = Wal::open(fs, wal_cfg, start_after, &mut apply)?;
+
+        if let Some(l) = &loaded {
+            if recovery.last_lsn < l.max_shard_lsn {
+                let err = CheckpointError::LogBehindCheckpoint {
+                    file: l.path.clone(),
+                    log_last_lsn: recovery.last_lsn,
+                    checkpoint_lsn: l.max_shard_lsn,
+                };
+                if cfg.recovery_mode == RecoveryMode::Strict {
+                    return Err(err.into());
+                }
+                // New LSNs restart after the log's end; no shard may claim
+                // to contain them already.
+                tracing::error!("{err}; continuing (tolerate-corruption)");
+                for i in 0..keyspace.num_shards() {
+                    let mut s = keyspace.shard(i).lock();
+                    s.applied_lsn = s.applied_lsn.min(recovery.last_lsn);
+                }
+            }
+        }
+        let mut resharded = false;
+        let keyspace = match &loaded {
+            Some(l)
+                if keyspace.num_shards() != cfg.shards || keyspace.num_dbs() != cfg.databases =>
+            {
+                let started = Instant::now();
+                tracing::warn!(
+                    "checkpoint {} has {} shards and {} databases, the configuration {} and {}: redistributing keys",
+                    l.path.display(),
+                    l.shard_count,
+                    l.db_count,
+                    cfg.shards,
+                    cfg.databases
+                );
+                let ks = reshard(
+                    &keyspace,
+                    cfg.databases,
+                    cfg.shards,
+                    recovery.last_lsn,
+                    &l.path,
+                )?;
+                resharded = true;
+                load_duration += started.elapsed();
+                ks
+            }
+            _ => keyspace,
+        };
         Ok(Store {
             keyspace,
             wal: Arc::new(wal),
             recovery,
+            checkpoint_recovery: CheckpointRecovery {
+                loaded,
+                fallbacks,
+                resharded,
+                duration: load_duration,
+            },
+            checkpointer: Arc::new(checkpointer),
             _lock: lock,
         })
     }
 
-    /// Splits the store into its parts (the lock must live as long as the
-    /// server uses the directory).
-    pub fn into_parts(self) -> (Keyspace, Arc<Wal>, RecoveryStats, DirLock) {
-        (self.keyspace, self.wal, self.recovery, self._lock)
+    /// Splits the store into its parts.
+    pub fn into_parts(self) -> StoreParts {
+        StoreParts {
+            keyspace: self.keyspace,
+            wal: self.wal,
+            recovery: self.recovery,
+            checkpoint_recovery: self.checkpoint_recovery,
+            checkpointer: self.checkpointer,
+            lock: self._lock,
+        }
+    }
+
+    /// Takes a checkpoint now, on the calling thread (see
+    /// [`Checkpointer::checkpoint`]); then deletes old checkpoints and
+    /// truncates the log.
+    pub fn checkpoint(&self) -> Result<CheckpointStats, CheckpointError> {
+        self.checkpointer
+            .checkpoint(&self.keyspace, Some(&self.wal))
+    }
+
+    pub fn checkpoint_status(&self) -> CheckpointStatus {
+        self.checkpointer.status()
     }
 
     /// Closes the log cleanly (flush and fsync everything pending).
@@ -112,31 +269,233 @@ impl Store {
     }
 }
 
+/// A keyspace shaped like the loaded checkpoint, the checkpoint, and the
+/// newer ones that failed.
+type Loaded = (Keyspace, Option<LoadedCheckpoint>, Vec<(PathBuf, String)>);
+
+/// Loads the newest checkpoint that verifies into a keyspace shaped like
+/// it; falls back to older ones. Returns an empty keyspace of the
+/// configured shape when there are no checkpoints.
+fn load_newest(
+    fs: &dyn FileSystem,
+    ckpt: &Checkpointer,
+    cfg: &StoreConfig,
+) -> Result<Loaded, OpenError> {
+    use checkpoint::format::FileKind;
+    let files = ckpt.files()?;
+    let snapshots: Vec<_> = files
+        .iter()
+        .filter(|f| f.kind == FileKind::Snapshot)
+        .collect();
+    if snapshots.is_empty() {
+        if let Some(c) = files.iter().find(|f| f.kind == FileKind::Corrupt) {
+            return Err(CheckpointError::NoUsableCheckpoint {
+                dir: ckpt.dir().to_path_buf(),
+                details: format!(
+                    "only checkpoints set aside as corrupt remain (e.g. {})",
+                    c.path.display()
+                ),
+            }
+            .into());
+        }
+        return Ok((Keyspace::new(cfg.databases, cfg.shards), None, Vec::new()));
+    }
+    let threads = ckpt.config().effective_load_threads();
+    let mut failed: Vec<(PathBuf, CheckpointError)> = Vec::new();
+    for f in snapshots {
+        let attempt = checkpoint::read_summary(fs, &f.path).and_then(|s| {
+            let dbs = cfg.databases.max(s.header.db_count as usize);
+            let ks = Keyspace::new(dbs, s.header.shard_count as usize);
+            let l = checkpoint::load_into(fs, &f.path, &ks, threads)?;
+            Ok((ks, l))
+        });
+        match attempt {
+            Ok((ks, l)) => {
+                tracing::info!(
+                    "loaded checkpoint {} ({} keys, {} bytes) in {:.3}s; replaying the log after LSN {}",
+                    l.path.display(),
+                    l.keys,
+                    l.file_bytes,
+                    l.duration.as_secs_f64(),
+                    l.replay_lsn
+                );
+                if !failed.is_empty() {
+                    tracing::warn!(
+                        "recovering from the older checkpoint {} because {} newer one(s) could not be loaded; more log is replayed, nothing acknowledged is lost",
+                        l.path.display(),
+                        failed.len()
+                    );
+                }
+                // Set damaged files aside (only now that a good one loaded,
+                // so a failed start-up changes nothing on disk).
+                let mut moved = false;
+                for (path, e) in &failed {
+                    if !e.is_corruption() {
+                        continue;
+                    }
+                    if let Some((seq, _)) = checkpoint::format::parse_file_name(path) {
+                        let to = checkpoint::format::corrupt_path(ckpt.dir(), seq);
+                        match fs.rename(path, &to) {
+                            Ok(()) => {
+                                moved = true;
+                                tracing::warn!(
+                                    "set the damaged checkpoint aside as {}",
+                                    to.display()
+                                );
+                            }
+                            Err(e) => tracing::warn!("could not set {} aside: {e}", path.display()),
+                        }
+                    }
+                }
+                if moved {
+                    fs.sync_dir(ckpt.dir()).map_err(|e| CheckpointError::Io {
+                        path: ckpt.dir().to_path_buf(),
+                        source: e,
+                    })?;
+                }
+                let fallbacks = failed
+                    .into_iter()
+                    .map(|(p, e)| (p, e.to_string()))
+                    .collect();
+                return Ok((ks, Some(l), fallbacks));
+            }
+            Err(e) => {
+                tracing::error!(
+                    "checkpoint {} cannot be loaded, trying an older one: {e}",
+                    f.path.display()
+                );
+                failed.push((f.path.clone(), e));
+            }
+        }
+    }
+    let details = failed
+        .iter()
+        .map(|(_, e)| e.to_string())
+        .collect::<Vec<_>>()
+        .join("; ");
+    Err(CheckpointError::NoUsableCheckpoint {
+        dir: ckpt.dir().to_path_buf(),
+        details,
+    }
+    .into())
+}
+
+/// Moves every key of `old` into a new keyspace of the configured shape.
+/// Every recovered record is applied by now, so every new shard is at
+/// `last_lsn`.
+fn reshard(
+    old: &Keyspace,
+    databases: usize,
+    shards: usize,
+    last_lsn: u64,
+    file: &Path,
+) -> Result<Keyspace, CheckpointError> {
+    let new = Keyspace::new(databases, shards);
+    for i in 0..old.num_shards() {
+        let dbs = std::mem::take(&mut old.shard(i).lock().dbs);
+        for (db, d) in dbs.into_iter().enumerate() {
+            if d.is_empty() {
+                continue;
+            }
+            if db >= databases {
+                return Err(CheckpointError::TooFewDatabases {
+                    file: file.to_path_buf(),
+                    db,
+                    databases,
+                });
+            }
+            for (k, e) in d.iter() {
+                let j = new.shard_index(k);
+                new.shard(j).lock().dbs[db].insert(k.clone(), e.clone());
+            }
+        }
+    }
+    for j in 0..new.num_shards() {
+        new.shard(j).lock().applied_lsn = last_lsn;
+    }
+    Ok(new)
+}
+
 /// Applies one recovered record to the keyspace, with the record's commit
 /// time as "now" so expiry decisions replay exactly as they were made.
+///
+/// Each shard gets the record only if its `applied_lsn` is below `lsn`: a
+/// shard loaded from a checkpoint already contains every record up to the
+/// LSN recorded for it. Key mutations go to their key's shard; database-wide
+/// ones (FLUSHDB, FLUSHALL, SWAPDB) to every shard that needs the record.
+/// Without a checkpoint every shard starts at 0, so everything applies.
 pub fn replay(keyspace: &Keyspace, lsn: u64, time_ms: u64, payload: &[u8]) -> Result<(), String> {
     let payload = Bytes::copy_from_slice(payload);
     let muts = codec::decode_mutations(&payload).map_err(|e| format!("record {lsn}: {e}"))?;
-    let whole = muts.iter().any(|m| m.target_key().is_none());
-    let mut txn = if whole {
-        keyspace.lock_all(time_ms)
-    } else {
-        keyspace.lock_keys(muts.iter().filter_map(|m| m.target_key().map(|k| &k[..])), time_ms)
-    };
-    for m in muts {
-        if let Some(db) = mutation_db(&m) {
+    for m in &muts {
+        if let Some(db) = mutation_db(m) {
             if db >= keyspace.num_dbs() {
-                return Err(format!("record {lsn}: database {db} does not exist (databases is {})", keyspace.num_dbs()));
+                return Err(format!(
+                    "record {lsn}: database {db} does not exist (databases is {})",
+                    keyspace.num_dbs()
+                ));
             }
         }
-        txn.apply(m).map_err(|e| format!("record {lsn}: {e}"))?;
     }
-    txn.finish_replayed(lsn);
+    let whole = muts.iter().any(|m| m.target_key().is_none());
+    let mut idx: Vec<usize> = if whole {
+        (0..keyspace.num_shards()).collect()
+    } else {
+        muts.iter()
+            .filter_map(|m| m.target_key().map(|k| keyspace.shard_index(k)))
+            .collect()
+    };
+    idx.sort_unstable();
+    idx.dedup();
+    // Ascending order, like every other multi-shard lock.
+    let mut guards: Vec<(usize, MutexGuard<'_, Shard>)> = idx
+        .into_iter()
+        .map(|i| (i, keyspace.shard(i).lock()))
+        .filter(|(_, g)| g.applied_lsn < lsn)
+        .collect();
+    if guards.is_empty() {
+        return Ok(());
+    }
+    for m in &muts {
+        match m {
+            Mutation::Key { db, key, .. } => {
+                let s = keyspace.shard_index(key);
+                let Ok(pos) = guards.binary_search_by_key(&s, |(i, _)| *i) else {
+                    continue;
+                };
+                let shard = &mut guards[pos].1;
+                m.apply(shard, time_ms)
+                    .map_err(|e| format!("record {lsn}: {e}"))?;
+                let d = &mut shard.dbs[*db as usize];
+                match d.get_mut(key, time_ms) {
+                    Some(e) => e.lsn = lsn,
+                    None => d.miss_lsn = d.miss_lsn.max(lsn),
+                }
+            }
+            _ => {
+                for (_, g) in guards.iter_mut() {
+                    m.apply(g, time_ms)
+                        .map_err(|e| format!("record {lsn}: {e}"))?;
+                    match m {
+                        Mutation::FlushDb { db } => g.dbs[*db as usize].miss_lsn = lsn,
+                        Mutation::FlushAll => g.dbs.iter_mut().for_each(|d| d.miss_lsn = lsn),
+                        Mutation::SwapDb { a, b } => {
+                            g.dbs[*a as usize].floor_lsn = lsn;
+                            g.dbs[*b as usize].floor_lsn = lsn;
+                        }
+                        Mutation::Key { .. } => {}
+                    }
+                }
+            }
+        }
+    }
+    for (_, g) in guards.iter_mut() {
+        g.applied_lsn = lsn;
+    }
     Ok(())
 }
 
-fn mutation_db(m: &crate::mutation::Mutation) -> Option<usize> {
-    use crate::mutation::Mutation;
+fn mutation_db(m: &Mutation) -> Option<usize> {
     match m {
         Mutation::Key { db, .. } | Mutation::FlushDb { db } => Some(*db as usize),
         Mutation::SwapDb { a, b } => Some((*a).max(*b) as usize),

@@ -57,7 +57,9 @@ impl Op {
                 },
             ),
             Op::Del(db, k) => Mutation::key(*db as u32, b(k), KeyOp::Del),
-            Op::HSet(db, k, f, v) => Mutation::key(*db as u32, b(k), KeyOp::HSet(vec![(b(f), b(v))])),
+            Op::HSet(db, k, f, v) => {
+                Mutation::key(*db as u32, b(k), KeyOp::HSet(vec![(b(f), b(v))]))
+            }
             Op::FlushDb(db) => Mutation::FlushDb { db: *db as u32 },
         }
     }
@@ -65,7 +67,10 @@ impl Op {
     fn apply(&self, s: &mut State) {
         match self {
             Op::Set(db, k, v) => {
-                s.insert((*db, k.as_bytes().to_vec()), Model::Str(v.as_bytes().to_vec()));
+                s.insert(
+                    (*db, k.as_bytes().to_vec()),
+                    Model::Str(v.as_bytes().to_vec()),
+                );
             }
             Op::Del(db, k) => {
                 s.remove(&(*db, k.as_bytes().to_vec()));
@@ -89,7 +94,12 @@ fn random_op(rng: &mut StdRng, step: usize) -> Op {
     let n = rng.gen_range(0..12);
     match rng.gen_range(0..100) {
         0..=44 => Op::Set(db, format!("s{n}"), format!("v{step}-{}", rng.gen::<u32>())),
-        45..=64 => Op::HSet(db, format!("h{n}"), format!("f{}", rng.gen_range(0..4)), format!("{step}")),
+        45..=64 => Op::HSet(
+            db,
+            format!("h{n}"),
+            format!("f{}", rng.gen_range(0..4)),
+            format!("{step}"),
+        ),
         65..=97 => {
             if rng.gen_bool(0.5) {
                 Op::Del(db, format!("s{n}"))
@@ -121,7 +131,9 @@ fn snapshot(store: &Store) -> State {
             for (k, e) in d.iter() {
                 let m = match &e.value {
                     Value::Str(s) => Model::Str(s.to_vec()),
-                    Value::Hash(h) => Model::Hash(h.iter().map(|(f, v)| (f.to_vec(), v.to_vec())).collect()),
+                    Value::Hash(h) => {
+                        Model::Hash(h.iter().map(|(f, v)| (f.to_vec(), v.to_vec())).collect())
+                    }
                     other => panic!("unexpected value type {:?}", other.value_type()),
                 };
                 out.insert((db, k.to_vec()), m);
@@ -138,9 +150,10 @@ fn commit(store: &Store, ops: &[Op], level: Durability, now_ms: u64) -> u64 {
     let mut txn = if whole {
         store.keyspace.lock_all(now_ms)
     } else {
-        store
-            .keyspace
-            .lock_keys(muts.iter().filter_map(|m| m.target_key().map(|k| &k[..])), now_ms)
+        store.keyspace.lock_keys(
+            muts.iter().filter_map(|m| m.target_key().map(|k| &k[..])),
+            now_ms,
+        )
     };
     for m in muts {
         txn.apply(m).expect("apply");
@@ -153,7 +166,11 @@ fn run_seed(seed: u64) {
     let mut rng = StdRng::seed_from_u64(seed);
     let lockdir = tempfile::tempdir().unwrap();
     let mut fs = FaultFs::new(seed);
-    let mut store = Store::open_with(&config(lockdir.path()), Arc::new(fs.clone()) as Arc<dyn FileSystem>).unwrap();
+    let mut store = Store::open_with(
+        &config(lockdir.path()),
+        Arc::new(fs.clone()) as Arc<dyn FileSystem>,
+    )
+    .unwrap();
     let mut oracle = State::new();
     let mut in_flight: Vec<Vec<Op>> = Vec::new();
     let mut now_ms = 1_700_000_000_000u64;
@@ -161,11 +178,23 @@ fn run_seed(seed: u64) {
         now_ms += 1;
         let action = rng.gen_range(0..100);
         if action < 70 {
-            let ops: Vec<Op> = (0..rng.gen_range(1..4)).map(|_| random_op(&mut rng, step)).collect();
-            let level = if rng.gen_bool(0.75) { Durability::Full } else { Durability::Delayed };
+            let ops: Vec<Op> = (0..rng.gen_range(1..4))
+                .map(|_| random_op(&mut rng, step))
+                .collect();
+            let level = if rng.gen_bool(0.75) {
+                Durability::Full
+            } else {
+                Durability::Delayed
+            };
             let lsn = commit(&store, &ops, level, now_ms);
             if level == Durability::Full {
-                assert!(store.wal.wait_durable_timeout(lsn, Duration::from_secs(10)).unwrap(), "seed {seed}");
+                assert!(
+                    store
+                        .wal
+                        .wait_durable_timeout(lsn, Duration::from_secs(10))
+                        .unwrap(),
+                    "seed {seed}"
+                );
                 // Durable at `lsn` means every earlier record is durable too.
                 for c in in_flight.drain(..) {
                     c.iter().for_each(|o| o.apply(&mut oracle));
@@ -175,13 +204,22 @@ fn run_seed(seed: u64) {
                 in_flight.push(ops);
             }
         } else if action < 92 {
-            let mode = [CrashMode::DropUnsynced, CrashMode::TornPrefix, CrashMode::TornSectors, CrashMode::KeepAll]
-                [rng.gen_range(0..4)];
+            let mode = [
+                CrashMode::DropUnsynced,
+                CrashMode::TornPrefix,
+                CrashMode::TornSectors,
+                CrashMode::KeepAll,
+            ][rng.gen_range(0..4)];
             let (image, _) = fs.crash_with(&CrashSpec::new(mode));
             drop(store);
             fs = image;
-            store = Store::open_with(&config(lockdir.path()), Arc::new(fs.clone()) as Arc<dyn FileSystem>)
-                .unwrap_or_else(|e| panic!("seed {seed} step {step}: recovery failed after {mode:?}: {e}"));
+            store = Store::open_with(
+                &config(lockdir.path()),
+                Arc::new(fs.clone()) as Arc<dyn FileSystem>,
+            )
+            .unwrap_or_else(|e| {
+                panic!("seed {seed} step {step}: recovery failed after {mode:?}: {e}")
+            });
             let got = snapshot(&store);
             // Acknowledged state plus some prefix of the in-flight commits.
             let mut candidate = oracle.clone();
@@ -208,8 +246,16 @@ fn run_seed(seed: u64) {
             let (image, _) = fs.crash_with(&CrashSpec::new(CrashMode::DropUnsynced));
             drop(store);
             fs = image;
-            store = Store::open_with(&config(lockdir.path()), Arc::new(fs.clone()) as Arc<dyn FileSystem>).unwrap();
-            assert_eq!(snapshot(&store), oracle, "seed {seed} step {step}: clean shutdown lost data");
+            store = Store::open_with(
+                &config(lockdir.path()),
+                Arc::new(fs.clone()) as Arc<dyn FileSystem>,
+            )
+            .unwrap();
+            assert_eq!(
+                snapshot(&store),
+                oracle,
+                "seed {seed} step {step}: clean shutdown lost data"
+            );
         }
     }
 }

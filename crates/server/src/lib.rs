@@ -13,8 +13,11 @@
 //! - [`client`], [`watch`]: per-connection state, client registry, WATCH.
 //! - [`state`]: what all connections share.
 //! - [`expiry`], [`memory`]: background active expiry and memory sampling.
+//! - [`checkpointer`]: when checkpoints run (schedule, SAVE, BGSAVE,
+//!   shutdown) and the persistence counters INFO reports.
 //! - [`errors`], [`glob`], [`util`]: Redis error strings and helpers.
 
+pub mod checkpointer;
 pub mod client;
 pub mod cmd;
 pub mod command;
@@ -28,6 +31,7 @@ pub mod memory;
 pub mod server;
 pub mod state;
 pub mod util;
+pub mod wal_info;
 pub mod watch;
 
 pub use config::Config;
@@ -44,6 +48,20 @@ pub fn run(config: Config) -> Result<(), String> {
         n => n,
     };
     let store = Store::open(&config)?;
+    if let Some(c) = &store.checkpoint_recovery {
+        if let Some(l) = &c.loaded {
+            tracing::info!(
+                "loaded checkpoint {} ({} keys, {} bytes) in {:.3}s",
+                l.path.display(),
+                l.keys,
+                l.file_bytes,
+                c.duration.as_secs_f64()
+            );
+        }
+        for (path, why) in &c.fallbacks {
+            tracing::warn!("skipped damaged checkpoint {}: {why}", path.display());
+        }
+    }
     if let Some(r) = &store.recovery {
         tracing::info!(
             "recovered {} records ({} bytes) in {:.3}s; last LSN {}",
@@ -66,13 +84,32 @@ pub fn run(config: Config) -> Result<(), String> {
         .thread_name("durakv-io")
         .build()
         .map_err(|e| format!("cannot start runtime: {e}"))?;
+    let scheduler = checkpointer::spawn(shared.clone())
+        .map_err(|e| format!("cannot start the checkpointer: {e}"))?;
     let served = rt.block_on(server::serve(shared.clone()));
+    shared.checkpoints.stop();
+    if scheduler.join().is_err() {
+        tracing::error!("the checkpointer thread panicked");
+    }
+    let mut final_error = None;
+    if shared.checkpoints.enabled() && shared.checkpoints.final_save() {
+        tracing::info!("taking the final checkpoint before exiting");
+        if let Err(e) =
+            checkpointer::checkpoint_now(&shared, "shutdown", checkpointer::Pace::Foreground)
+        {
+            // Logged writes are safe in the log; unlogged ones are lost.
+            final_error = Some(format!("final checkpoint failed: {e}"));
+        }
+    }
     if let Some(wal) = &shared.store.wal {
         if let Err(e) = wal.close() {
             tracing::error!("closing the write-ahead log failed: {e}");
         }
     }
     served.map_err(|e| e.to_string())?;
+    if let Some(e) = final_error {
+        return Err(e);
+    }
     tracing::info!("durakv is now ready to exit, bye bye...");
     Ok(())
 }

@@ -2,12 +2,14 @@
 //! client registry, counters, and the durable-LSN signal that releases held
 //! replies.
 
+use crate::checkpointer::Checkpoints;
 use crate::client::ClientRegistry;
 use crate::config::{Config, DurabilityPolicy, WalRecoveryMode};
 use crate::watch::WatchRegistry;
+use durakv_engine::checkpoint::Checkpointer;
 use durakv_engine::keyspace::Keyspace;
 use durakv_engine::lock::DirLock;
-use durakv_engine::store::{Store as EngineStore, StoreConfig};
+use durakv_engine::store::{CheckpointRecovery, Store as EngineStore, StoreConfig};
 use durakv_engine::txn::CommitLog;
 use durakv_engine::wal::{RecoveryMode, RecoveryStats, Wal};
 use durakv_engine::Durability;
@@ -62,6 +64,10 @@ pub struct Store {
     pub wal: Option<Arc<Wal>>,
     /// What recovery found at start-up.
     pub recovery: Option<RecoveryStats>,
+    /// Takes checkpoints of `keyspace` (scheduled by `crate::checkpointer`).
+    pub checkpointer: Option<Arc<Checkpointer>>,
+    /// What start-up did with checkpoints (loaded, fell back, resharded).
+    pub checkpoint_recovery: Option<CheckpointRecovery>,
     /// Held for the server's lifetime: one server per data directory.
     pub dir_lock: Option<DirLock>,
 }
@@ -80,15 +86,19 @@ impl Store {
             WalRecoveryMode::Strict => RecoveryMode::Strict,
             WalRecoveryMode::TolerateCorruption => RecoveryMode::TolerateCorruption,
         };
+        sc.checkpoint_keep = config.checkpoint_keep as usize;
         let store = EngineStore::open(&sc).map_err(|e| e.to_string())?;
-        let (keyspace, wal, recovery, lock) = store.into_parts();
+        let p = store.into_parts();
+        let wal = p.wal;
         Ok(Store {
-            keyspace,
+            keyspace: p.keyspace,
             log: Some(wal.clone() as Arc<dyn CommitLog>),
             durability: Some(wal.clone() as Arc<dyn DurabilitySource>),
             wal: Some(wal),
-            recovery: Some(recovery),
-            dir_lock: Some(lock),
+            recovery: Some(p.recovery),
+            checkpointer: Some(p.checkpointer),
+            checkpoint_recovery: Some(p.checkpoint_recovery),
+            dir_lock: Some(p.lock),
         })
     }
 }
@@ -130,6 +140,8 @@ pub struct Shared {
     pub shutdown_tx: watch::Sender<bool>,
     /// The address actually bound (port 0 resolves to a real port).
     pub bound_port: AtomicU64,
+    /// Checkpoint scheduling and persistence counters.
+    pub checkpoints: Checkpoints,
 }
 
 impl Shared {
@@ -140,7 +152,13 @@ impl Shared {
                 char::from_digit(n as u32, 16).unwrap_or('0')
             })
             .collect();
+        let checkpoints = Checkpoints::new(
+            store.checkpointer.clone(),
+            store.recovery.as_ref(),
+            store.checkpoint_recovery.as_ref(),
+        );
         Shared {
+            checkpoints,
             store,
             config: RwLock::new(config),
             clients: ClientRegistry::default(),

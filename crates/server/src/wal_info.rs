@@ -18,7 +18,10 @@ pub fn fields(shared: &Shared, s: &mut String) {
     f("wal_bytes_written", &st.bytes_written);
     f("wal_records", &st.records);
     f("wal_fsyncs", &st.fsyncs);
-    f("wal_avg_records_per_fsync", &format!("{:.2}", st.avg_records_per_fsync));
+    f(
+        "wal_avg_records_per_fsync",
+        &format!("{:.2}", st.avg_records_per_fsync),
+    );
     f("wal_last_fsync_us", &st.last_fsync_us);
     f("wal_max_fsync_us", &st.max_fsync_us);
     f("wal_avg_fsync_us", &format!("{:.1}", st.avg_fsync_us));

@@ -63,7 +63,10 @@ fn full_log_disk_refuses_writes_but_serves_reads() {
     assert!(!acknowledged.is_empty());
     // Later writes are refused too; reads keep working.
     let e = c.set::<_, _, ()>("after", "1").unwrap_err();
-    assert!(e.to_string().contains("MISCONF") || e.code() == Some("MISCONF"), "{e}");
+    assert!(
+        e.to_string().contains("MISCONF") || e.code() == Some("MISCONF"),
+        "{e}"
+    );
     let first: Option<String> = c.get(&acknowledged[0]).unwrap();
     assert_eq!(first.as_deref(), Some(value.as_str()));
     let info: String = redis::cmd("INFO").arg("persistence").query(&mut c).unwrap();
@@ -72,7 +75,10 @@ fn full_log_disk_refuses_writes_but_serves_reads() {
         .find_map(|l| l.strip_prefix("wal_failure:"))
         .unwrap_or("")
         .trim();
-    assert!(!failure.is_empty(), "INFO persistence should show the failure:\n{info}");
+    assert!(
+        !failure.is_empty(),
+        "INFO persistence should show the failure:\n{info}"
+    );
     // Every acknowledged write survives a crash.
     srv.kill9();
     srv.restart();

@@ -1391,10 +1391,10 @@ fn memory_section(shared: &Shared) -> String {
     s
 }
 
-/// Unix time (seconds) of the last save. Until checkpoints exist, that is
-/// when the server started: everything since is in the log, not a snapshot.
+/// Unix time (seconds) of the last successful checkpoint; start-up time
+/// until the first one, as in Redis.
 fn last_save_unix(shared: &Shared) -> u64 {
-    (now_ms() / 1000).saturating_sub(uptime_secs(shared))
+    shared.checkpoints.last_save_unix_secs()
 }
 
 /// The body of `INFO persistence`: Redis's RDB/AOF fields (so tools that
@@ -1405,16 +1405,7 @@ pub fn persistence_section(shared: &Shared) -> String {
     let mut s = String::new();
     field(&mut s, "loading", 0);
     field(&mut s, "async_loading", 0);
-    field(
-        &mut s,
-        "rdb_changes_since_last_save",
-        shared.stats.dirty.load(Ordering::Relaxed),
-    );
-    field(&mut s, "rdb_bgsave_in_progress", 0);
-    field(&mut s, "rdb_last_save_time", last_save_unix(shared));
-    field(&mut s, "rdb_last_bgsave_status", "ok");
-    field(&mut s, "rdb_last_bgsave_time_sec", -1);
-    field(&mut s, "rdb_current_bgsave_time_sec", -1);
+    crate::checkpointer::rdb_fields(shared, &mut s);
     field(&mut s, "aof_enabled", 0);
     field(&mut s, "aof_rewrite_in_progress", 0);
     field(&mut s, "aof_rewrite_scheduled", 0);
@@ -1437,6 +1428,8 @@ pub fn persistence_section(shared: &Shared) -> String {
     // A newline in the failure text would end the field early.
     let failure = failure.unwrap_or_default().replace(['\r', '\n'], " ");
     field(&mut s, "wal_failure", failure);
+    crate::wal_info::fields(shared, &mut s);
+    crate::checkpointer::info_fields(shared, &mut s);
     s
 }
 
@@ -1676,9 +1669,15 @@ fn shutdown(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
         // Shutdown starts at once and cannot be waiting to be aborted.
         return Frame::error("ERR No shutdown in progress.");
     }
-    // Every acknowledged write is already in the log, so SAVE/NOSAVE change
-    // nothing here; the log is flushed as the server stops.
-    tracing::info!(client = ctx.client.id(), "SHUTDOWN requested by client");
+    // Logged writes are already in the log; the final checkpoint (taken
+    // once connections have drained, unless NOSAVE) also keeps the data of
+    // `durability none` databases and shortens the next start-up.
+    ctx.shared.checkpoints.set_final_save(!nosave);
+    tracing::info!(
+        client = ctx.client.id(),
+        nosave,
+        "SHUTDOWN requested by client"
+    );
     ctx.shared.request_shutdown();
     ctx.client.close_after_reply = true;
     // Redis closes the connection without a reply; clients expect that.
@@ -1695,22 +1694,51 @@ fn role(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Frame {
 }
 
 // ---------------------------------------------------------------------------
-// Persistence: LASTSAVE, SAVE, BGSAVE. Checkpoints replace these replies.
+// Persistence: LASTSAVE, SAVE, BGSAVE, all backed by checkpoints.
 // ---------------------------------------------------------------------------
 
 fn lastsave(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Frame {
     Frame::Integer(last_save_unix(ctx.shared) as i64)
 }
 
-fn save(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Frame {
-    Frame::ok()
+/// SAVE: a checkpoint on this connection's thread; the reply waits for it.
+/// Other connections keep being served (the checkpoint locks one shard at a
+/// time), unlike Redis, whose SAVE blocks the whole server.
+fn save(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Frame {
+    let shared = ctx.shared;
+    if !shared.checkpoints.enabled() {
+        return Frame::error("ERR checkpoints are not available (no data directory)");
+    }
+    if shared.checkpoints.in_progress() {
+        return Frame::error(crate::checkpointer::ERR_IN_PROGRESS);
+    }
+    match crate::checkpointer::blocking(|| {
+        crate::checkpointer::checkpoint_now(shared, "save", crate::checkpointer::Pace::Foreground)
+    }) {
+        Ok(_) => Frame::ok(),
+        Err(durakv_engine::checkpoint::CheckpointError::InProgress) => {
+            Frame::error(crate::checkpointer::ERR_IN_PROGRESS)
+        }
+        Err(e) => Frame::error(format!("ERR {}", e.to_string().replace(['\r', '\n'], " "))),
+    }
 }
 
-fn bgsave(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
-    match args.len() {
-        1 => Frame::simple("Background saving started"),
-        2 if is(&args[1], "schedule") => Frame::simple("Background saving scheduled"),
-        _ => errors::err(errors::SYNTAX),
+/// BGSAVE [SCHEDULE]: hands a checkpoint to the checkpointer thread.
+fn bgsave(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
+    let schedule = match args.len() {
+        1 => false,
+        2 if is(&args[1], "schedule") => true,
+        _ => return errors::err(errors::SYNTAX),
+    };
+    match ctx.shared.checkpoints.request_bgsave() {
+        Ok(()) => Frame::simple("Background saving started"),
+        // One is running; it covers everything written before it finishes
+        // only partly, so SCHEDULE queues another behind it.
+        Err(e) if schedule && e == crate::checkpointer::ERR_IN_PROGRESS => {
+            crate::checkpointer::schedule_bgsave(ctx.shared);
+            Frame::simple("Background saving scheduled")
+        }
+        Err(e) => Frame::error(e),
     }
 }
 

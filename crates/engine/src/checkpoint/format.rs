@@ -1,0 +1,481 @@
+//! The bytes of a checkpoint (snapshot) file, and nothing else.
+//!
+//! Every offset and field of the file lives here, so the writer and the
+//! reader cannot disagree and `docs/format.md` ("Checkpoint") has exactly
+//! one place to be checked against. Encoding is infallible; decoding is
+//! bounds-checked, verifies CRC32C checksums before trusting any length, and
+//! reports what is wrong as a short reason that the caller turns into a
+//! [`super::CheckpointError::Corruption`] carrying the file and offset.
+//!
+//! Layout: a 64-byte file header, then blocks (each a 56-byte block header
+//! and a body: LZ4-compressed or stored entries of one shard), then a
+//! 64-byte footer that proves the file is complete and names the LSN replay
+//! must start after.
+
+use crate::codec::{self, Reader};
+use crate::db::Entry;
+use crate::value::Value;
+use bytes::Bytes;
+use std::path::{Path, PathBuf};
+
+/// ASCII `DURAKVCP`: first 8 bytes of every checkpoint file.
+pub const FILE_MAGIC: [u8; 8] = *b"DURAKVCP";
+/// Format version written by this code; the reader accepts exactly this.
+pub const FORMAT_VERSION: u32 = 1;
+/// ASCII `DKCB`: first 4 bytes of every block header.
+pub const BLOCK_MAGIC: [u8; 4] = *b"DKCB";
+/// ASCII `DKCPFOOT`: first 8 bytes of the footer.
+pub const FOOTER_MAGIC: [u8; 8] = *b"DKCPFOOT";
+
+pub const FILE_HEADER_BYTES: usize = 64;
+pub const BLOCK_HEADER_BYTES: usize = 56;
+pub const FOOTER_BYTES: usize = 64;
+
+/// Block flag: this is the last block of its shard.
+pub const BLOCK_FLAG_LAST: u32 = 1;
+/// Block flag: the body is LZ4 block-compressed (otherwise stored as is).
+pub const BLOCK_FLAG_LZ4: u32 = 1 << 1;
+const BLOCK_FLAGS_KNOWN: u32 = BLOCK_FLAG_LAST | BLOCK_FLAG_LZ4;
+
+/// Largest uncompressed block body the reader accepts: 64 GiB. Blocks are
+/// cut at about `block_target_bytes` (default 1 MiB); only one huge value
+/// makes a bigger one. The bound stops a damaged-but-checksummed length from
+/// asking for an absurd allocation.
+pub const MAX_BLOCK_RAW_BYTES: u64 = 64 << 30;
+/// Bodies larger than this are stored uncompressed (LZ4's block format is
+/// specified for inputs below 2 GiB): 1 GiB.
+pub const MAX_LZ4_INPUT_BYTES: usize = 1 << 30;
+/// Largest number of shards or databases a header may claim.
+pub const MAX_SHARDS: u32 = 1 << 16;
+pub const MAX_DATABASES: u32 = 1 << 16;
+
+/// File name suffixes.
+pub const SNAPSHOT_SUFFIX: &str = ".dkcp";
+pub const TEMP_SUFFIX: &str = ".dkcp.tmp";
+pub const CORRUPT_SUFFIX: &str = ".dkcp.corrupt";
+const NAME_PREFIX: &str = "checkpoint-";
+/// Digits of the zero-padded sequence number in a file name.
+const SEQ_DIGITS: usize = 20;
+
+fn put_u32(out: &mut [u8], at: usize, v: u32) {
+    out[at..at + 4].copy_from_slice(&v.to_le_bytes());
+}
+
+fn put_u64(out: &mut [u8], at: usize, v: u64) {
+    out[at..at + 8].copy_from_slice(&v.to_le_bytes());
+}
+
+fn get_u32(b: &[u8], at: usize) -> u32 {
+    let mut a = [0u8; 4];
+    a.copy_from_slice(&b[at..at + 4]);
+    u32::from_le_bytes(a)
+}
+
+fn get_u64(b: &[u8], at: usize) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[at..at + 8]);
+    u64::from_le_bytes(a)
+}
+
+/// The 64-byte header at offset 0.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileHeader {
+    /// Checkpoint sequence number; equals the number in the file name.
+    pub seq: u64,
+    /// Wall clock when the checkpoint started (ms since the Unix epoch).
+    pub created_ms: u64,
+    pub shard_count: u32,
+    pub db_count: u32,
+    /// The WAL's last LSN when the checkpoint started (informational).
+    pub wal_last_lsn: u64,
+}
+
+impl FileHeader {
+    pub fn encode(&self) -> [u8; FILE_HEADER_BYTES] {
+        let mut b = [0u8; FILE_HEADER_BYTES];
+        b[0..8].copy_from_slice(&FILE_MAGIC);
+        put_u32(&mut b, 8, FORMAT_VERSION);
+        put_u32(&mut b, 12, self.shard_count);
+        put_u32(&mut b, 16, self.db_count);
+        put_u32(&mut b, 20, 0);
+        put_u64(&mut b, 24, self.seq);
+        put_u64(&mut b, 32, self.created_ms);
+        put_u64(&mut b, 40, self.wal_last_lsn);
+        // 48..60 reserved (zero).
+        let crc = crc32c::crc32c(&b[0..60]);
+        put_u32(&mut b, 60, crc);
+        b
+    }
+
+    pub fn decode(b: &[u8]) -> Result<FileHeader, &'static str> {
+        if b.len() < FILE_HEADER_BYTES {
+            return Err("file shorter than its header");
+        }
+        if b[0..8] != FILE_MAGIC {
+            return Err("bad file magic (not a durakv checkpoint)");
+        }
+        if crc32c::crc32c(&b[0..60]) != get_u32(b, 60) {
+            return Err("file header checksum mismatch");
+        }
+        if get_u32(b, 8) != FORMAT_VERSION {
+            return Err("unsupported checkpoint format version");
+        }
+        if get_u32(b, 20) != 0 || b[48..60].iter().any(|&x| x != 0) {
+            return Err("reserved header bytes are not zero");
+        }
+        let h = FileHeader {
+            shard_count: get_u32(b, 12),
+            db_count: get_u32(b, 16),
+            seq: get_u64(b, 24),
+            created_ms: get_u64(b, 32),
+            wal_last_lsn: get_u64(b, 40),
+        };
+        if h.shard_count == 0 || h.shard_count > MAX_SHARDS || !h.shard_count.is_power_of_two() {
+            return Err("shard count is zero, too large or not a power of two");
+        }
+        if h.db_count == 0 || h.db_count > MAX_DATABASES {
+            return Err("database count out of range");
+        }
+        Ok(h)
+    }
+}
+
+/// The 56-byte header in front of every block body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlockHeader {
+    pub shard: u32,
+    /// Index of this block among its shard's blocks, from 0.
+    pub chunk: u32,
+    pub flags: u32,
+    /// The shard's LSN: its contents are exactly the logged records with
+    /// LSN <= this that touch it (plus unlogged writes).
+    pub shard_lsn: u64,
+    /// Bytes of the body once decompressed.
+    pub raw_len: u64,
+    /// Bytes of the body as stored after this header.
+    pub stored_len: u64,
+    pub entry_count: u32,
+    /// CRC32C of the stored body bytes.
+    pub body_crc: u32,
+}
+
+impl BlockHeader {
+    pub fn is_last(&self) -> bool {
+        self.flags & BLOCK_FLAG_LAST != 0
+    }
+
+    pub fn is_lz4(&self) -> bool {
+        self.flags & BLOCK_FLAG_LZ4 != 0
+    }
+
+    pub fn encode(&self) -> [u8; BLOCK_HEADER_BYTES] {
+        let mut b = [0u8; BLOCK_HEADER_BYTES];
+        b[0..4].copy_from_slice(&BLOCK_MAGIC);
+        put_u32(&mut b, 4, self.shard);
+        put_u32(&mut b, 8, self.chunk);
+        put_u32(&mut b, 12, self.flags);
+        put_u64(&mut b, 16, self.shard_lsn);
+        put_u64(&mut b, 24, self.raw_len);
+        put_u64(&mut b, 32, self.stored_len);
+        put_u32(&mut b, 40, self.entry_count);
+        put_u32(&mut b, 44, self.body_crc);
+        // 48..52 reserved (zero).
+        let crc = crc32c::crc32c(&b[0..52]);
+        put_u32(&mut b, 52, crc);
+        b
+    }
+
+    pub fn decode(b: &[u8]) -> Result<BlockHeader, &'static str> {
+        if b.len() < BLOCK_HEADER_BYTES {
+            return Err("block header cut short");
+        }
+        if b[0..4] != BLOCK_MAGIC {
+            return Err("bad block magic");
+        }
+        if crc32c::crc32c(&b[0..52]) != get_u32(b, 52) {
+            return Err("block header checksum mismatch");
+        }
+        let h = BlockHeader {
+            shard: get_u32(b, 4),
+            chunk: get_u32(b, 8),
+            flags: get_u32(b, 12),
+            shard_lsn: get_u64(b, 16),
+            raw_len: get_u64(b, 24),
+            stored_len: get_u64(b, 32),
+            entry_count: get_u32(b, 40),
+            body_crc: get_u32(b, 44),
+        };
+        if h.flags & !BLOCK_FLAGS_KNOWN != 0 || get_u32(b, 48) != 0 {
+            return Err("unknown block flags or non-zero reserved bytes");
+        }
+        if h.raw_len > MAX_BLOCK_RAW_BYTES {
+            return Err("block raw length exceeds MAX_BLOCK_RAW_BYTES");
+        }
+        if !h.is_lz4() && h.stored_len != h.raw_len {
+            return Err("stored block length differs from its raw length");
+        }
+        Ok(h)
+    }
+}
+
+/// The 64-byte footer at the end of the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Footer {
+    /// Replay the log from the record after this LSN: the minimum over the
+    /// shards' LSNs.
+    pub replay_lsn: u64,
+    /// The maximum over the shards' LSNs; the log was durable up to it
+    /// before the file was published.
+    pub max_shard_lsn: u64,
+    pub block_count: u64,
+    pub key_count: u64,
+    /// Must equal the header's.
+    pub seq: u64,
+    /// Offset of this footer, i.e. the end of the last block.
+    pub footer_offset: u64,
+}
+
+impl Footer {
+    pub fn encode(&self) -> [u8; FOOTER_BYTES] {
+        let mut b = [0u8; FOOTER_BYTES];
+        b[0..8].copy_from_slice(&FOOTER_MAGIC);
+        put_u64(&mut b, 8, self.replay_lsn);
+        put_u64(&mut b, 16, self.max_shard_lsn);
+        put_u64(&mut b, 24, self.block_count);
+        put_u64(&mut b, 32, self.key_count);
+        put_u64(&mut b, 40, self.seq);
+        put_u64(&mut b, 48, self.footer_offset);
+        // 56..60 reserved (zero).
+        let crc = crc32c::crc32c(&b[0..60]);
+        put_u32(&mut b, 60, crc);
+        b
+    }
+
+    pub fn decode(b: &[u8]) -> Result<Footer, &'static str> {
+        if b.len() < FOOTER_BYTES {
+            return Err("footer cut short");
+        }
+        if b[0..8] != FOOTER_MAGIC {
+            return Err("bad footer magic (file incomplete or damaged)");
+        }
+        if crc32c::crc32c(&b[0..60]) != get_u32(b, 60) {
+            return Err("footer checksum mismatch");
+        }
+        if get_u32(b, 56) != 0 {
+            return Err("reserved footer bytes are not zero");
+        }
+        let f = Footer {
+            replay_lsn: get_u64(b, 8),
+            max_shard_lsn: get_u64(b, 16),
+            block_count: get_u64(b, 24),
+            key_count: get_u64(b, 32),
+            seq: get_u64(b, 40),
+            footer_offset: get_u64(b, 48),
+        };
+        if f.replay_lsn > f.max_shard_lsn {
+            return Err("footer replay LSN exceeds its maximum shard LSN");
+        }
+        Ok(f)
+    }
+}
+
+/// What a file in the checkpoint directory is, judged by its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    /// A published checkpoint.
+    Snapshot,
+    /// Being written, or left by a crash: deleted at start-up.
+    Temp,
+    /// Set aside by recovery because it failed verification.
+    Corrupt,
+}
+
+/// `checkpoint-<seq:020>.dkcp`.
+pub fn file_name(seq: u64) -> String {
+    format!("{NAME_PREFIX}{seq:0SEQ_DIGITS$}{SNAPSHOT_SUFFIX}")
+}
+
+pub fn snapshot_path(dir: &Path, seq: u64) -> PathBuf {
+    dir.join(file_name(seq))
+}
+
+pub fn temp_path(dir: &Path, seq: u64) -> PathBuf {
+    dir.join(format!("{NAME_PREFIX}{seq:0SEQ_DIGITS$}{TEMP_SUFFIX}"))
+}
+
+pub fn corrupt_path(dir: &Path, seq: u64) -> PathBuf {
+    dir.join(format!("{NAME_PREFIX}{seq:0SEQ_DIGITS$}{CORRUPT_SUFFIX}"))
+}
+
+/// The sequence number and kind of a checkpoint-directory file, or `None`
+/// for a name this code did not produce (such files are left alone).
+pub fn parse_file_name(path: &Path) -> Option<(u64, FileKind)> {
+    let name = path.file_name()?.to_str()?;
+    let rest = name.strip_prefix(NAME_PREFIX)?;
+    if rest.len() < SEQ_DIGITS {
+        return None;
+    }
+    let (digits, suffix) = rest.split_at(SEQ_DIGITS);
+    if !digits.bytes().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    let seq: u64 = digits.parse().ok()?;
+    let kind = match suffix {
+        SNAPSHOT_SUFFIX => FileKind::Snapshot,
+        TEMP_SUFFIX => FileKind::Temp,
+        CORRUPT_SUFFIX => FileKind::Corrupt,
+        _ => return None,
+    };
+    Some((seq, kind))
+}
+
+/// Smallest encoded entry: length, db, key length, expiry, value tag and
+/// an empty string's length.
+const MIN_ENTRY_BYTES: usize = 4 + 4 + 4 + 8 + 1 + 4;
+
+/// Appends one entry to a block body: `entry_len u32 | db u32 | key_len u32
+/// | key | expire_at_ms u64 | value` (value as `codec::encode_value`;
+/// `entry_len` counts the bytes after itself).
+pub fn encode_entry(db: u32, key: &[u8], entry: &Entry, out: &mut Vec<u8>) {
+    let start = out.len();
+    out.extend_from_slice(&[0u8; 4]);
+    out.extend_from_slice(&db.to_le_bytes());
+    out.extend_from_slice(&(key.len() as u32).to_le_bytes());
+    out.extend_from_slice(key);
+    out.extend_from_slice(&entry.expire_at_ms.to_le_bytes());
+    codec::encode_value(&entry.value, out);
+    let len = (out.len() - start - 4) as u32;
+    out[start..start + 4].copy_from_slice(&len.to_le_bytes());
+}
+
+/// One decoded entry.
+pub struct DecodedEntry {
+    pub db: u32,
+    pub key: Bytes,
+    pub expire_at_ms: u64,
+    pub value: Value,
+}
+
+/// Decodes the entry at `*pos` of a block body and advances `*pos` past it.
+/// `Err` carries the offset within the body and a reason.
+///
+/// The entry's bytes are copied into one allocation that its key, fields,
+/// members and values then share (one allocation per key instead of one per
+/// string: loading is allocation-bound). The cost: that allocation lives as
+/// long as any of those strings does, so overwriting part of a loaded value
+/// frees its old bytes only when the whole key's original strings are gone;
+/// the waste is bounded by the size of the data loaded.
+pub fn decode_entry(body: &[u8], pos: &mut usize) -> Result<DecodedEntry, (usize, &'static str)> {
+    let at = *pos;
+    if body.len() - at < MIN_ENTRY_BYTES {
+        return Err((at, "entry cut short"));
+    }
+    let len = get_u32(body, at) as usize;
+    let start = at + 4;
+    if len > body.len() - start || len < MIN_ENTRY_BYTES - 4 {
+        return Err((at, "entry length out of range"));
+    }
+    let buf = Bytes::copy_from_slice(&body[start..start + len]);
+    let mut r = Reader::shared(&buf);
+    let fail = |e: codec::DecodeError| (start + e.offset, e.reason);
+    let db = r.u32().map_err(fail)?;
+    let key = r.bytes().map_err(fail)?;
+    let expire_at_ms = r.u64().map_err(fail)?;
+    let value = codec::decode_value(&mut r).map_err(fail)?;
+    if !r.is_empty() {
+        return Err((start + r.position(), "entry longer than its value"));
+    }
+    if value.is_empty_collection() {
+        return Err((at, "empty collection stored"));
+    }
+    *pos = start + len;
+    Ok(DecodedEntry {
+        db,
+        key,
+        expire_at_ms,
+        value,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_round_trip_and_reject_flips() {
+        let h = FileHeader {
+            seq: 7,
+            created_ms: 1_700_000_000_000,
+            shard_count: 64,
+            db_count: 16,
+            wal_last_lsn: 99,
+        };
+        let b = h.encode();
+        assert_eq!(FileHeader::decode(&b), Ok(h));
+        for i in 0..FILE_HEADER_BYTES {
+            for bit in 0..8 {
+                let mut c = b;
+                c[i] ^= 1 << bit;
+                assert!(
+                    FileHeader::decode(&c).is_err(),
+                    "flip at {i}.{bit} accepted"
+                );
+            }
+        }
+        let bh = BlockHeader {
+            shard: 3,
+            chunk: 1,
+            flags: BLOCK_FLAG_LAST | BLOCK_FLAG_LZ4,
+            shard_lsn: 42,
+            raw_len: 1000,
+            stored_len: 300,
+            entry_count: 9,
+            body_crc: 0xdead_beef,
+        };
+        let b = bh.encode();
+        assert_eq!(BlockHeader::decode(&b), Ok(bh));
+        for i in 0..BLOCK_HEADER_BYTES {
+            let mut c = b;
+            c[i] ^= 0x10;
+            assert!(BlockHeader::decode(&c).is_err(), "flip at {i} accepted");
+        }
+        let f = Footer {
+            replay_lsn: 5,
+            max_shard_lsn: 9,
+            block_count: 64,
+            key_count: 1000,
+            seq: 7,
+            footer_offset: 4096,
+        };
+        let b = f.encode();
+        assert_eq!(Footer::decode(&b), Ok(f));
+        for i in 0..FOOTER_BYTES {
+            let mut c = b;
+            c[i] ^= 0x01;
+            assert!(Footer::decode(&c).is_err(), "flip at {i} accepted");
+        }
+    }
+
+    #[test]
+    fn names_round_trip() {
+        let dir = Path::new("/d");
+        assert_eq!(
+            parse_file_name(&snapshot_path(dir, 12)),
+            Some((12, FileKind::Snapshot))
+        );
+        assert_eq!(
+            parse_file_name(&temp_path(dir, 3)),
+            Some((3, FileKind::Temp))
+        );
+        assert_eq!(
+            parse_file_name(&corrupt_path(dir, u64::MAX)),
+            Some((u64::MAX, FileKind::Corrupt))
+        );
+        assert_eq!(parse_file_name(Path::new("/d/checkpoint-12.dkcp")), None);
+        assert_eq!(parse_file_name(Path::new("/d/other")), None);
+        assert_eq!(
+            snapshot_path(dir, 1).file_name().and_then(|n| n.to_str()),
+            Some("checkpoint-00000000000000000001.dkcp")
+        );
+    }
+}

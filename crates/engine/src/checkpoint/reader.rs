@@ -1,0 +1,438 @@
+//! Verifying and loading a checkpoint file into a keyspace.
+//!
+//! Loading is the first half of a restart, so it is parallel: one file
+//! cursor hands out blocks in file order (checking that shards and their
+//! blocks come in order, each shard complete), and `threads` workers verify
+//! each block's checksum, decompress it, decode its entries and insert them
+//! into the block's shard under that shard's lock. Nothing read from disk is
+//! trusted before its checksum verifies, and every failure names the file
+//! and the byte offset. A failed load leaves the keyspace partly filled; the
+//! caller discards it.
+
+use super::format::{
+    self, BlockHeader, FileHeader, Footer, BLOCK_HEADER_BYTES, FILE_HEADER_BYTES, FOOTER_BYTES,
+};
+use super::CheckpointError;
+use crate::db::Entry;
+use crate::io::{FileSystem, FsFile};
+use crate::keyspace::Keyspace;
+use parking_lot::Mutex;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// Header and footer of a checkpoint file: what retention and recovery
+/// need without reading the blocks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Summary {
+    pub path: PathBuf,
+    pub header: FileHeader,
+    pub footer: Footer,
+    pub file_bytes: u64,
+}
+
+/// What loading a checkpoint produced.
+#[derive(Debug, Clone)]
+pub struct LoadedCheckpoint {
+    pub path: PathBuf,
+    pub seq: u64,
+    pub created_ms: u64,
+    pub shard_count: usize,
+    pub db_count: usize,
+    /// Per shard: the LSN its contents correspond to.
+    pub shard_lsns: Vec<u64>,
+    /// Replay starts after this LSN (the minimum of `shard_lsns`).
+    pub replay_lsn: u64,
+    /// The maximum of `shard_lsns`; the log must reach at least this far.
+    pub max_shard_lsn: u64,
+    pub keys: u64,
+    pub file_bytes: u64,
+    /// Uncompressed entry bytes.
+    pub raw_bytes: u64,
+    pub duration: Duration,
+}
+
+fn open(fs: &dyn FileSystem, path: &Path) -> Result<(Box<dyn FsFile>, u64), CheckpointError> {
+    let file = fs
+        .open_file(path)
+        .map_err(|e| CheckpointError::io(path, e))?;
+    let len = file.len().map_err(|e| CheckpointError::io(path, e))?;
+    Ok((file, len))
+}
+
+/// Reads and verifies the header and footer of `path`.
+pub fn read_summary(fs: &dyn FileSystem, path: &Path) -> Result<Summary, CheckpointError> {
+    let (file, len) = open(fs, path)?;
+    summary_of(file.as_ref(), path, len)
+}
+
+fn summary_of(file: &dyn FsFile, path: &Path, len: u64) -> Result<Summary, CheckpointError> {
+    let min = (FILE_HEADER_BYTES + FOOTER_BYTES) as u64;
+    if len < min {
+        return Err(CheckpointError::corrupt(
+            path,
+            len,
+            format!("file is {len} bytes, shorter than a header and a footer"),
+        ));
+    }
+    let mut h = [0u8; FILE_HEADER_BYTES];
+    file.read_exact_at(&mut h, 0)
+        .map_err(|e| CheckpointError::io(path, e))?;
+    let header = FileHeader::decode(&h).map_err(|r| CheckpointError::corrupt(path, 0, r))?;
+    let footer_at = len - FOOTER_BYTES as u64;
+    let mut f = [0u8; FOOTER_BYTES];
+    file.read_exact_at(&mut f, footer_at)
+        .map_err(|e| CheckpointError::io(path, e))?;
+    let footer = Footer::decode(&f).map_err(|r| CheckpointError::corrupt(path, footer_at, r))?;
+    if footer.footer_offset != footer_at {
+        return Err(CheckpointError::corrupt(
+            path,
+            footer_at,
+            "footer offset does not match the file length",
+        ));
+    }
+    if footer.seq != header.seq {
+        return Err(CheckpointError::corrupt(
+            path,
+            footer_at,
+            "footer and header sequence numbers differ",
+        ));
+    }
+    if let Some((seq, _)) = format::parse_file_name(path) {
+        if seq != header.seq {
+            return Err(CheckpointError::corrupt(
+                path,
+                0,
+                "sequence number in the header differs from the file name",
+            ));
+        }
+    }
+    Ok(Summary {
+        path: path.to_path_buf(),
+        header,
+        footer,
+        file_bytes: len,
+    })
+}
+
+/// The file cursor shared by the load workers.
+struct Cursor {
+    offset: u64,
+    /// The (shard, chunk) the next block must be.
+    shard: u32,
+    chunk: u32,
+    /// LSN of the shard being read (all its blocks must agree).
+    shard_lsn: u64,
+    blocks: u64,
+    shard_lsns: Vec<u64>,
+    done: bool,
+}
+
+/// One block handed to a worker.
+struct Job {
+    offset: u64,
+    header: BlockHeader,
+    body: Vec<u8>,
+}
+
+/// Loads `path` into `ks`, which must be empty and have exactly the file's
+/// shard count and at least its database count. Sets every shard's
+/// `applied_lsn` to the LSN recorded for it; entries get `lsn = 0` (all of
+/// it is durable). `threads` workers (at least 1) decode in parallel.
+pub fn load_into(
+    fs: &dyn FileSystem,
+    path: &Path,
+    ks: &Keyspace,
+    threads: usize,
+) -> Result<LoadedCheckpoint, CheckpointError> {
+    let started = Instant::now();
+    let (file, len) = open(fs, path)?;
+    let summary = summary_of(file.as_ref(), path, len)?;
+    let h = &summary.header;
+    assert_eq!(
+        ks.num_shards(),
+        h.shard_count as usize,
+        "keyspace shaped for another checkpoint"
+    );
+    assert!(
+        ks.num_dbs() >= h.db_count as usize,
+        "keyspace has too few databases"
+    );
+    let footer_at = summary.footer.footer_offset;
+
+    let cursor = Mutex::new(Cursor {
+        offset: FILE_HEADER_BYTES as u64,
+        shard: 0,
+        chunk: 0,
+        shard_lsn: 0,
+        blocks: 0,
+        shard_lsns: Vec::with_capacity(h.shard_count as usize),
+        done: false,
+    });
+    let failed = AtomicBool::new(false);
+    let first_error: Mutex<Option<CheckpointError>> = Mutex::new(None);
+    let keys = AtomicU64::new(0);
+    let raw_bytes = AtomicU64::new(0);
+    let fail = |e: CheckpointError| {
+        failed.store(true, Ordering::SeqCst);
+        let mut slot = first_error.lock();
+        if slot.is_none() {
+            *slot = Some(e);
+        }
+    };
+
+    let next_job = || -> Result<Option<Job>, CheckpointError> {
+        let mut c = cursor.lock();
+        if c.done || failed.load(Ordering::SeqCst) {
+            return Ok(None);
+        }
+        if c.offset == footer_at {
+            if c.shard != h.shard_count {
+                return Err(CheckpointError::corrupt(
+                    path,
+                    c.offset,
+                    format!("file ends after {} of {} shards", c.shard, h.shard_count),
+                ));
+            }
+            if c.blocks != summary.footer.block_count {
+                return Err(CheckpointError::corrupt(
+                    path,
+                    c.offset,
+                    "block count differs from the footer's",
+                ));
+            }
+            c.done = true;
+            return Ok(None);
+        }
+        let at = c.offset;
+        if at + BLOCK_HEADER_BYTES as u64 > footer_at {
+            return Err(CheckpointError::corrupt(
+                path,
+                at,
+                "block header overlaps the footer",
+            ));
+        }
+        let mut hb = [0u8; BLOCK_HEADER_BYTES];
+        file.read_exact_at(&mut hb, at)
+            .map_err(|e| CheckpointError::io(path, e))?;
+        let header = BlockHeader::decode(&hb).map_err(|r| CheckpointError::corrupt(path, at, r))?;
+        if header.shard != c.shard || header.chunk != c.chunk {
+            return Err(CheckpointError::corrupt(
+                path,
+                at,
+                format!(
+                    "expected block {} of shard {}, found block {} of shard {}",
+                    c.chunk, c.shard, header.chunk, header.shard
+                ),
+            ));
+        }
+        if header.chunk > 0 && header.shard_lsn != c.shard_lsn {
+            return Err(CheckpointError::corrupt(
+                path,
+                at,
+                "blocks of one shard disagree on its LSN",
+            ));
+        }
+        let body_at = at + BLOCK_HEADER_BYTES as u64;
+        if header.stored_len > footer_at - body_at {
+            return Err(CheckpointError::corrupt(
+                path,
+                at,
+                "block body runs past the footer",
+            ));
+        }
+        let stored = usize::try_from(header.stored_len)
+            .map_err(|_| CheckpointError::corrupt(path, at, "block too large for this machine"))?;
+        let mut body = vec![0u8; stored];
+        file.read_exact_at(&mut body, body_at)
+            .map_err(|e| CheckpointError::io(path, e))?;
+        c.offset = body_at + header.stored_len;
+        c.blocks += 1;
+        c.shard_lsn = header.shard_lsn;
+        if header.is_last() {
+            c.shard_lsns.push(header.shard_lsn);
+            c.shard += 1;
+            c.chunk = 0;
+        } else {
+            c.chunk = c.chunk.checked_add(1).ok_or_else(|| {
+                CheckpointError::corrupt(path, at, "too many blocks in one shard")
+            })?;
+        }
+        if c.shard > h.shard_count {
+            return Err(CheckpointError::corrupt(
+                path,
+                at,
+                "more shards than the header declares",
+            ));
+        }
+        Ok(Some(Job {
+            offset: at,
+            header,
+            body,
+        }))
+    };
+
+    let worker = || {
+        let mut scratch: Vec<u8> = Vec::new();
+        loop {
+            let job = match next_job() {
+                Ok(Some(j)) => j,
+                Ok(None) => return,
+                Err(e) => return fail(e),
+            };
+            match load_block(path, ks, h.db_count, job, &mut scratch) {
+                Ok((n, raw)) => {
+                    keys.fetch_add(n, Ordering::Relaxed);
+                    raw_bytes.fetch_add(raw, Ordering::Relaxed);
+                }
+                Err(e) => return fail(e),
+            }
+        }
+    };
+    // The calling thread is one of the workers (at start-up it is the main
+    // thread, whose allocator arena grows most cheaply).
+    std::thread::scope(|s| {
+        for _ in 1..threads.max(1) {
+            s.spawn(worker);
+        }
+        worker();
+    });
+    if let Some(e) = first_error.into_inner() {
+        return Err(e);
+    }
+    let c = cursor.into_inner();
+    if !c.done {
+        return Err(CheckpointError::corrupt(
+            path,
+            c.offset,
+            "load stopped before the footer",
+        ));
+    }
+    let keys = keys.into_inner();
+    if keys != summary.footer.key_count {
+        return Err(CheckpointError::corrupt(
+            path,
+            footer_at,
+            format!(
+                "footer promises {} keys, blocks hold {keys}",
+                summary.footer.key_count
+            ),
+        ));
+    }
+    let replay_lsn = c.shard_lsns.iter().copied().min().unwrap_or(0);
+    let max_shard_lsn = c.shard_lsns.iter().copied().max().unwrap_or(0);
+    if replay_lsn != summary.footer.replay_lsn || max_shard_lsn != summary.footer.max_shard_lsn {
+        return Err(CheckpointError::corrupt(
+            path,
+            footer_at,
+            "footer LSNs differ from the blocks'",
+        ));
+    }
+    Ok(LoadedCheckpoint {
+        path: path.to_path_buf(),
+        seq: h.seq,
+        created_ms: h.created_ms,
+        shard_count: h.shard_count as usize,
+        db_count: h.db_count as usize,
+        shard_lsns: c.shard_lsns,
+        replay_lsn,
+        max_shard_lsn,
+        keys,
+        file_bytes: len,
+        raw_bytes: raw_bytes.into_inner(),
+        duration: started.elapsed(),
+    })
+}
+
+/// Verifies, decompresses and inserts one block. Returns (keys, raw bytes).
+fn load_block(
+    path: &Path,
+    ks: &Keyspace,
+    db_count: u32,
+    job: Job,
+    scratch: &mut Vec<u8>,
+) -> Result<(u64, u64), CheckpointError> {
+    let h = &job.header;
+    let body_at = job.offset + BLOCK_HEADER_BYTES as u64;
+    if crc32c::crc32c(&job.body) != h.body_crc {
+        return Err(CheckpointError::corrupt(
+            path,
+            body_at,
+            format!(
+                "block body checksum mismatch (shard {}, block {})",
+                h.shard, h.chunk
+            ),
+        ));
+    }
+    let raw: &[u8] = if h.is_lz4() {
+        let raw_len = usize::try_from(h.raw_len).map_err(|_| {
+            CheckpointError::corrupt(path, job.offset, "block too large for this machine")
+        })?;
+        scratch.clear();
+        scratch.resize(raw_len, 0);
+        match lz4_flex::block::decompress_into(&job.body, scratch) {
+            Ok(n) if n == raw_len => &scratch[..],
+            Ok(_) => {
+                return Err(CheckpointError::corrupt(
+                    path,
+                    body_at,
+                    "decompressed block has the wrong length",
+                ))
+            }
+            Err(e) => {
+                return Err(CheckpointError::corrupt(
+                    path,
+                    body_at,
+                    format!("block does not decompress: {e}"),
+                ))
+            }
+        }
+    } else {
+        &job.body
+    };
+    let bad = |pos: usize, reason: &str| {
+        CheckpointError::corrupt(
+            path,
+            body_at,
+            format!(
+                "{reason} at byte {pos} of the decompressed body of shard {} block {}",
+                h.shard, h.chunk
+            ),
+        )
+    };
+    // Decode outside the shard lock (the expensive part: allocation), so
+    // workers holding blocks of the same shard overlap.
+    let mut pos = 0usize;
+    let mut decoded = Vec::with_capacity(h.entry_count as usize);
+    for _ in 0..h.entry_count {
+        let entry_at = pos;
+        let e = format::decode_entry(raw, &mut pos).map_err(|(at, reason)| bad(at, reason))?;
+        if e.db >= db_count {
+            return Err(bad(
+                entry_at,
+                "entry names a database beyond the header's count",
+            ));
+        }
+        if ks.shard_index(&e.key) != h.shard as usize {
+            return Err(bad(entry_at, "key stored in the wrong shard"));
+        }
+        decoded.push((entry_at, e));
+    }
+    if pos != raw.len() {
+        return Err(bad(pos, "trailing bytes after the last entry"));
+    }
+    let raw_len = raw.len() as u64;
+    let mut shard = ks.shard(h.shard as usize).lock();
+    for (entry_at, e) in decoded {
+        let entry = Entry {
+            value: e.value,
+            expire_at_ms: e.expire_at_ms,
+            lsn: 0,
+        };
+        if shard.dbs[e.db as usize].insert(e.key, entry).is_some() {
+            return Err(bad(entry_at, "duplicate key"));
+        }
+    }
+    shard.applied_lsn = h.shard_lsn;
+    Ok((u64::from(h.entry_count), raw_len))
+}
