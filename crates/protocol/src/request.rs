@@ -12,6 +12,10 @@ use bytes::{Buf, Bytes, BytesMut};
 /// (PROTO_INLINE_MAX_SIZE).
 pub const INLINE_MAX_SIZE_BYTES: usize = 64 * 1024;
 
+/// Arguments at least this long are sliced out of the read buffer instead
+/// of copied.
+pub const ZERO_COPY_MIN_BYTES: usize = 16 * 1024;
+
 /// Limits that bound what a single request may claim.
 #[derive(Clone, Copy, Debug)]
 pub struct RequestLimits {
@@ -134,13 +138,26 @@ impl RequestParser {
             spans.push((next, len));
             pos = next + len + 2;
         }
-        let frame = buf.split_to(pos).freeze();
-        Ok(Step::Done(
-            spans
-                .into_iter()
-                .map(|(start, len)| frame.slice(start..start + len))
-                .collect(),
-        ))
+        // Arguments often outlive the request (a SET value lives in the
+        // keyspace). Slicing small ones out of the read buffer would pin the
+        // whole buffer for as long as any of them lives, so small arguments
+        // are copied and the buffer reused; a large one is the request
+        // itself, so it is taken without a copy.
+        if spans.iter().any(|&(_, len)| len >= ZERO_COPY_MIN_BYTES) {
+            let frame = buf.split_to(pos).freeze();
+            return Ok(Step::Done(
+                spans
+                    .into_iter()
+                    .map(|(start, len)| frame.slice(start..start + len))
+                    .collect(),
+            ));
+        }
+        let args = spans
+            .into_iter()
+            .map(|(start, len)| Bytes::copy_from_slice(&buf[start..start + len]))
+            .collect();
+        buf.advance(pos);
+        Ok(Step::Done(args))
     }
 }
 
