@@ -3,46 +3,9 @@
 
 mod common;
 
-use common::Server;
-use redis::{Connection, FromRedisValue, Value};
+use common::{bulk, err, q, resp3, Server, WRONGTYPE};
+use redis::Value;
 use std::collections::{HashMap, HashSet};
-
-const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
-
-fn cmd(args: &[&str]) -> redis::Cmd {
-    let mut c = redis::cmd(args[0]);
-    for a in &args[1..] {
-        c.arg(*a);
-    }
-    c
-}
-
-fn q<T: FromRedisValue>(c: &mut Connection, args: &[&str]) -> T {
-    cmd(args)
-        .query(c)
-        .unwrap_or_else(|e| panic!("{args:?}: {e}"))
-}
-
-/// The error reply's full text, e.g. `ERR syntax error`.
-fn err(c: &mut Connection, args: &[&str]) -> String {
-    match cmd(args).query::<Value>(c) {
-        Ok(v) => panic!("{args:?}: expected an error, got {v:?}"),
-        Err(e) => format!("{} {}", e.code().unwrap_or("?"), e.detail().unwrap_or(""))
-            .trim_end()
-            .to_string(),
-    }
-}
-
-fn resp3(srv: &Server) -> Connection {
-    redis::Client::open(format!("redis://127.0.0.1:{}/?protocol=resp3", srv.port))
-        .unwrap()
-        .get_connection()
-        .unwrap()
-}
-
-fn bulk(s: &str) -> Value {
-    Value::BulkString(s.as_bytes().to_vec())
-}
 
 #[test]
 fn set_get_and_lengths() {

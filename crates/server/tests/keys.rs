@@ -3,41 +3,14 @@
 
 mod common;
 
-use common::Server;
-use redis::{Connection, FromRedisValue, Value};
+use common::{err, q as run, Server, NOT_INTEGER};
+use redis::{Connection, Value};
 use std::collections::HashSet;
 use std::time::Duration;
-
-fn run<T: FromRedisValue>(c: &mut Connection, args: &[&str]) -> T {
-    let mut cmd = redis::cmd(args[0]);
-    for a in &args[1..] {
-        cmd.arg(*a);
-    }
-    cmd.query(c)
-        .unwrap_or_else(|e| panic!("{args:?} failed: {e}"))
-}
-
-/// The error reply for `args`, as the server spelled it ("CODE detail").
-fn err(c: &mut Connection, args: &[&str]) -> String {
-    let mut cmd = redis::cmd(args[0]);
-    for a in &args[1..] {
-        cmd.arg(*a);
-    }
-    let e = cmd
-        .query::<Value>(c)
-        .expect_err(&format!("{args:?} should fail"));
-    match (e.code(), e.detail()) {
-        (Some(code), Some(detail)) => format!("{code} {detail}"),
-        (Some(code), None) => code.to_string(),
-        _ => e.to_string(),
-    }
-}
 
 fn status(s: &str) -> Value {
     Value::SimpleString(s.to_string())
 }
-
-const NOT_INTEGER: &str = "ERR value is not an integer or out of range";
 
 #[test]
 fn del_exists_touch_type() {

@@ -3,55 +3,14 @@
 
 mod common;
 
-use common::Server;
-use redis::{Connection, FromRedisValue, Value};
+use common::{bulk, err, q, resp3, strs, Server, WRONGTYPE};
+use redis::{Connection, Value};
 use std::collections::HashSet;
-
-const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
-
-fn cmd(args: &[&str]) -> redis::Cmd {
-    let mut c = redis::cmd(args[0]);
-    for a in &args[1..] {
-        c.arg(*a);
-    }
-    c
-}
-
-fn q<T: FromRedisValue>(c: &mut Connection, args: &[&str]) -> T {
-    cmd(args)
-        .query(c)
-        .unwrap_or_else(|e| panic!("{args:?}: {e}"))
-}
-
-/// The error reply's full text, e.g. `ERR syntax error`.
-fn err(c: &mut Connection, args: &[&str]) -> String {
-    match cmd(args).query::<Value>(c) {
-        Ok(v) => panic!("{args:?}: expected an error, got {v:?}"),
-        Err(e) => format!("{} {}", e.code().unwrap_or("?"), e.detail().unwrap_or(""))
-            .trim_end()
-            .to_string(),
-    }
-}
-
-fn strs(c: &mut Connection, args: &[&str]) -> Vec<String> {
-    q(c, args)
-}
 
 fn sorted(c: &mut Connection, args: &[&str]) -> Vec<String> {
     let mut v = strs(c, args);
     v.sort();
     v
-}
-
-fn resp3(srv: &Server) -> Connection {
-    redis::Client::open(format!("redis://127.0.0.1:{}/?protocol=resp3", srv.port))
-        .unwrap()
-        .get_connection()
-        .unwrap()
-}
-
-fn bulk(s: &str) -> Value {
-    Value::BulkString(s.as_bytes().to_vec())
 }
 
 #[test]

@@ -4,39 +4,11 @@
 mod common;
 
 use common::*;
+use common::{err as error, q as ok, try_q as query};
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
-
-/// The error as it was on the wire: `CODE detail`.
-fn err_line(e: &redis::RedisError) -> String {
-    format!("{} {}", e.code().unwrap_or(""), e.detail().unwrap_or(""))
-        .trim()
-        .to_string()
-}
-
-fn query<T: redis::FromRedisValue>(
-    c: &mut redis::Connection,
-    args: &[&str],
-) -> redis::RedisResult<T> {
-    let mut cmd = redis::cmd(args[0]);
-    for a in &args[1..] {
-        cmd.arg(*a);
-    }
-    cmd.query(c)
-}
-
-fn ok<T: redis::FromRedisValue>(c: &mut redis::Connection, args: &[&str]) -> T {
-    query(c, args).unwrap_or_else(|e| panic!("{args:?}: {e}"))
-}
-
-fn error(c: &mut redis::Connection, args: &[&str]) -> String {
-    match query::<redis::Value>(c, args) {
-        Ok(v) => panic!("{args:?}: expected an error, got {v:?}"),
-        Err(e) => err_line(&e),
-    }
-}
 
 /// Parses an INFO reply into (section → fields).
 fn parse_info(text: &str) -> HashMap<String, HashMap<String, String>> {

@@ -3,40 +3,8 @@
 
 mod common;
 
-use common::Server;
-use redis::{Connection, FromRedisValue, Value};
-
-fn run<T: FromRedisValue>(c: &mut Connection, args: &[&str]) -> T {
-    let mut cmd = redis::cmd(args[0]);
-    for a in &args[1..] {
-        cmd.arg(*a);
-    }
-    cmd.query(c)
-        .unwrap_or_else(|e| panic!("{args:?} failed: {e}"))
-}
-
-/// The error reply for `args`, as the server spelled it ("CODE detail").
-fn err(c: &mut Connection, args: &[&str]) -> String {
-    let mut cmd = redis::cmd(args[0]);
-    for a in &args[1..] {
-        cmd.arg(*a);
-    }
-    let e = cmd
-        .query::<Value>(c)
-        .expect_err(&format!("{args:?} should fail"));
-    match (e.code(), e.detail()) {
-        (Some(code), Some(detail)) => format!("{code} {detail}"),
-        (Some(code), None) => code.to_string(),
-        _ => e.to_string(),
-    }
-}
-
-fn bulk(s: &str) -> Value {
-    Value::BulkString(s.as_bytes().to_vec())
-}
-
-const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
-const NOT_INTEGER: &str = "ERR value is not an integer or out of range";
+use common::{bulk, err, q as run, Server, NOT_INTEGER, WRONGTYPE};
+use redis::{Connection, Value};
 
 #[test]
 fn set_options() {

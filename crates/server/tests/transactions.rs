@@ -3,45 +3,14 @@
 mod common;
 
 use common::*;
+use common::{err as error, q as ok};
 use redis::Value;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-fn err_line(e: &redis::RedisError) -> String {
-    format!("{} {}", e.code().unwrap_or(""), e.detail().unwrap_or(""))
-        .trim()
-        .to_string()
-}
-
-fn query<T: redis::FromRedisValue>(
-    c: &mut redis::Connection,
-    args: &[&str],
-) -> redis::RedisResult<T> {
-    let mut cmd = redis::cmd(args[0]);
-    for a in &args[1..] {
-        cmd.arg(*a);
-    }
-    cmd.query(c)
-}
-
-fn ok<T: redis::FromRedisValue>(c: &mut redis::Connection, args: &[&str]) -> T {
-    query(c, args).unwrap_or_else(|e| panic!("{args:?}: {e}"))
-}
-
-fn error(c: &mut redis::Connection, args: &[&str]) -> String {
-    match query::<Value>(c, args) {
-        Ok(v) => panic!("{args:?}: expected an error, got {v:?}"),
-        Err(e) => err_line(&e),
-    }
-}
-
 fn queued(c: &mut redis::Connection, args: &[&str]) {
     assert_eq!(ok::<String>(c, args), "QUEUED", "{args:?}");
-}
-
-fn bulk(s: &str) -> Value {
-    Value::BulkString(s.as_bytes().to_vec())
 }
 
 #[test]

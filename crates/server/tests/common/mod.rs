@@ -162,3 +162,61 @@ pub fn read_to_close(s: &mut TcpStream) -> Vec<u8> {
     let _ = s.read_to_end(&mut out);
     out
 }
+
+// Query helpers shared by the command test files: build a command from
+// string arguments, run it, and read replies or Redis's error text.
+
+pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+pub const NOT_INTEGER: &str = "ERR value is not an integer or out of range";
+
+pub fn cmd(args: &[&str]) -> redis::Cmd {
+    let mut c = redis::cmd(args[0]);
+    for a in &args[1..] {
+        c.arg(*a);
+    }
+    c
+}
+
+pub fn try_q<T: redis::FromRedisValue>(
+    c: &mut redis::Connection,
+    args: &[&str],
+) -> redis::RedisResult<T> {
+    cmd(args).query(c)
+}
+
+/// Runs `args`; panics with the command on an error reply.
+pub fn q<T: redis::FromRedisValue>(c: &mut redis::Connection, args: &[&str]) -> T {
+    try_q(c, args).unwrap_or_else(|e| panic!("{args:?}: {e}"))
+}
+
+/// An error as Redis spelled it: `CODE detail`.
+pub fn error_text(e: &redis::RedisError) -> String {
+    match (e.code(), e.detail()) {
+        (Some(code), Some(detail)) => format!("{code} {detail}").trim_end().to_string(),
+        (Some(code), None) => code.to_string(),
+        _ => e.to_string(),
+    }
+}
+
+/// Runs `args`, which must fail, and returns the error's text.
+pub fn err(c: &mut redis::Connection, args: &[&str]) -> String {
+    match try_q::<redis::Value>(c, args) {
+        Ok(v) => panic!("{args:?}: expected an error, got {v:?}"),
+        Err(e) => error_text(&e),
+    }
+}
+
+pub fn strs(c: &mut redis::Connection, args: &[&str]) -> Vec<String> {
+    q(c, args)
+}
+
+pub fn bulk(s: &str) -> redis::Value {
+    redis::Value::BulkString(s.as_bytes().to_vec())
+}
+
+/// A connection that negotiated RESP3.
+pub fn resp3(srv: &Server) -> redis::Connection {
+    redis::Client::open(format!("redis://127.0.0.1:{}/?protocol=resp3", srv.port))
+        .and_then(|c| c.get_connection())
+        .expect("RESP3 connection")
+}
