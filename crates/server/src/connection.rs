@@ -88,6 +88,9 @@ async fn run(
     let mut durable_rx = shared.durable_tx.subscribe();
     let mut closing = false;
     let handle = client.handle.clone();
+    // One registration with the kill notifier for the whole connection, not
+    // one (a lock and an unlock) per loop turn.
+    let mut killed = Box::pin(handle.wake.notified());
     let mut published_sig = [usize::MAX; 8];
     let mut published_at = std::time::Instant::now();
     loop {
@@ -125,10 +128,11 @@ async fn run(
             }
         };
         tokio::select! {
-            _ = handle.wake.notified() => {
+            _ = &mut killed => {
                 if handle.is_killed() {
                     return Ok(());
                 }
+                killed.set(handle.wake.notified());
             }
             r = stream.read_buf(&mut rbuf), if !closing => {
                 let n = r?;
