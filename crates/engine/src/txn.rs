@@ -150,14 +150,8 @@ impl<'a> Txn<'a> {
         level: Durability,
     ) -> Result<CommitOutcome, CommitError> {
         let mutations = self.muts.len();
-        if self.muts.is_empty() {
-            return Ok(CommitOutcome {
-                lsn: 0,
-                dependency_lsn: self.dependency_lsn,
-                mutations,
-            });
-        }
-        let Some(log) = log.filter(|_| level.is_logged()) else {
+        let log = log.filter(|_| level.is_logged() && !self.muts.is_empty());
+        let Some(log) = log else {
             return Ok(CommitOutcome {
                 lsn: 0,
                 dependency_lsn: self.dependency_lsn,
@@ -189,12 +183,6 @@ impl<'a> Txn<'a> {
             dependency_lsn: self.dependency_lsn.max(lsn),
             mutations,
         })
-    }
-
-    /// Finishes a transaction rebuilt from the log during recovery: the
-    /// mutations are already on disk at `lsn`, so only the stamps are set.
-    pub fn finish_replayed(mut self, lsn: u64) {
-        self.stamp(lsn);
     }
 
     /// Records `lsn` on every entry and database the mutations touched, so

@@ -70,6 +70,41 @@ impl Value {
         }
     }
 
+    pub fn as_str(&self) -> Option<&Bytes> {
+        match self {
+            Value::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn as_hash(&self) -> Option<&HashValue> {
+        match self {
+            Value::Hash(h) => Some(h),
+            _ => None,
+        }
+    }
+
+    pub fn as_list(&self) -> Option<&ListValue> {
+        match self {
+            Value::List(l) => Some(l),
+            _ => None,
+        }
+    }
+
+    pub fn as_set(&self) -> Option<&SetValue> {
+        match self {
+            Value::Set(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn as_zset(&self) -> Option<&ZSet> {
+        match self {
+            Value::ZSet(z) => Some(z),
+            _ => None,
+        }
+    }
+
     pub fn new_hash() -> Value {
         Value::Hash(HashValue::default())
     }

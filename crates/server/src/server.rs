@@ -141,8 +141,7 @@ async fn accept_loop(shared: Arc<Shared>, listener: TcpListener) {
             continue;
         }
         if keepalive > 0 {
-            let sock = socket2_keepalive(&stream, keepalive);
-            if let Err(e) = sock {
+            if let Err(e) = set_keepalive(&stream, keepalive) {
                 tracing::debug!("could not set keepalive: {e}");
             }
         }
@@ -161,10 +160,10 @@ async fn accept_loop(shared: Arc<Shared>, listener: TcpListener) {
     }
 }
 
-fn socket2_keepalive(_stream: &TcpStream, _secs: u64) -> std::io::Result<()> {
-    // Tokio exposes no keepalive setter; the OS default applies. Kept as a
-    // seam so the directive is honoured once socket options are wired.
-    Ok(())
+/// `tcp-keepalive`: tokio has no setter, so go through the socket itself.
+fn set_keepalive(stream: &TcpStream, secs: u64) -> std::io::Result<()> {
+    let keepalive = socket2::TcpKeepalive::new().with_time(Duration::from_secs(secs));
+    socket2::SockRef::from(stream).set_tcp_keepalive(&keepalive)
 }
 
 async fn refuse(mut stream: TcpStream, msg: String) {

@@ -1,7 +1,6 @@
 //! Small helpers shared by command modules: clock, argument parsing.
 
 use crate::errors;
-use bytes::Bytes;
 use durakv_protocol::Frame;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -46,11 +45,6 @@ pub fn arg_f64(b: &[u8]) -> Result<f64, Frame> {
 /// ASCII case-insensitive comparison of an argument with a keyword.
 pub fn is(arg: &[u8], keyword: &str) -> bool {
     arg.eq_ignore_ascii_case(keyword.as_bytes())
-}
-
-pub fn bulk_i64(n: i64) -> Frame {
-    let mut b = itoa::Buffer::new();
-    Frame::Bulk(Bytes::copy_from_slice(b.format(n).as_bytes()))
 }
 
 /// Formats a float the way Redis replies to INCRBYFLOAT/HINCRBYFLOAT (`%.17Lg`

@@ -262,13 +262,7 @@ fn read_hash<'t>(
     db: usize,
     key: &[u8],
 ) -> Result<Option<&'t HashValue>, Frame> {
-    match txn.get(db, key) {
-        None => Ok(None),
-        Some(e) => match &e.value {
-            Value::Hash(h) => Ok(Some(h)),
-            _ => Err(wrongtype()),
-        },
-    }
+    super::read_as(txn, db, key, Value::as_hash)
 }
 
 fn hash_len(txn: &mut Txn<'_>, db: usize, key: &[u8]) -> Result<usize, Frame> {

@@ -1,6 +1,6 @@
 //! List commands.
 
-use super::hashes::{apply, data, positive_count, syntax, wrongtype, Reply};
+use super::hashes::{apply, data, positive_count, syntax, Reply};
 use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Keys, FIRST_KEY};
 use crate::errors;
 use crate::util::{arg_i64, is};
@@ -42,13 +42,7 @@ fn read_list<'t>(
     db: usize,
     key: &[u8],
 ) -> Result<Option<&'t ListValue>, Frame> {
-    match txn.get(db, key) {
-        None => Ok(None),
-        Some(e) => match &e.value {
-            Value::List(l) => Ok(Some(l)),
-            _ => Err(wrongtype()),
-        },
-    }
+    super::read_as(txn, db, key, Value::as_list)
 }
 
 fn list_len(txn: &mut Txn<'_>, db: usize, key: &[u8]) -> Result<usize, Frame> {

@@ -4,6 +4,26 @@
 //! `commands()`, its part of the command table.
 
 use crate::command::CommandSpec;
+use durakv_engine::txn::Txn;
+use durakv_engine::value::Value;
+use durakv_protocol::Frame;
+
+/// The value at `key` as the type `pick` accepts (e.g. `Value::as_list`):
+/// `Ok(None)` when the key is missing, WRONGTYPE when it holds another type.
+/// Reads go through `Txn::get`, so the reply's durability dependency is kept.
+pub(crate) fn read_as<'t, T: ?Sized>(
+    txn: &'t mut Txn<'_>,
+    db: usize,
+    key: &[u8],
+    pick: fn(&Value) -> Option<&T>,
+) -> Result<Option<&'t T>, Frame> {
+    match txn.get(db, key) {
+        None => Ok(None),
+        Some(e) => pick(&e.value)
+            .map(Some)
+            .ok_or_else(|| crate::errors::err(crate::errors::WRONGTYPE)),
+    }
+}
 
 pub mod connection;
 pub mod hashes;

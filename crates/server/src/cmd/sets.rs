@@ -45,13 +45,7 @@ fn read_set<'t>(
     db: usize,
     key: &[u8],
 ) -> Result<Option<&'t SetValue>, Frame> {
-    match txn.get(db, key) {
-        None => Ok(None),
-        Some(e) => match &e.value {
-            Value::Set(s) => Ok(Some(s)),
-            _ => Err(wrongtype()),
-        },
-    }
+    super::read_as(txn, db, key, Value::as_set)
 }
 
 fn members_frame<'a>(members: impl IntoIterator<Item = &'a Bytes>) -> Frame {

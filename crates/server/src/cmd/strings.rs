@@ -64,13 +64,7 @@ pub fn commands() -> Vec<CommandSpec> {
 
 /// The string at `key`: Ok(None) if missing, Err(WRONGTYPE) if not a string.
 pub fn read_string(txn: &mut Txn<'_>, db: usize, key: &[u8]) -> Result<Option<Bytes>, Frame> {
-    match txn.get(db, key) {
-        None => Ok(None),
-        Some(e) => match &e.value {
-            Value::Str(s) => Ok(Some(s.clone())),
-            _ => Err(errors::err(errors::WRONGTYPE)),
-        },
-    }
+    Ok(super::read_as(txn, db, key, Value::as_str)?.cloned())
 }
 
 fn get(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {

@@ -45,13 +45,7 @@ pub fn commands() -> Vec<CommandSpec> {
 }
 
 fn read_zset<'t>(txn: &'t mut Txn<'_>, db: usize, key: &[u8]) -> Result<Option<&'t ZSet>, Frame> {
-    match txn.get(db, key) {
-        None => Ok(None),
-        Some(e) => match &e.value {
-            Value::ZSet(z) => Ok(Some(z)),
-            _ => Err(wrongtype()),
-        },
-    }
+    super::read_as(txn, db, key, Value::as_zset)
 }
 
 fn not_a_number() -> Frame {
