@@ -74,13 +74,78 @@ fn put_list(out: &mut Vec<u8>, items: &[Bytes]) {
     }
 }
 
+/// Bytes a payload takes besides its mutations (version and count).
+pub const RECORD_HEADER_BYTES: u64 = 5;
+
 /// Appends the payload for `muts` (one commit) to `out`.
 pub fn encode_mutations(muts: &[Mutation], out: &mut Vec<u8>) {
+    encode_record(muts.iter(), muts.len(), out)
+}
+
+/// Appends the payload for the `count` mutations `muts` yields.
+pub fn encode_record<'m>(
+    muts: impl Iterator<Item = &'m Mutation>,
+    count: usize,
+    out: &mut Vec<u8>,
+) {
     out.push(PAYLOAD_VERSION);
-    put_u32(out, muts.len() as u32);
+    put_u32(out, count as u32);
     for m in muts {
         encode_mutation(m, out);
     }
+}
+
+/// Exactly `encode_mutation(m, ..)`'s output length, without encoding, so a
+/// transaction can be refused before it applies a mutation the log could
+/// not take.
+pub fn encoded_len(m: &Mutation) -> u64 {
+    const U32: u64 = 4;
+    const U64: u64 = 8;
+    let bytes = |b: &[u8]| U32 + b.len() as u64;
+    let list = |items: &[Bytes]| U32 + items.iter().map(|b| bytes(b)).sum::<u64>();
+    match m {
+        Mutation::Key { key, op, .. } => {
+            let op_len = 1 + match op {
+                KeyOp::SetString { value, expire } => {
+                    1 + matches!(expire, ExpireMode::At(_)) as u64 * U64 + bytes(value)
+                }
+                KeyOp::Restore { value, .. } => U64 + value_len(value),
+                KeyOp::Del => 0,
+                KeyOp::Expire { .. } => U64,
+                KeyOp::Append(d) => bytes(d),
+                KeyOp::SetRange { data, .. } => U64 + bytes(data),
+                KeyOp::HSet(pairs) => {
+                    U32 + pairs.iter().map(|(f, v)| bytes(f) + bytes(v)).sum::<u64>()
+                }
+                KeyOp::HDel(fields) => list(fields),
+                KeyOp::Push { items, .. } => 1 + list(items),
+                KeyOp::Pop { .. } => 1 + U64,
+                KeyOp::LSet { item, .. } => U64 + bytes(item),
+                KeyOp::LRem { item, .. } => U64 + bytes(item),
+                KeyOp::LTrim { .. } => 2 * U64,
+                KeyOp::LInsert { pivot, item, .. } => 1 + bytes(pivot) + bytes(item),
+                KeyOp::SAdd(m) | KeyOp::SRem(m) | KeyOp::ZRem(m) => list(m),
+                KeyOp::ZAdd(pairs) => U32 + pairs.iter().map(|(_, m)| U64 + bytes(m)).sum::<u64>(),
+            };
+            1 + U32 + bytes(key) + op_len
+        }
+        Mutation::FlushDb { .. } => 1 + U32,
+        Mutation::FlushAll => 1,
+        Mutation::SwapDb { .. } => 1 + 2 * U32,
+    }
+}
+
+fn value_len(v: &Value) -> u64 {
+    const U32: u64 = 4;
+    let bytes = |b: &[u8]| U32 + b.len() as u64;
+    1 + U32
+        + match v {
+            Value::Str(s) => return 1 + bytes(s),
+            Value::Hash(h) => h.iter().map(|(f, v)| bytes(f) + bytes(v)).sum::<u64>(),
+            Value::List(l) => l.iter().map(|b| bytes(b)).sum(),
+            Value::Set(s) => s.iter().map(|b| bytes(b)).sum(),
+            Value::ZSet(z) => z.iter().map(|(m, _)| 8 + bytes(m)).sum(),
+        }
 }
 
 pub fn encode_mutation(m: &Mutation, out: &mut Vec<u8>) {
@@ -618,6 +683,14 @@ mod tests {
         for cut in 0..out.len() {
             assert!(decode_mutations(&Bytes::copy_from_slice(&out[..cut])).is_err());
         }
+        let mut total = RECORD_HEADER_BYTES;
+        for m in &muts {
+            let mut one = Vec::new();
+            encode_mutation(m, &mut one);
+            assert_eq!(encoded_len(m), one.len() as u64, "{m:?}");
+            total += encoded_len(m);
+        }
+        assert_eq!(total, out.len() as u64);
     }
 
     #[test]

@@ -71,6 +71,20 @@ impl Db {
         self.map.get_mut(key)
     }
 
+    /// The live entry for `key`, created from `make()` (without a TTL) when
+    /// missing or expired.
+    pub fn get_or_insert_with(
+        &mut self,
+        key: &Bytes,
+        now_ms: u64,
+        make: fn() -> Value,
+    ) -> &mut Entry {
+        self.expire_if_due(key, now_ms);
+        self.map
+            .entry(key.clone())
+            .or_insert_with(|| Entry::new(make()))
+    }
+
     /// Reads without expiring (for checkpoints and debugging).
     pub fn peek(&self, key: &[u8]) -> Option<&Entry> {
         self.map.get(key)

@@ -10,6 +10,8 @@
 use crate::shard::Shard;
 use crate::txn::Txn;
 use parking_lot::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Default number of shards; a power of two so the mapping is a mask.
 pub const DEFAULT_SHARD_COUNT: usize = 64;
@@ -19,6 +21,24 @@ pub const DEFAULT_DATABASES: usize = 16;
 pub struct Keyspace {
     shards: Box<[Mutex<Shard>]>,
     num_dbs: usize,
+    /// Per database: whether its writes go to the log (its level is not
+    /// `none`). Changed only while every shard is locked
+    /// ([`Txn::set_db_logged`]), read under any shard lock.
+    logged: Box<[AtomicBool]>,
+    /// Per database: the highest LSN of a logged write to it. Whole-database
+    /// replies (DBSIZE, KEYS, SCAN, INFO keyspace) depend on it, in O(1).
+    write_lsn: Box<[AtomicU64]>,
+    /// Largest record payload the log accepts; a transaction that would
+    /// exceed it is refused before it changes anything.
+    max_record_bytes: AtomicU64,
+}
+
+/// The wall clock in Unix milliseconds.
+pub fn wall_clock_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }
 
 /// The shard of `key` for a keyspace of `shard_count` shards. Uses CRC32C,
@@ -41,7 +61,61 @@ impl Keyspace {
                 .map(|_| Mutex::new(Shard::new(num_dbs)))
                 .collect(),
             num_dbs,
+            logged: (0..num_dbs).map(|_| AtomicBool::new(true)).collect(),
+            write_lsn: (0..num_dbs).map(|_| AtomicU64::new(0)).collect(),
+            max_record_bytes: AtomicU64::new(crate::wal::MAX_RECORD_BYTES),
         }
+    }
+
+    /// Whether writes to database `db` are logged.
+    pub fn is_logged(&self, db: usize) -> bool {
+        self.logged
+            .get(db)
+            .is_some_and(|l| l.load(Ordering::Acquire))
+    }
+
+    /// Sets whether `db` is logged, at start-up, before any command runs.
+    /// At run time use [`Txn::set_db_logged`], which logs what a database
+    /// that becomes logged already holds.
+    pub fn set_logged_at_start(&self, db: usize, logged: bool) {
+        self.store_logged(db, logged);
+    }
+
+    pub(crate) fn store_logged(&self, db: usize, logged: bool) {
+        if let Some(l) = self.logged.get(db) {
+            l.store(logged, Ordering::Release);
+        }
+    }
+
+    /// The highest LSN of a logged write to database `db`.
+    pub fn db_write_lsn(&self, db: usize) -> u64 {
+        self.write_lsn
+            .get(db)
+            .map_or(0, |l| l.load(Ordering::Acquire))
+    }
+
+    /// The highest LSN of a logged write to any database.
+    pub fn max_write_lsn(&self) -> u64 {
+        self.write_lsn
+            .iter()
+            .map(|l| l.load(Ordering::Acquire))
+            .max()
+            .unwrap_or(0)
+    }
+
+    pub(crate) fn note_write(&self, db: usize, lsn: u64) {
+        if let Some(l) = self.write_lsn.get(db) {
+            l.fetch_max(lsn, Ordering::AcqRel);
+        }
+    }
+
+    pub fn max_record_bytes(&self) -> u64 {
+        self.max_record_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Sets the record size limit (the log's `max_record_bytes`).
+    pub fn set_max_record_bytes(&self, bytes: u64) {
+        self.max_record_bytes.store(bytes, Ordering::Relaxed);
     }
 
     pub fn num_dbs(&self) -> usize {
@@ -62,19 +136,43 @@ impl Keyspace {
     }
 
     /// Locks the shards holding `keys` and returns a transaction over them.
-    pub fn lock_keys<'k, I>(&self, keys: I, now_ms: u64) -> Txn<'_>
+    /// Its time is read from the wall clock once the locks are held (see
+    /// [`Shard::tick`]).
+    pub fn lock_keys<'k, I>(&self, keys: I) -> Txn<'_>
+    where
+        I: IntoIterator<Item = &'k [u8]>,
+    {
+        Txn::new(self, self.shards_of(keys), None)
+    }
+
+    /// Like [`Keyspace::lock_keys`] with an explicit clock reading, for
+    /// simulations and the embedded benchmark. The shards' clocks still
+    /// keep the transaction's time from going backwards.
+    pub fn lock_keys_at<'k, I>(&self, keys: I, now_ms: u64) -> Txn<'_>
+    where
+        I: IntoIterator<Item = &'k [u8]>,
+    {
+        Txn::new(self, self.shards_of(keys), Some(now_ms))
+    }
+
+    fn shards_of<'k, I>(&self, keys: I) -> Vec<usize>
     where
         I: IntoIterator<Item = &'k [u8]>,
     {
         let mut idx: Vec<usize> = keys.into_iter().map(|k| self.shard_index(k)).collect();
         idx.sort_unstable();
         idx.dedup();
-        Txn::new(self, idx, now_ms)
+        idx
     }
 
     /// Locks every shard.
-    pub fn lock_all(&self, now_ms: u64) -> Txn<'_> {
-        Txn::new(self, (0..self.shards.len()).collect(), now_ms)
+    pub fn lock_all(&self) -> Txn<'_> {
+        Txn::new(self, (0..self.shards.len()).collect(), None)
+    }
+
+    /// Locks every shard, with an explicit clock reading.
+    pub fn lock_all_at(&self, now_ms: u64) -> Txn<'_> {
+        Txn::new(self, (0..self.shards.len()).collect(), Some(now_ms))
     }
 
     /// Live key count of database `db`, summed shard by shard (not atomic

@@ -102,6 +102,19 @@ pub struct ApplyError {
     pub reason: &'static str,
 }
 
+impl ApplyError {
+    /// A command broke an engine rule (e.g. wrote a key it did not lock):
+    /// a bug, reported as an error instead of a panic.
+    pub fn internal(reason: &'static str) -> ApplyError {
+        ApplyError {
+            db: 0,
+            key: String::new(),
+            op: "commit",
+            reason,
+        }
+    }
+}
+
 impl KeyOp {
     pub fn name(&self) -> &'static str {
         match self {
@@ -188,10 +201,7 @@ const WRONG_TYPE: &str = "existing value has another type";
 
 /// The existing collection for `key`, created empty when missing.
 fn collection<'a>(d: &'a mut Db, key: &Bytes, now_ms: u64, make: fn() -> Value) -> &'a mut Entry {
-    if d.get(key, now_ms).is_none() {
-        d.insert(key.clone(), Entry::new(make()));
-    }
-    d.get_mut(key, now_ms).expect("entry was just inserted")
+    d.get_or_insert_with(key, now_ms, make)
 }
 
 fn remove_if_empty(d: &mut Db, key: &[u8]) {

@@ -27,12 +27,10 @@ use crate::io::FileSystem;
 use crate::keyspace::Keyspace;
 use crate::lock::DirLock;
 use crate::mutation::Mutation;
-use crate::shard::Shard;
-use crate::txn::CommitLog;
+use crate::txn::{self, CommitLog};
 use crate::wal::{RecoveryMode, RecoveryStats, Wal, WalConfig, WalError};
 use crate::Durability;
 use bytes::Bytes;
-use parking_lot::MutexGuard;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -48,6 +46,9 @@ pub struct StoreConfig {
     pub wal_segment_size_bytes: u64,
     pub delayed_flush_ms: u64,
     pub delayed_flush_bytes: u64,
+    /// Largest record payload (`wal-max-record-size-mb`); larger
+    /// transactions are refused before they change anything.
+    pub wal_max_record_bytes: u64,
     pub recovery_mode: RecoveryMode,
     /// Checkpoint directory; `None` means `<dir>/checkpoints`.
     pub checkpoint_dir: Option<PathBuf>,
@@ -69,6 +70,7 @@ impl StoreConfig {
             wal_segment_size_bytes: crate::wal::DEFAULT_SEGMENT_SIZE_BYTES,
             delayed_flush_ms: crate::wal::DEFAULT_DELAYED_FLUSH_MS,
             delayed_flush_bytes: crate::wal::DEFAULT_DELAYED_FLUSH_BYTES,
+            wal_max_record_bytes: crate::wal::MAX_RECORD_BYTES,
             recovery_mode: RecoveryMode::Strict,
             checkpoint_dir: None,
             checkpoint_keep: checkpoint::DEFAULT_KEEP,
@@ -173,6 +175,7 @@ impl Store {
         wal_cfg.delayed_flush_ms = cfg.delayed_flush_ms;
         wal_cfg.delayed_flush_bytes = cfg.delayed_flush_bytes;
         wal_cfg.recovery_mode = cfg.recovery_mode;
+        wal_cfg.max_record_bytes = cfg.wal_max_record_bytes;
         let start_after = loaded.as_ref().map_or(0, |l| l.replay_lsn);
         let mut apply =
             |lsn: u64, time_ms: u64, payload: &[u8]| replay(&keyspace, lsn, time_ms, payload);
@@ -224,6 +227,7 @@ impl Store {
             }
             _ => keyspace,
         };
+        keyspace.set_max_record_bytes(cfg.wal_max_record_bytes);
         Ok(Store {
             keyspace,
             wal: Arc::new(wal),
@@ -416,14 +420,7 @@ fn reshard(
     Ok(new)
 }
 
-/// Applies one recovered record to the keyspace, with the record's commit
-/// time as "now" so expiry decisions replay exactly as they were made.
-///
-/// Each shard gets the record only if its `applied_lsn` is below `lsn`: a
-/// shard loaded from a checkpoint already contains every record up to the
-/// LSN recorded for it. Key mutations go to their key's shard; database-wide
-/// ones (FLUSHDB, FLUSHALL, SWAPDB) to every shard that needs the record.
-/// Without a checkpoint every shard starts at 0, so everything applies.
+/// Decodes one recovered record and applies it ([`txn::replay_record`]).
 pub fn replay(keyspace: &Keyspace, lsn: u64, time_ms: u64, payload: &[u8]) -> Result<(), String> {
     let payload = Bytes::copy_from_slice(payload);
     let muts = codec::decode_mutations(&payload).map_err(|e| format!("record {lsn}: {e}"))?;
@@ -437,62 +434,7 @@ pub fn replay(keyspace: &Keyspace, lsn: u64, time_ms: u64, payload: &[u8]) -> Re
             }
         }
     }
-    let whole = muts.iter().any(|m| m.target_key().is_none());
-    let mut idx: Vec<usize> = if whole {
-        (0..keyspace.num_shards()).collect()
-    } else {
-        muts.iter()
-            .filter_map(|m| m.target_key().map(|k| keyspace.shard_index(k)))
-            .collect()
-    };
-    idx.sort_unstable();
-    idx.dedup();
-    // Ascending order, like every other multi-shard lock.
-    let mut guards: Vec<(usize, MutexGuard<'_, Shard>)> = idx
-        .into_iter()
-        .map(|i| (i, keyspace.shard(i).lock()))
-        .filter(|(_, g)| g.applied_lsn < lsn)
-        .collect();
-    if guards.is_empty() {
-        return Ok(());
-    }
-    for m in &muts {
-        match m {
-            Mutation::Key { db, key, .. } => {
-                let s = keyspace.shard_index(key);
-                let Ok(pos) = guards.binary_search_by_key(&s, |(i, _)| *i) else {
-                    continue;
-                };
-                let shard = &mut guards[pos].1;
-                m.apply(shard, time_ms)
-                    .map_err(|e| format!("record {lsn}: {e}"))?;
-                let d = &mut shard.dbs[*db as usize];
-                match d.get_mut(key, time_ms) {
-                    Some(e) => e.lsn = lsn,
-                    None => d.miss_lsn = d.miss_lsn.max(lsn),
-                }
-            }
-            _ => {
-                for (_, g) in guards.iter_mut() {
-                    m.apply(g, time_ms)
-                        .map_err(|e| format!("record {lsn}: {e}"))?;
-                    match m {
-                        Mutation::FlushDb { db } => g.dbs[*db as usize].miss_lsn = lsn,
-                        Mutation::FlushAll => g.dbs.iter_mut().for_each(|d| d.miss_lsn = lsn),
-                        Mutation::SwapDb { a, b } => {
-                            g.dbs[*a as usize].floor_lsn = lsn;
-                            g.dbs[*b as usize].floor_lsn = lsn;
-                        }
-                        Mutation::Key { .. } => {}
-                    }
-                }
-            }
-        }
-    }
-    for (_, g) in guards.iter_mut() {
-        g.applied_lsn = lsn;
-    }
-    Ok(())
+    txn::replay_record(keyspace, lsn, time_ms, &muts).map_err(|e| format!("record {lsn}: {e}"))
 }
 
 fn mutation_db(m: &Mutation) -> Option<usize> {
@@ -514,8 +456,8 @@ impl CommitLog for Wal {
         time_ms: u64,
         level: Durability,
         encode: &mut dyn FnMut(&mut Vec<u8>),
-    ) -> Result<u64, String> {
-        Wal::append(self, stream, time_ms, level, encode).map_err(|e| e.to_string())
+    ) -> Result<u64, WalError> {
+        Wal::append(self, stream, time_ms, level, encode)
     }
 }
 

@@ -6,13 +6,26 @@
 //! two writes to one key are serialized by that key's shard lock, and the
 //! later one gets the larger LSN. Replaying by LSN therefore rebuilds the
 //! same state.
+//!
+//! What goes into the record is decided per mutation, when it is applied
+//! (`docs/durability.md`, "Which writes are logged"):
+//! - a write to a logged database is always logged, whatever level the
+//!   connection asked for; a write to a `none` database never is;
+//! - a SWAPDB between a logged and an unlogged database is logged as the
+//!   logged side's new content, whole (replay has no copy of the other side);
+//! - a record that would exceed the log's size limit is refused before the
+//!   mutation that would overflow it changes anything.
+//!
+//! Live commits and recovery stamp LSNs through the same function
+//! ([`Txn::stamp`]), so the LSNs replies wait for cannot drift between them.
 
 use crate::codec;
 use crate::db::{Db, Entry};
 use crate::durability::Durability;
-use crate::keyspace::Keyspace;
-use crate::mutation::{ApplyError, Mutation};
+use crate::keyspace::{wall_clock_ms, Keyspace};
+use crate::mutation::{ApplyError, KeyOp, Mutation};
 use crate::shard::Shard;
+use crate::wal::WalError;
 use parking_lot::MutexGuard;
 
 /// The write-ahead log as seen by a committing transaction.
@@ -25,11 +38,12 @@ pub trait CommitLog: Send + Sync {
         time_ms: u64,
         level: Durability,
         encode: &mut dyn FnMut(&mut Vec<u8>),
-    ) -> Result<u64, String>;
+    ) -> Result<u64, WalError>;
 }
 
-/// LSN stamped on entries whose write could not be logged: no reply that
-/// depends on them may ever be released as durable.
+/// LSN stamped on entries whose write could not be logged because the log
+/// failed: no reply that depends on them can ever be released as durable,
+/// and the server turns such replies into errors.
 pub const UNLOGGED_FAILED_LSN: u64 = u64::MAX;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -43,62 +57,89 @@ pub struct CommitOutcome {
     pub mutations: usize,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// Why a mutation or a commit was refused.
+#[derive(Debug, thiserror::Error)]
 pub enum CommitError {
-    #[error("write-ahead log failure: {0}")]
-    Log(String),
+    /// The record would exceed the log's limit; nothing of the refused
+    /// mutation (or group, see [`Txn::apply_all`]) was applied.
+    #[error("write of {bytes} bytes exceeds the write-ahead log's record limit of {max} bytes")]
+    TooLarge { bytes: u64, max: u64 },
+    /// A mutation that does not fit the state: a bug in a command.
+    #[error(transparent)]
+    Invalid(#[from] ApplyError),
+    /// The log failed or is closed; the write is in memory only and the
+    /// log refuses writes until restart.
+    #[error(transparent)]
+    Log(#[from] WalError),
+}
+
+/// One entry of the record being built.
+enum RecordItem {
+    /// The applied mutation at this index, as it is.
+    Applied(usize),
+    /// A mutation that is logged but was not applied in this form.
+    Own(Mutation),
 }
 
 pub struct Txn<'a> {
+    ks: &'a Keyspace,
     guards: Vec<(usize, MutexGuard<'a, Shard>)>,
-    shard_count: usize,
     pub now_ms: u64,
-    muts: Vec<Mutation>,
+    applied: Vec<Mutation>,
+    record: Vec<RecordItem>,
+    record_bytes: u64,
     dependency_lsn: u64,
 }
 
 impl<'a> Txn<'a> {
-    pub(crate) fn new(ks: &'a Keyspace, sorted_shards: Vec<usize>, now_ms: u64) -> Txn<'a> {
-        let guards = sorted_shards
+    /// Locks `sorted_shards`. The transaction's time is `max(clock, every
+    /// locked shard's clock)`, read after locking, and becomes those shards'
+    /// clock (see [`Shard::tick`]).
+    pub(crate) fn new(ks: &'a Keyspace, sorted_shards: Vec<usize>, now: Option<u64>) -> Txn<'a> {
+        let mut guards: Vec<(usize, MutexGuard<'a, Shard>)> = sorted_shards
             .into_iter()
             .map(|i| (i, ks.shard(i).lock()))
             .collect();
+        let wall = now.unwrap_or_else(wall_clock_ms);
+        let now_ms = guards.iter().map(|(_, g)| g.clock_ms).fold(wall, u64::max);
+        for (_, g) in guards.iter_mut() {
+            g.tick(now_ms);
+        }
         Txn {
+            ks,
             guards,
-            shard_count: ks.num_shards(),
             now_ms,
-            muts: Vec::new(),
+            applied: Vec::new(),
+            record: Vec::new(),
+            record_bytes: 0,
             dependency_lsn: 0,
         }
     }
 
     /// True when every shard is locked (whole-keyspace commands need it).
     pub fn holds_all(&self) -> bool {
-        self.guards.len() == self.shard_count
+        self.guards.len() == self.ks.num_shards()
     }
 
-    fn slot(&self, key: &[u8]) -> usize {
-        let shard = crate::keyspace::shard_for_key(key, self.shard_count);
-        match self.guards.binary_search_by_key(&shard, |(i, _)| *i) {
-            Ok(pos) => pos,
-            // A command touched a key it did not declare: a bug, not input.
-            Err(_) => panic!("key's shard {shard} was not locked by this transaction"),
-        }
+    fn slot(&self, key: &[u8]) -> Option<usize> {
+        let shard = self.ks.shard_index(key);
+        self.guards.binary_search_by_key(&shard, |(i, _)| *i).ok()
     }
 
     /// The database `db` in the shard of `key`, for reads. Records nothing;
     /// prefer [`Txn::get`], which records the read's durability dependency.
-    pub fn db_of(&mut self, db: usize, key: &[u8]) -> &mut Db {
-        let slot = self.slot(key);
-        &mut self.guards[slot].1.dbs[db]
+    /// `None` when the command did not lock that key (a bug in its key spec).
+    pub fn db_of(&mut self, db: usize, key: &[u8]) -> Option<&mut Db> {
+        let slot = self.slot(key)?;
+        self.guards[slot].1.dbs.get_mut(db)
     }
 
     /// Reads `key`, expiring it if due, and records the LSN the reply now
     /// depends on.
     pub fn get(&mut self, db: usize, key: &[u8]) -> Option<&Entry> {
         let now = self.now_ms;
-        let slot = self.slot(key);
-        let d = &mut self.guards[slot].1.dbs[db];
+        let slot = self.slot(key)?;
+        let d = self.guards[slot].1.dbs.get_mut(db)?;
         d.get(key, now);
         self.dependency_lsn = self.dependency_lsn.max(d.dependency_lsn(key));
         d.peek(key)
@@ -109,124 +150,391 @@ impl<'a> Txn<'a> {
         self.dependency_lsn = self.dependency_lsn.max(lsn);
     }
 
+    /// A reply about all of database `db` (DBSIZE, KEYS, SCAN, RANDOMKEY)
+    /// depends on every logged write to it.
+    pub fn depend_on_db(&mut self, db: usize) {
+        let lsn = self.ks.db_write_lsn(db);
+        self.depend_on(lsn);
+    }
+
     /// Every locked shard, for whole-keyspace reads (KEYS, SCAN, DBSIZE).
     pub fn shards_mut(&mut self) -> impl Iterator<Item = &mut Shard> + use<'_, 'a> {
         self.guards.iter_mut().map(|(_, g)| &mut **g)
     }
 
+    /// Whether writes to `db` are logged.
+    pub fn is_logged(&self, db: usize) -> bool {
+        self.ks.is_logged(db)
+    }
+
     /// Applies a mutation now (so later reads in this transaction see it)
-    /// and queues it for the log.
-    pub fn apply(&mut self, m: Mutation) -> Result<(), ApplyError> {
-        let now = self.now_ms;
-        match m.target_key() {
-            Some(key) => {
-                let slot = self.slot(key);
-                m.apply(&mut self.guards[slot].1, now)?;
-            }
-            None => {
-                assert!(
-                    self.holds_all(),
-                    "database-wide mutation without all shards locked"
-                );
-                for (_, g) in self.guards.iter_mut() {
-                    m.apply(g, now)?;
-                }
-            }
+    /// and adds it to the record if its database is logged. Refused, with
+    /// nothing changed, if the record would grow past the log's limit.
+    pub fn apply(&mut self, m: Mutation) -> Result<(), CommitError> {
+        let form = self.log_form(&m)?;
+        self.check_fits(form.bytes)?;
+        self.apply_with(m, form)
+    }
+
+    /// Applies a command's mutations as a group: the size check covers all
+    /// of them before any is applied, so a command that moves a value (two
+    /// mutations) is never half done. Only for key mutations.
+    pub fn apply_all(&mut self, muts: Vec<Mutation>) -> Result<(), CommitError> {
+        let mut forms = Vec::with_capacity(muts.len());
+        let mut bytes = 0u64;
+        for m in &muts {
+            let form = self.log_form(m)?;
+            bytes = bytes.saturating_add(form.bytes);
+            forms.push(form);
         }
-        self.muts.push(m);
+        self.check_fits(bytes)?;
+        for (m, form) in muts.into_iter().zip(forms) {
+            self.apply_with(m, form)?;
+        }
         Ok(())
     }
 
+    /// Every mutation applied, logged or not (for WATCH and statistics).
     pub fn mutations(&self) -> &[Mutation] {
-        &self.muts
+        &self.applied
     }
 
-    /// Writes the queued mutations as one log record (when `level` is logged
-    /// and a log exists), stamps the LSN on what they touched, and releases
-    /// the locks.
+    /// Whether anything will be written to the log at commit.
+    pub fn has_record(&self) -> bool {
+        !self.record.is_empty()
+    }
+
+    /// Marks database `db` as logged or not. Needs every shard locked. A
+    /// database that becomes logged gets its whole content into this record
+    /// (as FLUSHDB plus one RESTORE per key), because later records build on
+    /// a state the log has never seen.
+    pub fn set_db_logged(&mut self, db: usize, logged: bool) -> Result<(), CommitError> {
+        if !self.holds_all() {
+            return Err(
+                ApplyError::internal("changing a database's logging needs every shard").into(),
+            );
+        }
+        if logged && !self.ks.is_logged(db) {
+            let content = self.content_as_record(db, db);
+            let bytes = content.iter().map(codec::encoded_len).sum();
+            self.check_fits(bytes)?;
+            self.record_bytes += bytes;
+            self.record.extend(content.into_iter().map(RecordItem::Own));
+        }
+        self.ks.store_logged(db, logged);
+        Ok(())
+    }
+
+    /// Writes the record (if anything was logged) with `level`, stamps its
+    /// LSN on what it touched, and releases the locks.
     pub fn commit(
         mut self,
-        log: Option<&dyn CommitLog>,
+        log: &dyn CommitLog,
         level: Durability,
     ) -> Result<CommitOutcome, CommitError> {
-        let mutations = self.muts.len();
-        let log = log.filter(|_| level.is_logged() && !self.muts.is_empty());
-        let Some(log) = log else {
+        let mutations = self.applied.len();
+        if self.record.is_empty() {
             return Ok(CommitOutcome {
                 lsn: 0,
                 dependency_lsn: self.dependency_lsn,
                 mutations,
             });
-        };
+        }
+        let record = std::mem::take(&mut self.record);
         // One record in one stream keeps a multi-key commit all-or-nothing;
         // the stream of the first key spreads single-key load across streams.
-        let stream = match self.muts.iter().find_map(|m| m.target_key()) {
-            Some(k) => {
-                crate::keyspace::shard_for_key(k, self.shard_count) % log.num_streams().max(1)
+        let stream = record
+            .iter()
+            .find_map(|it| self.item(it).target_key())
+            .map_or(0, |k| self.ks.shard_index(k) % log.num_streams().max(1));
+        let level = match level {
+            Durability::Full => Durability::Full,
+            _ => Durability::Delayed,
+        };
+        let result = {
+            let this = &self;
+            log.append(stream, self.now_ms, level, &mut |buf| {
+                codec::encode_record(record.iter().map(|it| this.item(it)), record.len(), buf)
+            })
+        };
+        match result {
+            Ok(lsn) => {
+                self.stamp_items(&record, lsn);
+                Ok(CommitOutcome {
+                    lsn,
+                    dependency_lsn: self.dependency_lsn.max(lsn),
+                    mutations,
+                })
             }
-            None => 0,
-        };
-        let muts = &self.muts;
-        let result = log.append(stream, self.now_ms, level, &mut |buf| {
-            codec::encode_mutations(muts, buf)
-        });
-        let (lsn, err) = match result {
-            Ok(lsn) => (lsn, None),
-            Err(e) => (UNLOGGED_FAILED_LSN, Some(e)),
-        };
-        self.stamp(lsn);
-        if let Some(e) = err {
-            return Err(CommitError::Log(e));
+            Err(e) => {
+                // In memory but in no record: nothing that depends on it may
+                // ever be reported durable. The log is failed or closed, so
+                // no later record can be built on it either.
+                self.stamp_items(&record, UNLOGGED_FAILED_LSN);
+                Err(CommitError::Log(e))
+            }
         }
-        Ok(CommitOutcome {
-            lsn,
-            dependency_lsn: self.dependency_lsn.max(lsn),
-            mutations,
+    }
+
+    fn item<'m>(&'m self, it: &'m RecordItem) -> &'m Mutation {
+        match it {
+            RecordItem::Applied(i) => &self.applied[*i],
+            RecordItem::Own(m) => m,
+        }
+    }
+
+    fn stamp_items(&mut self, record: &[RecordItem], lsn: u64) {
+        let applied = std::mem::take(&mut self.applied);
+        for it in record {
+            match it {
+                RecordItem::Applied(i) => self.stamp(&applied[*i], lsn),
+                RecordItem::Own(m) => self.stamp(m, lsn),
+            }
+        }
+        self.applied = applied;
+    }
+
+    fn check_fits(&self, bytes: u64) -> Result<(), CommitError> {
+        let max = self.ks.max_record_bytes();
+        let total = self
+            .record_bytes
+            .saturating_add(bytes)
+            .saturating_add(codec::RECORD_HEADER_BYTES);
+        if bytes > 0 && total > max {
+            return Err(CommitError::TooLarge { bytes: total, max });
+        }
+        Ok(())
+    }
+
+    /// How `m` will appear in the record, and its encoded size.
+    fn log_form(&self, m: &Mutation) -> Result<LogForm, CommitError> {
+        let logged = |db: u32| self.ks.is_logged(db as usize);
+        let same = |m: &Mutation| LogForm {
+            bytes: codec::encoded_len(m),
+            expansion: Some(Vec::new()),
+        };
+        let skip = LogForm {
+            bytes: 0,
+            expansion: None,
+        };
+        Ok(match m {
+            Mutation::Key { db, .. } | Mutation::FlushDb { db } => {
+                if logged(*db) {
+                    same(m)
+                } else {
+                    skip
+                }
+            }
+            Mutation::FlushAll => {
+                if (0..self.ks.num_dbs()).any(|d| self.ks.is_logged(d)) {
+                    same(m)
+                } else {
+                    skip
+                }
+            }
+            Mutation::SwapDb { a, b } => match (logged(*a), logged(*b)) {
+                (true, true) => same(m),
+                (false, false) => skip,
+                (a_logged, _) => {
+                    if !self.holds_all() {
+                        return Err(ApplyError::internal("SWAPDB needs every shard").into());
+                    }
+                    // The logged side receives the unlogged side's keys.
+                    let (to, from) = if a_logged { (*a, *b) } else { (*b, *a) };
+                    let content = self.content_as_record(from as usize, to as usize);
+                    LogForm {
+                        bytes: content.iter().map(codec::encoded_len).sum(),
+                        expansion: Some(content),
+                    }
+                }
+            },
         })
     }
 
-    /// Records `lsn` on every entry and database the mutations touched, so
-    /// later readers know what their replies depend on.
-    fn stamp(&mut self, lsn: u64) {
-        let muts = std::mem::take(&mut self.muts);
+    /// FLUSHDB `to` plus a RESTORE into `to` of every live key of `from`.
+    fn content_as_record(&self, from: usize, to: usize) -> Vec<Mutation> {
+        let mut out = vec![Mutation::FlushDb { db: to as u32 }];
+        for (_, g) in &self.guards {
+            let Some(d) = g.dbs.get(from) else { continue };
+            for (k, e) in d.iter() {
+                if e.is_expired(self.now_ms) {
+                    continue;
+                }
+                out.push(Mutation::key(
+                    to as u32,
+                    k.clone(),
+                    KeyOp::Restore {
+                        value: e.value.clone(),
+                        expire_at_ms: e.expire_at_ms,
+                    },
+                ));
+            }
+        }
+        out
+    }
+
+    fn apply_with(&mut self, m: Mutation, form: LogForm) -> Result<(), CommitError> {
+        self.apply_to_shards(&m, false)?;
+        let index = self.applied.len();
+        self.applied.push(m);
+        self.record_bytes += form.bytes;
+        match form.expansion {
+            None => {}
+            Some(e) if e.is_empty() => self.record.push(RecordItem::Applied(index)),
+            Some(e) => self.record.extend(e.into_iter().map(RecordItem::Own)),
+        }
+        Ok(())
+    }
+
+    /// Applies `m` to the shards it belongs to. During replay a key whose
+    /// shard is not held (its checkpoint already contains the record) is
+    /// skipped; live, that would be a command touching a key it did not
+    /// declare, and is refused.
+    fn apply_to_shards(&mut self, m: &Mutation, replay: bool) -> Result<(), CommitError> {
+        let now = self.now_ms;
+        match m.target_key() {
+            Some(key) => match self.slot(key) {
+                Some(slot) => m.apply(&mut self.guards[slot].1, now)?,
+                None if replay => {}
+                None => {
+                    return Err(
+                        ApplyError::internal("a command wrote a key it did not lock").into(),
+                    )
+                }
+            },
+            None => {
+                if !replay && !self.holds_all() {
+                    return Err(
+                        ApplyError::internal("database-wide write without every shard").into(),
+                    );
+                }
+                for (_, g) in self.guards.iter_mut() {
+                    m.apply(g, now)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Records `lsn` on what `m` touched in the held shards, so later
+    /// readers know what their replies depend on. The one stamping path,
+    /// for live commits and for replay.
+    fn stamp(&mut self, m: &Mutation, lsn: u64) {
         // A write that failed to log is in memory but in no record: it must
         // not advance the shard's replay position (checkpoints rely on it).
         let applied = if lsn == UNLOGGED_FAILED_LSN { 0 } else { lsn };
-        for m in &muts {
-            match m {
-                Mutation::Key { db, key, .. } => {
-                    let slot = self.slot(key);
-                    let shard = &mut self.guards[slot].1;
-                    shard.applied_lsn = shard.applied_lsn.max(applied);
-                    let d = &mut shard.dbs[*db as usize];
-                    match d.get_mut(key, self.now_ms) {
-                        Some(e) => e.lsn = lsn,
-                        None => d.miss_lsn = d.miss_lsn.max(lsn),
+        let now = self.now_ms;
+        match m {
+            Mutation::Key { db, key, .. } => {
+                self.ks.note_write(*db as usize, lsn);
+                let Some(slot) = self.slot(key) else { return };
+                let shard = &mut self.guards[slot].1;
+                shard.applied_lsn = shard.applied_lsn.max(applied);
+                let Some(d) = shard.dbs.get_mut(*db as usize) else {
+                    return;
+                };
+                match d.get_mut(key, now) {
+                    Some(e) => e.lsn = lsn,
+                    None => d.miss_lsn = d.miss_lsn.max(lsn),
+                }
+            }
+            Mutation::FlushDb { db } => {
+                self.ks.note_write(*db as usize, lsn);
+                for (_, g) in self.guards.iter_mut() {
+                    g.applied_lsn = g.applied_lsn.max(applied);
+                    if let Some(d) = g.dbs.get_mut(*db as usize) {
+                        d.miss_lsn = lsn;
                     }
                 }
-                Mutation::FlushDb { db } => {
-                    for (_, g) in self.guards.iter_mut() {
-                        g.applied_lsn = g.applied_lsn.max(applied);
-                        g.dbs[*db as usize].miss_lsn = lsn;
+            }
+            Mutation::FlushAll => {
+                for db in 0..self.ks.num_dbs() {
+                    self.ks.note_write(db, lsn);
+                }
+                for (_, g) in self.guards.iter_mut() {
+                    g.applied_lsn = g.applied_lsn.max(applied);
+                    for d in &mut g.dbs {
+                        d.miss_lsn = lsn;
                     }
                 }
-                Mutation::FlushAll => {
-                    for (_, g) in self.guards.iter_mut() {
-                        g.applied_lsn = g.applied_lsn.max(applied);
-                        for d in &mut g.dbs {
-                            d.miss_lsn = lsn;
+            }
+            Mutation::SwapDb { a, b } => {
+                self.ks.note_write(*a as usize, lsn);
+                self.ks.note_write(*b as usize, lsn);
+                for (_, g) in self.guards.iter_mut() {
+                    g.applied_lsn = g.applied_lsn.max(applied);
+                    for x in [*a, *b] {
+                        if let Some(d) = g.dbs.get_mut(x as usize) {
+                            d.floor_lsn = lsn;
                         }
-                    }
-                }
-                Mutation::SwapDb { a, b } => {
-                    for (_, g) in self.guards.iter_mut() {
-                        g.applied_lsn = g.applied_lsn.max(applied);
-                        g.dbs[*a as usize].floor_lsn = lsn;
-                        g.dbs[*b as usize].floor_lsn = lsn;
                     }
                 }
             }
         }
-        self.muts = muts;
     }
+}
+
+/// How one applied mutation appears in the record: not at all (`None`),
+/// as itself (empty expansion), or as other mutations.
+struct LogForm {
+    bytes: u64,
+    expansion: Option<Vec<Mutation>>,
+}
+
+/// Applies one recovered record to the keyspace, with the record's commit
+/// time as "now" so expiry decisions replay exactly as they were made.
+///
+/// Each shard gets the record only if its `applied_lsn` is below `lsn`: a
+/// shard loaded from a checkpoint already contains every record up to the
+/// LSN recorded for it. Key mutations go to their key's shard; database-wide
+/// ones (FLUSHDB, FLUSHALL, SWAPDB) to every shard that needs the record.
+pub fn replay_record(
+    ks: &Keyspace,
+    lsn: u64,
+    time_ms: u64,
+    muts: &[Mutation],
+) -> Result<(), CommitError> {
+    let whole = muts.iter().any(|m| m.target_key().is_none());
+    let mut idx: Vec<usize> = if whole {
+        (0..ks.num_shards()).collect()
+    } else {
+        muts.iter()
+            .filter_map(|m| m.target_key().map(|k| ks.shard_index(k)))
+            .collect()
+    };
+    idx.sort_unstable();
+    idx.dedup();
+    // Ascending order, like every other multi-shard lock.
+    let guards: Vec<(usize, MutexGuard<'_, Shard>)> = idx
+        .into_iter()
+        .map(|i| (i, ks.shard(i).lock()))
+        .filter(|(_, g)| g.applied_lsn < lsn)
+        .collect();
+    if guards.is_empty() {
+        return Ok(());
+    }
+    let mut txn = Txn {
+        ks,
+        guards,
+        // Exactly the time the command ran with: logs written before shard
+        // clocks existed may go backwards, and replay must do what live did.
+        now_ms: time_ms,
+        applied: Vec::new(),
+        record: Vec::new(),
+        record_bytes: 0,
+        dependency_lsn: 0,
+    };
+    for (_, g) in txn.guards.iter_mut() {
+        g.tick(time_ms);
+    }
+    for m in muts {
+        txn.apply_to_shards(m, true)?;
+    }
+    for m in muts {
+        txn.stamp(m, lsn);
+    }
+    for (_, g) in txn.guards.iter_mut() {
+        g.applied_lsn = lsn;
+    }
+    Ok(())
 }

@@ -289,7 +289,7 @@ fn run_concurrent(seed: u64) {
             let mut i: i64 = 0;
             while !stop.load(Ordering::SeqCst) {
                 let key = bytes::Bytes::from(format!("c{i}"));
-                let mut txn = store.keyspace.lock_keys([&key[..]], now);
+                let mut txn = store.keyspace.lock_keys_at([&key[..]], now);
                 txn.apply(Mutation::key(
                     0,
                     key.clone(),
@@ -300,7 +300,7 @@ fn run_concurrent(seed: u64) {
                 ))
                 .unwrap();
                 let log: &dyn CommitLog = &*store.wal;
-                let Ok(out) = txn.commit(Some(log), Durability::Full) else {
+                let Ok(out) = txn.commit(log, Durability::Full) else {
                     return;
                 };
                 match store
@@ -394,9 +394,11 @@ fn run_atomic(seed: u64) {
             while !stop.load(Ordering::SeqCst) {
                 let now = START_MS + i as u64;
                 let mut txn = if i % 7 == 3 {
-                    store.keyspace.lock_all(now)
+                    store.keyspace.lock_all_at(now)
                 } else {
-                    store.keyspace.lock_keys(keys.iter().map(|k| &k[..]), now)
+                    store
+                        .keyspace
+                        .lock_keys_at(keys.iter().map(|k| &k[..]), now)
                 };
                 for db in 0..2 {
                     for k in &keys {
@@ -411,7 +413,7 @@ fn run_atomic(seed: u64) {
                     txn.apply(Mutation::SwapDb { a: 0, b: 1 }).unwrap();
                 }
                 let log: &dyn CommitLog = &*store.wal;
-                let Ok(out) = txn.commit(Some(log), Durability::Full) else {
+                let Ok(out) = txn.commit(log, Durability::Full) else {
                     return;
                 };
                 match store

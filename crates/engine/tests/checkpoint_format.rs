@@ -92,7 +92,7 @@ fn build() -> Keyspace {
     let ks = Keyspace::new(3, 4);
     for m in contents() {
         let key = m.target_key().cloned().unwrap_or_default();
-        let mut txn = ks.lock_keys([&key[..]], NOW_MS);
+        let mut txn = ks.lock_keys_at([&key[..]], NOW_MS);
         txn.apply(m).unwrap();
     }
     ks

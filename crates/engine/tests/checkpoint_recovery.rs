@@ -210,7 +210,7 @@ fn unlogged_keyspace_checkpoints_without_a_log() {
     .unwrap();
     let ks = durakv_engine::keyspace::Keyspace::new(2, 4);
     {
-        let mut txn = ks.lock_keys([&b"k"[..]], START_MS);
+        let mut txn = ks.lock_keys_at([&b"k"[..]], START_MS);
         txn.apply(durakv_engine::mutation::Mutation::key(
             1,
             bytes::Bytes::from_static(b"k"),

@@ -148,9 +148,9 @@ fn commit(store: &Store, ops: &[Op], level: Durability, now_ms: u64) -> u64 {
     let whole = ops.iter().any(|o| matches!(o, Op::FlushDb(_)));
     let muts: Vec<Mutation> = ops.iter().map(Op::mutation).collect();
     let mut txn = if whole {
-        store.keyspace.lock_all(now_ms)
+        store.keyspace.lock_all_at(now_ms)
     } else {
-        store.keyspace.lock_keys(
+        store.keyspace.lock_keys_at(
             muts.iter().filter_map(|m| m.target_key().map(|k| &k[..])),
             now_ms,
         )
@@ -159,7 +159,7 @@ fn commit(store: &Store, ops: &[Op], level: Durability, now_ms: u64) -> u64 {
         txn.apply(m).expect("apply");
     }
     let log: &dyn CommitLog = &*store.wal;
-    txn.commit(Some(log), level).expect("commit").lsn
+    txn.commit(log, level).expect("commit").lsn
 }
 
 fn run_seed(seed: u64) {

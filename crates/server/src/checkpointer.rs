@@ -192,11 +192,7 @@ pub fn schedule_bgsave(shared: &Shared) {
 /// How long recovery would take if the server crashed now.
 pub fn estimate(shared: &Shared) -> Estimate {
     let cp = &shared.checkpoints;
-    let written = shared
-        .store
-        .wal
-        .as_ref()
-        .map_or(0, |w| w.stats().bytes_written);
+    let written = shared.store.wal.stats().bytes_written;
     let unreplayed = cp.recovered_unreplayed_bytes.load(Ordering::Relaxed)
         + written.saturating_sub(cp.wal_bytes_at_last.load(Ordering::Relaxed));
     Estimate {
@@ -273,18 +269,14 @@ pub fn checkpoint_now(
     }
     engine.set_keep(shared.config.read().checkpoint_keep as usize);
     let dirty_before = shared.stats.dirty.load(Ordering::Relaxed);
-    let wal_bytes_before = shared
-        .store
-        .wal
-        .as_ref()
-        .map_or(0, |w| w.stats().bytes_written);
+    let wal_bytes_before = shared.store.wal.stats().bytes_written;
     let opts = options(shared, pace);
     tracing::info!(
         reason,
         max_bytes_per_sec = opts.max_bytes_per_sec,
         "checkpoint started"
     );
-    let result = engine.checkpoint_with(&shared.store.keyspace, shared.store.wal.as_deref(), opts);
+    let result = engine.checkpoint_with(&shared.store.keyspace, Some(&shared.store.wal), opts);
     match &result {
         Ok(st) => {
             // Writes made while it ran still count, as in Redis.
@@ -452,8 +444,9 @@ pub fn info_fields(shared: &Shared, s: &mut String) {
             shared
                 .store
                 .checkpoint_recovery
+                .loaded
                 .as_ref()
-                .and_then(|c| c.loaded.as_ref().map(|l| l.replay_lsn))
+                .map(|l| l.replay_lsn)
         })
         .unwrap_or(0);
     field(s, "checkpoint_replay_lsn", replay_lsn);
@@ -473,10 +466,6 @@ pub fn info_fields(shared: &Shared, s: &mut String) {
     field(
         s,
         "wal_disk_usage_bytes",
-        shared
-            .store
-            .wal
-            .as_ref()
-            .map_or(0, |w| w.disk_usage_bytes()),
+        shared.store.wal.disk_usage_bytes(),
     );
 }

@@ -51,6 +51,7 @@ pub struct Config {
     pub durability_policy: DurabilityPolicy,
     pub wal_dir: Vec<PathBuf>,
     pub wal_segment_size_mb: u64,
+    pub wal_max_record_size_mb: u64,
     pub delayed_flush_ms: u64,
     pub delayed_flush_bytes: u64,
     pub wal_recovery_mode: WalRecoveryMode,
@@ -89,6 +90,7 @@ impl Default for Config {
             durability_policy: DurabilityPolicy::Connection,
             wal_dir: Vec::new(),
             wal_segment_size_mb: 64,
+            wal_max_record_size_mb: 1024,
             delayed_flush_ms: 10,
             delayed_flush_bytes: 1024 * 1024,
             wal_recovery_mode: WalRecoveryMode::Strict,
@@ -606,6 +608,18 @@ pub static DIRECTIVES: &[Directive] = &[
             Ok(())
         },
         get: |c| c.wal_segment_size_mb.to_string(),
+    },
+    Directive {
+        name: "wal-max-record-size-mb",
+        default: "1024",
+        help: "Largest log record, in MiB (1..1024): a command or MULTI whose writes would exceed it is refused with an error before it changes anything",
+        runtime: false,
+        repeatable: false,
+        set: |c, v| {
+            c.wal_max_record_size_mb = bounded(v, 1, 1024)?;
+            Ok(())
+        },
+        get: |c| c.wal_max_record_size_mb.to_string(),
     },
     Directive {
         name: "delayed-flush-ms",

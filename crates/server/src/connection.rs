@@ -13,6 +13,7 @@ use crate::dispatch;
 use crate::errors;
 use crate::state::Shared;
 use bytes::{Buf, BytesMut};
+use durakv_engine::txn::UNLOGGED_FAILED_LSN;
 use durakv_protocol::{Frame, RequestLimits, RequestParser};
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
@@ -211,9 +212,7 @@ fn process(
         }
         let dep = if outcome.dependency_lsn > durable {
             if !asked_for_sync {
-                if let Some(d) = &shared.store.durability {
-                    d.request_sync();
-                }
+                shared.store.wal.request_sync();
                 asked_for_sync = true;
             }
             outcome.dependency_lsn
@@ -249,7 +248,7 @@ fn release(shared: &Shared, out: &mut BytesMut, held: &mut Held) {
     while let Some(&(len, dep)) = held.replies.front() {
         if dep <= durable {
             ready += len;
-        } else if failed {
+        } else if failed || dep == UNLOGGED_FAILED_LSN {
             out.extend_from_slice(&held.bytes[..ready]);
             held.bytes.advance(ready + len);
             ready = 0;

@@ -5,7 +5,6 @@
 use crate::client::{MultiState, Watched};
 use crate::command::{flags, lookup, Ctx, Handler, Keys};
 use crate::errors;
-use crate::util::now_ms;
 use bytes::Bytes;
 use durakv_engine::mutation::Mutation;
 use durakv_engine::txn::Txn;
@@ -68,13 +67,12 @@ pub fn execute(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         Handler::Conn(f) => Outcome::now(f(ctx, args)),
         Handler::Outcome(f) => f(ctx, args),
         Handler::Data(f) => {
-            let now = now_ms();
             let ks = &ctx.shared.store.keyspace;
             let mut txn = match spec.keys {
-                Keys::All => ks.lock_all(now),
+                Keys::All => ks.lock_all(),
                 _ => {
                     let idx = spec.key_indexes(args);
-                    ks.lock_keys(idx.iter().map(|&i| &args[i][..]), now)
+                    ks.lock_keys(idx.iter().map(|&i| &args[i][..]))
                 }
             };
             let frame = f(ctx, &mut txn, args);
@@ -103,34 +101,51 @@ fn flag_multi(ctx: &mut Ctx<'_>) {
     }
 }
 
-/// The durability level for the writes in `muts` from this connection.
-fn level_for(ctx: &Ctx<'_>, muts: &[Mutation]) -> Durability {
-    let db = muts
-        .iter()
-        .find_map(|m| match m {
-            Mutation::Key { db, .. } => Some(*db as usize),
-            Mutation::FlushDb { db } => Some(*db as usize),
-            _ => None,
-        })
-        .unwrap_or(ctx.client.db);
-    ctx.shared.effective_durability(ctx.client.durability, db)
+/// The level that decides when this connection's reply goes out: for a
+/// command that wrote, the strictest level among the databases it wrote
+/// (each as seen by this connection); otherwise its current database's.
+/// Whether anything is logged is decided by the databases, not by this
+/// (`docs/durability.md`, "Which writes are logged").
+fn reply_level(ctx: &Ctx<'_>, muts: &[Mutation]) -> Durability {
+    let shared = ctx.shared;
+    let conn = ctx.client.durability;
+    let of = |db: usize| shared.effective_durability(conn, db);
+    let mut level: Option<Durability> = None;
+    let mut add = |l: Durability| {
+        if level.is_none_or(|cur| l.strictness() > cur.strictness()) {
+            level = Some(l);
+        }
+    };
+    for m in muts {
+        match m {
+            Mutation::Key { db, .. } | Mutation::FlushDb { db } => add(of(*db as usize)),
+            Mutation::SwapDb { a, b } => {
+                add(of(*a as usize));
+                add(of(*b as usize));
+            }
+            Mutation::FlushAll => {
+                for db in 0..shared.store.keyspace.num_dbs() {
+                    add(of(db));
+                }
+            }
+        }
+    }
+    level.unwrap_or_else(|| of(ctx.client.db))
 }
 
 /// Commits what the handler applied and computes the reply's dependency.
 fn finish(ctx: &mut Ctx<'_>, txn: Txn<'_>, frame: Frame) -> Outcome {
     let shared = ctx.shared;
     let muts = txn.mutations();
-    let level = if muts.is_empty() {
-        shared.effective_durability(ctx.client.durability, ctx.client.db)
-    } else {
+    if !muts.is_empty() {
         shared.watches.touch(muts);
         shared
             .stats
             .dirty
             .fetch_add(muts.len() as u64, Ordering::Relaxed);
-        level_for(ctx, muts)
-    };
-    match txn.commit(shared.store.log.as_deref(), level) {
+    }
+    let level = reply_level(ctx, muts);
+    match txn.commit(shared.store.wal.as_ref(), level) {
         Ok(out) => {
             if out.lsn != 0 {
                 ctx.client.last_write_lsn = ctx.client.last_write_lsn.max(out.lsn);
@@ -146,10 +161,7 @@ fn finish(ctx: &mut Ctx<'_>, txn: Txn<'_>, frame: Frame) -> Outcome {
                 dependency_lsn,
             }
         }
-        Err(e) => {
-            tracing::error!("commit failed: {e}");
-            Outcome::now(errors::err(errors::MISCONF))
-        }
+        Err(e) => Outcome::now(errors::commit_error(&e)),
     }
 }
 
@@ -190,13 +202,12 @@ pub fn watch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
         return errors::err(errors::WATCH_INSIDE_MULTI);
     }
     let db = ctx.client.db;
-    let now = now_ms();
     let keys = &args[1..];
     let mut txn = ctx
         .shared
         .store
         .keyspace
-        .lock_keys(keys.iter().map(|k| &k[..]), now);
+        .lock_keys(keys.iter().map(|k| &k[..]));
     for key in keys {
         if ctx
             .client
@@ -233,7 +244,6 @@ pub fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
         unwatch_all(ctx);
         return Outcome::now(errors::err(errors::EXECABORT));
     }
-    let now = now_ms();
     let mut lock_all = false;
     let mut keys: Vec<Bytes> = ctx.client.watched.iter().map(|w| w.key.clone()).collect();
     for args in &multi.queued {
@@ -246,23 +256,28 @@ pub fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
     }
     let ks = &ctx.shared.store.keyspace;
     let mut txn = if lock_all {
-        ks.lock_all(now)
+        ks.lock_all()
     } else {
-        ks.lock_keys(keys.iter().map(|k| &k[..]), now)
+        ks.lock_keys(keys.iter().map(|k| &k[..]))
     };
+    let now = txn.now_ms;
     let expired = ctx
         .client
         .watched
         .iter()
         .any(|w| w.expire_at_ms != 0 && w.expire_at_ms <= now);
     if expired || ctx.client.handle.watch_dirty.load(Ordering::Acquire) {
-        drop(txn);
+        // The nil reveals that someone wrote a watched key: it may go out
+        // only once that write is durable (the keys' current LSNs cover it).
+        for w in &ctx.client.watched {
+            txn.get(w.db, &w.key);
+        }
         unwatch_all(ctx);
         ctx.shared
             .stats
             .watch_aborts
             .fetch_add(1, Ordering::Relaxed);
-        return Outcome::now(Frame::NullArray);
+        return finish(ctx, txn, Frame::NullArray);
     }
     let mut replies = Vec::with_capacity(multi.queued.len());
     for args in &multi.queued {
@@ -276,8 +291,11 @@ pub fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
             match spec.handler {
                 Handler::Data(f) => f(ctx, &mut txn, args),
                 Handler::Conn(f) => f(ctx, args),
-                // Its own wait is subsumed by the transaction's commit.
-                Handler::Outcome(f) => f(ctx, args).frame,
+                Handler::Outcome(f) => {
+                    let out = f(ctx, args);
+                    txn.depend_on(out.dependency_lsn);
+                    out.frame
+                }
             }
         };
         replies.push(reply);

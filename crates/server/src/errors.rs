@@ -22,6 +22,22 @@ pub const EXEC_WITHOUT_MULTI: &str = "ERR EXEC without MULTI";
 pub const DISCARD_WITHOUT_MULTI: &str = "ERR DISCARD without MULTI";
 pub const WATCH_INSIDE_MULTI: &str = "ERR WATCH inside MULTI is not allowed";
 pub const MISCONF: &str = "MISCONF Errors writing to the write-ahead log: durakv is configured to refuse writes until the log is healthy again (see INFO persistence for the failure)";
+/// The reply for a refused mutation or commit.
+pub fn commit_error(e: &durakv_engine::txn::CommitError) -> durakv_protocol::Frame {
+    use durakv_engine::txn::CommitError;
+    match e {
+        CommitError::TooLarge { .. } => durakv_protocol::Frame::error(format!("ERR {e}")),
+        CommitError::Invalid(_) => {
+            tracing::error!("refused a mutation: {e}");
+            durakv_protocol::Frame::error(format!("ERR {e}"))
+        }
+        CommitError::Log(_) => {
+            tracing::error!("commit failed: {e}");
+            err(MISCONF)
+        }
+    }
+}
+
 pub const NOT_DURABLE: &str =
     "MISCONF This reply depends on a write that could not be made durable (see INFO persistence)";
 

@@ -42,7 +42,9 @@ pub fn active_expire_cycle(shared: &Shared) -> usize {
     let mut total = 0;
     for i in 0..ks.num_shards() {
         let mut shard = ks.shard(i).lock();
-        let now = now_ms();
+        // The shard's clock, so a later command here never uses an earlier
+        // time than this removal did (replay relies on it).
+        let now = shard.tick(now_ms());
         for db in shard.dbs.iter_mut() {
             for _ in 0..MAX_ROUNDS_PER_SHARD {
                 if db.volatile_len() == 0 {

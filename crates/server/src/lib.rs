@@ -12,6 +12,8 @@
 //! - [`cmd`]: the commands, one module per family.
 //! - [`client`], [`watch`]: per-connection state, client registry, WATCH.
 //! - [`state`]: what all connections share.
+//! - [`embedded`]: a server inside the calling process, on any file system
+//!   (crash tests on a simulated disk).
 //! - [`expiry`], [`memory`]: background active expiry and memory sampling.
 //! - [`checkpointer`]: when checkpoints run (schedule, SAVE, BGSAVE,
 //!   shutdown) and the persistence counters INFO reports.
@@ -24,6 +26,7 @@ pub mod command;
 pub mod config;
 pub mod connection;
 pub mod dispatch;
+pub mod embedded;
 pub mod errors;
 pub mod expiry;
 pub mod glob;
@@ -36,48 +39,66 @@ pub mod watch;
 
 pub use config::Config;
 
+use durakv_engine::io::FileSystem;
 use state::{Shared, Store};
 use std::sync::Arc;
 
 /// Opens the store described by `config` and serves until shutdown.
 pub fn run(config: Config) -> Result<(), String> {
-    let threads = match config.io_threads {
+    let store = Store::open(&config)?;
+    serve_until_shutdown(prepare(config, store))
+}
+
+/// Opens the store on `fs` (tests use a fault-injecting disk) and returns
+/// the state a server on it shares; call [`serve_until_shutdown`] next.
+pub fn open_with(config: Config, fs: Arc<dyn FileSystem>) -> Result<Arc<Shared>, String> {
+    let store = Store::open_with(&config, fs)?;
+    Ok(prepare(config, store))
+}
+
+fn prepare(config: Config, store: Store) -> Arc<Shared> {
+    let c = &store.checkpoint_recovery;
+    if let Some(l) = &c.loaded {
+        tracing::info!(
+            "loaded checkpoint {} ({} keys, {} bytes) in {:.3}s",
+            l.path.display(),
+            l.keys,
+            l.file_bytes,
+            c.duration.as_secs_f64()
+        );
+    }
+    for (path, why) in &c.fallbacks {
+        tracing::warn!("skipped damaged checkpoint {}: {why}", path.display());
+    }
+    let r = &store.recovery;
+    tracing::info!(
+        "recovered {} records ({} bytes) in {:.3}s; last LSN {}",
+        r.records,
+        r.bytes,
+        r.duration.as_secs_f64(),
+        r.last_lsn
+    );
+    for db in 0..store.keyspace.num_dbs() {
+        let logged = config.db_durability(db).is_logged();
+        store.keyspace.set_logged_at_start(db, logged);
+    }
+    let shared = Arc::new(Shared::new(config, store));
+    let tx = shared.durable_tx.clone();
+    shared.store.wal.set_durable_listener(Box::new(move |lsn| {
+        tx.send_replace(lsn);
+    }));
+    shared
+}
+
+/// Serves connections until SHUTDOWN or a signal, then takes the final
+/// checkpoint (unless told not to) and closes the log.
+pub fn serve_until_shutdown(shared: Arc<Shared>) -> Result<(), String> {
+    let threads = match shared.config.read().io_threads {
         0 => std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(2),
         n => n,
     };
-    let store = Store::open(&config)?;
-    if let Some(c) = &store.checkpoint_recovery {
-        if let Some(l) = &c.loaded {
-            tracing::info!(
-                "loaded checkpoint {} ({} keys, {} bytes) in {:.3}s",
-                l.path.display(),
-                l.keys,
-                l.file_bytes,
-                c.duration.as_secs_f64()
-            );
-        }
-        for (path, why) in &c.fallbacks {
-            tracing::warn!("skipped damaged checkpoint {}: {why}", path.display());
-        }
-    }
-    if let Some(r) = &store.recovery {
-        tracing::info!(
-            "recovered {} records ({} bytes) in {:.3}s; last LSN {}",
-            r.records,
-            r.bytes,
-            r.duration.as_secs_f64(),
-            r.last_lsn
-        );
-    }
-    let shared = Arc::new(Shared::new(config, store));
-    if let Some(wal) = &shared.store.wal {
-        let tx = shared.durable_tx.clone();
-        wal.set_durable_listener(Box::new(move |lsn| {
-            tx.send_replace(lsn);
-        }));
-    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(threads)
         .enable_all()
@@ -101,10 +122,8 @@ pub fn run(config: Config) -> Result<(), String> {
             final_error = Some(format!("final checkpoint failed: {e}"));
         }
     }
-    if let Some(wal) = &shared.store.wal {
-        if let Err(e) = wal.close() {
-            tracing::error!("closing the write-ahead log failed: {e}");
-        }
+    if let Err(e) = shared.store.wal.close() {
+        tracing::error!("closing the write-ahead log failed: {e}");
     }
     served.map_err(|e| e.to_string())?;
     if let Some(e) = final_error {

@@ -7,10 +7,11 @@ use crate::client::ClientRegistry;
 use crate::config::{Config, DurabilityPolicy, WalRecoveryMode};
 use crate::watch::WatchRegistry;
 use durakv_engine::checkpoint::Checkpointer;
+use durakv_engine::io::{FileSystem, OsFs};
 use durakv_engine::keyspace::Keyspace;
 use durakv_engine::lock::DirLock;
 use durakv_engine::store::{CheckpointRecovery, Store as EngineStore, StoreConfig};
-use durakv_engine::txn::CommitLog;
+use durakv_engine::txn::CommitError;
 use durakv_engine::wal::{RecoveryMode, RecoveryStats, Wal};
 use durakv_engine::Durability;
 use parking_lot::RwLock;
@@ -58,28 +59,33 @@ impl Stats {
 /// The keyspace plus the log writes are committed to.
 pub struct Store {
     pub keyspace: Keyspace,
-    pub log: Option<Arc<dyn CommitLog>>,
-    /// Source of the durable LSN and of log failures.
-    pub durability: Option<Arc<dyn DurabilitySource>>,
-    pub wal: Option<Arc<Wal>>,
+    /// The write-ahead log: the one handle for appending, the durable LSN
+    /// and failures.
+    pub wal: Arc<Wal>,
     /// What recovery found at start-up.
-    pub recovery: Option<RecoveryStats>,
+    pub recovery: RecoveryStats,
     /// Takes checkpoints of `keyspace` (scheduled by `crate::checkpointer`).
-    pub checkpointer: Option<Arc<Checkpointer>>,
+    pub checkpointer: Arc<Checkpointer>,
     /// What start-up did with checkpoints (loaded, fell back, resharded).
-    pub checkpoint_recovery: Option<CheckpointRecovery>,
+    pub checkpoint_recovery: CheckpointRecovery,
     /// Held for the server's lifetime: one server per data directory.
-    pub dir_lock: Option<DirLock>,
+    pub dir_lock: DirLock,
 }
 
 impl Store {
     /// Opens the data directory described by `config`, replaying the log.
     pub fn open(config: &Config) -> Result<Store, String> {
+        Self::open_with(config, Arc::new(OsFs))
+    }
+
+    /// Like [`Store::open`] on another file system (tests inject faults).
+    pub fn open_with(config: &Config, fs: Arc<dyn FileSystem>) -> Result<Store, String> {
         let mut sc = StoreConfig::new(config.dir.clone());
         sc.databases = config.databases;
         sc.shards = config.keyspace_shards;
         sc.wal_dirs = config.wal_dirs();
         sc.wal_segment_size_bytes = config.wal_segment_size_mb * 1024 * 1024;
+        sc.wal_max_record_bytes = config.wal_max_record_size_mb * 1024 * 1024;
         sc.delayed_flush_ms = config.delayed_flush_ms;
         sc.delayed_flush_bytes = config.delayed_flush_bytes;
         sc.recovery_mode = match config.wal_recovery_mode {
@@ -87,42 +93,17 @@ impl Store {
             WalRecoveryMode::TolerateCorruption => RecoveryMode::TolerateCorruption,
         };
         sc.checkpoint_keep = config.checkpoint_keep as usize;
-        let store = EngineStore::open(&sc).map_err(|e| e.to_string())?;
+        let store = EngineStore::open_with(&sc, fs).map_err(|e| e.to_string())?;
         let p = store.into_parts();
-        let wal = p.wal;
         Ok(Store {
             keyspace: p.keyspace,
-            log: Some(wal.clone() as Arc<dyn CommitLog>),
-            durability: Some(wal.clone() as Arc<dyn DurabilitySource>),
-            wal: Some(wal),
-            recovery: Some(p.recovery),
-            checkpointer: Some(p.checkpointer),
-            checkpoint_recovery: Some(p.checkpoint_recovery),
-            dir_lock: Some(p.lock),
+            wal: p.wal,
+            recovery: p.recovery,
+            checkpointer: p.checkpointer,
+            checkpoint_recovery: p.checkpoint_recovery,
+            dir_lock: p.lock,
         })
     }
-}
-
-impl DurabilitySource for Wal {
-    fn durable_lsn(&self) -> u64 {
-        Wal::durable_lsn(self)
-    }
-
-    fn failure(&self) -> Option<String> {
-        Wal::failure(self)
-    }
-
-    fn request_sync(&self) {
-        Wal::request_sync(self)
-    }
-}
-
-/// What the server needs to know about the log besides appending.
-pub trait DurabilitySource: Send + Sync {
-    fn durable_lsn(&self) -> u64;
-    fn failure(&self) -> Option<String>;
-    /// Ask for everything appended so far to be fsynced soon.
-    fn request_sync(&self);
 }
 
 pub struct Shared {
@@ -153,9 +134,9 @@ impl Shared {
             })
             .collect();
         let checkpoints = Checkpoints::new(
-            store.checkpointer.clone(),
-            store.recovery.as_ref(),
-            store.checkpoint_recovery.as_ref(),
+            Some(store.checkpointer.clone()),
+            Some(&store.recovery),
+            Some(&store.checkpoint_recovery),
         );
         Shared {
             checkpoints,
@@ -192,14 +173,37 @@ impl Shared {
     }
 
     pub fn durable_lsn(&self) -> u64 {
-        match &self.store.durability {
-            Some(d) => d.durable_lsn(),
-            None => u64::MAX - 1,
-        }
+        self.store.wal.durable_lsn()
     }
 
     pub fn log_failure(&self) -> Option<String> {
-        self.store.durability.as_ref().and_then(|d| d.failure())
+        self.store.wal.failure()
+    }
+
+    /// Brings the keyspace's per-database logging in line with the
+    /// configured levels, one database per record: a database that becomes
+    /// logged has its content logged whole first (`docs/durability.md`,
+    /// "Which writes are logged"). Returns the LSN of the last record
+    /// written (0: none), which the caller's reply waits for.
+    pub fn sync_logged_dbs(&self) -> Result<u64, CommitError> {
+        let ks = &self.store.keyspace;
+        let wanted: Vec<bool> = {
+            let cfg = self.config.read();
+            (0..ks.num_dbs())
+                .map(|db| cfg.db_durability(db).is_logged())
+                .collect()
+        };
+        let mut lsn = 0;
+        for (db, &logged) in wanted.iter().enumerate() {
+            if ks.is_logged(db) == logged {
+                continue;
+            }
+            let mut txn = ks.lock_all();
+            txn.set_db_logged(db, logged)?;
+            let out = txn.commit(self.store.wal.as_ref(), Durability::Full)?;
+            lsn = lsn.max(out.lsn);
+        }
+        Ok(lsn)
     }
 
     pub fn request_shutdown(&self) {

@@ -7,10 +7,7 @@ use std::fmt::Write;
 
 /// Appends `wal_*` and `recovery_*` fields in Redis's `name:value` form.
 pub fn fields(shared: &Shared, s: &mut String) {
-    let Some(wal) = &shared.store.wal else {
-        return;
-    };
-    let st = wal.stats();
+    let st = shared.store.wal.stats();
     let mut f = |name: &str, value: &dyn std::fmt::Display| {
         let _ = write!(s, "{name}:{value}\r\n");
     };
@@ -29,10 +26,9 @@ pub fn fields(shared: &Shared, s: &mut String) {
     f("wal_last_lsn", &st.last_lsn);
     f("wal_durable_lsn", &st.durable_lsn);
     f("wal_segments", &st.segments);
-    if let Some(r) = &shared.store.recovery {
-        f("recovery_records_replayed", &r.records);
-        f("recovery_bytes_replayed", &r.bytes);
-        f("recovery_time_ms", &r.duration.as_millis());
-        f("recovery_truncated_tails", &r.truncated_tail.len());
-    }
+    let r = &shared.store.recovery;
+    f("recovery_records_replayed", &r.records);
+    f("recovery_bytes_replayed", &r.bytes);
+    f("recovery_time_ms", &r.duration.as_millis());
+    f("recovery_truncated_tails", &r.truncated_tail.len());
 }

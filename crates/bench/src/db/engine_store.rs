@@ -19,7 +19,7 @@ use durakv_engine::Durability;
 use std::ops::Bound;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 /// How long a `full` write may wait for its record to reach the disk
 /// before it is reported as failed.
@@ -40,13 +40,9 @@ pub fn open_engine(dir: &Path, durability: &str) -> Result<Arc<dyn EmbeddedStore
         .map_err(|_| format!("durability={durability:?} must be full, delayed or none"))?;
     let store = Store::open(&StoreConfig::new(dir))
         .map_err(|e| format!("cannot open the engine in {}: {e}", dir.display()))?;
+    // A `none` store is an unlogged database, as in the server.
+    store.keyspace.set_logged_at_start(DB, level.is_logged());
     Ok(Arc::new(EngineStore { store, level }))
-}
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }
 
 impl EngineStore {
@@ -70,11 +66,11 @@ impl EngineStore {
     }
 
     fn write(&self, key: &[u8], op: KeyOp) -> Result<(), String> {
-        let mut txn = self.store.keyspace.lock_keys([key], now_ms());
+        let mut txn = self.store.keyspace.lock_keys([key]);
         txn.apply(Mutation::key(DB as u32, Bytes::copy_from_slice(key), op))
             .map_err(|e| e.to_string())?;
         let out = txn
-            .commit(Some(&*self.store.wal), self.level)
+            .commit(&*self.store.wal, self.level)
             .map_err(|e| e.to_string())?;
         self.settle(out)
     }
@@ -94,7 +90,7 @@ impl EmbeddedStore for EngineStore {
     }
 
     fn hget_count(&self, key: &[u8], fields: &[&[u8]]) -> Result<usize, String> {
-        let mut txn = self.store.keyspace.lock_keys([key], now_ms());
+        let mut txn = self.store.keyspace.lock_keys([key]);
         // Values are copied out (reference-counted) as an embedding
         // application would receive them.
         let found: Vec<Bytes> = match txn.get(DB, key) {
@@ -111,7 +107,9 @@ impl EmbeddedStore for EngineStore {
             }
             Some(_) => return Err(wrong_type()),
         };
-        let out = txn.commit(None, self.level).map_err(|e| e.to_string())?;
+        let out = txn
+            .commit(&*self.store.wal, self.level)
+            .map_err(|e| e.to_string())?;
         self.settle(out)?;
         Ok(found.len())
     }
@@ -124,7 +122,7 @@ impl EmbeddedStore for EngineStore {
     }
 
     fn zrange_by_score(&self, key: &[u8], min: f64, limit: usize) -> Result<Vec<Vec<u8>>, String> {
-        let mut txn = self.store.keyspace.lock_keys([key], now_ms());
+        let mut txn = self.store.keyspace.lock_keys([key]);
         let members = match txn.get(DB, key) {
             None => Vec::new(),
             Some(Entry {
@@ -137,13 +135,15 @@ impl EmbeddedStore for EngineStore {
                 .collect(),
             Some(_) => return Err(wrong_type()),
         };
-        let out = txn.commit(None, self.level).map_err(|e| e.to_string())?;
+        let out = txn
+            .commit(&*self.store.wal, self.level)
+            .map_err(|e| e.to_string())?;
         self.settle(out)?;
         Ok(members)
     }
 
     fn del(&self, key: &[u8]) -> Result<bool, String> {
-        let mut txn = self.store.keyspace.lock_keys([key], now_ms());
+        let mut txn = self.store.keyspace.lock_keys([key]);
         let existed = txn.get(DB, key).is_some();
         if existed {
             txn.apply(Mutation::key(
@@ -154,14 +154,14 @@ impl EmbeddedStore for EngineStore {
             .map_err(|e| e.to_string())?;
         }
         let out = txn
-            .commit(Some(&*self.store.wal), self.level)
+            .commit(&*self.store.wal, self.level)
             .map_err(|e| e.to_string())?;
         self.settle(out)?;
         Ok(existed)
     }
 
     fn zrem(&self, key: &[u8], member: &[u8]) -> Result<bool, String> {
-        let mut txn = self.store.keyspace.lock_keys([key], now_ms());
+        let mut txn = self.store.keyspace.lock_keys([key]);
         let present = match txn.get(DB, key) {
             None => false,
             Some(Entry {
@@ -179,7 +179,7 @@ impl EmbeddedStore for EngineStore {
             .map_err(|e| e.to_string())?;
         }
         let out = txn
-            .commit(Some(&*self.store.wal), self.level)
+            .commit(&*self.store.wal, self.level)
             .map_err(|e| e.to_string())?;
         self.settle(out)?;
         Ok(present)

@@ -248,9 +248,9 @@ pub fn random_key_mutation(rng: &mut StdRng, db: usize, now_ms: u64) -> Mutation
 pub fn commit(store: &Store, muts: Vec<Mutation>, level: Durability, now_ms: u64) -> u64 {
     let whole = muts.iter().any(|m| m.target_key().is_none());
     let mut txn = if whole {
-        store.keyspace.lock_all(now_ms)
+        store.keyspace.lock_all_at(now_ms)
     } else {
-        store.keyspace.lock_keys(
+        store.keyspace.lock_keys_at(
             muts.iter().filter_map(|m| m.target_key().map(|k| &k[..])),
             now_ms,
         )
@@ -259,7 +259,7 @@ pub fn commit(store: &Store, muts: Vec<Mutation>, level: Durability, now_ms: u64
         txn.apply(m).expect("mutation fits the state");
     }
     let log: &dyn CommitLog = &*store.wal;
-    txn.commit(Some(log), level).expect("commit").lsn
+    txn.commit(log, level).expect("commit").lsn
 }
 
 /// One random logged transaction (1-3 key mutations in logged databases,

@@ -57,15 +57,9 @@ pub(crate) fn syntax() -> Frame {
     errors::err(errors::SYNTAX)
 }
 
-/// Applies `op` to `key`. A refusal here means the command computed an
-/// operation that does not fit the value it just read: a bug, reported to
-/// the client rather than panicking.
+/// Applies `op` to `key` (see [`super::keys::apply`]).
 pub(crate) fn apply(txn: &mut Txn<'_>, db: usize, key: &Bytes, op: KeyOp) -> Result<(), Frame> {
-    txn.apply(Mutation::key(db as u32, key.clone(), op))
-        .map_err(|e| {
-            tracing::error!("{e}");
-            Frame::error(format!("ERR {e}"))
-        })
+    super::keys::apply(txn, Mutation::key(db as u32, key.clone(), op))
 }
 
 pub(crate) fn resp3(ctx: &Ctx<'_>) -> bool {

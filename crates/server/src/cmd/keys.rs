@@ -71,13 +71,15 @@ pub fn commands() -> Vec<CommandSpec> {
     ]
 }
 
-/// Applies `m`, turning the engine's refusal (a bug in the command, never
-/// client input) into an error reply instead of a panic.
+/// Applies `m`, turning the engine's refusal (a record over the log's
+/// limit, or a bug in the command) into an error reply.
 pub fn apply(txn: &mut Txn<'_>, m: Mutation) -> Result<(), Frame> {
-    txn.apply(m).map_err(|e| {
-        tracing::error!("cannot apply mutation: {e}");
-        Frame::error(format!("ERR {e}"))
-    })
+    txn.apply(m).map_err(|e| errors::commit_error(&e))
+}
+
+/// Applies the mutations of one command together: all or none.
+pub fn apply_all(txn: &mut Txn<'_>, muts: Vec<Mutation>) -> Result<(), Frame> {
+    txn.apply_all(muts).map_err(|e| errors::commit_error(&e))
 }
 
 fn reply_of(r: Result<(), Frame>, ok: Frame) -> Frame {
@@ -99,19 +101,6 @@ fn db_index_arg(ctx: &Ctx<'_>, arg: &[u8]) -> Result<usize, Frame> {
         .ok()
         .filter(|&i| i < dbs)
         .ok_or_else(|| errors::err(errors::DB_INDEX_OUT_OF_RANGE))
-}
-
-/// The LSN a reply about all of database `db` in `shard` depends on: every
-/// key's write and every removal. Skips the walk when nothing in the shard
-/// is newer than `durable`, which is the common case.
-fn whole_db_dependency(shard: &Shard, db: usize, durable: u64) -> u64 {
-    if shard.applied_lsn <= durable {
-        return 0;
-    }
-    let d = &shard.dbs[db];
-    d.iter()
-        .map(|(_, e)| e.lsn)
-        .fold(d.miss_lsn.max(d.floor_lsn), u64::max)
 }
 
 fn del(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
@@ -313,15 +302,17 @@ fn relocate(
     let Some(e) = txn.get(src_db, src) else {
         return Ok(());
     };
+    // The whole value, never a reference to the source: the source may be
+    // in a database the log does not cover.
     let op = KeyOp::Restore {
         value: e.value.clone(),
         expire_at_ms: e.expire_at_ms,
     };
-    apply(txn, Mutation::key(dst_db as u32, dst.clone(), op))?;
+    let mut muts = vec![Mutation::key(dst_db as u32, dst.clone(), op)];
     if !keep_source {
-        apply(txn, Mutation::key(src_db as u32, src.clone(), KeyOp::Del))?;
+        muts.push(Mutation::key(src_db as u32, src.clone(), KeyOp::Del));
     }
-    Ok(())
+    apply_all(txn, muts)
 }
 
 fn rename_generic(ctx: &Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes], nx: bool) -> Frame {
@@ -409,20 +400,17 @@ fn move_cmd(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
 fn keys(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
     let db = ctx.db();
     let now = txn.now_ms;
-    let durable = ctx.shared.durable_lsn();
     let pattern = &args[1][..];
     let everything = pattern == b"*";
     let mut out = Vec::new();
-    let mut dependency = 0;
+    txn.depend_on_db(db);
     for shard in txn.shards_mut() {
-        dependency = dependency.max(whole_db_dependency(shard, db, durable));
         for (k, e) in shard.dbs[db].iter() {
             if !e.is_expired(now) && (everything || glob_match(pattern, k, false)) {
                 out.push(Frame::Bulk(k.clone()));
             }
         }
     }
-    txn.depend_on(dependency);
     Frame::Array(out)
 }
 
@@ -571,13 +559,7 @@ fn randomkey(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, _args: &[Bytes]) -> Frame {
             return Frame::Bulk(key);
         }
     }
-    let durable = ctx.shared.durable_lsn();
-    let dependency = txn
-        .shards_mut()
-        .map(|s| whole_db_dependency(s, db, durable))
-        .max()
-        .unwrap_or(0);
-    txn.depend_on(dependency);
+    txn.depend_on_db(db);
     Frame::Null
 }
 
@@ -688,13 +670,8 @@ fn object(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
 
 fn dbsize(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, _args: &[Bytes]) -> Frame {
     let db = ctx.db();
-    let durable = ctx.shared.durable_lsn();
-    let (mut total, mut dependency) = (0, 0);
-    for shard in txn.shards_mut() {
-        total += shard.dbs[db].len();
-        dependency = dependency.max(whole_db_dependency(shard, db, durable));
-    }
-    txn.depend_on(dependency);
+    txn.depend_on_db(db);
+    let total: usize = txn.shards_mut().map(|s| s.dbs[db].len()).sum();
     Frame::Integer(total as i64)
 }
 

@@ -5,7 +5,7 @@ use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Keys, FIRST_KEY}
 use crate::errors;
 use crate::util::{arg_i64, is};
 use bytes::Bytes;
-use durakv_engine::mutation::{list_index, list_range, KeyOp};
+use durakv_engine::mutation::{list_index, list_range, KeyOp, Mutation};
 use durakv_engine::txn::Txn;
 use durakv_engine::value::{parse_i64, ListValue, Value};
 use durakv_protocol::Frame;
@@ -353,15 +353,18 @@ fn move_element(
         left: to_left,
         items: vec![item.clone()],
     };
-    if src == dst {
-        // Push before popping so a one-element list is never emptied, which
-        // would delete the key and its TTL; Redis rotates it in place.
-        apply(txn, db, dst, push)?;
-        apply(txn, db, src, pop)?;
+    let (pop, push) = (
+        Mutation::key(db as u32, src.clone(), pop),
+        Mutation::key(db as u32, dst.clone(), push),
+    );
+    // Push before popping so a one-element list is never emptied, which
+    // would delete the key and its TTL; Redis rotates it in place.
+    let muts = if src == dst {
+        vec![push, pop]
     } else {
-        apply(txn, db, src, pop)?;
-        apply(txn, db, dst, push)?;
-    }
+        vec![pop, push]
+    };
+    super::keys::apply_all(txn, muts)?;
     Ok(Frame::Bulk(item))
 }
 

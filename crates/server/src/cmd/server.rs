@@ -32,8 +32,8 @@ pub fn commands() -> Vec<CommandSpec> {
     vec![
         spec("client", -2, NOSCRIPT | LOADING | STALE, NO_KEYS, Handler::Conn(client), "connection", "A container for client connection commands."),
         spec("command", -1, LOADING | STALE, NO_KEYS, Handler::Conn(command), "server", "Returns detailed information about all commands."),
-        spec("config", -2, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, Handler::Conn(config), "server", "A container for server configuration commands."),
-        spec("info", -1, LOADING | STALE, NO_KEYS, Handler::Conn(info), "server", "Returns information and statistics about the server."),
+        spec("config", -2, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, Handler::Outcome(config), "server", "A container for server configuration commands."),
+        spec("info", -1, LOADING | STALE, NO_KEYS, Handler::Outcome(info), "server", "Returns information and statistics about the server."),
         spec("time", 1, LOADING | STALE | FAST, NO_KEYS, Handler::Conn(time), "server", "Returns the server time."),
         spec("shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI, NO_KEYS, Handler::Conn(shutdown), "server", "Synchronously saves the database(s) to disk and shuts down the server."),
         spec("lastsave", 1, LOADING | STALE | FAST, NO_KEYS, Handler::Conn(lastsave), "server", "Returns the Unix timestamp of the last successful save to disk."),
@@ -1096,7 +1096,20 @@ fn command_list(args: &[Bytes]) -> Frame {
 // CONFIG
 // ---------------------------------------------------------------------------
 
-fn config(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
+/// CONFIG. A SET that makes a database logged replies once the record
+/// holding that database's content is durable.
+fn config(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    if matches!(find_sub("config", args), Ok(s) if s.name == "set") {
+        let (frame, dependency_lsn) = config_set(ctx, args);
+        return Outcome {
+            frame,
+            dependency_lsn,
+        };
+    }
+    Outcome::now(config_other(ctx, args))
+}
+
+fn config_other(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
     let s = match find_sub("config", args) {
         Ok(s) => s,
         Err(e) => return e,
@@ -1116,7 +1129,6 @@ fn config(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
             }
             Frame::Map(pairs)
         }
-        "set" => config_set(ctx, args),
         "resetstat" => {
             ctx.shared.stats.reset();
             OPS_SAMPLES
@@ -1145,7 +1157,31 @@ fn config(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
 
 /// Applies every pair to a copy and installs it only if all succeed, so a
 /// failed CONFIG SET changes nothing.
-fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
+fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> (Frame, u64) {
+    if let Ok(s) = find_sub("config", args) {
+        note_subcommand(ctx, "config", s);
+    }
+    let before = ctx.shared.config.read().clone();
+    let frame = config_set_values(ctx, args);
+    if frame.is_error() {
+        return (frame, 0);
+    }
+    match ctx.shared.sync_logged_dbs() {
+        Ok(lsn) => (frame, lsn),
+        Err(e) => {
+            *ctx.shared.config.write() = before;
+            let _ = ctx.shared.sync_logged_dbs();
+            (
+                Frame::error(format!(
+                    "ERR CONFIG SET failed - cannot start logging a database: {e}"
+                )),
+                0,
+            )
+        }
+    }
+}
+
+fn config_set_values(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
     if !args.len().is_multiple_of(2) {
         return errors::err(errors::SYNTAX);
     }
@@ -1201,7 +1237,25 @@ const SECTIONS: &[(&str, bool)] = &[
     ("keyspace", true),
 ];
 
-fn info(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
+/// INFO. Its keyspace section counts keys, so under `full` it waits for
+/// the writes it counts, like DBSIZE.
+fn info(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let (frame, counts_keys) = info_text(ctx, args);
+    let full = ctx
+        .shared
+        .effective_durability(ctx.client.durability, ctx.client.db)
+        == Durability::Full;
+    Outcome {
+        frame,
+        dependency_lsn: if counts_keys && full {
+            ctx.shared.store.keyspace.max_write_lsn()
+        } else {
+            0
+        },
+    }
+}
+
+fn info_text(ctx: &mut Ctx<'_>, args: &[Bytes]) -> (Frame, bool) {
     let shared = ctx.shared;
     let mut wanted: HashSet<&'static str> = HashSet::new();
     if args.len() == 1 {
@@ -1239,7 +1293,10 @@ fn info(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
         };
         let _ = write!(out, "# {title}\r\n{body}");
     }
-    Frame::Verbatim(Bytes::from(out))
+    (
+        Frame::Verbatim(Bytes::from(out)),
+        wanted.contains("keyspace"),
+    )
 }
 
 /// Appends `name:value\r\n`.
@@ -1424,7 +1481,7 @@ pub fn persistence_section(shared: &Shared) -> String {
     for db in 0..cfg.databases {
         let _ = write!(s, "db{db}_durability:{}\r\n", cfg.db_durability(db));
     }
-    field(&mut s, "wal_enabled", u8::from(shared.store.log.is_some()));
+    field(&mut s, "wal_enabled", 1);
     // A newline in the failure text would end the field early.
     let failure = failure.unwrap_or_default().replace(['\r', '\n'], " ");
     field(&mut s, "wal_failure", failure);
@@ -1787,9 +1844,9 @@ fn waitaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let level = ctx
         .shared
         .effective_durability(ctx.client.durability, ctx.client.db);
-    // Without a log, or writing unlogged, nothing this connection writes is
-    // ever fsynced.
-    if ctx.shared.store.log.is_none() || level == Durability::None {
+    // In a database the log does not cover, nothing this connection writes
+    // is ever fsynced (in a logged one, even a `none` connection's writes are).
+    if level == Durability::None && !ctx.shared.store.keyspace.is_logged(ctx.client.db) {
         return Outcome::now(pair(0));
     }
     let lsn = ctx.client.last_write_lsn;
@@ -1936,6 +1993,8 @@ fn memory(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
             }
         }
         "stats" => {
+            // keys.count counts keys: it waits for the writes it counts.
+            txn.depend_on(ctx.shared.store.keyspace.max_write_lsn());
             let used = crate::memory::used_memory_bytes();
             let keys: usize = (0..ctx.shared.store.keyspace.num_dbs())
                 .map(|db| ctx.shared.store.keyspace.db_len(db))

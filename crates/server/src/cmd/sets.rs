@@ -6,7 +6,7 @@ use super::hashes::{
 };
 use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Keys, ALL_ARGS_KEYS, FIRST_KEY};
 use bytes::Bytes;
-use durakv_engine::mutation::KeyOp;
+use durakv_engine::mutation::{KeyOp, Mutation};
 use durakv_engine::txn::Txn;
 use durakv_engine::value::{parse_i64, SetValue, Value, INTSET_MAX_ENTRIES};
 use durakv_protocol::Frame;
@@ -355,10 +355,19 @@ fn smove(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     if !in_src {
         return Ok(Frame::Integer(0));
     }
-    apply(txn, db, src, KeyOp::SRem(vec![member.clone()]))?;
+    let mut muts = vec![Mutation::key(
+        db as u32,
+        src.clone(),
+        KeyOp::SRem(vec![member.clone()]),
+    )];
     if !in_dst {
-        apply(txn, db, dst, KeyOp::SAdd(vec![member.clone()]))?;
+        muts.push(Mutation::key(
+            db as u32,
+            dst.clone(),
+            KeyOp::SAdd(vec![member.clone()]),
+        ));
     }
+    super::keys::apply_all(txn, muts)?;
     Ok(Frame::Integer(1))
 }
 

@@ -174,9 +174,8 @@ fn set(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
             expire,
         },
     );
-    if let Err(e) = txn.apply(m) {
-        tracing::error!("set: {e}");
-        return Frame::error(format!("ERR {e}"));
+    if let Err(e) = apply(txn, m) {
+        return e;
     }
     if get_old {
         old.map(Frame::Bulk).unwrap_or(Frame::Null)
@@ -346,11 +345,18 @@ fn mget(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
 }
 
 fn mset_all(ctx: &Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Result<(), Frame> {
-    let db = ctx.db();
-    for pair in args[1..].chunks_exact(2) {
-        set_string(txn, db, &pair[0], pair[1].clone(), ExpireMode::Clear)?;
-    }
-    Ok(())
+    let db = ctx.db() as u32;
+    let muts = args[1..]
+        .chunks_exact(2)
+        .map(|pair| {
+            let op = KeyOp::SetString {
+                value: pair[1].clone(),
+                expire: ExpireMode::Clear,
+            };
+            Mutation::key(db, pair[0].clone(), op)
+        })
+        .collect();
+    super::keys::apply_all(txn, muts)
 }
 
 fn mset(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
