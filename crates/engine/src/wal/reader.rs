@@ -203,6 +203,7 @@ pub(crate) struct StreamReader {
 }
 
 fn sanity(h: &BatchHeader, seg_first_lsn: u64) -> Result<(), String> {
+    h.check_unused_fields()?;
     if h.record_count == 0 {
         return Err("batch header claims zero records".into());
     }
