@@ -12,7 +12,7 @@
 
 mod wal_support;
 
-use durakv_engine::io::{CrashMode, CrashSpec, FaultFs};
+use durakv_engine::io::{CrashMode, CrashSpec, FaultFs, FileSystem};
 use durakv_engine::wal::{Wal, WalConfig, WalError};
 use durakv_engine::Durability;
 use std::sync::Arc;
@@ -195,4 +195,30 @@ fn resync_after_a_clean_close_is_one_batch_per_stream() {
         stats.resynced_bytes
     );
     drop(wal);
+}
+
+/// The last batch's zero padding may be missing (the file ends right after
+/// its trailer); the batch is still valid and the resync must not read past
+/// the end of the file.
+#[test]
+fn resync_stops_at_the_end_of_the_file() {
+    let fs = FaultFs::new(98);
+    let cfg = sim_config(1, 64 * 1024);
+    let appended = Appended::default();
+    let (wal, _, _) = open(Arc::new(fs.clone()), &cfg, 0).unwrap();
+    // 48 + 24 + 40 + 8 = 120 bytes, padded to 128.
+    put_full(&wal, &appended, 0, distinct(1, 40));
+    wal.close().unwrap();
+    drop(wal);
+    let seg = fs
+        .all_files()
+        .into_iter()
+        .find(|p| p.extension().is_some_and(|e| e == "log"))
+        .unwrap();
+    let f = fs.open_file(&seg).unwrap();
+    f.set_len(64 + 120).unwrap();
+    f.sync_all().unwrap();
+    let (_wal, stats, got) = open(Arc::new(fs.clone()), &cfg, 0).unwrap();
+    check_recovered("cut padding", &got, &stats, &appended, 0, 1);
+    assert_eq!(stats.resynced_bytes, 120);
 }

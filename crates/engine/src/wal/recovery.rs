@@ -196,8 +196,7 @@ fn make_recovered_durable(
         }
         for (seg, (from, to)) in ranges {
             let Some(s) = r.segs.get(seg) else { continue };
-            rewrite_and_sync(fs, &s.path, from, to)?;
-            rewritten += to - from;
+            rewritten += rewrite_and_sync(fs, &s.path, from, to)?;
         }
     }
     for dir in dirs {
@@ -212,12 +211,16 @@ fn make_recovered_durable(
 }
 
 /// Reads `[from, to)` of `path`, writes the same bytes back in place and
-/// fdatasyncs the file. A crash in the middle leaves every sector either as
-/// it was or as the page cache holds it, which the crash could have left
-/// anyway, so the rewrite never makes the log worse.
-fn rewrite_and_sync(fs: &dyn FileSystem, path: &Path, from: u64, to: u64) -> Result<(), WalError> {
+/// fdatasyncs the file; returns the bytes rewritten. A crash in the middle
+/// leaves every sector either as it was or as the page cache holds it, which
+/// the crash could have left anyway, so the rewrite never makes the log
+/// worse.
+fn rewrite_and_sync(fs: &dyn FileSystem, path: &Path, from: u64, to: u64) -> Result<u64, WalError> {
     let io = |e| WalError::io(path, e);
     let f = fs.open_file(path).map_err(io)?;
+    // A batch's zero padding may be cut off by the end of the file without
+    // making the batch unreadable.
+    let to = to.min(f.len().map_err(io)?);
     let chunk =
         usize::try_from(to - from).map_or(REWRITE_CHUNK_BYTES, |n| n.min(REWRITE_CHUNK_BYTES));
     let mut buf = vec![0u8; chunk];
@@ -229,7 +232,8 @@ fn rewrite_and_sync(fs: &dyn FileSystem, path: &Path, from: u64, to: u64) -> Res
         f.write_all_at(b, off).map_err(io)?;
         off += n as u64;
     }
-    f.sync_data().map_err(io)
+    f.sync_data().map_err(io)?;
+    Ok(to.saturating_sub(from))
 }
 
 fn mb(bytes: u64) -> f64 {

@@ -227,10 +227,17 @@ impl GatedFs {
         self.gate.cv.notify_all();
     }
 
-    /// Waits until `n` fsyncs are held at the gate.
+    /// Waits until `n` fsyncs are held at the gate (a liveness check: gives
+    /// up after a minute rather than hanging the test run).
     pub fn wait_held(&self, n: usize) {
+        let give_up = std::time::Instant::now() + std::time::Duration::from_secs(60);
         let mut st = self.gate.state.lock();
         while st.waiting < n {
+            assert!(
+                std::time::Instant::now() < give_up,
+                "only {} of {n} fsyncs reached the gate",
+                st.waiting
+            );
             self.gate
                 .cv
                 .wait_for(&mut st, std::time::Duration::from_millis(10));
