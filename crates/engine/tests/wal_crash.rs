@@ -2,7 +2,8 @@
 //! appenders mix `Full` and `Delayed` writes across 1-3 streams, faults are
 //! injected (failed fsync, failed write, full disk, checkpoints that truncate
 //! the log), the power is cut with a random crash mode and sometimes random
-//! bit flips, and recovery must:
+//! bit flips, or the process is killed (the page cache survives, unsynced),
+//! and recovery must:
 //! - never panic;
 //! - return a gap-free prefix of LSNs;
 //! - return only payloads that were appended, byte for byte;
@@ -14,7 +15,7 @@
 
 mod wal_support;
 
-use durakv_engine::io::{CrashMode, CrashSpec, FaultFs};
+use durakv_engine::io::{CrashMode, CrashReport, CrashSpec, FaultFs};
 use durakv_engine::wal::RecoveryMode;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -35,6 +36,8 @@ fn seeds() -> Vec<u64> {
 fn run_seed(seed: u64) {
     let _guard = SeedGuard(format!("seed {seed} (replay with WAL_SEED={seed})"));
     let mut rng = StdRng::seed_from_u64(seed);
+    // Separate, so the power losses of each seed stay what they were.
+    let mut kill_rng = StdRng::seed_from_u64(seed ^ 0x6b69_6c6c);
     let streams = rng.gen_range(1..=3);
     let segment_size = [4096u64, 8192, 32768][rng.gen_range(0..3)];
     let mut cfg = sim_config(streams, segment_size);
@@ -173,7 +176,14 @@ fn run_seed(seed: u64) {
             spec.bit_flips = rng.gen_range(1..=2);
             spec.flip_suffix = Some(".log".into());
         }
-        let (after, report) = fs.crash_with(&spec);
+        // Sometimes the process is killed instead: the page cache survives,
+        // with whatever was never fsynced, and a later power loss must not
+        // lose what the next process recovered from it and built on.
+        let (after, report) = if kill_rng.gen_bool(0.3) {
+            (fs.kill(), CrashReport::default())
+        } else {
+            fs.crash_with(&spec)
+        };
         if debug {
             eprintln!(
                 "{ctx}: acked {acked} last {} failure {:?} crash {report:?}",

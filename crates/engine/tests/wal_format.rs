@@ -1,10 +1,16 @@
 //! Format fixtures: a WAL written by format version 1 (two streams, four
 //! records, one of them a MULTI/EXEC), kept as bytes. Every later build must
 //! read it back exactly, and the fields sit where `docs/format.md` says.
+//! Plus the fields version 1 leaves unused: a header that sets them, even
+//! with a checksum that verifies, is corruption, never a torn write.
+
+mod wal_support;
 
 use durakv_engine::io::{FaultFs, FileSystem};
-use durakv_engine::wal::{Wal, WalConfig};
-use std::path::PathBuf;
+use durakv_engine::wal::format::{align_up, BatchHeader, SegmentHeader, SEGMENT_HEADER_BYTES};
+use durakv_engine::wal::{RecoveryMode, Wal, WalConfig, WalError};
+use durakv_engine::Durability;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// Non-zero prefix of `/data/wal0/wal-000-000001-00000000000000000001.log`
@@ -121,4 +127,108 @@ fn v1_fixture_recovers_exactly() {
     assert_eq!(stats.last_lsn, 4);
     assert!(stats.truncated_tail.is_empty() && stats.dropped.is_none() && !stats.new_epoch);
     assert_eq!(wal.last_lsn(), 4);
+}
+
+/// A one-stream log of `n` batches (one `Full` record each), closed cleanly.
+/// Returns the segment and the offsets of its batches.
+fn written_log(fs: &FaultFs, n: u32) -> (WalConfig, PathBuf, Vec<u64>) {
+    let cfg = wal_support::sim_config(1, 64 * 1024);
+    let (wal, _, _) = wal_support::open(Arc::new(fs.clone()), &cfg, 0).unwrap();
+    for i in 0..n {
+        let lsn = wal
+            .append(0, 1, Durability::Full, &mut |b: &mut Vec<u8>| {
+                b.extend((0..40u32).map(|k| (i * 3 + k) as u8 | 1))
+            })
+            .unwrap();
+        wal.wait_durable(lsn).unwrap();
+    }
+    wal.close().unwrap();
+    drop(wal);
+    let seg = fs
+        .all_files()
+        .into_iter()
+        .find(|p| p.extension().is_some_and(|e| e == "log"))
+        .unwrap();
+    let bytes = fs.read_file(&seg).unwrap();
+    let salt = SegmentHeader::decode(&bytes).unwrap().salt;
+    let mut batches = Vec::new();
+    let mut pos = SEGMENT_HEADER_BYTES as u64;
+    while let Some(h) = BatchHeader::decode(salt, &bytes[pos as usize..]) {
+        batches.push(pos);
+        pos += align_up(h.total_len());
+    }
+    assert_eq!(batches.len(), n as usize);
+    (cfg, seg, batches)
+}
+
+/// Rewrites the batch header at `pos` through `change`, with a checksum that
+/// verifies.
+fn forge_batch(fs: &FaultFs, seg: &Path, pos: u64, change: impl Fn(&mut BatchHeader)) {
+    let bytes = fs.read_file(seg).unwrap();
+    let salt = SegmentHeader::decode(&bytes).unwrap().salt;
+    let mut h = BatchHeader::decode(salt, &bytes[pos as usize..]).unwrap();
+    change(&mut h);
+    let mut b = bytes[pos as usize..pos as usize + 48].to_vec();
+    h.encode_into(salt, &mut b);
+    fs.write_file_raw(seg, pos, &b).unwrap();
+}
+
+fn expect_corruption(fs: &FaultFs, cfg: &WalConfig, at: (&Path, u64), lsn: u64, what: &str) {
+    match wal_support::open(Arc::new(fs.clone()), cfg, 0) {
+        Err(WalError::Corruption {
+            file,
+            offset,
+            lsn: l,
+            reason,
+        }) => {
+            assert_eq!((file.as_path(), offset), at, "{reason}");
+            assert_eq!(l, lsn, "{reason}");
+            assert!(reason.contains(what), "{reason}");
+        }
+        Err(e) => panic!("expected corruption ({what}), got {e}"),
+        Ok((_, stats, got)) => panic!(
+            "expected corruption ({what}), recovered {} records, torn tails {:?}",
+            got.len(),
+            stats.truncated_tail
+        ),
+    }
+}
+
+#[test]
+fn unknown_batch_flags_are_corruption_even_in_the_last_batch() {
+    let fs = FaultFs::new(21);
+    let (cfg, seg, batches) = written_log(&fs, 3);
+    // Nothing follows the last batch, so damage there that looked torn
+    // would be cut off silently; a verified header never looks torn.
+    let last = batches[2];
+    forge_batch(&fs, &seg, last, |h| h.flags = 1);
+    expect_corruption(&fs, &cfg, (&seg, last), 3, "unknown flag bits");
+
+    let mut tolerant = cfg.clone();
+    tolerant.recovery_mode = RecoveryMode::TolerateCorruption;
+    let (_w, stats, got) = wal_support::open(Arc::new(fs.clone()), &tolerant, 0).unwrap();
+    assert_eq!(got.len(), 2);
+    let dropped = stats.dropped.unwrap();
+    assert!(dropped.contains("unknown flag bits"), "{dropped}");
+    assert!(stats.truncated_tail.is_empty());
+}
+
+#[test]
+fn nonzero_batch_reserved_bytes_are_corruption() {
+    let fs = FaultFs::new(22);
+    let (cfg, seg, batches) = written_log(&fs, 3);
+    forge_batch(&fs, &seg, batches[1], |h| h.reserved = 0x0100_0000);
+    expect_corruption(&fs, &cfg, (&seg, batches[1]), 2, "reserved");
+}
+
+#[test]
+fn nonzero_segment_header_reserved_bytes_are_corruption() {
+    let fs = FaultFs::new(23);
+    let (cfg, seg, _) = written_log(&fs, 2);
+    let mut h = fs.read_file(&seg).unwrap()[..64].to_vec();
+    h[59] = 0x80;
+    let crc = crc32c::crc32c(&h[0..60]);
+    h[60..64].copy_from_slice(&crc.to_le_bytes());
+    fs.write_file_raw(&seg, 0, &h).unwrap();
+    expect_corruption(&fs, &cfg, (&seg, 0), 1, "reserved bytes 56..60");
 }

@@ -1,7 +1,8 @@
 //! The WAL on the real file system (`OsFs`, in a temporary directory):
 //! round trips across restarts, segment rotation, several streams, damage
-//! made with plain `std::fs`, and the data-directory lock. Plus an ignored
-//! throughput test that reports records/s, group size and fsync latency.
+//! made with plain `std::fs`, and the data- and WAL-directory locks. Plus an
+//! ignored throughput test that reports records/s, group size and fsync
+//! latency.
 
 mod wal_support;
 
@@ -114,6 +115,57 @@ fn data_dir_lock_is_exclusive() {
     assert!(e.contains("another durakv server"), "{e}");
     drop(a);
     DirLock::acquire(tmp.path()).unwrap();
+}
+
+#[test]
+fn wal_dirs_can_be_locked_and_the_wal_ignores_their_lock_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let cfg = WalConfig::new(vec![data.join("wal"), tmp.path().join("elsewhere")]);
+    let mut dirs = vec![data.clone()];
+    dirs.extend(cfg.dirs.iter().cloned());
+    let locks = DirLock::acquire_all(&dirs).unwrap();
+    assert_eq!(locks.len(), 3);
+
+    let appended = Appended::default();
+    {
+        let (wal, _, _) = open(Arc::new(OsFs), &cfg, 0).unwrap();
+        let wal = Arc::new(wal);
+        workload(&wal, &appended, 3, 2, 50, 1.0, 100);
+        wal.close().unwrap();
+    }
+    let (_wal, stats, got) = open(Arc::new(OsFs), &cfg, 0).unwrap();
+    check_recovered("locked wal dirs", &got, &stats, &appended, 0, 100);
+    // Only spares are cleaned up; the lock files stay where they are.
+    assert!(
+        stats
+            .removed_files
+            .iter()
+            .all(|p| p.to_string_lossy().ends_with(".spare")),
+        "{:?}",
+        stats.removed_files
+    );
+    for dir in &cfg.dirs {
+        let pid = std::fs::read_to_string(dir.join("LOCK")).unwrap();
+        assert_eq!(pid, std::process::id().to_string());
+    }
+
+    // A second server with its own data directory but the same WAL
+    // directory is turned away, naming the shared directory.
+    let e = DirLock::acquire_all(&[tmp.path().join("data2"), tmp.path().join("elsewhere")])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains(
+            &tmp.path()
+                .join("elsewhere")
+                .join("LOCK")
+                .display()
+                .to_string()
+        ),
+        "{e}"
+    );
+    drop(locks);
 }
 
 fn throughput(root: &Path, label: &str, streams: usize, threads: usize, secs: f64, payload: usize) {

@@ -557,6 +557,38 @@ impl FaultFs {
         )
     }
 
+    /// Kills the process (`kill -9`), not the machine: this instance becomes
+    /// unusable exactly as after [`FaultFs::crash_with`], so threads of the
+    /// dead process that are still running cannot touch the disk any more,
+    /// and the returned instance is what the next process sees. The kernel
+    /// survived, so that is the page cache: every written byte and every
+    /// directory change, synced or not. What was never synced stays
+    /// unsynced there (and a page a failed fsync marked clean stays clean
+    /// without being on disk), so a later [`FaultFs::crash`] of the returned
+    /// instance can still lose it.
+    pub fn kill(&self) -> FaultFs {
+        let mut st = self.state.lock();
+        st.dead = true;
+        let rng = StdRng::seed_from_u64(st.rng.gen());
+        let new_state = State {
+            rng,
+            dead: false,
+            inodes: st.inodes.clone(),
+            live_ns: st.live_ns.clone(),
+            durable_ns: st.durable_ns.clone(),
+            dirs: st.dirs.clone(),
+            // Scheduled faults belong to the dead process's test step.
+            sync_fail_in: None,
+            write_fail_in: None,
+            space_limit_bytes: st.space_limit_bytes,
+            clock_ms: st.clock_ms,
+            stats: FaultStats::default(),
+        };
+        FaultFs {
+            state: Arc::new(Mutex::new(new_state)),
+        }
+    }
+
     /// The next fsync (file or directory) fails with EIO.
     pub fn fail_next_sync(&self) {
         self.fail_sync_after(0);
@@ -841,6 +873,73 @@ mod tests {
         for chunk in img.chunks(SECTOR_BYTES) {
             assert!(chunk.iter().all(|&b| b == 9) || chunk.iter().all(|&b| b == 0));
         }
+    }
+
+    #[test]
+    fn kill_keeps_the_page_cache_and_what_a_power_loss_would_lose() {
+        let (fs, dir) = setup(5);
+        let synced = dir.join("synced");
+        let f = fs.create_file(&synced).unwrap();
+        f.write_all_at(b"on disk", 0).unwrap();
+        f.sync_data().unwrap();
+        fs.sync_dir(&dir).unwrap();
+        // A page a failed fsync marked clean without writing it.
+        let cleaned = dir.join("cleaned");
+        let c = fs.create_file(&cleaned).unwrap();
+        fs.sync_dir(&dir).unwrap();
+        c.write_all_at(&[7u8; 4096], 0).unwrap();
+        f.write_all_at(b" + cached", 7).unwrap();
+        let fresh = dir.join("fresh");
+        fs.create_file(&fresh)
+            .unwrap()
+            .write_all_at(b"never synced", 0)
+            .unwrap();
+        fs.fail_next_sync();
+        assert!(c.sync_data().is_err());
+        let cleaned_durable = {
+            let st = fs.state.lock();
+            st.inodes[st.live_ns[&cleaned]].durable.clone()
+        };
+
+        let next = fs.kill();
+        // The killed process can no longer reach the disk.
+        assert!(f.write_all_at(b"x", 0).is_err());
+        assert!(f.sync_data().is_err());
+        assert!(fs.create_file(&dir.join("late")).is_err());
+
+        // The next process reads the page cache, unsynced parts included.
+        assert_eq!(next.read_file(&synced).unwrap(), b"on disk + cached");
+        assert_eq!(next.read_file(&fresh).unwrap(), b"never synced");
+        assert_eq!(next.read_file(&cleaned).unwrap(), vec![7u8; 4096]);
+        let g = next.open_file(&synced).unwrap();
+        g.write_all_at(b"!", 16).unwrap();
+
+        // Nothing was synced since: a power loss takes it all away again.
+        let mut spec = CrashSpec::new(CrashMode::DropUnsynced);
+        spec.keep_unsynced_entries = Some(false);
+        let (after, report) = next.crash_with(&spec);
+        // (The file length is metadata: the new one may survive, as zeros.)
+        let img = after.read_file(&synced).unwrap();
+        assert_eq!(&img[..7], b"on disk");
+        assert!(img[7..].iter().all(|&b| b == 0), "{img:?}");
+        assert!(after.read_file(&fresh).is_none());
+        assert_eq!(report.vanished, vec![fresh.clone()]);
+        // Marked clean before the kill: only what the failed fsync happened
+        // to write survives (the length may or may not have made it).
+        let img = after.read_file(&cleaned).unwrap();
+        for (i, b) in img.iter().enumerate() {
+            assert_eq!(*b, cleaned_durable.get(i).copied().unwrap_or(0), "byte {i}");
+        }
+
+        // Whereas syncing after the kill makes things durable as usual.
+        let next2 = after.kill();
+        let h = next2.open_file(&synced).unwrap();
+        h.write_all_at(b" again", 7).unwrap();
+        h.sync_data().unwrap();
+        let (after2, _) = next2.crash_with(&spec);
+        let img = after2.read_file(&synced).unwrap();
+        assert_eq!(&img[..13], b"on disk again");
+        assert!(img[13..].iter().all(|&b| b == 0), "{img:?}");
     }
 
     #[test]

@@ -179,7 +179,9 @@ impl Drop for TruncateOnUnwind<'_> {
 }
 
 impl Core {
-    /// A core whose log already holds every LSN <= `last_lsn`.
+    /// A core whose log already holds every LSN <= `last_lsn` durably
+    /// (recovery fsyncs what it read before it gets here), so they start out
+    /// covered by the durable LSN.
     pub fn new(num_streams: usize, cfg: CommitConfig, last_lsn: u64) -> Core {
         let streams = (0..num_streams)
             .map(|_| StreamCore {

@@ -200,6 +200,10 @@ pub struct RecoveryStats {
     pub epoch: u64,
     /// Whether this recovery opened a new epoch.
     pub new_epoch: bool,
+    /// Bytes of recovered batches that no durable hint proved were on disk
+    /// (after a process kill or a failed fsync they may be in the page cache
+    /// only), rewritten and fsynced before anything was built on them.
+    pub resynced_bytes: u64,
 }
 
 /// Per-stream counters.

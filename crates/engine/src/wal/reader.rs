@@ -19,6 +19,7 @@
 //! - **corruption**: anything else (damage followed by valid data, garbage
 //!   in a sealed segment, a checksum failure that does not look torn).
 
+use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -34,6 +35,11 @@ use crate::io::{FileSystem, FsFile};
 const READ_CHUNK_BYTES: usize = 1024 * 1024;
 /// Unit of the scan that looks for valid batches after a bad spot.
 const SCAN_CHUNK_BYTES: usize = 1024 * 1024;
+/// Unproven batches remembered one by one; past this, later batches of a
+/// segment are folded into one span. Normally a durable hint proves all but
+/// the last few batches of a stream, so this only bounds memory when hints
+/// lag far behind (a stream that held the durable LSN back for long).
+const MAX_UNPROVEN_SPANS: usize = 1 << 16;
 
 /// A segment file found on disk.
 #[derive(Debug, Clone)]
@@ -93,6 +99,20 @@ pub(crate) enum StreamEnd {
     /// The last segment belongs to a closed epoch; it is not appended to.
     Closed,
     Corrupt(CorruptSpot),
+}
+
+/// Valid batches holding live records, in stream order, that no durable
+/// hint read so far vouches for: recovery makes them durable itself.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BatchSpan {
+    pub seg: usize,
+    /// Offset of the batch header.
+    pub pos: u64,
+    /// End of the batch, padding included.
+    pub end: u64,
+    pub first_lsn: u64,
+    /// Highest live (not superseded) LSN in the span.
+    pub last_lsn: u64,
 }
 
 /// Per-segment facts gathered while reading (for truncation later).
@@ -176,11 +196,14 @@ pub(crate) struct StreamReader {
     /// Largest `durable_hint` of a batch holding live records, and where.
     pub max_hint: u64,
     pub hint_at: Option<(PathBuf, u64)>,
+    /// Batches with a live LSN above `max_hint`; see [`BatchSpan`].
+    pub unproven: VecDeque<BatchSpan>,
     pub batches: u64,
     pub bytes: u64,
 }
 
 fn sanity(h: &BatchHeader, seg_first_lsn: u64) -> Result<(), String> {
+    h.check_unused_fields()?;
     if h.record_count == 0 {
         return Err("batch header claims zero records".into());
     }
@@ -305,6 +328,7 @@ impl StreamReader {
             superseded_spots: Vec::new(),
             max_hint: 0,
             hint_at: None,
+            unproven: VecDeque::new(),
             batches: 0,
             bytes: 0,
         }
@@ -492,14 +516,55 @@ impl StreamReader {
         // A valid batch.
         self.batches += 1;
         self.seg_stats[self.idx].has_batches = true;
-        if h.first_lsn <= self.epoch_ends[self.idx] && h.durable_hint > self.max_hint {
-            self.max_hint = h.durable_hint;
-            self.hint_at = Some((self.segs[self.idx].path.clone(), pos));
+        let end = pos + super::format::align_up(total);
+        let epoch_end = self.epoch_ends[self.idx];
+        if h.first_lsn <= epoch_end {
+            if h.durable_hint > self.max_hint {
+                self.max_hint = h.durable_hint;
+                self.hint_at = Some((self.segs[self.idx].path.clone(), pos));
+            }
+            self.note_unproven(BatchSpan {
+                seg: self.idx,
+                pos,
+                end,
+                first_lsn: h.first_lsn,
+                last_lsn: h.last_lsn.min(epoch_end),
+            });
         }
         self.batch_next = i + BATCH_HEADER_BYTES;
         self.batch_left = h.record_count;
-        self.pos = pos + super::format::align_up(total);
+        self.pos = end;
         Ok(())
+    }
+
+    /// Remembers a valid live batch and forgets those the largest hint seen
+    /// so far proves durable. Recovery's proven point is the largest hint of
+    /// *any* stream, which is at least this stream's, so nothing it still
+    /// needs is forgotten here. Within a stream live LSNs increase, so the
+    /// proven batches are always at the front.
+    fn note_unproven(&mut self, span: BatchSpan) {
+        while self
+            .unproven
+            .front()
+            .is_some_and(|b| b.last_lsn <= self.max_hint)
+        {
+            self.unproven.pop_front();
+        }
+        if span.last_lsn <= self.max_hint {
+            return;
+        }
+        if self.unproven.len() >= MAX_UNPROVEN_SPANS {
+            if let Some(back) = self.unproven.back_mut() {
+                if back.seg == span.seg {
+                    // Coarser, never smaller: the span now also covers
+                    // whatever lies between the two batches.
+                    back.end = span.end;
+                    back.last_lsn = span.last_lsn;
+                    return;
+                }
+            }
+        }
+        self.unproven.push_back(span);
     }
 
     /// Decides what the bytes at `pos` of the current segment are.

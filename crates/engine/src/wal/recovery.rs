@@ -31,6 +31,8 @@ use crate::io::FileSystem;
 
 /// Epochs (from file names or headers) at or above this are refused.
 const MAX_EPOCH: u64 = 1 << 40;
+/// Unit in which recovered batches are read back and rewritten.
+const REWRITE_CHUNK_BYTES: usize = 1024 * 1024;
 
 /// Where a stream resumes appending in an existing segment.
 pub(crate) struct AppendPoint {
@@ -158,6 +160,80 @@ fn pull(
             other => return Ok(other),
         }
     }
+}
+
+/// Makes every recovered record durable that no durable hint proves was:
+/// after a `kill -9` its batch may be in the page cache only, and after a
+/// failed fsync its pages may be marked clean without being on disk, so
+/// neither a read nor an fsync shows anything wrong. Writing the same bytes
+/// back dirties the pages again, so the fsync after it really writes them.
+/// Then every WAL directory (and its parent) is fsynced, for entries a
+/// previous run created or renamed without a successful directory fsync.
+///
+/// `proven`: the largest durable hint of any stream; records at or below it
+/// were fsynced by the process that acknowledged them. `last`: the last
+/// recovered LSN; batches holding only later records are discarded anyway.
+/// Returns the bytes rewritten.
+fn make_recovered_durable(
+    fs: &dyn FileSystem,
+    dirs: &[PathBuf],
+    readers: &[StreamReader],
+    proven: u64,
+    last: u64,
+) -> Result<u64, WalError> {
+    let mut rewritten = 0u64;
+    for r in readers {
+        // One range per segment, from its first unproven batch to the end
+        // of its last: one read-write pass and one fsync per file.
+        let mut ranges: BTreeMap<usize, (u64, u64)> = BTreeMap::new();
+        for b in &r.unproven {
+            if b.last_lsn <= proven || b.first_lsn > last {
+                continue;
+            }
+            let e = ranges.entry(b.seg).or_insert((b.pos, b.end));
+            e.0 = e.0.min(b.pos);
+            e.1 = e.1.max(b.end);
+        }
+        for (seg, (from, to)) in ranges {
+            let Some(s) = r.segs.get(seg) else { continue };
+            rewritten += rewrite_and_sync(fs, &s.path, from, to)?;
+        }
+    }
+    for dir in dirs {
+        fs.sync_dir(dir).map_err(|e| WalError::io(dir, e))?;
+        if let Some(parent) = dir.parent() {
+            if !parent.as_os_str().is_empty() {
+                fs.sync_dir(parent).map_err(|e| WalError::io(parent, e))?;
+            }
+        }
+    }
+    Ok(rewritten)
+}
+
+/// Reads `[from, to)` of `path`, writes the same bytes back in place and
+/// fdatasyncs the file; returns the bytes rewritten. A crash in the middle
+/// leaves every sector either as it was or as the page cache holds it, which
+/// the crash could have left anyway, so the rewrite never makes the log
+/// worse.
+fn rewrite_and_sync(fs: &dyn FileSystem, path: &Path, from: u64, to: u64) -> Result<u64, WalError> {
+    let io = |e| WalError::io(path, e);
+    let f = fs.open_file(path).map_err(io)?;
+    // A batch's zero padding may be cut off by the end of the file without
+    // making the batch unreadable.
+    let to = to.min(f.len().map_err(io)?);
+    let chunk =
+        usize::try_from(to - from).map_or(REWRITE_CHUNK_BYTES, |n| n.min(REWRITE_CHUNK_BYTES));
+    let mut buf = vec![0u8; chunk];
+    let mut off = from;
+    while off < to {
+        let n = usize::try_from(to - off).map_or(chunk, |n| n.min(chunk));
+        let b = &mut buf[..n];
+        f.read_exact_at(b, off).map_err(io)?;
+        f.write_all_at(b, off).map_err(io)?;
+        off += n as u64;
+    }
+    f.sync_data().map_err(io)?;
+    Ok(to.saturating_sub(from))
 }
 
 fn mb(bytes: u64) -> f64 {
@@ -365,6 +441,21 @@ pub(crate) fn recover(
         }
     }
 
+    // Before anything builds on the recovered records (a new epoch's
+    // segments, new LSNs, the durable LSN starting at `last`), they must be
+    // on disk for real.
+    let resynced_bytes = make_recovered_durable(fs.as_ref(), &cfg.dirs, &readers, max_hint, last)?;
+    if resynced_bytes > 0 {
+        // Routine (a clean shutdown leaves each stream's last batch above
+        // every hint), so not worth an operator's attention.
+        tracing::debug!(
+            bytes = resynced_bytes,
+            proven_lsn = max_hint,
+            last_lsn = last,
+            "WAL: rewrote and fsynced recovered batches not proven durable"
+        );
+    }
+
     // Where writing resumes.
     let mut truncated_tail = Vec::new();
     let mut need_new_epoch = current_epoch == 0 || discarded > 0 || dropped.is_some();
@@ -465,6 +556,7 @@ pub(crate) fn recover(
             streams: n,
             epoch,
             new_epoch: need_new_epoch,
+            resynced_bytes,
         },
         last_lsn: last,
         epoch,

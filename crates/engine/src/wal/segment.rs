@@ -291,6 +291,8 @@ impl BatchSink for SegmentWriter {
             first_lsn: meta.first_lsn,
             last_lsn: meta.last_lsn,
             durable_hint: meta.durable_hint,
+            flags: 0,
+            reserved: 0,
         }
         .encode_into(self.active.salt, &mut batch[..BATCH_HEADER_BYTES]);
         self.active.file.write_all_at(batch, self.active.offset)?;

@@ -3,14 +3,14 @@
 //! must pass (gap-free prefix, nothing invented, nothing acknowledged lost).
 #![allow(dead_code)]
 
-use durakv_engine::io::FileSystem;
+use durakv_engine::io::{FaultFs, FileSystem, FsFile};
 use durakv_engine::wal::{RecoveryStats, Wal, WalConfig, WalError};
 use durakv_engine::Durability;
 use parking_lot::Mutex;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// Prints the seed if the test panics while this is alive, whatever
@@ -182,4 +182,147 @@ pub fn workload(
         })
         .collect();
     handles.into_iter().map(|h| h.join().unwrap()).sum()
+}
+
+/// A [`FileSystem`] over a [`FaultFs`] that can hold every file fsync at a
+/// gate. The WAL writes a batch and fsyncs it right away, so without this
+/// there is no reliable moment at which a batch is in the page cache but not
+/// on disk, which is exactly where a `kill -9` has to land to matter.
+#[derive(Clone)]
+pub struct GatedFs {
+    pub inner: FaultFs,
+    gate: Arc<Gate>,
+}
+
+struct Gate {
+    state: Mutex<GateState>,
+    cv: parking_lot::Condvar,
+}
+
+#[derive(Default)]
+struct GateState {
+    closed: bool,
+    /// Fsyncs currently held at the gate.
+    waiting: usize,
+}
+
+impl GatedFs {
+    pub fn new(inner: FaultFs) -> GatedFs {
+        GatedFs {
+            inner,
+            gate: Arc::new(Gate {
+                state: Mutex::new(GateState::default()),
+                cv: parking_lot::Condvar::new(),
+            }),
+        }
+    }
+
+    /// From now on file fsyncs block until [`GatedFs::open_gate`].
+    pub fn close_gate(&self) {
+        self.gate.state.lock().closed = true;
+    }
+
+    pub fn open_gate(&self) {
+        self.gate.state.lock().closed = false;
+        self.gate.cv.notify_all();
+    }
+
+    /// Waits until `n` fsyncs are held at the gate (a liveness check: gives
+    /// up after a minute rather than hanging the test run).
+    pub fn wait_held(&self, n: usize) {
+        let give_up = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let mut st = self.gate.state.lock();
+        while st.waiting < n {
+            assert!(
+                std::time::Instant::now() < give_up,
+                "only {} of {n} fsyncs reached the gate",
+                st.waiting
+            );
+            self.gate
+                .cv
+                .wait_for(&mut st, std::time::Duration::from_millis(10));
+        }
+    }
+
+    fn pass(&self) {
+        let mut st = self.gate.state.lock();
+        if st.closed {
+            st.waiting += 1;
+            self.gate.cv.notify_all();
+            while st.closed {
+                self.gate.cv.wait(&mut st);
+            }
+            st.waiting -= 1;
+        }
+    }
+}
+
+struct GatedFile {
+    inner: Box<dyn FsFile>,
+    fs: GatedFs,
+}
+
+impl FsFile for GatedFile {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+        self.inner.read_at(buf, offset)
+    }
+    fn write_all_at(&self, buf: &[u8], offset: u64) -> std::io::Result<()> {
+        self.inner.write_all_at(buf, offset)
+    }
+    fn len(&self) -> std::io::Result<u64> {
+        self.inner.len()
+    }
+    fn set_len(&self, len: u64) -> std::io::Result<()> {
+        self.inner.set_len(len)
+    }
+    fn allocate(&self, len: u64) -> std::io::Result<()> {
+        self.inner.allocate(len)
+    }
+    fn sync_data(&self) -> std::io::Result<()> {
+        self.fs.pass();
+        self.inner.sync_data()
+    }
+    fn sync_all(&self) -> std::io::Result<()> {
+        self.fs.pass();
+        self.inner.sync_all()
+    }
+}
+
+impl FileSystem for GatedFs {
+    fn create_file(&self, path: &Path) -> std::io::Result<Box<dyn FsFile>> {
+        Ok(Box::new(GatedFile {
+            inner: self.inner.create_file(path)?,
+            fs: self.clone(),
+        }))
+    }
+    fn open_file(&self, path: &Path) -> std::io::Result<Box<dyn FsFile>> {
+        Ok(Box::new(GatedFile {
+            inner: self.inner.open_file(path)?,
+            fs: self.clone(),
+        }))
+    }
+    fn list_dir(&self, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+        self.inner.list_dir(dir)
+    }
+    fn create_dir_all(&self, dir: &Path) -> std::io::Result<()> {
+        self.inner.create_dir_all(dir)
+    }
+    fn remove_file(&self, path: &Path) -> std::io::Result<()> {
+        self.inner.remove_file(path)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {
+        self.inner.rename(from, to)
+    }
+    fn sync_dir(&self, dir: &Path) -> std::io::Result<()> {
+        self.inner.sync_dir(dir)
+    }
+    fn exists(&self, path: &Path) -> bool {
+        self.inner.exists(path)
+    }
+    fn now_ms(&self) -> u64 {
+        self.inner.now_ms()
+    }
+    fn random_u64(&self) -> u64 {
+        self.inner.random_u64()
+    }
 }
