@@ -1,6 +1,7 @@
 //! The embedded target on durakv's real engine: records written at
 //! `durability=full` must be in the write-ahead log when the run reports
 //! them, so reopening the data directory recovers all of them.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

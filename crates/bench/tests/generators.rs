@@ -2,6 +2,7 @@
 //! and tolerances are chosen so that a correct generator fails with
 //! negligible probability (well over 5 standard deviations), while the
 //! properties checked are the ones YCSB's generators are defined by.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use durakv_bench::generator::zipfian::{zeta_static, ZIPFIAN_CONSTANT};
 use durakv_bench::generator::{

@@ -26,6 +26,7 @@
 //!     for c in s: h = (31 * h + ord(c)) & 0xffffffff
 //!     return h - (1 << 32) if h >= 1 << 31 else h
 //! ```
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use durakv_bench::keys::{build_key_name, fnvhash64, java_string_hash};
 

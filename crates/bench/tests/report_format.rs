@@ -1,6 +1,7 @@
 //! The text reports are parsed back: every YCSB series carries the lines
 //! YCSB prints, with numbers in YCSB's formats, consistent with each other
 //! and with the JSON output; memtier's table keeps memtier's columns.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

@@ -3,6 +3,7 @@
 //! against `redis-server` when `DURAKV_TEST_REDIS_PORT` is set; PostgreSQL
 //! when `DURAKV_TEST_PG_URL` is set; the embedded target through its store
 //! interface. Nothing here asserts timings.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

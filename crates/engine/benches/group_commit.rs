@@ -4,6 +4,7 @@
 //! size matters). Also the append path alone (`Delayed`, no waiting).
 //!
 //! `cargo bench -p durakv-engine --bench group_commit`
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use durakv_engine::io::OsFs;

@@ -25,7 +25,7 @@ use crate::checkpoint::{
 use crate::codec;
 use crate::io::FileSystem;
 use crate::keyspace::Keyspace;
-use crate::lock::DirLock;
+use crate::lock::{DirLock, DirLocks};
 use crate::mutation::Mutation;
 use crate::txn::{self, CommitLog};
 use crate::wal::{RecoveryMode, RecoveryStats, Wal, WalConfig, WalError};
@@ -140,7 +140,7 @@ pub struct Store {
     pub recovery: RecoveryStats,
     pub checkpoint_recovery: CheckpointRecovery,
     pub checkpointer: Arc<Checkpointer>,
-    _lock: DirLock,
+    _lock: DirLocks,
 }
 
 /// A [`Store`] taken apart (the lock must live as long as the directory is used).
@@ -150,21 +150,35 @@ pub struct StoreParts {
     pub recovery: RecoveryStats,
     pub checkpoint_recovery: CheckpointRecovery,
     pub checkpointer: Arc<Checkpointer>,
-    pub lock: DirLock,
+    pub lock: DirLocks,
 }
 
 impl Store {
-    /// Opens `cfg.dir` on the real file system.
+    /// Opens `cfg.dir` on the real file system, locking the data directory
+    /// and every WAL directory (a WAL directory shared by two servers would
+    /// be destroyed even if their data directories differ).
     pub fn open(cfg: &StoreConfig) -> Result<Store, OpenError> {
-        Self::open_with(cfg, Arc::new(crate::io::OsFs))
+        let mut dirs = vec![cfg.dir.clone()];
+        dirs.extend(cfg.wal_dirs());
+        Self::open_locked(cfg, Arc::new(crate::io::OsFs), &dirs)
     }
 
+    /// Opens `cfg.dir` on `fs`. Only the data directory is locked (on the
+    /// real file system): the WAL directories may exist only inside `fs`.
     pub fn open_with(cfg: &StoreConfig, fs: Arc<dyn FileSystem>) -> Result<Store, OpenError> {
+        Self::open_locked(cfg, fs, std::slice::from_ref(&cfg.dir))
+    }
+
+    fn open_locked(
+        cfg: &StoreConfig,
+        fs: Arc<dyn FileSystem>,
+        lock_dirs: &[PathBuf],
+    ) -> Result<Store, OpenError> {
         std::fs::create_dir_all(&cfg.dir).map_err(|source| OpenError::Dir {
             dir: cfg.dir.clone(),
             source,
         })?;
-        let lock = DirLock::acquire(&cfg.dir)?;
+        let lock = DirLock::acquire_all(lock_dirs)?;
         let checkpointer = Checkpointer::open(fs.clone(), cfg.checkpoint_config())?;
         let load_started = Instant::now();
         let (keyspace, loaded, fallbacks) = load_newest(fs.as_ref(), &checkpointer, cfg)?;

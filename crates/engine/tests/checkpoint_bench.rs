@@ -10,6 +10,7 @@
 //! ```
 //!
 //! Prints figures; asserts only that the load found every key.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use bytes::Bytes;
 use durakv_engine::checkpoint::{self, CheckpointConfig, Checkpointer};

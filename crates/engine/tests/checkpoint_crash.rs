@@ -3,6 +3,7 @@
 //! recover every acknowledged write, whichever checkpoint survives. A
 //! wrapper file system counts the checkpoint's operations and cuts the
 //! power (a `FaultFs::crash_with` image) just before the chosen one.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod checkpoint_support;
 

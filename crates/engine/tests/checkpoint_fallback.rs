@@ -2,6 +2,7 @@
 //! fall back to an older checkpoint, replay more log, report the fallback,
 //! and set the damaged file aside; with nothing usable left it must refuse
 //! to start rather than silently start from a truncated log.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod checkpoint_support;
 

@@ -4,6 +4,7 @@
 //! `cargo test -p durakv-engine --test checkpoint_format -- --ignored`),
 //! and this test loads it and checks every key, type, value and TTL. It
 //! also pins the documented byte layout of the header and footer.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use bytes::Bytes;
 use durakv_engine::checkpoint::format::{self, FileHeader, Footer};

@@ -4,6 +4,7 @@
 //! crash the recovered keyspace must equal the keyspace just before it; the
 //! log's disk use must stay bounded however much is written; and truncation
 //! must never remove a segment recovery still needs.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod checkpoint_support;
 

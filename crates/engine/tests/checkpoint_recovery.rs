@@ -3,6 +3,7 @@
 //! `durability none` database's data written before the checkpoint. Also
 //! on the real file system, across shard-count changes, and with
 //! `keep` checkpoints retained.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod checkpoint_support;
 

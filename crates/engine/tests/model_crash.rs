@@ -7,6 +7,7 @@
 //! acknowledged under `full`) plus some prefix of the delayed commits that
 //! were still in flight — never anything else. Seeds are printed on failure;
 //! `DURAKV_MODEL_SEEDS` runs more of them.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use bytes::Bytes;
 use durakv_engine::io::{CrashMode, CrashSpec, FaultFs, FileSystem};

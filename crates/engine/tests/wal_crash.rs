@@ -12,6 +12,7 @@
 //!   under TolerateCorruption say what it dropped.
 //!
 //! `WAL_SEEDS=n` runs n seeds (default 200); `WAL_SEED=s` replays one.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod wal_support;
 

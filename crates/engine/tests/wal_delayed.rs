@@ -1,6 +1,7 @@
 //! The `Delayed` durability bound: a crash loses at most the records still
 //! inside the flush window, and only the newest ones. Tested through
 //! `FaultFs` and the WAL's own counters, never with wall-clock assertions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod wal_support;
 

@@ -2,6 +2,7 @@
 //! a torn last write, corruption in the middle of the log (Strict and
 //! Tolerate), a failed fsync that must not be retried, a full disk, a gap
 //! between streams, and acknowledged records that went missing.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod wal_support;
 

@@ -3,6 +3,7 @@
 //! read it back exactly, and the fields sit where `docs/format.md` says.
 //! Plus the fields version 1 leaves unused: a header that sets them, even
 //! with a checksum that verifies, is corruption, never a torn write.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod wal_support;
 

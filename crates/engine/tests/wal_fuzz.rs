@@ -3,6 +3,7 @@
 //! ranges, truncation, appended garbage, whole garbage segments with valid
 //! names); recovery in both modes must either fail cleanly or return a
 //! gap-free prefix of exactly what was appended.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod wal_support;
 

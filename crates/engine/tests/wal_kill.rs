@@ -9,6 +9,7 @@
 //! (scenario A), and an fsync that failed and left the batch's pages marked
 //! clean although they may not be on disk (scenario B; a later fsync of the
 //! same file does not write them again).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod wal_support;
 

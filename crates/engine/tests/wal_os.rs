@@ -3,6 +3,7 @@
 //! made with plain `std::fs`, and the data- and WAL-directory locks. Plus an
 //! ignored throughput test that reports records/s, group size and fsync
 //! latency.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod wal_support;
 

@@ -7,9 +7,9 @@ use crate::client::ClientRegistry;
 use crate::config::{Config, DurabilityPolicy, WalRecoveryMode};
 use crate::watch::WatchRegistry;
 use durakv_engine::checkpoint::Checkpointer;
-use durakv_engine::io::{FileSystem, OsFs};
+use durakv_engine::io::FileSystem;
 use durakv_engine::keyspace::Keyspace;
-use durakv_engine::lock::DirLock;
+use durakv_engine::lock::DirLocks;
 use durakv_engine::store::{CheckpointRecovery, Store as EngineStore, StoreConfig};
 use durakv_engine::txn::CommitError;
 use durakv_engine::wal::{RecoveryMode, RecoveryStats, Wal};
@@ -69,17 +69,21 @@ pub struct Store {
     /// What start-up did with checkpoints (loaded, fell back, resharded).
     pub checkpoint_recovery: CheckpointRecovery,
     /// Held for the server's lifetime: one server per data directory.
-    pub dir_lock: DirLock,
+    pub dir_lock: DirLocks,
 }
 
 impl Store {
     /// Opens the data directory described by `config`, replaying the log.
     pub fn open(config: &Config) -> Result<Store, String> {
-        Self::open_with(config, Arc::new(OsFs))
+        Self::open_on(config, None)
     }
 
     /// Like [`Store::open`] on another file system (tests inject faults).
     pub fn open_with(config: &Config, fs: Arc<dyn FileSystem>) -> Result<Store, String> {
+        Self::open_on(config, Some(fs))
+    }
+
+    fn open_on(config: &Config, fs: Option<Arc<dyn FileSystem>>) -> Result<Store, String> {
         let mut sc = StoreConfig::new(config.dir.clone());
         sc.databases = config.databases;
         sc.shards = config.keyspace_shards;
@@ -93,7 +97,11 @@ impl Store {
             WalRecoveryMode::TolerateCorruption => RecoveryMode::TolerateCorruption,
         };
         sc.checkpoint_keep = config.checkpoint_keep as usize;
-        let store = EngineStore::open_with(&sc, fs).map_err(|e| e.to_string())?;
+        let store = match fs {
+            None => EngineStore::open(&sc),
+            Some(fs) => EngineStore::open_with(&sc, fs),
+        }
+        .map_err(|e| e.to_string())?;
         let p = store.into_parts();
         Ok(Store {
             keyspace: p.keyspace,

@@ -1,4 +1,5 @@
 //! Smoke tests of the server skeleton over real sockets.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

@@ -3,6 +3,7 @@
 //! `durability none` database's data written before it), SHUTDOWN keeps
 //! that data and SHUTDOWN NOSAVE does not. Waits are bounded polls; no
 //! timing is asserted.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

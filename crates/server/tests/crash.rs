@@ -5,6 +5,7 @@
 //! MULTI/EXEC must be entirely present or entirely absent.
 //!
 //! `DURAKV_CRASH_CYCLES` raises the number of cycles for a long run.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

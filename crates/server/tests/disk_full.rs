@@ -5,6 +5,7 @@
 //!
 //! Mounting needs root (CI runs as root); elsewhere the test says so and
 //! passes without running.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

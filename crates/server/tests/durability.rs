@@ -4,6 +4,7 @@
 //! only acknowledged under `delayed` is certainly not on disk yet when the
 //! process is killed, unless something made it durable: that is what these
 //! tests observe.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

@@ -1,5 +1,6 @@
 //! Generic keyspace commands over real sockets: deletion, expiry, renaming,
 //! iteration, database management, and Redis's exact replies and errors.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

@@ -1,5 +1,6 @@
 //! List and set commands over real sockets: replies, errors and RESP3
 //! shapes as Redis gives them.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

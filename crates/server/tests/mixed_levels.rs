@@ -6,6 +6,7 @@
 //! The delayed window is at its maximum (10 s), so a write acknowledged only
 //! under `delayed` is certainly not on disk at a kill -9 unless something
 //! made it durable: that is what these tests observe.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

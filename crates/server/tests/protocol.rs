@@ -1,5 +1,6 @@
 //! Wire-protocol tests over raw sockets: pipelining, split frames, inline
 //! commands, malformed input, size limits, garbage, and RESP3.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

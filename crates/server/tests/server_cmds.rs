@@ -1,5 +1,6 @@
 //! Black-box tests of the server commands (CLIENT, CONFIG, INFO, COMMAND,
 //! AUTH, SHUTDOWN, ...) against the real binary.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

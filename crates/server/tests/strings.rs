@@ -1,5 +1,6 @@
 //! String commands over real sockets: options, edge cases and Redis's exact
 //! replies and error texts.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

@@ -1,4 +1,5 @@
 //! MULTI / EXEC / DISCARD / WATCH against the real binary.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

@@ -1,7 +1,7 @@
 //! Test helpers: a small in-memory RESP server so the `redis` target and the
 //! memtier mode are exercised end to end on every test run, without an
 //! external server; and scratch directories.
-
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 #![allow(dead_code)]
 
 use bytes::{Bytes, BytesMut};

@@ -3,7 +3,7 @@
 //! (with absolute TTLs, committed through the real WAL as `full` and waited
 //! for), and a dump of the whole keyspace to compare before a crash and
 //! after recovery.
-#![allow(dead_code)]
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use bytes::Bytes;
 use durakv_engine::io::{FaultFs, FileSystem};

@@ -1,7 +1,7 @@
 //! Shared helpers for the `wal_*` integration tests: a reference record of
 //! what was appended, recovery into a vector, and the checks every recovery
 //! must pass (gap-free prefix, nothing invented, nothing acknowledged lost).
-#![allow(dead_code)]
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use durakv_engine::io::{FaultFs, FileSystem, FsFile};
 use durakv_engine::wal::{RecoveryStats, Wal, WalConfig, WalError};

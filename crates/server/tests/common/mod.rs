@@ -1,6 +1,6 @@
 //! Test harness: starts the real `durakv` binary on an ephemeral loopback
 //! port with a fresh data directory, and kills it when dropped.
-#![allow(dead_code)]
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
