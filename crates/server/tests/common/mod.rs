@@ -96,6 +96,79 @@ impl Server {
     }
 }
 
+impl Server {
+    /// Like [`Server::restart`], but when the server does not come up it
+    /// returns what it printed (log lines on stdout, then stderr) instead of
+    /// panicking, so a test can report why recovery refused to start.
+    pub fn try_restart(&mut self) -> Result<(), String> {
+        self.kill9();
+        let (child, port) = try_spawn(self.dir.path(), &self.args)?;
+        self.child = Some(child);
+        self.port = port;
+        Ok(())
+    }
+}
+
+/// Starts `durakv serve` on `dir`; on an exit before listening, returns its
+/// exit status and output instead of panicking.
+pub fn try_spawn(dir: &Path, args: &[String]) -> Result<(Child, u16), String> {
+    let mut cmd = Command::new(binary());
+    cmd.arg("serve")
+        .arg("--port")
+        .arg("0")
+        .arg("--dir")
+        .arg(dir)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot spawn durakv: {e}"))?;
+    let stderr = child.stderr.take();
+    let stderr_text = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let sink = stderr_text.clone();
+    let stderr_thread = std::thread::spawn(move || {
+        if let Some(mut e) = stderr {
+            let mut buf = Vec::new();
+            let _ = e.read_to_end(&mut buf);
+            if let Ok(mut s) = sink.lock() {
+                s.push_str(&String::from_utf8_lossy(&buf));
+            }
+        }
+    });
+    let Some(stdout) = child.stdout.take() else {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err("no stdout from durakv".into());
+    };
+    let mut reader = BufReader::new(stdout);
+    let mut printed = String::new();
+    let mut line = String::new();
+    loop {
+        line.clear();
+        let n = reader.read_line(&mut line).unwrap_or(0);
+        if n == 0 {
+            let status = child.wait();
+            let _ = stderr_thread.join();
+            let stderr = stderr_text.lock().map(|s| s.clone()).unwrap_or_default();
+            return Err(format!(
+                "durakv exited before listening ({status:?})\n--- stdout ---\n{printed}--- stderr ---\n{stderr}"
+            ));
+        }
+        if let Some(p) = line.trim().strip_prefix("durakv listening on port ") {
+            let port: u16 = p
+                .parse()
+                .map_err(|e| format!("bad port line {line:?}: {e}"))?;
+            std::thread::spawn(move || {
+                let mut sink = Vec::new();
+                let _ = reader.read_to_end(&mut sink);
+            });
+            return Ok((child, port));
+        }
+        printed.push_str(&line);
+    }
+}
+
 fn unsafe_sigterm(pid: u32) {
     let _ = Command::new("kill")
         .arg("-TERM")
