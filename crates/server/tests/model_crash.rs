@@ -33,6 +33,7 @@
 //! - `DURAKV_MODEL_SEED=n`: run exactly seed `n` (printed on failure);
 //! - `DURAKV_MODEL_SEEDS=n`: run `n` seeds (default 6);
 //! - `DURAKV_MODEL_CYCLES=n`: crash/restart cycles per seed (default 15).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 #[path = "common/model.rs"]

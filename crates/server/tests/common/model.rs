@@ -48,6 +48,7 @@
 //! a random moment: right after a reply, a few milliseconds later (so
 //! `delayed` records may or may not have been flushed), or while a BGSAVE
 //! checkpoint runs.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 #![allow(dead_code)]
 
 use rand::rngs::StdRng;

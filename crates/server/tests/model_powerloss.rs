@@ -1,9 +1,3 @@
-//! DRAFT, not built yet: it needs `durakv_server::embedded::EmbeddedServer`
-//! and `durakv_engine::io::FaultFs::kill`, which are being added. When they
-//! land: rename this file to `model_powerloss.rs`, adjust the `sut` module
-//! below if the API came out differently (it is the only code that touches
-//! it), and drop the `#[ignore]`s once the tests pass.
-//!
 //! Power loss: the same randomized model test as `model_crash.rs` (same
 //! generator, oracle and checker, `common/model.rs`; its doc comment states
 //! the semantics under test), but against an in-process server whose data
@@ -20,6 +14,7 @@
 //!
 //! Environment: `DURAKV_MODEL_SEED`, `DURAKV_MODEL_SEEDS`,
 //! `DURAKV_MODEL_CYCLES`, as in `model_crash.rs`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "common/model.rs"]
 mod model;
@@ -141,7 +136,6 @@ fn plan(rng: &mut rand::rngs::StdRng, cycle: usize) -> CrashKind {
 }
 
 #[test]
-#[ignore = "needs durakv_server::embedded and FaultFs::kill"]
 fn random_ops_at_mixed_levels_recover_a_prefix_after_kills_and_power_losses() {
     let cycles = model::cycles(CI_CYCLES);
     for seed in model::seeds(CI_SEEDS) {
@@ -173,7 +167,6 @@ fn random_ops_at_mixed_levels_recover_a_prefix_after_kills_and_power_losses() {
 /// it everything before it in commit order, including the writes the
 /// restart recovered from the page cache.
 #[test]
-#[ignore = "needs durakv_server::embedded and FaultFs::kill"]
 fn kill_restart_full_write_then_power_loss_keeps_the_recovered_writes() {
     // A 10 s window: the delayed writes are not synced before the kill.
     let mut target = InProcess::start(7, &[("delayed-flush-ms", "10000")]);
