@@ -51,8 +51,11 @@ pub fn config(lock_dir: &Path, shards: usize) -> StoreConfig {
 }
 
 pub fn open(cfg: &StoreConfig, fs: &FaultFs) -> Store {
-    Store::open_with(cfg, Arc::new(fs.clone()) as Arc<dyn FileSystem>)
-        .unwrap_or_else(|e| panic!("open failed: {e}"))
+    let store = Store::open_with(cfg, Arc::new(fs.clone()) as Arc<dyn FileSystem>)
+        .unwrap_or_else(|e| panic!("open failed: {e}"));
+    // The database decides what is logged, as in the server.
+    store.keyspace.set_logged_at_start(NONE_DB, false);
+    store
 }
 
 /// Every entry (expired-but-present ones too): (db, key) -> (value, expiry).

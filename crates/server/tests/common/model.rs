@@ -1151,10 +1151,11 @@ impl<'t, T: Target> Model<'t, T> {
             label: format!("recovered after {kind:?} of cycle {cycle}: state of [{p}]"),
         });
         let here = self.history.len() - 1;
+        // Recovery makes what it recovered durable before it serves
+        // (`docs/durability.md`): no later crash, not even a power loss
+        // right after a kill, may go back before it.
         self.kill_floor = here;
-        if kind == CrashKind::PowerLoss {
-            self.power_floor = here;
-        }
+        self.power_floor = here;
         Ok(())
     }
 
