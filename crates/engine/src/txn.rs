@@ -20,7 +20,7 @@
 //! ([`Txn::stamp`]), so the LSNs replies wait for cannot drift between them.
 
 use crate::codec;
-use crate::db::{Db, Entry};
+use crate::db::Entry;
 use crate::durability::Durability;
 use crate::keyspace::{wall_clock_ms, Keyspace};
 use crate::mutation::{ApplyError, KeyOp, Mutation};
@@ -126,14 +126,6 @@ impl<'a> Txn<'a> {
         self.guards.binary_search_by_key(&shard, |(i, _)| *i).ok()
     }
 
-    /// The database `db` in the shard of `key`, for reads. Records nothing;
-    /// prefer [`Txn::get`], which records the read's durability dependency.
-    /// `None` when the command did not lock that key (a bug in its key spec).
-    pub fn db_of(&mut self, db: usize, key: &[u8]) -> Option<&mut Db> {
-        let slot = self.slot(key)?;
-        self.guards[slot].1.dbs.get_mut(db)
-    }
-
     /// Reads `key`, expiring it if due, and records the LSN the reply now
     /// depends on.
     pub fn get(&mut self, db: usize, key: &[u8]) -> Option<&Entry> {
@@ -162,17 +154,12 @@ impl<'a> Txn<'a> {
         self.guards.iter_mut().map(|(_, g)| &mut **g)
     }
 
-    /// Whether writes to `db` are logged.
-    pub fn is_logged(&self, db: usize) -> bool {
-        self.ks.is_logged(db)
-    }
-
     /// Applies a mutation now (so later reads in this transaction see it)
     /// and adds it to the record if its database is logged. Refused, with
     /// nothing changed, if the record would grow past the log's limit.
     pub fn apply(&mut self, m: Mutation) -> Result<(), CommitError> {
         let form = self.log_form(&m)?;
-        self.check_fits(form.bytes)?;
+        self.check_fits(form.bytes())?;
         self.apply_with(m, form)
     }
 
@@ -184,7 +171,7 @@ impl<'a> Txn<'a> {
         let mut bytes = 0u64;
         for m in &muts {
             let form = self.log_form(m)?;
-            bytes = bytes.saturating_add(form.bytes);
+            bytes = bytes.saturating_add(form.bytes());
             forms.push(form);
         }
         self.check_fits(bytes)?;
@@ -197,11 +184,6 @@ impl<'a> Txn<'a> {
     /// Every mutation applied, logged or not (for WATCH and statistics).
     pub fn mutations(&self) -> &[Mutation] {
         &self.applied
-    }
-
-    /// Whether anything will be written to the log at commit.
-    pub fn has_record(&self) -> bool {
-        !self.record.is_empty()
     }
 
     /// Marks database `db` as logged or not. Needs every shard locked. A
@@ -247,10 +229,6 @@ impl<'a> Txn<'a> {
             .iter()
             .find_map(|it| self.item(it).target_key())
             .map_or(0, |k| self.ks.shard_index(k) % log.num_streams().max(1));
-        let level = match level {
-            Durability::Full => Durability::Full,
-            _ => Durability::Delayed,
-        };
         let result = {
             let this = &self;
             log.append(stream, self.now_ms, level, &mut |buf| {
@@ -309,32 +287,25 @@ impl<'a> Txn<'a> {
     /// How `m` will appear in the record, and its encoded size.
     fn log_form(&self, m: &Mutation) -> Result<LogForm, CommitError> {
         let logged = |db: u32| self.ks.is_logged(db as usize);
-        let same = |m: &Mutation| LogForm {
-            bytes: codec::encoded_len(m),
-            expansion: Some(Vec::new()),
-        };
-        let skip = LogForm {
-            bytes: 0,
-            expansion: None,
-        };
+        let same = || LogForm::Same(codec::encoded_len(m));
         Ok(match m {
             Mutation::Key { db, .. } | Mutation::FlushDb { db } => {
                 if logged(*db) {
-                    same(m)
+                    same()
                 } else {
-                    skip
+                    LogForm::Skip
                 }
             }
             Mutation::FlushAll => {
                 if (0..self.ks.num_dbs()).any(|d| self.ks.is_logged(d)) {
-                    same(m)
+                    same()
                 } else {
-                    skip
+                    LogForm::Skip
                 }
             }
             Mutation::SwapDb { a, b } => match (logged(*a), logged(*b)) {
-                (true, true) => same(m),
-                (false, false) => skip,
+                (true, true) => same(),
+                (false, false) => LogForm::Skip,
                 (a_logged, _) => {
                     if !self.holds_all() {
                         return Err(ApplyError::internal("SWAPDB needs every shard").into());
@@ -342,10 +313,8 @@ impl<'a> Txn<'a> {
                     // The logged side receives the unlogged side's keys.
                     let (to, from) = if a_logged { (*a, *b) } else { (*b, *a) };
                     let content = self.content_as_record(from as usize, to as usize);
-                    LogForm {
-                        bytes: content.iter().map(codec::encoded_len).sum(),
-                        expansion: Some(content),
-                    }
+                    let bytes = content.iter().map(codec::encoded_len).sum();
+                    LogForm::Expanded(content, bytes)
                 }
             },
         })
@@ -375,14 +344,13 @@ impl<'a> Txn<'a> {
 
     fn apply_with(&mut self, m: Mutation, form: LogForm) -> Result<(), CommitError> {
         self.apply_to_shards(&m, false)?;
-        let index = self.applied.len();
-        self.applied.push(m);
-        self.record_bytes += form.bytes;
-        match form.expansion {
-            None => {}
-            Some(e) if e.is_empty() => self.record.push(RecordItem::Applied(index)),
-            Some(e) => self.record.extend(e.into_iter().map(RecordItem::Own)),
+        self.record_bytes += form.bytes();
+        match form {
+            LogForm::Skip => {}
+            LogForm::Same(_) => self.record.push(RecordItem::Applied(self.applied.len())),
+            LogForm::Expanded(e, _) => self.record.extend(e.into_iter().map(RecordItem::Own)),
         }
+        self.applied.push(m);
         Ok(())
     }
 
@@ -474,11 +442,22 @@ impl<'a> Txn<'a> {
     }
 }
 
-/// How one applied mutation appears in the record: not at all (`None`),
-/// as itself (empty expansion), or as other mutations.
-struct LogForm {
-    bytes: u64,
-    expansion: Option<Vec<Mutation>>,
+/// How one applied mutation appears in the record, with its encoded size.
+enum LogForm {
+    /// Not at all: it writes an unlogged database.
+    Skip,
+    Same(u64),
+    /// As other mutations (SWAPDB across a logged and an unlogged database).
+    Expanded(Vec<Mutation>, u64),
+}
+
+impl LogForm {
+    fn bytes(&self) -> u64 {
+        match self {
+            LogForm::Skip => 0,
+            LogForm::Same(b) | LogForm::Expanded(_, b) => *b,
+        }
+    }
 }
 
 /// Applies one recovered record to the keyspace, with the record's commit

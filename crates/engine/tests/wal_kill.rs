@@ -115,19 +115,34 @@ fn scenario_a_records_recovered_after_a_kill_survive_a_later_power_loss() {
         // The next process recovers everything, the unsynced batch too, and
         // acknowledges writes made after it, all on the other stream (whose
         // fsyncs never touch stream 0's file).
-        let (wal, stats, got) = open(Arc::new(fs.clone()), &cfg, 0).unwrap();
-        check_recovered(&ctx, &got, &stats, &appended, 0, appended.max_lsn());
-        assert_resynced(&ctx, stats.resynced_bytes, cfg.segment_size_bytes);
-        for i in 9..15 {
-            put_full(&wal, &appended, 1, distinct(i, 100));
-        }
-        let acked = wal.durable_lsn();
-        assert_eq!(acked, wal.last_lsn(), "{ctx}");
-
-        let after = power_loss(&fs);
-        drop(wal);
-        check_after_power_loss(&ctx, after, &cfg, &appended, acked);
+        let last = appended.max_lsn();
+        recover_ack_then_lose_power(&ctx, &fs, &cfg, &appended, last, 1, 9..15);
     }
+}
+
+/// The next process recovers everything up to `last`, acknowledges `more`
+/// full writes on `stream`, then the power fails: nothing acknowledged, and
+/// nothing those writes were built on, may be lost.
+fn recover_ack_then_lose_power(
+    ctx: &str,
+    fs: &FaultFs,
+    cfg: &WalConfig,
+    appended: &Appended,
+    last: u64,
+    stream: usize,
+    more: std::ops::Range<u64>,
+) {
+    let (wal, stats, got) = open(Arc::new(fs.clone()), cfg, 0).unwrap();
+    check_recovered(ctx, &got, &stats, appended, 0, last);
+    assert_resynced(ctx, stats.resynced_bytes, cfg.segment_size_bytes);
+    for i in more {
+        put_full(&wal, appended, stream, distinct(i, 100));
+    }
+    let acked = wal.durable_lsn();
+    assert_eq!(acked, wal.last_lsn(), "{ctx}");
+    let after = power_loss(fs);
+    drop(wal);
+    check_after_power_loss(ctx, after, cfg, appended, acked);
 }
 
 #[test]
@@ -158,18 +173,7 @@ fn scenario_b_a_batch_whose_fsync_failed_is_made_durable_by_the_next_recovery() 
         drop(wal);
 
         // Read back from the page cache, the failed batch looks fine.
-        let (wal, stats, got) = open(Arc::new(fs.clone()), &cfg, 0).unwrap();
-        check_recovered(&ctx, &got, &stats, &appended, 0, bad);
-        assert_resynced(&ctx, stats.resynced_bytes, cfg.segment_size_bytes);
-        for i in 4..8 {
-            put_full(&wal, &appended, 0, distinct(i, 100));
-        }
-        let acked = wal.durable_lsn();
-        assert_eq!(acked, wal.last_lsn(), "{ctx}");
-
-        let after = power_loss(&fs);
-        drop(wal);
-        check_after_power_loss(&ctx, after, &cfg, &appended, acked);
+        recover_ack_then_lose_power(&ctx, &fs, &cfg, &appended, bad, 0, 4..8);
     }
 }
 

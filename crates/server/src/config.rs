@@ -117,6 +117,24 @@ impl Config {
             .unwrap_or(self.durability)
     }
 
+    /// The level a reply from a connection with override `conn` about
+    /// database `db` gets. See `docs/durability.md`, "When the reply goes
+    /// out".
+    pub fn effective_durability(&self, conn: Option<Durability>, db: usize) -> Durability {
+        let db_level = self.db_durability(db);
+        match (conn, self.durability_policy) {
+            (None, _) => db_level,
+            (Some(c), DurabilityPolicy::Connection) => c,
+            (Some(c), DurabilityPolicy::Strictest) => {
+                if c.strictness() >= db_level.strictness() {
+                    c
+                } else {
+                    db_level
+                }
+            }
+        }
+    }
+
     /// The log directories, defaulting to `<dir>/wal`.
     pub fn wal_dirs(&self) -> Vec<PathBuf> {
         if self.wal_dir.is_empty() {

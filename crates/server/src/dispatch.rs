@@ -109,7 +109,10 @@ fn flag_multi(ctx: &mut Ctx<'_>) {
 fn reply_level(ctx: &Ctx<'_>, muts: &[Mutation]) -> Durability {
     let shared = ctx.shared;
     let conn = ctx.client.durability;
-    let of = |db: usize| shared.effective_durability(conn, db);
+    // One read of the configuration for the whole command (MSET may write
+    // hundreds of keys).
+    let cfg = shared.config.read();
+    let of = |db: usize| cfg.effective_durability(conn, db);
     let mut level: Option<Durability> = None;
     let mut add = |l: Durability| {
         if level.is_none_or(|cur| l.strictness() > cur.strictness()) {

@@ -57,38 +57,22 @@ impl EmbeddedServer {
         self.port
     }
 
-    /// The state the server shares (for assertions).
-    pub fn shared(&self) -> &Arc<Shared> {
-        &self.shared
-    }
-
     /// Stops serving without a final checkpoint, as a killed process would,
     /// and waits until the data directory is released. The caller has
     /// already killed or crashed the file system, so nothing written from
     /// here on reaches the disk the next server sees.
-    pub fn abandon(mut self) {
-        // The disk is gone, so the shutdown's own errors say nothing.
-        let _ = self.stop(false);
-    }
-
-    /// Shuts down cleanly (final checkpoint, log closed).
-    pub fn shutdown(mut self) -> Result<(), String> {
-        self.stop(true)
-    }
-
-    fn stop(&mut self, save: bool) -> Result<(), String> {
-        self.shared.checkpoints.set_final_save(save);
-        self.shared.request_shutdown();
-        match self.thread.take().map(|t| t.join()) {
-            Some(Ok(r)) => r,
-            Some(Err(_)) => Err("the server thread panicked".into()),
-            None => Ok(()),
-        }
+    pub fn abandon(self) {
+        // Dropping does it.
     }
 }
 
 impl Drop for EmbeddedServer {
     fn drop(&mut self) {
-        let _ = self.stop(false);
+        self.shared.checkpoints.set_final_save(false);
+        self.shared.request_shutdown();
+        if let Some(t) = self.thread.take() {
+            // The disk is gone, so the shutdown's own errors say nothing.
+            let _ = t.join();
+        }
     }
 }

@@ -4,7 +4,7 @@
 
 use crate::checkpointer::Checkpoints;
 use crate::client::ClientRegistry;
-use crate::config::{Config, DurabilityPolicy, WalRecoveryMode};
+use crate::config::{Config, WalRecoveryMode};
 use crate::watch::WatchRegistry;
 use durakv_engine::checkpoint::Checkpointer;
 use durakv_engine::io::FileSystem;
@@ -165,19 +165,7 @@ impl Shared {
     /// The level a write from a connection with override `conn` to database
     /// `db` gets. See `docs/durability.md`, "Choosing a level".
     pub fn effective_durability(&self, conn: Option<Durability>, db: usize) -> Durability {
-        let cfg = self.config.read();
-        let db_level = cfg.db_durability(db);
-        match (conn, cfg.durability_policy) {
-            (None, _) => db_level,
-            (Some(c), DurabilityPolicy::Connection) => c,
-            (Some(c), DurabilityPolicy::Strictest) => {
-                if c.strictness() >= db_level.strictness() {
-                    c
-                } else {
-                    db_level
-                }
-            }
-        }
+        self.config.read().effective_durability(conn, db)
     }
 
     pub fn durable_lsn(&self) -> u64 {

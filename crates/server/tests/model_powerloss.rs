@@ -20,45 +20,19 @@
 mod model;
 
 use durakv_engine::io::FaultFs;
+use durakv_server::embedded::EmbeddedServer;
 use model::{CrashKind, Target};
 use rand::Rng;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const CI_SEEDS: u64 = 3;
 const CI_CYCLES: usize = 8;
 
-/// Everything that uses the API under construction, in one place.
-mod sut {
-    use durakv_engine::io::{FaultFs, FileSystem};
-    pub use durakv_server::embedded::EmbeddedServer;
-    use std::sync::Arc;
-
-    /// Opens `config.dir` on `fs` (recovery included) and returns once the
-    /// server listens.
-    pub fn start(config: &durakv_server::Config, fs: &FaultFs) -> Result<EmbeddedServer, String> {
-        let fs: Arc<dyn FileSystem> = Arc::new(fs.clone());
-        EmbeddedServer::start(config.clone(), fs)
-    }
-
-    pub fn port(server: &EmbeddedServer) -> u16 {
-        server.port()
-    }
-
-    /// Stops serving without a checkpoint or a sync, and waits until the
-    /// data directory is released.
-    pub fn abandon(server: EmbeddedServer) {
-        server.abandon()
-    }
-
-    /// The process dies: the page cache survives (until a power loss).
-    pub fn kill(fs: &FaultFs) -> FaultFs {
-        fs.kill()
-    }
-
-    /// The power fails: unsynced data is dropped or torn.
-    pub fn power_loss(fs: &FaultFs) -> FaultFs {
-        fs.crash()
-    }
+/// Opens `config.dir` on `fs` (recovery included) and returns once the
+/// server listens.
+fn start(config: &durakv_server::Config, fs: &FaultFs) -> Result<EmbeddedServer, String> {
+    EmbeddedServer::start(config.clone(), Arc::new(fs.clone()))
 }
 
 /// An in-process server on a `FaultFs` disk. The data directory path is a
@@ -67,7 +41,7 @@ struct InProcess {
     _dir: tempfile::TempDir,
     config: durakv_server::Config,
     fs: FaultFs,
-    server: Option<sut::EmbeddedServer>,
+    server: Option<EmbeddedServer>,
 }
 
 impl InProcess {
@@ -83,7 +57,7 @@ impl InProcess {
         config.port = 0;
         config.bind = vec!["127.0.0.1".into()];
         let fs = FaultFs::new(disk_seed);
-        let server = sut::start(&config, &fs).unwrap_or_else(|e| panic!("start: {e}"));
+        let server = start(&config, &fs).unwrap_or_else(|e| panic!("start: {e}"));
         InProcess {
             _dir: dir,
             config,
@@ -95,24 +69,24 @@ impl InProcess {
 
 impl Target for InProcess {
     fn port(&self) -> u16 {
-        sut::port(self.server.as_ref().expect("server running"))
+        self.server.as_ref().expect("server running").port()
     }
 
     fn crash(&mut self, kind: CrashKind) {
         // The disk first, so nothing the server does after its "death"
         // reaches the image the next start sees.
         let after = match kind {
-            CrashKind::Kill => sut::kill(&self.fs),
-            CrashKind::PowerLoss => sut::power_loss(&self.fs),
+            CrashKind::Kill => self.fs.kill(),
+            CrashKind::PowerLoss => self.fs.crash(),
         };
         if let Some(server) = self.server.take() {
-            sut::abandon(server);
+            server.abandon();
         }
         self.fs = after;
     }
 
     fn restart(&mut self) -> Result<(), String> {
-        self.server = Some(sut::start(&self.config, &self.fs)?);
+        self.server = Some(start(&self.config, &self.fs)?);
         Ok(())
     }
 }
@@ -120,7 +94,7 @@ impl Target for InProcess {
 impl Drop for InProcess {
     fn drop(&mut self) {
         if let Some(server) = self.server.take() {
-            sut::abandon(server);
+            server.abandon();
         }
     }
 }

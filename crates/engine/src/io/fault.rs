@@ -229,6 +229,35 @@ struct State {
     stats: FaultStats,
 }
 
+impl State {
+    /// The disk the next process (or machine) sees: the given contents,
+    /// this disk's capacity and clock, fresh statistics, and no scheduled
+    /// faults (they belong to the dead process's test step).
+    fn successor(
+        &self,
+        rng: StdRng,
+        inodes: Vec<Inode>,
+        live_ns: BTreeMap<PathBuf, usize>,
+        durable_ns: BTreeMap<PathBuf, usize>,
+    ) -> FaultFs {
+        FaultFs {
+            state: Arc::new(Mutex::new(State {
+                rng,
+                dead: false,
+                inodes,
+                live_ns,
+                durable_ns,
+                dirs: self.dirs.clone(),
+                sync_fail_in: None,
+                write_fail_in: None,
+                space_limit_bytes: self.space_limit_bytes,
+                clock_ms: self.clock_ms,
+                stats: FaultStats::default(),
+            })),
+        }
+    }
+}
+
 fn dead_err() -> io::Error {
     io::Error::other("simulated power loss: the device is gone")
 }
@@ -536,25 +565,8 @@ impl FaultFs {
             }
         }
 
-        let new_state = State {
-            rng: StdRng::seed_from_u64(rng.gen()),
-            dead: false,
-            inodes,
-            durable_ns: ns.clone(),
-            live_ns: ns,
-            dirs: st.dirs.clone(),
-            sync_fail_in: None,
-            write_fail_in: None,
-            space_limit_bytes: st.space_limit_bytes,
-            clock_ms: st.clock_ms,
-            stats: FaultStats::default(),
-        };
-        (
-            FaultFs {
-                state: Arc::new(Mutex::new(new_state)),
-            },
-            report,
-        )
+        let next = st.successor(StdRng::seed_from_u64(rng.gen()), inodes, ns.clone(), ns);
+        (next, report)
     }
 
     /// Kills the process (`kill -9`), not the machine: this instance becomes
@@ -570,23 +582,12 @@ impl FaultFs {
         let mut st = self.state.lock();
         st.dead = true;
         let rng = StdRng::seed_from_u64(st.rng.gen());
-        let new_state = State {
+        st.successor(
             rng,
-            dead: false,
-            inodes: st.inodes.clone(),
-            live_ns: st.live_ns.clone(),
-            durable_ns: st.durable_ns.clone(),
-            dirs: st.dirs.clone(),
-            // Scheduled faults belong to the dead process's test step.
-            sync_fail_in: None,
-            write_fail_in: None,
-            space_limit_bytes: st.space_limit_bytes,
-            clock_ms: st.clock_ms,
-            stats: FaultStats::default(),
-        };
-        FaultFs {
-            state: Arc::new(Mutex::new(new_state)),
-        }
+            st.inodes.clone(),
+            st.live_ns.clone(),
+            st.durable_ns.clone(),
+        )
     }
 
     /// The next fsync (file or directory) fails with EIO.

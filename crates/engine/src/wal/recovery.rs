@@ -62,12 +62,17 @@ fn ensure_dir(fs: &dyn FileSystem, dir: &Path) -> Result<(), WalError> {
         return Ok(());
     }
     fs.create_dir_all(dir).map_err(|e| WalError::io(dir, e))?;
-    if let Some(parent) = dir.parent() {
-        if !parent.as_os_str().is_empty() {
-            fs.sync_dir(parent).map_err(|e| WalError::io(parent, e))?;
+    sync_parent(fs, dir)
+}
+
+/// Makes `dir`'s own entry durable.
+fn sync_parent(fs: &dyn FileSystem, dir: &Path) -> Result<(), WalError> {
+    match dir.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => {
+            fs.sync_dir(parent).map_err(|e| WalError::io(parent, e))
         }
+        _ => Ok(()),
     }
-    Ok(())
 }
 
 fn read_header(
@@ -201,11 +206,7 @@ fn make_recovered_durable(
     }
     for dir in dirs {
         fs.sync_dir(dir).map_err(|e| WalError::io(dir, e))?;
-        if let Some(parent) = dir.parent() {
-            if !parent.as_os_str().is_empty() {
-                fs.sync_dir(parent).map_err(|e| WalError::io(parent, e))?;
-            }
-        }
+        sync_parent(fs, dir)?;
     }
     Ok(rewritten)
 }

@@ -1099,7 +1099,8 @@ fn command_list(args: &[Bytes]) -> Frame {
 /// CONFIG. A SET that makes a database logged replies once the record
 /// holding that database's content is durable.
 fn config(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    if matches!(find_sub("config", args), Ok(s) if s.name == "set") {
+    if let Some(s) = find_sub("config", args).ok().filter(|s| s.name == "set") {
+        note_subcommand(ctx, "config", s);
         let (frame, dependency_lsn) = config_set(ctx, args);
         return Outcome {
             frame,
@@ -1158,9 +1159,6 @@ fn config_other(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
 /// Applies every pair to a copy and installs it only if all succeed, so a
 /// failed CONFIG SET changes nothing.
 fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> (Frame, u64) {
-    if let Ok(s) = find_sub("config", args) {
-        note_subcommand(ctx, "config", s);
-    }
     let before = ctx.shared.config.read().clone();
     let frame = config_set_values(ctx, args);
     if frame.is_error() {

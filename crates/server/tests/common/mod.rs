@@ -89,10 +89,7 @@ impl Server {
 
     /// Restarts on the same data directory with the same arguments.
     pub fn restart(&mut self) {
-        self.kill9();
-        let (child, port) = spawn(self.dir.path(), &self.args);
-        self.child = Some(child);
-        self.port = port;
+        self.try_restart().unwrap_or_else(|e| panic!("{e}"));
     }
 }
 
@@ -183,40 +180,7 @@ impl Drop for Server {
 }
 
 fn spawn(dir: &Path, args: &[String]) -> (Child, u16) {
-    let mut cmd = Command::new(binary());
-    cmd.arg("serve")
-        .arg("--port")
-        .arg("0")
-        .arg("--dir")
-        .arg(dir)
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit());
-    let mut child = cmd.spawn().expect("spawn durakv");
-    let Some(stdout) = child.stdout.take() else {
-        let _ = child.kill();
-        let _ = child.wait();
-        panic!("no stdout from durakv");
-    };
-    let mut reader = BufReader::new(stdout);
-    let mut line = String::new();
-    loop {
-        line.clear();
-        let n = reader.read_line(&mut line).unwrap_or(0);
-        if n == 0 {
-            let status = child.wait();
-            panic!("server exited before listening: {status:?}");
-        }
-        if let Some(p) = line.trim().strip_prefix("durakv listening on port ") {
-            let port: u16 = p.parse().expect("port");
-            // Keep draining stdout so the server never blocks on a full pipe.
-            std::thread::spawn(move || {
-                let mut sink = Vec::new();
-                let _ = reader.read_to_end(&mut sink);
-            });
-            return (child, port);
-        }
-    }
+    try_spawn(dir, args).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Sends raw bytes and reads until `expected_len` bytes or EOF/timeout.
