@@ -49,6 +49,10 @@ pub struct StoreConfig {
     /// Largest record payload (`wal-max-record-size-mb`); larger
     /// transactions are refused before they change anything.
     pub wal_max_record_bytes: u64,
+    /// See `WalConfig::syncs_in_flight`.
+    pub wal_syncs_in_flight: usize,
+    /// See `WalConfig::sync_overlap_us`.
+    pub wal_sync_overlap_us: u64,
     pub recovery_mode: RecoveryMode,
     /// Checkpoint directory; `None` means `<dir>/checkpoints`.
     pub checkpoint_dir: Option<PathBuf>,
@@ -71,6 +75,8 @@ impl StoreConfig {
             delayed_flush_ms: crate::wal::DEFAULT_DELAYED_FLUSH_MS,
             delayed_flush_bytes: crate::wal::DEFAULT_DELAYED_FLUSH_BYTES,
             wal_max_record_bytes: crate::wal::MAX_RECORD_BYTES,
+            wal_syncs_in_flight: crate::wal::DEFAULT_SYNCS_IN_FLIGHT,
+            wal_sync_overlap_us: crate::wal::DEFAULT_SYNC_OVERLAP_US,
             recovery_mode: RecoveryMode::Strict,
             checkpoint_dir: None,
             checkpoint_keep: checkpoint::DEFAULT_KEEP,
@@ -190,6 +196,8 @@ impl Store {
         wal_cfg.delayed_flush_bytes = cfg.delayed_flush_bytes;
         wal_cfg.recovery_mode = cfg.recovery_mode;
         wal_cfg.max_record_bytes = cfg.wal_max_record_bytes;
+        wal_cfg.syncs_in_flight = cfg.wal_syncs_in_flight;
+        wal_cfg.sync_overlap_us = cfg.wal_sync_overlap_us;
         let start_after = loaded.as_ref().map_or(0, |l| l.replay_lsn);
         let mut apply =
             |lsn: u64, time_ms: u64, payload: &[u8]| replay(&keyspace, lsn, time_ms, payload);

@@ -202,7 +202,7 @@ fn unknown_batch_flags_are_corruption_even_in_the_last_batch() {
     // Nothing follows the last batch, so damage there that looked torn
     // would be cut off silently; a verified header never looks torn.
     let last = batches[2];
-    forge_batch(&fs, &seg, last, |h| h.flags = 1);
+    forge_batch(&fs, &seg, last, |h| h.flags = 2);
     expect_corruption(&fs, &cfg, (&seg, last), 3, "unknown flag bits");
 
     let mut tolerant = cfg.clone();
@@ -218,7 +218,10 @@ fn unknown_batch_flags_are_corruption_even_in_the_last_batch() {
 fn nonzero_batch_reserved_bytes_are_corruption() {
     let fs = FaultFs::new(22);
     let (cfg, seg, batches) = written_log(&fs, 3);
-    forge_batch(&fs, &seg, batches[1], |h| h.reserved = 0x0100_0000);
+    forge_batch(&fs, &seg, batches[1], |h| {
+        h.flags = 0;
+        h.sync_base = 0x0100_0000;
+    });
     expect_corruption(&fs, &cfg, (&seg, batches[1]), 2, "reserved");
 }
 
@@ -232,4 +235,123 @@ fn nonzero_segment_header_reserved_bytes_are_corruption() {
     h[60..64].copy_from_slice(&crc.to_le_bytes());
     fs.write_file_raw(&seg, 0, &h).unwrap();
     expect_corruption(&fs, &cfg, (&seg, 0), 1, "reserved bytes 56..60");
+}
+
+/// Zeroes the sectors of the batch at `pos` (as if none of its writes
+/// reached the disk) and marks the batch at `later` as written while the
+/// one at `pos` was still unsynced (`sync_base`).
+fn tear_with_later_batch(fs: &FaultFs, seg: &Path, pos: u64, later: u64, sync_base: u32) {
+    forge_batch(fs, seg, later, |h| h.sync_base = sync_base);
+    fs.write_file_raw(seg, pos, &[0u8; 48]).unwrap();
+}
+
+#[test]
+fn a_tear_followed_only_by_batches_written_before_it_was_durable_ends_the_log() {
+    let fs = FaultFs::new(24);
+    let (cfg, seg, batches) = written_log(&fs, 4);
+    // Batches 2 and 3 were written while batch 1 was in flight, and batch
+    // 1's header never reached the disk: neither of them can have been
+    // acknowledged, so the log ends before batch 1.
+    forge_batch(&fs, &seg, batches[2], |h| h.sync_base = batches[1] as u32);
+    tear_with_later_batch(&fs, &seg, batches[1], batches[3], batches[1] as u32);
+    let (wal, stats, got) = wal_support::open(Arc::new(fs.clone()), &cfg, 0).unwrap();
+    assert_eq!(got.len(), 1);
+    assert_eq!(stats.truncated_tail, vec![(seg.clone(), batches[1])]);
+    assert!(stats.new_epoch);
+    // Writing goes on in a new epoch, and a second recovery agrees.
+    let lsn = wal
+        .append(0, 1, Durability::Full, &mut |b: &mut Vec<u8>| b.push(7))
+        .unwrap();
+    assert_eq!(lsn, 2);
+    wal.wait_durable(lsn).unwrap();
+    wal.close().unwrap();
+    drop(wal);
+    let (_w, stats, got) = wal_support::open(Arc::new(fs.clone()), &cfg, 0).unwrap();
+    assert_eq!(got.iter().map(|r| r.0).collect::<Vec<_>>(), vec![1, 2]);
+    assert!(stats.dropped.is_none());
+}
+
+#[test]
+fn a_tear_followed_by_a_batch_written_after_it_was_durable_is_corruption() {
+    let fs = FaultFs::new(25);
+    let (cfg, seg, batches) = written_log(&fs, 4);
+    // Batch 3 was written once batch 1 was durable (its sync base is past
+    // it), so damage to batch 1 is damage to acknowledged data.
+    forge_batch(&fs, &seg, batches[2], |h| h.sync_base = batches[1] as u32);
+    tear_with_later_batch(&fs, &seg, batches[1], batches[3], batches[2] as u32);
+    expect_corruption(
+        &fs,
+        &cfg,
+        (&seg, batches[1]),
+        2,
+        "followed by a valid batch",
+    );
+}
+
+#[test]
+fn a_flipped_batch_followed_by_pipelined_batches_is_corruption() {
+    let fs = FaultFs::new(26);
+    let (cfg, seg, batches) = written_log(&fs, 3);
+    forge_batch(&fs, &seg, batches[2], |h| h.sync_base = batches[1] as u32);
+    // A bit flip, not a tear: the batch was complete once.
+    let mut b = fs.read_file(&seg).unwrap()[batches[1] as usize..][..48].to_vec();
+    b[20] ^= 0x04;
+    fs.write_file_raw(&seg, batches[1], &b).unwrap();
+    expect_corruption(
+        &fs,
+        &cfg,
+        (&seg, batches[1]),
+        2,
+        "followed by a valid batch",
+    );
+}
+
+#[test]
+fn a_version_1_segment_is_read_but_not_appended_to() {
+    let fs = FaultFs::new(27);
+    install(
+        &fs,
+        "/data/wal0/wal-000-000001-00000000000000000001.log",
+        STREAM0_V1,
+    );
+    install(
+        &fs,
+        "/data/wal1/wal-001-000001-00000000000000000001.log",
+        STREAM1_V1,
+    );
+    let mut cfg = WalConfig::new(vec!["/data/wal0".into(), "/data/wal1".into()]);
+    cfg.segment_size_bytes = 4096;
+    let (wal, _, got) = wal_support::open(Arc::new(fs.clone()), &cfg, 0).unwrap();
+    assert_eq!(got.len(), 4);
+    let lsn = wal
+        .append(0, 1, Durability::Full, &mut |b: &mut Vec<u8>| b.push(9))
+        .unwrap();
+    wal.wait_durable(lsn).unwrap();
+    wal.close().unwrap();
+    drop(wal);
+    // The version 1 files are untouched; the new record went to a new
+    // version 2 segment.
+    let old = fs
+        .read_file(Path::new(
+            "/data/wal0/wal-000-000001-00000000000000000001.log",
+        ))
+        .unwrap();
+    assert_eq!(&old[..], &install_bytes(STREAM0_V1)[..]);
+    let newest = fs
+        .all_files()
+        .into_iter()
+        .filter(|p| p.starts_with("/data/wal0") && p.extension().is_some_and(|e| e == "log"))
+        .max()
+        .unwrap();
+    let header = SegmentHeader::decode(&fs.read_file(&newest).unwrap()).unwrap();
+    assert_eq!(header.version, durakv_engine::wal::format::FORMAT_VERSION);
+    let (_w, _, got) = wal_support::open(Arc::new(fs.clone()), &cfg, 0).unwrap();
+    assert_eq!(got.len(), 5);
+    assert_eq!(got[4].2, vec![9]);
+}
+
+fn install_bytes(hex: &str) -> Vec<u8> {
+    let mut bytes = unhex(hex);
+    bytes.resize(4096, 0);
+    bytes
 }

@@ -79,6 +79,7 @@ fn mangle(fs: &FaultFs, rng: &mut StdRng) {
                 let mut bytes: Vec<u8> = (0..rng.gen_range(0..3000)).map(|_| rng.gen()).collect();
                 if rng.gen_bool(0.5) && bytes.len() >= 64 {
                     let h = SegmentHeader {
+                        version: durakv_engine::wal::format::FORMAT_VERSION,
                         stream_id: stream,
                         stream_count: 2,
                         salt: rng.gen(),

@@ -52,6 +52,8 @@ pub struct Config {
     pub wal_dir: Vec<PathBuf>,
     pub wal_segment_size_mb: u64,
     pub wal_max_record_size_mb: u64,
+    pub wal_syncs_in_flight: u64,
+    pub wal_sync_overlap_us: u64,
     pub delayed_flush_ms: u64,
     pub delayed_flush_bytes: u64,
     pub wal_recovery_mode: WalRecoveryMode,
@@ -91,6 +93,8 @@ impl Default for Config {
             wal_dir: Vec::new(),
             wal_segment_size_mb: 64,
             wal_max_record_size_mb: 1024,
+            wal_syncs_in_flight: 3,
+            wal_sync_overlap_us: 500,
             delayed_flush_ms: 10,
             delayed_flush_bytes: 1024 * 1024,
             wal_recovery_mode: WalRecoveryMode::Strict,
@@ -638,6 +642,30 @@ pub static DIRECTIVES: &[Directive] = &[
             Ok(())
         },
         get: |c| c.wal_max_record_size_mb.to_string(),
+    },
+    Directive {
+        name: "wal-syncs-in-flight",
+        default: "3",
+        help: "Log batches per WAL directory that may be waiting for their fsync at once (1..16): a write arriving during an fsync starts its own instead of waiting for it",
+        runtime: false,
+        repeatable: false,
+        set: |c, v| {
+            c.wal_syncs_in_flight = bounded(v, 1, 16)?;
+            Ok(())
+        },
+        get: |c| c.wal_syncs_in_flight.to_string(),
+    },
+    Directive {
+        name: "wal-sync-overlap-us",
+        default: "500",
+        help: "Start another fsync on a WAL directory while one runs only once the running one is this old, in microseconds (0..1000000): overlapping pays on network block storage, not on a fast local disk",
+        runtime: false,
+        repeatable: false,
+        set: |c, v| {
+            c.wal_sync_overlap_us = bounded(v, 0, 1_000_000)?;
+            Ok(())
+        },
+        get: |c| c.wal_sync_overlap_us.to_string(),
     },
     Directive {
         name: "delayed-flush-ms",

@@ -91,6 +91,8 @@ impl Store {
         sc.wal_segment_size_bytes = config.wal_segment_size_mb * 1024 * 1024;
         sc.wal_max_record_bytes = config.wal_max_record_size_mb * 1024 * 1024;
         sc.delayed_flush_ms = config.delayed_flush_ms;
+        sc.wal_syncs_in_flight = config.wal_syncs_in_flight as usize;
+        sc.wal_sync_overlap_us = config.wal_sync_overlap_us;
         sc.delayed_flush_bytes = config.delayed_flush_bytes;
         sc.recovery_mode = match config.wal_recovery_mode {
             WalRecoveryMode::Strict => RecoveryMode::Strict,

@@ -24,6 +24,7 @@ use rand::{Rng, SeedableRng};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::{FileSystem, FsFile};
@@ -118,6 +119,9 @@ struct Inode {
     dirty: Option<(usize, usize)>,
     /// End of the last non-zero byte ever written (excludes preallocation).
     written_hwm: usize,
+    /// Failed write-backs so far (Linux's `errseq_t`): every handle opened
+    /// before a failure learns of it at its next sync, once.
+    wb_errors: u64,
 }
 
 impl Inode {
@@ -313,7 +317,11 @@ impl State {
         }
     }
 
-    fn sync_file(&mut self, ino: usize) -> io::Result<()> {
+    /// Syncs through a handle that last learned of write-back errors at
+    /// `seen` (updated): like Linux, a failure is reported to every open
+    /// file description once, so concurrent syncs through different handles
+    /// all see it.
+    fn sync_file(&mut self, ino: usize, seen: &AtomicU64) -> io::Result<()> {
         self.check()?;
         self.stats.file_syncs += 1;
         if Self::take_countdown(&mut self.sync_fail_in) {
@@ -325,9 +333,15 @@ impl State {
             let (img, _) = inode.crash_image(CrashMode::TornSectors, &mut rng);
             inode.durable = img;
             inode.dirty = None;
+            inode.wb_errors += 1;
+            seen.store(inode.wb_errors, Ordering::SeqCst);
             return Err(eio());
         }
-        self.inodes[ino].commit();
+        let inode = &mut self.inodes[ino];
+        inode.commit();
+        if seen.swap(inode.wb_errors, Ordering::SeqCst) != inode.wb_errors {
+            return Err(eio());
+        }
         Ok(())
     }
 }
@@ -351,6 +365,8 @@ impl std::fmt::Debug for FaultFs {
 struct FaultFile {
     state: Arc<Mutex<State>>,
     ino: usize,
+    /// The inode's `wb_errors` this handle has reported.
+    seen_errors: AtomicU64,
 }
 
 impl FsFile for FaultFile {
@@ -436,11 +452,11 @@ impl FsFile for FaultFile {
     }
 
     fn sync_data(&self) -> io::Result<()> {
-        self.state.lock().sync_file(self.ino)
+        self.state.lock().sync_file(self.ino, &self.seen_errors)
     }
 
     fn sync_all(&self) -> io::Result<()> {
-        self.state.lock().sync_file(self.ino)
+        self.state.lock().sync_file(self.ino, &self.seen_errors)
     }
 }
 
@@ -531,6 +547,7 @@ impl FaultFs {
                         live: img,
                         dirty: None,
                         written_hwm: hwm,
+                        wb_errors: 0,
                     });
                     images.insert(ino, inodes.len() - 1);
                     inodes.len() - 1
@@ -707,9 +724,11 @@ impl FileSystem for FaultFs {
                 ino
             }
         };
+        let seen_errors = AtomicU64::new(st.inodes[ino].wb_errors);
         Ok(Box::new(FaultFile {
             state: self.state.clone(),
             ino,
+            seen_errors,
         }))
     }
 
@@ -717,9 +736,11 @@ impl FileSystem for FaultFs {
         let st = self.state.lock();
         st.check()?;
         let ino = *st.live_ns.get(path).ok_or_else(|| not_found(path))?;
+        let seen_errors = AtomicU64::new(st.inodes[ino].wb_errors);
         Ok(Box::new(FaultFile {
             state: self.state.clone(),
             ino,
+            seen_errors,
         }))
     }
 

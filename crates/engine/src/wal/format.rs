@@ -12,8 +12,12 @@ use std::fmt;
 
 /// First 8 bytes of every segment file.
 pub const SEGMENT_MAGIC: [u8; 8] = *b"DURAKVWL";
-/// Bumped on any incompatible change of anything in this file.
-pub const FORMAT_VERSION: u32 = 1;
+/// Bumped on any incompatible change of anything in this file. New segments
+/// are written in this version; every version from `OLDEST_FORMAT_VERSION`
+/// on is read.
+pub const FORMAT_VERSION: u32 = 2;
+/// Version 1 segments (written before pipelined group commit) still load.
+pub const OLDEST_FORMAT_VERSION: u32 = 1;
 /// Size of the segment header; the first batch starts right after it.
 pub const SEGMENT_HEADER_BYTES: usize = 64;
 
@@ -21,10 +25,20 @@ pub const SEGMENT_HEADER_BYTES: usize = 64;
 /// at least two bits set, so no single bit flip turns one into zero.
 pub const BATCH_MAGIC: [u8; 4] = *b"DKWB";
 pub const BATCH_HEADER_BYTES: usize = 48;
-/// Batch header flag bits this build understands: none in version 1. A
+/// Batch header flag: bytes 40..44 hold the batch's sync base, the segment
+/// offset of the oldest batch of this segment not yet known durable when
+/// this one was written (its own offset if there was none). Version 2 only.
+pub const BATCH_FLAG_SYNC_BASE: u32 = 1;
+/// Batch header flag bits a version understands: none in version 1. A
 /// reader that ignored a bit it does not know could misread a batch whose
 /// meaning the bit changes, so unknown bits make the batch unreadable.
-pub const BATCH_FLAGS_KNOWN: u32 = 0;
+pub fn batch_flags_known(version: u32) -> u32 {
+    if version >= 2 {
+        BATCH_FLAG_SYNC_BASE
+    } else {
+        0
+    }
+}
 /// Constant end marker after a batch's records. Every byte has at least two
 /// bits set: a torn write leaves zero bytes here, a bit flip cannot.
 pub const BATCH_TRAILER: [u8; 8] = [0xE5, 0x5E, 0xA7, 0x7A, 0xC3, 0x3C, 0x96, 0x69];
@@ -64,6 +78,9 @@ fn salted_crc(salt: u32, bytes: &[u8]) -> u32 {
 /// header checksums are seeded with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SegmentHeader {
+    /// Format version (`OLDEST_FORMAT_VERSION..=FORMAT_VERSION`); new
+    /// segments are written with `FORMAT_VERSION`.
+    pub version: u32,
     pub stream_id: u32,
     pub stream_count: u32,
     pub salt: u32,
@@ -99,7 +116,7 @@ impl fmt::Display for HeaderError {
             HeaderError::TooShort(n) => write!(f, "segment header truncated ({n} bytes)"),
             HeaderError::BadMagic => write!(f, "bad segment magic"),
             HeaderError::UnsupportedVersion(v) => {
-                write!(f, "unsupported format version {v} (this build reads {FORMAT_VERSION})")
+                write!(f, "unsupported format version {v} (this build reads {OLDEST_FORMAT_VERSION}..={FORMAT_VERSION})")
             }
             HeaderError::ChecksumMismatch { stored, computed } => write!(
                 f,
@@ -117,7 +134,7 @@ impl SegmentHeader {
     pub fn encode(&self) -> [u8; SEGMENT_HEADER_BYTES] {
         let mut b = [0u8; SEGMENT_HEADER_BYTES];
         b[0..8].copy_from_slice(&SEGMENT_MAGIC);
-        b[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+        b[8..12].copy_from_slice(&self.version.to_le_bytes());
         b[12..16].copy_from_slice(&self.stream_id.to_le_bytes());
         b[16..20].copy_from_slice(&self.stream_count.to_le_bytes());
         b[20..24].copy_from_slice(&self.salt.to_le_bytes());
@@ -144,7 +161,7 @@ impl SegmentHeader {
             return Err(HeaderError::ChecksumMismatch { stored, computed });
         }
         let version = u32_at(b, 8);
-        if version != FORMAT_VERSION {
+        if !(OLDEST_FORMAT_VERSION..=FORMAT_VERSION).contains(&version) {
             return Err(HeaderError::UnsupportedVersion(version));
         }
         let reserved = u32_at(b, 56);
@@ -152,6 +169,7 @@ impl SegmentHeader {
             return Err(HeaderError::ReservedNotZero(reserved));
         }
         Ok(SegmentHeader {
+            version,
             stream_id: u32_at(b, 12),
             stream_count: u32_at(b, 16),
             salt: u32_at(b, 20),
@@ -177,11 +195,12 @@ pub struct BatchHeader {
     /// was already on disk in every stream. Recovery uses it to detect lost
     /// acknowledged records.
     pub durable_hint: u64,
-    /// Zero in version 1 (see [`BATCH_FLAGS_KNOWN`]).
+    /// Zero in version 1; see [`batch_flags_known`].
     pub flags: u32,
-    /// Bytes 40..44, zero in version 1. Decoded rather than skipped so the
-    /// reader can refuse a header that sets them.
-    pub reserved: u32,
+    /// Bytes 40..44: the sync base if `flags` has [`BATCH_FLAG_SYNC_BASE`],
+    /// otherwise zero. Decoded rather than skipped so the reader can refuse
+    /// a header that sets them.
+    pub sync_base: u32,
 }
 
 impl BatchHeader {
@@ -198,7 +217,7 @@ impl BatchHeader {
         b[16..24].copy_from_slice(&self.first_lsn.to_le_bytes());
         b[24..32].copy_from_slice(&self.last_lsn.to_le_bytes());
         b[32..40].copy_from_slice(&self.durable_hint.to_le_bytes());
-        b[40..44].copy_from_slice(&self.reserved.to_le_bytes());
+        b[40..44].copy_from_slice(&self.sync_base.to_le_bytes());
         b[44..48].copy_from_slice(&BATCH_MAGIC);
         let crc = salted_crc(salt, &b[4..48]);
         b[0..4].copy_from_slice(&crc.to_le_bytes());
@@ -219,24 +238,30 @@ impl BatchHeader {
             last_lsn: u64_at(b, 24),
             durable_hint: u64_at(b, 32),
             flags: u32_at(b, 12),
-            reserved: u32_at(b, 40),
+            sync_base: u32_at(b, 40),
         })
     }
 
-    /// Whether the fields version 1 leaves unused are unused. A header that
-    /// verified its checksum but fails this was written by something else
-    /// than this format version, so it is damage (never a torn write).
-    pub fn check_unused_fields(&self) -> Result<(), String> {
-        let unknown = self.flags & !BATCH_FLAGS_KNOWN;
+    /// The sync base, if this batch records one.
+    pub fn sync_base(&self) -> Option<u64> {
+        (self.flags & BATCH_FLAG_SYNC_BASE != 0).then_some(self.sync_base as u64)
+    }
+
+    /// Whether the fields segment format `version` leaves unused are unused.
+    /// A header that verified its checksum but fails this was written by
+    /// something else than that format version, so it is damage (never a
+    /// torn write).
+    pub fn check_unused_fields(&self, version: u32) -> Result<(), String> {
+        let unknown = self.flags & !batch_flags_known(version);
         if unknown != 0 {
             return Err(format!(
                 "batch header has unknown flag bits {unknown:#010x}"
             ));
         }
-        if self.reserved != 0 {
+        if self.flags & BATCH_FLAG_SYNC_BASE == 0 && self.sync_base != 0 {
             return Err(format!(
                 "batch header reserved bytes 40..44 are {:#010x}, must be zero",
-                self.reserved
+                self.sync_base
             ));
         }
         Ok(())
@@ -328,6 +353,7 @@ mod tests {
     #[test]
     fn segment_header_roundtrip_and_checks() {
         let h = SegmentHeader {
+            version: FORMAT_VERSION,
             stream_id: 2,
             stream_count: 4,
             salt: 0xdead_beef,
@@ -368,13 +394,29 @@ mod tests {
             last_lsn: 3,
             durable_hint: 2,
             flags: 0,
-            reserved: 0,
+            sync_base: 0,
         };
-        assert_eq!(h.check_unused_fields(), Ok(()));
-        for (flags, reserved, what) in [(1, 0, "flag"), (1 << 31, 0, "flag"), (0, 7, "reserved")] {
+        assert_eq!(h.check_unused_fields(1), Ok(()));
+        assert_eq!(h.check_unused_fields(2), Ok(()));
+        let based = BatchHeader {
+            flags: BATCH_FLAG_SYNC_BASE,
+            sync_base: 4096,
+            ..h
+        };
+        assert_eq!(based.check_unused_fields(2), Ok(()));
+        assert_eq!(based.sync_base(), Some(4096));
+        assert_eq!(h.sync_base(), None);
+        for (version, flags, sync_base, what) in [
+            (1, 1, 0, "flag"),
+            (1, 1, 64, "flag"),
+            (2, 1 << 31, 0, "flag"),
+            (2, 2, 0, "flag"),
+            (1, 0, 7, "reserved"),
+            (2, 0, 7, "reserved"),
+        ] {
             let forged = BatchHeader {
                 flags,
-                reserved,
+                sync_base,
                 ..h
             };
             let mut b = [0u8; BATCH_HEADER_BYTES];
@@ -383,7 +425,7 @@ mod tests {
             // can tell.
             let d = BatchHeader::decode(9, &b).unwrap();
             assert_eq!(d, forged);
-            let e = d.check_unused_fields().unwrap_err();
+            let e = d.check_unused_fields(version).unwrap_err();
             assert!(e.contains(what), "{e}");
             assert!(!header_looks_torn(&b));
         }
@@ -397,8 +439,8 @@ mod tests {
             first_lsn: 5,
             last_lsn: 9,
             durable_hint: 4,
-            flags: 0,
-            reserved: 0,
+            flags: BATCH_FLAG_SYNC_BASE,
+            sync_base: 1 << 20,
         };
         let mut b = [0u8; BATCH_HEADER_BYTES];
         h.encode_into(42, &mut b);

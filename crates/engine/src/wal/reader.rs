@@ -6,14 +6,22 @@
 //! checksum, every record checksum, the LSN sequence, and the trailer all
 //! verify; lengths are trusted only after the header checksum vouched for
 //! them and they fit in the file. When a batch does not verify, the reader
-//! decides what the bad spot *is*, using the writer's invariant that a batch
-//! is only written after the previous one was fsynced (so only the last
-//! batch of a stream can be half-written):
+//! decides what the bad spot *is*, using the writer's invariants: a segment
+//! only receives batches once every earlier segment of its stream is
+//! durable, and a batch recording a sync base (format version 2) was
+//! written while every batch from that offset on might still be unsynced
+//! (in version 1 that is only the batch itself, so only the last batch of a
+//! stream can be half-written):
 //!
 //! - **clean end**: zeros up to the end of the segment;
-//! - **torn tail**: the last thing in the stream's last segment, nothing
-//!   valid after it, and it looks cut short (zero sectors, zero trailer
-//!   bytes, a header that ends in zeros) rather than damaged;
+//! - **torn tail**: in the stream's last segment, it looks cut short (zero
+//!   sectors, zero trailer bytes, a header that ends in zeros) rather than
+//!   damaged, and nothing valid follows it;
+//! - **torn while pipelined**: in the stream's last segment, and every
+//!   valid batch after it was written before it was known durable (its sync
+//!   base is at or before the spot). None of those batches can have been
+//!   acknowledged, since their own fsync would have made the spot durable
+//!   too, so the stream ends at the spot, torn or damaged alike;
 //! - **superseded**: in an epoch that a later recovery closed, where only
 //!   records that recovery already discarded can live;
 //! - **corruption**: anything else (damage followed by valid data, garbage
@@ -184,6 +192,8 @@ pub(crate) struct StreamReader {
     file: Option<Box<dyn FsFile>>,
     file_len: u64,
     salt: u32,
+    /// The current segment's format version.
+    version: u32,
     pos: u64,
     win: Window,
     batch_next: usize,
@@ -202,8 +212,8 @@ pub(crate) struct StreamReader {
     pub bytes: u64,
 }
 
-fn sanity(h: &BatchHeader, seg_first_lsn: u64) -> Result<(), String> {
-    h.check_unused_fields()?;
+fn sanity(h: &BatchHeader, seg_first_lsn: u64, version: u32) -> Result<(), String> {
+    h.check_unused_fields(version)?;
     if h.record_count == 0 {
         return Err("batch header claims zero records".into());
     }
@@ -293,7 +303,11 @@ fn has_zero_sector(b: &[u8], file_off: u64) -> bool {
 
 struct ScanResult {
     any_nonzero: bool,
+    /// The first valid batch: (offset, first LSN).
     valid: Option<(u64, u64)>,
+    /// Whether every valid batch found records a sync base at or before
+    /// the spot scanned from (only computed when asked for).
+    all_pipelined: bool,
 }
 
 impl StreamReader {
@@ -315,6 +329,7 @@ impl StreamReader {
             file: None,
             file_len: 0,
             salt: 0,
+            version: 0,
             pos: 0,
             win: Window {
                 buf: Vec::new(),
@@ -431,6 +446,7 @@ impl StreamReader {
                         .map_err(|e| WalError::io(&seg.path, e))?;
                     self.file_len = file.len().map_err(|e| WalError::io(&seg.path, e))?;
                     self.salt = h.salt;
+                    self.version = h.version;
                     self.file = Some(file);
                     self.pos = SEGMENT_HEADER_BYTES as u64;
                     self.win.buf.clear();
@@ -466,7 +482,7 @@ impl StreamReader {
                 },
             );
         };
-        if let Err(reason) = sanity(&h, seg_first) {
+        if let Err(reason) = sanity(&h, seg_first, self.version) {
             return self.on_spot(
                 pos,
                 Spot::Bad {
@@ -601,7 +617,7 @@ impl StreamReader {
             Spot::Bad { .. } => pos + BATCH_ALIGN_BYTES as u64,
         };
         let limit = if current { u64::MAX } else { end_e };
-        let scan = self.scan(scan_from, limit)?;
+        let scan = self.scan(scan_from, limit, (current && last_seg).then_some(pos))?;
 
         // Damage followed by data that starts at or below the checkpoint
         // can only have held checkpointed records: step over it too.
@@ -685,29 +701,45 @@ impl StreamReader {
                 reason: why,
             })
         };
-        self.end = Some(if let Some((at, vlsn)) = scan.valid {
-            corrupt(format!(
-                "{reason}, followed by a valid batch at offset {at} (LSN {vlsn})"
-            ))
-        } else if !last_seg {
-            corrupt(format!(
-                "{reason}, in a sealed segment (later segments exist)"
-            ))
-        } else if !current {
-            corrupt(reason)
-        } else if torn {
-            tracing::info!(
-                file = %seg_path.display(),
-                offset = pos,
-                "WAL: torn write at the end of the log; truncating it ({reason})"
-            );
-            StreamEnd::Torn {
-                seg: idx,
-                offset: pos,
-            }
-        } else {
-            corrupt(reason)
-        });
+        // Cut short (not flipped) and only followed by batches written
+        // before it was known durable: a crash with fsyncs in flight.
+        let pipelined_tear = current && last_seg && torn && scan.all_pipelined;
+        self.end = Some(
+            if let (Some((at, vlsn)), false) = (scan.valid, pipelined_tear) {
+                corrupt(format!(
+                    "{reason}, followed by a valid batch at offset {at} (LSN {vlsn})"
+                ))
+            } else if let Some((at, vlsn)) = scan.valid {
+                tracing::info!(
+                    file = %seg_path.display(),
+                    offset = pos,
+                    "WAL: the log ends at a batch that was still being synced when later ones were written; \
+                     truncating it and the unacknowledged batches after it from offset {at} (LSN {vlsn} on) ({reason})"
+                );
+                StreamEnd::Torn {
+                    seg: idx,
+                    offset: pos,
+                }
+            } else if !last_seg {
+                corrupt(format!(
+                    "{reason}, in a sealed segment (later segments exist)"
+                ))
+            } else if !current {
+                corrupt(reason)
+            } else if torn {
+                tracing::info!(
+                    file = %seg_path.display(),
+                    offset = pos,
+                    "WAL: torn write at the end of the log; truncating it ({reason})"
+                );
+                StreamEnd::Torn {
+                    seg: idx,
+                    offset: pos,
+                }
+            } else {
+                corrupt(reason)
+            },
+        );
         Ok(())
     }
 
@@ -720,10 +752,13 @@ impl StreamReader {
     /// Looks at `[from, end of file)` of the current segment: are there
     /// non-zero bytes, and is there a valid batch (at a 64-byte aligned
     /// offset, with an LSN above everything read so far and <= `max_lsn`)?
-    fn scan(&mut self, from: u64, max_lsn: u64) -> Result<ScanResult, WalError> {
+    /// With `spot`, it also checks every later valid batch, for
+    /// `all_pipelined`.
+    fn scan(&mut self, from: u64, max_lsn: u64, spot: Option<u64>) -> Result<ScanResult, WalError> {
         let mut res = ScanResult {
             any_nonzero: false,
             valid: None,
+            all_pipelined: true,
         };
         let Some(file) = self.file.as_deref() else {
             // Header unreadable: any non-zero byte after it counts.
@@ -737,7 +772,7 @@ impl StreamReader {
         };
         let mut buf = vec![0u8; SCAN_CHUNK_BYTES];
         let mut off = from;
-        while off < self.file_len {
+        'chunks: while off < self.file_len {
             let n = file.read_up_to(&mut buf, off).map_err(|e| self.io_err(e))?;
             if n == 0 {
                 break;
@@ -752,15 +787,27 @@ impl StreamReader {
                             let at = off + o as u64;
                             if h.first_lsn > self.last_lsn
                                 && h.first_lsn <= max_lsn
-                                && sanity(&h, 0).is_ok()
+                                && sanity(&h, 0, self.version).is_ok()
                                 && at + h.total_len() <= self.file_len
                             {
                                 let mut b = vec![0u8; h.total_len() as usize];
                                 let got =
                                     file.read_up_to(&mut b, at).map_err(|e| self.io_err(e))?;
                                 if got == b.len() && validate_body(&h, &b).is_ok() {
-                                    res.valid = Some((at, h.first_lsn));
-                                    return Ok(res);
+                                    if res.valid.is_none() {
+                                        res.valid = Some((at, h.first_lsn));
+                                    }
+                                    let Some(spot) = spot else {
+                                        return Ok(res);
+                                    };
+                                    if h.sync_base().is_none_or(|base| base > spot) {
+                                        res.all_pipelined = false;
+                                        return Ok(res);
+                                    }
+                                    // Batches follow one another: go on
+                                    // after this one.
+                                    off = at + super::format::align_up(h.total_len());
+                                    continue 'chunks;
                                 }
                             }
                         }

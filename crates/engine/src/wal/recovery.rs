@@ -22,7 +22,8 @@ use std::time::{Duration, Instant};
 
 use super::error::WalError;
 use super::format::{
-    is_spare_file_name, parse_segment_file_name, HeaderError, SegmentHeader, SEGMENT_HEADER_BYTES,
+    is_spare_file_name, parse_segment_file_name, HeaderError, SegmentHeader, FORMAT_VERSION,
+    SEGMENT_HEADER_BYTES,
 };
 use super::reader::{is_abandoned_creation, CorruptSpot, Rec, SegFile, StreamEnd, StreamReader};
 use super::segment::{remove_durably, SegmentInfo};
@@ -491,7 +492,12 @@ pub(crate) fn recover(
                 let s = &r.segs[*seg];
                 let has_batches = r.seg_stats[*seg].has_batches;
                 if let (Ok(h), true) = (&s.header, s.epoch == current_epoch) {
-                    if has_batches || h.first_lsn == last + 1 {
+                    if h.version != FORMAT_VERSION && has_batches {
+                        // Written by an older format: sealed as it is;
+                        // writing resumes in a new segment.
+                    } else if h.version == FORMAT_VERSION
+                        && (has_batches || h.first_lsn == last + 1)
+                    {
                         append = Some(AppendPoint {
                             path: s.path.clone(),
                             salt: h.salt,

@@ -12,8 +12,18 @@
 //! directory, all before the first batch goes in. A crash at any point
 //! leaves either a spare (deleted at start-up), a segment with a torn header
 //! and zeros behind it (deleted at start-up), or a valid empty segment.
+//!
+//! Several batches of a segment may be between write and fsync at once
+//! (pipelined group commit). Each batch header records its *sync base*, the
+//! offset of the oldest batch of the segment not yet known durable when it
+//! was written, so recovery can tell a tail torn while several fsyncs were
+//! in flight from damage to a batch that was already durable. Before the
+//! first batch goes into a new segment, the previous one is fsynced whole:
+//! a segment only holds batches if every earlier segment of the stream is
+//! complete on disk.
 
 use parking_lot::{Condvar, Mutex};
+use std::collections::VecDeque;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
@@ -21,10 +31,10 @@ use std::sync::Arc;
 
 use super::error::WalError;
 use super::format::{
-    segment_file_name, spare_file_name, BatchHeader, SegmentHeader, BATCH_HEADER_BYTES,
-    SEGMENT_HEADER_BYTES,
+    segment_file_name, spare_file_name, BatchHeader, SegmentHeader, BATCH_FLAG_SYNC_BASE,
+    BATCH_HEADER_BYTES, FORMAT_VERSION, SEGMENT_HEADER_BYTES,
 };
-use super::group_commit::{BatchMeta, BatchSink};
+use super::group_commit::{BatchMeta, BatchSink, BatchSync};
 use crate::io::{FileSystem, FsFile};
 
 /// Zero-fill granularity.
@@ -99,6 +109,53 @@ pub(crate) struct ActiveSegment {
     /// Where the next batch goes.
     pub offset: u64,
     pub has_batches: bool,
+    /// One file description per writer slot, opened on first use, so each
+    /// writer's fdatasync reports write-back errors that concern it.
+    pub slots: Vec<Option<Arc<SlotFile>>>,
+    /// Batches written here that were not known durable when last
+    /// checked: (batch number, offset), oldest first.
+    pub unsynced: VecDeque<(u64, u64)>,
+}
+
+impl ActiveSegment {
+    pub fn new(
+        path: PathBuf,
+        file: Box<dyn FsFile>,
+        salt: u32,
+        offset: u64,
+        has_batches: bool,
+    ) -> Self {
+        ActiveSegment {
+            path,
+            file,
+            salt,
+            offset,
+            has_batches,
+            slots: Vec::new(),
+            unsynced: VecDeque::new(),
+        }
+    }
+
+    fn slot(&mut self, fs: &dyn FileSystem, slot: usize) -> io::Result<Arc<SlotFile>> {
+        if self.slots.len() <= slot {
+            self.slots.resize(slot + 1, None);
+        }
+        if let Some(f) = &self.slots[slot] {
+            return Ok(f.clone());
+        }
+        let f = Arc::new(SlotFile(fs.open_file(&self.path)?));
+        self.slots[slot] = Some(f.clone());
+        Ok(f)
+    }
+}
+
+/// A segment opened for one writer slot's fdatasyncs.
+pub(crate) struct SlotFile(Box<dyn FsFile>);
+
+impl BatchSync for SlotFile {
+    fn sync(&self) -> io::Result<()> {
+        self.0.sync_data()
+    }
 }
 
 /// Turns a spare into segment `(epoch, first_lsn)`: header, fdatasync,
@@ -110,6 +167,7 @@ pub(crate) fn install_spare(
 ) -> io::Result<ActiveSegment> {
     let salt = p.fs.random_u64() as u32;
     let header = SegmentHeader {
+        version: FORMAT_VERSION,
         stream_id: p.stream_id,
         stream_count: p.stream_count,
         salt,
@@ -131,13 +189,13 @@ pub(crate) fn install_spare(
     }
     p.fs.rename(&spare.path, &path)?;
     p.fs.sync_dir(&p.dir)?;
-    Ok(ActiveSegment {
+    Ok(ActiveSegment::new(
         path,
-        file: spare.file,
+        spare.file,
         salt,
-        offset: SEGMENT_HEADER_BYTES as u64,
-        has_batches: false,
-    })
+        SEGMENT_HEADER_BYTES as u64,
+        false,
+    ))
 }
 
 /// Spares being prepared in the background, one slot per stream.
@@ -238,6 +296,8 @@ pub(crate) struct SegmentWriter {
     pub active_max_lsn: Option<u64>,
     /// File length last published to the segment list.
     pub active_bytes: u64,
+    /// A write or rotation failed part-way: nothing more is written.
+    pub broken: bool,
 }
 
 impl SegmentWriter {
@@ -250,6 +310,9 @@ impl SegmentWriter {
                 prepare_spare(&self.params, "inline")?
             }
         };
+        // Batches of the old segment may still be in flight: make it whole
+        // on disk before anything goes into the next one.
+        self.active.file.sync_data()?;
         let next = install_spare(&self.params, spare, first_lsn)?;
         let old = std::mem::replace(&mut self.active, next);
         drop(old);
@@ -280,23 +343,48 @@ impl SegmentWriter {
 }
 
 impl BatchSink for SegmentWriter {
-    fn write_batch(&mut self, batch: &mut [u8], meta: &BatchMeta) -> io::Result<()> {
+    fn write_batch(
+        &mut self,
+        slot: usize,
+        batch: &mut [u8],
+        meta: &BatchMeta,
+    ) -> io::Result<Arc<dyn BatchSync>> {
+        if self.broken {
+            return Err(io::Error::other(
+                "an earlier write to this stream failed; refusing to write after it",
+            ));
+        }
+        // Until this write is complete, a failure leaves unknown bytes at
+        // the write position.
+        self.broken = true;
         let len = batch.len() as u64;
         if self.active.has_batches && self.active.offset + len > self.params.segment_size_bytes {
             self.rotate(meta.first_lsn)?;
         }
+        let sync = self.active.slot(self.params.fs.as_ref(), slot)?;
+        let unsynced = &mut self.active.unsynced;
+        while unsynced
+            .front()
+            .is_some_and(|&(seq, _)| seq < meta.durable_seq)
+        {
+            unsynced.pop_front();
+        }
+        let at = self.active.offset;
+        let sync_base = unsynced.front().map_or(at, |&(_, off)| off);
+        unsynced.push_back((meta.seq, at));
         BatchHeader {
             body_len: meta.body_len,
             record_count: meta.records,
             first_lsn: meta.first_lsn,
             last_lsn: meta.last_lsn,
             durable_hint: meta.durable_hint,
-            flags: 0,
-            reserved: 0,
+            flags: BATCH_FLAG_SYNC_BASE,
+            // Segments are at most 4 GiB (`WalConfig::validate`).
+            sync_base: u32::try_from(sync_base).map_err(io::Error::other)?,
         }
         .encode_into(self.active.salt, &mut batch[..BATCH_HEADER_BYTES]);
-        self.active.file.write_all_at(batch, self.active.offset)?;
-        self.active.file.sync_data()?;
+        self.active.file.write_all_at(batch, at)?;
+        self.broken = false;
         self.active.offset += len;
         self.active.has_batches = true;
         self.active_max_lsn = Some(meta.last_lsn);
@@ -306,7 +394,7 @@ impl BatchSink for SegmentWriter {
                 seg.bytes = seg.bytes.max(self.active_bytes);
             }
         }
-        Ok(())
+        Ok(sync)
     }
 }
 
