@@ -11,6 +11,10 @@
 //! - report corruption (Strict refuses to start) rather than skip it, and
 //!   under TolerateCorruption say what it dropped.
 //!
+//! Each seed also picks how many batches a stream may have between write
+//! and fsync (1-4) and how long an fsync takes, so crashes hit pipelined
+//! group commit with several fsyncs in flight.
+//!
 //! `WAL_SEEDS=n` runs n seeds (default 200); `WAL_SEED=s` replays one.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -21,6 +25,7 @@ use durakv_engine::wal::RecoveryMode;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::sync::Arc;
+use std::time::Duration;
 use wal_support::*;
 
 fn seeds() -> Vec<u64> {
@@ -44,8 +49,17 @@ fn run_seed(seed: u64) {
     let mut cfg = sim_config(streams, segment_size);
     cfg.zero_fill_segments = rng.gen_bool(0.5);
     let payload_max = [64usize, 700, 3000][rng.gen_range(0..3)];
+    // Pipelined group commit, from its own generator so that the choices
+    // above stay what they were for each seed: up to four batches between
+    // write and fsync, overlapping at once, on a disk whose fsyncs take long
+    // enough to overlap.
+    let mut pipe_rng = StdRng::seed_from_u64(seed ^ 0x7069_7065);
+    cfg.syncs_in_flight = pipe_rng.gen_range(1..=4);
+    cfg.sync_overlap_us = 0;
+    let sync_latency = Duration::from_micros([0, 50, 300][pipe_rng.gen_range(0..3)]);
 
     let mut fs = FaultFs::new(seed);
+    fs.set_sync_latency(sync_latency);
     let appended = Appended::default();
     let mut checkpoint = 0u64;
     let mut acked = 0u64;

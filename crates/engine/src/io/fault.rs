@@ -26,6 +26,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::{FileSystem, FsFile};
 
@@ -230,6 +231,9 @@ struct State {
     /// Total bytes (sum of live file lengths) the disk can hold.
     space_limit_bytes: Option<u64>,
     clock_ms: u64,
+    /// How long a file fsync takes, slept outside the lock so that syncs of
+    /// several threads overlap as on a real device.
+    sync_latency: Duration,
     stats: FaultStats,
 }
 
@@ -256,6 +260,7 @@ impl State {
                 write_fail_in: None,
                 space_limit_bytes: self.space_limit_bytes,
                 clock_ms: self.clock_ms,
+                sync_latency: self.sync_latency,
                 stats: FaultStats::default(),
             })),
         }
@@ -369,6 +374,16 @@ struct FaultFile {
     seen_errors: AtomicU64,
 }
 
+impl FaultFile {
+    fn sync(&self) -> io::Result<()> {
+        let latency = self.state.lock().sync_latency;
+        if !latency.is_zero() {
+            std::thread::sleep(latency);
+        }
+        self.state.lock().sync_file(self.ino, &self.seen_errors)
+    }
+}
+
 impl FsFile for FaultFile {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
         let st = self.state.lock();
@@ -452,11 +467,11 @@ impl FsFile for FaultFile {
     }
 
     fn sync_data(&self) -> io::Result<()> {
-        self.state.lock().sync_file(self.ino, &self.seen_errors)
+        self.sync()
     }
 
     fn sync_all(&self) -> io::Result<()> {
-        self.state.lock().sync_file(self.ino, &self.seen_errors)
+        self.sync()
     }
 }
 
@@ -475,6 +490,7 @@ impl FaultFs {
                 write_fail_in: None,
                 space_limit_bytes: None,
                 clock_ms: 1_700_000_000_000,
+                sync_latency: Duration::ZERO,
                 stats: FaultStats::default(),
             })),
         }
@@ -605,6 +621,13 @@ impl FaultFs {
             st.live_ns.clone(),
             st.durable_ns.clone(),
         )
+    }
+
+    /// Every file fsync from now on takes `latency` (outside the disk's lock,
+    /// so concurrent syncs overlap): group commit then has batches in
+    /// flight at once, as on network block storage.
+    pub fn set_sync_latency(&self, latency: Duration) {
+        self.state.lock().sync_latency = latency;
     }
 
     /// The next fsync (file or directory) fails with EIO.
