@@ -12,6 +12,10 @@
 //! a recovery that shows unsynced records and then acknowledges new writes
 //! at `full` on top of them must have made them durable first.
 //!
+//! Odd seeds run on a disk whose fsyncs take 200 µs and overlap at once
+//! (`wal-sync-overlap-us 0`), so crashes find batches between write and
+//! fsync (pipelined group commit).
+//!
 //! Environment: `DURAKV_MODEL_SEED`, `DURAKV_MODEL_SEEDS`,
 //! `DURAKV_MODEL_CYCLES`, as in `model_crash.rs`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -57,6 +61,14 @@ impl InProcess {
         config.port = 0;
         config.bind = vec!["127.0.0.1".into()];
         let fs = FaultFs::new(disk_seed);
+        if disk_seed % 2 == 1 {
+            // Slow fsyncs that overlap at once: crashes then find several
+            // batches of a stream between write and fsync.
+            fs.set_sync_latency(std::time::Duration::from_micros(200));
+            config
+                .set("wal-sync-overlap-us", "0")
+                .unwrap_or_else(|e| panic!("wal-sync-overlap-us: {e}"));
+        }
         let server = start(&config, &fs).unwrap_or_else(|e| panic!("start: {e}"));
         InProcess {
             _dir: dir,
