@@ -373,7 +373,8 @@ impl Wal {
                 ),
                 None => {
                     let first_lsn = rec.last_lsn + 1;
-                    let spare = prepare_spare(p, "inline").map_err(|e| WalError::io(&p.dir, e))?;
+                    let spare = prepare_spare(p, "inline", p.zero_fill, &|_, _| true)
+                        .map_err(|e| WalError::io(&p.dir, e))?;
                     let seg =
                         install_spare(p, spare, first_lsn).map_err(|e| WalError::io(&p.dir, e))?;
                     segments.push(segment::SegmentInfo {

@@ -7,7 +7,12 @@
 //! fallocate'd-but-unwritten extents also commits the extent conversion,
 //! which measured ~1.5x slower on our disk. Zero-filling 64 MiB is slow, so
 //! it happens ahead of time on a background thread: each stream keeps one
-//! *spare* file ready (`wal-<stream>.bg<n>.spare`). Rotation writes the header into
+//! *spare* file ready (`wal-<stream>.bg<n>.spare`). It zeroes (and syncs) a
+//! chunk at a time, and falls back to fallocate for the rest of the file
+//! when zeroing runs at less than four times the rate the log writes: on a
+//! bandwidth-capped volume the zeros would otherwise take half of the log's
+//! bandwidth. A rotation that finds no spare ready fallocates one inline
+//! rather than stall the stream while a whole segment of zeros is written. Rotation writes the header into
 //! the spare, fdatasyncs it, renames it to its final name and fsyncs the
 //! directory, all before the first batch goes in. A crash at any point
 //! leaves either a spare (deleted at start-up), a segment with a torn header
@@ -28,6 +33,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use super::error::WalError;
 use super::format::{
@@ -75,22 +81,35 @@ pub(crate) struct Spare {
 }
 
 /// Creates `wal-<stream>.<tag>.spare`, preallocated to the segment size and
-/// synced.
-pub(crate) fn prepare_spare(p: &SegmentParams, tag: &str) -> io::Result<Spare> {
+/// synced: with zeros written if `zero_fill`, otherwise with fallocate.
+/// `keep_filling` is asked after every zeroed chunk (with the bytes zeroed
+/// and the time it took); once it says no, fallocate covers the rest.
+pub(crate) fn prepare_spare(
+    p: &SegmentParams,
+    tag: &str,
+    zero_fill: bool,
+    keep_filling: &dyn Fn(u64, Duration) -> bool,
+) -> io::Result<Spare> {
     let path = p.dir.join(spare_file_name(p.stream_id, tag));
     let file = p.fs.create_file(&path)?;
     let fill = || -> io::Result<()> {
-        if p.zero_fill {
+        if zero_fill {
             let zeros = vec![0u8; ZERO_CHUNK_BYTES];
+            let t0 = Instant::now();
             let mut off = 0u64;
             while off < p.segment_size_bytes {
                 let n = (p.segment_size_bytes - off).min(ZERO_CHUNK_BYTES as u64) as usize;
                 file.write_all_at(&zeros[..n], off)?;
+                // Chunk by chunk, so the log's own fsyncs never queue behind
+                // a whole segment of zeros.
+                file.sync_data()?;
                 off += n as u64;
+                if off < p.segment_size_bytes && !keep_filling(off, t0.elapsed()) {
+                    break;
+                }
             }
-        } else {
-            file.allocate(p.segment_size_bytes)?;
         }
+        file.allocate(p.segment_size_bytes)?;
         file.sync_data()
     };
     if let Err(e) = fill() {
@@ -206,16 +225,33 @@ pub(crate) fn install_spare(
 /// installed.
 pub(crate) struct Spares {
     slots: Vec<Mutex<Option<Spare>>>,
+    /// Per stream: bytes written into the active segment since when.
+    progress: Vec<Mutex<Progress>>,
     queue: Mutex<Vec<usize>>,
     cv: Condvar,
     stop: AtomicBool,
     generation: AtomicU64,
 }
 
+/// How fast a stream fills its active segment: zero-filling the next one
+/// must not take a large share of the disk's time.
+struct Progress {
+    since: Instant,
+    bytes: u64,
+}
+
 impl Spares {
     pub fn new(streams: usize) -> Spares {
         Spares {
             slots: (0..streams).map(|_| Mutex::new(None)).collect(),
+            progress: (0..streams)
+                .map(|_| {
+                    Mutex::new(Progress {
+                        since: Instant::now(),
+                        bytes: 0,
+                    })
+                })
+                .collect(),
             queue: Mutex::new(Vec::new()),
             cv: Condvar::new(),
             stop: AtomicBool::new(false),
@@ -225,6 +261,37 @@ impl Spares {
 
     pub fn take(&self, stream: usize) -> Option<Spare> {
         self.slots[stream].lock().take()
+    }
+
+    /// Notes that `stream` started a new segment.
+    pub fn rotated(&self, stream: usize) {
+        *self.progress[stream].lock() = Progress {
+            since: Instant::now(),
+            bytes: 0,
+        };
+    }
+
+    /// Notes that `stream` wrote `bytes` more into its active segment.
+    pub fn wrote(&self, stream: usize, bytes: u64) {
+        self.progress[stream].lock().bytes += bytes;
+    }
+
+    /// Zero-filling makes every later fdatasync cheaper, but writes the
+    /// whole segment once more. While zeroing runs at less than four times
+    /// the rate the log itself writes, the disk is bandwidth-bound (a
+    /// throttled cloud volume) and the zeros would take a large share of
+    /// the log's bandwidth: better fallocate the rest.
+    fn zeroing_affordable(&self, stream: usize, zeroed: u64, took: Duration) -> bool {
+        let (bytes, since) = {
+            let p = self.progress[stream].lock();
+            (p.bytes, p.since.elapsed())
+        };
+        if since < Duration::from_millis(100) || bytes == 0 {
+            return true;
+        }
+        let log_rate = bytes as f64 / since.as_secs_f64();
+        let zero_rate = zeroed as f64 / took.as_secs_f64().max(1e-6);
+        zero_rate >= 4.0 * log_rate
     }
 
     pub fn request(&self, stream: usize) {
@@ -264,7 +331,11 @@ impl Spares {
                 continue;
             }
             let tag = format!("bg{}", self.generation.fetch_add(1, SeqCst));
-            match prepare_spare(&params[stream], &tag) {
+            let p = &params[stream];
+            let keep = |zeroed, took| {
+                !self.stop.load(SeqCst) && self.zeroing_affordable(stream, zeroed, took)
+            };
+            match prepare_spare(p, &tag, p.zero_fill, &keep) {
                 Ok(spare) => {
                     let mut slot = self.slots[stream].lock();
                     if slot.is_none() {
@@ -306,8 +377,10 @@ impl SegmentWriter {
         let spare = match self.spares.take(s) {
             Some(sp) => sp,
             None => {
+                // Zero-filling here would stall every write of the stream
+                // for as long as writing a whole segment takes.
                 tracing::debug!(stream = s, "no spare segment ready; preallocating inline");
-                prepare_spare(&self.params, "inline")?
+                prepare_spare(&self.params, "inline", false, &|_, _| false)?
             }
         };
         // Batches of the old segment may still be in flight: make it whole
@@ -336,6 +409,7 @@ impl SegmentWriter {
                 active: true,
             });
         }
+        self.spares.rotated(s);
         self.spares.request(s);
         tracing::debug!(path = %self.active.path.display(), "WAL segment rotated");
         Ok(())
@@ -388,6 +462,7 @@ impl BatchSink for SegmentWriter {
         self.active.offset += len;
         self.active.has_batches = true;
         self.active_max_lsn = Some(meta.last_lsn);
+        self.spares.wrote(self.params.stream_id as usize, len);
         if self.active.offset > self.active_bytes {
             self.active_bytes = self.active.offset;
             if let Some(seg) = self.segments.lock().last_mut() {
