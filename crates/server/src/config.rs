@@ -401,7 +401,7 @@ pub static DIRECTIVES: &[Directive] = &[
     Directive {
         name: "maxclients",
         default: "10000",
-        help: "Maximum simultaneous clients; more get '-ERR max number of clients reached'",
+        help: "Maximum simultaneous clients; more get '-ERR max number of clients reached'. The open-files limit is raised to fit it, or it is capped to that limit with a warning",
         runtime: true,
         repeatable: false,
         set: |c, v| {

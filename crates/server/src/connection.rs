@@ -6,6 +6,12 @@
 //! their replies behind the held ones. When the durable LSN passes a held
 //! reply's dependency, that reply and every reply behind it that is also
 //! covered are written together.
+//!
+//! An idle connection owns no buffers. Requests are read into, and replies
+//! encoded into, scratch buffers lent by the worker thread for one turn of
+//! the loop ([`scratch`]); a connection keeps a buffer of its own only while
+//! it has bytes in flight: a request not yet complete, replies held for an
+//! fsync, or output the socket has not taken yet.
 
 use crate::client::{ClientHandle, ClientState, ReplyMode};
 use crate::command::Ctx;
@@ -16,20 +22,65 @@ use bytes::{Buf, BytesMut};
 use durakv_engine::txn::UNLOGGED_FAILED_LSN;
 use durakv_protocol::{Frame, RequestLimits, RequestParser};
 use std::collections::VecDeque;
+use std::future::Future;
+use std::io;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-/// Initial read buffer; it grows for large requests up to the query buffer limit.
-const READ_BUFFER_BYTES: usize = 16 * 1024;
+/// Room a read offers the socket; a request bigger than this grows the
+/// buffer up to the query buffer limit.
+const READ_CHUNK_BYTES: usize = 16 * 1024;
+/// Room the reply buffer starts with; a bigger batch of replies grows it.
+const WRITE_CHUNK_BYTES: usize = 16 * 1024;
 /// How stale CLIENT LIST's per-client counters (qbuf, cmd) may get.
 const INFO_REFRESH: Duration = Duration::from_millis(20);
 
+/// Per worker thread buffers that connections borrow for one turn of their
+/// loop (no `.await` while borrowed), so that thousands of idle connections
+/// do not each keep a read and a write buffer.
+mod scratch {
+    use bytes::BytesMut;
+    use std::cell::Cell;
+    use std::thread::LocalKey;
+
+    /// A buffer that grew past this (a large request or reply) is freed
+    /// instead of being kept for the next borrower.
+    const KEEP_MAX_BYTES: usize = 64 * 1024;
+
+    thread_local! {
+        pub static READ: Cell<BytesMut> = Cell::new(BytesMut::new());
+        pub static WRITE: Cell<BytesMut> = Cell::new(BytesMut::new());
+    }
+
+    /// Borrows the thread's buffer `key`, empty, with at least `spare` bytes
+    /// of room (allocating only when another connection kept it).
+    pub fn take(key: &'static LocalKey<Cell<BytesMut>>, spare: usize) -> BytesMut {
+        let mut b = key.try_with(Cell::take).unwrap_or_default();
+        b.clear();
+        if b.capacity() < spare {
+            b.reserve(spare);
+        }
+        b
+    }
+
+    /// Hands an emptied buffer back to the thread for the next borrower.
+    pub fn give_back(key: &'static LocalKey<Cell<BytesMut>>, mut b: BytesMut) {
+        debug_assert!(b.is_empty(), "a buffer with bytes in flight is not scratch");
+        if b.capacity() == 0 || b.capacity() > KEEP_MAX_BYTES {
+            return;
+        }
+        b.clear();
+        let _ = key.try_with(|c| c.set(b));
+    }
+}
+
 /// Replies waiting for their LSN to become durable, in order: their bytes
 /// back to back in one buffer (no allocation per reply), and per reply its
-/// length and dependency.
+/// length and dependency. Both are freed whenever the queue empties.
 #[derive(Default)]
 struct Held {
     bytes: BytesMut,
@@ -43,6 +94,13 @@ impl Held {
 
     fn len(&self) -> usize {
         self.replies.len()
+    }
+
+    /// Frees the buffers once nothing is held, so an idle connection owns none.
+    fn release_memory_if_empty(&mut self) {
+        if self.is_empty() && (self.bytes.capacity() > 0 || self.replies.capacity() > 0) {
+            *self = Held::default();
+        }
     }
 }
 
@@ -66,11 +124,7 @@ pub async fn serve(
     shared.clients.unregister(id);
 }
 
-async fn run(
-    shared: &Shared,
-    stream: &mut TcpStream,
-    client: &mut ClientState,
-) -> std::io::Result<()> {
+async fn run(shared: &Shared, stream: &mut TcpStream, client: &mut ClientState) -> io::Result<()> {
     let (limits, query_limit, timeout_secs) = {
         let c = shared.config.read();
         (
@@ -83,22 +137,30 @@ async fn run(
         )
     };
     let parser = RequestParser::new(limits);
-    let mut rbuf = BytesMut::with_capacity(READ_BUFFER_BYTES);
-    let mut out = BytesMut::with_capacity(READ_BUFFER_BYTES);
+    // Empty (no allocation) unless a request is partly read: see
+    // `poll_read_lent`.
+    let mut rbuf = BytesMut::new();
     let mut held = Held::default();
+    // A receiver is an Arc clone, no allocation; it registers for wake-ups
+    // only while `changed()` is polled, that is while replies are held.
     let mut durable_rx = shared.durable_tx.subscribe();
     let mut closing = false;
     let handle = client.handle.clone();
     // One registration with the kill notifier for the whole connection, not
-    // one (a lock and an unlock) per loop turn.
-    let mut killed = Box::pin(handle.wake.notified());
+    // one (a lock and an unlock) per loop turn; pinned inside the task.
+    let mut killed = std::pin::pin!(handle.wake.notified());
     let mut published_sig = [usize::MAX; 8];
     let mut published_at = std::time::Instant::now();
     loop {
+        let mut out = scratch::take(&scratch::WRITE, WRITE_CHUNK_BYTES);
         if !closing {
             closing = process(shared, client, &parser, &mut rbuf, &mut out, &mut held);
         }
+        if rbuf.is_empty() {
+            scratch::give_back(&scratch::READ, std::mem::take(&mut rbuf));
+        }
         release(shared, &mut out, &mut held);
+        held.release_memory_if_empty();
         // Publishing takes a lock and copies strings: do it when something
         // others must see changed, otherwise at most every few milliseconds.
         let sig = client.info_signature();
@@ -112,9 +174,16 @@ async fn run(
                 .stats
                 .total_net_output_bytes
                 .fetch_add(out.len() as u64, Ordering::Relaxed);
-            stream.write_all(&out).await?;
-            out.clear();
+            write_now(stream, &mut out)?;
+            if !out.is_empty() {
+                // The client is not reading: this connection keeps the
+                // buffer until the socket takes it, and reads nothing more
+                // meanwhile.
+                stream.write_all(&out).await?;
+                out.clear();
+            }
         }
+        scratch::give_back(&scratch::WRITE, out);
         if closing && held.is_empty() {
             return Ok(());
         }
@@ -135,7 +204,7 @@ async fn run(
                 }
                 killed.set(handle.wake.notified());
             }
-            r = stream.read_buf(&mut rbuf), if !closing => {
+            r = std::future::poll_fn(|cx| poll_read_lent(stream, &mut rbuf, cx)), if !closing => {
                 let n = r?;
                 if n == 0 {
                     return Ok(());
@@ -157,6 +226,43 @@ async fn run(
             }
         }
     }
+}
+
+/// Reads what the socket has onto the end of `rbuf`: into the thread's
+/// scratch buffer when no partial request is pending, handed back within
+/// the same poll unless the read leaves bytes in it, so a connection waiting
+/// for a request owns no buffer. Ready(0) at end of stream.
+fn poll_read_lent(
+    stream: &mut TcpStream,
+    rbuf: &mut BytesMut,
+    cx: &mut Context<'_>,
+) -> Poll<io::Result<usize>> {
+    if rbuf.is_empty() {
+        *rbuf = scratch::take(&scratch::READ, READ_CHUNK_BYTES);
+    } else if rbuf.capacity() - rbuf.len() < READ_CHUNK_BYTES / 2 {
+        rbuf.reserve(READ_CHUNK_BYTES);
+    }
+    // `read_buf` polls `poll_read`, which also skips the read that would
+    // only say "would block" after a short one.
+    let r = std::pin::pin!(stream.read_buf(rbuf)).poll(cx);
+    if rbuf.is_empty() {
+        scratch::give_back(&scratch::READ, std::mem::take(rbuf));
+    }
+    r
+}
+
+/// Writes as much of `out` as the socket takes without waiting, and drops
+/// what was written from the front of `out`.
+fn write_now(stream: &TcpStream, out: &mut BytesMut) -> io::Result<()> {
+    while !out.is_empty() {
+        match stream.try_write(out) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => out.advance(n),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// Executes every complete request in `rbuf`. Returns true when the

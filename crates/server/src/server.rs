@@ -15,6 +15,11 @@ use tokio::net::{TcpListener, TcpStream};
 /// How long shutdown waits for connections to finish their in-flight work.
 const SHUTDOWN_DRAIN_MS: u64 = 5_000;
 
+/// File descriptors kept out of `maxclients`' reach: the log's segments,
+/// checkpoints, the listeners, the runtime's own, and one to refuse a
+/// client with an error instead of leaving it unaccepted.
+const RESERVED_FDS: u64 = 64;
+
 const DENIED: &str = "-DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Set up an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.\r\n";
 
 /// Binds every configured address and serves until shutdown.
@@ -44,9 +49,11 @@ pub async fn serve(shared: Arc<Shared>) -> std::io::Result<()> {
     println!("durakv listening on port {port}");
 
     let background = tokio::spawn(expiry::run(shared.clone()));
+    let maxclients = shared.config.read().maxclients;
+    let limit = ClientLimit::for_maxclients(maxclients);
     let mut accepts = Vec::new();
     for l in listeners {
-        accepts.push(tokio::spawn(accept_loop(shared.clone(), l)));
+        accepts.push(tokio::spawn(accept_loop(shared.clone(), l, limit)));
     }
     let mut shutdown_rx = shared.shutdown_tx.subscribe();
     tokio::select! {
@@ -90,7 +97,78 @@ fn is_loopback_only(binds: &[String]) -> bool {
     })
 }
 
-async fn accept_loop(shared: Arc<Shared>, listener: TcpListener) {
+/// How many clients may connect: `maxclients`, unless the open-files limit
+/// cannot be raised far enough, as Redis does at start-up.
+#[derive(Clone, Copy)]
+struct ClientLimit {
+    /// The `maxclients` this was worked out for (CONFIG SET may change it).
+    maxclients: usize,
+    clients: usize,
+}
+
+impl ClientLimit {
+    fn for_maxclients(maxclients: usize) -> ClientLimit {
+        let files = raise_open_files_limit((maxclients as u64).saturating_add(RESERVED_FDS));
+        let clients = match files {
+            Some(files) => maxclients.min(files.saturating_sub(RESERVED_FDS) as usize),
+            None => maxclients,
+        };
+        if clients < maxclients {
+            tracing::warn!(
+                "maxclients {maxclients} needs {} open files, but the limit is {} and cannot be raised: at most {clients} clients will be accepted",
+                maxclients as u64 + RESERVED_FDS,
+                files.unwrap_or(0)
+            );
+        }
+        ClientLimit {
+            maxclients,
+            clients,
+        }
+    }
+}
+
+/// Raises this process's soft limit on open files towards `wanted` (up to
+/// the hard limit) and returns the limit in force; `None` when unlimited or
+/// unknown.
+#[cfg(unix)]
+fn raise_open_files_limit(wanted: u64) -> Option<u64> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit only writes the struct passed by reference.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return None;
+    }
+    if lim.rlim_cur == libc::RLIM_INFINITY {
+        return None;
+    }
+    let wanted = wanted as libc::rlim_t;
+    if lim.rlim_cur < wanted {
+        let target = if lim.rlim_max == libc::RLIM_INFINITY {
+            wanted
+        } else {
+            wanted.min(lim.rlim_max)
+        };
+        let raised = libc::rlimit {
+            rlim_cur: target,
+            rlim_max: lim.rlim_max,
+        };
+        // SAFETY: setrlimit only reads the struct passed by reference.
+        if target > lim.rlim_cur && unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+            lim.rlim_cur = target;
+        }
+    }
+    #[allow(clippy::unnecessary_cast)] // rlim_t is u64 on Linux, not everywhere
+    Some(lim.rlim_cur as u64)
+}
+
+#[cfg(not(unix))]
+fn raise_open_files_limit(_wanted: u64) -> Option<u64> {
+    None
+}
+
+async fn accept_loop(shared: Arc<Shared>, listener: TcpListener, mut limit: ClientLimit) {
     loop {
         let (stream, addr) = match listener.accept().await {
             Ok(x) => x,
@@ -121,7 +199,10 @@ async fn accept_loop(shared: Arc<Shared>, listener: TcpListener) {
                 c.tcp_keepalive_secs,
             )
         };
-        if shared.clients.len() >= maxclients {
+        if maxclients != limit.maxclients {
+            limit = ClientLimit::for_maxclients(maxclients);
+        }
+        if shared.clients.len() >= limit.clients {
             shared
                 .stats
                 .rejected_connections

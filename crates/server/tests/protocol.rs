@@ -12,17 +12,6 @@ use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::time::Duration;
 
-/// Encodes one multibulk request.
-fn req(args: &[&[u8]]) -> Vec<u8> {
-    let mut out = format!("*{}\r\n", args.len()).into_bytes();
-    for a in args {
-        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
-    }
-    out
-}
-
 /// Reads replies until `n` have been parsed.
 fn read_replies(s: &mut TcpStream, n: usize) -> Vec<Frame> {
     let mut buf = BytesMut::new();

@@ -183,6 +183,17 @@ fn spawn(dir: &Path, args: &[String]) -> (Child, u16) {
     try_spawn(dir, args).unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// Encodes one multibulk request.
+pub fn req(args: &[&[u8]]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", args.len()).into_bytes();
+    for a in args {
+        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
+    }
+    out
+}
+
 /// Sends raw bytes and reads until `expected_len` bytes or EOF/timeout.
 pub fn send_raw(s: &mut TcpStream, bytes: &[u8]) {
     s.write_all(bytes).expect("write");

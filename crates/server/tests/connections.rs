@@ -1,0 +1,135 @@
+//! Many connections at once: thousands of idle clients are each served, the
+//! one past `maxclients` gets Redis's error, and idle connections that own
+//! no buffers still handle partial, pipelined and large requests.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::{read_exactly, read_to_close, req, Server};
+use std::io::Write;
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+/// Connections the test holds open at once (the server's `maxclients`).
+const CLIENTS: usize = 2_500;
+/// File descriptors the test process needs besides its connections.
+const SPARE_FDS: u64 = 64;
+
+const PING: &[u8] = b"*1\r\n$4\r\nPING\r\n";
+const PONG: &[u8] = b"+PONG\r\n";
+const MAX_CLIENTS: &[u8] = b"-ERR max number of clients reached\r\n";
+
+/// Raises this process's open-files limit so it can hold `wanted`
+/// descriptors; returns how many it may hold.
+fn raise_fd_limit(wanted: u64) -> u64 {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit only access the struct passed.
+    unsafe {
+        assert_eq!(libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim), 0);
+        if lim.rlim_cur < wanted {
+            lim.rlim_cur = wanted.min(lim.rlim_max);
+            assert_eq!(libc::setrlimit(libc::RLIMIT_NOFILE, &lim), 0);
+        }
+    }
+    lim.rlim_cur
+}
+
+fn connect(port: u16) -> TcpStream {
+    let s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    s.set_nodelay(true).unwrap();
+    s
+}
+
+fn ping(s: &mut TcpStream) {
+    s.write_all(PING).unwrap();
+    assert_eq!(read_exactly(s, PONG.len()), PONG);
+}
+
+#[test]
+fn thousands_of_idle_connections_and_maxclients() {
+    let fds = raise_fd_limit(CLIENTS as u64 + SPARE_FDS);
+    let clients = CLIENTS.min(fds.saturating_sub(SPARE_FDS) as usize);
+    assert!(
+        clients >= 500,
+        "the open-files limit ({fds}) leaves too few connections for this test"
+    );
+    let limit = clients.to_string();
+    let server = Server::start(&["--maxclients", &limit]);
+
+    // One after another, each answered before the next connects.
+    let mut conns: Vec<TcpStream> = (0..clients)
+        .map(|_| {
+            let mut s = connect(server.port);
+            ping(&mut s);
+            s
+        })
+        .collect();
+
+    // One more: refused with the exact error, then closed.
+    let mut extra = connect(server.port);
+    assert_eq!(read_to_close(&mut extra), MAX_CLIENTS);
+
+    // Every idle connection still answers; half of them first receive a
+    // request cut in two, so they hold a partial request while the others
+    // are served.
+    let (first, second) = PING.split_at(9);
+    for s in conns.iter_mut().step_by(2) {
+        s.write_all(first).unwrap();
+    }
+    for s in conns.iter_mut().skip(1).step_by(2) {
+        ping(s);
+    }
+    for s in conns.iter_mut().step_by(2) {
+        s.write_all(second).unwrap();
+        assert_eq!(read_exactly(s, PONG.len()), PONG);
+    }
+
+    // Pipelined requests and one larger than any scratch buffer, sent in
+    // pieces, on a connection that was idle.
+    let value = vec![b'v'; 200_000];
+    let mut pipeline = req(&[b"SET", b"big", &value]);
+    pipeline.extend_from_slice(&req(&[b"GET", b"big"]));
+    pipeline.extend_from_slice(PING);
+    let s = &mut conns[clients / 2];
+    for piece in pipeline.chunks(7_000) {
+        s.write_all(piece).unwrap();
+    }
+    let mut expected = b"+OK\r\n".to_vec();
+    expected.extend_from_slice(format!("${}\r\n", value.len()).as_bytes());
+    expected.extend_from_slice(&value);
+    expected.extend_from_slice(b"\r\n");
+    expected.extend_from_slice(PONG);
+    assert_eq!(read_exactly(s, expected.len()), expected);
+
+    // A slot freed by a client that leaves goes to the next one, once the
+    // server has noticed the close.
+    drop(conns.pop());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let mut s = connect(server.port);
+        s.write_all(PING).unwrap();
+        let first = read_exactly(&mut s, 1);
+        if first == b"+" {
+            assert_eq!(read_exactly(&mut s, PONG.len() - 1), &PONG[1..]);
+            conns.push(s);
+            break;
+        }
+        let mut rest = first;
+        rest.extend_from_slice(&read_to_close(&mut s));
+        assert_eq!(rest, MAX_CLIENTS);
+        assert!(
+            Instant::now() < deadline,
+            "the server never freed the slot of a closed connection"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(conns.len(), clients);
+
+    // And the server still refuses the next one.
+    let mut extra = connect(server.port);
+    assert_eq!(read_to_close(&mut extra), MAX_CLIENTS);
+}
