@@ -276,7 +276,7 @@ fn process(
     held: &mut Held,
 ) -> bool {
     let durable = shared.durable_lsn();
-    let mut asked_for_sync = false;
+    let mut asked_upto = 0;
     loop {
         let args = match parser.parse(rbuf) {
             Ok(Some(args)) => args,
@@ -317,9 +317,9 @@ fn process(
                 .fetch_add(1, Ordering::Relaxed);
         }
         let dep = if outcome.dependency_lsn > durable {
-            if !asked_for_sync {
-                shared.store.wal.request_sync();
-                asked_for_sync = true;
+            if outcome.dependency_lsn > asked_upto {
+                shared.store.wal.request_sync_upto(outcome.dependency_lsn);
+                asked_upto = outcome.dependency_lsn;
             }
             outcome.dependency_lsn
         } else {

@@ -372,7 +372,7 @@ impl Core {
 
         let mut wake = false;
         if level == Durability::Full || pending >= self.cfg.delayed_flush_bytes {
-            if level == Durability::Full && self.streams.len() > 1 {
+            if level == Durability::Full {
                 self.sync_target.fetch_max(lsn, SeqCst);
             }
             if !st.urgent {
@@ -387,6 +387,17 @@ impl Core {
             sc.writer_cv.notify_one();
         }
         Ok(lsn)
+    }
+
+    /// `lsn` should become durable soon. Once `sync_target` covers it, the
+    /// stream holding it is already urgent (its append was `Full`) or was
+    /// made so, and every other stream below the target is hurried when
+    /// that one completes (`publish_from`), so there is nothing to do.
+    pub fn request_sync_upto(&self, lsn: u64) {
+        if self.sync_target.load(SeqCst) >= lsn {
+            return;
+        }
+        self.request_sync();
     }
 
     /// Everything appended so far should become durable soon.
@@ -1253,5 +1264,25 @@ mod tests {
         }
         all.sort_unstable();
         assert_eq!(all, (1..=2400).collect::<Vec<u64>>());
+    }
+
+    #[test]
+    fn sync_requests_up_to_an_lsn() {
+        let core = Arc::new(Core::new(2, cfg(), 0));
+        let sinks = vec![MemSink::default(), MemSink::default()];
+        let hs = start(&core, &sinks);
+        // Delayed, with an hour-long timer: only a request moves it.
+        let d = put(&core, 0, Durability::Delayed, b"d");
+        core.request_sync_upto(d);
+        assert!(core.wait_durable(d, None).unwrap());
+        // A later delayed record, then a full one in the other stream: the
+        // request for the delayed one is covered by the full append's
+        // target, and both get there.
+        let d2 = put(&core, 0, Durability::Delayed, b"d2");
+        let f = put(&core, 1, Durability::Full, b"f");
+        core.request_sync_upto(d2);
+        assert!(core.wait_durable(d2, None).unwrap());
+        assert!(core.wait_durable(f, None).unwrap());
+        stop(&core, hs);
     }
 }

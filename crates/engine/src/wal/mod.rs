@@ -494,6 +494,13 @@ impl Wal {
         self.core.request_sync();
     }
 
+    /// Asks for `lsn` to become durable soon: free when a `Full` append or
+    /// an earlier request already asked for it or more (the common case of a
+    /// reply waiting for its own `full` write), otherwise `request_sync`.
+    pub fn request_sync_upto(&self, lsn: u64) {
+        self.core.request_sync_upto(lsn);
+    }
+
     /// Blocks until `lsn` is durable. Fails if the WAL fails first.
     pub fn wait_durable(&self, lsn: u64) -> Result<(), WalError> {
         self.core.wait_durable(lsn, None).map(|_| ())
