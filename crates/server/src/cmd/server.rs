@@ -1728,6 +1728,9 @@ fn shutdown(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
     // once connections have drained, unless NOSAVE) also keeps the data of
     // `durability none` databases and shortens the next start-up.
     ctx.shared.checkpoints.set_final_save(!nosave);
+    if nosave {
+        ctx.shared.scripting.kill_for_shutdown();
+    }
     tracing::info!(
         client = ctx.client.id(),
         nosave,
