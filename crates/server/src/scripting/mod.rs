@@ -74,7 +74,7 @@ impl RunState {
         self.running.load(Ordering::Acquire)
     }
 
-    fn elapsed_ms(&self) -> u64 {
+    pub fn elapsed_ms(&self) -> u64 {
         crate::util::now_ms().saturating_sub(self.started_ms.load(Ordering::Acquire))
     }
 }

@@ -27,6 +27,8 @@ struct Shared {
     resp: AtomicU8,
     /// The hook fires on every instruction once a kill was requested.
     escalated: AtomicBool,
+    /// This run has handed its I/O thread's work to another thread.
+    detached: AtomicBool,
 }
 
 pub struct Vm {
@@ -48,6 +50,7 @@ impl Vm {
             run,
             resp: AtomicU8::new(2),
             escalated: AtomicBool::new(false),
+            detached: AtomicBool::new(false),
         });
         let globals = lua.globals();
         globals.raw_set("cjson", super::cjson::module(&lua)?)?;
@@ -129,6 +132,7 @@ impl Vm {
     ) -> mlua::Result<Result<Value, Value>> {
         if let Some(s) = self.lua.app_data_ref::<Shared>() {
             s.resp.store(2, Ordering::Relaxed);
+            s.detached.store(false, Ordering::Relaxed);
             if s.escalated.swap(false, Ordering::Relaxed) {
                 self.lua.set_hook(normal_hook(), hook);
             }
@@ -200,6 +204,21 @@ impl Vm {
     }
 }
 
+/// A script running this long hands its I/O thread's other work (queued
+/// connections, the I/O driver) to a fresh thread, so the server keeps
+/// answering -BUSY and SCRIPT KILL while it runs. Short scripts never pay.
+const DETACH_AFTER_MS: u64 = 10;
+
+fn detach_from_runtime() {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    let multi = Handle::try_current().is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::MultiThread);
+    if multi {
+        // The pause lets the replacement thread take over the worker before
+        // this one could take it back.
+        tokio::task::block_in_place(|| std::thread::sleep(std::time::Duration::from_millis(1)));
+    }
+}
+
 fn normal_hook() -> HookTriggers {
     HookTriggers::new().every_nth_instruction(HOOK_EVERY)
 }
@@ -210,6 +229,10 @@ fn hook(lua: &Lua, _: mlua::Debug) -> mlua::Result<VmState> {
     let Some(s) = lua.app_data_ref::<Shared>() else {
         return Ok(VmState::Continue);
     };
+    if !s.detached.load(Ordering::Relaxed) && s.run.elapsed_ms() >= DETACH_AFTER_MS {
+        s.detached.store(true, Ordering::Relaxed);
+        detach_from_runtime();
+    }
     if s.run.kill_requested() == Kill::None {
         return Ok(VmState::Continue);
     }
