@@ -10,8 +10,8 @@
 use crate::shard::Shard;
 use crate::txn::Txn;
 use parking_lot::Mutex;
-use std::time::Duration;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Default number of shards; a power of two so the mapping is a mask.

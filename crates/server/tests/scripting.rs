@@ -18,18 +18,30 @@ const GET_SHA: &str = "fd758d1589d044dd850a6f05d52f2eefd27f033f";
 fn lua_values_become_replies() {
     let srv = Server::start(&[]);
     let mut c = srv.conn();
-    assert_eq!(ok::<String>(&mut c, &["EVAL", "return 'hello'", "0"]), "hello");
+    assert_eq!(
+        ok::<String>(&mut c, &["EVAL", "return 'hello'", "0"]),
+        "hello"
+    );
     assert_eq!(ok::<i64>(&mut c, &["EVAL", "return 100.5", "0"]), 100);
     assert_eq!(ok::<i64>(&mut c, &["EVAL", "return -3.9", "0"]), -3);
     assert_eq!(ok::<i64>(&mut c, &["EVAL", "return true", "0"]), 1);
-    assert_eq!(ok::<Value>(&mut c, &["EVAL", "return false", "0"]), Value::Nil);
-    assert_eq!(ok::<Value>(&mut c, &["EVAL", "return nil", "0"]), Value::Nil);
+    assert_eq!(
+        ok::<Value>(&mut c, &["EVAL", "return false", "0"]),
+        Value::Nil
+    );
+    assert_eq!(
+        ok::<Value>(&mut c, &["EVAL", "return nil", "0"]),
+        Value::Nil
+    );
     assert_eq!(
         ok::<Value>(&mut c, &["EVAL", "return {ok='fine'}", "0"]),
         Value::SimpleString("fine".into())
     );
     assert_eq!(
-        error(&mut c, &["EVAL", "return {err='ERR this is an error'}", "0"]),
+        error(
+            &mut c,
+            &["EVAL", "return {err='ERR this is an error'}", "0"]
+        ),
         "ERR this is an error"
     );
     assert_eq!(
@@ -52,7 +64,14 @@ fn lua_values_become_replies() {
         Value::Array(vec![])
     );
     assert_eq!(
-        error(&mut c, &["EVAL", "return redis.error_reply('MY_CODE custom msg')", "0"]),
+        error(
+            &mut c,
+            &[
+                "EVAL",
+                "return redis.error_reply('MY_CODE custom msg')",
+                "0"
+            ]
+        ),
         "MY_CODE custom msg"
     );
     assert_eq!(
@@ -126,7 +145,15 @@ fn keys_argv_and_numkeys() {
     assert_eq!(
         strs(
             &mut c,
-            &["EVAL", "return {KEYS[1],KEYS[2],ARGV[1],ARGV[2]}", "2", "a", "b", "c", "d"]
+            &[
+                "EVAL",
+                "return {KEYS[1],KEYS[2],ARGV[1],ARGV[2]}",
+                "2",
+                "a",
+                "b",
+                "c",
+                "d"
+            ]
         ),
         ["a", "b", "c", "d"]
     );
@@ -146,7 +173,10 @@ fn call_raises_and_pcall_returns_errors() {
     let srv = Server::start(&[]);
     let mut c = srv.conn();
     let _: () = ok(&mut c, &["SET", "s", "text"]);
-    let e = error(&mut c, &["EVAL", "return redis.call('incr', KEYS[1])", "1", "s"]);
+    let e = error(
+        &mut c,
+        &["EVAL", "return redis.call('incr', KEYS[1])", "1", "s"],
+    );
     assert!(
         e.starts_with("ERR value is not an integer or out of range script: ")
             && e.ends_with(", on @user_script:1."),
@@ -154,33 +184,71 @@ fn call_raises_and_pcall_returns_errors() {
     );
     let got: String = ok(
         &mut c,
-        &["EVAL", "local t = redis.pcall('incr', KEYS[1]) return t['err']", "1", "s"],
+        &[
+            "EVAL",
+            "local t = redis.pcall('incr', KEYS[1]) return t['err']",
+            "1",
+            "s",
+        ],
     );
     assert_eq!(got, NOT_INTEGER);
     // A pcall'ed error returned as is is an error reply without the suffix.
     assert_eq!(
-        error(&mut c, &["EVAL", "return redis.pcall('incr', KEYS[1])", "1", "s"]),
+        error(
+            &mut c,
+            &["EVAL", "return redis.pcall('incr', KEYS[1])", "1", "s"]
+        ),
         NOT_INTEGER
     );
     for (script, want) in [
-        ("redis.call('nosuchcommand')", "ERR Unknown Redis command called from script"),
-        ("redis.call('get','a','b')", "ERR Wrong number of args calling Redis command from script"),
-        ("redis.call('multi')", "ERR This Redis command is not allowed from script"),
-        ("redis.call('eval', 'return 1', 0)", "ERR This Redis command is not allowed from script"),
-        ("redis.call()", "ERR Please specify at least one argument for this redis lib call"),
-        ("redis.call('ping', {})", "ERR Lua redis lib command arguments must be strings or integers"),
-        ("return a + 1", "ERR user_script:1: Script attempted to access nonexistent global variable 'a'"),
+        (
+            "redis.call('nosuchcommand')",
+            "ERR Unknown Redis command called from script",
+        ),
+        (
+            "redis.call('get','a','b')",
+            "ERR Wrong number of args calling Redis command from script",
+        ),
+        (
+            "redis.call('multi')",
+            "ERR This Redis command is not allowed from script",
+        ),
+        (
+            "redis.call('eval', 'return 1', 0)",
+            "ERR This Redis command is not allowed from script",
+        ),
+        (
+            "redis.call()",
+            "ERR Please specify at least one argument for this redis lib call",
+        ),
+        (
+            "redis.call('ping', {})",
+            "ERR Lua redis lib command arguments must be strings or integers",
+        ),
+        (
+            "return a + 1",
+            "ERR user_script:1: Script attempted to access nonexistent global variable 'a'",
+        ),
         ("error('boom')", "ERR user_script:1: boom"),
     ] {
         let e = error(&mut c, &["EVAL", script, "0"]);
         assert!(e.starts_with(want), "{script}: {e}");
-        assert!(e.contains(" script: ") && e.ends_with(", on @user_script:1."), "{script}: {e}");
+        assert!(
+            e.contains(" script: ") && e.ends_with(", on @user_script:1."),
+            "{script}: {e}"
+        );
     }
     // Writes before an error stay, as in Redis.
-    let _ = error(&mut c, &["EVAL", "redis.call('set','w','1') error('x')", "0"]);
+    let _ = error(
+        &mut c,
+        &["EVAL", "redis.call('set','w','1') error('x')", "0"],
+    );
     assert_eq!(ok::<String>(&mut c, &["GET", "w"]), "1");
     let e = error(&mut c, &["EVAL", "return +", "0"]);
-    assert!(e.starts_with("ERR Error compiling script (new function): user_script:1:"), "{e}");
+    assert!(
+        e.starts_with("ERR Error compiling script (new function): user_script:1:"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -188,13 +256,20 @@ fn evalsha_and_the_script_cache() {
     let srv = Server::start(&[]);
     let mut c = srv.conn();
     let _: () = ok(&mut c, &["SET", "mykey", "myval"]);
-    assert!(error(&mut c, &["EVALSHA", GET_SHA, "1", "mykey"]).starts_with("NOSCRIPT No matching script"));
+    assert!(error(&mut c, &["EVALSHA", GET_SHA, "1", "mykey"])
+        .starts_with("NOSCRIPT No matching script"));
     assert_eq!(
-        ok::<String>(&mut c, &["EVAL", "return redis.call('get',KEYS[1])", "1", "mykey"]),
+        ok::<String>(
+            &mut c,
+            &["EVAL", "return redis.call('get',KEYS[1])", "1", "mykey"]
+        ),
         "myval"
     );
     // EVAL cached it; the SHA is case-insensitive.
-    assert_eq!(ok::<String>(&mut c, &["EVALSHA", GET_SHA, "1", "mykey"]), "myval");
+    assert_eq!(
+        ok::<String>(&mut c, &["EVALSHA", GET_SHA, "1", "mykey"]),
+        "myval"
+    );
     assert_eq!(
         ok::<String>(&mut c, &["EVALSHA", &GET_SHA.to_uppercase(), "1", "mykey"]),
         "myval"
@@ -206,12 +281,21 @@ fn evalsha_and_the_script_cache() {
     assert_eq!(
         ok::<Vec<i64>>(
             &mut c,
-            &["SCRIPT", "EXISTS", GET_SHA, "b534286061d4b9e4026607613b95c06c06015ae8", "ffff"]
+            &[
+                "SCRIPT",
+                "EXISTS",
+                GET_SHA,
+                "b534286061d4b9e4026607613b95c06c06015ae8",
+                "ffff"
+            ]
         ),
         [1, 1, 0]
     );
     assert_eq!(
-        ok::<String>(&mut c, &["EVALSHA", "b534286061d4b9e4026607613b95c06c06015ae8", "0"]),
+        ok::<String>(
+            &mut c,
+            &["EVALSHA", "b534286061d4b9e4026607613b95c06c06015ae8", "0"]
+        ),
         "loaded"
     );
     let _: () = ok(&mut c, &["SCRIPT", "FLUSH", "ASYNC"]);
@@ -224,9 +308,14 @@ fn evalsha_and_the_script_cache() {
         error(&mut c, &["SCRIPT", "FLUSH", "LATER"]),
         "ERR SCRIPT FLUSH only support SYNC|ASYNC option"
     );
-    assert!(error(&mut c, &["SCRIPT", "LOAD", "return +"]).starts_with("ERR Error compiling script"));
+    assert!(
+        error(&mut c, &["SCRIPT", "LOAD", "return +"]).starts_with("ERR Error compiling script")
+    );
     assert_eq!(
-        ok::<String>(&mut c, &["EVAL", "return redis.sha1hex('Pizza & Mandolino')", "0"]),
+        ok::<String>(
+            &mut c,
+            &["EVAL", "return redis.sha1hex('Pizza & Mandolino')", "0"]
+        ),
         "74822d82031af7493c20eefa13bd07ec4fada82f"
     );
 }
@@ -237,14 +326,34 @@ fn read_only_scripts_refuse_writes() {
     let mut c = srv.conn();
     let _: () = ok(&mut c, &["SET", "foo", "bar"]);
     assert_eq!(
-        ok::<String>(&mut c, &["EVAL_RO", "return redis.call('get', KEYS[1])", "1", "foo"]),
+        ok::<String>(
+            &mut c,
+            &["EVAL_RO", "return redis.call('get', KEYS[1])", "1", "foo"]
+        ),
         "bar"
     );
-    let e = error(&mut c, &["EVAL_RO", "redis.call('del', KEYS[1])", "1", "foo"]);
-    assert!(e.starts_with("ERR Write commands are not allowed from read-only scripts."), "{e}");
-    let sha: String = ok(&mut c, &["SCRIPT", "LOAD", "return redis.call('del', KEYS[1])"]);
+    let e = error(
+        &mut c,
+        &["EVAL_RO", "redis.call('del', KEYS[1])", "1", "foo"],
+    );
+    assert!(
+        e.starts_with("ERR Write commands are not allowed from read-only scripts."),
+        "{e}"
+    );
+    let sha: String = ok(
+        &mut c,
+        &["SCRIPT", "LOAD", "return redis.call('del', KEYS[1])"],
+    );
     assert!(error(&mut c, &["EVALSHA_RO", &sha, "1", "foo"]).starts_with("ERR Write commands"));
-    let e = error(&mut c, &["EVAL", "#!lua flags=no-writes\nredis.call('del', KEYS[1])", "1", "foo"]);
+    let e = error(
+        &mut c,
+        &[
+            "EVAL",
+            "#!lua flags=no-writes\nredis.call('del', KEYS[1])",
+            "1",
+            "foo",
+        ],
+    );
     assert!(e.starts_with("ERR Write commands"), "{e}");
     assert_eq!(ok::<String>(&mut c, &["GET", "foo"]), "bar");
     assert!(error(&mut c, &["EVAL", "#!perl\nreturn 1", "0"]).contains("Unexpected engine"));
@@ -266,25 +375,43 @@ fn the_sandbox_holds() {
         "rawset(_G, 'x', 1)",
     ] {
         let e = error(&mut c, &["EVAL", script, "0"]);
-        assert!(e.contains("Attempt to modify a readonly table"), "{script}: {e}");
+        assert!(
+            e.contains("Attempt to modify a readonly table"),
+            "{script}: {e}"
+        );
     }
-    for name in ["os", "io", "loadfile", "dofile", "print", "require", "debug"] {
+    for name in [
+        "os", "io", "loadfile", "dofile", "print", "require", "debug",
+    ] {
         let e = error(&mut c, &["EVAL", &format!("return {name}"), "0"]);
         assert!(
-            e.contains(&format!("Script attempted to access nonexistent global variable '{name}'")),
+            e.contains(&format!(
+                "Script attempted to access nonexistent global variable '{name}'"
+            )),
             "{name}: {e}"
         );
     }
     let e = error(
         &mut c,
-        &["EVAL", "return loadstring(string.dump(function() return 1 end))()", "0"],
+        &[
+            "EVAL",
+            "return loadstring(string.dump(function() return 1 end))()",
+            "0",
+        ],
     );
     assert!(e.contains("attempt to call a nil value"), "{e}");
     // Local state is fine, and nothing leaks into the next script.
-    assert_eq!(ok::<i64>(&mut c, &["EVAL", "local x = 41 return x + 1", "0"]), 42);
+    assert_eq!(
+        ok::<i64>(&mut c, &["EVAL", "local x = 41 return x + 1", "0"]),
+        42
+    );
     let got: String = ok(
         &mut c,
-        &["EVAL", "local ok, e = pcall(function() return foo end) return tostring(ok) .. ' ' .. e", "0"],
+        &[
+            "EVAL",
+            "local ok, e = pcall(function() return foo end) return tostring(ok) .. ' ' .. e",
+            "0",
+        ],
     );
     assert_eq!(
         got,
@@ -298,7 +425,11 @@ fn cjson_and_bit_round_trip() {
     let mut c = srv.conn();
     let got: String = ok(
         &mut c,
-        &["EVAL", "return cjson.encode({1, 'two', {three=3}, true})", "0"],
+        &[
+            "EVAL",
+            "return cjson.encode({1, 'two', {three=3}, true})",
+            "0",
+        ],
     );
     assert_eq!(got, r#"[1,"two",{"three":3},true]"#);
     let got: Value = ok(
@@ -324,7 +455,14 @@ fn cjson_and_bit_round_trip() {
     );
     assert_eq!(got, "0 -5000 -1 0.0003 1023.2 0");
     assert_eq!(
-        ok::<i64>(&mut c, &["EVAL", "local ok = pcall(cjson.encode, {[false]=1}) return ok and 1 or 0", "0"]),
+        ok::<i64>(
+            &mut c,
+            &[
+                "EVAL",
+                "local ok = pcall(cjson.encode, {[false]=1}) return ok and 1 or 0",
+                "0"
+            ]
+        ),
         0
     );
     let got: Value = ok(
@@ -364,7 +502,11 @@ fn select_inside_a_script_is_the_scripts_own() {
     let _: () = ok(&mut c, &["SET", "k", "db0"]);
     let got: String = ok(
         &mut c,
-        &["EVAL", "redis.call('select', 1) redis.call('set', 'k', 'db1') return redis.call('get', 'k')", "0"],
+        &[
+            "EVAL",
+            "redis.call('select', 1) redis.call('set', 'k', 'db1') return redis.call('get', 'k')",
+            "0",
+        ],
     );
     assert_eq!(got, "db1");
     assert_eq!(ok::<String>(&mut c, &["GET", "k"]), "db0");
@@ -394,7 +536,12 @@ fn a_script_is_atomic_for_other_clients() {
     for _ in 0..300 {
         let _: i64 = ok(
             &mut w,
-            &["EVAL", "redis.call('incr', KEYS[1]) for i=1,200 do end return redis.call('incr', 'b')", "1", "a"],
+            &[
+                "EVAL",
+                "redis.call('incr', KEYS[1]) for i=1,200 do end return redis.call('incr', 'b')",
+                "1",
+                "a",
+            ],
         );
     }
     stop.store(true, Ordering::Relaxed);
@@ -411,7 +558,10 @@ fn long_scripts_answer_busy_and_can_be_killed() {
         ok::<Vec<String>>(&mut c, &["CONFIG", "GET", "lua-time-limit"]),
         ["lua-time-limit", "50"]
     );
-    assert_eq!(error(&mut c, &["SCRIPT", "KILL"]), "NOTBUSY No scripts in execution right now.");
+    assert_eq!(
+        error(&mut c, &["SCRIPT", "KILL"]),
+        "NOTBUSY No scripts in execution right now."
+    );
     let runner = {
         let mut r = srv.conn();
         std::thread::spawn(move || error(&mut r, &["EVAL", "while true do end", "0"]))
@@ -420,7 +570,10 @@ fn long_scripts_answer_busy_and_can_be_killed() {
     assert!(error(&mut c, &["GET", "x"]).starts_with("BUSY Redis is busy running a script."));
     assert_eq!(ok::<String>(&mut c, &["SCRIPT", "KILL"]), "OK");
     let e = runner.join().unwrap();
-    assert!(e.starts_with("ERR Script killed by user with SCRIPT KILL..."), "{e}");
+    assert!(
+        e.starts_with("ERR Script killed by user with SCRIPT KILL..."),
+        "{e}"
+    );
     assert_eq!(ok::<String>(&mut c, &["PING"]), "PONG");
 
     // pcall cannot swallow the kill.
@@ -443,8 +596,13 @@ fn long_scripts_answer_busy_and_can_be_killed() {
         std::thread::spawn(move || {
             ok::<i64>(
                 &mut r,
-                &["EVAL", "redis.call('set', KEYS[1], 'y') local t = redis.call('time')[1] \
-                   while redis.call('time')[1] - t < 1 do end return 7", "1", "x"],
+                &[
+                    "EVAL",
+                    "redis.call('set', KEYS[1], 'y') local t = redis.call('time')[1] \
+                   while redis.call('time')[1] - t < 1 do end return 7",
+                    "1",
+                    "x",
+                ],
             )
         })
     };
@@ -483,12 +641,18 @@ fn script_writes_survive_kill9() {
     );
     assert_eq!(n, 50);
     // A read-only script writes no record and still answers.
-    assert_eq!(ok::<String>(&mut c, &["EVAL", "return redis.call('get', 'k7')", "0"]), "7");
+    assert_eq!(
+        ok::<String>(&mut c, &["EVAL", "return redis.call('get', 'k7')", "0"]),
+        "7"
+    );
     srv.kill9();
     srv.restart();
     let mut c = srv.conn();
     for i in [1, 25, 50] {
-        assert_eq!(ok::<String>(&mut c, &["GET", &format!("k{i}")]), i.to_string());
+        assert_eq!(
+            ok::<String>(&mut c, &["GET", &format!("k{i}")]),
+            i.to_string()
+        );
     }
     assert_eq!(strs(&mut c, &["LRANGE", "list", "0", "-1"]), ["a", "b"]);
     assert_eq!(ok::<i64>(&mut c, &["DBSIZE"]), 51);
@@ -499,7 +663,10 @@ fn eval_inside_multi_runs_at_exec() {
     let srv = Server::start(&[]);
     let mut c = srv.conn();
     let _: () = ok(&mut c, &["MULTI"]);
-    assert_eq!(ok::<String>(&mut c, &["EVAL", "return redis.call('incr', 'm')", "0"]), "QUEUED");
+    assert_eq!(
+        ok::<String>(&mut c, &["EVAL", "return redis.call('incr', 'm')", "0"]),
+        "QUEUED"
+    );
     assert_eq!(ok::<String>(&mut c, &["INCR", "m"]), "QUEUED");
     assert_eq!(ok::<Vec<i64>>(&mut c, &["EXEC"]), [1, 2]);
 }

@@ -96,7 +96,9 @@ fn try_run(
     let scripting = &shared.scripting;
     let (sha, body) = if by_sha {
         let sha = String::from_utf8_lossy(&args[1]).to_ascii_lowercase();
-        let body = scripting.cached(&sha).ok_or_else(|| errors::err(crate::scripting::NOSCRIPT))?;
+        let body = scripting
+            .cached(&sha)
+            .ok_or_else(|| errors::err(crate::scripting::NOSCRIPT))?;
         (sha, body)
     } else {
         (sha1_hex(&args[1]), args[1].clone())

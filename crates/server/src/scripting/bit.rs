@@ -17,10 +17,15 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
     let t = lua.create_table()?;
     t.raw_set("tobit", lua.create_function(|_, x: f64| Ok(num(tobit(x))))?)?;
     t.raw_set("bnot", lua.create_function(|_, x: f64| Ok(num(!tobit(x))))?)?;
-    t.raw_set("bswap", lua.create_function(|_, x: f64| Ok(num(tobit(x).swap_bytes())))?)?;
+    t.raw_set(
+        "bswap",
+        lua.create_function(|_, x: f64| Ok(num(tobit(x).swap_bytes())))?,
+    )?;
     let fold = |lua: &Lua, f: fn(i32, i32) -> i32| {
         lua.create_function(move |_, (first, rest): (f64, Variadic<f64>)| {
-            Ok(num(rest.iter().fold(tobit(first), |acc, &x| f(acc, tobit(x)))))
+            Ok(num(rest
+                .iter()
+                .fold(tobit(first), |acc, &x| f(acc, tobit(x)))))
         })
     };
     t.raw_set("band", fold(lua, |a, b| a & b)?)?;

@@ -129,19 +129,21 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
     let c = cfg;
     t.raw_set(
         "encode_sparse_array",
-        lua.create_function(move |_, (conv, ratio, safe): (Option<bool>, Option<u32>, Option<u32>)| {
-            let mut s = c.lock();
-            if let Some(v) = conv {
-                s.sparse_convert = v;
-            }
-            if let Some(v) = ratio {
-                s.sparse_ratio = v;
-            }
-            if let Some(v) = safe {
-                s.sparse_safe = v;
-            }
-            Ok((s.sparse_convert, s.sparse_ratio, s.sparse_safe))
-        })?,
+        lua.create_function(
+            move |_, (conv, ratio, safe): (Option<bool>, Option<u32>, Option<u32>)| {
+                let mut s = c.lock();
+                if let Some(v) = conv {
+                    s.sparse_convert = v;
+                }
+                if let Some(v) = ratio {
+                    s.sparse_ratio = v;
+                }
+                if let Some(v) = safe {
+                    s.sparse_safe = v;
+                }
+                Ok((s.sparse_convert, s.sparse_ratio, s.sparse_safe))
+            },
+        )?,
     )?;
     t.raw_set("new", lua.create_function(|lua, ()| module(lua))?)?;
     t.raw_set("null", Value::NULL)?;

@@ -110,7 +110,10 @@ impl Vm {
         match self.run_inner(func, keys, argv, exec) {
             Ok(Ok(v)) => lua_to_frame(&v, self.resp()),
             Ok(Err(err)) => self.error_reply(sha, &err),
-            Err(e) => Frame::error(format!("ERR Error running script {sha}: {}", lua_message(&e))),
+            Err(e) => Frame::error(format!(
+                "ERR Error running script {sha}: {}",
+                lua_message(&e)
+            )),
         }
     }
 
@@ -194,11 +197,15 @@ impl Vm {
                 _ => "ERR execution failure".to_string(),
             }
         };
-        let mut out = String::from_utf8_lossy(&super::convert::error_text(msg.as_bytes())).into_owned();
+        let mut out =
+            String::from_utf8_lossy(&super::convert::error_text(msg.as_bytes())).into_owned();
         if let (Ok(Value::String(src)), Ok(line)) =
             (t.raw_get::<Value>("source"), t.raw_get::<i64>("line"))
         {
-            out.push_str(&format!(" script: {sha}, on {}:{line}.", src.to_string_lossy()));
+            out.push_str(&format!(
+                " script: {sha}, on {}:{line}.",
+                src.to_string_lossy()
+            ));
         }
         Frame::error(out)
     }
@@ -211,7 +218,8 @@ const DETACH_AFTER_MS: u64 = 10;
 
 fn detach_from_runtime() {
     use tokio::runtime::{Handle, RuntimeFlavor};
-    let multi = Handle::try_current().is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::MultiThread);
+    let multi =
+        Handle::try_current().is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::MultiThread);
     if multi {
         // The pause lets the replacement thread take over the worker before
         // this one could take it back.
@@ -416,7 +424,8 @@ fn api_table(lua: &Lua) -> mlua::Result<Table> {
         "setresp",
         lua.create_function(|lua, v: f64| {
             if let Some(s) = lua.app_data_ref::<Shared>() {
-                s.resp.store(if v == 3.0 { 3 } else { 2 }, Ordering::Relaxed);
+                s.resp
+                    .store(if v == 3.0 { 3 } else { 2 }, Ordering::Relaxed);
             }
             Ok(())
         })?,
