@@ -598,8 +598,9 @@ fn long_scripts_answer_busy_and_can_be_killed() {
                 &mut r,
                 &[
                     "EVAL",
-                    "redis.call('set', KEYS[1], 'y') local t = redis.call('time')[1] \
-                   while redis.call('time')[1] - t < 1 do end return 7",
+                    "redis.call('set', KEYS[1], 'y') \
+                   local function ms() local t = redis.call('time') return t[1] * 1000 + t[2] / 1000 end \
+                   local start = ms() while ms() - start < 800 do end return 7",
                     "1",
                     "x",
                 ],

@@ -105,6 +105,13 @@ fn try_run(
     };
     let shebang = Shebang::parse(&body)?;
     let ro = ro || shebang.no_writes;
+    // A script that declares its flags may write unless it says otherwise,
+    // so it is refused up front under memory pressure, as in Redis.
+    if shebang.declared && !ro && !shebang.allow_oom {
+        if let Some(refusal) = crate::dispatch::refuse_write(ctx, DENYOOM) {
+            return Err(refusal);
+        }
+    }
     let mut engine = scripting.engine(shared)?;
     let vm = engine.vm(scripting.run_state())?;
     let func = vm.function(&sha, &body[shebang.len..])?;
@@ -167,7 +174,10 @@ struct Shebang {
     /// Bytes to skip before compiling (the line, not its newline, so line
     /// numbers stay the user's).
     len: usize,
+    /// The script has a shebang line.
+    declared: bool,
     no_writes: bool,
+    allow_oom: bool,
 }
 
 impl Shebang {
@@ -186,7 +196,8 @@ impl Shebang {
         }
         let mut out = Shebang {
             len,
-            no_writes: false,
+            declared: true,
+            ..Shebang::default()
         };
         for part in parts {
             let Some(list) = part.strip_prefix("flags=") else {
@@ -197,7 +208,8 @@ impl Shebang {
             for flag in list.split(',').filter(|f| !f.is_empty()) {
                 match flag {
                     "no-writes" => out.no_writes = true,
-                    "allow-oom" | "allow-stale" | "no-cluster" | "allow-cross-slot-keys" => {}
+                    "allow-oom" => out.allow_oom = true,
+                    "allow-stale" | "no-cluster" | "allow-cross-slot-keys" => {}
                     other => {
                         return Err(Frame::error(format!(
                             "ERR Unexpected flag in script shebang: {other}"

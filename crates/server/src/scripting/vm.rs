@@ -145,8 +145,8 @@ impl Vm {
         let (lua, xpcall, handler) = (&self.lua, &self.xpcall, &self.handler);
         let out = self.lua.scope(|scope| {
             let call = scope.create_function_mut(
-                |lua, args: Variadic<Value>| -> mlua::Result<(bool, Value)> {
-                    let args = match command_args(args) {
+                |lua, (args, n): (Table, usize)| -> mlua::Result<(bool, Value)> {
+                    let args = match command_args(&args, n) {
                         Ok(a) => a,
                         Err(msg) => return Ok((false, error_table(lua, msg)?)),
                     };
@@ -317,16 +317,16 @@ fn error_table_bytes(lua: &Lua, text: &[u8]) -> mlua::Result<Table> {
 
 /// A command's arguments from Lua: strings as they are, numbers as Redis
 /// prints them; anything else is refused.
-fn command_args(args: Variadic<Value>) -> Result<Vec<Bytes>, &'static str> {
-    if args.is_empty() {
+fn command_args(args: &Table, n: usize) -> Result<Vec<Bytes>, &'static str> {
+    if n == 0 {
         return Err("Please specify at least one argument for this redis lib call");
     }
-    let mut out = Vec::with_capacity(args.len());
-    for a in args.iter() {
-        out.push(match a {
+    let mut out = Vec::with_capacity(n);
+    for i in 1..=n {
+        out.push(match args.raw_get::<Value>(i).unwrap_or(Value::Nil) {
             Value::String(s) => Bytes::copy_from_slice(&s.as_bytes()),
             Value::Integer(i) => Bytes::from(i.to_string()),
-            Value::Number(n) => Bytes::from(number_arg(*n)),
+            Value::Number(n) => Bytes::from(number_arg(n)),
             _ => return Err("Lua redis lib command arguments must be strings or integers"),
         });
     }
@@ -344,8 +344,8 @@ const EXEC_KEY_C: &std::ffi::CStr = c"durakv.exec";
 /// could not name the script line), and `redis.call` must raise the error
 /// *table*, which a Rust callback cannot raise.
 ///
-/// Safety: called by Lua with a valid state. The stack is checked before
-/// the one extra slot is used; the runner's errors propagate as Lua errors
+/// Safety: called by Lua with a valid state and LUA_MINSTACK free slots;
+/// the runner's errors propagate as Lua errors
 /// through this frame, which owns nothing that needs dropping.
 unsafe extern "C-unwind" fn redis_call(state: *mut mlua::ffi::lua_State) -> std::ffi::c_int {
     call_runner(state, true)
@@ -356,15 +356,24 @@ unsafe extern "C-unwind" fn redis_pcall(state: *mut mlua::ffi::lua_State) -> std
 }
 
 /// Calls the runner with this call's arguments; it returns (ok, reply).
+/// The arguments move into a table first, in place: a script may pass
+/// nearly as many arguments as Lua's C stack holds (`unpack` of ~8000),
+/// leaving no room to push anything below them.
 unsafe fn call_runner(state: *mut mlua::ffi::lua_State, raise: bool) -> std::ffi::c_int {
     use mlua::ffi;
     let n = ffi::lua_gettop(state);
-    if ffi::lua_checkstack(state, 2) == 0 {
-        ffi::luaL_error(state, c"reached lua stack limit".as_ptr());
+    // Lua gives every C function LUA_MINSTACK (20) free slots above its
+    // arguments, however many there are; this uses at most three.
+    ffi::lua_createtable(state, n, 0);
+    ffi::lua_insert(state, 1);
+    for i in (1..=n).rev() {
+        // Pops the top argument (argument i) into table[i].
+        ffi::lua_rawseti(state, 1, i as ffi::lua_Integer);
     }
     ffi::lua_getfield(state, ffi::LUA_REGISTRYINDEX, EXEC_KEY_C.as_ptr());
     ffi::lua_insert(state, 1);
-    ffi::lua_call(state, n, 2);
+    ffi::lua_pushinteger(state, n as ffi::lua_Integer);
+    ffi::lua_call(state, 2, 2);
     if raise && ffi::lua_toboolean(state, -2) == 0 {
         ffi::lua_error(state);
     }
