@@ -14,6 +14,8 @@ use std::sync::Arc;
 /// Instructions between looks at SCRIPT KILL (Redis's count too): cheap
 /// enough to be invisible, frequent enough to stop within milliseconds.
 const HOOK_EVERY: u32 = 100_000;
+/// Runs between incremental garbage collection steps (Redis's period).
+const GC_EVERY_RUNS: u32 = 50;
 /// The chunk name errors report (`user_script:1: ...`), as in Redis.
 const CHUNK_NAME: &str = "@user_script";
 
@@ -38,6 +40,7 @@ pub struct Vm {
     xpcall: Function,
     handler: Function,
     funcs: HashMap<String, Function>,
+    runs: u32,
 }
 
 impl Vm {
@@ -69,6 +72,7 @@ impl Vm {
             xpcall,
             handler,
             funcs: HashMap::new(),
+            runs: 0,
         })
     }
 
@@ -107,14 +111,22 @@ impl Vm {
         argv: &[Bytes],
         exec: &mut Exec<'_>,
     ) -> Frame {
-        match self.run_inner(func, keys, argv, exec) {
+        let reply = match self.run_inner(func, keys, argv, exec) {
             Ok(Ok(v)) => lua_to_frame(&v, self.resp()),
             Ok(Err(err)) => self.error_reply(sha, &err),
             Err(e) => Frame::error(format!(
                 "ERR Error running script {sha}: {}",
                 lua_message(&e)
             )),
+        };
+        // A little collection every few runs, as Redis does, instead of an
+        // occasional full cycle in the middle of some unlucky script.
+        self.runs += 1;
+        if self.runs >= GC_EVERY_RUNS {
+            self.runs = 0;
+            let _ = self.lua.gc_step_kbytes(GC_EVERY_RUNS as i32);
         }
+        reply
     }
 
     fn resp(&self) -> u8 {
