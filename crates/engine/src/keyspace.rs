@@ -11,6 +11,7 @@ use crate::shard::Shard;
 use crate::txn::Txn;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Default number of shards; a power of two so the mapping is a mask.
@@ -163,6 +164,22 @@ impl Keyspace {
         idx.sort_unstable();
         idx.dedup();
         idx
+    }
+
+    /// Like [`Keyspace::lock_keys`], but gives up (returning None, holding
+    /// nothing) when a shard stays locked for `patience`. A caller that must
+    /// stay responsive while someone holds shards for long (a running
+    /// script) retries in a loop and checks why it waits in between.
+    pub fn try_lock_keys_for<'k, I>(&self, keys: I, patience: Duration) -> Option<Txn<'_>>
+    where
+        I: IntoIterator<Item = &'k [u8]>,
+    {
+        Txn::try_new(self, self.shards_of(keys), patience)
+    }
+
+    /// Like [`Keyspace::lock_all`], giving up after `patience`.
+    pub fn try_lock_all_for(&self, patience: Duration) -> Option<Txn<'_>> {
+        Txn::try_new(self, (0..self.shards.len()).collect(), patience)
     }
 
     /// Locks every shard.

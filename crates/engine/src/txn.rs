@@ -27,6 +27,7 @@ use crate::mutation::{ApplyError, KeyOp, Mutation};
 use crate::shard::Shard;
 use crate::wal::WalError;
 use parking_lot::MutexGuard;
+use std::time::{Duration, Instant};
 
 /// The write-ahead log as seen by a committing transaction.
 pub trait CommitLog: Send + Sync {
@@ -96,10 +97,42 @@ impl<'a> Txn<'a> {
     /// locked shard's clock)`, read after locking, and becomes those shards'
     /// clock (see [`Shard::tick`]).
     pub(crate) fn new(ks: &'a Keyspace, sorted_shards: Vec<usize>, now: Option<u64>) -> Txn<'a> {
-        let mut guards: Vec<(usize, MutexGuard<'a, Shard>)> = sorted_shards
+        let guards: Vec<(usize, MutexGuard<'a, Shard>)> = sorted_shards
             .into_iter()
             .map(|i| (i, ks.shard(i).lock()))
             .collect();
+        Self::from_guards(ks, guards, now)
+    }
+
+    /// Like [`Txn::new`], but returns None (releasing what it took) if some
+    /// shard cannot be locked within `patience`. The clock is read only when
+    /// a shard is contended, so the common path costs what `new` does.
+    pub(crate) fn try_new(
+        ks: &'a Keyspace,
+        sorted_shards: Vec<usize>,
+        patience: Duration,
+    ) -> Option<Txn<'a>> {
+        let mut deadline = None;
+        let mut guards = Vec::with_capacity(sorted_shards.len());
+        for i in sorted_shards {
+            let m = ks.shard(i);
+            let g = match m.try_lock() {
+                Some(g) => g,
+                None => {
+                    let d = *deadline.get_or_insert_with(|| Instant::now() + patience);
+                    m.try_lock_until(d)?
+                }
+            };
+            guards.push((i, g));
+        }
+        Some(Self::from_guards(ks, guards, None))
+    }
+
+    fn from_guards(
+        ks: &'a Keyspace,
+        mut guards: Vec<(usize, MutexGuard<'a, Shard>)>,
+        now: Option<u64>,
+    ) -> Txn<'a> {
         let wall = now.unwrap_or_else(wall_clock_ms);
         let now_ms = guards.iter().map(|(_, g)| g.clock_ms).fold(wall, u64::max);
         for (_, g) in guards.iter_mut() {

@@ -63,6 +63,9 @@ pub struct Config {
     /// The TOML file the configuration was loaded from, if any.
     pub config_file: String,
     pub io_threads: usize,
+    /// `busy-reply-threshold` (`lua-time-limit`): how long a script runs
+    /// before other clients get -BUSY and SCRIPT KILL may stop it; 0 = never.
+    pub busy_reply_threshold_ms: u64,
     /// Redis compatibility directives accepted and reported but without
     /// effect in durakv (`appendonly`, `save`, ...): name → value.
     pub compat: BTreeMap<&'static str, String>,
@@ -103,6 +106,7 @@ impl Default for Config {
             checkpoint_keep: 2,
             config_file: String::new(),
             io_threads: 0,
+            busy_reply_threshold_ms: 5000,
             compat: BTreeMap::new(),
         };
         for (name, value) in COMPAT_DEFAULTS {
@@ -323,7 +327,6 @@ const COMPAT_DEFAULTS: &[(&str, &str)] = &[
     ("maxmemory-policy", "noeviction"),
     ("slave-read-only", "yes"),
     ("replica-read-only", "yes"),
-    ("lua-time-limit", "5000"),
     ("notify-keyspace-events", ""),
     ("cluster-enabled", "no"),
 ];
@@ -343,6 +346,22 @@ macro_rules! compat {
             get: |c| c.compat.get($name).cloned().unwrap_or_default(),
         }
     };
+}
+
+/// `busy-reply-threshold` and its old name `lua-time-limit`: one setting.
+const fn busy_reply_threshold(name: &'static str) -> Directive {
+    Directive {
+        name,
+        default: "5000",
+        help: "Milliseconds a script may run before other clients get -BUSY and SCRIPT KILL can stop it (0 = no limit)",
+        runtime: true,
+        repeatable: false,
+        set: |c, v| {
+            c.busy_reply_threshold_ms = bounded(v, 0, i64::MAX as u64)?;
+            Ok(())
+        },
+        get: |c| c.busy_reply_threshold_ms.to_string(),
+    }
 }
 
 pub static DIRECTIVES: &[Directive] = &[
@@ -752,7 +771,8 @@ pub static DIRECTIVES: &[Directive] = &[
     compat!("maxmemory-policy"),
     compat!("slave-read-only"),
     compat!("replica-read-only"),
-    compat!("lua-time-limit"),
+    busy_reply_threshold("busy-reply-threshold"),
+    busy_reply_threshold("lua-time-limit"),
     compat!("notify-keyspace-events"),
     compat!("cluster-enabled"),
 ];

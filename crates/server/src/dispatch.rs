@@ -5,6 +5,7 @@
 use crate::client::{MultiState, Watched};
 use crate::command::{flags, lookup, Ctx, Handler, Keys};
 use crate::errors;
+use crate::state::Shared;
 use bytes::Bytes;
 use durakv_engine::mutation::Mutation;
 use durakv_engine::txn::Txn;
@@ -45,6 +46,11 @@ pub fn execute(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         flag_multi(ctx);
         return Outcome::now(errors::err(errors::NOAUTH));
     }
+    let busy_ok = crate::cmd::scripting::allowed_when_busy(spec.name, args);
+    if let Some(busy) = ctx.shared.scripting.wait_while_busy(ctx.shared, busy_ok) {
+        flag_multi(ctx);
+        return Outcome::now(busy);
+    }
     ctx.client.last_cmd.clear();
     ctx.client.last_cmd.push_str(spec.name);
     if ctx.client.multi.is_some() && spec.flags & flags::NO_MULTI != 0 {
@@ -67,13 +73,16 @@ pub fn execute(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         Handler::Conn(f) => Outcome::now(f(ctx, args)),
         Handler::Outcome(f) => f(ctx, args),
         Handler::Data(f) => {
-            let ks = &ctx.shared.store.keyspace;
-            let mut txn = match spec.keys {
-                Keys::All => ks.lock_all(),
-                _ => {
-                    let idx = spec.key_indexes(args);
-                    ks.lock_keys(idx.iter().map(|&i| &args[i][..]))
-                }
+            let all = matches!(spec.keys, Keys::All);
+            let idx = if all {
+                Vec::new()
+            } else {
+                spec.key_indexes(args)
+            };
+            let keys: Vec<&[u8]> = idx.iter().map(|&i| &args[i][..]).collect();
+            let mut txn = match lock(ctx.shared, all, &keys) {
+                Ok(t) => t,
+                Err(busy) => return Outcome::now(busy),
             };
             let frame = f(ctx, &mut txn, args);
             finish(ctx, txn, frame)
@@ -81,8 +90,28 @@ pub fn execute(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     }
 }
 
+/// Locks every shard (`all`) or those of `keys`. Waits with a timeout, so
+/// a script running past `busy-reply-threshold` turns the wait into -BUSY
+/// instead of holding this thread until it ends.
+fn lock<'s>(shared: &'s Shared, all: bool, keys: &[&[u8]]) -> Result<Txn<'s>, Frame> {
+    let ks = &shared.store.keyspace;
+    loop {
+        let got = if all {
+            ks.try_lock_all_for(crate::scripting::BUSY_POLL)
+        } else {
+            ks.try_lock_keys_for(keys.iter().copied(), crate::scripting::BUSY_POLL)
+        };
+        if let Some(txn) = got {
+            return Ok(txn);
+        }
+        if shared.scripting.timed_out(shared) {
+            return Err(errors::err(crate::scripting::BUSY));
+        }
+    }
+}
+
 /// A reason to refuse a write before running it: a failed log, or memory.
-fn refuse_write(ctx: &Ctx<'_>, cmd_flags: u32) -> Option<Frame> {
+pub(crate) fn refuse_write(ctx: &Ctx<'_>, cmd_flags: u32) -> Option<Frame> {
     if ctx.shared.log_failure().is_some() {
         return Some(errors::err(errors::MISCONF));
     }
@@ -206,11 +235,11 @@ pub fn watch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
     }
     let db = ctx.client.db;
     let keys = &args[1..];
-    let mut txn = ctx
-        .shared
-        .store
-        .keyspace
-        .lock_keys(keys.iter().map(|k| &k[..]));
+    let refs: Vec<&[u8]> = keys.iter().map(|k| &k[..]).collect();
+    let mut txn = match lock(ctx.shared, false, &refs) {
+        Ok(t) => t,
+        Err(busy) => return busy,
+    };
     for key in keys {
         if ctx
             .client
@@ -257,11 +286,13 @@ pub fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
             }
         }
     }
-    let ks = &ctx.shared.store.keyspace;
-    let mut txn = if lock_all {
-        ks.lock_all()
-    } else {
-        ks.lock_keys(keys.iter().map(|k| &k[..]))
+    let refs: Vec<&[u8]> = keys.iter().map(|k| &k[..]).collect();
+    let mut txn = match lock(ctx.shared, lock_all, &refs) {
+        Ok(t) => t,
+        Err(busy) => {
+            unwatch_all(ctx);
+            return Outcome::now(busy);
+        }
     };
     let now = txn.now_ms;
     let expired = ctx

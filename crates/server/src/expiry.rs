@@ -41,7 +41,11 @@ pub fn active_expire_cycle(shared: &Shared) -> usize {
     let mut rng = rand::thread_rng();
     let mut total = 0;
     for i in 0..ks.num_shards() {
-        let mut shard = ks.shard(i).lock();
+        // A running script holds every shard: skip rather than stall an
+        // I/O thread that SCRIPT KILL may need.
+        let Some(mut shard) = ks.shard(i).try_lock_for(crate::scripting::BUSY_POLL) else {
+            continue;
+        };
         // The shard's clock, so a later command here never uses an earlier
         // time than this removal did (replay relies on it).
         let now = shard.tick(now_ms());

@@ -17,6 +17,8 @@
 //! - [`expiry`], [`memory`]: background active expiry and memory sampling.
 //! - [`checkpointer`]: when checkpoints run (schedule, SAVE, BGSAVE,
 //!   shutdown) and the persistence counters INFO reports.
+//! - [`scripting`]: the Lua VM, the script cache, and the running
+//!   script's state (BUSY, SCRIPT KILL).
 //! - [`errors`], [`glob`], [`util`]: Redis error strings and helpers.
 
 pub mod checkpointer;
@@ -31,6 +33,7 @@ pub mod errors;
 pub mod expiry;
 pub mod glob;
 pub mod memory;
+pub mod scripting;
 pub mod server;
 pub mod state;
 pub mod util;

@@ -133,6 +133,8 @@ pub struct Shared {
     pub bound_port: AtomicU64,
     /// Checkpoint scheduling and persistence counters.
     pub checkpoints: Checkpoints,
+    /// The Lua VM, the script cache and the running script's state.
+    pub scripting: crate::scripting::Scripting,
 }
 
 impl Shared {
@@ -161,6 +163,7 @@ impl Shared {
             shutting_down: AtomicBool::new(false),
             shutdown_tx: watch::channel(false).0,
             bound_port: AtomicU64::new(0),
+            scripting: crate::scripting::Scripting::default(),
         }
     }
 

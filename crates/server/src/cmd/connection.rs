@@ -42,7 +42,7 @@ pub fn commands() -> Vec<CommandSpec> {
         spec(
             "quit",
             -1,
-            NOAUTH | LOADING | STALE | FAST | MULTI_CONTROL,
+            NOAUTH | NOSCRIPT | LOADING | STALE | FAST | MULTI_CONTROL,
             NO_KEYS,
             Handler::Conn(quit),
             "connection",
@@ -51,7 +51,7 @@ pub fn commands() -> Vec<CommandSpec> {
         spec(
             "reset",
             1,
-            NOAUTH | LOADING | STALE | FAST | MULTI_CONTROL,
+            NOAUTH | NOSCRIPT | LOADING | STALE | FAST | MULTI_CONTROL,
             NO_KEYS,
             Handler::Conn(reset),
             "connection",
@@ -60,7 +60,7 @@ pub fn commands() -> Vec<CommandSpec> {
         spec(
             "auth",
             -2,
-            NOAUTH | LOADING | STALE | FAST,
+            NOAUTH | NOSCRIPT | LOADING | STALE | FAST,
             NO_KEYS,
             Handler::Conn(auth),
             "connection",
@@ -69,7 +69,7 @@ pub fn commands() -> Vec<CommandSpec> {
         spec(
             "hello",
             -1,
-            NOAUTH | LOADING | STALE | FAST,
+            NOAUTH | NOSCRIPT | LOADING | STALE | FAST,
             NO_KEYS,
             Handler::Conn(hello),
             "connection",

@@ -29,6 +29,7 @@ pub mod connection;
 pub mod hashes;
 pub mod keys;
 pub mod lists;
+pub mod scripting;
 pub mod server;
 pub mod sets;
 pub mod strings;
@@ -46,5 +47,6 @@ pub fn all_commands() -> Vec<CommandSpec> {
     v.extend(zsets::commands());
     v.extend(lists::commands());
     v.extend(sets::commands());
+    v.extend(scripting::commands());
     v
 }

@@ -1437,6 +1437,14 @@ fn memory_section(shared: &Shared) -> String {
     field(&mut s, "used_memory_peak_perc", format!("{perc:.2}%"));
     field(&mut s, "total_system_memory", system);
     field(&mut s, "total_system_memory_human", bytes_to_human(system));
+    let lua = shared.scripting.used_memory();
+    field(&mut s, "used_memory_lua", lua);
+    field(&mut s, "used_memory_lua_human", bytes_to_human(lua as u64));
+    field(
+        &mut s,
+        "number_of_cached_scripts",
+        shared.scripting.cached_count(),
+    );
     field(&mut s, "maxmemory", maxmemory);
     field(&mut s, "maxmemory_human", bytes_to_human(maxmemory));
     field(&mut s, "maxmemory_policy", policy);
@@ -1728,6 +1736,9 @@ fn shutdown(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
     // once connections have drained, unless NOSAVE) also keeps the data of
     // `durability none` databases and shortens the next start-up.
     ctx.shared.checkpoints.set_final_save(!nosave);
+    if nosave {
+        ctx.shared.scripting.kill_for_shutdown();
+    }
     tracing::info!(
         client = ctx.client.id(),
         nosave,

@@ -1,0 +1,301 @@
+//! EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and SCRIPT: Lua scripts run
+//! atomically over every shard, their writes committed as one log record
+//! (see `crate::scripting` for the VM and why other clients answer -BUSY).
+
+use crate::command::{flags::*, lookup, spec, CommandSpec, Ctx, Handler, Keys, NO_KEYS};
+use crate::errors;
+use crate::scripting::sha1_hex;
+use crate::util::{arg_i64, is};
+use bytes::Bytes;
+use durakv_engine::txn::Txn;
+use durakv_protocol::{Frame, Protocol};
+
+const NUMKEYS_TOO_BIG: &str = "ERR Number of keys can't be greater than number of args";
+const NUMKEYS_NEGATIVE: &str = "ERR Number of keys can't be negative";
+const UNKNOWN_COMMAND: &str = "ERR Unknown Redis command called from script";
+const WRONG_ARITY: &str = "ERR Wrong number of args calling Redis command from script";
+const NOT_ALLOWED: &str = "ERR This Redis command is not allowed from script";
+const WRITE_FROM_RO: &str = "ERR Write commands are not allowed from read-only scripts.";
+const FLUSH_OPTION: &str = "ERR SCRIPT FLUSH only support SYNC|ASYNC option";
+
+/// Commands without the `noscript` flag that still cannot run inside a
+/// script here, because they lock shards themselves and the script already
+/// holds every shard.
+const LOCKS_SHARDS_ITSELF: &[&str] = &["memory"];
+
+/// A script reaches every key, declared or not, so it holds every shard:
+/// no other client observes half of it.
+const SCRIPT_KEYS: Keys = Keys::All;
+
+#[rustfmt::skip]
+pub fn commands() -> Vec<CommandSpec> {
+    vec![
+        spec("eval", -3, NOSCRIPT | STALE, SCRIPT_KEYS, Handler::Data(eval), "scripting", "Executes a server-side Lua script."),
+        spec("evalsha", -3, NOSCRIPT | STALE, SCRIPT_KEYS, Handler::Data(evalsha), "scripting", "Executes a server-side Lua script by SHA1 digest."),
+        spec("eval_ro", -3, NOSCRIPT | STALE | READONLY, SCRIPT_KEYS, Handler::Data(eval_ro), "scripting", "Executes a read-only server-side Lua script."),
+        spec("evalsha_ro", -3, NOSCRIPT | STALE | READONLY, SCRIPT_KEYS, Handler::Data(evalsha_ro), "scripting", "Executes a read-only server-side Lua script by SHA1 digest."),
+        spec("script", -2, NOSCRIPT, NO_KEYS, Handler::Conn(script), "scripting", "A container for Lua scripts management commands."),
+    ]
+}
+
+/// May `args` run while a script has been running too long? (Redis's
+/// `allow-busy` commands.)
+pub fn allowed_when_busy(name: &str, args: &[Bytes]) -> bool {
+    let sub = |word: &str| args.get(1).is_some_and(|a| is(a, word));
+    match name {
+        "auth" | "hello" | "multi" | "discard" | "unwatch" | "reset" | "quit" => true,
+        "script" => sub("kill"),
+        "shutdown" => args[1..].iter().any(|a| is(a, "nosave")),
+        _ => false,
+    }
+}
+
+fn eval(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
+    run(ctx, txn, args, false, false)
+}
+
+fn evalsha(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
+    run(ctx, txn, args, true, false)
+}
+
+fn eval_ro(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
+    run(ctx, txn, args, false, true)
+}
+
+fn evalsha_ro(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
+    run(ctx, txn, args, true, true)
+}
+
+/// EVAL-family arguments: script numkeys key... arg...
+fn numkeys(args: &[Bytes]) -> Result<usize, Frame> {
+    let n = arg_i64(&args[2])?;
+    if n < 0 {
+        return Err(errors::err(NUMKEYS_NEGATIVE));
+    }
+    if n as u64 > (args.len() - 3) as u64 {
+        return Err(errors::err(NUMKEYS_TOO_BIG));
+    }
+    Ok(n as usize)
+}
+
+fn run(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes], by_sha: bool, ro: bool) -> Frame {
+    match try_run(ctx, txn, args, by_sha, ro) {
+        Ok(f) | Err(f) => f,
+    }
+}
+
+fn try_run(
+    ctx: &mut Ctx<'_>,
+    txn: &mut Txn<'_>,
+    args: &[Bytes],
+    by_sha: bool,
+    ro: bool,
+) -> Result<Frame, Frame> {
+    let n = numkeys(args)?;
+    let shared = ctx.shared;
+    let scripting = &shared.scripting;
+    let (sha, body) = if by_sha {
+        let sha = String::from_utf8_lossy(&args[1]).to_ascii_lowercase();
+        let body = scripting
+            .cached(&sha)
+            .ok_or_else(|| errors::err(crate::scripting::NOSCRIPT))?;
+        (sha, body)
+    } else {
+        (sha1_hex(&args[1]), args[1].clone())
+    };
+    let shebang = Shebang::parse(&body)?;
+    let ro = ro || shebang.no_writes;
+    // A script that declares its flags may write unless it says otherwise,
+    // so it is refused up front under memory pressure, as in Redis.
+    if shebang.declared && !ro && !shebang.allow_oom {
+        if let Some(refusal) = crate::dispatch::refuse_write(ctx, DENYOOM) {
+            return Err(refusal);
+        }
+    }
+    let mut engine = scripting.engine(shared)?;
+    let vm = engine.vm(scripting.run_state())?;
+    let func = vm.function(&sha, &body[shebang.len..])?;
+    scripting.remember(&sha, &body);
+    let (keys, argv) = args[3..].split_at(n);
+    let _running = scripting.begin();
+    let (db, protocol) = (ctx.client.db, ctx.client.protocol);
+    let reply = {
+        let mut exec = |cmd: Vec<Bytes>, resp: u8| call(ctx, txn, &cmd, resp, ro);
+        vm.run(&sha, &func, keys, argv, &mut exec)
+    };
+    // SELECT and the RESP level inside the script are the script's own.
+    ctx.client.db = db;
+    ctx.client.protocol = protocol;
+    Ok(reply)
+}
+
+/// One `redis.call`: Redis's checks, then the command's own handler on the
+/// script's transaction.
+fn call(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes], resp: u8, ro: bool) -> Frame {
+    let Some(spec) = lookup(&args[0]) else {
+        return errors::err(UNKNOWN_COMMAND);
+    };
+    if !spec.arity_ok(args.len()) {
+        return errors::err(WRONG_ARITY);
+    }
+    if spec.flags & NOSCRIPT != 0 || LOCKS_SHARDS_ITSELF.contains(&spec.name) {
+        return errors::err(NOT_ALLOWED);
+    }
+    if spec.is_write() {
+        if ro {
+            return errors::err(WRITE_FROM_RO);
+        }
+        if let Some(refusal) = crate::dispatch::refuse_write(ctx, spec.flags) {
+            return refusal;
+        }
+    }
+    ctx.client.protocol = if resp == 3 {
+        Protocol::Resp3
+    } else {
+        Protocol::Resp2
+    };
+    let before = txn.mutations().len();
+    let reply = match spec.handler {
+        Handler::Data(f) => f(ctx, txn, args),
+        Handler::Conn(f) => f(ctx, args),
+        // EXEC, WAITAOF, INFO, CONFIG: they wait for or lock what the
+        // script already holds.
+        Handler::Outcome(_) => errors::err(NOT_ALLOWED),
+    };
+    if txn.mutations().len() > before {
+        ctx.shared.scripting.run_state().note_write();
+    }
+    reply
+}
+
+/// The `#!lua flags=...` first line of a script.
+#[derive(Default)]
+struct Shebang {
+    /// Bytes to skip before compiling (the line, not its newline, so line
+    /// numbers stay the user's).
+    len: usize,
+    /// The script has a shebang line.
+    declared: bool,
+    no_writes: bool,
+    allow_oom: bool,
+}
+
+impl Shebang {
+    fn parse(body: &[u8]) -> Result<Shebang, Frame> {
+        if !body.starts_with(b"#!") {
+            return Ok(Shebang::default());
+        }
+        let len = body.iter().position(|&c| c == b'\n').unwrap_or(body.len());
+        let line = String::from_utf8_lossy(&body[..len]);
+        let mut parts = line.split(' ').filter(|p| !p.is_empty());
+        let engine = parts.next().unwrap_or("#!");
+        if engine != "#!lua" {
+            return Err(Frame::error(format!(
+                "ERR Unexpected engine in script shebang: {engine}"
+            )));
+        }
+        let mut out = Shebang {
+            len,
+            declared: true,
+            ..Shebang::default()
+        };
+        for part in parts {
+            let Some(list) = part.strip_prefix("flags=") else {
+                return Err(Frame::error(format!(
+                    "ERR Unknown lua shebang option: {part}"
+                )));
+            };
+            for flag in list.split(',').filter(|f| !f.is_empty()) {
+                match flag {
+                    "no-writes" => out.no_writes = true,
+                    "allow-oom" => out.allow_oom = true,
+                    "allow-stale" | "no-cluster" | "allow-cross-slot-keys" => {}
+                    other => {
+                        return Err(Frame::error(format!(
+                            "ERR Unexpected flag in script shebang: {other}"
+                        )))
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn script(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
+    let sub = &args[1];
+    let scripting = &ctx.shared.scripting;
+    if is(sub, "load") && args.len() == 3 {
+        let body = &args[2];
+        let sha = sha1_hex(body);
+        let shebang = match Shebang::parse(body) {
+            Ok(s) => s,
+            Err(e) => return e,
+        };
+        let compiled = scripting.engine(ctx.shared).and_then(|mut engine| {
+            engine
+                .vm(scripting.run_state())?
+                .function(&sha, &body[shebang.len..])
+                .map(|_| ())
+        });
+        if let Err(e) = compiled {
+            return e;
+        }
+        scripting.remember(&sha, body);
+        Frame::Bulk(Bytes::from(sha))
+    } else if is(sub, "exists") && args.len() >= 3 {
+        Frame::Array(
+            args[2..]
+                .iter()
+                .map(|a| {
+                    let sha = String::from_utf8_lossy(a).to_ascii_lowercase();
+                    Frame::Integer(scripting.exists(&sha) as i64)
+                })
+                .collect(),
+        )
+    } else if is(sub, "flush") && args.len() <= 3 {
+        if args.len() == 3 && !is(&args[2], "sync") && !is(&args[2], "async") {
+            return errors::err(FLUSH_OPTION);
+        }
+        match scripting.flush(ctx.shared) {
+            Ok(()) => Frame::ok(),
+            Err(e) => e,
+        }
+    } else if is(sub, "kill") && args.len() == 2 {
+        scripting.kill()
+    } else if is(sub, "help") && args.len() == 2 {
+        Frame::Array(
+            HELP.iter()
+                .map(|l| Frame::Simple(Bytes::from_static(l.as_bytes())))
+                .collect(),
+        )
+    } else if ["load", "exists", "flush", "kill", "help"]
+        .iter()
+        .any(|s| is(sub, s))
+    {
+        Frame::error(format!(
+            "ERR wrong number of arguments for 'script|{}' command",
+            String::from_utf8_lossy(sub).to_ascii_lowercase()
+        ))
+    } else {
+        errors::unknown_subcommand(sub, "script")
+    }
+}
+
+const HELP: &[&str] = &[
+    "SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "EXISTS <sha1> [<sha1> ...]",
+    "    Return information about the existence of the scripts in the script cache.",
+    "FLUSH [ASYNC|SYNC]",
+    "    Flush the Lua scripts cache. Very dangerous on replicas.",
+    "    When called without the optional mode argument, the behavior is determined by the",
+    "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+    "    * ASYNC: Asynchronously flush the scripts cache.",
+    "    * SYNC: Synchronously flush the scripts cache.",
+    "KILL",
+    "    Kill the currently executing Lua script.",
+    "LOAD <script>",
+    "    Load a script into the scripts cache without executing it.",
+    "HELP",
+    "    Print this help.",
+];

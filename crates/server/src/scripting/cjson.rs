@@ -1,0 +1,317 @@
+//! `cjson`: JSON for scripts, with lua-cjson's API and rules (tables with
+//! only positive integer keys are arrays, `cjson.null`, numbers as `%.14g`,
+//! the depth and sparse-array limits). Decoding parses with serde_json.
+
+use super::convert::format_g;
+use mlua::{Lua, Table, Value};
+use parking_lot::Mutex;
+use std::fmt::Write;
+use std::sync::Arc;
+
+const DEFAULT_DEPTH: u32 = 1000;
+
+#[derive(Clone)]
+struct Settings {
+    encode_max_depth: u32,
+    decode_max_depth: u32,
+    encode_invalid_numbers: bool,
+    decode_invalid_numbers: bool,
+    sparse_convert: bool,
+    sparse_ratio: u32,
+    sparse_safe: u32,
+    precision: usize,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            encode_max_depth: DEFAULT_DEPTH,
+            decode_max_depth: DEFAULT_DEPTH,
+            encode_invalid_numbers: false,
+            decode_invalid_numbers: true,
+            sparse_convert: false,
+            sparse_ratio: 2,
+            sparse_safe: 10,
+            precision: 14,
+        }
+    }
+}
+
+type Cfg = Arc<Mutex<Settings>>;
+
+fn fail<T>(msg: impl Into<String>) -> mlua::Result<T> {
+    Err(mlua::Error::RuntimeError(msg.into()))
+}
+
+pub fn module(lua: &Lua) -> mlua::Result<Table> {
+    let cfg: Cfg = Arc::default();
+    let t = lua.create_table()?;
+    let c = cfg.clone();
+    t.raw_set(
+        "encode",
+        lua.create_function(move |lua, v: Value| {
+            let s = c.lock().clone();
+            let mut out = String::new();
+            encode(&v, &s, 1, &mut out)?;
+            lua.create_string(&out)
+        })?,
+    )?;
+    let c = cfg.clone();
+    t.raw_set(
+        "decode",
+        lua.create_function(move |lua, s: mlua::String| {
+            let settings = c.lock().clone();
+            let parsed: serde_json::Value = match serde_json::from_slice(&s.as_bytes()) {
+                Ok(v) => v,
+                Err(e) => return fail(format!("Expected value but found invalid token: {e}")),
+            };
+            decode(lua, &parsed, &settings, 1)
+        })?,
+    )?;
+    let depth_setter = |lua: &Lua, c: Cfg, pick: fn(&mut Settings) -> &mut u32| {
+        lua.create_function(move |_, n: Option<f64>| {
+            let mut s = c.lock();
+            if let Some(n) = n {
+                if !(1.0..=2147483647.0).contains(&n) {
+                    return fail("bad argument #1 (expected integer between 1 and 2147483647)");
+                }
+                *pick(&mut s) = n as u32;
+            }
+            Ok(*pick(&mut s))
+        })
+    };
+    t.raw_set(
+        "encode_max_depth",
+        depth_setter(lua, cfg.clone(), |s| &mut s.encode_max_depth)?,
+    )?;
+    t.raw_set(
+        "decode_max_depth",
+        depth_setter(lua, cfg.clone(), |s| &mut s.decode_max_depth)?,
+    )?;
+    let flag_setter = |lua: &Lua, c: Cfg, pick: fn(&mut Settings) -> &mut bool| {
+        lua.create_function(move |_, v: Value| {
+            let mut s = c.lock();
+            match v {
+                Value::Boolean(b) => *pick(&mut s) = b,
+                Value::String(x) if x.as_bytes().as_ref() == b"on" => *pick(&mut s) = true,
+                Value::String(x) if x.as_bytes().as_ref() == b"off" => *pick(&mut s) = false,
+                _ => {}
+            }
+            Ok(*pick(&mut s))
+        })
+    };
+    t.raw_set(
+        "encode_invalid_numbers",
+        flag_setter(lua, cfg.clone(), |s| &mut s.encode_invalid_numbers)?,
+    )?;
+    t.raw_set(
+        "decode_invalid_numbers",
+        flag_setter(lua, cfg.clone(), |s| &mut s.decode_invalid_numbers)?,
+    )?;
+    t.raw_set(
+        "encode_keep_buffer",
+        lua.create_function(|_, _: Value| Ok(true))?,
+    )?;
+    let c = cfg.clone();
+    t.raw_set(
+        "encode_number_precision",
+        lua.create_function(move |_, n: Option<f64>| {
+            let mut s = c.lock();
+            if let Some(n) = n {
+                if !(1.0..=14.0).contains(&n) {
+                    return fail("bad argument #1 (expected integer between 1 and 14)");
+                }
+                s.precision = n as usize;
+            }
+            Ok(s.precision)
+        })?,
+    )?;
+    let c = cfg;
+    t.raw_set(
+        "encode_sparse_array",
+        lua.create_function(
+            move |_, (conv, ratio, safe): (Option<bool>, Option<u32>, Option<u32>)| {
+                let mut s = c.lock();
+                if let Some(v) = conv {
+                    s.sparse_convert = v;
+                }
+                if let Some(v) = ratio {
+                    s.sparse_ratio = v;
+                }
+                if let Some(v) = safe {
+                    s.sparse_safe = v;
+                }
+                Ok((s.sparse_convert, s.sparse_ratio, s.sparse_safe))
+            },
+        )?,
+    )?;
+    t.raw_set("new", lua.create_function(|lua, ()| module(lua))?)?;
+    t.raw_set("null", Value::NULL)?;
+    t.raw_set("_NAME", "cjson")?;
+    t.raw_set("_VERSION", "2.1.0")?;
+    Ok(t)
+}
+
+fn encode(v: &Value, s: &Settings, depth: u32, out: &mut String) -> mlua::Result<()> {
+    match v {
+        Value::Nil => out.push_str("null"),
+        Value::LightUserData(p) if p.0.is_null() => out.push_str("null"),
+        Value::Boolean(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Integer(i) => {
+            let _ = write!(out, "{i}");
+        }
+        Value::Number(n) => encode_number(*n, s, out)?,
+        Value::String(x) => escape(&x.as_bytes(), out),
+        Value::Table(t) => {
+            if depth > s.encode_max_depth {
+                return fail(format!("Cannot serialise, excessive nesting ({depth})"));
+            }
+            encode_table(t, s, depth, out)?;
+        }
+        other => {
+            return fail(format!(
+                "Cannot serialise {}: type not supported",
+                other.type_name()
+            ))
+        }
+    }
+    Ok(())
+}
+
+fn encode_number(n: f64, s: &Settings, out: &mut String) -> mlua::Result<()> {
+    if !n.is_finite() && !s.encode_invalid_numbers {
+        return fail("Cannot serialise number: must not be NaN or Inf");
+    }
+    out.push_str(&format_g(n, s.precision));
+    Ok(())
+}
+
+/// The array length if every key is a positive integer (lua-cjson's rule),
+/// None for an object.
+fn array_len(t: &Table, s: &Settings) -> mlua::Result<Option<usize>> {
+    let (mut max, mut items) = (0usize, 0usize);
+    for pair in t.clone().pairs::<Value, Value>() {
+        let (k, _) = pair?;
+        let idx = match k {
+            Value::Integer(i) if i >= 1 => i as usize,
+            Value::Number(n) if n >= 1.0 && n.fract() == 0.0 => n as usize,
+            _ => return Ok(None),
+        };
+        max = max.max(idx);
+        items += 1;
+    }
+    if max > s.sparse_safe as usize && max > items.saturating_mul(s.sparse_ratio as usize) {
+        if s.sparse_convert {
+            return Ok(None);
+        }
+        return fail("Cannot serialise table: excessively sparse array");
+    }
+    Ok(Some(max))
+}
+
+fn encode_table(t: &Table, s: &Settings, depth: u32, out: &mut String) -> mlua::Result<()> {
+    match array_len(t, s)? {
+        Some(len) if len > 0 => {
+            out.push('[');
+            for i in 1..=len {
+                if i > 1 {
+                    out.push(',');
+                }
+                encode(&t.raw_get::<Value>(i)?, s, depth + 1, out)?;
+            }
+            out.push(']');
+        }
+        _ => {
+            out.push('{');
+            let mut first = true;
+            for pair in t.clone().pairs::<Value, Value>() {
+                let (k, v) = pair?;
+                if !first {
+                    out.push(',');
+                }
+                first = false;
+                match &k {
+                    Value::String(x) => escape(&x.as_bytes(), out),
+                    Value::Integer(i) => {
+                        let _ = write!(out, "\"{i}\"");
+                    }
+                    Value::Number(n) => {
+                        out.push('"');
+                        encode_number(*n, s, out)?;
+                        out.push('"');
+                    }
+                    other => {
+                        return fail(format!(
+                            "Cannot serialise {}: table key must be a number or string",
+                            other.type_name()
+                        ))
+                    }
+                }
+                out.push(':');
+                encode(&v, s, depth + 1, out)?;
+            }
+            out.push('}');
+        }
+    }
+    Ok(())
+}
+
+/// lua-cjson escapes control characters, `"`, `\`, `/` and DEL; other
+/// bytes pass through as they are.
+fn escape(b: &[u8], out: &mut String) {
+    out.push('"');
+    let mut raw: Vec<u8> = Vec::with_capacity(b.len());
+    for &c in b {
+        match c {
+            b'"' => raw.extend_from_slice(b"\\\""),
+            b'\\' => raw.extend_from_slice(b"\\\\"),
+            b'/' => raw.extend_from_slice(b"\\/"),
+            b'\n' => raw.extend_from_slice(b"\\n"),
+            b'\r' => raw.extend_from_slice(b"\\r"),
+            b'\t' => raw.extend_from_slice(b"\\t"),
+            0x08 => raw.extend_from_slice(b"\\b"),
+            0x0c => raw.extend_from_slice(b"\\f"),
+            c if c < 0x20 || c == 0x7f => raw.extend_from_slice(format!("\\u{c:04x}").as_bytes()),
+            c => raw.push(c),
+        }
+    }
+    // Non-UTF-8 input is kept byte for byte in the Lua string we return;
+    // `String` needs valid UTF-8, so invalid sequences are replaced here.
+    out.push_str(&String::from_utf8_lossy(&raw));
+    out.push('"');
+}
+
+fn decode(lua: &Lua, v: &serde_json::Value, s: &Settings, depth: u32) -> mlua::Result<Value> {
+    use serde_json::Value as J;
+    let nested = |depth: u32| {
+        if depth > s.decode_max_depth {
+            fail(format!(
+                "Found too many nested data structures ({depth}) at character 1"
+            ))
+        } else {
+            Ok(())
+        }
+    };
+    Ok(match v {
+        J::Null => Value::NULL,
+        J::Bool(b) => Value::Boolean(*b),
+        J::Number(n) => Value::Number(n.as_f64().unwrap_or(0.0)),
+        J::String(x) => Value::String(lua.create_string(x)?),
+        J::Array(items) => {
+            nested(depth)?;
+            let t = lua.create_table_with_capacity(items.len(), 0)?;
+            for (i, it) in items.iter().enumerate() {
+                t.raw_set(i + 1, decode(lua, it, s, depth + 1)?)?;
+            }
+            Value::Table(t)
+        }
+        J::Object(map) => {
+            nested(depth)?;
+            let t = lua.create_table_with_capacity(0, map.len())?;
+            for (k, it) in map {
+                t.raw_set(k.as_str(), decode(lua, it, s, depth + 1)?)?;
+            }
+            Value::Table(t)
+        }
+    })
+}

@@ -1,0 +1,246 @@
+//! Conversions between Lua values and replies, as Redis documents them.
+//!
+//! Replies to Lua (`redis.call`): integer → number, bulk → string, nil →
+//! false, array → table, status → `{ok=...}`, error → `{err=...}`; under
+//! `redis.setresp(3)` also map → `{map=...}`, set → `{set=...}`, double →
+//! `{double=...}`, boolean → boolean and null → nil.
+//!
+//! Lua to replies (a script's result): number → integer (truncated),
+//! string → bulk, true → 1, false/nil → nil, table → array up to its first
+//! nil, `{ok=...}` → status, `{err=...}` → error, and the RESP3 tables.
+
+use bytes::Bytes;
+use durakv_protocol::frame::format_double;
+use durakv_protocol::Frame;
+use mlua::{Lua, Table, Value};
+
+/// Nesting beyond this is answered with Redis's stack-limit error, before
+/// a self-referencing table can exhaust the thread's stack.
+const MAX_DEPTH: usize = 200;
+const STACK_LIMIT: &str = "ERR reached lua stack limit";
+
+/// A reply, as the Lua client speaking RESP `resp` sees it.
+pub fn frame_to_lua(lua: &Lua, f: &Frame, resp: u8) -> mlua::Result<Value> {
+    let resp3 = resp == 3;
+    Ok(match f {
+        Frame::Simple(s) => single_field(lua, "ok", Value::String(lua.create_string(s)?))?,
+        Frame::Error(e) => single_field(lua, "err", Value::String(lua.create_string(e)?))?,
+        Frame::Integer(i) => Value::Number(*i as f64),
+        Frame::Bulk(b) | Frame::Verbatim(b) => Value::String(lua.create_string(b)?),
+        Frame::Null | Frame::NullArray => {
+            if resp3 {
+                Value::Nil
+            } else {
+                Value::Boolean(false)
+            }
+        }
+        Frame::Array(items) | Frame::Push(items) => array(lua, items, resp)?,
+        Frame::Set(items) if resp3 => {
+            let t = lua.create_table()?;
+            for it in items {
+                t.raw_set(frame_to_lua(lua, it, resp)?, true)?;
+            }
+            single_field(lua, "set", Value::Table(t))?
+        }
+        Frame::Set(items) => array(lua, items, resp)?,
+        Frame::Map(pairs) if resp3 => {
+            let t = lua.create_table()?;
+            for (k, v) in pairs {
+                t.raw_set(frame_to_lua(lua, k, resp)?, frame_to_lua(lua, v, resp)?)?;
+            }
+            single_field(lua, "map", Value::Table(t))?
+        }
+        Frame::Map(pairs) => {
+            let t = lua.create_table_with_capacity(pairs.len() * 2, 0)?;
+            let mut i = 1;
+            for (k, v) in pairs {
+                t.raw_set(i, frame_to_lua(lua, k, resp)?)?;
+                t.raw_set(i + 1, frame_to_lua(lua, v, resp)?)?;
+                i += 2;
+            }
+            Value::Table(t)
+        }
+        Frame::Double(d) if resp3 => single_field(lua, "double", Value::Number(*d))?,
+        Frame::Double(d) => Value::String(lua.create_string(format_double(*d))?),
+        Frame::Boolean(b) if resp3 => Value::Boolean(*b),
+        Frame::Boolean(b) => Value::Number(if *b { 1.0 } else { 0.0 }),
+    })
+}
+
+fn array(lua: &Lua, items: &[Frame], resp: u8) -> mlua::Result<Value> {
+    let t = lua.create_table_with_capacity(items.len(), 0)?;
+    for (i, it) in items.iter().enumerate() {
+        t.raw_set(i + 1, frame_to_lua(lua, it, resp)?)?;
+    }
+    Ok(Value::Table(t))
+}
+
+fn single_field(lua: &Lua, name: &str, v: Value) -> mlua::Result<Value> {
+    let t = lua.create_table_with_capacity(0, 1)?;
+    t.raw_set(name, v)?;
+    Ok(Value::Table(t))
+}
+
+/// A script's result as a reply. `resp` is the script's `redis.setresp`
+/// level: at 2, booleans follow the RESP2 rules whatever the client speaks.
+pub fn lua_to_frame(v: &Value, resp: u8) -> Frame {
+    to_frame(v, resp, 0)
+}
+
+fn to_frame(v: &Value, resp: u8, depth: usize) -> Frame {
+    match v {
+        Value::String(s) => Frame::Bulk(Bytes::copy_from_slice(&s.as_bytes())),
+        Value::Integer(i) => Frame::Integer(*i),
+        // Redis casts: the fraction is dropped, not rounded.
+        Value::Number(n) => Frame::Integer(*n as i64),
+        Value::Boolean(b) if resp == 2 => {
+            if *b {
+                Frame::Integer(1)
+            } else {
+                Frame::Null
+            }
+        }
+        Value::Boolean(b) => Frame::Boolean(*b),
+        Value::Table(t) => {
+            if depth >= MAX_DEPTH {
+                return Frame::error(STACK_LIMIT);
+            }
+            table_to_frame(t, resp, depth)
+        }
+        _ => Frame::Null,
+    }
+}
+
+fn table_to_frame(t: &Table, resp: u8, depth: usize) -> Frame {
+    let field = |name: &str| t.raw_get::<Value>(name).unwrap_or(Value::Nil);
+    if let Value::String(e) = field("err") {
+        return Frame::Error(error_text(&e.as_bytes()));
+    }
+    if let Value::String(s) = field("ok") {
+        return Frame::Simple(Bytes::from(one_line(&s.as_bytes())));
+    }
+    if let Value::Number(d) = field("double") {
+        return Frame::Double(d);
+    }
+    if let Value::Integer(d) = field("double") {
+        return Frame::Double(d as f64);
+    }
+    // durakv's frames have no big-number type: it goes out as a bulk string,
+    // which is what RESP2 clients get from Redis too.
+    if let Value::String(s) = field("big_number") {
+        return Frame::Bulk(Bytes::from(one_line(&s.as_bytes())));
+    }
+    if let Value::Table(v) = field("verbatim_string") {
+        if let (Ok(Value::String(_)), Ok(Value::String(s))) =
+            (v.raw_get::<Value>("format"), v.raw_get::<Value>("string"))
+        {
+            return Frame::Verbatim(Bytes::copy_from_slice(&s.as_bytes()));
+        }
+    }
+    if let Value::Table(m) = field("map") {
+        let mut out = Vec::new();
+        for (k, v) in m.pairs::<Value, Value>().flatten() {
+            out.push((to_frame(&k, resp, depth + 1), to_frame(&v, resp, depth + 1)));
+        }
+        return Frame::Map(out);
+    }
+    if let Value::Table(s) = field("set") {
+        let mut out = Vec::new();
+        for (k, _) in s.pairs::<Value, Value>().flatten() {
+            out.push(to_frame(&k, resp, depth + 1));
+        }
+        return Frame::Set(out);
+    }
+    let mut out = Vec::new();
+    for i in 1.. {
+        match t.raw_get::<Value>(i) {
+            Ok(Value::Nil) | Err(_) => break,
+            Ok(v) => {
+                let f = to_frame(&v, resp, depth + 1);
+                // The limit error ends the reply where it was reached.
+                let stop = matches!(&f, Frame::Error(e) if e.as_ref() == STACK_LIMIT.as_bytes());
+                out.push(f);
+                if stop {
+                    break;
+                }
+            }
+        }
+    }
+    Frame::Array(out)
+}
+
+/// An error reply's text from an `err` field: one line, never empty.
+pub fn error_text(msg: &[u8]) -> Bytes {
+    let line = one_line(msg);
+    let trimmed = line.trim_ascii_end();
+    if trimmed.is_empty() {
+        return Bytes::from_static(b"ERR");
+    }
+    Bytes::copy_from_slice(trimmed)
+}
+
+/// Redis turns CR and LF in status and error text into spaces.
+fn one_line(s: &[u8]) -> Vec<u8> {
+    s.iter()
+        .map(|&c| if c == b'\r' || c == b'\n' { b' ' } else { c })
+        .collect()
+}
+
+/// A Lua number as a command argument: Redis formats it with `%.17g`, so
+/// integers up to 2^53 keep every digit.
+pub fn number_arg(n: f64) -> String {
+    format_g(n, 17)
+}
+
+/// C's `%.<precision>g`.
+pub fn format_g(n: f64, precision: usize) -> String {
+    if n.is_nan() {
+        return if n.is_sign_negative() { "-nan" } else { "nan" }.into();
+    }
+    if n.is_infinite() {
+        return if n > 0.0 { "inf" } else { "-inf" }.into();
+    }
+    let p = precision.max(1);
+    if n == 0.0 {
+        return if n.is_sign_negative() { "-0" } else { "0" }.into();
+    }
+    let sci = format!("{:.*e}", p - 1, n);
+    let Some((mantissa, exp)) = sci.split_once('e') else {
+        return sci;
+    };
+    let exp: i32 = exp.parse().unwrap_or(0);
+    if exp < -4 || exp >= p as i32 {
+        let m = strip_zeros(mantissa);
+        let sign = if exp < 0 { '-' } else { '+' };
+        return format!("{m}e{sign}{:02}", exp.abs());
+    }
+    let decimals = (p as i32 - 1 - exp).max(0) as usize;
+    strip_zeros(&format!("{n:.decimals$}")).to_string()
+}
+
+fn strip_zeros(s: &str) -> &str {
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_as_arguments_match_printf_17g() {
+        assert_eq!(number_arg(9007199254740991.0), "9007199254740991");
+        assert_eq!(number_arg(0.1), "0.10000000000000001");
+        assert_eq!(number_arg(-3.0), "-3");
+        assert_eq!(number_arg(1e20), "1e+20");
+        assert_eq!(number_arg(1.5e-7), "1.4999999999999999e-07");
+        assert_eq!(number_arg(100.5), "100.5");
+        assert_eq!(format_g(0.0003, 14), "0.0003");
+        assert_eq!(format_g(-5000.0, 14), "-5000");
+        assert_eq!(format_g(1023.2, 14), "1023.2");
+        assert_eq!(format_g(1e100, 14), "1e+100");
+    }
+}

@@ -1,0 +1,168 @@
+-- Builds the sandbox scripts run in. Called once per VM with `api`, the
+-- private table of Rust functions. Everything the functions below use is captured as a local, so a
+-- script cannot redirect them by changing an environment.
+local api = ...
+
+local G = _G
+local error, type, select, tostring, tonumber, pairs = error, type, select, tostring, tonumber, pairs
+local raw_setmetatable, raw_rawset, raw_setfenv = setmetatable, rawset, setfenv
+local raw_loadstring, concat = loadstring, table.concat
+
+-- Tables no script may change, weakly keyed so dropped ones can go.
+local readonly = raw_setmetatable({}, { __mode = 'k' })
+
+-- As a metamethod (level 2 is the script's line) and from the wrappers
+-- below (level 3).
+local function refuse()
+  error('Attempt to modify a readonly table', 2)
+end
+local function refuse_here()
+  error('Attempt to modify a readonly table', 3)
+end
+
+local function missing(_, name)
+  error("Script attempted to access nonexistent global variable '" .. tostring(name) .. "'", 2)
+end
+
+-- What getmetatable() shows for a protected table: readonly itself, so the
+-- real metatable (and the table behind a proxy) stays out of reach.
+local guard = raw_setmetatable({}, { __newindex = refuse, __metatable = false })
+readonly[guard] = true
+
+-- A readonly view of `t`. With `strict`, reading a missing field is an
+-- error, as it is for the globals.
+local function protect(t, strict)
+  if strict then
+    raw_setmetatable(t, { __index = missing, __metatable = guard })
+  end
+  local proxy = raw_setmetatable({}, { __index = t, __newindex = refuse, __metatable = guard })
+  readonly[proxy] = true
+  return proxy
+end
+
+-- The globals live in S; the global table itself stays empty, so every
+-- assignment to a global, new or existing, reaches __newindex.
+local S = {}
+for k, v in pairs(G) do S[k] = v end
+for k in pairs(S) do raw_rawset(G, k, nil) end
+for _, name in pairs({ 'print', 'dofile', 'loadfile', 'require', 'module', 'package', 'os', 'io', 'debug' }) do
+  S[name] = nil
+end
+
+S.setmetatable = function(t, mt)
+  if readonly[t] then refuse_here() end
+  return raw_setmetatable(t, mt)
+end
+S.rawset = function(t, k, v)
+  if readonly[t] then refuse_here() end
+  return raw_rawset(t, k, v)
+end
+-- Level 0 would replace the globals of the VM, shared by every script.
+S.setfenv = function(f, env)
+  if f == 0 or readonly[f] then refuse_here() end
+  return raw_setfenv(f, env)
+end
+-- Precompiled chunks can crash the VM: only source is loaded.
+local function loadstring(s, name)
+  if type(s) == 'string' and s:byte(1) == 27 then
+    return nil, 'binary chunks are not allowed'
+  end
+  return raw_loadstring(s, name)
+end
+S.loadstring = loadstring
+S.load = function(reader, name)
+  local parts = {}
+  while true do
+    local piece = reader()
+    if piece == nil or piece == '' then break end
+    parts[#parts + 1] = piece
+  end
+  return loadstring(concat(parts), name)
+end
+
+local function raise(msg)
+  error({ err = 'ERR ' .. msg })
+end
+
+-- Redis's error table text: '-CODE message' keeps its code, a message
+-- without one gets ERR; surrounding line breaks go.
+local function error_text(s)
+  local body = s:sub(2)
+  local sp = body:find(' ', 1, true)
+  local code, msg = 'ERR', body
+  if sp then code, msg = body:sub(1, sp - 1), body:sub(sp + 1) end
+  msg = msg:gsub('^[\r\n]+', ''):gsub('[\r\n]+$', '')
+  return code .. ' ' .. msg
+end
+
+local redis = {}
+redis.call = api.call
+redis.pcall = api.pcall
+redis.sha1hex = function(...)
+  if select('#', ...) ~= 1 then raise('wrong number of arguments') end
+  return api.sha1hex((...))
+end
+redis.error_reply = function(...)
+  local s = ...
+  if select('#', ...) ~= 1 or type(s) ~= 'string' then
+    return { err = 'ERR wrong number or type of arguments' }
+  end
+  if s:sub(1, 1) ~= '-' then s = '-' .. s end
+  return { err = error_text(s) }
+end
+redis.status_reply = function(...)
+  local s = ...
+  if select('#', ...) ~= 1 or type(s) ~= 'string' then
+    return { err = 'ERR wrong number or type of arguments' }
+  end
+  return { ok = s }
+end
+redis.log = function(...)
+  if select('#', ...) < 2 then raise('redis.log() requires two arguments or more.') end
+  local level = ...
+  if type(level) ~= 'number' then raise('First argument must be a number') end
+  if level < 0 or level > 3 then raise('Invalid debug level.') end
+  api.log(...)
+end
+redis.setresp = function(...)
+  if select('#', ...) ~= 1 then raise('redis.setresp() requires one argument.') end
+  local v = tonumber((...))
+  if v ~= 2 and v ~= 3 then raise('RESP version must be 2 or 3.') end
+  api.setresp(v)
+end
+-- Effects are what durakv logs, whatever the script asks: only validated.
+redis.set_repl = function(...)
+  if select('#', ...) ~= 1 then raise('redis.set_repl() requires two arguments.') end
+  local f = tonumber((...))
+  if f == nil or f < 0 or f > 3 or f % 1 ~= 0 then
+    raise('Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.')
+  end
+end
+redis.replicate_commands = function() return true end
+redis.breakpoint = function() return false end
+redis.debug = function() end
+redis.acl_check_cmd = function(...)
+  if select('#', ...) < 1 then raise('Please specify at least one argument for this redis lib call') end
+  if not api.command_exists((...)) then raise('Invalid command passed to redis.acl_check_cmd()') end
+  return true
+end
+redis.LOG_DEBUG, redis.LOG_VERBOSE, redis.LOG_NOTICE, redis.LOG_WARNING = 0, 1, 2, 3
+redis.REPL_NONE, redis.REPL_AOF, redis.REPL_SLAVE, redis.REPL_REPLICA, redis.REPL_ALL = 0, 1, 2, 2, 3
+redis.REDIS_VERSION, redis.REDIS_VERSION_NUM = api.version, api.version_num
+
+S.redis = protect(redis, true)
+for _, name in pairs({ 'cjson', 'bit', 'cmsgpack', 'struct' }) do
+  if S[name] then S[name] = protect(S[name], true) end
+end
+for _, name in pairs({ 'string', 'table', 'math', 'coroutine' }) do
+  if S[name] then S[name] = protect(S[name], false) end
+end
+
+S._G = G
+raw_setmetatable(S, { __index = missing, __newindex = refuse, __metatable = guard })
+raw_setmetatable(G, { __index = S, __newindex = refuse, __metatable = guard })
+readonly[S] = true
+readonly[G] = true
+
+-- KEYS and ARGV are replaced per run through the table behind the globals.
+return S

@@ -1,0 +1,475 @@
+//! The Lua VM scripts run in: Lua 5.1 with the string, table and math
+//! libraries, Redis's libraries, the `redis` API and the sandbox built by
+//! `prelude.lua`; and the running of one script in it.
+
+use super::convert::{frame_to_lua, lua_to_frame, number_arg};
+use super::{Kill, RunState, KILLED};
+use bytes::Bytes;
+use durakv_protocol::Frame;
+use mlua::{Function, HookTriggers, Lua, LuaOptions, StdLib, Table, Value, Variadic, VmState};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::Arc;
+
+/// Instructions between looks at SCRIPT KILL (Redis's count too): cheap
+/// enough to be invisible, frequent enough to stop within milliseconds.
+const HOOK_EVERY: u32 = 100_000;
+/// Runs between incremental garbage collection steps (Redis's period).
+const GC_EVERY_RUNS: u32 = 50;
+/// The chunk name errors report (`user_script:1: ...`), as in Redis.
+const CHUNK_NAME: &str = "@user_script";
+
+/// Runs one command for `redis.call`: (arguments, the script's RESP level).
+pub type Exec<'a> = dyn FnMut(Vec<Bytes>, u8) -> Frame + 'a;
+
+/// Per-VM values the hook and the API functions reach through app data.
+struct Shared {
+    run: Arc<RunState>,
+    /// The running script's `redis.setresp` level.
+    resp: AtomicU8,
+    /// The hook fires on every instruction once a kill was requested.
+    escalated: AtomicBool,
+    /// This run has handed its I/O thread's work to another thread.
+    detached: AtomicBool,
+}
+
+pub struct Vm {
+    lua: Lua,
+    /// The table behind the protected globals (KEYS and ARGV go there).
+    store: Table,
+    xpcall: Function,
+    handler: Function,
+    funcs: HashMap<String, Function>,
+    runs: u32,
+}
+
+impl Vm {
+    pub fn new(run: Arc<RunState>) -> mlua::Result<Vm> {
+        let lua = Lua::new_with(
+            StdLib::TABLE | StdLib::STRING | StdLib::MATH,
+            LuaOptions::default(),
+        )?;
+        lua.set_app_data(Shared {
+            run,
+            resp: AtomicU8::new(2),
+            escalated: AtomicBool::new(false),
+            detached: AtomicBool::new(false),
+        });
+        let globals = lua.globals();
+        globals.raw_set("cjson", super::cjson::module(&lua)?)?;
+        globals.raw_set("bit", super::bit::module(&lua)?)?;
+        let xpcall: Function = globals.raw_get("xpcall")?;
+        let api = api_table(&lua)?;
+        let store: Table = lua
+            .load(include_str!("prelude.lua"))
+            .set_name("=prelude")
+            .call(api.clone())?;
+        let handler = lua.create_function(error_handler)?;
+        lua.set_hook(normal_hook(), hook);
+        Ok(Vm {
+            lua,
+            store,
+            xpcall,
+            handler,
+            funcs: HashMap::new(),
+            runs: 0,
+        })
+    }
+
+    pub fn used_memory(&self) -> usize {
+        self.lua.used_memory()
+    }
+
+    /// Compiles `body` once per SHA; the error is Redis's reply for it.
+    pub fn function(&mut self, sha: &str, body: &[u8]) -> Result<Function, Frame> {
+        if let Some(f) = self.funcs.get(sha) {
+            return Ok(f.clone());
+        }
+        let f = self
+            .lua
+            .load(body)
+            .set_name(CHUNK_NAME)
+            .set_mode(mlua::ChunkMode::Text)
+            .into_function()
+            .map_err(|e| {
+                Frame::error(format!(
+                    "ERR Error compiling script (new function): {}",
+                    one_line(&lua_message(&e))
+                ))
+            })?;
+        self.funcs.insert(sha.to_string(), f.clone());
+        Ok(f)
+    }
+
+    /// Runs a compiled script with its KEYS and ARGV; `exec` runs the
+    /// commands it calls. Returns the reply, errors formatted as Redis's.
+    pub fn run(
+        &mut self,
+        sha: &str,
+        func: &Function,
+        keys: &[Bytes],
+        argv: &[Bytes],
+        exec: &mut Exec<'_>,
+    ) -> Frame {
+        let reply = match self.run_inner(func, keys, argv, exec) {
+            Ok(Ok(v)) => lua_to_frame(&v, self.resp()),
+            Ok(Err(err)) => self.error_reply(sha, &err),
+            Err(e) => Frame::error(format!(
+                "ERR Error running script {sha}: {}",
+                lua_message(&e)
+            )),
+        };
+        // A little collection every few runs, as Redis does, instead of an
+        // occasional full cycle in the middle of some unlucky script.
+        self.runs += 1;
+        if self.runs >= GC_EVERY_RUNS {
+            self.runs = 0;
+            let _ = self.lua.gc_step_kbytes(GC_EVERY_RUNS as i32);
+        }
+        reply
+    }
+
+    fn resp(&self) -> u8 {
+        self.lua
+            .app_data_ref::<Shared>()
+            .map(|s| s.resp.load(Ordering::Relaxed))
+            .unwrap_or(2)
+    }
+
+    /// Ok(Ok(result)) or Ok(Err(error table)) from the script; Err for a
+    /// failure of the VM itself.
+    fn run_inner(
+        &mut self,
+        func: &Function,
+        keys: &[Bytes],
+        argv: &[Bytes],
+        exec: &mut Exec<'_>,
+    ) -> mlua::Result<Result<Value, Value>> {
+        if let Some(s) = self.lua.app_data_ref::<Shared>() {
+            s.resp.store(2, Ordering::Relaxed);
+            s.detached.store(false, Ordering::Relaxed);
+            if s.escalated.swap(false, Ordering::Relaxed) {
+                self.lua.set_hook(normal_hook(), hook);
+            }
+        }
+        self.store.raw_set("KEYS", self.array(keys)?)?;
+        self.store.raw_set("ARGV", self.array(argv)?)?;
+        let (lua, xpcall, handler) = (&self.lua, &self.xpcall, &self.handler);
+        let out = self.lua.scope(|scope| {
+            let call = scope.create_function_mut(
+                |lua, (args, n): (Table, usize)| -> mlua::Result<(bool, Value)> {
+                    let args = match command_args(&args, n) {
+                        Ok(a) => a,
+                        Err(msg) => return Ok((false, error_table(lua, msg)?)),
+                    };
+                    let resp = lua
+                        .app_data_ref::<Shared>()
+                        .map(|s| s.resp.load(Ordering::Relaxed))
+                        .unwrap_or(2);
+                    let reply = exec(args, resp);
+                    let failed = reply.is_error();
+                    Ok((!failed, frame_to_lua(lua, &reply, resp)?))
+                },
+            )?;
+            lua.set_named_registry_value(EXEC_KEY, call)?;
+            let res = xpcall.call::<mlua::MultiValue>((func.clone(), handler.clone()));
+            lua.set_named_registry_value(EXEC_KEY, Value::Nil)?;
+            res
+        })?;
+        let mut vals = out.into_iter();
+        let ok = matches!(vals.next(), Some(Value::Boolean(true)));
+        let v = vals.next().unwrap_or(Value::Nil);
+        Ok(if ok { Ok(v) } else { Err(v) })
+    }
+
+    fn array(&self, items: &[Bytes]) -> mlua::Result<Table> {
+        let t = self.lua.create_table_with_capacity(items.len(), 0)?;
+        for (i, it) in items.iter().enumerate() {
+            t.raw_set(i + 1, self.lua.create_string(it)?)?;
+        }
+        Ok(t)
+    }
+
+    /// `ERR msg script: <sha>, on @user_script:<line>.` from the error
+    /// table the handler built.
+    fn error_reply(&self, sha: &str, err: &Value) -> Frame {
+        let killed = self
+            .lua
+            .app_data_ref::<Shared>()
+            .map(|s| s.run.kill_requested() != Kill::None)
+            .unwrap_or(false);
+        let Value::Table(t) = err else {
+            return Frame::error(format!("ERR Error running script {sha}, execution failure"));
+        };
+        let msg = if killed {
+            KILLED.to_string()
+        } else {
+            match t.raw_get::<Value>("err") {
+                Ok(Value::String(s)) => s.to_string_lossy(),
+                _ => "ERR execution failure".to_string(),
+            }
+        };
+        let mut out =
+            String::from_utf8_lossy(&super::convert::error_text(msg.as_bytes())).into_owned();
+        if let (Ok(Value::String(src)), Ok(line)) =
+            (t.raw_get::<Value>("source"), t.raw_get::<i64>("line"))
+        {
+            out.push_str(&format!(
+                " script: {sha}, on {}:{line}.",
+                src.to_string_lossy()
+            ));
+        }
+        Frame::error(out)
+    }
+}
+
+/// A script running this long hands its I/O thread's other work (queued
+/// connections, the I/O driver) to a fresh thread, so the server keeps
+/// answering -BUSY and SCRIPT KILL while it runs. Short scripts never pay.
+const DETACH_AFTER_MS: u64 = 10;
+
+fn detach_from_runtime() {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    let multi =
+        Handle::try_current().is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::MultiThread);
+    if multi {
+        // The pause lets the replacement thread take over the worker before
+        // this one could take it back.
+        tokio::task::block_in_place(|| std::thread::sleep(std::time::Duration::from_millis(1)));
+    }
+}
+
+fn normal_hook() -> HookTriggers {
+    HookTriggers::new().every_nth_instruction(HOOK_EVERY)
+}
+
+/// Stops a script asked to stop. After the first refusal it fires on every
+/// instruction, so a script catching the error with pcall cannot go on.
+fn hook(lua: &Lua, _: mlua::Debug) -> mlua::Result<VmState> {
+    let Some(s) = lua.app_data_ref::<Shared>() else {
+        return Ok(VmState::Continue);
+    };
+    if !s.detached.load(Ordering::Relaxed) && s.run.elapsed_ms() >= DETACH_AFTER_MS {
+        s.detached.store(true, Ordering::Relaxed);
+        detach_from_runtime();
+    }
+    if s.run.kill_requested() == Kill::None {
+        return Ok(VmState::Continue);
+    }
+    if !s.escalated.swap(true, Ordering::Relaxed) {
+        drop(s);
+        lua.set_hook(HookTriggers::new().every_nth_instruction(1), hook);
+    }
+    Err(mlua::Error::RuntimeError(KILLED.to_string()))
+}
+
+/// The xpcall message handler: makes every error a table
+/// `{err=..., source=..., line=...}`, naming the script line it came from.
+fn error_handler(lua: &Lua, err: Value) -> mlua::Result<Table> {
+    let t = match err {
+        Value::Table(t) => t,
+        Value::String(s) => {
+            let mut text = b"ERR ".to_vec();
+            text.extend_from_slice(&s.as_bytes());
+            error_table_bytes(lua, &text)?
+        }
+        Value::Error(e) => error_table_bytes(lua, format!("ERR {}", error_message(&e)).as_bytes())?,
+        other => {
+            let text = format!("ERR {}", other.to_string().unwrap_or_default());
+            error_table_bytes(lua, text.as_bytes())?
+        }
+    };
+    for level in 1..64 {
+        let Some(d) = lua.inspect_stack(level) else {
+            break;
+        };
+        let src = d.source();
+        if src.source.as_deref() == Some(CHUNK_NAME) {
+            t.raw_set("source", CHUNK_NAME)?;
+            t.raw_set("line", d.curr_line())?;
+            break;
+        }
+    }
+    Ok(t)
+}
+
+/// The text of an error raised by Rust code (mlua wraps it).
+fn error_message(e: &mlua::Error) -> String {
+    match e {
+        mlua::Error::RuntimeError(m) => m.clone(),
+        mlua::Error::CallbackError { cause, .. } => error_message(cause),
+        other => other.to_string(),
+    }
+}
+
+fn lua_message(e: &mlua::Error) -> String {
+    match e {
+        mlua::Error::SyntaxError { message, .. } => message.clone(),
+        other => error_message(other),
+    }
+}
+
+fn one_line(s: &str) -> String {
+    s.replace(['\r', '\n'], " ")
+}
+
+/// `{err = msg}` with Redis's code rule: no code → ERR.
+fn error_table(lua: &Lua, msg: &str) -> mlua::Result<Value> {
+    Ok(Value::Table(error_table_bytes(
+        lua,
+        format!("ERR {msg}").as_bytes(),
+    )?))
+}
+
+fn error_table_bytes(lua: &Lua, text: &[u8]) -> mlua::Result<Table> {
+    let t = lua.create_table_with_capacity(0, 3)?;
+    t.raw_set("err", lua.create_string(text)?)?;
+    Ok(t)
+}
+
+/// A command's arguments from Lua: strings as they are, numbers as Redis
+/// prints them; anything else is refused.
+fn command_args(args: &Table, n: usize) -> Result<Vec<Bytes>, &'static str> {
+    if n == 0 {
+        return Err("Please specify at least one argument for this redis lib call");
+    }
+    let mut out = Vec::with_capacity(n);
+    for i in 1..=n {
+        out.push(match args.raw_get::<Value>(i).unwrap_or(Value::Nil) {
+            Value::String(s) => Bytes::copy_from_slice(&s.as_bytes()),
+            Value::Integer(i) => Bytes::from(i.to_string()),
+            Value::Number(n) => Bytes::from(number_arg(n)),
+            _ => return Err("Lua redis lib command arguments must be strings or integers"),
+        });
+    }
+    Ok(out)
+}
+
+/// Registry slot of the running script's command runner (a scoped
+/// function, valid only while the script runs).
+const EXEC_KEY: &str = "durakv.exec";
+const EXEC_KEY_C: &std::ffi::CStr = c"durakv.exec";
+
+/// `redis.call` and `redis.pcall` are C functions, as in Redis, for two
+/// reasons a Lua wrapper cannot meet: `return redis.call(...)` must keep
+/// the script's frame (a Lua callee would be tail-called, and the error
+/// could not name the script line), and `redis.call` must raise the error
+/// *table*, which a Rust callback cannot raise.
+///
+/// Safety: called by Lua with a valid state and LUA_MINSTACK free slots;
+/// the runner's errors propagate as Lua errors
+/// through this frame, which owns nothing that needs dropping.
+unsafe extern "C-unwind" fn redis_call(state: *mut mlua::ffi::lua_State) -> std::ffi::c_int {
+    call_runner(state, true)
+}
+
+unsafe extern "C-unwind" fn redis_pcall(state: *mut mlua::ffi::lua_State) -> std::ffi::c_int {
+    call_runner(state, false)
+}
+
+/// Calls the runner with this call's arguments; it returns (ok, reply).
+/// The arguments move into a table first, in place: a script may pass
+/// nearly as many arguments as Lua's C stack holds (`unpack` of ~8000),
+/// leaving no room to push anything below them.
+unsafe fn call_runner(state: *mut mlua::ffi::lua_State, raise: bool) -> std::ffi::c_int {
+    use mlua::ffi;
+    let n = ffi::lua_gettop(state);
+    // Lua gives every C function LUA_MINSTACK (20) free slots above its
+    // arguments, however many there are; this uses at most three.
+    ffi::lua_createtable(state, n, 0);
+    ffi::lua_insert(state, 1);
+    for i in (1..=n).rev() {
+        // Pops the top argument (argument i) into table[i].
+        ffi::lua_rawseti(state, 1, i as ffi::lua_Integer);
+    }
+    ffi::lua_getfield(state, ffi::LUA_REGISTRYINDEX, EXEC_KEY_C.as_ptr());
+    ffi::lua_insert(state, 1);
+    ffi::lua_pushinteger(state, n as ffi::lua_Integer);
+    ffi::lua_call(state, 2, 2);
+    if raise && ffi::lua_toboolean(state, -2) == 0 {
+        ffi::lua_error(state);
+    }
+    1
+}
+
+/// The Rust half of the `redis` table (see `prelude.lua`).
+fn api_table(lua: &Lua) -> mlua::Result<Table> {
+    let api = lua.create_table()?;
+    // SAFETY: see `redis_call`.
+    api.raw_set("call", unsafe { lua.create_c_function(redis_call)? })?;
+    api.raw_set("pcall", unsafe { lua.create_c_function(redis_pcall)? })?;
+    api.raw_set(
+        "sha1hex",
+        lua.create_function(|_, v: Value| {
+            let bytes = match &v {
+                Value::String(s) => s.as_bytes().to_vec(),
+                Value::Integer(i) => i.to_string().into_bytes(),
+                Value::Number(n) => Value::Number(*n)
+                    .to_string()
+                    .unwrap_or_default()
+                    .into_bytes(),
+                _ => Vec::new(),
+            };
+            Ok(super::sha1_hex(&bytes))
+        })?,
+    )?;
+    api.raw_set(
+        "log",
+        lua.create_function(|_, args: Variadic<Value>| {
+            let level = match args.first() {
+                Some(Value::Number(n)) => *n as i64,
+                Some(Value::Integer(i)) => *i,
+                _ => 2,
+            };
+            let parts: Vec<String> = args
+                .iter()
+                .skip(1)
+                .filter_map(|v| match v {
+                    Value::String(s) => Some(s.to_string_lossy()),
+                    Value::Integer(i) => Some(i.to_string()),
+                    Value::Number(_) => v.to_string().ok(),
+                    _ => None,
+                })
+                .collect();
+            let msg = parts.join(" ");
+            match level {
+                0 => tracing::debug!(target: "lua", "{msg}"),
+                1 => tracing::debug!(target: "lua", "{msg}"),
+                2 => tracing::info!(target: "lua", "{msg}"),
+                _ => tracing::warn!(target: "lua", "{msg}"),
+            }
+            Ok(())
+        })?,
+    )?;
+    api.raw_set(
+        "setresp",
+        lua.create_function(|lua, v: f64| {
+            if let Some(s) = lua.app_data_ref::<Shared>() {
+                s.resp
+                    .store(if v == 3.0 { 3 } else { 2 }, Ordering::Relaxed);
+            }
+            Ok(())
+        })?,
+    )?;
+    api.raw_set(
+        "command_exists",
+        lua.create_function(|_, name: Value| {
+            Ok(match name {
+                Value::String(s) => crate::command::lookup(&s.as_bytes()).is_some(),
+                _ => false,
+            })
+        })?,
+    )?;
+    let version = crate::cmd::connection::REDIS_COMPAT_VERSION;
+    api.raw_set("version", version)?;
+    api.raw_set("version_num", version_num(version))?;
+    Ok(api)
+}
+
+/// `7.2.4` → 0x070204, Redis's REDIS_VERSION_NUM.
+fn version_num(v: &str) -> i64 {
+    v.split('.')
+        .take(3)
+        .map(|p| p.parse::<i64>().unwrap_or(0))
+        .fold(0, |acc, p| (acc << 8) | p)
+}

@@ -1,0 +1,673 @@
+//! EVAL / EVALSHA / EVAL_RO / SCRIPT against the real binary: conversions,
+//! errors, the sandbox, libraries, atomicity, BUSY / SCRIPT KILL, and a
+//! script's writes surviving kill -9.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::*;
+use common::{err as error, q as ok};
+use redis::Value;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const GET_SHA: &str = "fd758d1589d044dd850a6f05d52f2eefd27f033f";
+
+#[test]
+fn lua_values_become_replies() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    assert_eq!(
+        ok::<String>(&mut c, &["EVAL", "return 'hello'", "0"]),
+        "hello"
+    );
+    assert_eq!(ok::<i64>(&mut c, &["EVAL", "return 100.5", "0"]), 100);
+    assert_eq!(ok::<i64>(&mut c, &["EVAL", "return -3.9", "0"]), -3);
+    assert_eq!(ok::<i64>(&mut c, &["EVAL", "return true", "0"]), 1);
+    assert_eq!(
+        ok::<Value>(&mut c, &["EVAL", "return false", "0"]),
+        Value::Nil
+    );
+    assert_eq!(
+        ok::<Value>(&mut c, &["EVAL", "return nil", "0"]),
+        Value::Nil
+    );
+    assert_eq!(
+        ok::<Value>(&mut c, &["EVAL", "return {ok='fine'}", "0"]),
+        Value::SimpleString("fine".into())
+    );
+    assert_eq!(
+        error(
+            &mut c,
+            &["EVAL", "return {err='ERR this is an error'}", "0"]
+        ),
+        "ERR this is an error"
+    );
+    assert_eq!(
+        ok::<Value>(&mut c, &["EVAL", "return {1,2,3,'ciao',{1,2}}", "0"]),
+        Value::Array(vec![
+            Value::Int(1),
+            Value::Int(2),
+            Value::Int(3),
+            bulk("ciao"),
+            Value::Array(vec![Value::Int(1), Value::Int(2)]),
+        ])
+    );
+    // Arrays stop at their first nil.
+    assert_eq!(
+        ok::<Value>(&mut c, &["EVAL", "return {1,nil,3}", "0"]),
+        Value::Array(vec![Value::Int(1)])
+    );
+    assert_eq!(
+        ok::<Value>(&mut c, &["EVAL", "return _G", "0"]),
+        Value::Array(vec![])
+    );
+    assert_eq!(
+        error(
+            &mut c,
+            &[
+                "EVAL",
+                "return redis.error_reply('MY_CODE custom msg')",
+                "0"
+            ]
+        ),
+        "MY_CODE custom msg"
+    );
+    assert_eq!(
+        ok::<Value>(&mut c, &["EVAL", "return redis.status_reply('FINE')", "0"]),
+        Value::SimpleString("FINE".into())
+    );
+}
+
+#[test]
+fn replies_become_lua_values() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let _: () = ok(&mut c, &["SET", "n", "0"]);
+    let _: () = ok(&mut c, &["RPUSH", "l", "a", "b", "c"]);
+    let got: Value = ok(
+        &mut c,
+        &[
+            "EVAL",
+            "local i = redis.call('incr', KEYS[1]) \
+             local b = redis.call('get', KEYS[1]) \
+             local l = redis.call('lrange', KEYS[2], 0, -1) \
+             local s = redis.call('set', 'x', 'y') \
+             local nilbulk = redis.call('get', 'missing') \
+             return {type(i), i, type(b), b, type(l), #l, s['ok'], tostring(nilbulk)}",
+            "2",
+            "n",
+            "l",
+        ],
+    );
+    assert_eq!(
+        got,
+        Value::Array(vec![
+            bulk("number"),
+            Value::Int(1),
+            bulk("string"),
+            bulk("1"),
+            bulk("table"),
+            Value::Int(3),
+            bulk("OK"),
+            bulk("false"),
+        ])
+    );
+    // Numbers passed to commands keep every digit (%.17g).
+    let got: String = ok(
+        &mut c,
+        &[
+            "EVAL",
+            "redis.call('set', 'big', 9007199254740991) return redis.call('get', 'big')",
+            "0",
+        ],
+    );
+    assert_eq!(got, "9007199254740991");
+    // RESP3 inside the script: a map arrives as {map=...}.
+    let _: () = ok(&mut c, &["HSET", "h", "f", "v"]);
+    let got: String = ok(
+        &mut c,
+        &[
+            "EVAL",
+            "redis.setresp(3) local r = redis.call('hgetall', KEYS[1]) return r['map']['f']",
+            "1",
+            "h",
+        ],
+    );
+    assert_eq!(got, "v");
+}
+
+#[test]
+fn keys_argv_and_numkeys() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    assert_eq!(
+        strs(
+            &mut c,
+            &[
+                "EVAL",
+                "return {KEYS[1],KEYS[2],ARGV[1],ARGV[2]}",
+                "2",
+                "a",
+                "b",
+                "c",
+                "d"
+            ]
+        ),
+        ["a", "b", "c", "d"]
+    );
+    assert_eq!(
+        error(&mut c, &["EVAL", "return 1", "-1"]),
+        "ERR Number of keys can't be negative"
+    );
+    assert_eq!(
+        error(&mut c, &["EVAL", "return 1", "3", "a"]),
+        "ERR Number of keys can't be greater than number of args"
+    );
+    assert_eq!(error(&mut c, &["EVAL", "return 1", "x"]), NOT_INTEGER);
+}
+
+#[test]
+fn call_raises_and_pcall_returns_errors() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let _: () = ok(&mut c, &["SET", "s", "text"]);
+    let e = error(
+        &mut c,
+        &["EVAL", "return redis.call('incr', KEYS[1])", "1", "s"],
+    );
+    assert!(
+        e.starts_with("ERR value is not an integer or out of range script: ")
+            && e.ends_with(", on @user_script:1."),
+        "{e}"
+    );
+    let got: String = ok(
+        &mut c,
+        &[
+            "EVAL",
+            "local t = redis.pcall('incr', KEYS[1]) return t['err']",
+            "1",
+            "s",
+        ],
+    );
+    assert_eq!(got, NOT_INTEGER);
+    // A pcall'ed error returned as is is an error reply without the suffix.
+    assert_eq!(
+        error(
+            &mut c,
+            &["EVAL", "return redis.pcall('incr', KEYS[1])", "1", "s"]
+        ),
+        NOT_INTEGER
+    );
+    for (script, want) in [
+        (
+            "redis.call('nosuchcommand')",
+            "ERR Unknown Redis command called from script",
+        ),
+        (
+            "redis.call('get','a','b')",
+            "ERR Wrong number of args calling Redis command from script",
+        ),
+        (
+            "redis.call('multi')",
+            "ERR This Redis command is not allowed from script",
+        ),
+        (
+            "redis.call('eval', 'return 1', 0)",
+            "ERR This Redis command is not allowed from script",
+        ),
+        (
+            "redis.call()",
+            "ERR Please specify at least one argument for this redis lib call",
+        ),
+        (
+            "redis.call('ping', {})",
+            "ERR Lua redis lib command arguments must be strings or integers",
+        ),
+        (
+            "return a + 1",
+            "ERR user_script:1: Script attempted to access nonexistent global variable 'a'",
+        ),
+        ("error('boom')", "ERR user_script:1: boom"),
+    ] {
+        let e = error(&mut c, &["EVAL", script, "0"]);
+        assert!(e.starts_with(want), "{script}: {e}");
+        assert!(
+            e.contains(" script: ") && e.ends_with(", on @user_script:1."),
+            "{script}: {e}"
+        );
+    }
+    // Writes before an error stay, as in Redis.
+    let _ = error(
+        &mut c,
+        &["EVAL", "redis.call('set','w','1') error('x')", "0"],
+    );
+    assert_eq!(ok::<String>(&mut c, &["GET", "w"]), "1");
+    let e = error(&mut c, &["EVAL", "return +", "0"]);
+    assert!(
+        e.starts_with("ERR Error compiling script (new function): user_script:1:"),
+        "{e}"
+    );
+}
+
+#[test]
+fn evalsha_and_the_script_cache() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let _: () = ok(&mut c, &["SET", "mykey", "myval"]);
+    assert!(error(&mut c, &["EVALSHA", GET_SHA, "1", "mykey"])
+        .starts_with("NOSCRIPT No matching script"));
+    assert_eq!(
+        ok::<String>(
+            &mut c,
+            &["EVAL", "return redis.call('get',KEYS[1])", "1", "mykey"]
+        ),
+        "myval"
+    );
+    // EVAL cached it; the SHA is case-insensitive.
+    assert_eq!(
+        ok::<String>(&mut c, &["EVALSHA", GET_SHA, "1", "mykey"]),
+        "myval"
+    );
+    assert_eq!(
+        ok::<String>(&mut c, &["EVALSHA", &GET_SHA.to_uppercase(), "1", "mykey"]),
+        "myval"
+    );
+    assert_eq!(
+        ok::<String>(&mut c, &["SCRIPT", "LOAD", "return 'loaded'"]),
+        "b534286061d4b9e4026607613b95c06c06015ae8"
+    );
+    assert_eq!(
+        ok::<Vec<i64>>(
+            &mut c,
+            &[
+                "SCRIPT",
+                "EXISTS",
+                GET_SHA,
+                "b534286061d4b9e4026607613b95c06c06015ae8",
+                "ffff"
+            ]
+        ),
+        [1, 1, 0]
+    );
+    assert_eq!(
+        ok::<String>(
+            &mut c,
+            &["EVALSHA", "b534286061d4b9e4026607613b95c06c06015ae8", "0"]
+        ),
+        "loaded"
+    );
+    let _: () = ok(&mut c, &["SCRIPT", "FLUSH", "ASYNC"]);
+    assert_eq!(ok::<Vec<i64>>(&mut c, &["SCRIPT", "EXISTS", GET_SHA]), [0]);
+    assert_eq!(
+        error(&mut c, &["EVALSHA", GET_SHA, "1", "mykey"]),
+        "NOSCRIPT No matching script. Please use EVAL."
+    );
+    assert_eq!(
+        error(&mut c, &["SCRIPT", "FLUSH", "LATER"]),
+        "ERR SCRIPT FLUSH only support SYNC|ASYNC option"
+    );
+    assert!(
+        error(&mut c, &["SCRIPT", "LOAD", "return +"]).starts_with("ERR Error compiling script")
+    );
+    assert_eq!(
+        ok::<String>(
+            &mut c,
+            &["EVAL", "return redis.sha1hex('Pizza & Mandolino')", "0"]
+        ),
+        "74822d82031af7493c20eefa13bd07ec4fada82f"
+    );
+}
+
+#[test]
+fn read_only_scripts_refuse_writes() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let _: () = ok(&mut c, &["SET", "foo", "bar"]);
+    assert_eq!(
+        ok::<String>(
+            &mut c,
+            &["EVAL_RO", "return redis.call('get', KEYS[1])", "1", "foo"]
+        ),
+        "bar"
+    );
+    let e = error(
+        &mut c,
+        &["EVAL_RO", "redis.call('del', KEYS[1])", "1", "foo"],
+    );
+    assert!(
+        e.starts_with("ERR Write commands are not allowed from read-only scripts."),
+        "{e}"
+    );
+    let sha: String = ok(
+        &mut c,
+        &["SCRIPT", "LOAD", "return redis.call('del', KEYS[1])"],
+    );
+    assert!(error(&mut c, &["EVALSHA_RO", &sha, "1", "foo"]).starts_with("ERR Write commands"));
+    let e = error(
+        &mut c,
+        &[
+            "EVAL",
+            "#!lua flags=no-writes\nredis.call('del', KEYS[1])",
+            "1",
+            "foo",
+        ],
+    );
+    assert!(e.starts_with("ERR Write commands"), "{e}");
+    assert_eq!(ok::<String>(&mut c, &["GET", "foo"]), "bar");
+    assert!(error(&mut c, &["EVAL", "#!perl\nreturn 1", "0"]).contains("Unexpected engine"));
+}
+
+#[test]
+fn the_sandbox_holds() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    for script in [
+        "a = 10",
+        "redis = 1",
+        "_G = {}",
+        "redis.call = function() end",
+        "cjson.encode = nil",
+        "bit.band = nil",
+        "setmetatable(_G, {})",
+        "getmetatable(_G).__index = {}",
+        "rawset(_G, 'x', 1)",
+    ] {
+        let e = error(&mut c, &["EVAL", script, "0"]);
+        assert!(
+            e.contains("Attempt to modify a readonly table"),
+            "{script}: {e}"
+        );
+    }
+    for name in [
+        "os", "io", "loadfile", "dofile", "print", "require", "debug",
+    ] {
+        let e = error(&mut c, &["EVAL", &format!("return {name}"), "0"]);
+        assert!(
+            e.contains(&format!(
+                "Script attempted to access nonexistent global variable '{name}'"
+            )),
+            "{name}: {e}"
+        );
+    }
+    let e = error(
+        &mut c,
+        &[
+            "EVAL",
+            "return loadstring(string.dump(function() return 1 end))()",
+            "0",
+        ],
+    );
+    assert!(e.contains("attempt to call a nil value"), "{e}");
+    // Local state is fine, and nothing leaks into the next script.
+    assert_eq!(
+        ok::<i64>(&mut c, &["EVAL", "local x = 41 return x + 1", "0"]),
+        42
+    );
+    let got: String = ok(
+        &mut c,
+        &[
+            "EVAL",
+            "local ok, e = pcall(function() return foo end) return tostring(ok) .. ' ' .. e",
+            "0",
+        ],
+    );
+    assert_eq!(
+        got,
+        "false user_script:1: Script attempted to access nonexistent global variable 'foo'"
+    );
+}
+
+#[test]
+fn cjson_and_bit_round_trip() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let got: String = ok(
+        &mut c,
+        &[
+            "EVAL",
+            "return cjson.encode({1, 'two', {three=3}, true})",
+            "0",
+        ],
+    );
+    assert_eq!(got, r#"[1,"two",{"three":3},true]"#);
+    let got: Value = ok(
+        &mut c,
+        &[
+            "EVAL",
+            "local t = cjson.decode(ARGV[1]) return {t.a, t.b[2], tostring(t.c == cjson.null), t.d}",
+            "0",
+            r#"{"a":"x","b":[1,2.5],"c":null,"d":"/\"q\""}"#,
+        ],
+    );
+    assert_eq!(
+        got,
+        Value::Array(vec![bulk("x"), Value::Int(2), bulk("true"), bulk("/\"q\"")])
+    );
+    let got: String = ok(
+        &mut c,
+        &[
+            "EVAL",
+            "return table.concat(cjson.decode('[0.0, -5e3, -1, 0.3e-3, 1023.2, 0e10]'), ' ')",
+            "0",
+        ],
+    );
+    assert_eq!(got, "0 -5000 -1 0.0003 1023.2 0");
+    assert_eq!(
+        ok::<i64>(
+            &mut c,
+            &[
+                "EVAL",
+                "local ok = pcall(cjson.encode, {[false]=1}) return ok and 1 or 0",
+                "0"
+            ]
+        ),
+        0
+    );
+    let got: Value = ok(
+        &mut c,
+        &[
+            "EVAL",
+            "return {bit.tobit(0xffffffff), bit.band(0xff, 0x0f), bit.bor(1,2,4), bit.bxor(5,1), \
+             bit.bnot(0), bit.lshift(1, 4), bit.rshift(-1, 28), bit.arshift(-16, 2), \
+             bit.rol(1, 33), bit.ror(1, 1), bit.tohex(255), bit.tohex(-1, -4), bit.bswap(1)}",
+            "0",
+        ],
+    );
+    assert_eq!(
+        got,
+        Value::Array(vec![
+            Value::Int(-1),
+            Value::Int(15),
+            Value::Int(7),
+            Value::Int(4),
+            Value::Int(-1),
+            Value::Int(16),
+            Value::Int(15),
+            Value::Int(-4),
+            Value::Int(2),
+            Value::Int(i32::MIN as i64),
+            bulk("000000ff"),
+            bulk("FFFF"),
+            Value::Int(16777216),
+        ])
+    );
+}
+
+#[test]
+fn select_inside_a_script_is_the_scripts_own() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let _: () = ok(&mut c, &["SET", "k", "db0"]);
+    let got: String = ok(
+        &mut c,
+        &[
+            "EVAL",
+            "redis.call('select', 1) redis.call('set', 'k', 'db1') return redis.call('get', 'k')",
+            "0",
+        ],
+    );
+    assert_eq!(got, "db1");
+    assert_eq!(ok::<String>(&mut c, &["GET", "k"]), "db0");
+}
+
+/// A concurrent reader sees both of a script's writes or neither.
+#[test]
+fn a_script_is_atomic_for_other_clients() {
+    let srv = Server::start(&[]);
+    let mut w = srv.conn();
+    let _: () = ok(&mut w, &["MSET", "a", "0", "b", "0"]);
+    let stop = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let stop = stop.clone();
+        let mut r = srv.conn();
+        std::thread::spawn(move || {
+            let mut seen = 0;
+            while !stop.load(Ordering::Relaxed) {
+                let v: Vec<i64> = ok(&mut r, &["MGET", "a", "b"]);
+                assert_eq!(v[0], v[1], "saw half of a script");
+                seen += 1;
+            }
+            seen
+        })
+    };
+    // The undeclared key `b` is covered too: the script holds every shard.
+    for _ in 0..300 {
+        let _: i64 = ok(
+            &mut w,
+            &[
+                "EVAL",
+                "redis.call('incr', KEYS[1]) for i=1,200 do end return redis.call('incr', 'b')",
+                "1",
+                "a",
+            ],
+        );
+    }
+    stop.store(true, Ordering::Relaxed);
+    assert!(reader.join().unwrap() > 0);
+    assert_eq!(ok::<Vec<i64>>(&mut w, &["MGET", "a", "b"]), [300, 300]);
+}
+
+#[test]
+fn long_scripts_answer_busy_and_can_be_killed() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let _: () = ok(&mut c, &["CONFIG", "SET", "busy-reply-threshold", "50"]);
+    assert_eq!(
+        ok::<Vec<String>>(&mut c, &["CONFIG", "GET", "lua-time-limit"]),
+        ["lua-time-limit", "50"]
+    );
+    assert_eq!(
+        error(&mut c, &["SCRIPT", "KILL"]),
+        "NOTBUSY No scripts in execution right now."
+    );
+    let runner = {
+        let mut r = srv.conn();
+        std::thread::spawn(move || error(&mut r, &["EVAL", "while true do end", "0"]))
+    };
+    wait_for_busy(&mut c);
+    assert!(error(&mut c, &["GET", "x"]).starts_with("BUSY Redis is busy running a script."));
+    assert_eq!(ok::<String>(&mut c, &["SCRIPT", "KILL"]), "OK");
+    let e = runner.join().unwrap();
+    assert!(
+        e.starts_with("ERR Script killed by user with SCRIPT KILL..."),
+        "{e}"
+    );
+    assert_eq!(ok::<String>(&mut c, &["PING"]), "PONG");
+
+    // pcall cannot swallow the kill.
+    let runner = {
+        let mut r = srv.conn();
+        std::thread::spawn(move || {
+            error(
+                &mut r,
+                &["EVAL", "local f = function() while 1 do redis.call('ping') end end while 1 do pcall(f) end", "0"],
+            )
+        })
+    };
+    wait_for_busy(&mut c);
+    assert_eq!(ok::<String>(&mut c, &["SCRIPT", "KILL"]), "OK");
+    assert!(runner.join().unwrap().contains("killed by user"));
+
+    // A script that wrote cannot be killed; it finishes by itself here.
+    let runner = {
+        let mut r = srv.conn();
+        std::thread::spawn(move || {
+            ok::<i64>(
+                &mut r,
+                &[
+                    "EVAL",
+                    "redis.call('set', KEYS[1], 'y') \
+                   local function ms() local t = redis.call('time') return t[1] * 1000 + t[2] / 1000 end \
+                   local start = ms() while ms() - start < 800 do end return 7",
+                    "1",
+                    "x",
+                ],
+            )
+        })
+    };
+    wait_for_busy(&mut c);
+    assert!(error(&mut c, &["SCRIPT", "KILL"]).starts_with("UNKILLABLE"));
+    assert_eq!(runner.join().unwrap(), 7);
+    assert_eq!(ok::<String>(&mut c, &["GET", "x"]), "y");
+}
+
+fn wait_for_busy(c: &mut redis::Connection) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match try_q::<String>(c, &["PING"]) {
+            Err(e) if error_text(&e).starts_with("BUSY") => return,
+            _ => {}
+        }
+        assert!(Instant::now() < deadline, "the script never became busy");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A script's writes are one log record: after kill -9 all of them are
+/// there (the reply waited for the fsync under `full`).
+#[test]
+fn script_writes_survive_kill9() {
+    let mut srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let n: i64 = ok(
+        &mut c,
+        &[
+            "EVAL",
+            "for i = 1, 50 do redis.call('set', 'k' .. i, i) end redis.call('rpush', KEYS[1], 'a', 'b') return 50",
+            "1",
+            "list",
+        ],
+    );
+    assert_eq!(n, 50);
+    // A read-only script writes no record and still answers.
+    assert_eq!(
+        ok::<String>(&mut c, &["EVAL", "return redis.call('get', 'k7')", "0"]),
+        "7"
+    );
+    srv.kill9();
+    srv.restart();
+    let mut c = srv.conn();
+    for i in [1, 25, 50] {
+        assert_eq!(
+            ok::<String>(&mut c, &["GET", &format!("k{i}")]),
+            i.to_string()
+        );
+    }
+    assert_eq!(strs(&mut c, &["LRANGE", "list", "0", "-1"]), ["a", "b"]);
+    assert_eq!(ok::<i64>(&mut c, &["DBSIZE"]), 51);
+}
+
+#[test]
+fn eval_inside_multi_runs_at_exec() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let _: () = ok(&mut c, &["MULTI"]);
+    assert_eq!(
+        ok::<String>(&mut c, &["EVAL", "return redis.call('incr', 'm')", "0"]),
+        "QUEUED"
+    );
+    assert_eq!(ok::<String>(&mut c, &["INCR", "m"]), "QUEUED");
+    assert_eq!(ok::<Vec<i64>>(&mut c, &["EXEC"]), [1, 2]);
+}
