@@ -140,16 +140,15 @@ impl Scripting {
         threshold > 0 && self.run.elapsed_ms() >= threshold
     }
 
-    /// Waits while another connection's script runs: None once it is done,
-    /// or the -BUSY refusal once it has run too long. Commands Redis allows
-    /// during a long script (`allowed_when_busy`) go ahead once it is long.
-    /// Costs one atomic load when no script runs.
+    /// The -BUSY refusal while another connection's script has run too
+    /// long, unless Redis allows the command then (`allowed_when_busy`).
+    /// Otherwise the command goes ahead: data commands wait for the
+    /// script's shard locks (woken the moment it ends, see
+    /// `dispatch::lock`), and the rest touch no data a script could be
+    /// halfway through. Costs one atomic load when no script runs.
     pub fn wait_while_busy(&self, shared: &Shared, allowed_when_busy: bool) -> Option<Frame> {
-        while self.run.is_running() {
-            if self.timed_out(shared) {
-                return (!allowed_when_busy).then(|| crate::errors::err(BUSY));
-            }
-            std::thread::sleep(BUSY_POLL);
+        if !allowed_when_busy && self.timed_out(shared) {
+            return Some(crate::errors::err(BUSY));
         }
         None
     }
