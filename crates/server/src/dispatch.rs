@@ -46,8 +46,9 @@ pub fn execute(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         flag_multi(ctx);
         return Outcome::now(errors::err(errors::NOAUTH));
     }
-    let busy_ok = crate::cmd::scripting::allowed_when_busy(spec.name, args);
-    if let Some(busy) = ctx.shared.scripting.wait_while_busy(ctx.shared, busy_ok) {
+    if let Some(busy) = ctx.shared.scripting.busy_refusal(ctx.shared, || {
+        crate::cmd::scripting::allowed_when_busy(spec.name, args)
+    }) {
         flag_multi(ctx);
         return Outcome::now(busy);
     }
@@ -79,8 +80,8 @@ pub fn execute(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             } else {
                 spec.key_indexes(args)
             };
-            let keys: Vec<&[u8]> = idx.iter().map(|&i| &args[i][..]).collect();
-            let mut txn = match lock(ctx.shared, all, &keys) {
+            let keys = idx.iter().map(|&i| &args[i][..]);
+            let mut txn = match lock(ctx.shared, all, keys) {
                 Ok(t) => t,
                 Err(busy) => return Outcome::now(busy),
             };
@@ -93,13 +94,17 @@ pub fn execute(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 /// Locks every shard (`all`) or those of `keys`. Waits with a timeout, so
 /// a script running past `busy-reply-threshold` turns the wait into -BUSY
 /// instead of holding this thread until it ends.
-fn lock<'s>(shared: &'s Shared, all: bool, keys: &[&[u8]]) -> Result<Txn<'s>, Frame> {
+fn lock<'s, 'k>(
+    shared: &'s Shared,
+    all: bool,
+    keys: impl Iterator<Item = &'k [u8]> + Clone,
+) -> Result<Txn<'s>, Frame> {
     let ks = &shared.store.keyspace;
     loop {
         let got = if all {
             ks.try_lock_all_for(crate::scripting::BUSY_POLL)
         } else {
-            ks.try_lock_keys_for(keys.iter().copied(), crate::scripting::BUSY_POLL)
+            ks.try_lock_keys_for(keys.clone(), crate::scripting::BUSY_POLL)
         };
         if let Some(txn) = got {
             return Ok(txn);
@@ -235,8 +240,7 @@ pub fn watch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
     }
     let db = ctx.client.db;
     let keys = &args[1..];
-    let refs: Vec<&[u8]> = keys.iter().map(|k| &k[..]).collect();
-    let mut txn = match lock(ctx.shared, false, &refs) {
+    let mut txn = match lock(ctx.shared, false, keys.iter().map(|k| &k[..])) {
         Ok(t) => t,
         Err(busy) => return busy,
     };
@@ -286,8 +290,7 @@ pub fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
             }
         }
     }
-    let refs: Vec<&[u8]> = keys.iter().map(|k| &k[..]).collect();
-    let mut txn = match lock(ctx.shared, lock_all, &refs) {
+    let mut txn = match lock(ctx.shared, lock_all, keys.iter().map(|k| &k[..])) {
         Ok(t) => t,
         Err(busy) => {
             unwatch_all(ctx);

@@ -145,9 +145,8 @@ struct StreamState {
     deadline: Option<Instant>,
     /// Batches sealed whose fate is not known yet.
     in_flight: usize,
-    /// Seal numbers: the next batch's, and the first one not yet known
-    /// durable.
-    next_seq: u64,
+    /// Seal number of the first batch not yet known durable; the next
+    /// batch's is `durable_seq + completions.len()`.
     durable_seq: u64,
     /// Outcome of each batch from `durable_seq` on, in seal order: the
     /// watermark its success allows, once its fsync returned.
@@ -245,7 +244,6 @@ impl Core {
                     urgent: false,
                     deadline: None,
                     in_flight: 0,
-                    next_seq: 0,
                     durable_seq: 0,
                     completions: VecDeque::new(),
                     writer_waiting: false,
@@ -674,10 +672,9 @@ impl Core {
                 first_lsn: st.first_lsn,
                 last_lsn: st.last_lsn,
                 durable_hint: 0,
-                seq: st.next_seq,
+                seq: st.durable_seq + st.completions.len() as u64,
                 durable_seq: st.durable_seq,
             };
-            st.next_seq += 1;
             st.last_seal = Instant::now();
             st.completions.push_back(None);
             st.records = 0;

@@ -4,7 +4,7 @@
 //! A script runs on its client's connection thread, inside a `Txn` that
 //! holds every shard, so no other client sees half of it and its writes
 //! are one log record. Other connections never block on those shard locks
-//! for long: `dispatch` asks [`Scripting::wait_while_busy`] first and locks
+//! for long: `dispatch` asks [`Scripting::busy_refusal`] first and locks
 //! with a timeout, so once the script has run past `busy-reply-threshold`
 //! they answer -BUSY, and SCRIPT KILL / SHUTDOWN NOSAVE get through.
 //!
@@ -146,8 +146,12 @@ impl Scripting {
     /// script's shard locks (woken the moment it ends, see
     /// `dispatch::lock`), and the rest touch no data a script could be
     /// halfway through. Costs one atomic load when no script runs.
-    pub fn wait_while_busy(&self, shared: &Shared, allowed_when_busy: bool) -> Option<Frame> {
-        if !allowed_when_busy && self.timed_out(shared) {
+    pub fn busy_refusal(
+        &self,
+        shared: &Shared,
+        allowed_when_busy: impl FnOnce() -> bool,
+    ) -> Option<Frame> {
+        if self.timed_out(shared) && !allowed_when_busy() {
             return Some(crate::errors::err(BUSY));
         }
         None
