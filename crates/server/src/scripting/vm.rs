@@ -8,7 +8,7 @@ use bytes::Bytes;
 use durakv_protocol::Frame;
 use mlua::{Function, HookTriggers, Lua, LuaOptions, StdLib, Table, Value, Variadic, VmState};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
 /// Instructions between looks at SCRIPT KILL (Redis's count too): cheap
@@ -29,8 +29,9 @@ struct Shared {
     resp: AtomicU8,
     /// The hook fires on every instruction once a kill was requested.
     escalated: AtomicBool,
-    /// This run has handed its I/O thread's work to another thread.
-    detached: AtomicBool,
+    /// Script time (ms) at which the hook next hands this I/O thread's
+    /// other work to another thread.
+    next_detach_ms: AtomicU64,
 }
 
 pub struct Vm {
@@ -53,7 +54,7 @@ impl Vm {
             run,
             resp: AtomicU8::new(2),
             escalated: AtomicBool::new(false),
-            detached: AtomicBool::new(false),
+            next_detach_ms: AtomicU64::new(DETACH_AFTER_MS),
         });
         let globals = lua.globals();
         globals.raw_set("cjson", super::cjson::module(&lua)?)?;
@@ -147,7 +148,7 @@ impl Vm {
     ) -> mlua::Result<Result<Value, Value>> {
         if let Some(s) = self.lua.app_data_ref::<Shared>() {
             s.resp.store(2, Ordering::Relaxed);
-            s.detached.store(false, Ordering::Relaxed);
+            s.next_detach_ms.store(DETACH_AFTER_MS, Ordering::Relaxed);
             if s.escalated.swap(false, Ordering::Relaxed) {
                 self.lua.set_hook(normal_hook(), hook);
             }
@@ -227,16 +228,32 @@ impl Vm {
 /// connections, the I/O driver) to a fresh thread, so the server keeps
 /// answering -BUSY and SCRIPT KILL while it runs. Short scripts never pay.
 const DETACH_AFTER_MS: u64 = 10;
+/// The hand-off is retried this often for as long as the script runs:
+/// tokio takes the worker back if the fresh thread was not scheduled in
+/// time, which on a loaded machine left every connection unanswered.
+const DETACH_RETRY_MS: u64 = 10;
+/// How long one hand-off waits to see the fresh thread run.
+const DETACH_WAIT: std::time::Duration = std::time::Duration::from_millis(5);
 
 fn detach_from_runtime() {
     use tokio::runtime::{Handle, RuntimeFlavor};
-    let multi =
-        Handle::try_current().is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::MultiThread);
-    if multi {
-        // The pause lets the replacement thread take over the worker before
-        // this one could take it back.
-        tokio::task::block_in_place(|| std::thread::sleep(std::time::Duration::from_millis(1)));
+    let Ok(handle) = Handle::try_current() else {
+        return;
+    };
+    if handle.runtime_flavor() != RuntimeFlavor::MultiThread {
+        return;
     }
+    // The probe lands in this worker's own queue, which travels with the
+    // worker to the fresh thread; once it has run there, tokio can no
+    // longer hand the worker back to this thread. (Already detached, the
+    // probe runs on any worker at once and this costs a wake-up.)
+    let (tx, rx) = std::sync::mpsc::sync_channel::<()>(1);
+    handle.spawn(async move {
+        let _ = tx.try_send(());
+    });
+    tokio::task::block_in_place(|| {
+        let _ = rx.recv_timeout(DETACH_WAIT);
+    });
 }
 
 fn normal_hook() -> HookTriggers {
@@ -249,8 +266,10 @@ fn hook(lua: &Lua, _: mlua::Debug) -> mlua::Result<VmState> {
     let Some(s) = lua.app_data_ref::<Shared>() else {
         return Ok(VmState::Continue);
     };
-    if !s.detached.load(Ordering::Relaxed) && s.run.elapsed_ms() >= DETACH_AFTER_MS {
-        s.detached.store(true, Ordering::Relaxed);
+    let elapsed = s.run.elapsed_ms();
+    if elapsed >= s.next_detach_ms.load(Ordering::Relaxed) {
+        s.next_detach_ms
+            .store(elapsed + DETACH_RETRY_MS, Ordering::Relaxed);
         detach_from_runtime();
     }
     if s.run.kill_requested() == Kill::None {

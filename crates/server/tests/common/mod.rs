@@ -61,8 +61,13 @@ impl Server {
         redis::Client::open(self.url()).expect("client")
     }
 
+    /// A connection whose reads give up after a minute, so a server that
+    /// stops answering fails the test instead of hanging the run.
     pub fn conn(&self) -> redis::Connection {
-        self.client().get_connection().expect("connect")
+        let c = self.client().get_connection().expect("connect");
+        c.set_read_timeout(Some(Duration::from_secs(60)))
+            .expect("read timeout");
+        c
     }
 
     pub fn raw(&self) -> TcpStream {
