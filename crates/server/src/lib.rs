@@ -33,6 +33,7 @@ pub mod errors;
 pub mod expiry;
 pub mod glob;
 pub mod memory;
+pub mod rates;
 pub mod scripting;
 pub mod server;
 pub mod state;

@@ -201,7 +201,7 @@ fn hello(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
         return Frame::error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time");
     }
     if let Some(name) = setname {
-        if let Err(e) = super::server::validate_client_name(&name) {
+        if let Err(e) = super::client::validate_client_name(&name) {
             return e;
         }
         ctx.client.name = (!name.is_empty()).then_some(name);

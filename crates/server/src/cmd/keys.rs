@@ -2,7 +2,7 @@
 //! families, RENAME, COPY, MOVE, KEYS, SCAN, RANDOMKEY, TOUCH, OBJECT,
 //! DBSIZE, FLUSHDB, FLUSHALL and SWAPDB.
 
-use super::server::SubSpec;
+use super::subcommands::SubSpec;
 use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Keys, ALL_ARGS_KEYS, FIRST_KEY};
 use crate::errors;
 use crate::glob::glob_match;

@@ -25,14 +25,22 @@ pub(crate) fn read_as<'t, T: ?Sized>(
     }
 }
 
+pub mod client;
+pub mod command_docs;
+pub mod config;
 pub mod connection;
+pub mod diagnostics;
 pub mod hashes;
+pub mod info;
 pub mod keys;
 pub mod lists;
+pub mod memory;
+pub mod persistence;
 pub mod scripting;
 pub mod server;
 pub mod sets;
 pub mod strings;
+pub mod subcommands;
 pub mod transaction;
 pub mod zsets;
 
@@ -40,7 +48,14 @@ pub fn all_commands() -> Vec<CommandSpec> {
     let mut v = Vec::new();
     v.extend(connection::commands());
     v.extend(transaction::commands());
+    v.extend(client::commands());
+    v.extend(command_docs::commands());
+    v.extend(config::commands());
+    v.extend(info::commands());
     v.extend(server::commands());
+    v.extend(persistence::commands());
+    v.extend(diagnostics::commands());
+    v.extend(memory::commands());
     v.extend(keys::commands());
     v.extend(strings::commands());
     v.extend(hashes::commands());
