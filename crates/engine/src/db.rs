@@ -45,6 +45,9 @@ pub struct Db {
     /// LSN of the latest SWAPDB involving this database: every reply about
     /// this database depends on it.
     pub floor_lsn: u64,
+    /// Keys removed because they expired, kept only while the server wants
+    /// to announce them (keyspace notifications); see [`Db::take_expired`].
+    expired: Option<Vec<Bytes>>,
 }
 
 impl Db {
@@ -102,9 +105,35 @@ impl Db {
     fn expire_if_due(&mut self, key: &[u8], now_ms: u64) -> bool {
         let expired = matches!(self.map.get(key), Some(e) if e.is_expired(now_ms));
         if expired {
-            self.remove(key);
+            self.remove_expired(key);
         }
         expired
+    }
+
+    fn remove_expired(&mut self, key: &[u8]) {
+        if let Some(log) = self.expired.as_mut() {
+            if let Some((k, _)) = self.map.get_key_value(key) {
+                log.push(k.clone());
+            }
+        }
+        self.remove(key);
+    }
+
+    /// Starts (or stops, dropping what was kept) recording the keys this
+    /// database expires, lazily or by sampling. Off by default, so expiry
+    /// costs nothing extra when nobody listens.
+    pub fn log_expired(&mut self, on: bool) {
+        if on != self.expired.is_some() {
+            self.expired = on.then(Vec::new);
+        }
+    }
+
+    /// The keys expired since the last call, oldest first.
+    pub fn take_expired(&mut self) -> Vec<Bytes> {
+        match self.expired.as_mut() {
+            Some(log) if !log.is_empty() => std::mem::take(log),
+            _ => Vec::new(),
+        }
     }
 
     pub fn insert(&mut self, key: Bytes, entry: Entry) -> Option<Entry> {
@@ -224,8 +253,47 @@ impl Db {
                 return Some(k.clone());
             }
             let k = k.clone();
-            self.remove(&k);
+            self.remove_expired(&k);
         }
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn volatile(db: &mut Db, key: &'static str, at_ms: u64) {
+        let mut e = Entry::new(Value::Str(Bytes::from_static(b"v")));
+        e.expire_at_ms = at_ms;
+        db.insert(Bytes::from_static(key.as_bytes()), e);
+    }
+
+    #[test]
+    fn expired_keys_are_recorded_only_while_asked() {
+        let mut db = Db::default();
+        volatile(&mut db, "a", 10);
+        assert!(db.get(b"a", 20).is_none());
+        assert!(db.take_expired().is_empty(), "off by default");
+
+        db.log_expired(true);
+        volatile(&mut db, "b", 10);
+        volatile(&mut db, "c", 10);
+        volatile(&mut db, "d", 100);
+        assert!(db.get(b"b", 20).is_none());
+        let mut rng = rand::thread_rng();
+        db.expire_sample(10, 20, &mut rng);
+        let mut got = db.take_expired();
+        got.sort();
+        assert_eq!(
+            got,
+            vec![Bytes::from_static(b"b"), Bytes::from_static(b"c")]
+        );
+        assert!(db.take_expired().is_empty(), "taken once");
+        assert!(db.get(b"d", 20).is_some(), "not yet due");
+
+        db.log_expired(false);
+        assert!(db.get(b"d", 200).is_none());
+        assert!(db.take_expired().is_empty());
     }
 }

@@ -192,6 +192,16 @@ impl Keyspace {
         Txn::new(self, (0..self.shards.len()).collect(), Some(now_ms))
     }
 
+    /// Makes every database record the keys it expires (see
+    /// [`crate::db::Db::take_expired`]), or stop. Locks one shard at a time.
+    pub fn log_expired(&self, on: bool) {
+        for s in self.shards.iter() {
+            for d in s.lock().dbs.iter_mut() {
+                d.log_expired(on);
+            }
+        }
+    }
+
     /// Live key count of database `db`, summed shard by shard (not atomic
     /// across shards, like Redis's DBSIZE under concurrent writes).
     pub fn db_len(&self, db: usize) -> usize {

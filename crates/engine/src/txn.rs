@@ -26,6 +26,7 @@ use crate::keyspace::{wall_clock_ms, Keyspace};
 use crate::mutation::{ApplyError, KeyOp, Mutation};
 use crate::shard::Shard;
 use crate::wal::WalError;
+use bytes::Bytes;
 use parking_lot::MutexGuard;
 use std::time::{Duration, Instant};
 
@@ -180,6 +181,19 @@ impl<'a> Txn<'a> {
     pub fn depend_on_db(&mut self, db: usize) {
         let lsn = self.ks.db_write_lsn(db);
         self.depend_on(lsn);
+    }
+
+    /// Hands over the keys the locked shards expired since they were last
+    /// asked (only recorded while [`Keyspace::log_expired`] is on), as
+    /// (database, key).
+    pub fn take_expired(&mut self, mut f: impl FnMut(usize, Bytes)) {
+        for (_, g) in self.guards.iter_mut() {
+            for (db, d) in g.dbs.iter_mut().enumerate() {
+                for key in d.take_expired() {
+                    f(db, key);
+                }
+            }
+        }
     }
 
     /// Every locked shard, for whole-keyspace reads (KEYS, SCAN, DBSIZE).

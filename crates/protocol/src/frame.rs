@@ -49,6 +49,11 @@ pub enum Frame {
     Verbatim(Bytes),
     /// RESP3 push; an array in RESP2.
     Push(Vec<Frame>),
+    /// Several top-level frames back to back, for a command that answers
+    /// more than once (SUBSCRIBE confirms each channel separately). Only
+    /// meaningful as a whole reply: nested in an array it would add
+    /// elements the array's length does not count.
+    Sequence(Vec<Frame>),
 }
 
 impl Frame {
@@ -79,6 +84,16 @@ impl Frame {
 
     pub fn is_error(&self) -> bool {
         matches!(self, Frame::Error(_))
+    }
+
+    /// A push (or pushes only): out-of-band data such as pub/sub messages
+    /// and subscription confirmations, sent even when replies are off.
+    pub fn is_push(&self) -> bool {
+        match self {
+            Frame::Push(_) => true,
+            Frame::Sequence(items) => !items.is_empty() && items.iter().all(Frame::is_push),
+            _ => false,
+        }
     }
 
     /// Appends the encoding of this frame for `proto` to `out`.
@@ -134,6 +149,11 @@ impl Frame {
             Frame::Push(items) => {
                 let tag = if proto == Protocol::Resp3 { b'>' } else { b'*' };
                 header(out, tag, items.len() as i64);
+                for f in items {
+                    f.encode(proto, out);
+                }
+            }
+            Frame::Sequence(items) => {
                 for f in items {
                     f.encode(proto, out);
                 }
@@ -246,6 +266,13 @@ pub fn write_integer(out: &mut BytesMut, n: i64) {
     header(out, b':', n);
 }
 
+/// Writes the header of a push of `n` elements directly: `>n` in RESP3,
+/// an array's `*n` in RESP2 (where pushes travel as arrays).
+pub fn write_push_header(out: &mut BytesMut, proto: Protocol, n: usize) {
+    let tag = if proto == Protocol::Resp3 { b'>' } else { b'*' };
+    header(out, tag, n as i64);
+}
+
 /// Writes `$len\r\n<bytes>\r\n` directly, without building a [`Frame`].
 pub fn write_bulk(out: &mut BytesMut, b: &[u8]) {
     out.reserve(b.len() + 16);
@@ -260,6 +287,29 @@ mod tests {
 
     fn enc(f: Frame, p: Protocol) -> Vec<u8> {
         f.to_bytes(p).to_vec()
+    }
+
+    #[test]
+    fn push_and_sequence() {
+        let sub = |n| {
+            Frame::Push(vec![
+                Frame::bulk_from_str("subscribe"),
+                Frame::bulk_from_str("c"),
+                Frame::Integer(n),
+            ])
+        };
+        let seq = Frame::Sequence(vec![sub(1), sub(2)]);
+        assert!(seq.is_push());
+        assert!(!Frame::Sequence(vec![]).is_push());
+        assert!(!Frame::Sequence(vec![sub(1), Frame::ok()]).is_push());
+        assert_eq!(
+            enc(seq.clone(), Protocol::Resp3),
+            b">3\r\n$9\r\nsubscribe\r\n$1\r\nc\r\n:1\r\n>3\r\n$9\r\nsubscribe\r\n$1\r\nc\r\n:2\r\n"
+        );
+        assert_eq!(
+            enc(seq, Protocol::Resp2),
+            b"*3\r\n$9\r\nsubscribe\r\n$1\r\nc\r\n:1\r\n*3\r\n$9\r\nsubscribe\r\n$1\r\nc\r\n:2\r\n"
+        );
     }
 
     #[test]

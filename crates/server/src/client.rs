@@ -22,7 +22,11 @@ pub struct ClientHandle {
     pub created: Instant,
     /// Set by CLIENT KILL or shutdown; the connection closes at its next turn.
     pub killed: AtomicBool,
+    /// Wakes the connection's loop: it was killed, or a message arrived in
+    /// its mailbox.
     pub wake: Notify,
+    /// Published messages waiting to be written to this connection.
+    pub mailbox: crate::pubsub::Mailbox,
     /// Snapshot of fields CLIENT LIST reports, refreshed by the connection.
     pub info: Mutex<ClientInfo>,
     /// Set when a key this client WATCHes is modified.
@@ -106,6 +110,11 @@ pub struct ClientState {
     pub reply_mode: ReplyMode,
     /// Drop the reply of the command being executed (SHUTDOWN).
     pub suppress_this_reply: bool,
+    /// Channels, patterns and shard channels this connection listens to.
+    pub subscriptions: crate::pubsub::Subscriptions,
+    /// Keyspace events (and messages behind them) of the command being
+    /// executed, published once it commits.
+    pub notifications: crate::notify::Pending,
 }
 
 impl ClientState {
@@ -127,6 +136,8 @@ impl ClientState {
             last_cmd: String::new(),
             reply_mode: ReplyMode::On,
             suppress_this_reply: false,
+            subscriptions: Default::default(),
+            notifications: Default::default(),
         }
     }
 
@@ -195,6 +206,7 @@ impl ClientRegistry {
             created: Instant::now(),
             killed: AtomicBool::new(false),
             wake: Notify::new(),
+            mailbox: Default::default(),
             info: Mutex::new(ClientInfo {
                 resp: 2,
                 multi: -1,

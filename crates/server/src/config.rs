@@ -28,6 +28,23 @@ pub enum WalRecoveryMode {
     TolerateCorruption,
 }
 
+/// One class's `client-output-buffer-limit`: a client whose pending output
+/// passes `hard_bytes`, or stays above `soft_bytes` for more than
+/// `soft_secs`, is disconnected. 0 disables a limit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OutputBufferLimit {
+    pub hard_bytes: u64,
+    pub soft_bytes: u64,
+    pub soft_secs: u64,
+}
+
+/// The client classes of `client-output-buffer-limit`, in Redis's order and
+/// with the names CONFIG GET reports. durakv enforces only `pubsub` (a
+/// subscriber's queued messages); the others are kept for CONFIG.
+pub const OUTPUT_CLASSES: [&str; 3] = ["normal", "slave", "pubsub"];
+/// Index of the `pubsub` class in [`Config::client_output_buffer_limit`].
+pub const PUBSUB_CLASS: usize = 2;
+
 #[derive(Clone, Debug)]
 pub struct Config {
     pub bind: Vec<String>,
@@ -66,6 +83,11 @@ pub struct Config {
     /// `busy-reply-threshold` (`lua-time-limit`): how long a script runs
     /// before other clients get -BUSY and SCRIPT KILL may stop it; 0 = never.
     pub busy_reply_threshold_ms: u64,
+    /// `notify-keyspace-events`: the keyspace notification classes
+    /// (`crate::notify::class`), 0 = off.
+    pub notify_keyspace_events: u32,
+    /// `client-output-buffer-limit`, per class of [`OUTPUT_CLASSES`].
+    pub client_output_buffer_limit: [OutputBufferLimit; 3],
     /// Redis compatibility directives accepted and reported but without
     /// effect in durakv (`appendonly`, `save`, ...): name → value.
     pub compat: BTreeMap<&'static str, String>,
@@ -107,6 +129,24 @@ impl Default for Config {
             config_file: String::new(),
             io_threads: 0,
             busy_reply_threshold_ms: 5000,
+            notify_keyspace_events: 0,
+            client_output_buffer_limit: [
+                OutputBufferLimit {
+                    hard_bytes: 0,
+                    soft_bytes: 0,
+                    soft_secs: 0,
+                },
+                OutputBufferLimit {
+                    hard_bytes: 256 << 20,
+                    soft_bytes: 64 << 20,
+                    soft_secs: 60,
+                },
+                OutputBufferLimit {
+                    hard_bytes: 32 << 20,
+                    soft_bytes: 8 << 20,
+                    soft_secs: 60,
+                },
+            ],
             compat: BTreeMap::new(),
         };
         for (name, value) in COMPAT_DEFAULTS {
@@ -305,6 +345,35 @@ pub fn parse_memory(v: &str) -> Result<u64, String> {
     Err("argument must be a memory value".into())
 }
 
+/// `client-output-buffer-limit`: groups of `<class> <hard> <soft>
+/// <soft-seconds>`; classes not named keep their limits.
+fn parse_output_limits(
+    v: &str,
+    mut limits: [OutputBufferLimit; 3],
+) -> Result<[OutputBufferLimit; 3], String> {
+    let words: Vec<&str> = v.split_whitespace().collect();
+    if !words.len().is_multiple_of(4) {
+        return Err("Wrong number of arguments in buffer limit configuration.".into());
+    }
+    for group in words.chunks_exact(4) {
+        let class = match group[0].to_ascii_lowercase().as_str() {
+            "normal" => 0,
+            "slave" | "replica" => 1,
+            "pubsub" => PUBSUB_CLASS,
+            _ => {
+                return Err("Invalid client class specified in buffer limit configuration.".into())
+            }
+        };
+        let bad = || "Error in hard, soft or soft_seconds setting in buffer limit configuration.";
+        limits[class] = OutputBufferLimit {
+            hard_bytes: parse_memory(group[1]).map_err(|_| bad())?,
+            soft_bytes: parse_memory(group[2]).map_err(|_| bad())?,
+            soft_secs: group[3].parse().map_err(|_| bad())?,
+        };
+    }
+    Ok(limits)
+}
+
 fn bounded(v: &str, min: u64, max: u64) -> Result<u64, String> {
     let n: u64 = v
         .parse()
@@ -327,7 +396,6 @@ const COMPAT_DEFAULTS: &[(&str, &str)] = &[
     ("maxmemory-policy", "noeviction"),
     ("slave-read-only", "yes"),
     ("replica-read-only", "yes"),
-    ("notify-keyspace-events", ""),
     ("cluster-enabled", "no"),
 ];
 
@@ -773,7 +841,36 @@ pub static DIRECTIVES: &[Directive] = &[
     compat!("replica-read-only"),
     busy_reply_threshold("busy-reply-threshold"),
     busy_reply_threshold("lua-time-limit"),
-    compat!("notify-keyspace-events"),
+    Directive {
+        name: "notify-keyspace-events",
+        default: "",
+        help: "Keyspace notification classes, in Redis's letters (K E g $ l s h z x e t m d n A); empty = off",
+        runtime: true,
+        repeatable: false,
+        set: |c, v| {
+            c.notify_keyspace_events = crate::notify::parse_classes(v)?;
+            Ok(())
+        },
+        get: |c| crate::notify::format_classes(c.notify_keyspace_events),
+    },
+    Directive {
+        name: "client-output-buffer-limit",
+        default: "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60",
+        help: "Per client class (normal, replica, pubsub): <hard> <soft> <soft-seconds>; a subscriber whose queued messages pass the hard limit, or stay over the soft one that long, is disconnected (0 = no limit; only pubsub is enforced)",
+        runtime: true,
+        repeatable: false,
+        set: |c, v| {
+            c.client_output_buffer_limit = parse_output_limits(v, c.client_output_buffer_limit)?;
+            Ok(())
+        },
+        get: |c| {
+            let mut out = Vec::new();
+            for (name, l) in OUTPUT_CLASSES.iter().zip(&c.client_output_buffer_limit) {
+                out.push(format!("{name} {} {} {}", l.hard_bytes, l.soft_bytes, l.soft_secs));
+            }
+            out.join(" ")
+        },
+    },
     compat!("cluster-enabled"),
 ];
 

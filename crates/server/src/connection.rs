@@ -121,6 +121,9 @@ pub async fn serve(
         client: &mut client,
     };
     dispatch::unwatch_all(&mut ctx);
+    shared
+        .pubsub
+        .forget(&mut client.subscriptions, &client.handle);
     shared.clients.unregister(id);
 }
 
@@ -146,13 +149,15 @@ async fn run(shared: &Shared, stream: &mut TcpStream, client: &mut ClientState) 
     let mut durable_rx = shared.durable_tx.subscribe();
     let mut closing = false;
     let handle = client.handle.clone();
-    // One registration with the kill notifier for the whole connection, not
-    // one (a lock and an unlock) per loop turn; pinned inside the task.
-    let mut killed = std::pin::pin!(handle.wake.notified());
+    // One registration with the wake-up notifier (a kill, or a published
+    // message) for the whole connection, not one (a lock and an unlock) per
+    // loop turn; pinned inside the task.
+    let mut woken = std::pin::pin!(handle.wake.notified());
     let mut published_sig = [usize::MAX; 8];
     let mut published_at = std::time::Instant::now();
     loop {
         let mut out = scratch::take(&scratch::WRITE, WRITE_CHUNK_BYTES);
+        deliver_messages(client, shared.durable_lsn(), &mut out, &mut held);
         if !closing {
             closing = process(shared, client, &parser, &mut rbuf, &mut out, &mut held);
         }
@@ -179,7 +184,9 @@ async fn run(shared: &Shared, stream: &mut TcpStream, client: &mut ClientState) 
                 // The client is not reading: this connection keeps the
                 // buffer until the socket takes it, and reads nothing more
                 // meanwhile.
-                stream.write_all(&out).await?;
+                if !write_all_unless_killed(stream, &out, &handle, &mut woken).await? {
+                    return Ok(());
+                }
                 out.clear();
             }
         }
@@ -198,11 +205,11 @@ async fn run(shared: &Shared, stream: &mut TcpStream, client: &mut ClientState) 
             }
         };
         tokio::select! {
-            _ = &mut killed => {
+            _ = &mut woken => {
                 if handle.is_killed() {
                     return Ok(());
                 }
-                killed.set(handle.wake.notified());
+                woken.set(handle.wake.notified());
             }
             r = std::future::poll_fn(|cx| poll_read_lent(stream, &mut rbuf, cx)), if !closing => {
                 let n = r?;
@@ -251,6 +258,29 @@ fn poll_read_lent(
     r
 }
 
+/// Writes all of `out`, waiting for the socket as long as it takes, unless
+/// the connection is killed meanwhile: a subscriber that stopped reading is
+/// killed by its output buffer limit while this waits. False when killed.
+async fn write_all_unless_killed<'h>(
+    stream: &mut TcpStream,
+    out: &[u8],
+    handle: &'h ClientHandle,
+    woken: &mut std::pin::Pin<&mut tokio::sync::futures::Notified<'h>>,
+) -> io::Result<bool> {
+    let mut write = std::pin::pin!(stream.write_all(out));
+    loop {
+        tokio::select! {
+            r = &mut write => return r.map(|()| true),
+            _ = woken.as_mut() => {
+                if handle.is_killed() {
+                    return Ok(false);
+                }
+                woken.set(handle.wake.notified());
+            }
+        }
+    }
+}
+
 /// Writes as much of `out` as the socket takes without waiting, and drops
 /// what was written from the front of `out`.
 fn write_now(stream: &TcpStream, out: &mut BytesMut) -> io::Result<()> {
@@ -295,7 +325,9 @@ fn process(
             client: &mut *client,
         };
         let outcome = dispatch::execute(&mut ctx, &args);
-        let silent = std::mem::take(&mut client.suppress_this_reply)
+        // Pushes (subscription confirmations) go out even when replies
+        // are off, as in Redis.
+        let silent = (std::mem::take(&mut client.suppress_this_reply)
             || match client.reply_mode {
                 ReplyMode::Off => true,
                 ReplyMode::Skipping => {
@@ -303,7 +335,8 @@ fn process(
                     true
                 }
                 ReplyMode::On | ReplyMode::SkipNext => false,
-            };
+            })
+            && !outcome.frame.is_push();
         if silent {
             if client.close_after_reply {
                 return true;
@@ -325,6 +358,9 @@ fn process(
         } else {
             0
         };
+        // A message published while the command ran goes before its reply,
+        // as it would in Redis's single thread.
+        deliver_messages(client, durable, out, held);
         push(client, out, held, outcome.frame, dep);
         if client.close_after_reply {
             return true;
@@ -333,13 +369,46 @@ fn process(
 }
 
 fn push(client: &ClientState, out: &mut BytesMut, held: &mut Held, frame: Frame, dep: u64) {
+    push_with(out, held, dep, |buf| frame.encode(client.protocol, buf));
+}
+
+/// Appends one reply (or message) encoded by `encode`: straight to `out`,
+/// or, when it must wait for durability or something ahead of it waits,
+/// to the held queue behind what is already there.
+fn push_with(out: &mut BytesMut, held: &mut Held, dep: u64, encode: impl FnOnce(&mut BytesMut)) {
     if dep == 0 && held.is_empty() {
-        frame.encode(client.protocol, out);
+        encode(out);
         return;
     }
     let before = held.bytes.len();
-    frame.encode(client.protocol, &mut held.bytes);
+    encode(&mut held.bytes);
     held.replies.push_back((held.bytes.len() - before, dep));
+}
+
+/// Moves published messages from the connection's mailbox into its output.
+/// A message joins the replies in order: it never overtakes a reply already
+/// queued (held for durability or not), as in Redis, where a message is
+/// appended to the same output buffer as replies. One that reveals a write
+/// not yet durable (a keyspace event under `full`) is held like the reply
+/// of that write would be.
+fn deliver_messages(client: &ClientState, durable: u64, out: &mut BytesMut, held: &mut Held) {
+    let mailbox = &client.handle.mailbox;
+    if !mailbox.has_mail() {
+        return;
+    }
+    let (batch, more) = mailbox.take_batch();
+    for m in &batch {
+        let dep = if m.dependency_lsn > durable {
+            m.dependency_lsn
+        } else {
+            0
+        };
+        push_with(out, held, dep, |buf| m.encode(client.protocol, buf));
+    }
+    if more {
+        // Come back for the rest once this batch is written.
+        client.handle.wake.notify_one();
+    }
 }
 
 /// Moves held replies whose dependency is durable to `out`, in order. If the

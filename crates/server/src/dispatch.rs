@@ -46,6 +46,10 @@ pub fn execute(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         flag_multi(ctx);
         return Outcome::now(errors::err(errors::NOAUTH));
     }
+    if let Some(refusal) = crate::cmd::pubsub::refuse_in_subscribed_mode(ctx, spec, args) {
+        flag_multi(ctx);
+        return Outcome::now(refusal);
+    }
     if let Some(busy) = ctx.shared.scripting.busy_refusal(ctx.shared, || {
         crate::cmd::scripting::allowed_when_busy(spec.name, args)
     }) {
@@ -85,7 +89,7 @@ pub fn execute(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
                 Ok(t) => t,
                 Err(busy) => return Outcome::now(busy),
             };
-            let frame = f(ctx, &mut txn, args);
+            let frame = crate::notify::run_data(f, ctx, &mut txn, spec, args);
             finish(ctx, txn, frame)
         }
     }
@@ -193,12 +197,18 @@ fn finish(ctx: &mut Ctx<'_>, txn: Txn<'_>, frame: Frame) -> Outcome {
             } else {
                 0
             };
+            // The locks are released: a subscriber that reacts to an event
+            // sees the change.
+            crate::notify::flush(ctx, dependency_lsn);
             Outcome {
                 frame,
                 dependency_lsn,
             }
         }
-        Err(e) => Outcome::now(errors::commit_error(&e)),
+        Err(e) => {
+            crate::notify::discard(ctx);
+            Outcome::now(errors::commit_error(&e))
+        }
     }
 }
 
@@ -326,7 +336,7 @@ pub fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
             errors::err(errors::MISCONF)
         } else {
             match spec.handler {
-                Handler::Data(f) => f(ctx, &mut txn, args),
+                Handler::Data(f) => crate::notify::run_data(f, ctx, &mut txn, spec, args),
                 Handler::Conn(f) => f(ctx, args),
                 Handler::Outcome(f) => {
                     let out = f(ctx, args);

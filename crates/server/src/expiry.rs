@@ -1,6 +1,7 @@
 //! Background work run `hz` times a second: active expiry (sampling keys
 //! with a TTL, as Redis does, so keys nobody reads still go away), memory
-//! sampling and the readings behind INFO's instantaneous rates.
+//! sampling, the readings behind INFO's instantaneous rates, and the
+//! pub/sub soft output limit of subscribers nothing is published to.
 
 use crate::state::Shared;
 use crate::util::now_ms;
@@ -26,6 +27,7 @@ pub async fn run(shared: Arc<Shared>) {
         if shared.log_failure().is_some() {
             shared.durable_tx.send_modify(|_| {});
         }
+        shared.pubsub.enforce_soft_limit();
         let expired = active_expire_cycle(&shared);
         if expired > 0 {
             shared
@@ -41,6 +43,7 @@ pub fn active_expire_cycle(shared: &Shared) -> usize {
     let ks = &shared.store.keyspace;
     let mut rng = rand::thread_rng();
     let mut total = 0;
+    let notify = shared.pubsub.keyspace_events();
     for i in 0..ks.num_shards() {
         // A running script holds every shard: skip rather than stall an
         // I/O thread that SCRIPT KILL may need.
@@ -61,6 +64,11 @@ pub fn active_expire_cycle(shared: &Shared) -> usize {
                     break;
                 }
             }
+        }
+        let gone = crate::notify::take_expired(notify, &mut shard);
+        drop(shard);
+        for (db, key) in gone {
+            crate::notify::announce(&shared.pubsub, notify, db, &key, "expired", 0);
         }
     }
     total

@@ -19,6 +19,10 @@
 //!   shutdown) and the persistence counters INFO reports.
 //! - [`scripting`]: the Lua VM, the script cache, and the running
 //!   script's state (BUSY, SCRIPT KILL).
+//! - [`pubsub`]: subscriptions, each connection's mailbox of messages and
+//!   its output buffer limit.
+//! - [`notify`]: keyspace notifications, read off the mutations a command
+//!   applied and published once it commits.
 //! - [`errors`], [`glob`], [`util`]: Redis error strings and helpers.
 
 pub mod checkpointer;
@@ -33,6 +37,8 @@ pub mod errors;
 pub mod expiry;
 pub mod glob;
 pub mod memory;
+pub mod notify;
+pub mod pubsub;
 pub mod rates;
 pub mod scripting;
 pub mod server;

@@ -137,6 +137,8 @@ pub struct Shared {
     pub scripting: crate::scripting::Scripting,
     /// Readings behind INFO's instantaneous rates.
     pub rates: crate::rates::Rates,
+    /// Subscriptions, pub/sub limits, keyspace notification classes.
+    pub pubsub: crate::pubsub::PubSub,
 }
 
 impl Shared {
@@ -152,6 +154,10 @@ impl Shared {
             Some(&store.recovery),
             Some(&store.checkpoint_recovery),
         );
+        let pubsub = crate::pubsub::PubSub::default();
+        if let Some(record) = pubsub.configure(&config) {
+            store.keyspace.log_expired(record);
+        }
         Shared {
             checkpoints,
             store,
@@ -167,6 +173,7 @@ impl Shared {
             shutdown_tx: watch::channel(false).0,
             bound_port: AtomicU64::new(0),
             scripting: crate::scripting::Scripting::default(),
+            pubsub,
         }
     }
 

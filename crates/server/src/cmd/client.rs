@@ -3,6 +3,7 @@
 use crate::client::{ClientHandle, ClientInfo};
 use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, NO_KEYS};
 use crate::errors;
+use crate::pubsub::Kind;
 use crate::util::{is, now_ms};
 use bytes::Bytes;
 use durakv_engine::value::parse_i64;
@@ -99,7 +100,11 @@ fn client(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
                 ctx.client.reply_mode = crate::client::ReplyMode::Off;
                 Frame::ok()
             } else if is(&args[2], "skip") {
-                ctx.client.reply_mode = crate::client::ReplyMode::SkipNext;
+                // SKIP itself is not answered, as in Redis.
+                if ctx.client.reply_mode != crate::client::ReplyMode::Off {
+                    ctx.client.reply_mode = crate::client::ReplyMode::SkipNext;
+                }
+                ctx.client.suppress_this_reply = true;
                 Frame::ok()
             } else {
                 errors::err(errors::SYNTAX)
@@ -212,6 +217,10 @@ fn client_line(h: &ClientHandle, info: &ClientInfo) -> String {
     let age = h.created.elapsed().as_secs();
     let idle = now_ms().saturating_sub(h.last_interaction_ms.load(Ordering::Relaxed)) / 1000;
     let mut flags = String::new();
+    let mailbox = &h.mailbox;
+    if mailbox.is_subscriber() {
+        flags.push('P');
+    }
     if info.multi >= 0 {
         flags.push('x');
     }
@@ -229,7 +238,7 @@ fn client_line(h: &ClientHandle, info: &ClientInfo) -> String {
     let durability = info.durability.map(|d| d.as_str()).unwrap_or("default");
     // `fd` is not tracked per connection; -1 keeps the field parseable.
     format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi={} watch={} qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={} rbp={} obl=0 oll={} omem=0 tot-mem={} events=r cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={} durability={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} watch={} qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={} rbp={} obl=0 oll={} omem={} tot-mem={} events=r cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={} durability={}",
         h.id,
         h.addr,
         h.laddr,
@@ -239,14 +248,18 @@ fn client_line(h: &ClientHandle, info: &ClientInfo) -> String {
         idle,
         flags,
         info.db,
+        mailbox.subscriptions(Kind::Channel),
+        mailbox.subscriptions(Kind::Pattern),
+        mailbox.subscriptions(Kind::Shard),
         info.multi,
         info.watch,
         info.qbuf,
         rbs - info.qbuf.min(rbs),
         rbs,
         rbs,
-        info.omem,
-        rbs + CLIENT_STATE_BYTES,
+        info.omem + mailbox.queued_messages(),
+        mailbox.queued_bytes(),
+        rbs + CLIENT_STATE_BYTES + mailbox.queued_bytes(),
         if info.last_cmd.is_empty() { "NULL" } else { &info.last_cmd },
         info.user,
         info.resp,
@@ -267,23 +280,42 @@ fn line_for(ctx: &Ctx<'_>, h: &ClientHandle) -> String {
     }
 }
 
-/// Client types CLIENT LIST / KILL accept; durakv only has normal clients.
-fn client_type_is_normal(t: &[u8]) -> Option<bool> {
+/// Client types of CLIENT LIST / KILL TYPE. A connection with
+/// subscriptions is `pubsub`, any other `normal`; durakv has no
+/// replication clients.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ClientType {
+    Normal,
+    PubSub,
+    Replication,
+}
+
+fn client_type(t: &[u8]) -> Option<ClientType> {
     if is(t, "normal") {
-        Some(true)
-    } else if is(t, "master") || is(t, "replica") || is(t, "slave") || is(t, "pubsub") {
-        Some(false)
+        Some(ClientType::Normal)
+    } else if is(t, "pubsub") {
+        Some(ClientType::PubSub)
+    } else if is(t, "master") || is(t, "replica") || is(t, "slave") {
+        Some(ClientType::Replication)
     } else {
         None
     }
 }
 
+fn type_of(h: &ClientHandle) -> ClientType {
+    if h.mailbox.is_subscriber() {
+        ClientType::PubSub
+    } else {
+        ClientType::Normal
+    }
+}
+
 fn client_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
     let mut ids: Option<HashSet<u64>> = None;
-    let mut include_normal = true;
+    let mut wanted = None;
     if args.len() == 4 && is(&args[2], "type") {
-        match client_type_is_normal(&args[3]) {
-            Some(n) => include_normal = n,
+        match client_type(&args[3]) {
+            Some(t) => wanted = Some(t),
             None => {
                 return Frame::error(format!("ERR Unknown client type '{}'", lossy(&args[3])));
             }
@@ -303,14 +335,14 @@ fn client_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
         return errors::err(errors::SYNTAX);
     }
     let mut out = String::new();
-    if include_normal {
-        for h in ctx.shared.clients.all() {
-            if ids.as_ref().is_some_and(|s| !s.contains(&h.id)) {
-                continue;
-            }
-            out.push_str(&line_for(ctx, &h));
-            out.push('\n');
+    for h in ctx.shared.clients.all() {
+        if ids.as_ref().is_some_and(|s| !s.contains(&h.id))
+            || wanted.is_some_and(|t| type_of(&h) != t)
+        {
+            continue;
         }
+        out.push_str(&line_for(ctx, &h));
+        out.push('\n');
     }
     Frame::Verbatim(Bytes::from(out))
 }
@@ -321,7 +353,7 @@ struct KillFilter {
     addr: Option<String>,
     laddr: Option<String>,
     user: Option<String>,
-    normal_only: Option<bool>,
+    client_type: Option<ClientType>,
     max_age_secs: Option<u64>,
     skipme: bool,
 }
@@ -335,7 +367,7 @@ impl KillFilter {
                 .as_ref()
                 .is_none_or(|a| h.laddr.to_string() == *a)
             && self.user.as_ref().is_none_or(|u| u == user)
-            && self.normal_only.is_none_or(|normal| normal)
+            && self.client_type.is_none_or(|t| type_of(h) == t)
             && self
                 .max_age_secs
                 .is_none_or(|m| h.created.elapsed().as_secs() >= m)
@@ -371,8 +403,8 @@ fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
                 _ => return Frame::error("ERR client-id should be greater than 0"),
             }
         } else if is(opt, "type") {
-            match client_type_is_normal(val) {
-                Some(n) => f.normal_only = Some(n),
+            match client_type(val) {
+                Some(t) => f.client_type = Some(t),
                 None => return Frame::error(format!("ERR Unknown client type '{}'", lossy(val))),
             }
         } else if is(opt, "addr") {

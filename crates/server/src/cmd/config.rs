@@ -123,6 +123,7 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> (Frame, u64) {
     if frame.is_error() {
         return (frame, 0);
     }
+    crate::pubsub::apply_config(ctx.shared);
     match ctx.shared.sync_logged_dbs() {
         Ok(lsn) => (frame, lsn),
         Err(e) => {

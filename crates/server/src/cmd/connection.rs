@@ -79,6 +79,11 @@ pub fn commands() -> Vec<CommandSpec> {
 }
 
 fn ping(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
+    if args.len() <= 2 {
+        if let Some(pong) = super::pubsub::subscribed_pong(ctx, args) {
+            return pong;
+        }
+    }
     match args.len() {
         1 => Frame::simple("PONG"),
         2 => Frame::Bulk(args[1].clone()),
@@ -113,6 +118,7 @@ fn quit(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Frame {
 fn reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Frame {
     ctx.client.multi = None;
     dispatch::unwatch_all(ctx);
+    super::pubsub::unsubscribe_everything(ctx);
     ctx.client.db = 0;
     ctx.client.protocol = Protocol::Resp2;
     ctx.client.name = None;

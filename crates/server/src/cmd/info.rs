@@ -194,7 +194,7 @@ fn clients_section(shared: &Shared) -> String {
     field(&mut s, "client_recent_max_output_buffer", 0);
     field(&mut s, "blocked_clients", 0);
     field(&mut s, "tracking_clients", 0);
-    field(&mut s, "pubsub_clients", 0);
+    field(&mut s, "pubsub_clients", shared.pubsub.counts().3);
     field(&mut s, "watching_clients", watching);
     field(&mut s, "clients_in_timeout_table", 0);
     field(&mut s, "total_watched_keys", watched_keys);
@@ -352,9 +352,10 @@ fn stats_section(shared: &Shared) -> String {
     field(&mut s, "evicted_clients", 0);
     field(&mut s, "keyspace_hits", get(&st.keyspace_hits));
     field(&mut s, "keyspace_misses", get(&st.keyspace_misses));
-    field(&mut s, "pubsub_channels", 0);
-    field(&mut s, "pubsub_patterns", 0);
-    field(&mut s, "pubsubshard_channels", 0);
+    let (channels, patterns, shard_channels, _) = shared.pubsub.counts();
+    field(&mut s, "pubsub_channels", channels);
+    field(&mut s, "pubsub_patterns", patterns);
+    field(&mut s, "pubsubshard_channels", shard_channels);
     field(&mut s, "latest_fork_usec", 0);
     field(&mut s, "total_forks", 0);
     field(&mut s, "migrate_cached_sockets", 0);

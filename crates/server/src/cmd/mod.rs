@@ -36,6 +36,7 @@ pub mod keys;
 pub mod lists;
 pub mod memory;
 pub mod persistence;
+pub mod pubsub;
 pub mod scripting;
 pub mod server;
 pub mod sets;
@@ -63,5 +64,6 @@ pub fn all_commands() -> Vec<CommandSpec> {
     v.extend(lists::commands());
     v.extend(sets::commands());
     v.extend(scripting::commands());
+    v.extend(pubsub::commands());
     v
 }

@@ -156,7 +156,7 @@ fn call(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes], resp: u8, ro: bool
     };
     let before = txn.mutations().len();
     let reply = match spec.handler {
-        Handler::Data(f) => f(ctx, txn, args),
+        Handler::Data(f) => crate::notify::run_data(f, ctx, txn, spec, args),
         Handler::Conn(f) => f(ctx, args),
         // EXEC, WAITAOF, INFO, CONFIG: they wait for or lock what the
         // script already holds.

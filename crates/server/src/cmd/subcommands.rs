@@ -42,6 +42,7 @@ pub fn subcommands_of(container: &str) -> &'static [SubSpec] {
         "slowlog" => super::diagnostics::SLOWLOG_SUBS,
         "memory" => super::memory::MEMORY_SUBS,
         "object" => super::keys::OBJECT_SUBS,
+        "pubsub" => super::pubsub::PUBSUB_SUBS,
         _ => &[],
     }
 }
@@ -107,7 +108,7 @@ mod tests {
     #[test]
     fn subcommand_tables_have_help_and_valid_arity() {
         for c in [
-            "client", "command", "config", "latency", "slowlog", "memory",
+            "client", "command", "config", "latency", "slowlog", "memory", "pubsub",
         ] {
             let t = subcommands_of(c);
             assert!(t.iter().any(|s| s.name == "help"), "{c}");

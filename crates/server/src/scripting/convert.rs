@@ -34,7 +34,10 @@ pub fn frame_to_lua(lua: &Lua, f: &Frame, resp: u8) -> mlua::Result<Value> {
                 Value::Boolean(false)
             }
         }
-        Frame::Array(items) | Frame::Push(items) => array(lua, items, resp)?,
+        // A sequence only comes from commands scripts may not call.
+        Frame::Array(items) | Frame::Push(items) | Frame::Sequence(items) => {
+            array(lua, items, resp)?
+        }
         Frame::Set(items) if resp3 => {
             let t = lua.create_table()?;
             for it in items {

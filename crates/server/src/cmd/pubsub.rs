@@ -1,0 +1,383 @@
+//! Pub/sub commands: (P|S)SUBSCRIBE, (P|S)UNSUBSCRIBE, PUBLISH, SPUBLISH
+//! and PUBSUB, over the registry in `crate::pubsub`; and the RESP2
+//! subscribed-mode rules the dispatcher and PING apply.
+//!
+//! None of them is a data command: they take no shard lock and write
+//! nothing to the log. A subscription answers once per channel (a push),
+//! and those pushes go out even under CLIENT REPLY OFF, as in Redis.
+
+use super::subcommands::*;
+use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Keys, NO_KEYS};
+use crate::pubsub::Kind;
+use bytes::Bytes;
+use durakv_engine::Durability;
+use durakv_protocol::{Frame, Protocol};
+
+const SHARD_CHANNELS: Keys = Keys::Range {
+    first: 1,
+    last: -1,
+    step: 1,
+};
+const SHARD_CHANNEL: Keys = Keys::Range {
+    first: 1,
+    last: 1,
+    step: 1,
+};
+
+pub fn commands() -> Vec<CommandSpec> {
+    const SUB: u32 = NOSCRIPT | LOADING | STALE;
+    vec![
+        spec(
+            "subscribe",
+            -2,
+            SUB,
+            NO_KEYS,
+            Handler::Conn(subscribe),
+            "pubsub",
+            "Listens for messages published to channels.",
+        ),
+        spec(
+            "psubscribe",
+            -2,
+            SUB,
+            NO_KEYS,
+            Handler::Conn(psubscribe),
+            "pubsub",
+            "Listens for messages published to channels that match one or more patterns.",
+        ),
+        spec(
+            "ssubscribe",
+            -2,
+            SUB,
+            SHARD_CHANNELS,
+            Handler::Conn(ssubscribe),
+            "pubsub",
+            "Listens for messages published to shard channels.",
+        ),
+        spec(
+            "unsubscribe",
+            -1,
+            SUB,
+            NO_KEYS,
+            Handler::Conn(unsubscribe),
+            "pubsub",
+            "Stops listening to messages posted to channels.",
+        ),
+        spec(
+            "punsubscribe",
+            -1,
+            SUB,
+            NO_KEYS,
+            Handler::Conn(punsubscribe),
+            "pubsub",
+            "Stops listening to messages published to channels that match one or more patterns.",
+        ),
+        spec(
+            "sunsubscribe",
+            -1,
+            SUB,
+            SHARD_CHANNELS,
+            Handler::Conn(sunsubscribe),
+            "pubsub",
+            "Stops listening to messages posted to shard channels.",
+        ),
+        spec(
+            "publish",
+            3,
+            LOADING | STALE | FAST,
+            NO_KEYS,
+            Handler::Conn(publish),
+            "pubsub",
+            "Posts a message to a channel.",
+        ),
+        spec(
+            "spublish",
+            3,
+            LOADING | STALE | FAST,
+            SHARD_CHANNEL,
+            Handler::Conn(spublish),
+            "pubsub",
+            "Post a message to a shard channel",
+        ),
+        spec(
+            "pubsub",
+            -2,
+            0,
+            NO_KEYS,
+            Handler::Conn(pubsub),
+            "pubsub",
+            "A container for Pub/Sub commands.",
+        ),
+    ]
+}
+
+pub(super) const PUBSUB_SUBS: &[SubSpec] = &[
+    sub(
+        "channels",
+        -2,
+        LOADING | STALE,
+        "Returns the active channels.",
+    ),
+    sub(
+        "numsub",
+        -2,
+        LOADING | STALE,
+        "Returns a count of subscribers to channels.",
+    ),
+    sub(
+        "numpat",
+        2,
+        LOADING | STALE,
+        "Returns a count of unique pattern subscriptions.",
+    ),
+    sub(
+        "shardchannels",
+        -2,
+        LOADING | STALE,
+        "Returns the active shard channels.",
+    ),
+    sub(
+        "shardnumsub",
+        -2,
+        LOADING | STALE,
+        "Returns the count of subscribers of shard channels.",
+    ),
+    sub(
+        "help",
+        2,
+        LOADING | STALE,
+        "Returns helpful text about the different subcommands.",
+    ),
+];
+
+/// Commands a RESP2 connection may send while subscribed.
+const ALLOWED_WHILE_SUBSCRIBED: &[&str] = &[
+    "subscribe",
+    "psubscribe",
+    "ssubscribe",
+    "unsubscribe",
+    "punsubscribe",
+    "sunsubscribe",
+    "ping",
+    "quit",
+    "reset",
+];
+
+/// A RESP2 connection with subscriptions reads only pushes, so it may only
+/// manage them (RESP3 keeps pushes apart from replies and has no such mode).
+pub fn refuse_in_subscribed_mode(
+    ctx: &Ctx<'_>,
+    spec: &CommandSpec,
+    args: &[Bytes],
+) -> Option<Frame> {
+    if ctx.client.protocol != Protocol::Resp2
+        || ctx.client.subscriptions.is_empty()
+        || ALLOWED_WHILE_SUBSCRIBED.contains(&spec.name)
+    {
+        return None;
+    }
+    let sub = args.get(1).and_then(|a| {
+        subcommands_of(spec.name)
+            .iter()
+            .find(|s| crate::util::is(a, s.name))
+    });
+    let name = match sub {
+        Some(s) => format!("{}|{}", spec.name, s.name),
+        None => spec.name.to_string(),
+    };
+    Some(Frame::error(format!(
+        "ERR Can't execute '{name}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"
+    )))
+}
+
+/// PING's reply in RESP2 subscribed mode, a push-shaped `pong` array; None
+/// outside it.
+pub fn subscribed_pong(ctx: &Ctx<'_>, args: &[Bytes]) -> Option<Frame> {
+    if ctx.client.protocol != Protocol::Resp2 || ctx.client.subscriptions.is_empty() {
+        return None;
+    }
+    let arg = args.get(1).cloned().unwrap_or_default();
+    Some(Frame::Array(vec![
+        Frame::bulk_from_str("pong"),
+        Frame::Bulk(arg),
+    ]))
+}
+
+/// RESET: drops every subscription, without confirmations.
+pub fn unsubscribe_everything(ctx: &mut Ctx<'_>) {
+    let c = &mut *ctx.client;
+    ctx.shared
+        .pubsub
+        .unsubscribe_everything(&mut c.subscriptions, &c.handle);
+}
+
+/// `[<what>, <name or nil>, <count>]` as a push.
+fn confirmation(what: &'static str, name: Option<&Bytes>, count: usize) -> Frame {
+    Frame::Push(vec![
+        Frame::Bulk(Bytes::from_static(what.as_bytes())),
+        name.map_or(Frame::Null, |n| Frame::Bulk(n.clone())),
+        Frame::Integer(count as i64),
+    ])
+}
+
+/// The count a confirmation carries: channels and patterns together, shard
+/// channels on their own.
+fn count(ctx: &Ctx<'_>, kind: Kind) -> usize {
+    let s = &ctx.client.subscriptions;
+    match kind {
+        Kind::Shard => s.count(Kind::Shard),
+        _ => s.count(Kind::Channel) + s.count(Kind::Pattern),
+    }
+}
+
+fn one_or_many(mut replies: Vec<Frame>) -> Frame {
+    if replies.len() == 1 {
+        replies.remove(0)
+    } else {
+        Frame::Sequence(replies)
+    }
+}
+
+fn subscribe_to(ctx: &mut Ctx<'_>, args: &[Bytes], kind: Kind, what: &'static str) -> Frame {
+    let mut replies = Vec::with_capacity(args.len() - 1);
+    for name in &args[1..] {
+        let c = &mut *ctx.client;
+        ctx.shared
+            .pubsub
+            .subscribe(&mut c.subscriptions, &c.handle, kind, name);
+        replies.push(confirmation(what, Some(name), count(ctx, kind)));
+    }
+    one_or_many(replies)
+}
+
+/// Without names: from everything of `kind`, one confirmation each (or one
+/// with a nil name when there was nothing).
+fn unsubscribe_from(ctx: &mut Ctx<'_>, args: &[Bytes], kind: Kind, what: &'static str) -> Frame {
+    let names: Vec<Bytes> = if args.len() > 1 {
+        args[1..].to_vec()
+    } else {
+        ctx.client.subscriptions.names(kind)
+    };
+    if names.is_empty() {
+        return confirmation(what, None, count(ctx, kind));
+    }
+    let mut replies = Vec::with_capacity(names.len());
+    for name in &names {
+        let c = &mut *ctx.client;
+        ctx.shared
+            .pubsub
+            .unsubscribe(&mut c.subscriptions, &c.handle, kind, name);
+        replies.push(confirmation(what, Some(name), count(ctx, kind)));
+    }
+    one_or_many(replies)
+}
+
+fn subscribe(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
+    subscribe_to(ctx, args, Kind::Channel, "subscribe")
+}
+
+fn psubscribe(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
+    subscribe_to(ctx, args, Kind::Pattern, "psubscribe")
+}
+
+fn ssubscribe(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
+    subscribe_to(ctx, args, Kind::Shard, "ssubscribe")
+}
+
+fn unsubscribe(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
+    unsubscribe_from(ctx, args, Kind::Channel, "unsubscribe")
+}
+
+fn punsubscribe(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
+    unsubscribe_from(ctx, args, Kind::Pattern, "punsubscribe")
+}
+
+fn sunsubscribe(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
+    unsubscribe_from(ctx, args, Kind::Shard, "sunsubscribe")
+}
+
+fn publish(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
+    Frame::Integer(publish_to(ctx, &args[1], &args[2], false) as i64)
+}
+
+fn spublish(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
+    Frame::Integer(publish_to(ctx, &args[1], &args[2], true) as i64)
+}
+
+/// Delivers now, unless keyspace events of the same MULTI or script are
+/// still waiting for its commit: then the message waits behind them, so
+/// subscribers see both in the order they happened.
+fn publish_to(ctx: &mut Ctx<'_>, channel: &Bytes, payload: &Bytes, shard: bool) -> usize {
+    let pubsub = &ctx.shared.pubsub;
+    if !ctx.client.notifications.is_empty() {
+        let n = pubsub.receivers(channel, shard);
+        ctx.client
+            .notifications
+            .message(channel.clone(), payload.clone(), shard);
+        return n;
+    }
+    pubsub.publish(channel, payload, shard, publisher_dependency(ctx))
+}
+
+/// A message published right after a write (say, a pipelined SET then
+/// PUBLISH) must not reach anyone before that write is durable, when the
+/// publisher's writes are `full`: Redis, too, writes nothing to any client
+/// before its fsync.
+fn publisher_dependency(ctx: &Ctx<'_>) -> u64 {
+    let lsn = ctx.client.last_write_lsn;
+    if lsn == 0 || lsn <= ctx.shared.durable_lsn() {
+        return 0;
+    }
+    let level = ctx
+        .shared
+        .effective_durability(ctx.client.durability, ctx.client.db);
+    if level == Durability::Full {
+        lsn
+    } else {
+        0
+    }
+}
+
+fn pubsub(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
+    let s = match find_sub("pubsub", args) {
+        Ok(s) => s,
+        Err(e) => return e,
+    };
+    note_subcommand(ctx, "pubsub", s);
+    let pubsub = &ctx.shared.pubsub;
+    match s.name {
+        "channels" | "shardchannels" => {
+            if args.len() > 3 {
+                return crate::errors::wrong_args(&format!("pubsub|{}", s.name));
+            }
+            let shard = s.name == "shardchannels";
+            let names = pubsub.channels(shard, args.get(2).map(|p| &p[..]));
+            Frame::Array(names.into_iter().map(Frame::Bulk).collect())
+        }
+        "numsub" | "shardnumsub" => {
+            let shard = s.name == "shardnumsub";
+            let mut out = Vec::with_capacity(2 * (args.len() - 2));
+            for ch in &args[2..] {
+                out.push(Frame::Bulk(ch.clone()));
+                out.push(Frame::Integer(pubsub.numsub(shard, ch) as i64));
+            }
+            Frame::Array(out)
+        }
+        "numpat" => Frame::Integer(pubsub.counts().1 as i64),
+        _ => help(
+            "pubsub",
+            &[
+                "CHANNELS [<pattern>]",
+                "    Active channels (with at least one subscriber), those matching <pattern> if given.",
+                "NUMPAT",
+                "    Number of distinct patterns subscribed to.",
+                "NUMSUB [<channel> ...]",
+                "    Subscribers of each <channel>, not counting pattern subscriptions.",
+                "SHARDCHANNELS [<pattern>]",
+                "    Active shard channels, those matching <pattern> if given.",
+                "SHARDNUMSUB [<shardchannel> ...]",
+                "    Subscribers of each shard channel.",
+            ],
+        ),
+    }
+}

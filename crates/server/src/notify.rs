@@ -1,0 +1,554 @@
+//! Keyspace notifications (`notify-keyspace-events`): the events a command
+//! causes, published on `__keyspace@<db>__:<key>` and
+//! `__keyevent@<db>__:<event>` once the command's writes are committed.
+//!
+//! Events are not emitted by each handler: they are read off the mutations
+//! a handler applied (which already say exactly what changed, and only
+//! when something did), named after the command that applied them, the way
+//! Redis names its events. [`run_data`] wraps every data handler call; with
+//! notifications off, the default, it costs one atomic load. With them on,
+//! the events wait in the connection's [`Pending`] list until
+//! `dispatch::finish` has committed and released the locks, so a
+//! subscriber that reacts to an event sees the change, and under `full`
+//! durability the event, like a reply, goes out only once the write is
+//! durable.
+//!
+//! Keys removed by expiry (lazily, by a command's lookup, or by the
+//! periodic sampler) are announced as `expired`. durakv never evicts (it
+//! refuses writes over `maxmemory`), so `evicted` is accepted but never
+//! sent; streams and modules do not exist, so `t` and `d` send nothing.
+
+use crate::command::{flags, CommandSpec, Ctx, DataFn};
+use crate::pubsub::PubSub;
+use crate::util::is;
+use bytes::{BufMut, Bytes, BytesMut};
+use durakv_engine::mutation::{ExpireMode, KeyOp, Mutation};
+use durakv_engine::shard::Shard;
+use durakv_engine::txn::Txn;
+use durakv_protocol::Frame;
+use std::collections::HashSet;
+
+/// Notification classes, one bit per letter of `notify-keyspace-events`.
+pub mod class {
+    pub const KEYSPACE: u32 = 1 << 0;
+    pub const KEYEVENT: u32 = 1 << 1;
+    pub const GENERIC: u32 = 1 << 2;
+    pub const STRING: u32 = 1 << 3;
+    pub const LIST: u32 = 1 << 4;
+    pub const SET: u32 = 1 << 5;
+    pub const HASH: u32 = 1 << 6;
+    pub const ZSET: u32 = 1 << 7;
+    pub const EXPIRED: u32 = 1 << 8;
+    pub const EVICTED: u32 = 1 << 9;
+    pub const STREAM: u32 = 1 << 10;
+    pub const MODULE: u32 = 1 << 11;
+    pub const KEY_MISS: u32 = 1 << 12;
+    pub const NEW: u32 = 1 << 13;
+    /// `A`: every class but key misses and new keys.
+    pub const ALL: u32 =
+        GENERIC | STRING | LIST | SET | HASH | ZSET | EXPIRED | EVICTED | STREAM | MODULE;
+}
+
+/// Letters of the type classes, in the order CONFIG GET lists them.
+const TYPE_LETTERS: [(char, u32); 11] = [
+    ('g', class::GENERIC),
+    ('$', class::STRING),
+    ('l', class::LIST),
+    ('s', class::SET),
+    ('h', class::HASH),
+    ('z', class::ZSET),
+    ('x', class::EXPIRED),
+    ('e', class::EVICTED),
+    ('t', class::STREAM),
+    ('d', class::MODULE),
+    ('n', class::NEW),
+];
+
+/// Parses `notify-keyspace-events` (e.g. `KEA`, `Ex`); the error is Redis's.
+pub fn parse_classes(v: &str) -> Result<u32, String> {
+    let mut flags = 0;
+    for c in v.chars() {
+        flags |= match c {
+            'A' => class::ALL,
+            'K' => class::KEYSPACE,
+            'E' => class::KEYEVENT,
+            'm' => class::KEY_MISS,
+            c => TYPE_LETTERS
+                .iter()
+                .find(|(l, _)| *l == c)
+                .map(|(_, f)| *f)
+                .ok_or("Invalid event class character. Use 'Ag$lshzxeKEtmdn'.")?,
+        };
+    }
+    Ok(flags)
+}
+
+/// The canonical text CONFIG GET shows, as Redis builds it: `A` stands for
+/// the whole `A` set (and then, as in Redis, `n` is not shown), then `K`,
+/// `E` and `m`.
+pub fn format_classes(flags: u32) -> String {
+    let mut s = String::new();
+    if flags & class::ALL == class::ALL {
+        s.push('A');
+    } else {
+        s.extend(
+            TYPE_LETTERS
+                .iter()
+                .filter(|(_, f)| flags & f != 0)
+                .map(|(l, _)| *l),
+        );
+    }
+    for (l, f) in [
+        ('K', class::KEYSPACE),
+        ('E', class::KEYEVENT),
+        ('m', class::KEY_MISS),
+    ] {
+        if flags & f != 0 {
+            s.push(l);
+        }
+    }
+    s
+}
+
+/// The classes that actually produce events: none unless `K` or `E` says
+/// where to publish them.
+pub fn effective(flags: u32) -> u32 {
+    if flags & (class::KEYSPACE | class::KEYEVENT) == 0 {
+        0
+    } else {
+        flags
+    }
+}
+
+/// Whether expired keys must be recorded for `expired` events.
+pub fn wants_expired(effective_flags: u32) -> bool {
+    effective_flags & class::EXPIRED != 0
+}
+
+/// What the connection's current command (or MULTI, or script) will
+/// publish once its writes are committed, in the order it happened.
+#[derive(Default)]
+pub struct Pending {
+    items: Vec<Item>,
+    /// Handler calls observed so far; a script sees its own commands'
+    /// calls go by and leaves the announcing to them.
+    observed: u64,
+}
+
+enum Item {
+    Event {
+        db: usize,
+        key: Bytes,
+        event: &'static str,
+    },
+    /// A PUBLISH / SPUBLISH made after events of the same atomic unit, held
+    /// so its subscribers see them in order.
+    Message {
+        channel: Bytes,
+        payload: Bytes,
+        shard: bool,
+    },
+}
+
+impl Pending {
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    fn event(&mut self, flags: u32, class: u32, db: usize, key: Bytes, event: &'static str) {
+        if flags & class != 0 {
+            self.items.push(Item::Event { db, key, event });
+        }
+    }
+
+    /// Holds a message behind the events already pending.
+    pub fn message(&mut self, channel: Bytes, payload: Bytes, shard: bool) {
+        self.items.push(Item::Message {
+            channel,
+            payload,
+            shard,
+        });
+    }
+}
+
+/// Runs a data command's handler, noting the events it causes. With
+/// notifications off this is the call plus one atomic load.
+#[inline]
+pub fn run_data(
+    f: DataFn,
+    ctx: &mut Ctx<'_>,
+    txn: &mut Txn<'_>,
+    spec: &CommandSpec,
+    args: &[bytes::Bytes],
+) -> Frame {
+    let flags = ctx.shared.pubsub.keyspace_events();
+    if flags == 0 {
+        return f(ctx, txn, args);
+    }
+    run_observed(flags, f, ctx, txn, spec, args)
+}
+
+/// One event the command caused, before `new`/`del` are worked out.
+struct Caused {
+    db: usize,
+    key: Bytes,
+    class: u32,
+    event: &'static str,
+    /// The operation may have created the key (`new`).
+    creates: bool,
+    /// The operation may have emptied a collection, which then goes (`del`).
+    removes: bool,
+}
+
+fn run_observed(
+    flags: u32,
+    f: DataFn,
+    ctx: &mut Ctx<'_>,
+    txn: &mut Txn<'_>,
+    spec: &CommandSpec,
+    args: &[Bytes],
+) -> Frame {
+    let db = ctx.client.db;
+    // Which declared keys existed, for `new` and `keymiss` (looking them up
+    // first is what Redis's own lookup does: it may expire them).
+    let mut existed: HashSet<(usize, Bytes)> = HashSet::new();
+    let mut missing: Vec<Bytes> = Vec::new();
+    if flags & (class::NEW | class::KEY_MISS) != 0 {
+        for i in spec.key_indexes(args) {
+            let key = &args[i];
+            if txn.get(db, key).is_some() {
+                existed.insert((db, key.clone()));
+            } else {
+                missing.push(key.clone());
+            }
+        }
+    }
+    let before = txn.mutations().len();
+    let observed = ctx.client.notifications.observed;
+    let frame = f(ctx, txn, args);
+
+    let pending = &mut ctx.client.notifications;
+    if pending.observed != observed {
+        // A script: each command it ran announced what it did.
+        return frame;
+    }
+    pending.observed = pending.observed.wrapping_add(1);
+    if flags & class::EXPIRED != 0 {
+        txn.take_expired(|db, key| pending.event(flags, class::EXPIRED, db, key, "expired"));
+    }
+    if flags & class::KEY_MISS != 0 && spec.flags & flags::READONLY != 0 {
+        for key in missing {
+            pending.event(flags, class::KEY_MISS, db, key, "keymiss");
+        }
+    }
+    let applied = &txn.mutations()[before..];
+    if applied.is_empty() {
+        return frame;
+    }
+    let mut caused = Vec::new();
+    // RENAME and MOVE apply the destination first; Redis announces the
+    // source first.
+    let source_first = ["rename", "renamenx", "move"].contains(&spec.name);
+    let mut note = |m: &Mutation| {
+        if let Mutation::Key { db, key, op } = m {
+            events_of(spec.name, args, key, op, |class, event| {
+                caused.push(Caused {
+                    db: *db as usize,
+                    key: key.clone(),
+                    class,
+                    event,
+                    creates: creates(op),
+                    removes: removes(op),
+                })
+            });
+        }
+    };
+    if source_first {
+        applied.iter().rev().for_each(&mut note);
+    } else {
+        applied.iter().for_each(&mut note);
+    }
+
+    let mut announced_new: HashSet<(usize, Bytes)> = HashSet::new();
+    for (i, c) in caused.iter().enumerate() {
+        let id = (c.db, c.key.clone());
+        if c.creates
+            && flags & class::NEW != 0
+            && !existed.contains(&id)
+            && announced_new.insert(id)
+        {
+            pending.event(flags, class::NEW, c.db, c.key.clone(), "new");
+        }
+        pending.event(flags, c.class, c.db, c.key.clone(), c.event);
+        let last_for_key = !caused[i + 1..]
+            .iter()
+            .any(|o| o.db == c.db && o.key == c.key);
+        if c.removes && last_for_key && txn.get(c.db, &c.key).is_none() {
+            pending.event(flags, class::GENERIC, c.db, c.key.clone(), "del");
+        }
+    }
+    frame
+}
+
+fn creates(op: &KeyOp) -> bool {
+    matches!(
+        op,
+        KeyOp::SetString { .. }
+            | KeyOp::Restore { .. }
+            | KeyOp::Append(_)
+            | KeyOp::SetRange { .. }
+            | KeyOp::HSet(_)
+            | KeyOp::Push { .. }
+            | KeyOp::SAdd(_)
+            | KeyOp::ZAdd(_)
+    )
+}
+
+fn removes(op: &KeyOp) -> bool {
+    matches!(
+        op,
+        KeyOp::HDel(_)
+            | KeyOp::Pop { .. }
+            | KeyOp::LRem { .. }
+            | KeyOp::LTrim { .. }
+            | KeyOp::SRem(_)
+            | KeyOp::ZRem(_)
+    )
+}
+
+/// Redis's event name(s) for `op` applied to `key` by command `cmd`.
+fn events_of(
+    cmd: &str,
+    args: &[Bytes],
+    key: &Bytes,
+    op: &KeyOp,
+    mut emit: impl FnMut(u32, &'static str),
+) {
+    use class::*;
+    match op {
+        KeyOp::SetString { expire, .. } => {
+            let event = match cmd {
+                "incr" | "decr" | "incrby" | "decrby" => "incrby",
+                "incrbyfloat" => "incrbyfloat",
+                _ => "set",
+            };
+            emit(STRING, event);
+            if matches!(expire, ExpireMode::At(_)) {
+                emit(GENERIC, "expire");
+            }
+        }
+        KeyOp::Restore { .. } => match cmd {
+            "copy" => emit(GENERIC, "copy_to"),
+            "rename" | "renamenx" => emit(GENERIC, "rename_to"),
+            "move" => emit(GENERIC, "move_to"),
+            "sort" | "sort_ro" => emit(GENERIC, "sortstore"),
+            "sinterstore" => emit(SET, "sinterstore"),
+            "sunionstore" => emit(SET, "sunionstore"),
+            "sdiffstore" => emit(SET, "sdiffstore"),
+            "zinterstore" => emit(ZSET, "zinterstore"),
+            "zunionstore" => emit(ZSET, "zunionstore"),
+            "zdiffstore" => emit(ZSET, "zdiffstore"),
+            "zrangestore" => emit(ZSET, "zrangestore"),
+            _ => emit(GENERIC, "restore"),
+        },
+        KeyOp::Del => match cmd {
+            // RENAME's overwritten destination is not announced (Redis
+            // sends only rename_from and rename_to).
+            "rename" | "renamenx" if args.get(1) == Some(key) => emit(GENERIC, "rename_from"),
+            "rename" | "renamenx" => {}
+            "move" => emit(GENERIC, "move_from"),
+            _ => emit(GENERIC, "del"),
+        },
+        KeyOp::Expire { at_ms: 0 } => emit(GENERIC, "persist"),
+        KeyOp::Expire { .. } => emit(GENERIC, "expire"),
+        KeyOp::Append(_) => emit(STRING, "append"),
+        KeyOp::SetRange { .. } => emit(STRING, "setrange"),
+        KeyOp::HSet(_) => emit(
+            HASH,
+            match cmd {
+                "hincrby" => "hincrby",
+                "hincrbyfloat" => "hincrbyfloat",
+                _ => "hset",
+            },
+        ),
+        KeyOp::HDel(_) => emit(HASH, "hdel"),
+        KeyOp::Push { left, .. } => emit(LIST, if *left { "lpush" } else { "rpush" }),
+        KeyOp::Pop { left, .. } => emit(LIST, if *left { "lpop" } else { "rpop" }),
+        KeyOp::LSet { .. } => emit(LIST, "lset"),
+        KeyOp::LRem { .. } => emit(LIST, "lrem"),
+        KeyOp::LTrim { .. } => emit(LIST, "ltrim"),
+        KeyOp::LInsert { .. } => emit(LIST, "linsert"),
+        KeyOp::SAdd(_) => emit(SET, "sadd"),
+        KeyOp::SRem(_) => emit(SET, if cmd == "spop" { "spop" } else { "srem" }),
+        KeyOp::ZAdd(_) => {
+            let incr = cmd == "zincrby" || (cmd == "zadd" && args.iter().any(|a| is(a, "incr")));
+            emit(ZSET, if incr { "zincr" } else { "zadd" })
+        }
+        KeyOp::ZRem(_) => emit(
+            ZSET,
+            match cmd {
+                "zremrangebyscore" => "zrembyscore",
+                "zremrangebyrank" => "zrembyrank",
+                "zremrangebylex" => "zrembylex",
+                "zpopmin" | "bzpopmin" => "zpopmin",
+                "zpopmax" | "bzpopmax" => "zpopmax",
+                "zmpop" | "bzmpop" if args.iter().any(|a| is(a, "max")) => "zpopmax",
+                "zmpop" | "bzmpop" => "zpopmin",
+                _ => "zrem",
+            },
+        ),
+    }
+}
+
+/// Publishes what the command left pending, now that its writes are
+/// committed; `dependency_lsn` is the LSN its reply waits for (0 unless
+/// under `full`), which its events wait for too.
+pub fn flush(ctx: &mut Ctx<'_>, dependency_lsn: u64) {
+    if ctx.client.notifications.is_empty() {
+        return;
+    }
+    let items = std::mem::take(&mut ctx.client.notifications.items);
+    let pubsub = &ctx.shared.pubsub;
+    let flags = pubsub.keyspace_events();
+    for item in items {
+        match item {
+            Item::Event { db, key, event } => {
+                announce(pubsub, flags, db, &key, event, dependency_lsn)
+            }
+            Item::Message {
+                channel,
+                payload,
+                shard,
+            } => {
+                pubsub.publish(&channel, &payload, shard, dependency_lsn);
+            }
+        }
+    }
+}
+
+/// Drops what a command that failed to commit left pending.
+pub fn discard(ctx: &mut Ctx<'_>) {
+    ctx.client.notifications.items.clear();
+}
+
+/// Publishes one event on the keyspace and/or keyevent channel.
+pub fn announce(
+    pubsub: &PubSub,
+    flags: u32,
+    db: usize,
+    key: &Bytes,
+    event: &'static str,
+    dep: u64,
+) {
+    let event_bytes = Bytes::from_static(event.as_bytes());
+    if flags & class::KEYSPACE != 0 {
+        let channel = channel_name("__keyspace@", db, key);
+        pubsub.publish(&channel, &event_bytes, false, dep);
+    }
+    if flags & class::KEYEVENT != 0 {
+        let channel = channel_name("__keyevent@", db, event.as_bytes());
+        pubsub.publish(&channel, key, false, dep);
+    }
+}
+
+fn channel_name(prefix: &str, db: usize, suffix: &[u8]) -> Bytes {
+    let mut b = BytesMut::with_capacity(prefix.len() + 24 + suffix.len());
+    b.put_slice(prefix.as_bytes());
+    b.put_slice(itoa::Buffer::new().format(db).as_bytes());
+    b.put_slice(b"__:");
+    b.put_slice(suffix);
+    b.freeze()
+}
+
+/// The keys `shard` expired since last asked, as (database, key), when
+/// `expired` events are on. The caller announces them after unlocking.
+pub fn take_expired(flags: u32, shard: &mut Shard) -> Vec<(usize, Bytes)> {
+    let mut out = Vec::new();
+    if flags & class::EXPIRED != 0 {
+        for (db, d) in shard.dbs.iter_mut().enumerate() {
+            out.extend(d.take_expired().into_iter().map(|k| (db, k)));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classes_round_trip_in_redis_order() {
+        let f = |s: &str| format_classes(parse_classes(s).unwrap());
+        assert_eq!(f("gKE"), "gKE");
+        assert_eq!(f("$lshzxeKE"), "$lshzxeKE");
+        assert_eq!(f("EKzhslx$e"), "$lshzxeKE");
+        assert_eq!(f("KA"), "AK");
+        assert_eq!(f("EA"), "AE");
+        assert_eq!(f("AKEm"), "AKEm");
+        assert_eq!(f("En"), "nE");
+        assert_eq!(f(""), "");
+        assert!(parse_classes("KEZ").is_err());
+    }
+
+    #[test]
+    fn nothing_is_published_without_k_or_e() {
+        assert_eq!(effective(parse_classes("A").unwrap()), 0);
+        assert_ne!(effective(parse_classes("Ex").unwrap()), 0);
+        assert!(wants_expired(effective(parse_classes("Kx").unwrap())));
+        assert!(!wants_expired(effective(parse_classes("x").unwrap())));
+    }
+
+    fn names(cmd: &str, args: &[&str], op: KeyOp) -> Vec<&'static str> {
+        let args: Vec<Bytes> = args
+            .iter()
+            .map(|a| Bytes::copy_from_slice(a.as_bytes()))
+            .collect();
+        let mut out = Vec::new();
+        events_of(cmd, &args, &args[1], &op, |_, e| out.push(e));
+        out
+    }
+
+    #[test]
+    fn events_are_named_after_the_command() {
+        let set = |expire| KeyOp::SetString {
+            value: Bytes::new(),
+            expire,
+        };
+        assert_eq!(
+            names("setex", &["setex", "k", "1", "v"], set(ExpireMode::At(1))),
+            ["set", "expire"]
+        );
+        assert_eq!(
+            names("incrby", &["incrby", "k", "1"], set(ExpireMode::Keep)),
+            ["incrby"]
+        );
+        assert_eq!(
+            names("rename", &["rename", "k", "d"], KeyOp::Del),
+            ["rename_from"]
+        );
+        assert_eq!(names("spop", &["spop", "k"], KeyOp::SRem(vec![])), ["spop"]);
+        assert_eq!(
+            names(
+                "zadd",
+                &["zadd", "k", "INCR", "1", "m"],
+                KeyOp::ZAdd(vec![])
+            ),
+            ["zincr"]
+        );
+        assert_eq!(
+            names("persist", &["persist", "k"], KeyOp::Expire { at_ms: 0 }),
+            ["persist"]
+        );
+        assert_eq!(
+            names(
+                "rpoplpush",
+                &["rpoplpush", "k", "d"],
+                KeyOp::Pop {
+                    left: false,
+                    count: 1
+                }
+            ),
+            ["rpop"]
+        );
+    }
+}

@@ -1,0 +1,548 @@
+//! Pub/sub: who listens to which channel, pattern or shard channel, and
+//! each connection's mailbox of messages not yet written to it.
+//!
+//! PUBLISH never waits for a subscriber. It appends the message to each
+//! receiving connection's [`Mailbox`] and wakes that connection, whose loop
+//! encodes it for the connection's protocol on its next turn. A mailbox is
+//! bounded by `client-output-buffer-limit pubsub`: as in Redis, a
+//! subscriber that does not keep up is disconnected, so a slow reader can
+//! never make the server's memory grow without bound.
+//!
+//! Nothing here knows the keyspace; keyspace notifications
+//! (`crate::notify`) publish through [`PubSub::publish`] like PUBLISH does.
+
+use crate::client::ClientHandle;
+use crate::config::{Config, OutputBufferLimit, PUBSUB_CLASS};
+use crate::glob::glob_match;
+use bytes::{Bytes, BytesMut};
+use durakv_protocol::frame::{write_bulk, write_push_header};
+use durakv_protocol::Protocol;
+use parking_lot::{Mutex, RwLock};
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// What a queued message costs beyond its strings, counted against the
+/// output buffer limit (the queue entry and the RESP framing).
+const MESSAGE_OVERHEAD_BYTES: usize = 64;
+/// Most message bytes one turn of a connection's loop encodes: a backlog
+/// stays in the mailbox (where the limit sees it) instead of ballooning the
+/// write buffer.
+pub const DELIVERY_BATCH_BYTES: usize = 64 * 1024;
+
+/// The three subscription namespaces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Channel = 0,
+    Pattern = 1,
+    Shard = 2,
+}
+
+/// One message on its way to one subscriber.
+pub struct Message {
+    /// The pattern that matched, for a `pmessage`.
+    pattern: Option<Bytes>,
+    shard: bool,
+    channel: Bytes,
+    payload: Bytes,
+    /// The LSN that must be durable before the client may see this message,
+    /// because it reveals a write (0: none).
+    pub dependency_lsn: u64,
+}
+
+impl Message {
+    fn cost_bytes(&self) -> usize {
+        self.channel.len()
+            + self.payload.len()
+            + self.pattern.as_ref().map_or(0, Bytes::len)
+            + MESSAGE_OVERHEAD_BYTES
+    }
+
+    /// `message`/`smessage <channel> <payload>` or `pmessage <pattern>
+    /// <channel> <payload>`: a push in RESP3, an array in RESP2.
+    pub fn encode(&self, proto: Protocol, out: &mut BytesMut) {
+        match &self.pattern {
+            Some(p) => {
+                write_push_header(out, proto, 4);
+                write_bulk(out, b"pmessage");
+                write_bulk(out, p);
+            }
+            None => {
+                write_push_header(out, proto, 3);
+                write_bulk(out, if self.shard { b"smessage" } else { b"message" });
+            }
+        }
+        write_bulk(out, &self.channel);
+        write_bulk(out, &self.payload);
+    }
+}
+
+/// A connection's queue of undelivered messages (on its [`ClientHandle`],
+/// where publishers reach it) and its subscription counts.
+#[derive(Default)]
+pub struct Mailbox {
+    inbox: Mutex<Inbox>,
+    /// Bytes queued, read without the lock: CLIENT LIST's `omem`, and the
+    /// connection's "anything for me?" before each reply.
+    queued_bytes: AtomicUsize,
+    queued_messages: AtomicUsize,
+    /// Subscriptions per [`Kind`], for CLIENT LIST's `sub=`, `psub=`, `ssub=`.
+    counts: [AtomicUsize; 3],
+}
+
+#[derive(Default)]
+struct Inbox {
+    messages: VecDeque<Message>,
+    bytes: usize,
+    /// Since when the queue has been over the soft limit.
+    over_soft_since: Option<Instant>,
+}
+
+impl Mailbox {
+    pub fn has_mail(&self) -> bool {
+        self.queued_bytes.load(Ordering::Acquire) != 0
+    }
+
+    pub fn queued_bytes(&self) -> usize {
+        self.queued_bytes.load(Ordering::Relaxed)
+    }
+
+    pub fn queued_messages(&self) -> usize {
+        self.queued_messages.load(Ordering::Relaxed)
+    }
+
+    pub fn subscriptions(&self, kind: Kind) -> usize {
+        self.counts[kind as usize].load(Ordering::Relaxed)
+    }
+
+    /// Subscribed to anything: Redis's `P` flag and `pubsub` client type.
+    pub fn is_subscriber(&self) -> bool {
+        self.counts.iter().any(|c| c.load(Ordering::Relaxed) != 0)
+    }
+
+    /// Takes the oldest messages, up to [`DELIVERY_BATCH_BYTES`] (at least
+    /// one). The second value says whether more remain.
+    pub fn take_batch(&self) -> (VecDeque<Message>, bool) {
+        let mut inbox = self.inbox.lock();
+        let batch = if inbox.bytes <= DELIVERY_BATCH_BYTES {
+            inbox.bytes = 0;
+            std::mem::take(&mut inbox.messages)
+        } else {
+            let mut batch = VecDeque::new();
+            let mut taken = 0;
+            while taken < DELIVERY_BATCH_BYTES {
+                let Some(m) = inbox.messages.pop_front() else {
+                    break;
+                };
+                taken += m.cost_bytes();
+                batch.push_back(m);
+            }
+            inbox.bytes -= taken;
+            batch
+        };
+        self.queued_bytes.store(inbox.bytes, Ordering::Release);
+        self.queued_messages
+            .store(inbox.messages.len(), Ordering::Relaxed);
+        (batch, !inbox.messages.is_empty())
+    }
+
+    /// Drops everything queued (the connection is closing).
+    fn clear(&self) {
+        let mut inbox = self.inbox.lock();
+        *inbox = Inbox::default();
+        self.queued_bytes.store(0, Ordering::Release);
+        self.queued_messages.store(0, Ordering::Relaxed);
+    }
+}
+
+/// What offering a message to a mailbox came to.
+enum Offer {
+    Queued,
+    /// Now over the soft limit for the first time: the periodic check must
+    /// watch this client.
+    QueuedOverSoft,
+    /// Over a limit: the client must go.
+    Overflow,
+}
+
+impl Mailbox {
+    fn offer(&self, m: Message, limit: OutputBufferLimit) -> Offer {
+        let cost = m.cost_bytes();
+        let mut inbox = self.inbox.lock();
+        let total = (inbox.bytes + cost) as u64;
+        if limit.hard_bytes > 0 && total > limit.hard_bytes {
+            return Offer::Overflow;
+        }
+        let mut offer = Offer::Queued;
+        if limit.soft_bytes > 0 && total > limit.soft_bytes {
+            match inbox.over_soft_since {
+                None => {
+                    inbox.over_soft_since = Some(Instant::now());
+                    offer = Offer::QueuedOverSoft;
+                }
+                Some(t) if t.elapsed() > Duration::from_secs(limit.soft_secs) => {
+                    return Offer::Overflow
+                }
+                Some(_) => {}
+            }
+        } else {
+            inbox.over_soft_since = None;
+        }
+        inbox.messages.push_back(m);
+        inbox.bytes += cost;
+        self.queued_bytes.store(inbox.bytes, Ordering::Release);
+        self.queued_messages
+            .store(inbox.messages.len(), Ordering::Relaxed);
+        offer
+    }
+
+    /// Whether a queue over the soft limit has been so for too long; forgets
+    /// the timer once the queue is back under it.
+    fn soft_limit_expired(&self, limit: OutputBufferLimit) -> Option<bool> {
+        let mut inbox = self.inbox.lock();
+        let since = inbox.over_soft_since?;
+        if limit.soft_bytes == 0 || (inbox.bytes as u64) <= limit.soft_bytes {
+            inbox.over_soft_since = None;
+            return None;
+        }
+        Some(since.elapsed() > Duration::from_secs(limit.soft_secs))
+    }
+}
+
+/// A connection's own subscriptions (in its `ClientState`).
+#[derive(Default)]
+pub struct Subscriptions {
+    names: [HashSet<Bytes>; 3],
+}
+
+impl Subscriptions {
+    pub fn is_empty(&self) -> bool {
+        self.names.iter().all(HashSet::is_empty)
+    }
+
+    pub fn count(&self, kind: Kind) -> usize {
+        self.names[kind as usize].len()
+    }
+
+    pub fn names(&self, kind: Kind) -> Vec<Bytes> {
+        self.names[kind as usize].iter().cloned().collect()
+    }
+}
+
+/// Subscribers by name, for one namespace.
+#[derive(Default)]
+struct Registry {
+    names: RwLock<HashMap<Bytes, HashMap<u64, Arc<ClientHandle>>>>,
+    /// How many names have subscribers, read without the lock (PUBLISH skips
+    /// the pattern registry when it is empty).
+    len: AtomicUsize,
+}
+
+impl Registry {
+    fn add(&self, name: &Bytes, h: &Arc<ClientHandle>) {
+        let mut names = self.names.write();
+        names
+            .entry(name.clone())
+            .or_default()
+            .insert(h.id, h.clone());
+        self.len.store(names.len(), Ordering::Relaxed);
+    }
+
+    fn remove(&self, name: &[u8], id: u64) {
+        let mut names = self.names.write();
+        if let Some(subs) = names.get_mut(name) {
+            subs.remove(&id);
+            if subs.is_empty() {
+                names.remove(name);
+            }
+        }
+        self.len.store(names.len(), Ordering::Relaxed);
+    }
+
+    fn len(&self) -> usize {
+        self.len.load(Ordering::Relaxed)
+    }
+
+    fn subscribers(&self, name: &[u8]) -> usize {
+        self.names.read().get(name).map_or(0, HashMap::len)
+    }
+
+    /// Names with subscribers, those matching `pattern` if given.
+    fn matching(&self, pattern: Option<&[u8]>) -> Vec<Bytes> {
+        self.names
+            .read()
+            .keys()
+            .filter(|n| pattern.is_none_or(|p| glob_match(p, n, false)))
+            .cloned()
+            .collect()
+    }
+}
+
+/// Every subscription on the server, the pub/sub limits, and the keyspace
+/// notification classes in force.
+#[derive(Default)]
+pub struct PubSub {
+    channels: Registry,
+    patterns: Registry,
+    shard_channels: Registry,
+    /// Connections subscribed to anything (INFO `pubsub_clients`).
+    subscribed_clients: AtomicUsize,
+    /// `client-output-buffer-limit pubsub`, copied out of the configuration
+    /// so publishers never take the configuration lock.
+    hard_bytes: AtomicU64,
+    soft_bytes: AtomicU64,
+    soft_secs: AtomicU64,
+    /// Effective `notify-keyspace-events` (see `crate::notify::effective`).
+    keyspace_events: AtomicU32,
+    /// Clients whose mailbox went over the soft limit, which the periodic
+    /// check disconnects once they have been over it too long even if
+    /// nothing more is published to them.
+    over_soft: Mutex<HashMap<u64, Arc<ClientHandle>>>,
+}
+
+impl PubSub {
+    /// Takes the pub/sub settings from `config`. Returns whether expired
+    /// keys must now be recorded, if that changed.
+    pub fn configure(&self, config: &Config) -> Option<bool> {
+        let l = config.client_output_buffer_limit[PUBSUB_CLASS];
+        self.hard_bytes.store(l.hard_bytes, Ordering::Relaxed);
+        self.soft_bytes.store(l.soft_bytes, Ordering::Relaxed);
+        self.soft_secs.store(l.soft_secs, Ordering::Relaxed);
+        let flags = crate::notify::effective(config.notify_keyspace_events);
+        let before = self.keyspace_events.swap(flags, Ordering::Relaxed);
+        let wants = crate::notify::wants_expired(flags);
+        (wants != crate::notify::wants_expired(before)).then_some(wants)
+    }
+
+    /// The keyspace notification classes in force; 0 when off.
+    #[inline]
+    pub fn keyspace_events(&self) -> u32 {
+        self.keyspace_events.load(Ordering::Relaxed)
+    }
+
+    fn limit(&self) -> OutputBufferLimit {
+        OutputBufferLimit {
+            hard_bytes: self.hard_bytes.load(Ordering::Relaxed),
+            soft_bytes: self.soft_bytes.load(Ordering::Relaxed),
+            soft_secs: self.soft_secs.load(Ordering::Relaxed),
+        }
+    }
+
+    fn registry(&self, kind: Kind) -> &Registry {
+        match kind {
+            Kind::Channel => &self.channels,
+            Kind::Pattern => &self.patterns,
+            Kind::Shard => &self.shard_channels,
+        }
+    }
+
+    /// Subscribes the connection to `name`; false if it already was.
+    pub fn subscribe(
+        &self,
+        subs: &mut Subscriptions,
+        h: &Arc<ClientHandle>,
+        kind: Kind,
+        name: &Bytes,
+    ) -> bool {
+        let was_empty = subs.is_empty();
+        if !subs.names[kind as usize].insert(name.clone()) {
+            return false;
+        }
+        self.registry(kind).add(name, h);
+        h.mailbox.counts[kind as usize].store(subs.count(kind), Ordering::Relaxed);
+        if was_empty {
+            self.subscribed_clients.fetch_add(1, Ordering::Relaxed);
+        }
+        true
+    }
+
+    /// Unsubscribes the connection from `name`; false if it was not.
+    pub fn unsubscribe(
+        &self,
+        subs: &mut Subscriptions,
+        h: &ClientHandle,
+        kind: Kind,
+        name: &[u8],
+    ) -> bool {
+        if !subs.names[kind as usize].remove(name) {
+            return false;
+        }
+        self.registry(kind).remove(name, h.id);
+        h.mailbox.counts[kind as usize].store(subs.count(kind), Ordering::Relaxed);
+        if subs.is_empty() {
+            self.subscribed_clients.fetch_sub(1, Ordering::Relaxed);
+        }
+        true
+    }
+
+    /// Unsubscribes the connection from every name of `kind`; returns them.
+    pub fn unsubscribe_all(
+        &self,
+        subs: &mut Subscriptions,
+        h: &ClientHandle,
+        kind: Kind,
+    ) -> Vec<Bytes> {
+        let names = subs.names(kind);
+        for n in &names {
+            self.unsubscribe(subs, h, kind, n);
+        }
+        names
+    }
+
+    /// Every subscription of every kind (RESET); queued messages stay.
+    pub fn unsubscribe_everything(&self, subs: &mut Subscriptions, h: &ClientHandle) {
+        for kind in [Kind::Channel, Kind::Pattern, Kind::Shard] {
+            self.unsubscribe_all(subs, h, kind);
+        }
+    }
+
+    /// Forgets a closing connection: its subscriptions and its queue.
+    pub fn forget(&self, subs: &mut Subscriptions, h: &ClientHandle) {
+        self.unsubscribe_everything(subs, h);
+        self.over_soft.lock().remove(&h.id);
+        h.mailbox.clear();
+    }
+
+    /// Delivers `payload` to the subscribers of `channel` (and, unless it
+    /// is a shard channel, to those of every matching pattern). Returns how
+    /// many received it.
+    pub fn publish(&self, channel: &Bytes, payload: &Bytes, shard: bool, dep: u64) -> usize {
+        let limit = self.limit();
+        let mut receivers = 0;
+        let message = |pattern: Option<&Bytes>| Message {
+            pattern: pattern.cloned(),
+            shard,
+            channel: channel.clone(),
+            payload: payload.clone(),
+            dependency_lsn: dep,
+        };
+        let exact = if shard {
+            &self.shard_channels
+        } else {
+            &self.channels
+        };
+        if let Some(subs) = exact.names.read().get(channel) {
+            for h in subs.values() {
+                receivers += usize::from(self.deliver(h, message(None), limit));
+            }
+        }
+        if !shard && self.patterns.len() > 0 {
+            for (pattern, subs) in self.patterns.names.read().iter() {
+                if glob_match(pattern, channel, false) {
+                    for h in subs.values() {
+                        receivers += usize::from(self.deliver(h, message(Some(pattern)), limit));
+                    }
+                }
+            }
+        }
+        receivers
+    }
+
+    /// How many a publish to `channel` would reach now (for a message held
+    /// back until its MULTI or script commits).
+    pub fn receivers(&self, channel: &[u8], shard: bool) -> usize {
+        if shard {
+            return self.shard_channels.subscribers(channel);
+        }
+        let mut n = self.channels.subscribers(channel);
+        if self.patterns.len() > 0 {
+            n += self
+                .patterns
+                .names
+                .read()
+                .iter()
+                .filter(|(p, _)| glob_match(p, channel, false))
+                .map(|(_, subs)| subs.len())
+                .sum::<usize>();
+        }
+        n
+    }
+
+    fn deliver(&self, h: &Arc<ClientHandle>, m: Message, limit: OutputBufferLimit) -> bool {
+        if h.is_killed() {
+            return false;
+        }
+        match h.mailbox.offer(m, limit) {
+            Offer::Queued => {}
+            Offer::QueuedOverSoft => {
+                self.over_soft.lock().insert(h.id, h.clone());
+            }
+            Offer::Overflow => {
+                disconnect_slow(h);
+                return false;
+            }
+        }
+        h.wake.notify_one();
+        true
+    }
+
+    /// Disconnects subscribers that stayed over the soft limit for longer
+    /// than allowed while nothing was published to them. Run periodically.
+    pub fn enforce_soft_limit(&self) {
+        let mut watched = self.over_soft.lock();
+        if watched.is_empty() {
+            return;
+        }
+        let limit = self.limit();
+        watched.retain(|_, h| match h.mailbox.soft_limit_expired(limit) {
+            _ if h.is_killed() => false,
+            None => false,
+            Some(true) => {
+                disconnect_slow(h);
+                false
+            }
+            Some(false) => true,
+        });
+    }
+
+    /// PUBSUB CHANNELS / SHARDCHANNELS.
+    pub fn channels(&self, shard: bool, pattern: Option<&[u8]>) -> Vec<Bytes> {
+        let r = if shard {
+            &self.shard_channels
+        } else {
+            &self.channels
+        };
+        r.matching(pattern)
+    }
+
+    /// PUBSUB NUMSUB / SHARDNUMSUB for one channel.
+    pub fn numsub(&self, shard: bool, channel: &[u8]) -> usize {
+        let r = if shard {
+            &self.shard_channels
+        } else {
+            &self.channels
+        };
+        r.subscribers(channel)
+    }
+
+    /// INFO `pubsub_channels`, `pubsub_patterns`, `pubsubshard_channels`,
+    /// `pubsub_clients`.
+    pub fn counts(&self) -> (usize, usize, usize, usize) {
+        (
+            self.channels.len(),
+            self.patterns.len(),
+            self.shard_channels.len(),
+            self.subscribed_clients.load(Ordering::Relaxed),
+        )
+    }
+}
+
+fn disconnect_slow(h: &ClientHandle) {
+    tracing::warn!(
+        client = h.id,
+        addr = %h.addr,
+        omem = h.mailbox.queued_bytes(),
+        "closing a subscriber over client-output-buffer-limit pubsub"
+    );
+    h.kill();
+}
+
+/// Applies the pub/sub settings of the current configuration (at start-up
+/// and after every CONFIG SET).
+pub fn apply_config(shared: &crate::state::Shared) {
+    let changed = shared.pubsub.configure(&shared.config.read());
+    if let Some(record) = changed {
+        shared.store.keyspace.log_expired(record);
+    }
+}
