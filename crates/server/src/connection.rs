@@ -80,11 +80,12 @@ mod scratch {
 
 /// Replies waiting for their LSN to become durable, in order: their bytes
 /// back to back in one buffer (no allocation per reply), and per reply its
-/// length and dependency. Both are freed whenever the queue empties.
+/// length, dependency and whether it is a pub/sub message rather than a
+/// reply. Both are freed whenever the queue empties.
 #[derive(Default)]
 struct Held {
     bytes: BytesMut,
-    replies: VecDeque<(usize, u64)>,
+    replies: VecDeque<(usize, u64, bool)>,
 }
 
 impl Held {
@@ -157,7 +158,7 @@ async fn run(shared: &Shared, stream: &mut TcpStream, client: &mut ClientState) 
     let mut published_at = std::time::Instant::now();
     loop {
         let mut out = scratch::take(&scratch::WRITE, WRITE_CHUNK_BYTES);
-        deliver_messages(client, shared.durable_lsn(), &mut out, &mut held);
+        deliver_messages(shared, client, &mut out, &mut held);
         if !closing {
             closing = process(shared, client, &parser, &mut rbuf, &mut out, &mut held);
         }
@@ -360,7 +361,7 @@ fn process(
         };
         // A message published while the command ran goes before its reply,
         // as it would in Redis's single thread.
-        deliver_messages(client, durable, out, held);
+        deliver_messages(shared, client, out, held);
         push(client, out, held, outcome.frame, dep);
         if client.close_after_reply {
             return true;
@@ -369,20 +370,29 @@ fn process(
 }
 
 fn push(client: &ClientState, out: &mut BytesMut, held: &mut Held, frame: Frame, dep: u64) {
-    push_with(out, held, dep, |buf| frame.encode(client.protocol, buf));
+    push_with(out, held, dep, false, |buf| {
+        frame.encode(client.protocol, buf)
+    });
 }
 
 /// Appends one reply (or message) encoded by `encode`: straight to `out`,
 /// or, when it must wait for durability or something ahead of it waits,
 /// to the held queue behind what is already there.
-fn push_with(out: &mut BytesMut, held: &mut Held, dep: u64, encode: impl FnOnce(&mut BytesMut)) {
+fn push_with(
+    out: &mut BytesMut,
+    held: &mut Held,
+    dep: u64,
+    message: bool,
+    encode: impl FnOnce(&mut BytesMut),
+) {
     if dep == 0 && held.is_empty() {
         encode(out);
         return;
     }
     let before = held.bytes.len();
     encode(&mut held.bytes);
-    held.replies.push_back((held.bytes.len() - before, dep));
+    held.replies
+        .push_back((held.bytes.len() - before, dep, message));
 }
 
 /// Moves published messages from the connection's mailbox into its output.
@@ -391,11 +401,12 @@ fn push_with(out: &mut BytesMut, held: &mut Held, dep: u64, encode: impl FnOnce(
 /// appended to the same output buffer as replies. One that reveals a write
 /// not yet durable (a keyspace event under `full`) is held like the reply
 /// of that write would be.
-fn deliver_messages(client: &ClientState, durable: u64, out: &mut BytesMut, held: &mut Held) {
+fn deliver_messages(shared: &Shared, client: &ClientState, out: &mut BytesMut, held: &mut Held) {
     let mailbox = &client.handle.mailbox;
     if !mailbox.has_mail() {
         return;
     }
+    let durable = shared.durable_lsn();
     let (batch, more) = mailbox.take_batch();
     for m in &batch {
         let dep = if m.dependency_lsn > durable {
@@ -403,7 +414,7 @@ fn deliver_messages(client: &ClientState, durable: u64, out: &mut BytesMut, held
         } else {
             0
         };
-        push_with(out, held, dep, |buf| m.encode(client.protocol, buf));
+        push_with(out, held, dep, true, |buf| m.encode(client.protocol, buf));
     }
     if more {
         // Come back for the rest once this batch is written.
@@ -412,7 +423,9 @@ fn deliver_messages(client: &ClientState, durable: u64, out: &mut BytesMut, held
 }
 
 /// Moves held replies whose dependency is durable to `out`, in order. If the
-/// log has failed, replies that can never become durable become errors.
+/// log has failed, replies that can never become durable become errors, and
+/// such messages are dropped (their write never happened as far as a
+/// restart is concerned).
 fn release(shared: &Shared, out: &mut BytesMut, held: &mut Held) {
     if held.is_empty() {
         return;
@@ -420,7 +433,7 @@ fn release(shared: &Shared, out: &mut BytesMut, held: &mut Held) {
     let durable = shared.durable_lsn();
     let failed = shared.log_failure().is_some();
     let mut ready = 0;
-    while let Some(&(len, dep)) = held.replies.front() {
+    while let Some(&(len, dep, message)) = held.replies.front() {
         if dep <= durable {
             ready += len;
         } else if failed || dep == UNLOGGED_FAILED_LSN {
@@ -428,7 +441,9 @@ fn release(shared: &Shared, out: &mut BytesMut, held: &mut Held) {
             held.bytes.advance(ready + len);
             ready = 0;
             // Each entry is exactly one reply, so substituting keeps order.
-            errors::err(errors::NOT_DURABLE).encode(durakv_protocol::Protocol::Resp2, out);
+            if !message {
+                errors::err(errors::NOT_DURABLE).encode(durakv_protocol::Protocol::Resp2, out);
+            }
         } else {
             break;
         }

@@ -7,47 +7,24 @@
 
 mod common;
 
-use bytes::BytesMut;
 use common::*;
-use durakv_protocol::reply::parse_reply;
 use durakv_protocol::Frame;
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::time::Duration;
 
 /// A raw RESP2 connection pattern-subscribed to every channel.
-struct Listener {
-    s: TcpStream,
-    buf: BytesMut,
-}
+struct Listener(RespConn);
 
 impl Listener {
     fn new(srv: &Server) -> Listener {
-        let mut s = srv.raw();
-        s.write_all(&req(&[b"PSUBSCRIBE", b"*"])).unwrap();
-        let mut l = Listener {
-            s,
-            buf: BytesMut::new(),
-        };
-        l.frame();
-        l
-    }
-
-    fn frame(&mut self) -> Frame {
-        let mut chunk = [0u8; 16 * 1024];
-        loop {
-            if let Some(f) = parse_reply(&mut self.buf).expect("well-formed reply") {
-                return f;
-            }
-            let n = self.s.read(&mut chunk).expect("read");
-            assert!(n > 0, "connection closed");
-            self.buf.extend_from_slice(&chunk[..n]);
-        }
+        let mut r = RespConn::new(srv.raw());
+        r.send(&["PSUBSCRIBE", "*"]);
+        r.frame();
+        Listener(r)
     }
 
     /// (channel, payload) of the next pmessage.
     fn message(&mut self) -> (String, String) {
-        let Frame::Array(items) = self.frame() else {
+        let Frame::Array(items) = self.0.frame() else {
             panic!("not a message")
         };
         let text = |f: &Frame| match f {
@@ -395,7 +372,9 @@ fn expired_keys_are_announced_by_lazy_and_active_expiry() {
     // Active: nobody touches the key; the sampler removes it.
     let _: () = q(&mut c, &["CONFIG", "SET", "hz", "50"]);
     let _: () = q(&mut c, &["PSETEX", "active", "50", "v"]);
-    l.s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    l.0.s
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
     let mut seen = vec![l.message(), l.message()];
     seen.sort();
     assert_eq!(

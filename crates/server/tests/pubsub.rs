@@ -7,51 +7,15 @@
 
 mod common;
 
-use bytes::BytesMut;
 use common::*;
-use durakv_protocol::reply::parse_reply;
 use durakv_protocol::Frame;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-/// A raw RESP connection: exact bytes for framing checks, parsed frames
-/// otherwise.
-struct Raw {
-    s: TcpStream,
-    buf: BytesMut,
-}
-
-impl Raw {
-    fn new(srv: &Server) -> Raw {
-        Raw {
-            s: srv.raw(),
-            buf: BytesMut::new(),
-        }
-    }
-
-    fn send(&mut self, args: &[&str]) {
-        let a: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
-        self.s.write_all(&req(&a)).unwrap();
-    }
-
-    fn expect(&mut self, bytes: &str) {
-        assert!(self.buf.is_empty(), "unparsed bytes pending");
-        let got = read_exactly(&mut self.s, bytes.len());
-        assert_eq!(String::from_utf8_lossy(&got), bytes);
-    }
-
-    fn frame(&mut self) -> Frame {
-        let mut chunk = [0u8; 16 * 1024];
-        loop {
-            if let Some(f) = parse_reply(&mut self.buf).expect("well-formed reply") {
-                return f;
-            }
-            let n = self.s.read(&mut chunk).expect("read");
-            assert!(n > 0, "connection closed");
-            self.buf.extend_from_slice(&chunk[..n]);
-        }
-    }
+/// A raw connection to `srv`.
+fn raw(srv: &Server) -> RespConn {
+    RespConn::new(srv.raw())
 }
 
 fn bulk(s: &str) -> Frame {
@@ -72,16 +36,6 @@ fn arr(items: &[&str]) -> String {
         }
     }
     out
-}
-
-/// Polls `f` until it holds (the server applies some changes, such as a
-/// closed connection's unsubscription, asynchronously).
-fn eventually(what: &str, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !f() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 #[test]
@@ -117,7 +71,7 @@ fn messages_reach_channel_and_pattern_subscribers() {
 #[test]
 fn resp2_subscribed_mode_allows_only_subscription_commands() {
     let srv = Server::start(&[]);
-    let mut r = Raw::new(&srv);
+    let mut r = raw(&srv);
     r.send(&["SUBSCRIBE", "a", "b"]);
     r.expect(&(arr(&["subscribe", "a", ":1"]) + &arr(&["subscribe", "b", ":2"])));
     r.send(&["GET", "k"]);
@@ -166,7 +120,7 @@ fn resp2_subscribed_mode_allows_only_subscription_commands() {
 #[test]
 fn resp3_subscriber_keeps_running_commands_between_pushes() {
     let srv = Server::start(&[]);
-    let mut r = Raw::new(&srv);
+    let mut r = raw(&srv);
     r.send(&["HELLO", "3"]);
     assert!(matches!(r.frame(), Frame::Map(_)));
     r.send(&["SUBSCRIBE", "c"]);
@@ -193,7 +147,7 @@ fn resp3_subscriber_keeps_running_commands_between_pushes() {
 #[test]
 fn confirmations_and_messages_ignore_client_reply_off() {
     let srv = Server::start(&[]);
-    let mut r = Raw::new(&srv);
+    let mut r = raw(&srv);
     r.send(&["CLIENT", "REPLY", "OFF"]);
     r.send(&["SUBSCRIBE", "c"]);
     r.expect(&arr(&["subscribe", "c", ":1"]));
@@ -213,7 +167,7 @@ fn confirmations_and_messages_ignore_client_reply_off() {
 fn shard_channels_are_a_namespace_of_their_own() {
     let srv = Server::start(&[]);
     let mut c = srv.conn();
-    let mut r = Raw::new(&srv);
+    let mut r = raw(&srv);
     r.send(&["SSUBSCRIBE", "orders", "orders", "items"]);
     r.expect(
         &(arr(&["ssubscribe", "orders", ":1"])
@@ -239,7 +193,7 @@ fn shard_channels_are_a_namespace_of_their_own() {
         [("orders".to_string(), 1), ("nope".to_string(), 0)]
     );
     // A pattern never matches a shard channel.
-    let mut p = Raw::new(&srv);
+    let mut p = raw(&srv);
     p.send(&["PSUBSCRIBE", "*"]);
     p.expect(&arr(&["psubscribe", "*", ":1"]));
     assert_eq!(q::<i64>(&mut c, &["SPUBLISH", "items", "i1"]), 1);
@@ -253,7 +207,7 @@ fn shard_channels_are_a_namespace_of_their_own() {
 fn introspection_follows_subscriptions_and_closed_connections() {
     let srv = Server::start(&[]);
     let mut c = srv.conn();
-    let mut r = Raw::new(&srv);
+    let mut r = raw(&srv);
     r.send(&["CLIENT", "SETNAME", "listener"]);
     r.expect("+OK\r\n");
     r.send(&["SUBSCRIBE", "x1", "x2", "y"]);
@@ -263,7 +217,7 @@ fn introspection_follows_subscriptions_and_closed_connections() {
     r.send(&["PSUBSCRIBE", "x*", "z*"]);
     r.frame();
     r.frame();
-    let mut o = Raw::new(&srv);
+    let mut o = raw(&srv);
     o.send(&["PSUBSCRIBE", "x*"]);
     o.frame();
 
@@ -354,7 +308,7 @@ fn pubsub_errors_match_redis() {
 fn publish_works_inside_multi_and_scripts() {
     let srv = Server::start(&[]);
     let mut c = srv.conn();
-    let mut r = Raw::new(&srv);
+    let mut r = raw(&srv);
     r.send(&["SUBSCRIBE", "c"]);
     r.frame();
     let (n1, n2): (i64, i64) = redis::pipe()
@@ -468,49 +422,43 @@ fn silent_subscriber(srv: &Server, name: &str, channel: &str) -> TcpStream {
     s
 }
 
-fn listed(c: &mut redis::Connection, name: &str) -> Option<String> {
+/// The `omem` CLIENT LIST shows for the client named `name`; None once it
+/// is gone.
+fn omem(c: &mut redis::Connection, name: &str) -> Option<usize> {
     let list: String = q(c, &["CLIENT", "LIST"]);
-    list.lines()
-        .find(|l| l.contains(&format!("name={name} ")))
-        .map(String::from)
+    let line = list
+        .lines()
+        .find(|l| l.contains(&format!("name={name} ")))?;
+    line.split(' ')
+        .find_map(|f| f.strip_prefix("omem="))
+        .and_then(|v| v.parse().ok())
+}
+
+fn set_pubsub_limit(c: &mut redis::Connection, limit: &str) {
+    let value = format!("pubsub {limit}");
+    let _: () = q(c, &["CONFIG", "SET", "client-output-buffer-limit", &value]);
 }
 
 #[test]
 fn a_subscriber_that_never_reads_is_disconnected_at_the_hard_limit() {
     let srv = Server::start(&[]);
     let mut c = srv.conn();
-    let _: () = q(
-        &mut c,
-        &[
-            "CONFIG",
-            "SET",
-            "client-output-buffer-limit",
-            "pubsub 1mb 0 0",
-        ],
-    );
+    set_pubsub_limit(&mut c, "1mb 0 0");
     let stuck = silent_subscriber(&srv, "stuck", "firehose");
     let payload = "x".repeat(64 * 1024);
     // Far more than the socket buffers and the limit together.
     let mut sent = 0;
-    while listed(&mut c, "stuck").is_some() {
+    while let Some(queued) = omem(&mut c, "stuck") {
+        assert!(queued <= 1 << 20, "queued {queued} bytes, over the limit");
         let _: i64 = q(&mut c, &["PUBLISH", "firehose", &payload]);
         sent += payload.len();
         assert!(sent < 512 << 20, "never disconnected");
-        if let Some(line) = listed(&mut c, "stuck") {
-            let omem: usize = line
-                .split(' ')
-                .find_map(|f| f.strip_prefix("omem="))
-                .unwrap()
-                .parse()
-                .unwrap();
-            assert!(omem <= 1 << 20, "queued {omem} bytes, over the limit");
-        }
     }
     assert_eq!(q::<i64>(&mut c, &["PUBLISH", "firehose", "m"]), 0);
     assert_eq!(q::<i64>(&mut c, &["PUBSUB", "NUMPAT"]), 0);
     // The server is fine, and a fresh subscriber gets messages.
     assert_eq!(q::<String>(&mut c, &["PING"]), "PONG");
-    let mut fresh = Raw::new(&srv);
+    let mut fresh = raw(&srv);
     fresh.send(&["SUBSCRIBE", "firehose"]);
     fresh.frame();
     assert_eq!(q::<i64>(&mut c, &["PUBLISH", "firehose", "m"]), 1);
@@ -522,32 +470,23 @@ fn a_subscriber_that_never_reads_is_disconnected_at_the_hard_limit() {
 fn a_subscriber_over_the_soft_limit_too_long_is_disconnected_without_traffic() {
     let srv = Server::start(&[]);
     let mut c = srv.conn();
-    let _: () = q(
-        &mut c,
-        &[
-            "CONFIG",
-            "SET",
-            "client-output-buffer-limit",
-            "pubsub 0 256kb 1",
-        ],
-    );
+    set_pubsub_limit(&mut c, "0 256kb 1");
     let _stuck = silent_subscriber(&srv, "slow", "ch");
-    let payload = "y".repeat(16 * 1024);
-    // Fill until messages queue up in the server (socket buffers full).
-    eventually("messages to queue past the soft limit", || {
+    let payload = "y".repeat(32 * 1024);
+    // Fill the socket buffers until messages queue up in the server past
+    // the soft limit, then stop publishing.
+    let mut sent = 0;
+    while omem(&mut c, "slow").is_some_and(|queued| queued <= 256 * 1024) {
         let _: i64 = q(&mut c, &["PUBLISH", "ch", &payload]);
-        listed(&mut c, "slow").is_some_and(|l| {
-            l.split(' ')
-                .find_map(|f| f.strip_prefix("omem="))
-                .and_then(|v| v.parse::<usize>().ok())
-                .is_some_and(|omem| omem > 256 * 1024)
-        })
-    });
+        sent += payload.len();
+        assert!(sent < 512 << 20, "nothing ever queued");
+    }
+    assert!(omem(&mut c, "slow").is_some(), "disconnected while filling");
     // No more publishing: the periodic check disconnects it after the
     // soft limit's second.
     let start = Instant::now();
     eventually("the slow subscriber to be disconnected", || {
-        listed(&mut c, "slow").is_none()
+        omem(&mut c, "slow").is_none()
     });
     assert!(start.elapsed() >= Duration::from_millis(500));
 }

@@ -7,22 +7,18 @@
 //! and those pushes go out even under CLIENT REPLY OFF, as in Redis.
 
 use super::subcommands::*;
-use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Keys, NO_KEYS};
+use crate::command::{
+    flags::*, spec, CommandSpec, Ctx, Handler, ALL_ARGS_KEYS, FIRST_KEY, NO_KEYS,
+};
 use crate::pubsub::Kind;
 use bytes::Bytes;
 use durakv_engine::Durability;
 use durakv_protocol::{Frame, Protocol};
 
-const SHARD_CHANNELS: Keys = Keys::Range {
-    first: 1,
-    last: -1,
-    step: 1,
-};
-const SHARD_CHANNEL: Keys = Keys::Range {
-    first: 1,
-    last: 1,
-    step: 1,
-};
+/// Shard channels are declared where keys go, as in Redis (cluster clients
+/// route by them); a Conn handler locks nothing either way.
+const SHARD_CHANNELS: crate::command::Keys = ALL_ARGS_KEYS;
+const SHARD_CHANNEL: crate::command::Keys = FIRST_KEY;
 
 pub fn commands() -> Vec<CommandSpec> {
     const SUB: u32 = NOSCRIPT | LOADING | STALE;

@@ -199,6 +199,61 @@ pub fn req(args: &[&[u8]]) -> Vec<u8> {
     out
 }
 
+/// Polls `f` until it holds, for changes the server makes asynchronously
+/// (a closed connection's cleanup, a periodic task); fails after 10 s.
+pub fn eventually(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !f() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A raw RESP connection: exact bytes for framing checks, whole parsed
+/// reply frames otherwise.
+pub struct RespConn {
+    pub s: TcpStream,
+    buf: bytes::BytesMut,
+}
+
+impl RespConn {
+    pub fn new(s: TcpStream) -> RespConn {
+        RespConn {
+            s,
+            buf: bytes::BytesMut::new(),
+        }
+    }
+
+    pub fn send(&mut self, args: &[&str]) {
+        let a: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+        self.s.write_all(&req(&a)).expect("write");
+    }
+
+    /// Reads exactly `bytes` next.
+    pub fn expect(&mut self, bytes: &str) {
+        assert!(self.buf.is_empty(), "unparsed bytes pending");
+        let got = read_exactly(&mut self.s, bytes.len());
+        assert_eq!(String::from_utf8_lossy(&got), bytes);
+    }
+
+    pub fn frame(&mut self) -> durakv_protocol::Frame {
+        let mut chunk = [0u8; 16 * 1024];
+        loop {
+            if let Some(f) =
+                durakv_protocol::reply::parse_reply(&mut self.buf).expect("well-formed reply")
+            {
+                return f;
+            }
+            let n = self.s.read(&mut chunk).expect("read");
+            assert!(n > 0, "connection closed");
+            self.buf.extend_from_slice(&chunk[..n]);
+        }
+    }
+}
+
 /// Sends raw bytes and reads until `expected_len` bytes or EOF/timeout.
 pub fn send_raw(s: &mut TcpStream, bytes: &[u8]) {
     s.write_all(bytes).expect("write");
