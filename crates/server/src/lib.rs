@@ -27,6 +27,7 @@ pub mod cmd;
 pub mod command;
 pub mod config;
 pub mod connection;
+pub mod decimal;
 pub mod dispatch;
 pub mod embedded;
 pub mod errors;

@@ -1,6 +1,6 @@
 //! CONFIG GET / SET / RESETSTAT / REWRITE over the directive table in
 //! `crate::config`.
-use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, NO_KEYS};
+use crate::command::{flags::*, into_frame, spec, CommandSpec, Ctx, Handler, Reply, NO_KEYS};
 use crate::dispatch::Outcome;
 use crate::errors;
 use bytes::Bytes;
@@ -69,14 +69,11 @@ fn config(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             dependency_lsn,
         };
     }
-    Outcome::now(config_other(ctx, args))
+    Outcome::now(into_frame(config_other(ctx, args)))
 }
 
-fn config_other(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
-    let s = match find_sub("config", args) {
-        Ok(s) => s,
-        Err(e) => return e,
-    };
+fn config_other(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let s = find_sub("config", args)?;
     note_subcommand(ctx, "config", s);
     match s.name {
         "get" => {
@@ -90,15 +87,17 @@ fn config_other(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
                     }
                 }
             }
-            Frame::Map(pairs)
+            Ok(Frame::Map(pairs))
         }
         "resetstat" => {
             ctx.shared.stats.reset();
             ctx.shared.rates.reset();
-            Frame::ok()
+            Ok(Frame::ok())
         }
         // Config carries no file path, and a TOML file is not redis.conf.
-        "rewrite" => Frame::error("ERR The server is running without a config file"),
+        "rewrite" => Err(Frame::error(
+            "ERR The server is running without a config file",
+        )),
         _ => help(
             "config",
             &[

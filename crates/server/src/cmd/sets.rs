@@ -1,10 +1,12 @@
 //! Set commands.
 
-use super::hashes::{
-    apply, data, positive_count, random_count, random_position, random_positions, scan_cursor,
-    scan_options, scan_reply, scan_walk, scans_whole, syntax, wrongtype, Reply,
+use super::scan::{scan_cursor, scan_options, scan_reply, scan_walk, scans_whole};
+use super::{
+    apply, positive_count, random_count, random_position, random_positions, syntax, wrongtype,
 };
-use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Keys, ALL_ARGS_KEYS, FIRST_KEY};
+use crate::command::{
+    flags::*, spec, CommandSpec, Ctx, Handler, Keys, Reply, ALL_ARGS_KEYS, FIRST_KEY, TWO_KEYS,
+};
 use bytes::Bytes;
 use durakv_engine::mutation::{KeyOp, Mutation};
 use durakv_engine::txn::Txn;
@@ -12,31 +14,25 @@ use durakv_engine::value::{parse_i64, SetValue, Value, INTSET_MAX_ENTRIES};
 use durakv_protocol::Frame;
 use std::collections::HashSet;
 
-const SOURCE_AND_DEST: Keys = Keys::Range {
-    first: 1,
-    last: 2,
-    step: 1,
-};
-
 pub fn commands() -> Vec<CommandSpec> {
     vec![
-        spec("sadd", -3, WRITE | DENYOOM | FAST, FIRST_KEY, data!(sadd), "set", "Adds one or more members to a set. Creates the key if it doesn't exist."),
-        spec("srem", -3, WRITE | FAST, FIRST_KEY, data!(srem), "set", "Removes one or more members from a set. Deletes the set if the last member was removed."),
-        spec("smembers", 2, READONLY, FIRST_KEY, data!(smembers), "set", "Returns all members of a set."),
-        spec("sismember", 3, READONLY | FAST, FIRST_KEY, data!(sismember), "set", "Determines whether a member belongs to a set."),
-        spec("smismember", -3, READONLY | FAST, FIRST_KEY, data!(smismember), "set", "Determines whether multiple members belong to a set."),
-        spec("scard", 2, READONLY | FAST, FIRST_KEY, data!(scard), "set", "Returns the number of members in a set."),
-        spec("spop", -2, WRITE | FAST, FIRST_KEY, data!(spop), "set", "Returns one or more random members from a set after removing them. Deletes the set if the last member was popped."),
-        spec("srandmember", -2, READONLY, FIRST_KEY, data!(srandmember), "set", "Get one or multiple random members from a set"),
-        spec("sscan", -3, READONLY, FIRST_KEY, data!(sscan), "set", "Iterates over members of a set."),
-        spec("sinter", -2, READONLY, ALL_ARGS_KEYS, data!(sinter), "set", "Returns the intersect of multiple sets."),
-        spec("sunion", -2, READONLY, ALL_ARGS_KEYS, data!(sunion), "set", "Returns the union of multiple sets."),
-        spec("sdiff", -2, READONLY, ALL_ARGS_KEYS, data!(sdiff), "set", "Returns the difference of multiple sets."),
-        spec("sinterstore", -3, WRITE | DENYOOM, ALL_ARGS_KEYS, data!(sinterstore), "set", "Stores the intersect of multiple sets in a key."),
-        spec("sunionstore", -3, WRITE | DENYOOM, ALL_ARGS_KEYS, data!(sunionstore), "set", "Stores the union of multiple sets in a key."),
-        spec("sdiffstore", -3, WRITE | DENYOOM, ALL_ARGS_KEYS, data!(sdiffstore), "set", "Stores the difference of multiple sets in a key."),
-        spec("smove", 4, WRITE | FAST, SOURCE_AND_DEST, data!(smove), "set", "Moves a member from one set to another."),
-        spec("sintercard", -3, READONLY, Keys::Custom(sintercard_keys), data!(sintercard), "set", "Returns the number of members of the intersect of multiple sets."),
+        spec("sadd", -3, WRITE | DENYOOM | FAST, FIRST_KEY, Handler::Data(sadd), "set", "Adds one or more members to a set. Creates the key if it doesn't exist."),
+        spec("srem", -3, WRITE | FAST, FIRST_KEY, Handler::Data(srem), "set", "Removes one or more members from a set. Deletes the set if the last member was removed."),
+        spec("smembers", 2, READONLY, FIRST_KEY, Handler::Data(smembers), "set", "Returns all members of a set."),
+        spec("sismember", 3, READONLY | FAST, FIRST_KEY, Handler::Data(sismember), "set", "Determines whether a member belongs to a set."),
+        spec("smismember", -3, READONLY | FAST, FIRST_KEY, Handler::Data(smismember), "set", "Determines whether multiple members belong to a set."),
+        spec("scard", 2, READONLY | FAST, FIRST_KEY, Handler::Data(scard), "set", "Returns the number of members in a set."),
+        spec("spop", -2, WRITE | FAST, FIRST_KEY, Handler::Data(spop), "set", "Returns one or more random members from a set after removing them. Deletes the set if the last member was popped."),
+        spec("srandmember", -2, READONLY, FIRST_KEY, Handler::Data(srandmember), "set", "Get one or multiple random members from a set"),
+        spec("sscan", -3, READONLY, FIRST_KEY, Handler::Data(sscan), "set", "Iterates over members of a set."),
+        spec("sinter", -2, READONLY, ALL_ARGS_KEYS, Handler::Data(sinter), "set", "Returns the intersect of multiple sets."),
+        spec("sunion", -2, READONLY, ALL_ARGS_KEYS, Handler::Data(sunion), "set", "Returns the union of multiple sets."),
+        spec("sdiff", -2, READONLY, ALL_ARGS_KEYS, Handler::Data(sdiff), "set", "Returns the difference of multiple sets."),
+        spec("sinterstore", -3, WRITE | DENYOOM, ALL_ARGS_KEYS, Handler::Data(sinterstore), "set", "Stores the intersect of multiple sets in a key."),
+        spec("sunionstore", -3, WRITE | DENYOOM, ALL_ARGS_KEYS, Handler::Data(sunionstore), "set", "Stores the union of multiple sets in a key."),
+        spec("sdiffstore", -3, WRITE | DENYOOM, ALL_ARGS_KEYS, Handler::Data(sdiffstore), "set", "Stores the difference of multiple sets in a key."),
+        spec("smove", 4, WRITE | FAST, TWO_KEYS, Handler::Data(smove), "set", "Moves a member from one set to another."),
+        spec("sintercard", -3, READONLY, Keys::Custom(sintercard_keys), Handler::Data(sintercard), "set", "Returns the number of members of the intersect of multiple sets."),
     ]
 }
 
