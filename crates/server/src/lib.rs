@@ -26,6 +26,7 @@ pub mod client;
 pub mod cmd;
 pub mod command;
 pub mod config;
+pub mod config_rewrite;
 pub mod connection;
 pub mod decimal;
 pub mod dispatch;

@@ -228,16 +228,22 @@ fn hscan(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     };
     let opts = scan_options(&args[3..], true)?;
     let mut items = Vec::new();
-    let next = scan_walk(h.len(), cursor, opts.count, scans_whole(&e.value), |i| {
-        if let Some((f, v)) = h.get_index(i) {
-            if opts.matches(f) {
-                items.push(Frame::Bulk(f.clone()));
-                if !opts.novalues {
-                    items.push(Frame::Bulk(v.clone()));
+    let next = scan_walk(
+        h.len(),
+        cursor,
+        opts.count,
+        scans_whole(&e.value, &super::encoding_limits(ctx)),
+        |i| {
+            if let Some((f, v)) = h.get_index(i) {
+                if opts.matches(f) {
+                    items.push(Frame::Bulk(f.clone()));
+                    if !opts.novalues {
+                        items.push(Frame::Bulk(v.clone()));
+                    }
                 }
             }
-        }
-    });
+        },
+    );
     Ok(scan_reply(next, items))
 }
 

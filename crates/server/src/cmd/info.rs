@@ -223,10 +223,7 @@ fn memory_section(shared: &Shared) -> String {
         let c = shared.config.read();
         (
             c.maxmemory_bytes,
-            c.compat
-                .get("maxmemory-policy")
-                .cloned()
-                .unwrap_or_else(|| "noeviction".into()),
+            c.get("maxmemory-policy").unwrap_or_default(),
         )
     };
     let mut s = String::new();

@@ -636,14 +636,15 @@ fn object(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
             .shared
             .config
             .read()
-            .compat
             .get("maxmemory-policy")
             .is_some_and(|p| p.contains("lfu"));
     let Some(e) = txn.get(ctx.db(), &args[2]) else {
         return Ok(Frame::Null);
     };
     match (sub.name, lfu) {
-        ("encoding", _) => Ok(Frame::bulk_from_str(e.value.encoding_name())),
+        ("encoding", _) => Ok(Frame::bulk_from_str(
+            e.value.encoding_name(&super::encoding_limits(ctx)),
+        )),
         ("refcount", _) => {
             let shared_int = match &e.value {
                 Value::Str(s) => parse_i64(s).is_some_and(|v| (0..SHARED_INTEGERS).contains(&v)),

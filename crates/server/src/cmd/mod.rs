@@ -92,6 +92,12 @@ pub(crate) fn apply(txn: &mut Txn<'_>, db: usize, key: &Bytes, op: KeyOp) -> Res
     keys::apply(txn, Mutation::key(db as u32, key.clone(), op))
 }
 
+/// The compact-encoding thresholds as configured now (OBJECT ENCODING,
+/// and whether a HSCAN/SSCAN/ZSCAN answers in one call).
+pub(crate) fn encoding_limits(ctx: &Ctx<'_>) -> durakv_engine::value::EncodingLimits {
+    ctx.shared.config.read().encodings
+}
+
 pub(crate) fn resp3(ctx: &Ctx<'_>) -> bool {
     ctx.client.protocol == Protocol::Resp3
 }

@@ -5,7 +5,7 @@ use super::syntax;
 use crate::glob::glob_match;
 use crate::util::{arg_i64, is};
 use bytes::Bytes;
-use durakv_engine::value::{Value, INTSET_MAX_ENTRIES};
+use durakv_engine::value::{EncodingLimits, Value};
 use durakv_protocol::Frame;
 
 /// Options of HSCAN/SSCAN/ZSCAN.
@@ -70,14 +70,9 @@ pub(crate) fn scan_options(opts: &[Bytes], hash: bool) -> Result<ScanOpts, Frame
 
 /// True for a value Redis would hold in a compact encoding (listpack,
 /// intset). Redis answers a scan of those in one call, and so do we.
-pub(crate) fn scans_whole(v: &Value) -> bool {
-    let len = match v {
-        Value::Hash(h) => h.len(),
-        Value::Set(s) => s.len(),
-        Value::ZSet(z) => z.len(),
-        _ => return false,
-    };
-    len <= INTSET_MAX_ENTRIES && matches!(v.encoding_name(), "listpack" | "intset")
+pub(crate) fn scans_whole(v: &Value, limits: &EncodingLimits) -> bool {
+    matches!(v, Value::Hash(_) | Value::Set(_) | Value::ZSet(_))
+        && matches!(v.encoding_name(limits), "listpack" | "intset")
 }
 
 /// Visits positions `0..len` of an index-ordered collection for one scan

@@ -10,7 +10,7 @@ use crate::command::{
 use bytes::Bytes;
 use durakv_engine::mutation::{KeyOp, Mutation};
 use durakv_engine::txn::Txn;
-use durakv_engine::value::{parse_i64, SetValue, Value, INTSET_MAX_ENTRIES};
+use durakv_engine::value::{parse_i64, EncodingLimits, SetValue, Value};
 use durakv_protocol::Frame;
 use std::collections::HashSet;
 
@@ -89,8 +89,8 @@ fn srem(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
 
 /// Members in the order Redis lists them: ascending for a set it would
 /// hold as an intset (small, all integers), insertion order otherwise.
-fn listing_order(s: &SetValue) -> Vec<&Bytes> {
-    if s.len() <= INTSET_MAX_ENTRIES {
+fn listing_order<'s>(s: &'s SetValue, limits: &EncodingLimits) -> Vec<&'s Bytes> {
+    if s.len() <= limits.set_intset_entries {
         let ints: Option<Vec<(i64, &Bytes)>> =
             s.iter().map(|m| parse_i64(m).map(|n| (n, m))).collect();
         if let Some(mut ints) = ints {
@@ -102,8 +102,11 @@ fn listing_order(s: &SetValue) -> Vec<&Bytes> {
 }
 
 fn smembers(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    let limits = super::encoding_limits(ctx);
     let s = read_set(txn, ctx.db(), &args[1])?;
-    Ok(members_frame(s.map(listing_order).unwrap_or_default()))
+    Ok(members_frame(
+        s.map(|s| listing_order(s, &limits)).unwrap_or_default(),
+    ))
 }
 
 fn sismember(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
@@ -192,8 +195,9 @@ fn sscan(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
         return Err(wrongtype());
     };
     let opts = scan_options(&args[3..], false)?;
-    if scans_whole(&e.value) {
-        let items = listing_order(s)
+    let limits = super::encoding_limits(ctx);
+    if scans_whole(&e.value, &limits) {
+        let items = listing_order(s, &limits)
             .into_iter()
             .filter(|m| opts.matches(m))
             .map(|m| Frame::Bulk(m.clone()))

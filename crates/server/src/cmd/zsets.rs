@@ -594,14 +594,20 @@ fn zscan(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     };
     let opts = scan_options(&args[3..], false)?;
     let mut items = Vec::new();
-    let next = scan_walk(z.len(), cursor, opts.count, scans_whole(&e.value), |i| {
-        if let Some((m, s)) = z.get_index(i) {
-            if opts.matches(m) {
-                items.push(Frame::Bulk(m.clone()));
-                items.push(Frame::Bulk(Bytes::from(format_float(s))));
+    let next = scan_walk(
+        z.len(),
+        cursor,
+        opts.count,
+        scans_whole(&e.value, &super::encoding_limits(ctx)),
+        |i| {
+            if let Some((m, s)) = z.get_index(i) {
+                if opts.matches(m) {
+                    items.push(Frame::Bulk(m.clone()));
+                    items.push(Frame::Bulk(Bytes::from(format_float(s))));
+                }
             }
-        }
-    });
+        },
+    );
     Ok(scan_reply(next, items))
 }
 
