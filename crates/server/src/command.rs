@@ -104,6 +104,9 @@ pub struct CommandSpec {
     /// `COMMAND DOCS` group (string, hash, generic, connection, server, ...).
     pub group: &'static str,
     pub summary: &'static str,
+    /// Position in the command table, assigned when the table is built
+    /// (per-command statistics are indexed by it).
+    pub id: usize,
 }
 
 impl CommandSpec {
@@ -167,6 +170,7 @@ pub const fn spec(
         handler,
         group,
         summary,
+        id: 0,
     }
 }
 
@@ -191,7 +195,8 @@ pub const ALL_ARGS_KEYS: Keys = Keys::Range {
 
 pub static COMMANDS: LazyLock<HashMap<&'static str, CommandSpec>> = LazyLock::new(|| {
     let mut m = HashMap::new();
-    for spec in crate::cmd::all_commands() {
+    for (id, mut spec) in crate::cmd::all_commands().into_iter().enumerate() {
+        spec.id = id;
         let prev = m.insert(spec.name, spec);
         assert!(prev.is_none(), "command {} registered twice", spec.name);
     }

@@ -2,7 +2,7 @@
 //! MULTI queueing, locking, running the handler, committing its writes, and
 //! working out which LSN the reply must wait for.
 
-use crate::command::{flags, into_frame, lookup, Ctx, Handler, Keys};
+use crate::command::{flags, into_frame, lookup, CommandSpec, Ctx, Handler, Keys};
 use crate::errors;
 use crate::state::Shared;
 use bytes::Bytes;
@@ -11,6 +11,7 @@ use durakv_engine::txn::Txn;
 use durakv_engine::Durability;
 use durakv_protocol::Frame;
 use std::sync::atomic::Ordering;
+use std::time::Instant;
 
 /// A reply, and the LSN that must be durable before it may be sent (0: none).
 pub struct Outcome {
@@ -29,6 +30,14 @@ impl Outcome {
 
 /// Executes one request. Never panics on client input.
 pub fn execute(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let out = check_and_run(ctx, args);
+    if out.frame.is_error() {
+        ctx.shared.cmdstats.error_reply(&out.frame);
+    }
+    out
+}
+
+fn check_and_run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     ctx.shared
         .stats
         .total_commands_processed
@@ -38,18 +47,15 @@ pub fn execute(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         return Outcome::now(errors::unknown_command(&args[0], &args[1..]));
     };
     if !spec.arity_ok(args.len()) {
-        flag_multi(ctx);
-        return Outcome::now(errors::wrong_args(spec.name));
+        return reject(ctx, spec, errors::wrong_args(spec.name));
     }
     if !ctx.client.authenticated && spec.flags & flags::NOAUTH == 0 {
-        flag_multi(ctx);
-        return Outcome::now(errors::err(errors::NOAUTH));
+        return reject(ctx, spec, errors::err(errors::NOAUTH));
     }
     if let Some(busy) = ctx.shared.scripting.busy_refusal(ctx.shared, || {
         crate::cmd::scripting::allowed_when_busy(spec.name, args)
     }) {
-        flag_multi(ctx);
-        return Outcome::now(busy);
+        return reject(ctx, spec, busy);
     }
     ctx.client.last_cmd.clear();
     ctx.client.last_cmd.push_str(spec.name);
@@ -65,10 +71,22 @@ pub fn execute(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     }
     if spec.is_write() {
         if let Some(refusal) = refuse_write(ctx, spec.flags) {
-            flag_multi(ctx);
-            return Outcome::now(refusal);
+            return reject(ctx, spec, refusal);
         }
     }
+    let started = Instant::now();
+    let out = run(ctx, spec, args);
+    ctx.shared.cmdstats.call(
+        spec,
+        &ctx.client.last_cmd,
+        started.elapsed(),
+        out.frame.is_error(),
+    );
+    out
+}
+
+/// Runs a command that passed every check, taking the locks it needs.
+fn run(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> Outcome {
     match spec.handler {
         Handler::Conn(f) => Outcome::now(into_frame(f(ctx, args))),
         Handler::Outcome(f) => f(ctx, args),
@@ -126,6 +144,27 @@ pub(crate) fn refuse_write(ctx: &Ctx<'_>, cmd_flags: u32) -> Option<Frame> {
         }
     }
     None
+}
+
+/// A command refused before it runs. Inside MULTI the refusal dooms the
+/// transaction; if the refused command is EXEC itself, the transaction is
+/// discarded with the reason, as Redis does (a client whose EXEC met a
+/// busy script must not be left in MULTI, nor have half of it run).
+fn reject(ctx: &mut Ctx<'_>, spec: &CommandSpec, error: Frame) -> Outcome {
+    if spec.name == "exec" && ctx.client.multi.take().is_some() {
+        ctx.shared.cmdstats.rejected(spec);
+        unwatch_all(ctx);
+        let reason = match &error {
+            Frame::Error(e) => String::from_utf8_lossy(e).into_owned(),
+            _ => String::new(),
+        };
+        return Outcome::now(Frame::error(format!(
+            "EXECABORT Transaction discarded because of: {reason}"
+        )));
+    }
+    ctx.shared.cmdstats.rejected(spec);
+    flag_multi(ctx);
+    Outcome::now(error)
 }
 
 fn flag_multi(ctx: &mut Ctx<'_>) {
@@ -267,7 +306,10 @@ pub fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
         let reply = if spec.is_write() && ctx.shared.log_failure().is_some() {
             errors::err(errors::MISCONF)
         } else {
-            into_frame(match spec.handler {
+            ctx.client.last_cmd.clear();
+            ctx.client.last_cmd.push_str(spec.name);
+            let started = Instant::now();
+            let reply = into_frame(match spec.handler {
                 Handler::Data(f) => f(ctx, &mut txn, args),
                 Handler::Conn(f) => f(ctx, args),
                 Handler::Outcome(f) => {
@@ -275,8 +317,14 @@ pub fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
                     txn.depend_on(out.dependency_lsn);
                     Ok(out.frame)
                 }
-            })
+            });
+            let (stats, name) = (&ctx.shared.cmdstats, &ctx.client.last_cmd);
+            stats.call(spec, name, started.elapsed(), reply.is_error());
+            reply
         };
+        if reply.is_error() {
+            ctx.shared.cmdstats.error_reply(&reply);
+        }
         replies.push(reply);
     }
     unwatch_all(ctx);

@@ -24,6 +24,7 @@
 pub mod checkpointer;
 pub mod client;
 pub mod cmd;
+pub mod cmdstats;
 pub mod command;
 pub mod config;
 pub mod config_rewrite;

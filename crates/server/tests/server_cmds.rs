@@ -969,3 +969,62 @@ fn encoding_thresholds_follow_config() {
     assert_eq!(got["slowlog-max-len"], "128");
     assert_eq!(got["stream-node-max-entries"], "100");
 }
+
+fn info_field(info: &str, name: &str) -> Option<String> {
+    info.lines().find_map(|l| {
+        l.strip_prefix(&format!("{name}:"))
+            .map(|v| v.trim().to_string())
+    })
+}
+
+/// INFO commandstats counts calls, failures and rejections per command and
+/// subcommand; errorstats counts error replies per code; RESETSTAT clears.
+#[test]
+fn commandstats_and_errorstats() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let _: () = ok(&mut c, &["SET", "s", "abc"]);
+    let _: () = ok(&mut c, &["SET", "n", "1"]);
+    let _: i64 = ok(&mut c, &["INCR", "n"]);
+    error(&mut c, &["INCR", "s"]);
+    error(&mut c, &["GET"]);
+    error(&mut c, &["LPUSH", "s", "x"]);
+    error(&mut c, &["NOSUCHCOMMAND"]);
+    let _: HashMap<String, String> = ok(&mut c, &["CONFIG", "GET", "hz"]);
+    let _: () = ok(&mut c, &["MULTI"]);
+    let _: String = ok(&mut c, &["INCR", "n"]);
+    let _: Vec<i64> = ok(&mut c, &["EXEC"]);
+    let info: String = ok(&mut c, &["INFO", "commandstats"]);
+    let set = info_field(&info, "cmdstat_set").expect("set");
+    assert!(set.starts_with("calls=2,usec="), "{set}");
+    assert!(set.ends_with("rejected_calls=0,failed_calls=0"), "{set}");
+    let incr = info_field(&info, "cmdstat_incr").expect("incr");
+    assert!(incr.starts_with("calls=3,"), "{incr}");
+    assert!(incr.ends_with("rejected_calls=0,failed_calls=1"), "{incr}");
+    let get = info_field(&info, "cmdstat_get").expect("get");
+    assert!(get.starts_with("calls=0,"), "{get}");
+    assert!(get.ends_with("rejected_calls=1,failed_calls=0"), "{get}");
+    assert!(info_field(&info, "cmdstat_config|get").is_some(), "{info}");
+    assert!(info_field(&info, "cmdstat_nosuchcommand").is_none());
+
+    let errs: String = ok(&mut c, &["INFO", "errorstats"]);
+    assert_eq!(
+        info_field(&errs, "errorstat_ERR").as_deref(),
+        Some("count=3"),
+        "{errs}"
+    );
+    assert_eq!(
+        info_field(&errs, "errorstat_WRONGTYPE").as_deref(),
+        Some("count=1"),
+        "{errs}"
+    );
+    let default: String = ok(&mut c, &["INFO"]);
+    assert!(!default.contains("rejected_calls"));
+    assert!(default.contains("errorstat_ERR"));
+
+    let _: () = ok(&mut c, &["CONFIG", "RESETSTAT"]);
+    let info: String = ok(&mut c, &["INFO", "commandstats"]);
+    assert!(info_field(&info, "cmdstat_set").is_none(), "{info}");
+    let errs: String = ok(&mut c, &["INFO", "errorstats"]);
+    assert!(info_field(&errs, "errorstat_ERR").is_none(), "{errs}");
+}

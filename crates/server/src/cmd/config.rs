@@ -92,6 +92,7 @@ fn config_other(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         "resetstat" => {
             ctx.shared.stats.reset();
             ctx.shared.rates.reset();
+            ctx.shared.cmdstats.reset();
             Ok(Frame::ok())
         }
         "rewrite" => {

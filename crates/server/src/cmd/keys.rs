@@ -678,16 +678,21 @@ fn flushdb(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     if !flush_mode_ok(args) {
         return Err(errors::err(errors::SYNTAX));
     }
-    let m = Mutation::FlushDb {
-        db: ctx.db() as u32,
-    };
+    let db = ctx.db();
+    ctx.shared
+        .watches
+        .touch_flushed(Some(db), |d, k| txn.get(d, k).is_some());
+    let m = Mutation::FlushDb { db: db as u32 };
     Ok(reply_of(apply(txn, m), Frame::ok()))
 }
 
-fn flushall(_ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+fn flushall(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     if !flush_mode_ok(args) {
         return Err(errors::err(errors::SYNTAX));
     }
+    ctx.shared
+        .watches
+        .touch_flushed(None, |d, k| txn.get(d, k).is_some());
     Ok(reply_of(apply(txn, Mutation::FlushAll), Frame::ok()))
 }
 

@@ -155,17 +155,28 @@ fn call(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes], resp: u8, ro: bool
         Protocol::Resp2
     };
     let before = txn.mutations().len();
-    let reply = match spec.handler {
+    // A script's commands count in INFO commandstats, as in Redis.
+    let script_cmd = std::mem::replace(&mut ctx.client.last_cmd, spec.name.to_string());
+    let started = std::time::Instant::now();
+    let reply = crate::command::into_frame(match spec.handler {
         Handler::Data(f) => f(ctx, txn, args),
         Handler::Conn(f) => f(ctx, args),
         // EXEC, WAITAOF, INFO, CONFIG: they wait for or lock what the
         // script already holds.
         Handler::Outcome(_) => Err(errors::err(NOT_ALLOWED)),
-    };
+    });
+    let stats = &ctx.shared.cmdstats;
+    stats.call(
+        spec,
+        &ctx.client.last_cmd,
+        started.elapsed(),
+        reply.is_error(),
+    );
+    ctx.client.last_cmd = script_cmd;
     if txn.mutations().len() > before {
         ctx.shared.scripting.run_state().note_write();
     }
-    reply.unwrap_or_else(|e| e)
+    reply
 }
 
 /// The `#!lua flags=...` first line of a script.
