@@ -26,8 +26,17 @@ impl Ctx<'_> {
     }
 }
 
-pub type DataFn = fn(&mut Ctx<'_>, &mut Txn<'_>, &[Bytes]) -> Frame;
-pub type ConnFn = fn(&mut Ctx<'_>, &[Bytes]) -> Frame;
+/// What every handler returns: `Err` carries an error reply, so handlers
+/// can use `?`; both arms are sent to the client alike.
+pub type Reply = Result<Frame, Frame>;
+
+/// The frame a reply sends, whichever arm it is.
+pub fn into_frame(r: Reply) -> Frame {
+    r.unwrap_or_else(|e| e)
+}
+
+pub type DataFn = fn(&mut Ctx<'_>, &mut Txn<'_>, &[Bytes]) -> Reply;
+pub type ConnFn = fn(&mut Ctx<'_>, &[Bytes]) -> Reply;
 /// A connection command whose reply must wait for an LSN (EXEC, WAITAOF).
 pub type OutcomeFn = fn(&mut Ctx<'_>, &[Bytes]) -> crate::dispatch::Outcome;
 
@@ -95,6 +104,9 @@ pub struct CommandSpec {
     /// `COMMAND DOCS` group (string, hash, generic, connection, server, ...).
     pub group: &'static str,
     pub summary: &'static str,
+    /// Position in the command table, assigned when the table is built
+    /// (per-command statistics are indexed by it).
+    pub id: usize,
 }
 
 impl CommandSpec {
@@ -158,6 +170,7 @@ pub const fn spec(
         handler,
         group,
         summary,
+        id: 0,
     }
 }
 
@@ -168,6 +181,12 @@ pub const FIRST_KEY: Keys = Keys::Range {
     last: 1,
     step: 1,
 };
+/// Source and destination (LMOVE, SMOVE, RENAME, COPY, LCS).
+pub const TWO_KEYS: Keys = Keys::Range {
+    first: 1,
+    last: 2,
+    step: 1,
+};
 pub const ALL_ARGS_KEYS: Keys = Keys::Range {
     first: 1,
     last: -1,
@@ -176,7 +195,8 @@ pub const ALL_ARGS_KEYS: Keys = Keys::Range {
 
 pub static COMMANDS: LazyLock<HashMap<&'static str, CommandSpec>> = LazyLock::new(|| {
     let mut m = HashMap::new();
-    for spec in crate::cmd::all_commands() {
+    for (id, mut spec) in crate::cmd::all_commands().into_iter().enumerate() {
+        spec.id = id;
         let prev = m.insert(spec.name, spec);
         assert!(prev.is_none(), "command {} registered twice", spec.name);
     }

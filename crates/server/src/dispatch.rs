@@ -2,8 +2,7 @@
 //! MULTI queueing, locking, running the handler, committing its writes, and
 //! working out which LSN the reply must wait for.
 
-use crate::client::{MultiState, Watched};
-use crate::command::{flags, lookup, Ctx, Handler, Keys};
+use crate::command::{flags, into_frame, lookup, CommandSpec, Ctx, Handler, Keys};
 use crate::errors;
 use crate::state::Shared;
 use bytes::Bytes;
@@ -12,6 +11,7 @@ use durakv_engine::txn::Txn;
 use durakv_engine::Durability;
 use durakv_protocol::Frame;
 use std::sync::atomic::Ordering;
+use std::time::Instant;
 
 /// A reply, and the LSN that must be durable before it may be sent (0: none).
 pub struct Outcome {
@@ -30,6 +30,14 @@ impl Outcome {
 
 /// Executes one request. Never panics on client input.
 pub fn execute(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let out = check_and_run(ctx, args);
+    if out.frame.is_error() {
+        ctx.shared.cmdstats.error_reply(&out.frame);
+    }
+    out
+}
+
+fn check_and_run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     ctx.shared
         .stats
         .total_commands_processed
@@ -39,22 +47,18 @@ pub fn execute(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         return Outcome::now(errors::unknown_command(&args[0], &args[1..]));
     };
     if !spec.arity_ok(args.len()) {
-        flag_multi(ctx);
-        return Outcome::now(errors::wrong_args(spec.name));
+        return reject(ctx, spec, errors::wrong_args(spec.name));
     }
     if !ctx.client.authenticated && spec.flags & flags::NOAUTH == 0 {
-        flag_multi(ctx);
-        return Outcome::now(errors::err(errors::NOAUTH));
+        return reject(ctx, spec, errors::err(errors::NOAUTH));
     }
     if let Some(refusal) = crate::cmd::pubsub::refuse_in_subscribed_mode(ctx, spec, args) {
-        flag_multi(ctx);
-        return Outcome::now(refusal);
+        return reject(ctx, spec, refusal);
     }
     if let Some(busy) = ctx.shared.scripting.busy_refusal(ctx.shared, || {
         crate::cmd::scripting::allowed_when_busy(spec.name, args)
     }) {
-        flag_multi(ctx);
-        return Outcome::now(busy);
+        return reject(ctx, spec, busy);
     }
     ctx.client.last_cmd.clear();
     ctx.client.last_cmd.push_str(spec.name);
@@ -70,12 +74,24 @@ pub fn execute(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     }
     if spec.is_write() {
         if let Some(refusal) = refuse_write(ctx, spec.flags) {
-            flag_multi(ctx);
-            return Outcome::now(refusal);
+            return reject(ctx, spec, refusal);
         }
     }
+    let started = Instant::now();
+    let out = run(ctx, spec, args);
+    ctx.shared.cmdstats.call(
+        spec,
+        &ctx.client.last_cmd,
+        started.elapsed(),
+        out.frame.is_error(),
+    );
+    out
+}
+
+/// Runs a command that passed every check, taking the locks it needs.
+fn run(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> Outcome {
     match spec.handler {
-        Handler::Conn(f) => Outcome::now(f(ctx, args)),
+        Handler::Conn(f) => Outcome::now(into_frame(f(ctx, args))),
         Handler::Outcome(f) => f(ctx, args),
         Handler::Data(f) => {
             let all = matches!(spec.keys, Keys::All);
@@ -89,7 +105,7 @@ pub fn execute(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
                 Ok(t) => t,
                 Err(busy) => return Outcome::now(busy),
             };
-            let frame = crate::notify::run_data(f, ctx, &mut txn, spec, args);
+            let frame = into_frame(crate::notify::run_data(f, ctx, &mut txn, spec, args));
             finish(ctx, txn, frame)
         }
     }
@@ -98,7 +114,7 @@ pub fn execute(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 /// Locks every shard (`all`) or those of `keys`. Waits with a timeout, so
 /// a script running past `busy-reply-threshold` turns the wait into -BUSY
 /// instead of holding this thread until it ends.
-fn lock<'s, 'k>(
+pub(crate) fn lock<'s, 'k>(
     shared: &'s Shared,
     all: bool,
     keys: impl Iterator<Item = &'k [u8]> + Clone,
@@ -131,6 +147,27 @@ pub(crate) fn refuse_write(ctx: &Ctx<'_>, cmd_flags: u32) -> Option<Frame> {
         }
     }
     None
+}
+
+/// A command refused before it runs. Inside MULTI the refusal dooms the
+/// transaction; if the refused command is EXEC itself, the transaction is
+/// discarded with the reason, as Redis does (a client whose EXEC met a
+/// busy script must not be left in MULTI, nor have half of it run).
+fn reject(ctx: &mut Ctx<'_>, spec: &CommandSpec, error: Frame) -> Outcome {
+    if spec.name == "exec" && ctx.client.multi.take().is_some() {
+        ctx.shared.cmdstats.rejected(spec);
+        unwatch_all(ctx);
+        let reason = match &error {
+            Frame::Error(e) => String::from_utf8_lossy(e).into_owned(),
+            _ => String::new(),
+        };
+        return Outcome::now(Frame::error(format!(
+            "EXECABORT Transaction discarded because of: {reason}"
+        )));
+    }
+    ctx.shared.cmdstats.rejected(spec);
+    flag_multi(ctx);
+    Outcome::now(error)
 }
 
 fn flag_multi(ctx: &mut Ctx<'_>) {
@@ -212,27 +249,6 @@ fn finish(ctx: &mut Ctx<'_>, txn: Txn<'_>, frame: Frame) -> Outcome {
     }
 }
 
-pub fn multi(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Frame {
-    if ctx.client.multi.is_some() {
-        return errors::err(errors::MULTI_NESTED);
-    }
-    ctx.client.multi = Some(MultiState::default());
-    Frame::ok()
-}
-
-pub fn discard(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Frame {
-    if ctx.client.multi.take().is_none() {
-        return errors::err(errors::DISCARD_WITHOUT_MULTI);
-    }
-    unwatch_all(ctx);
-    Frame::ok()
-}
-
-pub fn unwatch(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Frame {
-    unwatch_all(ctx);
-    Frame::ok()
-}
-
 pub fn unwatch_all(ctx: &mut Ctx<'_>) {
     let id = ctx.client.id();
     for w in ctx.client.watched.drain(..) {
@@ -242,42 +258,6 @@ pub fn unwatch_all(ctx: &mut Ctx<'_>) {
         .handle
         .watch_dirty
         .store(false, Ordering::Release);
-}
-
-pub fn watch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
-    if ctx.client.multi.is_some() {
-        return errors::err(errors::WATCH_INSIDE_MULTI);
-    }
-    let db = ctx.client.db;
-    let keys = &args[1..];
-    let mut txn = match lock(ctx.shared, false, keys.iter().map(|k| &k[..])) {
-        Ok(t) => t,
-        Err(busy) => return busy,
-    };
-    for key in keys {
-        if ctx
-            .client
-            .watched
-            .iter()
-            .any(|w| w.db == db && w.key == *key)
-        {
-            continue;
-        }
-        let expire_at_ms = txn.get(db, key).map(|e| e.expire_at_ms).unwrap_or(0);
-        ctx.shared.watches.watch(
-            ctx.client.id(),
-            &ctx.client.handle.watch_dirty,
-            db,
-            key.clone(),
-        );
-        ctx.client.watched.push(Watched {
-            db,
-            key: key.clone(),
-            expire_at_ms,
-        });
-    }
-    drop(txn);
-    Frame::ok()
 }
 
 /// EXEC: runs the queued commands atomically, under the locks of every key
@@ -335,16 +315,25 @@ pub fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
         let reply = if spec.is_write() && ctx.shared.log_failure().is_some() {
             errors::err(errors::MISCONF)
         } else {
-            match spec.handler {
+            ctx.client.last_cmd.clear();
+            ctx.client.last_cmd.push_str(spec.name);
+            let started = Instant::now();
+            let reply = into_frame(match spec.handler {
                 Handler::Data(f) => crate::notify::run_data(f, ctx, &mut txn, spec, args),
                 Handler::Conn(f) => f(ctx, args),
                 Handler::Outcome(f) => {
                     let out = f(ctx, args);
                     txn.depend_on(out.dependency_lsn);
-                    out.frame
+                    Ok(out.frame)
                 }
-            }
+            });
+            let (stats, name) = (&ctx.shared.cmdstats, &ctx.client.last_cmd);
+            stats.call(spec, name, started.elapsed(), reply.is_error());
+            reply
         };
+        if reply.is_error() {
+            ctx.shared.cmdstats.error_reply(&reply);
+        }
         replies.push(reply);
     }
     unwatch_all(ctx);

@@ -28,9 +28,12 @@
 pub mod checkpointer;
 pub mod client;
 pub mod cmd;
+pub mod cmdstats;
 pub mod command;
 pub mod config;
+pub mod config_rewrite;
 pub mod connection;
+pub mod decimal;
 pub mod dispatch;
 pub mod embedded;
 pub mod errors;

@@ -18,14 +18,13 @@
 //! refuses writes over `maxmemory`), so `evicted` is accepted but never
 //! sent; streams and modules do not exist, so `t` and `d` send nothing.
 
-use crate::command::{flags, CommandSpec, Ctx, DataFn};
+use crate::command::{flags, CommandSpec, Ctx, DataFn, Reply};
 use crate::pubsub::PubSub;
 use crate::util::is;
 use bytes::{BufMut, Bytes, BytesMut};
 use durakv_engine::mutation::{ExpireMode, KeyOp, Mutation};
 use durakv_engine::shard::Shard;
 use durakv_engine::txn::Txn;
-use durakv_protocol::Frame;
 use std::collections::HashSet;
 
 /// Notification classes, one bit per letter of `notify-keyspace-events`.
@@ -180,7 +179,7 @@ pub fn run_data(
     txn: &mut Txn<'_>,
     spec: &CommandSpec,
     args: &[bytes::Bytes],
-) -> Frame {
+) -> Reply {
     let flags = ctx.shared.pubsub.keyspace_events();
     if flags == 0 {
         return f(ctx, txn, args);
@@ -207,7 +206,7 @@ fn run_observed(
     txn: &mut Txn<'_>,
     spec: &CommandSpec,
     args: &[Bytes],
-) -> Frame {
+) -> Reply {
     let db = ctx.client.db;
     // Which declared keys existed, for `new` and `keymiss` (looking them up
     // first is what Redis's own lookup does: it may expire them).

@@ -137,6 +137,8 @@ pub struct Shared {
     pub scripting: crate::scripting::Scripting,
     /// Readings behind INFO's instantaneous rates.
     pub rates: crate::rates::Rates,
+    /// INFO commandstats and errorstats.
+    pub cmdstats: crate::cmdstats::CommandStats,
     /// Subscriptions, pub/sub limits, keyspace notification classes.
     pub pubsub: crate::pubsub::PubSub,
 }
@@ -165,6 +167,7 @@ impl Shared {
             clients: ClientRegistry::default(),
             watches: WatchRegistry::default(),
             rates: crate::rates::Rates::default(),
+            cmdstats: crate::cmdstats::CommandStats::default(),
             stats: Stats::default(),
             started: Instant::now(),
             run_id,

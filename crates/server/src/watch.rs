@@ -63,17 +63,31 @@ impl WatchRegistry {
                         }
                     }
                 }
-                Mutation::FlushDb { db } => mark_db(&keys, *db as usize),
+                // FLUSHDB / FLUSHALL marked the watchers of keys that
+                // existed before they ran (`touch_flushed`); a watched key
+                // that was absent is not touched by emptying the database.
+                Mutation::FlushDb { .. } | Mutation::FlushAll => {}
                 Mutation::SwapDb { a, b } => {
                     mark_db(&keys, *a as usize);
                     mark_db(&keys, *b as usize);
                 }
-                Mutation::FlushAll => {
-                    for list in keys.values() {
-                        for (_, f) in list {
-                            f.store(true, Ordering::Release);
-                        }
-                    }
+            }
+        }
+    }
+}
+
+impl WatchRegistry {
+    /// Before FLUSHDB (`db`) or FLUSHALL (`None`) runs: marks the watchers
+    /// of the watched keys that exist (`exists`), as Redis does.
+    pub fn touch_flushed(&self, db: Option<usize>, mut exists: impl FnMut(usize, &Bytes) -> bool) {
+        if !self.is_active() {
+            return;
+        }
+        let keys = self.keys.lock();
+        for ((d, key), list) in keys.iter() {
+            if db.is_none_or(|db| db == *d) && exists(*d, key) {
+                for (_, f) in list {
+                    f.store(true, Ordering::Release);
                 }
             }
         }

@@ -287,3 +287,64 @@ fn pipelined_transactions_from_the_client_library() {
         .unwrap();
     assert_eq!(x, "v");
 }
+
+/// Emptying a database touches only the watched keys that existed in it.
+#[test]
+fn flush_touches_only_watched_keys_that_existed() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    for flush in ["FLUSHALL", "FLUSHDB"] {
+        let _: () = ok(&mut c, &["WATCH", "absent"]);
+        let _: () = ok(&mut c, &[flush]);
+        let _: () = ok(&mut c, &["MULTI"]);
+        queued(&mut c, &["PING"]);
+        let r: Vec<String> = ok(&mut c, &["EXEC"]);
+        assert_eq!(r, ["PONG"], "{flush} must not touch an absent key");
+
+        let _: () = ok(&mut c, &["SET", "present", "1"]);
+        let _: () = ok(&mut c, &["WATCH", "present"]);
+        let _: () = ok(&mut c, &[flush]);
+        let _: () = ok(&mut c, &["MULTI"]);
+        queued(&mut c, &["PING"]);
+        let r: Value = ok(&mut c, &["EXEC"]);
+        assert_eq!(r, Value::Nil, "{flush} touches a key that existed");
+    }
+}
+
+/// An EXEC refused because a script is busy discards the transaction: the
+/// client leaves MULTI and none of it runs.
+#[test]
+fn exec_refused_by_a_busy_script_discards_the_transaction() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let _: () = ok(&mut c, &["CONFIG", "SET", "busy-reply-threshold", "10"]);
+    let _: () = ok(&mut c, &["SET", "xx", "1"]);
+    let mut t = srv.conn();
+    let _: () = ok(&mut t, &["MULTI"]);
+    queued(&mut t, &["INCR", "xx"]);
+    let runner = {
+        let mut r = srv.conn();
+        std::thread::spawn(move || error(&mut r, &["EVAL", "while true do end", "0"]))
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while try_q::<String>(&mut c, &["GET", "xx"]).is_ok() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the script never became busy"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let e = error(&mut t, &["EXEC"]);
+    assert!(
+        e.starts_with("EXECABORT Transaction discarded because of: BUSY"),
+        "{e}"
+    );
+    let _: String = ok(&mut c, &["SCRIPT", "KILL"]);
+    assert!(runner.join().unwrap().contains("killed"));
+    assert_eq!(ok::<String>(&mut c, &["GET", "xx"]), "1");
+    assert_eq!(
+        ok::<String>(&mut t, &["PING", "asdf"]),
+        "asdf",
+        "left MULTI"
+    );
+}

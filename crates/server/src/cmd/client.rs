@@ -1,7 +1,7 @@
 //! CLIENT: a connection's own settings and the server's view of every
 //! connection (LIST, INFO, KILL, ...).
 use crate::client::{ClientHandle, ClientInfo};
-use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, NO_KEYS};
+use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Reply, NO_KEYS};
 use crate::errors;
 use crate::pubsub::Kind;
 use crate::util::{is, now_ms};
@@ -56,66 +56,61 @@ pub(super) const CLIENT_SUBS: &[SubSpec] = &[
 // CLIENT
 // ---------------------------------------------------------------------------
 
-fn client(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
-    let s = match find_sub("client", args) {
-        Ok(s) => s,
-        Err(e) => return e,
-    };
+fn client(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let s = find_sub("client", args)?;
     note_subcommand(ctx, "client", s);
     match s.name {
-        "id" => Frame::Integer(ctx.client.id() as i64),
+        "id" => Ok(Frame::Integer(ctx.client.id() as i64)),
         "setname" => {
-            if let Err(e) = validate_client_name(&args[2]) {
-                return e;
-            }
+            validate_client_name(&args[2])?;
             ctx.client.name = (!args[2].is_empty()).then(|| args[2].clone());
-            Frame::ok()
+            Ok(Frame::ok())
         }
         "getname" => match &ctx.client.name {
-            Some(n) => Frame::Bulk(n.clone()),
-            None => Frame::Null,
+            Some(n) => Ok(Frame::Bulk(n.clone())),
+            None => Ok(Frame::Null),
         },
-        "list" => client_list(ctx, args),
+        "list" => Ok(client_list(ctx, args)),
         "info" => {
             let mut line = client_line(&ctx.client.handle, &caller_info(ctx));
             line.push('\n');
-            Frame::Verbatim(Bytes::from(line))
+            Ok(Frame::Verbatim(Bytes::from(line)))
         }
-        "kill" => client_kill(ctx, args),
-        "setinfo" => client_setinfo(ctx, args),
+        "kill" => Ok(client_kill(ctx, args)),
+        "setinfo" => Ok(client_setinfo(ctx, args)),
         "no-evict" | "no-touch" => {
             // Accepted so client libraries that set them work; durakv never
             // evicts clients and keeps no LRU/LFU to protect.
             if is(&args[2], "on") || is(&args[2], "off") {
-                Frame::ok()
+                Ok(Frame::ok())
             } else {
-                errors::err(errors::SYNTAX)
+                Err(errors::err(errors::SYNTAX))
             }
         }
         "reply" => {
             if is(&args[2], "on") {
                 ctx.client.reply_mode = crate::client::ReplyMode::On;
-                Frame::ok()
+                Ok(Frame::ok())
             } else if is(&args[2], "off") {
                 ctx.client.reply_mode = crate::client::ReplyMode::Off;
-                Frame::ok()
+                Ok(Frame::ok())
             } else if is(&args[2], "skip") {
                 // SKIP itself is not answered, as in Redis.
                 if ctx.client.reply_mode != crate::client::ReplyMode::Off {
                     ctx.client.reply_mode = crate::client::ReplyMode::SkipNext;
                 }
                 ctx.client.suppress_this_reply = true;
-                Frame::ok()
+                Ok(Frame::ok())
             } else {
-                errors::err(errors::SYNTAX)
+                Err(errors::err(errors::SYNTAX))
             }
         }
-        "getredir" => Frame::Integer(-1),
+        "getredir" => Ok(Frame::Integer(-1)),
         "durability" => {
             let v = &args[2];
             if is(v, "default") {
                 ctx.client.durability = None;
-                return Frame::ok();
+                return Ok(Frame::ok());
             }
             match std::str::from_utf8(v)
                 .ok()
@@ -123,12 +118,12 @@ fn client(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
             {
                 Some(level) => {
                     ctx.client.durability = Some(level);
-                    Frame::ok()
+                    Ok(Frame::ok())
                 }
-                None => Frame::error(format!(
+                None => Err(Frame::error(format!(
                     "ERR invalid durability level '{}': expected full, delayed, none or default",
                     lossy(v)
-                )),
+                ))),
             }
         }
         _ => help(

@@ -1,6 +1,6 @@
 //! COMMAND: the command table as clients see it (COUNT, INFO, DOCS,
 //! LIST, GETKEYS), from the same specs dispatch uses.
-use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Keys, COMMANDS, NO_KEYS};
+use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Keys, Reply, COMMANDS, NO_KEYS};
 use crate::errors;
 use crate::glob::glob_match;
 use crate::util::is;
@@ -280,32 +280,29 @@ fn view_by_name(name: &[u8]) -> Option<(View, Option<&'static CommandSpec>)> {
     }
 }
 
-fn command(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
+fn command(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     if args.len() == 1 {
-        return Frame::Array(
+        return Ok(Frame::Array(
             all_specs()
                 .into_iter()
                 .map(|s| View::of(s).info(Some(s)))
                 .collect(),
-        );
+        ));
     }
-    let s = match find_sub("command", args) {
-        Ok(s) => s,
-        Err(e) => return e,
-    };
+    let s = find_sub("command", args)?;
     note_subcommand(ctx, "command", s);
     match s.name {
-        "count" => Frame::Integer(COMMANDS.len() as i64),
+        "count" => Ok(Frame::Integer(COMMANDS.len() as i64)),
         "info" => {
             if args.len() == 2 {
-                return Frame::Array(
+                return Ok(Frame::Array(
                     all_specs()
                         .into_iter()
                         .map(|s| View::of(s).info(Some(s)))
                         .collect(),
-                );
+                ));
             }
-            Frame::Array(
+            Ok(Frame::Array(
                 args[2..]
                     .iter()
                     .map(|n| match view_by_name(n) {
@@ -313,7 +310,7 @@ fn command(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
                         None => Frame::Null,
                     })
                     .collect(),
-            )
+            ))
         }
         "docs" => {
             let pairs = if args.len() == 2 {
@@ -330,26 +327,28 @@ fn command(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
                     })
                     .collect()
             };
-            Frame::Map(pairs)
+            Ok(Frame::Map(pairs))
         }
-        "list" => command_list(args),
+        "list" => Ok(command_list(args)),
         "getkeys" => {
             let inner = &args[2..];
             let Some(spec) = crate::command::lookup(&inner[0]) else {
-                return Frame::error("ERR Invalid command specified");
+                return Err(Frame::error("ERR Invalid command specified"));
             };
             if !spec.arity_ok(inner.len()) {
-                return Frame::error("ERR Invalid number of arguments specified for command");
+                return Err(Frame::error(
+                    "ERR Invalid number of arguments specified for command",
+                ));
             }
             let idx = spec.key_indexes(inner);
             if idx.is_empty() {
-                return Frame::error("ERR The command has no key arguments");
+                return Err(Frame::error("ERR The command has no key arguments"));
             }
-            Frame::Array(
+            Ok(Frame::Array(
                 idx.into_iter()
                     .map(|i| Frame::Bulk(inner[i].clone()))
                     .collect(),
-            )
+            ))
         }
         _ => help(
             "command",

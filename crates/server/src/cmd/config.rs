@@ -1,6 +1,6 @@
 //! CONFIG GET / SET / RESETSTAT / REWRITE over the directive table in
 //! `crate::config`.
-use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, NO_KEYS};
+use crate::command::{flags::*, into_frame, spec, CommandSpec, Ctx, Handler, Reply, NO_KEYS};
 use crate::dispatch::Outcome;
 use crate::errors;
 use bytes::Bytes;
@@ -69,14 +69,11 @@ fn config(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             dependency_lsn,
         };
     }
-    Outcome::now(config_other(ctx, args))
+    Outcome::now(into_frame(config_other(ctx, args)))
 }
 
-fn config_other(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
-    let s = match find_sub("config", args) {
-        Ok(s) => s,
-        Err(e) => return e,
-    };
+fn config_other(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let s = find_sub("config", args)?;
     note_subcommand(ctx, "config", s);
     match s.name {
         "get" => {
@@ -90,15 +87,19 @@ fn config_other(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
                     }
                 }
             }
-            Frame::Map(pairs)
+            Ok(Frame::Map(pairs))
         }
         "resetstat" => {
             ctx.shared.stats.reset();
             ctx.shared.rates.reset();
-            Frame::ok()
+            ctx.shared.cmdstats.reset();
+            Ok(Frame::ok())
         }
-        // Config carries no file path, and a TOML file is not redis.conf.
-        "rewrite" => Frame::error("ERR The server is running without a config file"),
+        "rewrite" => {
+            let cfg = ctx.shared.config.read().clone();
+            crate::config_rewrite::rewrite(&cfg).map_err(|e| Frame::error(format!("ERR {e}")))?;
+            Ok(Frame::ok())
+        }
         _ => help(
             "config",
             &[
@@ -109,7 +110,7 @@ fn config_other(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
                 "RESETSTAT",
                 "    Reset statistics reported by the INFO command.",
                 "REWRITE",
-                "    Not supported: durakv reads TOML (--config) and flags.",
+                "    Rewrite the configuration file (the TOML file given with --config).",
             ],
         ),
     }

@@ -1,5 +1,5 @@
 //! LATENCY and SLOWLOG.
-use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, NO_KEYS};
+use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Reply, NO_KEYS};
 use crate::errors;
 use bytes::Bytes;
 use durakv_engine::value::parse_i64;
@@ -106,23 +106,20 @@ pub(super) const SLOWLOG_SUBS: &[SubSpec] = &[
 // LATENCY, SLOWLOG: neither is recorded yet, so both report empty.
 // ---------------------------------------------------------------------------
 
-fn latency(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
-    let s = match find_sub("latency", args) {
-        Ok(s) => s,
-        Err(e) => return e,
-    };
+fn latency(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let s = find_sub("latency", args)?;
     note_subcommand(ctx, "latency", s);
     match s.name {
-        "latest" | "history" => Frame::Array(Vec::new()),
-        "reset" => Frame::Integer(0),
-        "graph" => Frame::error(format!(
+        "latest" | "history" => Ok(Frame::Array(Vec::new())),
+        "reset" => Ok(Frame::Integer(0)),
+        "graph" => Err(Frame::error(format!(
             "ERR No samples available for event '{}'",
             lossy(&args[2])
-        )),
-        "doctor" => Frame::Verbatim(Bytes::from_static(
+        ))),
+        "doctor" => Ok(Frame::Verbatim(Bytes::from_static(
             b"durakv does not record latency events yet, so there is nothing to analyse.\n",
-        )),
-        "histogram" => Frame::Map(Vec::new()),
+        ))),
+        "histogram" => Ok(Frame::Map(Vec::new())),
         _ => help(
             "latency",
             &[
@@ -143,27 +140,28 @@ fn latency(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
     }
 }
 
-fn slowlog(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
-    let s = match find_sub("slowlog", args) {
-        Ok(s) => s,
-        Err(e) => return e,
-    };
+fn slowlog(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let s = find_sub("slowlog", args)?;
     note_subcommand(ctx, "slowlog", s);
     match s.name {
         "get" => {
             if args.len() > 3 {
-                return errors::err(errors::SYNTAX);
+                return Err(errors::err(errors::SYNTAX));
             }
             if args.len() == 3 {
                 match parse_i64(&args[2]) {
                     Some(n) if n >= -1 => {}
-                    _ => return Frame::error("ERR count should be greater than or equal to -1"),
+                    _ => {
+                        return Err(Frame::error(
+                            "ERR count should be greater than or equal to -1",
+                        ))
+                    }
                 }
             }
-            Frame::Array(Vec::new())
+            Ok(Frame::Array(Vec::new()))
         }
-        "len" => Frame::Integer(0),
-        "reset" => Frame::ok(),
+        "len" => Ok(Frame::Integer(0)),
+        "reset" => Ok(Frame::ok()),
         _ => help(
             "slowlog",
             &[

@@ -38,6 +38,7 @@ const SECTIONS: &[(&str, bool)] = &[
     ("replication", true),
     ("cpu", true),
     ("commandstats", false),
+    ("errorstats", true),
     ("cluster", true),
     ("keyspace", true),
 ];
@@ -91,8 +92,8 @@ fn info_text(ctx: &mut Ctx<'_>, args: &[Bytes]) -> (Frame, bool) {
             "stats" => ("Stats", stats_section(shared)),
             "replication" => ("Replication", replication_section(shared)),
             "cpu" => ("CPU", cpu_section()),
-            // Per-command call counts are not kept.
-            "commandstats" => ("Commandstats", String::new()),
+            "commandstats" => ("Commandstats", shared.cmdstats.commandstats()),
+            "errorstats" => ("Errorstats", shared.cmdstats.errorstats()),
             "cluster" => ("Cluster", "cluster_enabled:0\r\n".to_string()),
             _ => ("Keyspace", keyspace_section(shared)),
         };
@@ -223,10 +224,7 @@ fn memory_section(shared: &Shared) -> String {
         let c = shared.config.read();
         (
             c.maxmemory_bytes,
-            c.compat
-                .get("maxmemory-policy")
-                .cloned()
-                .unwrap_or_else(|| "noeviction".into()),
+            c.get("maxmemory-policy").unwrap_or_default(),
         )
     };
     let mut s = String::new();

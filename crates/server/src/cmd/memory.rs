@@ -1,5 +1,5 @@
 //! MEMORY USAGE / STATS / DOCTOR / MALLOC-STATS / PURGE.
-use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Keys};
+use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Keys, Reply};
 use crate::errors;
 use crate::util::is;
 use bytes::Bytes;
@@ -57,11 +57,8 @@ fn memory_keys(args: &[Bytes]) -> Vec<usize> {
 /// own estimate for INFO).
 const PER_KEY_OVERHEAD_BYTES: usize = 64;
 
-fn memory(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
-    let s = match find_sub("memory", args) {
-        Ok(s) => s,
-        Err(e) => return e,
-    };
+fn memory(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    let s = find_sub("memory", args)?;
     note_subcommand(ctx, "memory", s);
     match s.name {
         "usage" => {
@@ -69,17 +66,17 @@ fn memory(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
                 3 => {}
                 5 if is(&args[3], "samples") => {
                     if parse_i64(&args[4]).is_none_or(|n| n < 0) {
-                        return errors::err(errors::NOT_INTEGER);
+                        return Err(errors::err(errors::NOT_INTEGER));
                     }
                 }
-                _ => return errors::err(errors::SYNTAX),
+                _ => return Err(errors::err(errors::SYNTAX)),
             }
             let db = ctx.db();
             match txn.get(db, &args[2]) {
-                Some(e) => Frame::Integer(
+                Some(e) => Ok(Frame::Integer(
                     (args[2].len() + e.value.approx_size_bytes() + PER_KEY_OVERHEAD_BYTES) as i64,
-                ),
-                None => Frame::Null,
+                )),
+                None => Ok(Frame::Null),
             }
         }
         "stats" => {
@@ -89,7 +86,7 @@ fn memory(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
             let keys: usize = (0..ctx.shared.store.keyspace.num_dbs())
                 .map(|db| ctx.shared.store.keyspace.db_len(db))
                 .sum();
-            Frame::Map(vec![
+            Ok(Frame::Map(vec![
                 (
                     bulk("peak.allocated"),
                     Frame::Integer(crate::memory::peak_memory_bytes() as i64),
@@ -100,15 +97,15 @@ fn memory(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
                     Frame::Integer(ctx.shared.clients.len() as i64),
                 ),
                 (bulk("keys.count"), Frame::Integer(keys as i64)),
-            ])
+            ]))
         }
-        "doctor" => Frame::Verbatim(Bytes::from_static(
+        "doctor" => Ok(Frame::Verbatim(Bytes::from_static(
             b"durakv measures memory as the process's resident set size; see INFO memory.\n",
-        )),
-        "malloc-stats" => Frame::Verbatim(Bytes::from_static(
+        ))),
+        "malloc-stats" => Ok(Frame::Verbatim(Bytes::from_static(
             b"Stats not supported for the current allocator\n",
-        )),
-        "purge" => Frame::ok(),
+        ))),
+        "purge" => Ok(Frame::ok()),
         _ => help(
             "memory",
             &[

@@ -1,6 +1,6 @@
 //! Persistence and durability waits: LASTSAVE, SAVE, BGSAVE (all backed
 //! by checkpoints), WAITAOF and WAIT.
-use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, NO_KEYS};
+use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Reply, NO_KEYS};
 use crate::dispatch::Outcome;
 use crate::errors;
 use crate::util::is;
@@ -23,48 +23,55 @@ pub fn commands() -> Vec<CommandSpec> {
 // Persistence: LASTSAVE, SAVE, BGSAVE, all backed by checkpoints.
 // ---------------------------------------------------------------------------
 
-fn lastsave(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Frame {
-    Frame::Integer(super::info::last_save_unix(ctx.shared) as i64)
+fn lastsave(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
+    Ok(Frame::Integer(
+        super::info::last_save_unix(ctx.shared) as i64
+    ))
 }
 
 /// SAVE: a checkpoint on this connection's thread; the reply waits for it.
 /// Other connections keep being served (the checkpoint locks one shard at a
 /// time), unlike Redis, whose SAVE blocks the whole server.
-fn save(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Frame {
+fn save(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
     let shared = ctx.shared;
     if !shared.checkpoints.enabled() {
-        return Frame::error("ERR checkpoints are not available (no data directory)");
+        return Err(Frame::error(
+            "ERR checkpoints are not available (no data directory)",
+        ));
     }
     if shared.checkpoints.in_progress() {
-        return Frame::error(crate::checkpointer::ERR_IN_PROGRESS);
+        return Err(Frame::error(crate::checkpointer::ERR_IN_PROGRESS));
     }
     match crate::checkpointer::blocking(|| {
         crate::checkpointer::checkpoint_now(shared, "save", crate::checkpointer::Pace::Foreground)
     }) {
-        Ok(_) => Frame::ok(),
+        Ok(_) => Ok(Frame::ok()),
         Err(durakv_engine::checkpoint::CheckpointError::InProgress) => {
-            Frame::error(crate::checkpointer::ERR_IN_PROGRESS)
+            Err(Frame::error(crate::checkpointer::ERR_IN_PROGRESS))
         }
-        Err(e) => Frame::error(format!("ERR {}", e.to_string().replace(['\r', '\n'], " "))),
+        Err(e) => Err(Frame::error(format!(
+            "ERR {}",
+            e.to_string().replace(['\r', '\n'], " ")
+        ))),
     }
 }
 
 /// BGSAVE [SCHEDULE]: hands a checkpoint to the checkpointer thread.
-fn bgsave(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
+fn bgsave(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let schedule = match args.len() {
         1 => false,
         2 if is(&args[1], "schedule") => true,
-        _ => return errors::err(errors::SYNTAX),
+        _ => return Err(errors::err(errors::SYNTAX)),
     };
     match ctx.shared.checkpoints.request_bgsave() {
-        Ok(()) => Frame::simple("Background saving started"),
+        Ok(()) => Ok(Frame::simple("Background saving started")),
         // One is running; it covers everything written before it finishes
         // only partly, so SCHEDULE queues another behind it.
         Err(e) if schedule && e == crate::checkpointer::ERR_IN_PROGRESS => {
             crate::checkpointer::schedule_bgsave(ctx.shared);
-            Frame::simple("Background saving scheduled")
+            Ok(Frame::simple("Background saving scheduled"))
         }
-        Err(e) => Frame::error(e),
+        Err(e) => Err(Frame::error(e)),
     }
 }
 
@@ -129,13 +136,11 @@ fn waitaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     }
 }
 
-fn wait(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
+fn wait(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     if parse_i64(&args[1]).is_none() {
-        return errors::err(errors::NOT_INTEGER);
+        return Err(errors::err(errors::NOT_INTEGER));
     }
-    if let Err(e) = parse_timeout(&args[2]) {
-        return e;
-    }
+    parse_timeout(&args[2])?;
     // No replicas: none acknowledged, and waiting could never change that.
-    Frame::Integer(0)
+    Ok(Frame::Integer(0))
 }

@@ -8,7 +8,7 @@
 
 use super::subcommands::*;
 use crate::command::{
-    flags::*, spec, CommandSpec, Ctx, Handler, ALL_ARGS_KEYS, FIRST_KEY, NO_KEYS,
+    flags::*, spec, CommandSpec, Ctx, Handler, Reply, ALL_ARGS_KEYS, FIRST_KEY, NO_KEYS,
 };
 use crate::pubsub::Kind;
 use bytes::Bytes;
@@ -268,36 +268,40 @@ fn unsubscribe_from(ctx: &mut Ctx<'_>, args: &[Bytes], kind: Kind, what: &'stati
     one_or_many(replies)
 }
 
-fn subscribe(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
-    subscribe_to(ctx, args, Kind::Channel, "subscribe")
+fn subscribe(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    Ok(subscribe_to(ctx, args, Kind::Channel, "subscribe"))
 }
 
-fn psubscribe(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
-    subscribe_to(ctx, args, Kind::Pattern, "psubscribe")
+fn psubscribe(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    Ok(subscribe_to(ctx, args, Kind::Pattern, "psubscribe"))
 }
 
-fn ssubscribe(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
-    subscribe_to(ctx, args, Kind::Shard, "ssubscribe")
+fn ssubscribe(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    Ok(subscribe_to(ctx, args, Kind::Shard, "ssubscribe"))
 }
 
-fn unsubscribe(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
-    unsubscribe_from(ctx, args, Kind::Channel, "unsubscribe")
+fn unsubscribe(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    Ok(unsubscribe_from(ctx, args, Kind::Channel, "unsubscribe"))
 }
 
-fn punsubscribe(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
-    unsubscribe_from(ctx, args, Kind::Pattern, "punsubscribe")
+fn punsubscribe(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    Ok(unsubscribe_from(ctx, args, Kind::Pattern, "punsubscribe"))
 }
 
-fn sunsubscribe(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
-    unsubscribe_from(ctx, args, Kind::Shard, "sunsubscribe")
+fn sunsubscribe(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    Ok(unsubscribe_from(ctx, args, Kind::Shard, "sunsubscribe"))
 }
 
-fn publish(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
-    Frame::Integer(publish_to(ctx, &args[1], &args[2], false) as i64)
+fn publish(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    Ok(Frame::Integer(
+        publish_to(ctx, &args[1], &args[2], false) as i64
+    ))
 }
 
-fn spublish(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
-    Frame::Integer(publish_to(ctx, &args[1], &args[2], true) as i64)
+fn spublish(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    Ok(Frame::Integer(
+        publish_to(ctx, &args[1], &args[2], true) as i64
+    ))
 }
 
 /// Delivers now, unless keyspace events of the same MULTI or script are
@@ -334,21 +338,18 @@ fn publisher_dependency(ctx: &Ctx<'_>) -> u64 {
     }
 }
 
-fn pubsub(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
-    let s = match find_sub("pubsub", args) {
-        Ok(s) => s,
-        Err(e) => return e,
-    };
+fn pubsub(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let s = find_sub("pubsub", args)?;
     note_subcommand(ctx, "pubsub", s);
     let pubsub = &ctx.shared.pubsub;
     match s.name {
         "channels" | "shardchannels" => {
             if args.len() > 3 {
-                return crate::errors::wrong_args(&format!("pubsub|{}", s.name));
+                return Err(crate::errors::wrong_args(&format!("pubsub|{}", s.name)));
             }
             let shard = s.name == "shardchannels";
             let names = pubsub.channels(shard, args.get(2).map(|p| &p[..]));
-            Frame::Array(names.into_iter().map(Frame::Bulk).collect())
+            Ok(Frame::Array(names.into_iter().map(Frame::Bulk).collect()))
         }
         "numsub" | "shardnumsub" => {
             let shard = s.name == "shardnumsub";
@@ -357,9 +358,9 @@ fn pubsub(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
                 out.push(Frame::Bulk(ch.clone()));
                 out.push(Frame::Integer(pubsub.numsub(shard, ch) as i64));
             }
-            Frame::Array(out)
+            Ok(Frame::Array(out))
         }
-        "numpat" => Frame::Integer(pubsub.counts().1 as i64),
+        "numpat" => Ok(Frame::Integer(pubsub.counts().1 as i64)),
         _ => help(
             "pubsub",
             &[

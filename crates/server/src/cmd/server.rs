@@ -1,5 +1,5 @@
 //! Whole-server commands that fit no other family: TIME, SHUTDOWN, ROLE.
-use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, NO_KEYS};
+use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Reply, NO_KEYS};
 use crate::errors;
 use crate::util::{is, now_us};
 use bytes::Bytes;
@@ -43,15 +43,15 @@ pub fn commands() -> Vec<CommandSpec> {
 // TIME, SHUTDOWN, ROLE
 // ---------------------------------------------------------------------------
 
-fn time(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Frame {
+fn time(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
     let us = now_us();
-    Frame::Array(vec![
+    Ok(Frame::Array(vec![
         bulk(&(us / 1_000_000).to_string()),
         bulk(&(us % 1_000_000).to_string()),
-    ])
+    ]))
 }
 
-fn shutdown(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
+fn shutdown(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let (mut save, mut nosave, mut abort, mut other) = (false, false, false, false);
     for a in &args[1..] {
         if is(a, "nosave") {
@@ -63,15 +63,15 @@ fn shutdown(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
         } else if is(a, "abort") {
             abort = true;
         } else {
-            return errors::err(errors::SYNTAX);
+            return Err(errors::err(errors::SYNTAX));
         }
     }
     if (abort && (save || nosave || other)) || (save && nosave) {
-        return errors::err(errors::SYNTAX);
+        return Err(errors::err(errors::SYNTAX));
     }
     if abort {
         // Shutdown starts at once and cannot be waiting to be aborted.
-        return Frame::error("ERR No shutdown in progress.");
+        return Err(Frame::error("ERR No shutdown in progress."));
     }
     // Logged writes are already in the log; the final checkpoint (taken
     // once connections have drained, unless NOSAVE) also keeps the data of
@@ -89,13 +89,13 @@ fn shutdown(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
     ctx.client.close_after_reply = true;
     // Redis closes the connection without a reply; clients expect that.
     ctx.client.suppress_this_reply = true;
-    Frame::ok()
+    Ok(Frame::ok())
 }
 
-fn role(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Frame {
-    Frame::Array(vec![
+fn role(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
+    Ok(Frame::Array(vec![
         bulk("master"),
         Frame::Integer(0),
         Frame::Array(Vec::new()),
-    ])
+    ]))
 }

@@ -3,7 +3,7 @@
 //! to COMMAND INFO / DOCS / LIST (as `client|list`, the name redis-cli's
 //! help expects) and names it in CLIENT LIST's `cmd=` field, so the three
 //! cannot disagree.
-use crate::command::Ctx;
+use crate::command::{Ctx, Reply};
 use crate::errors;
 use crate::util::is;
 use bytes::Bytes;
@@ -78,7 +78,7 @@ pub(super) fn note_subcommand(ctx: &mut Ctx<'_>, container: &str, s: &SubSpec) {
 }
 
 /// A HELP reply: status lines, as Redis sends them.
-pub(super) fn help(container: &str, lines: &[&str]) -> Frame {
+pub(super) fn help(container: &str, lines: &[&str]) -> Reply {
     let mut out = vec![Frame::Simple(Bytes::from(format!(
         "{} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
         container.to_ascii_uppercase()
@@ -86,7 +86,7 @@ pub(super) fn help(container: &str, lines: &[&str]) -> Frame {
     for l in lines.iter().chain(["HELP", "    Print this help."].iter()) {
         out.push(Frame::Simple(Bytes::copy_from_slice(l.as_bytes())));
     }
-    Frame::Array(out)
+    Ok(Frame::Array(out))
 }
 
 pub(super) fn status(s: impl Into<String>) -> Frame {
