@@ -268,6 +268,9 @@ fn collection_commands_name_their_events_and_del_when_emptied() {
                 &["ZREMRANGEBYSCORE", "z", "3", "3"],
                 &["ZREMRANGEBYRANK", "z", "0", "0"],
                 &["ZPOPMIN", "z"],
+                &["ZADD", "src", "1", "a"],
+                &["ZUNIONSTORE", "zdst", "1", "src"],
+                &["ZRANGESTORE", "zr", "src", "0", "-1"],
             ],
         )
     });
@@ -306,6 +309,9 @@ fn collection_commands_name_their_events_and_del_when_emptied() {
         ("zrembyrank", "z"),
         ("zpopmin", "z"),
         ("del", "z"),
+        ("zadd", "src"),
+        ("zunionstore", "zdst"),
+        ("zrangestore", "zr"),
     ]);
     assert_eq!(got, expect);
 }
