@@ -29,6 +29,7 @@ pub mod connection;
 pub mod hashes;
 pub mod keys;
 pub mod lists;
+pub mod mpop;
 pub mod scripting;
 pub mod server;
 pub mod sets;
