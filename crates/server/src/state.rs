@@ -135,6 +135,8 @@ pub struct Shared {
     pub checkpoints: Checkpoints,
     /// The Lua VM, the script cache and the running script's state.
     pub scripting: crate::scripting::Scripting,
+    /// Clients in blocking commands, by the keys they wait on.
+    pub blocking: crate::blocking::Blocking,
 }
 
 impl Shared {
@@ -164,6 +166,7 @@ impl Shared {
             shutdown_tx: watch::channel(false).0,
             bound_port: AtomicU64::new(0),
             scripting: crate::scripting::Scripting::default(),
+            blocking: crate::blocking::Blocking::default(),
         }
     }
 

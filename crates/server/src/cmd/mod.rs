@@ -25,6 +25,7 @@ pub(crate) fn read_as<'t, T: ?Sized>(
     }
 }
 
+pub mod blocking;
 pub mod connection;
 pub mod hashes;
 pub mod keys;
@@ -49,5 +50,6 @@ pub fn all_commands() -> Vec<CommandSpec> {
     v.extend(lists::commands());
     v.extend(sets::commands());
     v.extend(scripting::commands());
+    v.extend(blocking::commands());
     v
 }

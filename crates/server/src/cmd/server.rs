@@ -87,6 +87,7 @@ const CLIENT_SUBS: &[SubSpec] = &[
     sub("list", -2, ADMIN | NOSCRIPT | LOADING | STALE, "Lists open connections."),
     sub("info", 2, NOSCRIPT | LOADING | STALE, "Returns information about the connection."),
     sub("kill", -3, ADMIN | NOSCRIPT | LOADING | STALE, "Terminates open connections."),
+    sub("unblock", -3, ADMIN | NOSCRIPT | LOADING | STALE, "Unblocks a client blocked by a blocking command from a different connection."),
     sub("setinfo", 4, NOSCRIPT | LOADING | STALE, "Sets information specific to the client or connection."),
     sub("no-evict", 3, ADMIN | NOSCRIPT | LOADING | STALE, "Sets the client eviction mode of the connection."),
     sub("no-touch", 3, NOSCRIPT | LOADING | STALE, "Controls whether commands sent by the client affect the LRU/LFU of accessed keys."),
@@ -352,6 +353,7 @@ fn client(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
             Frame::Verbatim(Bytes::from(line))
         }
         "kill" => client_kill(ctx, args),
+        "unblock" => super::blocking::client_unblock(ctx, args),
         "setinfo" => client_setinfo(ctx, args),
         "no-evict" | "no-touch" => {
             // Accepted so client libraries that set them work; durakv never
@@ -428,6 +430,8 @@ fn client(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
                 "      Kill connections by client id.",
                 "    * MAXAGE <maxage>",
                 "      Kill connections older than the specified age.",
+                "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+                "    Unblock the specified blocked client.",
                 "SETINFO <option> <value>",
                 "    Set client meta attr. Options are:",
                 "    * LIB-NAME: the client lib name.",
@@ -491,6 +495,9 @@ fn client_line(h: &ClientHandle, info: &ClientInfo) -> String {
     }
     if h.is_killed() {
         flags.push('A');
+    }
+    if h.blocked.load(Ordering::Acquire) {
+        flags.push('b');
     }
     if flags.is_empty() {
         flags.push('N');
@@ -1385,13 +1392,17 @@ fn clients_section(shared: &Shared) -> String {
     field(&mut s, "maxclients", shared.config.read().maxclients);
     field(&mut s, "client_recent_max_input_buffer", 0);
     field(&mut s, "client_recent_max_output_buffer", 0);
-    field(&mut s, "blocked_clients", 0);
+    field(&mut s, "blocked_clients", shared.blocking.blocked_clients());
     field(&mut s, "tracking_clients", 0);
     field(&mut s, "pubsub_clients", 0);
     field(&mut s, "watching_clients", watching);
     field(&mut s, "clients_in_timeout_table", 0);
     field(&mut s, "total_watched_keys", watched_keys);
-    field(&mut s, "total_blocking_keys", 0);
+    field(
+        &mut s,
+        "total_blocking_keys",
+        shared.blocking.blocking_keys(),
+    );
     s
 }
 
