@@ -8,11 +8,9 @@
 //! holding another type is WRONGTYPE at once; one that gets another type
 //! while the client waits does not end the wait.
 
-use super::hashes::{data, Reply};
-use super::lists::{self, SOURCE_AND_DEST};
-use super::{mpop, zsets};
+use super::{lists, mpop, zsets};
 use crate::blocking::{Serve, Served};
-use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Keys};
+use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Keys, Reply, TWO_KEYS};
 use crate::errors;
 use crate::util::{arg_i64, is, now_ms, parse_f64};
 use bytes::Bytes;
@@ -31,14 +29,14 @@ const KEYS_THEN_TIMEOUT: Keys = Keys::Range {
 #[rustfmt::skip]
 pub fn commands() -> Vec<CommandSpec> {
     vec![
-        spec("blpop", -3, WRITE | BLOCKING, KEYS_THEN_TIMEOUT, data!(blpop), "list", "Removes and returns the first element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped."),
-        spec("brpop", -3, WRITE | BLOCKING, KEYS_THEN_TIMEOUT, data!(brpop), "list", "Removes and returns the last element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped."),
-        spec("blmpop", -5, WRITE | BLOCKING, Keys::Custom(mpop::keys_after_numkeys_at_2), data!(blmpop), "list", "Pops the first element from one of multiple lists. Blocks until an element is available otherwise. Deletes the list if the last element was popped."),
-        spec("blmove", 6, WRITE | DENYOOM | BLOCKING, SOURCE_AND_DEST, data!(blmove), "list", "Pops an element from a list, pushes it to another list and returns it. Blocks until an element is available otherwise. Deletes the list if the last element was moved."),
-        spec("brpoplpush", 4, WRITE | DENYOOM | BLOCKING, SOURCE_AND_DEST, data!(brpoplpush), "list", "Pops an element from a list, pushes it to another list and returns it. Block until an element is available otherwise. Deletes the list if the last element was popped."),
-        spec("bzpopmin", -3, WRITE | FAST | BLOCKING, KEYS_THEN_TIMEOUT, data!(bzpopmin), "sorted-set", "Removes and returns the member with the lowest score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped."),
-        spec("bzpopmax", -3, WRITE | FAST | BLOCKING, KEYS_THEN_TIMEOUT, data!(bzpopmax), "sorted-set", "Removes and returns the member with the highest score from one or more sorted sets. Blocks until a member available otherwise. Deletes the sorted set if the last element was popped."),
-        spec("bzmpop", -5, WRITE | BLOCKING, Keys::Custom(mpop::keys_after_numkeys_at_2), data!(bzmpop), "sorted-set", "Removes and returns a member by score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped."),
+        spec("blpop", -3, WRITE | BLOCKING, KEYS_THEN_TIMEOUT, Handler::Data(blpop), "list", "Removes and returns the first element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped."),
+        spec("brpop", -3, WRITE | BLOCKING, KEYS_THEN_TIMEOUT, Handler::Data(brpop), "list", "Removes and returns the last element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped."),
+        spec("blmpop", -5, WRITE | BLOCKING, Keys::Custom(mpop::keys_after_numkeys_at_2), Handler::Data(blmpop), "list", "Pops the first element from one of multiple lists. Blocks until an element is available otherwise. Deletes the list if the last element was popped."),
+        spec("blmove", 6, WRITE | DENYOOM | BLOCKING, TWO_KEYS, Handler::Data(blmove), "list", "Pops an element from a list, pushes it to another list and returns it. Blocks until an element is available otherwise. Deletes the list if the last element was moved."),
+        spec("brpoplpush", 4, WRITE | DENYOOM | BLOCKING, TWO_KEYS, Handler::Data(brpoplpush), "list", "Pops an element from a list, pushes it to another list and returns it. Block until an element is available otherwise. Deletes the list if the last element was popped."),
+        spec("bzpopmin", -3, WRITE | FAST | BLOCKING, KEYS_THEN_TIMEOUT, Handler::Data(bzpopmin), "sorted-set", "Removes and returns the member with the lowest score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped."),
+        spec("bzpopmax", -3, WRITE | FAST | BLOCKING, KEYS_THEN_TIMEOUT, Handler::Data(bzpopmax), "sorted-set", "Removes and returns the member with the highest score from one or more sorted sets. Blocks until a member available otherwise. Deletes the sorted set if the last element was popped."),
+        spec("bzmpop", -5, WRITE | BLOCKING, Keys::Custom(mpop::keys_after_numkeys_at_2), Handler::Data(bzmpop), "sorted-set", "Removes and returns a member by score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped."),
     ]
 }
 
@@ -277,21 +275,22 @@ fn bmove(
 
 /// CLIENT UNBLOCK id [TIMEOUT|ERROR]: 1 if the client was blocked and now
 /// is not, else 0.
-pub(crate) fn client_unblock(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
+pub(crate) fn client_unblock(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     if args.len() > 4 {
-        return errors::wrong_args("client|unblock");
+        return Err(errors::wrong_args("client|unblock"));
     }
     let error = match args.get(3) {
         None => false,
         Some(r) if is(r, "timeout") => false,
         Some(r) if is(r, "error") => true,
-        Some(_) => return errors::err("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR"),
+        Some(_) => {
+            return Err(errors::err(
+                "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR",
+            ))
+        }
     };
-    let id = match arg_i64(&args[2]) {
-        Ok(id) => id,
-        Err(e) => return e,
-    };
+    let id = arg_i64(&args[2])?;
     let error = error.then(|| Frame::error("UNBLOCKED client unblocked via CLIENT UNBLOCK"));
     let done = u64::try_from(id).is_ok_and(|id| ctx.shared.blocking.unblock(id, error));
-    Frame::Integer(done as i64)
+    Ok(Frame::Integer(done as i64))
 }

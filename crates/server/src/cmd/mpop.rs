@@ -2,7 +2,7 @@
 //! `numkeys key [key ...] <end> [COUNT count]`, where `<end>` is LEFT|RIGHT
 //! for lists and MIN|MAX for sorted sets.
 
-use super::hashes::syntax;
+use super::syntax;
 use crate::errors;
 use crate::util::is;
 use bytes::Bytes;
