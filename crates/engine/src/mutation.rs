@@ -8,9 +8,12 @@
 //! members it chose, `EXPIRE 10` an absolute `Expire`. Apply takes the
 //! record's commit time as "now", so replay sees the same expiries the
 //! original execution saw. Every mutation but the three database-wide ones
-//! names exactly one key, which lets checkpoints filter replay per shard.
+//! and [`Mutation::Function`] names exactly one key, which lets checkpoints
+//! filter replay per shard; function-library changes touch no shard at all
+//! (see `crate::functions`).
 
 use crate::db::{Db, Entry};
+pub use crate::functions::FunctionOp;
 use crate::shard::Shard;
 use crate::value::{ListValue, Value};
 use crate::zset::ZSet;
@@ -88,6 +91,8 @@ pub enum Mutation {
     FlushDb { db: u32 },
     FlushAll,
     SwapDb { a: u32, b: u32 },
+    /// A change to the function libraries: no shard holds them.
+    Function(FunctionOp),
 }
 
 /// A mutation that does not fit the state it is applied to. Live, this is a
@@ -145,6 +150,11 @@ impl Mutation {
         Mutation::Key { db, key, op }
     }
 
+    /// True for a change to the function libraries (no shard involved).
+    pub fn is_function(&self) -> bool {
+        matches!(self, Mutation::Function(_))
+    }
+
     /// The key this mutation touches, if it touches exactly one.
     pub fn target_key(&self) -> Option<&Bytes> {
         match self {
@@ -184,6 +194,8 @@ impl Mutation {
                 }
                 Ok(())
             }
+            // Applied to the libraries by the transaction, never to a shard.
+            Mutation::Function(_) => Ok(()),
         }
     }
 }
