@@ -432,6 +432,23 @@ impl<'a> Txn<'a> {
         Ok(())
     }
 
+    /// Takes the function libraries' lock now, before any other lock the
+    /// caller is about to take (the server's Lua engine): a transaction
+    /// that changes libraries holds this one until its commit.
+    pub fn lock_functions(&mut self) {
+        let ks = self.ks;
+        self.functions.get_or_insert_with(|| ks.functions().lock());
+    }
+
+    /// The reply depends on the function libraries as they are.
+    pub fn depend_on_functions(&mut self) {
+        let lsn = match &self.functions {
+            Some(f) => f.write_lsn,
+            None => self.ks.functions_write_lsn(),
+        };
+        self.depend_on(lsn);
+    }
+
     fn apply_function(&mut self, op: &FunctionOp) {
         let ks = self.ks;
         self.functions

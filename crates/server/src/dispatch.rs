@@ -110,7 +110,7 @@ fn lock<'s, 'k>(
             return Ok(txn);
         }
         if shared.scripting.timed_out(shared) {
-            return Err(errors::err(crate::scripting::BUSY));
+            return Err(shared.scripting.busy_error());
         }
     }
 }
@@ -165,6 +165,8 @@ fn reply_level(ctx: &Ctx<'_>, muts: &[Mutation]) -> Durability {
                     add(of(db));
                 }
             }
+            // Libraries belong to no database: the connection's decides.
+            Mutation::Function(_) => add(of(ctx.client.db)),
         }
     }
     level.unwrap_or_else(|| of(ctx.client.db))

@@ -75,6 +75,7 @@ impl WatchRegistry {
                         }
                     }
                 }
+                Mutation::Function(_) => {}
             }
         }
     }

@@ -26,6 +26,7 @@ pub(crate) fn read_as<'t, T: ?Sized>(
 }
 
 pub mod connection;
+pub mod functions;
 pub mod hashes;
 pub mod keys;
 pub mod lists;
@@ -48,5 +49,6 @@ pub fn all_commands() -> Vec<CommandSpec> {
     v.extend(lists::commands());
     v.extend(sets::commands());
     v.extend(scripting::commands());
+    v.extend(functions::commands());
     v
 }
