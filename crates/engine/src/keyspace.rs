@@ -9,8 +9,8 @@
 
 use crate::functions::FunctionLibraries;
 use crate::shard::Shard;
-use bytes::Bytes;
 use crate::txn::Txn;
+use bytes::Bytes;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;

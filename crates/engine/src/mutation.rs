@@ -87,10 +87,19 @@ pub enum KeyOp {
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Mutation {
-    Key { db: u32, key: Bytes, op: KeyOp },
-    FlushDb { db: u32 },
+    Key {
+        db: u32,
+        key: Bytes,
+        op: KeyOp,
+    },
+    FlushDb {
+        db: u32,
+    },
     FlushAll,
-    SwapDb { a: u32, b: u32 },
+    SwapDb {
+        a: u32,
+        b: u32,
+    },
     /// A change to the function libraries: no shard holds them.
     Function(FunctionOp),
 }

@@ -32,7 +32,10 @@ fn libraries() -> Vec<(Bytes, Bytes)> {
             b("lib1"),
             b("#!lua name=lib1\nredis.register_function('f1', function() return 1 end)"),
         ),
-        (b("lib2"), Bytes::from_static(b"#!lua name=lib2\n\x00binary")),
+        (
+            b("lib2"),
+            Bytes::from_static(b"#!lua name=lib2\n\x00binary"),
+        ),
     ]
 }
 

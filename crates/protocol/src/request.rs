@@ -351,7 +351,11 @@ mod tests {
         assert_eq!(parse_all(b"SET \"k\n"), Err(ParseError::UnbalancedQuotes));
         assert_eq!(
             split_args(b"#!lua name=\"foo bar\" x='y'"),
-            Some(vec![b"#!lua".to_vec(), b"name=foo bar".to_vec(), b"x=y".to_vec()])
+            Some(vec![
+                b"#!lua".to_vec(),
+                b"name=foo bar".to_vec(),
+                b"x=y".to_vec()
+            ])
         );
     }
 

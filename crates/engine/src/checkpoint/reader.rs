@@ -10,8 +10,8 @@
 //! caller discards it.
 
 use super::format::{
-    self, BlockHeader, FileHeader, Footer, FunctionsHeader, BLOCK_HEADER_BYTES,
-    FILE_HEADER_BYTES, FOOTER_BYTES, FUNCTIONS_HEADER_BYTES,
+    self, BlockHeader, FileHeader, Footer, FunctionsHeader, BLOCK_HEADER_BYTES, FILE_HEADER_BYTES,
+    FOOTER_BYTES, FUNCTIONS_HEADER_BYTES,
 };
 use super::CheckpointError;
 use crate::db::Entry;

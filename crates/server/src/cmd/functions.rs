@@ -190,20 +190,18 @@ fn restore(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     if args.len() > 4 {
         return Err(syntax_error("restore"));
     }
-    let policy = match args.get(3) {
-        None => Policy::Append,
-        Some(p) if is(p, "append") => Policy::Append,
-        Some(p) if is(p, "replace") => Policy::Replace,
-        Some(p) if is(p, "flush") => Policy::Flush,
-        Some(_) => {
-            return Err(Frame::error(
+    let policy =
+        match args.get(3) {
+            None => Policy::Append,
+            Some(p) if is(p, "append") => Policy::Append,
+            Some(p) if is(p, "replace") => Policy::Replace,
+            Some(p) if is(p, "flush") => Policy::Flush,
+            Some(_) => return Err(Frame::error(
                 "ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.",
-            ))
-        }
-    };
+            )),
+        };
     prepare_write(ctx, txn, DENYOOM)?;
-    let codes =
-        function_payload::parse(&args[2]).map_err(|e| Frame::error(e.message()))?;
+    let codes = function_payload::parse(&args[2]).map_err(|e| Frame::error(e.message()))?;
     let scripting = &ctx.shared.scripting;
     let mut engine = scripting.engine(ctx.shared)?;
     let registry = &mut engine.functions;
@@ -213,7 +211,10 @@ fn restore(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
         Policy::Flush => muts.push(Mutation::Function(FunctionOp::Flush)),
         Policy::Append => {
             if let Some(l) = libs.iter().find(|l| registry.library(&l.name).is_some()) {
-                return Err(Frame::error(format!("ERR Library {} already exists", l.name)));
+                return Err(Frame::error(format!(
+                    "ERR Library {} already exists",
+                    l.name
+                )));
             }
         }
         Policy::Replace => {}
@@ -258,7 +259,10 @@ fn compile_all(
                 .flat_map(|l| &l.functions)
                 .any(|g| g.name.eq_ignore_ascii_case(&f.name));
             if taken {
-                return Err(Frame::error(format!("ERR Function {} already exists", f.name)));
+                return Err(Frame::error(format!(
+                    "ERR Function {} already exists",
+                    f.name
+                )));
             }
         }
         libs.push(lib);
@@ -401,7 +405,11 @@ fn call(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes], ro: bool) -> Reply
     // A function may write unless it says otherwise, so it is refused up
     // front on a failed log or under memory pressure, as in Redis.
     if !no_writes {
-        let deny = if fflags & flags::ALLOW_OOM != 0 { 0 } else { DENYOOM };
+        let deny = if fflags & flags::ALLOW_OOM != 0 {
+            0
+        } else {
+            DENYOOM
+        };
         if let Some(refusal) = crate::dispatch::refuse_write(ctx, deny) {
             return Err(refusal);
         }

@@ -23,9 +23,9 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
     let t = lua.create_table()?;
     t.raw_set(
         "pack",
-        lua.create_function(|lua, args: Variadic<Value>| {
+        super::lib_fn(lua, |lua, args: Variadic<Value>| {
             if args.is_empty() {
-                return fail("bad argument #0 to 'pack' (MessagePack pack needs input.)");
+                return fail("bad argument #0 to '?' (MessagePack pack needs input.)");
             }
             let mut out = Vec::new();
             for v in args.iter() {
@@ -36,19 +36,22 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
     )?;
     t.raw_set(
         "unpack",
-        lua.create_function(|lua, s: mlua::String| unpack(lua, &s.as_bytes(), 0, 0))?,
+        super::lib_fn(lua, |lua, s: mlua::String| unpack(lua, &s.as_bytes(), 0, 0))?,
     )?;
     t.raw_set(
         "unpack_one",
-        lua.create_function(|lua, (s, offset): (mlua::String, Option<i64>)| {
+        super::lib_fn(lua, |lua, (s, offset): (mlua::String, Option<i64>)| {
             unpack(lua, &s.as_bytes(), 1, offset.unwrap_or(0))
         })?,
     )?;
     t.raw_set(
         "unpack_limit",
-        lua.create_function(|lua, (s, limit, offset): (mlua::String, i64, Option<i64>)| {
-            unpack(lua, &s.as_bytes(), limit, offset.unwrap_or(0))
-        })?,
+        super::lib_fn(
+            lua,
+            |lua, (s, limit, offset): (mlua::String, i64, Option<i64>)| {
+                unpack(lua, &s.as_bytes(), limit, offset.unwrap_or(0))
+            },
+        )?,
     )?;
     t.raw_set("_NAME", "cmsgpack")?;
     t.raw_set("_VERSION", "lua-cmsgpack 0.4.0")?;
@@ -83,9 +86,12 @@ fn encode(v: &Value, level: usize, out: &mut Vec<u8>) -> mlua::Result<()> {
 fn encode_number(n: f64, out: &mut Vec<u8>) -> mlua::Result<()> {
     use rmp::encode as w;
     // An integer exactly when C's (int64_t) cast keeps it.
-    if n.is_finite() && (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&n) && (n as i64) as f64 == n {
+    if n.is_finite()
+        && (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&n)
+        && (n as i64) as f64 == n
+    {
         w::write_sint(out, n as i64).map_err(io)?;
-    } else if (n as f32) as f64 == n || n.is_nan() {
+    } else if (n as f32) as f64 == n {
         w::write_f32(out, n as f32).map_err(io)?;
     } else {
         w::write_f64(out, n).map_err(io)?;
@@ -122,11 +128,14 @@ fn encode_table(t: &Table, level: usize, out: &mut Vec<u8>) -> mlua::Result<()> 
             encode(&t.raw_get::<Value>(i)?, level + 1, out)?;
         }
     } else {
-        let pairs: Vec<(Value, Value)> = t.clone().pairs::<Value, Value>().collect::<mlua::Result<_>>()?;
-        w::write_map_len(out, pairs.len() as u32).map_err(io)?;
-        for (k, v) in &pairs {
-            encode(k, level + 1, out)?;
-            encode(v, level + 1, out)?;
+        // Two passes, as lua-cmsgpack does: holding every pair at once
+        // would take a Lua stack slot per value.
+        let n = t.clone().pairs::<Value, Value>().count();
+        w::write_map_len(out, n as u32).map_err(io)?;
+        for pair in t.clone().pairs::<Value, Value>() {
+            let (k, v) = pair?;
+            encode(&k, level + 1, out)?;
+            encode(&v, level + 1, out)?;
         }
     }
     Ok(())

@@ -107,7 +107,8 @@ struct Cursor<'a> {
     pos: usize,
 }
 
-const TRUNCATED: PayloadError = PayloadError::Malformed("failed loading the given functions payload");
+const TRUNCATED: PayloadError =
+    PayloadError::Malformed("failed loading the given functions payload");
 
 impl Cursor<'_> {
     fn take(&mut self, n: usize) -> Result<&[u8], PayloadError> {
@@ -131,7 +132,10 @@ impl Cursor<'_> {
             1 => ((u64::from(b & 0x3f) << 8) | u64::from(self.byte()?), false),
             2 if b == 0x80 => {
                 let s = self.take(4)?;
-                (u64::from(u32::from_be_bytes([s[0], s[1], s[2], s[3]])), false)
+                (
+                    u64::from(u32::from_be_bytes([s[0], s[1], s[2], s[3]])),
+                    false,
+                )
             }
             2 if b == 0x81 => {
                 let mut a = [0u8; 8];
@@ -217,7 +221,8 @@ mod tests {
 
     #[test]
     fn reads_lzf_and_integer_strings_as_redis_writes_them() {
-        let code = "#!lua name=mylib\nredis.register_function('f', function() return 1 end)".repeat(3);
+        let code =
+            "#!lua name=mylib\nredis.register_function('f', function() return 1 end)".repeat(3);
         let packed = lzf::compress(code.as_bytes()).unwrap();
         let mut body = vec![OPCODE_FUNCTION2, 0xc3];
         put_length(&mut body, packed.len() as u64);

@@ -273,7 +273,10 @@ mod tests {
     #[test]
     fn flags_are_case_insensitive() {
         assert_eq!(flag_bit(b"No-Writes"), Some(flags::NO_WRITES));
-        assert_eq!(flag_bit(b"allow-cross-slot-keys"), Some(flags::ALLOW_CROSS_SLOT_KEYS));
+        assert_eq!(
+            flag_bit(b"allow-cross-slot-keys"),
+            Some(flags::ALLOW_CROSS_SLOT_KEYS)
+        );
         assert_eq!(flag_bit(b"unknown"), None);
     }
 }

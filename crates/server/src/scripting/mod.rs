@@ -321,6 +321,45 @@ impl Scripting {
     }
 }
 
+/// A function for the libraries scripts use (cjson, cmsgpack, bit,
+/// struct) whose errors reach Lua as plain strings, as those of Redis's C
+/// libraries do: `pcall(cjson.decode, '{')` returns the message, not an
+/// opaque Rust error value. The Rust side returns `(true, results...)` or
+/// `(false, message)`, and a Lua wrapper raises the message.
+pub(crate) fn lib_fn<A, R, F>(lua: &mlua::Lua, f: F) -> mlua::Result<mlua::Function>
+where
+    A: mlua::FromLuaMulti,
+    R: mlua::IntoLuaMulti,
+    F: Fn(&mlua::Lua, A) -> mlua::Result<R> + mlua::MaybeSend + 'static,
+{
+    use mlua::{MultiValue, Value};
+    let inner = lua.create_function(move |lua, args: MultiValue| {
+        let result = A::from_lua_multi(args, lua)
+            .and_then(|a| f(lua, a))
+            .and_then(|r| r.into_lua_multi(lua));
+        Ok(match result {
+            Ok(mut values) => {
+                values.push_front(Value::Boolean(true));
+                values
+            }
+            Err(e) => MultiValue::from_iter([
+                Value::Boolean(false),
+                Value::String(lua.create_string(vm::error_message(&e))?),
+            ]),
+        })
+    })?;
+    let wrap: mlua::Function = lua
+        .load(
+            "local f = ... \
+             local error = error \
+             local function out(ok, ...) if ok then return ... end error((...), 0) end \
+             return function(...) return out(f(...)) end",
+        )
+        .set_name("=lib")
+        .into_function()?;
+    wrap.call(inner)
+}
+
 /// Lower-case hex SHA1 of `body`, as Redis names scripts.
 pub fn sha1_hex(body: &[u8]) -> String {
     sha1_smol::Sha1::from(body).digest().to_string()

@@ -22,8 +22,10 @@ fn fail<T>(msg: impl Into<String>) -> mlua::Result<T> {
     Err(mlua::Error::RuntimeError(msg.into()))
 }
 
-fn arg_error<T>(n: usize, func: &str, msg: &str) -> mlua::Result<T> {
-    fail(format!("bad argument #{n} to '{func}' ({msg})"))
+/// luaL_argerror's message; called through a table field (or pcall), Lua
+/// 5.1 cannot name the function, so it says '?'.
+fn arg_error<T>(n: usize, _func: &str, msg: &str) -> mlua::Result<T> {
+    fail(format!("bad argument #{n} to '?' ({msg})"))
 }
 
 #[derive(Clone, Copy)]
@@ -126,14 +128,17 @@ fn to_align(len: usize, h: &Header, opt: u8, size: usize) -> usize {
 }
 
 fn is_integer_option(opt: u8) -> bool {
-    matches!(opt, b'b' | b'B' | b'h' | b'H' | b'l' | b'L' | b'T' | b'i' | b'I')
+    matches!(
+        opt,
+        b'b' | b'B' | b'h' | b'H' | b'l' | b'L' | b'T' | b'i' | b'I'
+    )
 }
 
 pub fn module(lua: &Lua) -> mlua::Result<Table> {
     let t = lua.create_table()?;
-    t.raw_set("pack", lua.create_function(pack)?)?;
-    t.raw_set("unpack", lua.create_function(unpack)?)?;
-    t.raw_set("size", lua.create_function(size)?)?;
+    t.raw_set("pack", super::lib_fn(lua, pack)?)?;
+    t.raw_set("unpack", super::lib_fn(lua, unpack)?)?;
+    t.raw_set("size", super::lib_fn(lua, size)?)?;
     Ok(t)
 }
 
@@ -141,11 +146,19 @@ fn number_arg(args: &[Value], i: usize) -> mlua::Result<f64> {
     match args.get(i - 1) {
         Some(Value::Integer(n)) => Ok(*n as f64),
         Some(Value::Number(n)) => Ok(*n),
-        Some(Value::String(s)) => match s.to_str().ok().and_then(|s| s.trim().parse::<f64>().ok()) {
-            Some(n) => Ok(n),
-            None => arg_error(i, "pack", "number expected, got string"),
-        },
-        Some(v) => arg_error(i, "pack", &format!("number expected, got {}", v.type_name())),
+        Some(Value::String(s)) => {
+            match s.to_str().ok().and_then(|s| s.trim().parse::<f64>().ok()) {
+                Some(n) => Ok(n),
+                None => arg_error(i, "pack", "number expected, got string"),
+            }
+        }
+        Some(v) => arg_error(
+            i,
+            "pack",
+            &format!("number expected, got {}", v.type_name()),
+        ),
+        // pack leaves a nil right after its arguments.
+        None if i == args.len() + 1 => arg_error(i, "pack", "number expected, got nil"),
         None => arg_error(i, "pack", "number expected, got no value"),
     }
 }
@@ -193,13 +206,21 @@ fn pack(lua: &Lua, args: Variadic<Value>) -> mlua::Result<mlua::String> {
             b'f' => {
                 let v = number_arg(&args, arg)? as f32;
                 arg += 1;
-                let b = if h.big_endian { v.to_be_bytes() } else { v.to_le_bytes() };
+                let b = if h.big_endian {
+                    v.to_be_bytes()
+                } else {
+                    v.to_le_bytes()
+                };
                 out.extend_from_slice(&b);
             }
             b'd' => {
                 let v = number_arg(&args, arg)?;
                 arg += 1;
-                let b = if h.big_endian { v.to_be_bytes() } else { v.to_le_bytes() };
+                let b = if h.big_endian {
+                    v.to_be_bytes()
+                } else {
+                    v.to_le_bytes()
+                };
                 out.extend_from_slice(&b);
             }
             b'c' | b's' => {
@@ -250,7 +271,11 @@ fn unpack(lua: &Lua, args: Variadic<Value>) -> mlua::Result<MultiValue> {
         Some(Value::Integer(n)) => *n,
         Some(Value::Number(n)) => *n as i64,
         Some(v) => {
-            return arg_error(3, "unpack", &format!("number expected, got {}", v.type_name()))
+            return arg_error(
+                3,
+                "unpack",
+                &format!("number expected, got {}", v.type_name()),
+            )
         }
     };
     let mut pos = usize::try_from(start - 1).unwrap_or(usize::MAX);
@@ -274,13 +299,21 @@ fn unpack(lua: &Lua, args: Variadic<Value>) -> mlua::Result<MultiValue> {
             b'f' => {
                 let mut b = [0u8; 4];
                 b.copy_from_slice(&data[pos..pos + 4]);
-                let v = if h.big_endian { f32::from_be_bytes(b) } else { f32::from_le_bytes(b) };
+                let v = if h.big_endian {
+                    f32::from_be_bytes(b)
+                } else {
+                    f32::from_le_bytes(b)
+                };
                 out.push(Value::Number(f64::from(v)));
             }
             b'd' => {
                 let mut b = [0u8; 8];
                 b.copy_from_slice(&data[pos..pos + 8]);
-                let v = if h.big_endian { f64::from_be_bytes(b) } else { f64::from_le_bytes(b) };
+                let v = if h.big_endian {
+                    f64::from_be_bytes(b)
+                } else {
+                    f64::from_le_bytes(b)
+                };
                 out.push(Value::Number(v));
             }
             b'c' => {
@@ -288,7 +321,7 @@ fn unpack(lua: &Lua, args: Variadic<Value>) -> mlua::Result<MultiValue> {
                     let n = match out.pop() {
                         Some(Value::Number(n)) => n,
                         Some(Value::Integer(n)) => n as f64,
-                        _ => return fail("format `c0' needs a previous size"),
+                        _ => return fail("format 'c0' needs a previous size"),
                     };
                     size = if n > 0.0 { n as usize } else { 0 };
                     if size > ld || pos > ld - size {

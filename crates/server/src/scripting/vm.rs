@@ -271,7 +271,9 @@ impl Vm {
             lua.set_named_registry_value(EXEC_KEY, call)?;
             let res = match as_arguments {
                 None => xpcall.call::<mlua::MultiValue>((func.clone(), handler.clone())),
-                Some((k, a)) => call_with.call::<mlua::MultiValue>((func.clone(), handler.clone(), k, a)),
+                Some((k, a)) => {
+                    call_with.call::<mlua::MultiValue>((func.clone(), handler.clone(), k, a))
+                }
             };
             lua.set_named_registry_value(EXEC_KEY, Value::Nil)?;
             res
@@ -416,7 +418,7 @@ fn error_handler(lua: &Lua, err: Value) -> mlua::Result<Table> {
 }
 
 /// The text of an error raised by Rust code (mlua wraps it).
-fn error_message(e: &mlua::Error) -> String {
+pub(super) fn error_message(e: &mlua::Error) -> String {
     match e {
         mlua::Error::RuntimeError(m) => m.clone(),
         mlua::Error::CallbackError { cause, .. } => error_message(cause),
@@ -592,9 +594,7 @@ fn api_table(lua: &Lua) -> mlua::Result<Table> {
                 ));
             };
             if !super::functions::valid_name(&r.name) {
-                return Err(mlua::Error::RuntimeError(
-                    super::functions::BAD_NAME.into(),
-                ));
+                return Err(mlua::Error::RuntimeError(super::functions::BAD_NAME.into()));
             }
             if loading.0.iter().any(|x| x.name == r.name) {
                 return Err(mlua::Error::RuntimeError(
@@ -649,7 +649,9 @@ fn registration(lua: &Lua, args: &[Value]) -> Result<Registration, String> {
     for pair in named.clone().pairs::<Value, Value>() {
         let (k, v) = pair.map_err(|e| e.to_string())?;
         let Some(key) = lua_string(lua, &k) else {
-            return Err("named argument key given to redis.register_function is not a string".into());
+            return Err(
+                "named argument key given to redis.register_function is not a string".into(),
+            );
         };
         match key.to_ascii_lowercase().as_slice() {
             b"function_name" => {
@@ -664,7 +666,12 @@ fn registration(lua: &Lua, args: &[Value]) -> Result<Registration, String> {
             }
             b"callback" => match v {
                 Value::Function(f) => callback = Some(f),
-                _ => return Err("callback argument given to redis.register_function must be a function".into()),
+                _ => {
+                    return Err(
+                        "callback argument given to redis.register_function must be a function"
+                            .into(),
+                    )
+                }
             },
             b"flags" => {
                 let Value::Table(t) = v else {
