@@ -10,12 +10,58 @@ pub type HashValue = IndexMap<Bytes, Bytes, HashBuilder>;
 pub type SetValue = IndexSet<Bytes, HashBuilder>;
 pub type ListValue = VecDeque<Bytes>;
 
-/// Thresholds below which Redis uses its compact encodings; we report the
-/// same names from `OBJECT ENCODING` so tools that inspect them behave alike.
-pub const LISTPACK_MAX_ENTRIES: usize = 128;
-pub const LISTPACK_MAX_VALUE_BYTES: usize = 64;
-pub const INTSET_MAX_ENTRIES: usize = 512;
+/// Strings up to this long are `embstr` in Redis.
 pub const EMBSTR_MAX_BYTES: usize = 44;
+
+/// The thresholds below which Redis keeps a collection in a compact
+/// encoding (its `*-max-listpack-*` and `set-max-intset-entries`
+/// directives). `OBJECT ENCODING` reports the name Redis would for the same
+/// data and settings, so tools that inspect encodings behave alike.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EncodingLimits {
+    pub hash_entries: usize,
+    pub hash_value: usize,
+    pub set_intset_entries: usize,
+    pub set_entries: usize,
+    pub set_value: usize,
+    pub zset_entries: usize,
+    pub zset_value: usize,
+    /// `list-max-listpack-size`: positive, entries; negative, -1..-5 for a
+    /// byte budget of 4 KiB..64 KiB.
+    pub list_size: i64,
+}
+
+impl Default for EncodingLimits {
+    /// Redis 7's defaults.
+    fn default() -> Self {
+        EncodingLimits {
+            hash_entries: 128,
+            hash_value: 64,
+            set_intset_entries: 512,
+            set_entries: 128,
+            set_value: 64,
+            zset_entries: 128,
+            zset_value: 64,
+            list_size: -2,
+        }
+    }
+}
+
+impl EncodingLimits {
+    /// Whether a list of `len` entries totalling `bytes` fits one listpack.
+    fn list_fits(&self, len: usize, bytes: usize) -> bool {
+        if self.list_size >= 0 {
+            return len as i64 <= self.list_size;
+        }
+        let shift = (-self.list_size - 1).min(4) as u32;
+        bytes <= 4096usize << shift
+    }
+
+    /// Whether a set this small of integers only would be an intset.
+    pub fn intset_fits(&self, s: &SetValue) -> bool {
+        s.len() <= self.set_intset_entries && s.iter().all(|m| parse_i64(m).is_some())
+    }
+}
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
@@ -139,11 +185,8 @@ impl Value {
         }
     }
 
-    /// The name `OBJECT ENCODING` reports, following Redis 7's thresholds.
-    pub fn encoding_name(&self) -> &'static str {
-        let small = |n: usize, max_len: usize| {
-            n <= LISTPACK_MAX_ENTRIES && max_len <= LISTPACK_MAX_VALUE_BYTES
-        };
+    /// The name `OBJECT ENCODING` reports under `limits`.
+    pub fn encoding_name(&self, limits: &EncodingLimits) -> &'static str {
         match self {
             Value::Str(s) => {
                 if s.len() <= 20 && parse_i64(s).is_some() {
@@ -160,31 +203,34 @@ impl Value {
                     .map(|(k, v)| k.len().max(v.len()))
                     .max()
                     .unwrap_or(0);
-                if small(h.len(), max) {
+                if h.len() <= limits.hash_entries && max <= limits.hash_value {
                     "listpack"
                 } else {
                     "hashtable"
                 }
             }
             Value::List(l) => {
-                let max = l.iter().map(|v| v.len()).max().unwrap_or(0);
-                if small(l.len(), max) {
+                // Each entry costs its bytes plus a small header in a listpack.
+                let bytes = l.iter().map(|v| v.len() + 2).sum();
+                if limits.list_fits(l.len(), bytes) {
                     "listpack"
                 } else {
                     "quicklist"
                 }
             }
             Value::Set(s) => {
-                if s.len() <= INTSET_MAX_ENTRIES && s.iter().all(|m| parse_i64(m).is_some()) {
+                let max = s.iter().map(|m| m.len()).max().unwrap_or(0);
+                if limits.intset_fits(s) {
                     "intset"
-                } else if small(s.len(), s.iter().map(|m| m.len()).max().unwrap_or(0)) {
+                } else if s.len() <= limits.set_entries && max <= limits.set_value {
                     "listpack"
                 } else {
                     "hashtable"
                 }
             }
             Value::ZSet(z) => {
-                if small(z.len(), z.iter().map(|(m, _)| m.len()).max().unwrap_or(0)) {
+                let max = z.iter().map(|(m, _)| m.len()).max().unwrap_or(0);
+                if z.len() <= limits.zset_entries && max <= limits.zset_value {
                     "listpack"
                 } else {
                     "skiplist"
@@ -228,14 +274,33 @@ mod tests {
 
     #[test]
     fn encodings() {
-        assert_eq!(Value::Str(Bytes::from_static(b"12")).encoding_name(), "int");
+        let l = EncodingLimits::default();
         assert_eq!(
-            Value::Str(Bytes::from_static(b"abc")).encoding_name(),
+            Value::Str(Bytes::from_static(b"12")).encoding_name(&l),
+            "int"
+        );
+        assert_eq!(
+            Value::Str(Bytes::from_static(b"abc")).encoding_name(&l),
             "embstr"
         );
         assert_eq!(
-            Value::Str(Bytes::from(vec![b'a'; 45])).encoding_name(),
+            Value::Str(Bytes::from(vec![b'a'; 45])).encoding_name(&l),
             "raw"
         );
+    }
+
+    #[test]
+    fn encodings_follow_the_limits() {
+        let mut l = EncodingLimits::default();
+        let list = Value::List((0..10).map(|i| Bytes::from(i.to_string())).collect());
+        assert_eq!(list.encoding_name(&l), "listpack");
+        l.list_size = 4;
+        assert_eq!(list.encoding_name(&l), "quicklist");
+        let set = Value::Set((0..10).map(|i| Bytes::from(i.to_string())).collect());
+        assert_eq!(set.encoding_name(&l), "intset");
+        l.set_intset_entries = 5;
+        assert_eq!(set.encoding_name(&l), "listpack");
+        l.set_entries = 5;
+        assert_eq!(set.encoding_name(&l), "hashtable");
     }
 }

@@ -26,8 +26,17 @@ impl Ctx<'_> {
     }
 }
 
-pub type DataFn = fn(&mut Ctx<'_>, &mut Txn<'_>, &[Bytes]) -> Frame;
-pub type ConnFn = fn(&mut Ctx<'_>, &[Bytes]) -> Frame;
+/// What every handler returns: `Err` carries an error reply, so handlers
+/// can use `?`; both arms are sent to the client alike.
+pub type Reply = Result<Frame, Frame>;
+
+/// The frame a reply sends, whichever arm it is.
+pub fn into_frame(r: Reply) -> Frame {
+    r.unwrap_or_else(|e| e)
+}
+
+pub type DataFn = fn(&mut Ctx<'_>, &mut Txn<'_>, &[Bytes]) -> Reply;
+pub type ConnFn = fn(&mut Ctx<'_>, &[Bytes]) -> Reply;
 /// A connection command whose reply must wait for an LSN (EXEC, WAITAOF).
 pub type OutcomeFn = fn(&mut Ctx<'_>, &[Bytes]) -> crate::dispatch::Outcome;
 
@@ -166,6 +175,12 @@ pub const NO_KEYS: Keys = Keys::None;
 pub const FIRST_KEY: Keys = Keys::Range {
     first: 1,
     last: 1,
+    step: 1,
+};
+/// Source and destination (LMOVE, SMOVE, RENAME, COPY, LCS).
+pub const TWO_KEYS: Keys = Keys::Range {
+    first: 1,
+    last: 2,
     step: 1,
 };
 pub const ALL_ARGS_KEYS: Keys = Keys::Range {

@@ -6,6 +6,7 @@
 //! `CONFIG GET/SET` for the ones that can change at run time. Setters parse
 //! text, so the three paths cannot disagree.
 
+use durakv_engine::value::EncodingLimits;
 use durakv_engine::Durability;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -66,6 +67,8 @@ pub struct Config {
     /// `busy-reply-threshold` (`lua-time-limit`): how long a script runs
     /// before other clients get -BUSY and SCRIPT KILL may stop it; 0 = never.
     pub busy_reply_threshold_ms: u64,
+    /// Compact-encoding thresholds (`hash-max-listpack-entries`, ...).
+    pub encodings: EncodingLimits,
     /// Redis compatibility directives accepted and reported but without
     /// effect in durakv (`appendonly`, `save`, ...): name → value.
     pub compat: BTreeMap<&'static str, String>,
@@ -73,7 +76,7 @@ pub struct Config {
 
 impl Default for Config {
     fn default() -> Self {
-        let mut c = Config {
+        Config {
             bind: vec!["127.0.0.1".into()],
             port: 6379,
             dir: PathBuf::from("./data"),
@@ -107,12 +110,9 @@ impl Default for Config {
             config_file: String::new(),
             io_threads: 0,
             busy_reply_threshold_ms: 5000,
+            encodings: EncodingLimits::default(),
             compat: BTreeMap::new(),
-        };
-        for (name, value) in COMPAT_DEFAULTS {
-            c.compat.insert(name, (*value).to_string());
         }
-        c
     }
 }
 
@@ -317,25 +317,15 @@ fn bounded(v: &str, min: u64, max: u64) -> Result<u64, String> {
     Ok(n)
 }
 
-/// Redis directives that durakv accepts for compatibility (tools and clients
-/// set or read them) but that do not change durakv's behaviour: durability is
-/// governed by `durability`, not by AOF/RDB settings.
-const COMPAT_DEFAULTS: &[(&str, &str)] = &[
-    ("appendonly", "no"),
-    ("appendfsync", "everysec"),
-    ("save", ""),
-    ("maxmemory-policy", "noeviction"),
-    ("slave-read-only", "yes"),
-    ("replica-read-only", "yes"),
-    ("notify-keyspace-events", ""),
-    ("cluster-enabled", "no"),
-];
-
+/// A Redis directive that durakv accepts and reports, with Redis's default,
+/// because tools, clients and Redis's own tests set or read it, but that
+/// does not change durakv's behaviour (durability, for one, is governed by
+/// `durability`, not by AOF/RDB settings). The README lists them.
 macro_rules! compat {
-    ($name:literal) => {
+    ($name:literal, $default:literal) => {
         Directive {
             name: $name,
-            default: "",
+            default: $default,
             help: "Accepted for Redis compatibility; has no effect in durakv",
             runtime: true,
             repeatable: false,
@@ -343,7 +333,43 @@ macro_rules! compat {
                 c.compat.insert($name, v.to_string());
                 Ok(())
             },
-            get: |c| c.compat.get($name).cloned().unwrap_or_default(),
+            get: |c| {
+                c.compat
+                    .get($name)
+                    .cloned()
+                    .unwrap_or_else(|| $default.to_string())
+            },
+        }
+    };
+}
+
+/// A compact-encoding threshold; Redis 7's older `*-ziplist-*` names are
+/// declared as well, setting the same field.
+macro_rules! encoding {
+    ($name:literal, $field:ident, $default:literal, $help:literal) => {
+        encoding!($name, $field, $default, $help, 0, i32::MAX as i64)
+    };
+    ($name:literal, $field:ident, $default:literal, $help:literal, $min:expr, $max:expr) => {
+        Directive {
+            name: $name,
+            default: $default,
+            help: $help,
+            runtime: true,
+            repeatable: false,
+            set: |c, v| {
+                let n: i64 = v
+                    .parse()
+                    .map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
+                if !($min..=$max).contains(&n) {
+                    return Err(format!(
+                        "argument must be between {} and {} inclusive",
+                        $min, $max
+                    ));
+                }
+                c.encodings.$field = n as _;
+                Ok(())
+            },
+            get: |c| c.encodings.$field.to_string(),
         }
     };
 }
@@ -765,16 +791,87 @@ pub static DIRECTIVES: &[Directive] = &[
         },
         get: |c| c.checkpoint_keep.to_string(),
     },
-    compat!("appendonly"),
-    compat!("appendfsync"),
-    compat!("save"),
-    compat!("maxmemory-policy"),
-    compat!("slave-read-only"),
-    compat!("replica-read-only"),
+    compat!("appendonly", "no"),
+    compat!("appendfsync", "everysec"),
+    compat!("save", ""),
+    compat!("maxmemory-policy", "noeviction"),
+    compat!("slave-read-only", "yes"),
+    compat!("replica-read-only", "yes"),
     busy_reply_threshold("busy-reply-threshold"),
     busy_reply_threshold("lua-time-limit"),
-    compat!("notify-keyspace-events"),
-    compat!("cluster-enabled"),
+    encoding!("hash-max-listpack-entries", hash_entries, "128", "Hashes with at most this many fields report the listpack encoding"),
+    encoding!("hash-max-ziplist-entries", hash_entries, "128", "Old name of hash-max-listpack-entries"),
+    encoding!("hash-max-listpack-value", hash_value, "64", "Hashes whose fields and values are at most this long report the listpack encoding"),
+    encoding!("hash-max-ziplist-value", hash_value, "64", "Old name of hash-max-listpack-value"),
+    encoding!("set-max-intset-entries", set_intset_entries, "512", "Sets of at most this many integers report the intset encoding"),
+    encoding!("set-max-listpack-entries", set_entries, "128", "Sets with at most this many members report the listpack encoding"),
+    encoding!("set-max-listpack-value", set_value, "64", "Sets whose members are at most this long report the listpack encoding"),
+    encoding!("zset-max-listpack-entries", zset_entries, "128", "Sorted sets with at most this many members report the listpack encoding"),
+    encoding!("zset-max-ziplist-entries", zset_entries, "128", "Old name of zset-max-listpack-entries"),
+    encoding!("zset-max-listpack-value", zset_value, "64", "Sorted sets whose members are at most this long report the listpack encoding"),
+    encoding!("zset-max-ziplist-value", zset_value, "64", "Old name of zset-max-listpack-value"),
+    encoding!("list-max-listpack-size", list_size, "-2", "Lists within this size (entries if positive, -1..-5 for 4..64 KiB) report the listpack encoding", i32::MIN as i64, i32::MAX as i64),
+    encoding!("list-max-ziplist-size", list_size, "-2", "Old name of list-max-listpack-size", i32::MIN as i64, i32::MAX as i64),
+    compat!("notify-keyspace-events", ""),
+    compat!("cluster-enabled", "no"),
+    compat!("list-compress-depth", "0"),
+    compat!("maxmemory-samples", "5"),
+    compat!("maxmemory-eviction-tenacity", "10"),
+    compat!("maxmemory-clients", "0"),
+    compat!("lfu-log-factor", "10"),
+    compat!("lfu-decay-time", "1"),
+    compat!("slowlog-log-slower-than", "10000"),
+    compat!("slowlog-max-len", "128"),
+    compat!("latency-monitor-threshold", "0"),
+    compat!("latency-tracking", "yes"),
+    compat!("latency-tracking-info-percentiles", "50 99 99.9"),
+    compat!("stream-node-max-entries", "100"),
+    compat!("stream-node-max-bytes", "4096"),
+    compat!("hll-sparse-max-bytes", "3000"),
+    compat!("activedefrag", "no"),
+    compat!("active-defrag-ignore-bytes", "104857600"),
+    compat!("active-defrag-threshold-lower", "10"),
+    compat!("active-defrag-threshold-upper", "100"),
+    compat!("active-defrag-cycle-min", "1"),
+    compat!("active-defrag-cycle-max", "25"),
+    compat!("active-defrag-max-scan-fields", "1000"),
+    compat!("activerehashing", "yes"),
+    compat!("dynamic-hz", "yes"),
+    compat!("oom-score-adj", "no"),
+    compat!("oom-score-adj-values", "0 200 800"),
+    compat!("rdbcompression", "yes"),
+    compat!("rdbchecksum", "yes"),
+    compat!("rdb-key-save-delay", "0"),
+    compat!("key-load-delay", "0"),
+    compat!("sanitize-dump-payload", "no"),
+    compat!("aof-use-rdb-preamble", "yes"),
+    compat!("appendfilename", "appendonly.aof"),
+    compat!("dbfilename", "dump.rdb"),
+    compat!("lazyfree-lazy-eviction", "no"),
+    compat!("lazyfree-lazy-expire", "no"),
+    compat!("lazyfree-lazy-server-del", "no"),
+    compat!("lazyfree-lazy-user-del", "no"),
+    compat!("lazyfree-lazy-user-flush", "no"),
+    compat!("min-replicas-to-write", "0"),
+    compat!("min-replicas-max-lag", "10"),
+    compat!("replica-serve-stale-data", "yes"),
+    compat!("slave-serve-stale-data", "yes"),
+    compat!("replica-priority", "100"),
+    compat!("masterauth", ""),
+    compat!("masteruser", ""),
+    compat!("repl-backlog-size", "1048576"),
+    compat!("repl-backlog-ttl", "3600"),
+    compat!("repl-diskless-sync", "yes"),
+    compat!("repl-diskless-sync-delay", "5"),
+    compat!("repl-diskless-load", "disabled"),
+    compat!("acl-pubsub-default", "resetchannels"),
+    compat!("tracking-table-max-keys", "1000000"),
+    compat!("shutdown-on-sigterm", "default"),
+    compat!("shutdown-on-sigint", "default"),
+    compat!("shutdown-timeout", "10"),
+    compat!("enable-debug-command", "no"),
+    compat!("enable-protected-configs", "no"),
+    compat!("enable-module-command", "no"),
 ];
 
 #[cfg(test)]
@@ -787,9 +884,6 @@ mod tests {
         for d in DIRECTIVES {
             if d.default.starts_with('<') || d.default.ends_with("mb") || d.default.ends_with("gb")
             {
-                continue;
-            }
-            if d.help.starts_with("Accepted for Redis") {
                 continue;
             }
             assert_eq!(c.get(d.name).unwrap(), d.default, "{}", d.name);

@@ -2,8 +2,7 @@
 //! MULTI queueing, locking, running the handler, committing its writes, and
 //! working out which LSN the reply must wait for.
 
-use crate::client::{MultiState, Watched};
-use crate::command::{flags, lookup, Ctx, Handler, Keys};
+use crate::command::{flags, into_frame, lookup, Ctx, Handler, Keys};
 use crate::errors;
 use crate::state::Shared;
 use bytes::Bytes;
@@ -71,7 +70,7 @@ pub fn execute(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         }
     }
     match spec.handler {
-        Handler::Conn(f) => Outcome::now(f(ctx, args)),
+        Handler::Conn(f) => Outcome::now(into_frame(f(ctx, args))),
         Handler::Outcome(f) => f(ctx, args),
         Handler::Data(f) => {
             let all = matches!(spec.keys, Keys::All);
@@ -85,7 +84,7 @@ pub fn execute(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
                 Ok(t) => t,
                 Err(busy) => return Outcome::now(busy),
             };
-            let frame = f(ctx, &mut txn, args);
+            let frame = into_frame(f(ctx, &mut txn, args));
             finish(ctx, txn, frame)
         }
     }
@@ -94,7 +93,7 @@ pub fn execute(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 /// Locks every shard (`all`) or those of `keys`. Waits with a timeout, so
 /// a script running past `busy-reply-threshold` turns the wait into -BUSY
 /// instead of holding this thread until it ends.
-fn lock<'s, 'k>(
+pub(crate) fn lock<'s, 'k>(
     shared: &'s Shared,
     all: bool,
     keys: impl Iterator<Item = &'k [u8]> + Clone,
@@ -204,27 +203,6 @@ fn finish(ctx: &mut Ctx<'_>, txn: Txn<'_>, frame: Frame) -> Outcome {
     }
 }
 
-pub fn multi(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Frame {
-    if ctx.client.multi.is_some() {
-        return errors::err(errors::MULTI_NESTED);
-    }
-    ctx.client.multi = Some(MultiState::default());
-    Frame::ok()
-}
-
-pub fn discard(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Frame {
-    if ctx.client.multi.take().is_none() {
-        return errors::err(errors::DISCARD_WITHOUT_MULTI);
-    }
-    unwatch_all(ctx);
-    Frame::ok()
-}
-
-pub fn unwatch(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Frame {
-    unwatch_all(ctx);
-    Frame::ok()
-}
-
 pub fn unwatch_all(ctx: &mut Ctx<'_>) {
     let id = ctx.client.id();
     for w in ctx.client.watched.drain(..) {
@@ -234,42 +212,6 @@ pub fn unwatch_all(ctx: &mut Ctx<'_>) {
         .handle
         .watch_dirty
         .store(false, Ordering::Release);
-}
-
-pub fn watch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
-    if ctx.client.multi.is_some() {
-        return errors::err(errors::WATCH_INSIDE_MULTI);
-    }
-    let db = ctx.client.db;
-    let keys = &args[1..];
-    let mut txn = match lock(ctx.shared, false, keys.iter().map(|k| &k[..])) {
-        Ok(t) => t,
-        Err(busy) => return busy,
-    };
-    for key in keys {
-        if ctx
-            .client
-            .watched
-            .iter()
-            .any(|w| w.db == db && w.key == *key)
-        {
-            continue;
-        }
-        let expire_at_ms = txn.get(db, key).map(|e| e.expire_at_ms).unwrap_or(0);
-        ctx.shared.watches.watch(
-            ctx.client.id(),
-            &ctx.client.handle.watch_dirty,
-            db,
-            key.clone(),
-        );
-        ctx.client.watched.push(Watched {
-            db,
-            key: key.clone(),
-            expire_at_ms,
-        });
-    }
-    drop(txn);
-    Frame::ok()
 }
 
 /// EXEC: runs the queued commands atomically, under the locks of every key
@@ -327,15 +269,15 @@ pub fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
         let reply = if spec.is_write() && ctx.shared.log_failure().is_some() {
             errors::err(errors::MISCONF)
         } else {
-            match spec.handler {
+            into_frame(match spec.handler {
                 Handler::Data(f) => f(ctx, &mut txn, args),
                 Handler::Conn(f) => f(ctx, args),
                 Handler::Outcome(f) => {
                     let out = f(ctx, args);
                     txn.depend_on(out.dependency_lsn);
-                    out.frame
+                    Ok(out.frame)
                 }
-            }
+            })
         };
         replies.push(reply);
     }

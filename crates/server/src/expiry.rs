@@ -1,6 +1,6 @@
 //! Background work run `hz` times a second: active expiry (sampling keys
-//! with a TTL, as Redis does, so keys nobody reads still go away) and
-//! memory sampling.
+//! with a TTL, as Redis does, so keys nobody reads still go away), memory
+//! sampling and the readings behind INFO's instantaneous rates.
 
 use crate::state::Shared;
 use crate::util::now_ms;
@@ -20,6 +20,7 @@ pub async fn run(shared: Arc<Shared>) {
         let hz = shared.config.read().hz.max(1);
         tokio::time::sleep(Duration::from_millis(1000 / hz)).await;
         crate::memory::sample();
+        shared.rates.record(&shared.stats);
         // A failed log never advances the durable LSN; wake connections
         // holding replies so they can turn them into errors.
         if shared.log_failure().is_some() {

@@ -135,6 +135,8 @@ pub struct Shared {
     pub checkpoints: Checkpoints,
     /// The Lua VM, the script cache and the running script's state.
     pub scripting: crate::scripting::Scripting,
+    /// Readings behind INFO's instantaneous rates.
+    pub rates: crate::rates::Rates,
 }
 
 impl Shared {
@@ -158,6 +160,7 @@ impl Shared {
             config: RwLock::new(config),
             clients: ClientRegistry::default(),
             watches: WatchRegistry::default(),
+            rates: crate::rates::Rates::default(),
             stats: Stats::default(),
             started: Instant::now(),
             run_id,

@@ -876,3 +876,96 @@ fn client_list_sees_raw_connections_in_multi() {
     assert_eq!(raw["multi"], "1");
     assert_eq!(raw["lib-name"], "");
 }
+
+/// CONFIG REWRITE writes what CONFIG SET changed back into the TOML file,
+/// keeping the file's own lines, and the restarted server reads it back.
+#[test]
+fn config_rewrite_persists_runtime_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("durakv.toml");
+    std::fs::write(
+        &file,
+        "# kept\nhz = 15 # kept too\nzset-max-ziplist-entries = 64\n",
+    )
+    .unwrap();
+    let path = file.to_str().unwrap().to_string();
+    let mut srv = Server::start_in(dir, &["--config", &path]);
+    let mut c = srv.conn();
+    let _: () = ok(&mut c, &["CONFIG", "SET", "maxclients", "321", "hz", "25"]);
+    let _: () = ok(
+        &mut c,
+        &["CONFIG", "SET", "zset-max-listpack-entries", "16"],
+    );
+    let _: () = ok(&mut c, &["CONFIG", "REWRITE"]);
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.starts_with("# kept\nhz = 25 # kept too\n"), "{text}");
+    assert!(text.contains("maxclients = 321"), "{text}");
+    assert!(text.contains("zset-max-ziplist-entries = 16"), "{text}");
+    srv.restart();
+    let mut c = srv.conn();
+    let got: HashMap<String, String> = ok(
+        &mut c,
+        &[
+            "CONFIG",
+            "GET",
+            "maxclients",
+            "hz",
+            "zset-max-listpack-entries",
+        ],
+    );
+    assert_eq!(got["maxclients"], "321");
+    assert_eq!(got["hz"], "25");
+    assert_eq!(got["zset-max-listpack-entries"], "16");
+}
+
+#[test]
+fn config_rewrite_without_a_file_is_refused() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    assert_eq!(
+        error(&mut c, &["CONFIG", "REWRITE"]),
+        "ERR The server is running without a config file"
+    );
+}
+
+/// The encoding thresholds take Redis's names and their old ziplist
+/// aliases, and OBJECT ENCODING follows them.
+#[test]
+fn encoding_thresholds_follow_config() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let _: () = ok(&mut c, &["CONFIG", "SET", "set-max-intset-entries", "4"]);
+    let _: i64 = ok(&mut c, &["SADD", "s", "1", "2", "3"]);
+    assert_eq!(ok::<String>(&mut c, &["OBJECT", "ENCODING", "s"]), "intset");
+    let _: i64 = ok(&mut c, &["SADD", "s", "4", "5"]);
+    assert_eq!(
+        ok::<String>(&mut c, &["OBJECT", "ENCODING", "s"]),
+        "listpack"
+    );
+    let _: () = ok(&mut c, &["CONFIG", "SET", "hash-max-ziplist-entries", "2"]);
+    let got: Vec<String> = ok(&mut c, &["CONFIG", "GET", "hash-max-listpack-entries"]);
+    assert_eq!(got, ["hash-max-listpack-entries", "2"]);
+    let _: i64 = ok(&mut c, &["HSET", "h", "a", "1", "b", "2", "c", "3"]);
+    assert_eq!(
+        ok::<String>(&mut c, &["OBJECT", "ENCODING", "h"]),
+        "hashtable"
+    );
+    let _: () = ok(&mut c, &["CONFIG", "SET", "list-max-ziplist-size", "-2"]);
+    let _: () = ok(&mut c, &["CONFIG", "SET", "list-compress-depth", "1"]);
+    assert!(
+        error(&mut c, &["CONFIG", "SET", "zset-max-listpack-value", "x"])
+            .contains("argument couldn't be parsed into an integer")
+    );
+    // Directives accepted for compatibility report Redis's defaults.
+    let got: HashMap<String, String> = ok(
+        &mut c,
+        &[
+            "CONFIG",
+            "GET",
+            "slowlog-max-len",
+            "stream-node-max-entries",
+        ],
+    );
+    assert_eq!(got["slowlog-max-len"], "128");
+    assert_eq!(got["stream-node-max-entries"], "100");
+}

@@ -1,6 +1,6 @@
 //! Connection commands: PING, ECHO, SELECT, QUIT, RESET, AUTH, HELLO.
 
-use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, NO_KEYS};
+use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Reply, NO_KEYS};
 use crate::dispatch;
 use crate::errors;
 use crate::util::is;
@@ -78,39 +78,39 @@ pub fn commands() -> Vec<CommandSpec> {
     ]
 }
 
-fn ping(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
+fn ping(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     match args.len() {
-        1 => Frame::simple("PONG"),
-        2 => Frame::Bulk(args[1].clone()),
+        1 => Ok(Frame::simple("PONG")),
+        2 => Ok(Frame::Bulk(args[1].clone())),
         _ => {
             let _ = ctx;
-            errors::wrong_args("ping")
+            Err(errors::wrong_args("ping"))
         }
     }
 }
 
-fn echo(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
-    Frame::Bulk(args[1].clone())
+fn echo(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    Ok(Frame::Bulk(args[1].clone()))
 }
 
-fn select(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
+fn select(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let Some(n) = durakv_engine::value::parse_i64(&args[1]) else {
-        return errors::err(errors::NOT_INTEGER);
+        return Err(errors::err(errors::NOT_INTEGER));
     };
     let databases = ctx.shared.config.read().databases as i64;
     if n < 0 || n >= databases {
-        return errors::err(errors::DB_INDEX_OUT_OF_RANGE);
+        return Err(errors::err(errors::DB_INDEX_OUT_OF_RANGE));
     }
     ctx.client.db = n as usize;
-    Frame::ok()
+    Ok(Frame::ok())
 }
 
-fn quit(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Frame {
+fn quit(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
     ctx.client.close_after_reply = true;
-    Frame::ok()
+    Ok(Frame::ok())
 }
 
-fn reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Frame {
+fn reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
     ctx.client.multi = None;
     dispatch::unwatch_all(ctx);
     ctx.client.db = 0;
@@ -119,7 +119,7 @@ fn reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Frame {
     ctx.client.durability = None;
     ctx.client.authenticated = ctx.shared.config.read().requirepass.is_none();
     ctx.client.user = "default".into();
-    Frame::simple("RESET")
+    Ok(Frame::simple("RESET"))
 }
 
 /// Checks a username/password pair against the default user.
@@ -140,37 +140,39 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-fn auth(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
+fn auth(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let (user, pass) = match args.len() {
         2 => {
             if ctx.shared.config.read().requirepass.is_none() {
-                return Frame::error("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?");
+                return Err(Frame::error("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"));
             }
             (&b"default"[..], &args[1][..])
         }
         3 => (&args[1][..], &args[2][..]),
-        _ => return errors::err(errors::SYNTAX),
+        _ => return Err(errors::err(errors::SYNTAX)),
     };
     if check_credentials(ctx, user, pass) {
         ctx.client.authenticated = true;
         ctx.client.user = String::from_utf8_lossy(user).into_owned();
-        Frame::ok()
+        Ok(Frame::ok())
     } else {
-        errors::err(errors::WRONGPASS)
+        Err(errors::err(errors::WRONGPASS))
     }
 }
 
-fn hello(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
+fn hello(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let mut i = 1;
     let mut proto = None;
     if args.len() > 1 {
         let Some(v) = durakv_engine::value::parse_i64(&args[1]) else {
-            return Frame::error("ERR Protocol version is not an integer or out of range");
+            return Err(Frame::error(
+                "ERR Protocol version is not an integer or out of range",
+            ));
         };
         proto = match v {
             2 => Some(Protocol::Resp2),
             3 => Some(Protocol::Resp3),
-            _ => return Frame::error("NOPROTO unsupported protocol version"),
+            _ => return Err(Frame::error("NOPROTO unsupported protocol version")),
         };
         i = 2;
     }
@@ -184,33 +186,31 @@ fn hello(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
             setname = Some(args[i + 1].clone());
             i += 2;
         } else {
-            return Frame::error(format!(
+            return Err(Frame::error(format!(
                 "ERR Syntax error in HELLO option '{}'",
                 String::from_utf8_lossy(&args[i])
-            ));
+            )));
         }
     }
     if let Some((u, p)) = creds {
         if !check_credentials(ctx, &u, &p) {
-            return errors::err(errors::WRONGPASS);
+            return Err(errors::err(errors::WRONGPASS));
         }
         ctx.client.authenticated = true;
         ctx.client.user = String::from_utf8_lossy(&u).into_owned();
     }
     if !ctx.client.authenticated {
-        return Frame::error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time");
+        return Err(Frame::error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"));
     }
     if let Some(name) = setname {
-        if let Err(e) = super::server::validate_client_name(&name) {
-            return e;
-        }
+        super::client::validate_client_name(&name)?;
         ctx.client.name = (!name.is_empty()).then_some(name);
     }
     if let Some(p) = proto {
         ctx.client.protocol = p;
     }
     let s = |t: &str| Frame::bulk_from_str(t);
-    Frame::Map(vec![
+    Ok(Frame::Map(vec![
         (s("server"), s("redis")),
         (s("version"), s(REDIS_COMPAT_VERSION)),
         (s("proto"), Frame::Integer(ctx.client.protocol.version())),
@@ -218,5 +218,5 @@ fn hello(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
         (s("mode"), s("standalone")),
         (s("role"), s("master")),
         (s("modules"), Frame::Array(Vec::new())),
-    ])
+    ]))
 }

@@ -12,9 +12,8 @@
 //! (`Txn::lock_functions`), then the Lua engine; FUNCTION takes no shard,
 //! so KILL and STATS answer while a script holds them all.
 
-use super::hashes::{data, Reply};
 use super::keys::{apply, apply_all};
-use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Keys, NO_KEYS};
+use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Keys, Reply, NO_KEYS};
 use crate::errors;
 use crate::glob::glob_match;
 use crate::scripting::function_payload;
@@ -32,9 +31,9 @@ const WRITE_FLAG_ON_RO: &str = "ERR Can not execute a script with write flag usi
 #[rustfmt::skip]
 pub fn commands() -> Vec<CommandSpec> {
     vec![
-        spec("function", -2, NOSCRIPT, NO_KEYS, data!(function), "scripting", "A container for function commands."),
-        spec("fcall", -3, NOSCRIPT | STALE, Keys::All, data!(fcall), "scripting", "Invokes a function."),
-        spec("fcall_ro", -3, NOSCRIPT | STALE | READONLY, Keys::All, data!(fcall_ro), "scripting", "Invokes a read-only function."),
+        spec("function", -2, NOSCRIPT, NO_KEYS, Handler::Data(function), "scripting", "A container for function commands."),
+        spec("fcall", -3, NOSCRIPT | STALE, Keys::All, Handler::Data(fcall), "scripting", "Invokes a function."),
+        spec("fcall_ro", -3, NOSCRIPT | STALE | READONLY, Keys::All, Handler::Data(fcall_ro), "scripting", "Invokes a read-only function."),
     ]
 }
 

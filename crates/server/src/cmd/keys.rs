@@ -2,8 +2,10 @@
 //! families, RENAME, COPY, MOVE, KEYS, SCAN, RANDOMKEY, TOUCH, OBJECT,
 //! DBSIZE, FLUSHDB, FLUSHALL and SWAPDB.
 
-use super::server::SubSpec;
-use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Keys, ALL_ARGS_KEYS, FIRST_KEY};
+use super::subcommands::SubSpec;
+use crate::command::{
+    flags::*, spec, CommandSpec, Ctx, Handler, Keys, Reply, ALL_ARGS_KEYS, FIRST_KEY, TWO_KEYS,
+};
 use crate::errors;
 use crate::glob::glob_match;
 use crate::util::{arg_i64, is};
@@ -22,13 +24,6 @@ const INVALID_FIRST_DB: &str = "ERR invalid first DB index";
 const INVALID_SECOND_DB: &str = "ERR invalid second DB index";
 const LFU_NOT_SELECTED: &str = "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.";
 const LRU_NOT_SELECTED: &str = "ERR An LRU maxmemory policy is not selected, access time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.";
-
-/// Keys 1 and 2 (RENAME, COPY).
-const TWO_KEYS: Keys = Keys::Range {
-    first: 1,
-    last: 2,
-    step: 1,
-};
 
 /// Redis's default SCAN COUNT.
 const DEFAULT_SCAN_COUNT: i64 = 10;
@@ -103,19 +98,17 @@ fn db_index_arg(ctx: &Ctx<'_>, arg: &[u8]) -> Result<usize, Frame> {
         .ok_or_else(|| errors::err(errors::DB_INDEX_OUT_OF_RANGE))
 }
 
-fn del(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
+fn del(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let db = ctx.db();
     let mut removed = 0;
     for key in &args[1..] {
         if txn.get(db, key).is_none() {
             continue;
         }
-        if let Err(e) = apply(txn, Mutation::key(db as u32, key.clone(), KeyOp::Del)) {
-            return e;
-        }
+        apply(txn, Mutation::key(db as u32, key.clone(), KeyOp::Del))?;
         removed += 1;
     }
-    Frame::Integer(removed)
+    Ok(Frame::Integer(removed))
 }
 
 fn count_existing(ctx: &Ctx<'_>, txn: &mut Txn<'_>, keys: &[Bytes]) -> Frame {
@@ -124,19 +117,19 @@ fn count_existing(ctx: &Ctx<'_>, txn: &mut Txn<'_>, keys: &[Bytes]) -> Frame {
     Frame::Integer(n as i64)
 }
 
-fn exists(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
-    count_existing(ctx, txn, &args[1..])
+fn exists(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    Ok(count_existing(ctx, txn, &args[1..]))
 }
 
 /// durakv keeps no access times, so TOUCH only counts.
-fn touch(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
-    count_existing(ctx, txn, &args[1..])
+fn touch(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    Ok(count_existing(ctx, txn, &args[1..]))
 }
 
-fn type_cmd(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
+fn type_cmd(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     match txn.get(ctx.db(), &args[1]) {
-        Some(e) => Frame::simple(e.value.value_type().name()),
-        None => Frame::simple("none"),
+        Some(e) => Ok(Frame::simple(e.value.value_type().name())),
+        None => Ok(Frame::simple("none")),
     }
 }
 
@@ -227,20 +220,20 @@ fn expire_generic(
     )
 }
 
-fn expire(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
-    expire_generic(ctx, txn, args, 1000, true, "expire")
+fn expire(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    Ok(expire_generic(ctx, txn, args, 1000, true, "expire"))
 }
 
-fn pexpire(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
-    expire_generic(ctx, txn, args, 1, true, "pexpire")
+fn pexpire(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    Ok(expire_generic(ctx, txn, args, 1, true, "pexpire"))
 }
 
-fn expireat(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
-    expire_generic(ctx, txn, args, 1000, false, "expireat")
+fn expireat(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    Ok(expire_generic(ctx, txn, args, 1000, false, "expireat"))
 }
 
-fn pexpireat(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
-    expire_generic(ctx, txn, args, 1, false, "pexpireat")
+fn pexpireat(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    Ok(expire_generic(ctx, txn, args, 1, false, "pexpireat"))
 }
 
 /// TTL, PTTL, EXPIRETIME, PEXPIRETIME: -2 for a missing key, -1 without a
@@ -262,31 +255,31 @@ fn ttl_generic(ctx: &Ctx<'_>, txn: &mut Txn<'_>, key: &[u8], in_ms: bool, absolu
     })
 }
 
-fn ttl(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
-    ttl_generic(ctx, txn, &args[1], false, false)
+fn ttl(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    Ok(ttl_generic(ctx, txn, &args[1], false, false))
 }
 
-fn pttl(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
-    ttl_generic(ctx, txn, &args[1], true, false)
+fn pttl(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    Ok(ttl_generic(ctx, txn, &args[1], true, false))
 }
 
-fn expiretime(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
-    ttl_generic(ctx, txn, &args[1], false, true)
+fn expiretime(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    Ok(ttl_generic(ctx, txn, &args[1], false, true))
 }
 
-fn pexpiretime(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
-    ttl_generic(ctx, txn, &args[1], true, true)
+fn pexpiretime(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    Ok(ttl_generic(ctx, txn, &args[1], true, true))
 }
 
-fn persist(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
+fn persist(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let db = ctx.db();
     let key = &args[1];
     match txn.get(db, key) {
         Some(e) if e.expire_at_ms != 0 => {}
-        _ => return Frame::Integer(0),
+        _ => return Ok(Frame::Integer(0)),
     }
     let m = Mutation::key(db as u32, key.clone(), KeyOp::Expire { at_ms: 0 });
-    reply_of(apply(txn, m), Frame::Integer(1))
+    Ok(reply_of(apply(txn, m), Frame::Integer(1)))
 }
 
 /// Moves `src` of database `src_db` to `dst` of `dst_db` (overwriting it),
@@ -335,15 +328,15 @@ fn rename_generic(ctx: &Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes], nx: bool) ->
     reply_of(relocate(txn, db, src, db, dst, false), done)
 }
 
-fn rename(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
-    rename_generic(ctx, txn, args, false)
+fn rename(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    Ok(rename_generic(ctx, txn, args, false))
 }
 
-fn renamenx(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
-    rename_generic(ctx, txn, args, true)
+fn renamenx(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    Ok(rename_generic(ctx, txn, args, true))
 }
 
-fn copy(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
+fn copy(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let src_db = ctx.db();
     let mut dst_db = src_db;
     let mut replace = false;
@@ -352,52 +345,46 @@ fn copy(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
         if is(&args[i], "replace") {
             replace = true;
         } else if is(&args[i], "db") && i + 1 < args.len() {
-            dst_db = match db_index_arg(ctx, &args[i + 1]) {
-                Ok(d) => d,
-                Err(e) => return e,
-            };
+            dst_db = db_index_arg(ctx, &args[i + 1])?;
             i += 1;
         } else {
-            return errors::err(errors::SYNTAX);
+            return Err(errors::err(errors::SYNTAX));
         }
         i += 1;
     }
     let (src, dst) = (&args[1], &args[2]);
     if src_db == dst_db && src == dst {
-        return Frame::error(SOURCE_AND_DESTINATION_SAME);
+        return Err(Frame::error(SOURCE_AND_DESTINATION_SAME));
     }
     if txn.get(src_db, src).is_none() {
-        return Frame::Integer(0);
+        return Ok(Frame::Integer(0));
     }
     if !replace && txn.get(dst_db, dst).is_some() {
-        return Frame::Integer(0);
+        return Ok(Frame::Integer(0));
     }
-    reply_of(
+    Ok(reply_of(
         relocate(txn, src_db, src, dst_db, dst, true),
         Frame::Integer(1),
-    )
+    ))
 }
 
-fn move_cmd(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
+fn move_cmd(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let src_db = ctx.db();
-    let dst_db = match db_index_arg(ctx, &args[2]) {
-        Ok(d) => d,
-        Err(e) => return e,
-    };
+    let dst_db = db_index_arg(ctx, &args[2])?;
     if src_db == dst_db {
-        return Frame::error(SOURCE_AND_DESTINATION_SAME);
+        return Err(Frame::error(SOURCE_AND_DESTINATION_SAME));
     }
     let key = &args[1];
     if txn.get(src_db, key).is_none() || txn.get(dst_db, key).is_some() {
-        return Frame::Integer(0);
+        return Ok(Frame::Integer(0));
     }
-    reply_of(
+    Ok(reply_of(
         relocate(txn, src_db, key, dst_db, key, false),
         Frame::Integer(1),
-    )
+    ))
 }
 
-fn keys(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
+fn keys(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let db = ctx.db();
     let now = txn.now_ms;
     let pattern = &args[1][..];
@@ -411,7 +398,7 @@ fn keys(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
             }
         }
     }
-    Frame::Array(out)
+    Ok(Frame::Array(out))
 }
 
 /// Parses a SCAN cursor as Redis's `strtoul` does: decimal, optional sign
@@ -438,9 +425,9 @@ fn parse_cursor(b: &[u8]) -> Option<u64> {
 /// downward cursor within the shard and 0 means "start this shard from the
 /// top". Shards are walked in index order, so cursor 0 starts the whole
 /// scan and is returned only once the last shard is done.
-fn scan(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
+fn scan(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let Some(cursor) = parse_cursor(&args[1]) else {
-        return Frame::error(INVALID_CURSOR);
+        return Err(Frame::error(INVALID_CURSOR));
     };
     let mut count = DEFAULT_SCAN_COUNT;
     let mut pattern: Option<&[u8]> = None;
@@ -449,22 +436,19 @@ fn scan(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
     let mut i = 2;
     while i < args.len() {
         let Some(value) = args.get(i + 1) else {
-            return errors::err(errors::SYNTAX);
+            return Err(errors::err(errors::SYNTAX));
         };
         if is(&args[i], "count") {
-            count = match arg_i64(value) {
-                Ok(n) => n,
-                Err(e) => return e,
-            };
+            count = arg_i64(value)?;
             if count < 1 {
-                return errors::err(errors::SYNTAX);
+                return Err(errors::err(errors::SYNTAX));
             }
         } else if is(&args[i], "match") {
             pattern = (&value[..] != b"*").then_some(&value[..]);
         } else if is(&args[i], "type") {
             wanted_type = Some(ValueType::from_name(value));
         } else {
-            return errors::err(errors::SYNTAX);
+            return Err(errors::err(errors::SYNTAX));
         }
         i += 2;
     }
@@ -474,7 +458,10 @@ fn scan(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
     let shards: Vec<&Shard> = txn.shards_mut().map(|s| &*s).collect();
     let n = shards.len() as u64;
     if n == 0 {
-        return Frame::Array(vec![Frame::bulk_from_str("0"), Frame::Array(Vec::new())]);
+        return Ok(Frame::Array(vec![
+            Frame::bulk_from_str("0"),
+            Frame::Array(Vec::new()),
+        ]));
     }
     let mut s = (cursor % n) as usize;
     let mut pos = usize::try_from(cursor / n).unwrap_or(usize::MAX);
@@ -520,13 +507,13 @@ fn scan(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
     };
     txn.depend_on(dependency);
     let mut buf = itoa::Buffer::new();
-    Frame::Array(vec![
+    Ok(Frame::Array(vec![
         Frame::bulk_from_str(buf.format(next)),
         Frame::Array(found),
-    ])
+    ]))
 }
 
-fn randomkey(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, _args: &[Bytes]) -> Frame {
+fn randomkey(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, _args: &[Bytes]) -> Reply {
     use rand::Rng;
     let db = ctx.db();
     let now = txn.now_ms;
@@ -556,11 +543,11 @@ fn randomkey(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, _args: &[Bytes]) -> Frame {
             continue;
         };
         if txn.get(db, &key).is_some() {
-            return Frame::Bulk(key);
+            return Ok(Frame::Bulk(key));
         }
     }
     txn.depend_on_db(db);
-    Frame::Null
+    Ok(Frame::Null)
 }
 
 fn object_keys(args: &[Bytes]) -> Vec<usize> {
@@ -626,20 +613,22 @@ const OBJECT_HELP: &[&str] = &[
 /// OBJECT. durakv tracks neither access times nor frequencies, so IDLETIME
 /// and FREQ report 0 where Redis would report a value, and the same errors
 /// where Redis would refuse (which depends on `maxmemory-policy`).
-fn object(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
+fn object(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let Some(sub) = OBJECT_SUBS.iter().find(|s| is(&args[1], s.name)) else {
-        return errors::unknown_subcommand(&args[1], "object");
+        return Err(errors::unknown_subcommand(&args[1], "object"));
     };
     let argc = args.len() as i32;
     if (sub.arity >= 0 && argc != sub.arity) || (sub.arity < 0 && argc < -sub.arity) {
-        return errors::wrong_args(&format!("object|{}", sub.name));
+        return Err(errors::wrong_args(&format!("object|{}", sub.name)));
     }
     // Redis names the subcommand in CLIENT LIST's `cmd=`.
     ctx.client.last_cmd.clear();
     ctx.client.last_cmd.push_str("object|");
     ctx.client.last_cmd.push_str(sub.name);
     if sub.name == "help" {
-        return Frame::Array(OBJECT_HELP.iter().map(|l| Frame::simple(l)).collect());
+        return Ok(Frame::Array(
+            OBJECT_HELP.iter().map(|l| Frame::simple(l)).collect(),
+        ));
     }
     let lfu = sub.name != "encoding"
         && sub.name != "refcount"
@@ -647,32 +636,33 @@ fn object(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
             .shared
             .config
             .read()
-            .compat
             .get("maxmemory-policy")
             .is_some_and(|p| p.contains("lfu"));
     let Some(e) = txn.get(ctx.db(), &args[2]) else {
-        return Frame::Null;
+        return Ok(Frame::Null);
     };
     match (sub.name, lfu) {
-        ("encoding", _) => Frame::bulk_from_str(e.value.encoding_name()),
+        ("encoding", _) => Ok(Frame::bulk_from_str(
+            e.value.encoding_name(&super::encoding_limits(ctx)),
+        )),
         ("refcount", _) => {
             let shared_int = match &e.value {
                 Value::Str(s) => parse_i64(s).is_some_and(|v| (0..SHARED_INTEGERS).contains(&v)),
                 _ => false,
             };
-            Frame::Integer(if shared_int { SHARED_REFCOUNT } else { 1 })
+            Ok(Frame::Integer(if shared_int { SHARED_REFCOUNT } else { 1 }))
         }
-        ("freq", false) => Frame::error(LFU_NOT_SELECTED),
-        ("idletime", true) => Frame::error(LRU_NOT_SELECTED),
-        _ => Frame::Integer(0),
+        ("freq", false) => Err(Frame::error(LFU_NOT_SELECTED)),
+        ("idletime", true) => Err(Frame::error(LRU_NOT_SELECTED)),
+        _ => Ok(Frame::Integer(0)),
     }
 }
 
-fn dbsize(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, _args: &[Bytes]) -> Frame {
+fn dbsize(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, _args: &[Bytes]) -> Reply {
     let db = ctx.db();
     txn.depend_on_db(db);
     let total: usize = txn.shards_mut().map(|s| s.dbs[db].len()).sum();
-    Frame::Integer(total as i64)
+    Ok(Frame::Integer(total as i64))
 }
 
 /// FLUSHDB/FLUSHALL accept one of ASYNC or SYNC; both flush at once.
@@ -684,41 +674,41 @@ fn flush_mode_ok(args: &[Bytes]) -> bool {
     }
 }
 
-fn flushdb(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
+fn flushdb(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     if !flush_mode_ok(args) {
-        return errors::err(errors::SYNTAX);
+        return Err(errors::err(errors::SYNTAX));
     }
     let m = Mutation::FlushDb {
         db: ctx.db() as u32,
     };
-    reply_of(apply(txn, m), Frame::ok())
+    Ok(reply_of(apply(txn, m), Frame::ok()))
 }
 
-fn flushall(_ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
+fn flushall(_ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     if !flush_mode_ok(args) {
-        return errors::err(errors::SYNTAX);
+        return Err(errors::err(errors::SYNTAX));
     }
-    reply_of(apply(txn, Mutation::FlushAll), Frame::ok())
+    Ok(reply_of(apply(txn, Mutation::FlushAll), Frame::ok()))
 }
 
-fn swapdb(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
+fn swapdb(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let index = |b: &[u8]| durakv_engine::value::parse_i64(b).filter(|n| i32::try_from(*n).is_ok());
     let Some(a) = index(&args[1]) else {
-        return Frame::error(INVALID_FIRST_DB);
+        return Err(Frame::error(INVALID_FIRST_DB));
     };
     let Some(b) = index(&args[2]) else {
-        return Frame::error(INVALID_SECOND_DB);
+        return Err(Frame::error(INVALID_SECOND_DB));
     };
     let dbs = ctx.shared.store.keyspace.num_dbs() as i64;
     if !(0..dbs).contains(&a) || !(0..dbs).contains(&b) {
-        return errors::err(errors::DB_INDEX_OUT_OF_RANGE);
+        return Err(errors::err(errors::DB_INDEX_OUT_OF_RANGE));
     }
     if a == b {
-        return Frame::ok();
+        return Ok(Frame::ok());
     }
     let m = Mutation::SwapDb {
         a: a as u32,
         b: b as u32,
     };
-    reply_of(apply(txn, m), Frame::ok())
+    Ok(reply_of(apply(txn, m), Frame::ok()))
 }

@@ -1,7 +1,7 @@
 //! List commands.
 
-use super::hashes::{apply, data, positive_count, syntax, Reply};
-use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Keys, FIRST_KEY};
+use super::{apply, positive_count, syntax};
+use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Reply, FIRST_KEY, TWO_KEYS};
 use crate::errors;
 use crate::util::{arg_i64, is};
 use bytes::Bytes;
@@ -10,30 +10,24 @@ use durakv_engine::txn::Txn;
 use durakv_engine::value::{parse_i64, ListValue, Value};
 use durakv_protocol::Frame;
 
-const SOURCE_AND_DEST: Keys = Keys::Range {
-    first: 1,
-    last: 2,
-    step: 1,
-};
-
 pub fn commands() -> Vec<CommandSpec> {
     vec![
-        spec("lpush", -3, WRITE | DENYOOM | FAST, FIRST_KEY, data!(lpush), "list", "Prepends one or more elements to a list. Creates the key if it doesn't exist."),
-        spec("rpush", -3, WRITE | DENYOOM | FAST, FIRST_KEY, data!(rpush), "list", "Appends one or more elements to a list. Creates the key if it doesn't exist."),
-        spec("lpushx", -3, WRITE | DENYOOM | FAST, FIRST_KEY, data!(lpushx), "list", "Prepends one or more elements to a list only when the list exists."),
-        spec("rpushx", -3, WRITE | DENYOOM | FAST, FIRST_KEY, data!(rpushx), "list", "Appends an element to a list only when the list exists."),
-        spec("lpop", -2, WRITE | FAST, FIRST_KEY, data!(lpop), "list", "Returns the first elements in a list after removing it. Deletes the list if the last element was popped."),
-        spec("rpop", -2, WRITE | FAST, FIRST_KEY, data!(rpop), "list", "Returns and removes the last elements of the list. Deletes the list if the last element was popped."),
-        spec("lrange", 4, READONLY, FIRST_KEY, data!(lrange), "list", "Returns a range of elements from a list."),
-        spec("llen", 2, READONLY | FAST, FIRST_KEY, data!(llen), "list", "Returns the length of a list."),
-        spec("lindex", 3, READONLY, FIRST_KEY, data!(lindex), "list", "Returns an element from a list by its index."),
-        spec("lset", 4, WRITE | DENYOOM, FIRST_KEY, data!(lset), "list", "Sets the value of an element in a list by its index."),
-        spec("lrem", 4, WRITE, FIRST_KEY, data!(lrem), "list", "Removes elements from a list. Deletes the list if the last element was removed."),
-        spec("ltrim", 4, WRITE, FIRST_KEY, data!(ltrim), "list", "Removes elements from both ends a list. Deletes the list if all elements were trimmed."),
-        spec("linsert", 5, WRITE | DENYOOM, FIRST_KEY, data!(linsert), "list", "Inserts an element before or after another element in a list."),
-        spec("lpos", -3, READONLY, FIRST_KEY, data!(lpos), "list", "Returns the index of matching elements in a list."),
-        spec("lmove", 5, WRITE | DENYOOM, SOURCE_AND_DEST, data!(lmove), "list", "Returns an element after popping it from one list and pushing it to another. Deletes the list if the last element was moved."),
-        spec("rpoplpush", 3, WRITE | DENYOOM, SOURCE_AND_DEST, data!(rpoplpush), "list", "Returns the last element of a list after removing and pushing it to another list. Deletes the list if the last element was popped."),
+        spec("lpush", -3, WRITE | DENYOOM | FAST, FIRST_KEY, Handler::Data(lpush), "list", "Prepends one or more elements to a list. Creates the key if it doesn't exist."),
+        spec("rpush", -3, WRITE | DENYOOM | FAST, FIRST_KEY, Handler::Data(rpush), "list", "Appends one or more elements to a list. Creates the key if it doesn't exist."),
+        spec("lpushx", -3, WRITE | DENYOOM | FAST, FIRST_KEY, Handler::Data(lpushx), "list", "Prepends one or more elements to a list only when the list exists."),
+        spec("rpushx", -3, WRITE | DENYOOM | FAST, FIRST_KEY, Handler::Data(rpushx), "list", "Appends an element to a list only when the list exists."),
+        spec("lpop", -2, WRITE | FAST, FIRST_KEY, Handler::Data(lpop), "list", "Returns the first elements in a list after removing it. Deletes the list if the last element was popped."),
+        spec("rpop", -2, WRITE | FAST, FIRST_KEY, Handler::Data(rpop), "list", "Returns and removes the last elements of the list. Deletes the list if the last element was popped."),
+        spec("lrange", 4, READONLY, FIRST_KEY, Handler::Data(lrange), "list", "Returns a range of elements from a list."),
+        spec("llen", 2, READONLY | FAST, FIRST_KEY, Handler::Data(llen), "list", "Returns the length of a list."),
+        spec("lindex", 3, READONLY, FIRST_KEY, Handler::Data(lindex), "list", "Returns an element from a list by its index."),
+        spec("lset", 4, WRITE | DENYOOM, FIRST_KEY, Handler::Data(lset), "list", "Sets the value of an element in a list by its index."),
+        spec("lrem", 4, WRITE, FIRST_KEY, Handler::Data(lrem), "list", "Removes elements from a list. Deletes the list if the last element was removed."),
+        spec("ltrim", 4, WRITE, FIRST_KEY, Handler::Data(ltrim), "list", "Removes elements from both ends a list. Deletes the list if all elements were trimmed."),
+        spec("linsert", 5, WRITE | DENYOOM, FIRST_KEY, Handler::Data(linsert), "list", "Inserts an element before or after another element in a list."),
+        spec("lpos", -3, READONLY, FIRST_KEY, Handler::Data(lpos), "list", "Returns the index of matching elements in a list."),
+        spec("lmove", 5, WRITE | DENYOOM, TWO_KEYS, Handler::Data(lmove), "list", "Returns an element after popping it from one list and pushing it to another. Deletes the list if the last element was moved."),
+        spec("rpoplpush", 3, WRITE | DENYOOM, TWO_KEYS, Handler::Data(rpoplpush), "list", "Returns the last element of a list after removing and pushing it to another list. Deletes the list if the last element was popped."),
     ]
 }
 

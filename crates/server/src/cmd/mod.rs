@@ -1,12 +1,21 @@
 //! Command implementations, one module per command family. Every handler
 //! has the same shape: parse the arguments, read or apply to the keyspace
-//! through the transaction, and return the reply frame. Each module exports
-//! `commands()`, its part of the command table.
+//! through the transaction, and return a [`Reply`](crate::command::Reply),
+//! whose `Err` arm lets parsing and WRONGTYPE checks use `?`. Each module
+//! exports `commands()`, its part of the command table. The helpers below
+//! are the ones several families share.
 
-use crate::command::CommandSpec;
+use crate::command::{CommandSpec, Ctx};
+use crate::errors;
+use crate::util::arg_i64;
+use bytes::Bytes;
+use durakv_engine::mutation::{KeyOp, Mutation};
 use durakv_engine::txn::Txn;
+use durakv_engine::value::parse_i64;
 use durakv_engine::value::Value;
 use durakv_protocol::Frame;
+use durakv_protocol::Protocol;
+use rand::Rng;
 
 /// The value at `key` as the type `pick` accepts (e.g. `Value::as_list`):
 /// `Ok(None)` when the key is missing, WRONGTYPE when it holds another type.
@@ -25,15 +34,24 @@ pub(crate) fn read_as<'t, T: ?Sized>(
     }
 }
 
+pub mod client;
+pub mod command_docs;
+pub mod config;
 pub mod connection;
+pub mod diagnostics;
 pub mod functions;
 pub mod hashes;
+pub mod info;
 pub mod keys;
 pub mod lists;
+pub mod memory;
+pub mod persistence;
+pub mod scan;
 pub mod scripting;
 pub mod server;
 pub mod sets;
 pub mod strings;
+pub mod subcommands;
 pub mod transaction;
 pub mod zsets;
 
@@ -41,7 +59,14 @@ pub fn all_commands() -> Vec<CommandSpec> {
     let mut v = Vec::new();
     v.extend(connection::commands());
     v.extend(transaction::commands());
+    v.extend(client::commands());
+    v.extend(command_docs::commands());
+    v.extend(config::commands());
+    v.extend(info::commands());
     v.extend(server::commands());
+    v.extend(persistence::commands());
+    v.extend(diagnostics::commands());
+    v.extend(memory::commands());
     v.extend(keys::commands());
     v.extend(strings::commands());
     v.extend(hashes::commands());
@@ -51,4 +76,101 @@ pub fn all_commands() -> Vec<CommandSpec> {
     v.extend(scripting::commands());
     v.extend(functions::commands());
     v
+}
+
+// ---------------------------------------------------------------------------
+// Helpers the command families share.
+
+pub(crate) fn wrongtype() -> Frame {
+    errors::err(errors::WRONGTYPE)
+}
+
+pub(crate) fn syntax() -> Frame {
+    errors::err(errors::SYNTAX)
+}
+
+/// Applies `op` to `key` (see [`super::keys::apply`]).
+pub(crate) fn apply(txn: &mut Txn<'_>, db: usize, key: &Bytes, op: KeyOp) -> Result<(), Frame> {
+    keys::apply(txn, Mutation::key(db as u32, key.clone(), op))
+}
+
+/// The compact-encoding thresholds as configured now (OBJECT ENCODING,
+/// and whether a HSCAN/SSCAN/ZSCAN answers in one call).
+pub(crate) fn encoding_limits(ctx: &Ctx<'_>) -> durakv_engine::value::EncodingLimits {
+    ctx.shared.config.read().encodings
+}
+
+pub(crate) fn resp3(ctx: &Ctx<'_>) -> bool {
+    ctx.client.protocol == Protocol::Resp3
+}
+
+/// Field/value or member/score pairs: nested two-element arrays in RESP3,
+/// one flat array in RESP2 (Redis's WITHSCORES / WITHVALUES shapes).
+pub(crate) fn pairs_reply(pairs: Vec<(Frame, Frame)>, resp3: bool) -> Frame {
+    if resp3 {
+        Frame::Array(
+            pairs
+                .into_iter()
+                .map(|(a, b)| Frame::Array(vec![a, b]))
+                .collect(),
+        )
+    } else {
+        let mut out = Vec::with_capacity(pairs.len() * 2);
+        for (a, b) in pairs {
+            out.push(a);
+            out.push(b);
+        }
+        Frame::Array(out)
+    }
+}
+
+/// The count of LPOP/RPOP/SPOP/ZPOPMIN/ZPOPMAX: Redis answers a negative and
+/// a non-numeric count alike.
+pub(crate) fn positive_count(arg: &[u8]) -> Result<u64, Frame> {
+    match parse_i64(arg) {
+        Some(n) if n >= 0 => Ok(n as u64),
+        _ => Err(Frame::error("ERR value is out of range, must be positive")),
+    }
+}
+
+/// The count of HRANDFIELD/SRANDMEMBER/ZRANDMEMBER (negative: repeats allowed).
+pub(crate) fn random_count(arg: &[u8]) -> Result<i64, Frame> {
+    let n = arg_i64(arg)?;
+    if n == i64::MIN {
+        return Err(Frame::error(
+            "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807",
+        ));
+    }
+    Ok(n)
+}
+
+/// A negative sampling count is answered with that many elements; beyond
+/// this the reply would be built in memory only to exhaust it, so it is
+/// refused instead (Redis would try).
+const MAX_REPEATED_SAMPLES: u64 = 1 << 20;
+
+/// Positions to sample from a collection of `len` elements: distinct ones
+/// for `count >= 0` (all of them when `count >= len`), `|count|` independent
+/// draws otherwise.
+pub(crate) fn random_positions(len: usize, count: i64) -> Result<Vec<usize>, Frame> {
+    let mut rng = rand::thread_rng();
+    if count >= 0 {
+        let n = count as u64;
+        if n >= len as u64 {
+            return Ok((0..len).collect());
+        }
+        return Ok(rand::seq::index::sample(&mut rng, len, n as usize).into_vec());
+    }
+    let n = count.unsigned_abs();
+    if n > MAX_REPEATED_SAMPLES {
+        return Err(Frame::error("ERR value is out of range"));
+    }
+    if len == 0 {
+        return Ok(Vec::new());
+    }
+    Ok((0..n).map(|_| rng.gen_range(0..len)).collect())
+}
+
+pub(crate) fn random_position(len: usize) -> Option<usize> {
+    (len > 0).then(|| rand::thread_rng().gen_range(0..len))
 }

@@ -2,7 +2,7 @@
 //! atomically over every shard, their writes committed as one log record
 //! (see `crate::scripting` for the VM and why other clients answer -BUSY).
 
-use crate::command::{flags::*, lookup, spec, CommandSpec, Ctx, Handler, Keys, NO_KEYS};
+use crate::command::{flags::*, lookup, spec, CommandSpec, Ctx, Handler, Keys, Reply, NO_KEYS};
 use crate::errors;
 use crate::scripting::sha1_hex;
 use crate::util::{arg_i64, is};
@@ -51,20 +51,20 @@ pub fn allowed_when_busy(name: &str, args: &[Bytes]) -> bool {
     }
 }
 
-fn eval(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
-    run(ctx, txn, args, false, false)
+fn eval(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    Ok(run(ctx, txn, args, false, false))
 }
 
-fn evalsha(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
-    run(ctx, txn, args, true, false)
+fn evalsha(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    Ok(run(ctx, txn, args, true, false))
 }
 
-fn eval_ro(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
-    run(ctx, txn, args, false, true)
+fn eval_ro(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    Ok(run(ctx, txn, args, false, true))
 }
 
-fn evalsha_ro(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
-    run(ctx, txn, args, true, true)
+fn evalsha_ro(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    Ok(run(ctx, txn, args, true, true))
 }
 
 /// EVAL-family arguments: script numkeys key... arg...
@@ -171,12 +171,12 @@ pub(crate) fn call(
         Handler::Conn(f) => f(ctx, args),
         // EXEC, WAITAOF, INFO, CONFIG: they wait for or lock what the
         // script already holds.
-        Handler::Outcome(_) => errors::err(NOT_ALLOWED),
+        Handler::Outcome(_) => Err(errors::err(NOT_ALLOWED)),
     };
     if txn.mutations().len() > before {
         ctx.shared.scripting.run_state().note_write();
     }
-    reply
+    reply.unwrap_or_else(|e| e)
 }
 
 /// The `#!lua flags=...` first line of a script.
@@ -233,29 +233,24 @@ impl Shebang {
     }
 }
 
-fn script(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
+fn script(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let sub = &args[1];
     let scripting = &ctx.shared.scripting;
     if is(sub, "load") && args.len() == 3 {
         let body = &args[2];
         let sha = sha1_hex(body);
-        let shebang = match Shebang::parse(body) {
-            Ok(s) => s,
-            Err(e) => return e,
-        };
+        let shebang = Shebang::parse(body)?;
         let compiled = scripting.engine(ctx.shared).and_then(|mut engine| {
             engine
                 .vm(scripting.run_state())?
                 .function(&sha, &body[shebang.len..])
                 .map(|_| ())
         });
-        if let Err(e) = compiled {
-            return e;
-        }
+        compiled?;
         scripting.remember(&sha, body);
-        Frame::Bulk(Bytes::from(sha))
+        Ok(Frame::Bulk(Bytes::from(sha)))
     } else if is(sub, "exists") && args.len() >= 3 {
-        Frame::Array(
+        Ok(Frame::Array(
             args[2..]
                 .iter()
                 .map(|a| {
@@ -263,33 +258,33 @@ fn script(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
                     Frame::Integer(scripting.exists(&sha) as i64)
                 })
                 .collect(),
-        )
+        ))
     } else if is(sub, "flush") && args.len() <= 3 {
         if args.len() == 3 && !is(&args[2], "sync") && !is(&args[2], "async") {
-            return errors::err(FLUSH_OPTION);
+            return Err(errors::err(FLUSH_OPTION));
         }
         match scripting.flush(ctx.shared) {
-            Ok(()) => Frame::ok(),
-            Err(e) => e,
+            Ok(()) => Ok(Frame::ok()),
+            Err(e) => Err(e),
         }
     } else if is(sub, "kill") && args.len() == 2 {
-        scripting.kill(true)
+        Ok(scripting.kill(true))
     } else if is(sub, "help") && args.len() == 2 {
-        Frame::Array(
+        Ok(Frame::Array(
             HELP.iter()
                 .map(|l| Frame::Simple(Bytes::from_static(l.as_bytes())))
                 .collect(),
-        )
+        ))
     } else if ["load", "exists", "flush", "kill", "help"]
         .iter()
         .any(|s| is(sub, s))
     {
-        Frame::error(format!(
+        Err(Frame::error(format!(
             "ERR wrong number of arguments for 'script|{}' command",
             String::from_utf8_lossy(sub).to_ascii_lowercase()
-        ))
+        )))
     } else {
-        errors::unknown_subcommand(sub, "script")
+        Err(errors::unknown_subcommand(sub, "script"))
     }
 }
 

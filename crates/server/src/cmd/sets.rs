@@ -1,42 +1,38 @@
 //! Set commands.
 
-use super::hashes::{
-    apply, data, positive_count, random_count, random_position, random_positions, scan_cursor,
-    scan_options, scan_reply, scan_walk, scans_whole, syntax, wrongtype, Reply,
+use super::scan::{scan_cursor, scan_options, scan_reply, scan_walk, scans_whole};
+use super::{
+    apply, positive_count, random_count, random_position, random_positions, syntax, wrongtype,
 };
-use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Keys, ALL_ARGS_KEYS, FIRST_KEY};
+use crate::command::{
+    flags::*, spec, CommandSpec, Ctx, Handler, Keys, Reply, ALL_ARGS_KEYS, FIRST_KEY, TWO_KEYS,
+};
 use bytes::Bytes;
 use durakv_engine::mutation::{KeyOp, Mutation};
 use durakv_engine::txn::Txn;
-use durakv_engine::value::{parse_i64, SetValue, Value, INTSET_MAX_ENTRIES};
+use durakv_engine::value::{parse_i64, EncodingLimits, SetValue, Value};
 use durakv_protocol::Frame;
 use std::collections::HashSet;
 
-const SOURCE_AND_DEST: Keys = Keys::Range {
-    first: 1,
-    last: 2,
-    step: 1,
-};
-
 pub fn commands() -> Vec<CommandSpec> {
     vec![
-        spec("sadd", -3, WRITE | DENYOOM | FAST, FIRST_KEY, data!(sadd), "set", "Adds one or more members to a set. Creates the key if it doesn't exist."),
-        spec("srem", -3, WRITE | FAST, FIRST_KEY, data!(srem), "set", "Removes one or more members from a set. Deletes the set if the last member was removed."),
-        spec("smembers", 2, READONLY, FIRST_KEY, data!(smembers), "set", "Returns all members of a set."),
-        spec("sismember", 3, READONLY | FAST, FIRST_KEY, data!(sismember), "set", "Determines whether a member belongs to a set."),
-        spec("smismember", -3, READONLY | FAST, FIRST_KEY, data!(smismember), "set", "Determines whether multiple members belong to a set."),
-        spec("scard", 2, READONLY | FAST, FIRST_KEY, data!(scard), "set", "Returns the number of members in a set."),
-        spec("spop", -2, WRITE | FAST, FIRST_KEY, data!(spop), "set", "Returns one or more random members from a set after removing them. Deletes the set if the last member was popped."),
-        spec("srandmember", -2, READONLY, FIRST_KEY, data!(srandmember), "set", "Get one or multiple random members from a set"),
-        spec("sscan", -3, READONLY, FIRST_KEY, data!(sscan), "set", "Iterates over members of a set."),
-        spec("sinter", -2, READONLY, ALL_ARGS_KEYS, data!(sinter), "set", "Returns the intersect of multiple sets."),
-        spec("sunion", -2, READONLY, ALL_ARGS_KEYS, data!(sunion), "set", "Returns the union of multiple sets."),
-        spec("sdiff", -2, READONLY, ALL_ARGS_KEYS, data!(sdiff), "set", "Returns the difference of multiple sets."),
-        spec("sinterstore", -3, WRITE | DENYOOM, ALL_ARGS_KEYS, data!(sinterstore), "set", "Stores the intersect of multiple sets in a key."),
-        spec("sunionstore", -3, WRITE | DENYOOM, ALL_ARGS_KEYS, data!(sunionstore), "set", "Stores the union of multiple sets in a key."),
-        spec("sdiffstore", -3, WRITE | DENYOOM, ALL_ARGS_KEYS, data!(sdiffstore), "set", "Stores the difference of multiple sets in a key."),
-        spec("smove", 4, WRITE | FAST, SOURCE_AND_DEST, data!(smove), "set", "Moves a member from one set to another."),
-        spec("sintercard", -3, READONLY, Keys::Custom(sintercard_keys), data!(sintercard), "set", "Returns the number of members of the intersect of multiple sets."),
+        spec("sadd", -3, WRITE | DENYOOM | FAST, FIRST_KEY, Handler::Data(sadd), "set", "Adds one or more members to a set. Creates the key if it doesn't exist."),
+        spec("srem", -3, WRITE | FAST, FIRST_KEY, Handler::Data(srem), "set", "Removes one or more members from a set. Deletes the set if the last member was removed."),
+        spec("smembers", 2, READONLY, FIRST_KEY, Handler::Data(smembers), "set", "Returns all members of a set."),
+        spec("sismember", 3, READONLY | FAST, FIRST_KEY, Handler::Data(sismember), "set", "Determines whether a member belongs to a set."),
+        spec("smismember", -3, READONLY | FAST, FIRST_KEY, Handler::Data(smismember), "set", "Determines whether multiple members belong to a set."),
+        spec("scard", 2, READONLY | FAST, FIRST_KEY, Handler::Data(scard), "set", "Returns the number of members in a set."),
+        spec("spop", -2, WRITE | FAST, FIRST_KEY, Handler::Data(spop), "set", "Returns one or more random members from a set after removing them. Deletes the set if the last member was popped."),
+        spec("srandmember", -2, READONLY, FIRST_KEY, Handler::Data(srandmember), "set", "Get one or multiple random members from a set"),
+        spec("sscan", -3, READONLY, FIRST_KEY, Handler::Data(sscan), "set", "Iterates over members of a set."),
+        spec("sinter", -2, READONLY, ALL_ARGS_KEYS, Handler::Data(sinter), "set", "Returns the intersect of multiple sets."),
+        spec("sunion", -2, READONLY, ALL_ARGS_KEYS, Handler::Data(sunion), "set", "Returns the union of multiple sets."),
+        spec("sdiff", -2, READONLY, ALL_ARGS_KEYS, Handler::Data(sdiff), "set", "Returns the difference of multiple sets."),
+        spec("sinterstore", -3, WRITE | DENYOOM, ALL_ARGS_KEYS, Handler::Data(sinterstore), "set", "Stores the intersect of multiple sets in a key."),
+        spec("sunionstore", -3, WRITE | DENYOOM, ALL_ARGS_KEYS, Handler::Data(sunionstore), "set", "Stores the union of multiple sets in a key."),
+        spec("sdiffstore", -3, WRITE | DENYOOM, ALL_ARGS_KEYS, Handler::Data(sdiffstore), "set", "Stores the difference of multiple sets in a key."),
+        spec("smove", 4, WRITE | FAST, TWO_KEYS, Handler::Data(smove), "set", "Moves a member from one set to another."),
+        spec("sintercard", -3, READONLY, Keys::Custom(sintercard_keys), Handler::Data(sintercard), "set", "Returns the number of members of the intersect of multiple sets."),
     ]
 }
 
@@ -93,8 +89,8 @@ fn srem(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
 
 /// Members in the order Redis lists them: ascending for a set it would
 /// hold as an intset (small, all integers), insertion order otherwise.
-fn listing_order(s: &SetValue) -> Vec<&Bytes> {
-    if s.len() <= INTSET_MAX_ENTRIES {
+fn listing_order<'s>(s: &'s SetValue, limits: &EncodingLimits) -> Vec<&'s Bytes> {
+    if s.len() <= limits.set_intset_entries {
         let ints: Option<Vec<(i64, &Bytes)>> =
             s.iter().map(|m| parse_i64(m).map(|n| (n, m))).collect();
         if let Some(mut ints) = ints {
@@ -106,8 +102,11 @@ fn listing_order(s: &SetValue) -> Vec<&Bytes> {
 }
 
 fn smembers(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    let limits = super::encoding_limits(ctx);
     let s = read_set(txn, ctx.db(), &args[1])?;
-    Ok(members_frame(s.map(listing_order).unwrap_or_default()))
+    Ok(members_frame(
+        s.map(|s| listing_order(s, &limits)).unwrap_or_default(),
+    ))
 }
 
 fn sismember(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
@@ -196,8 +195,9 @@ fn sscan(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
         return Err(wrongtype());
     };
     let opts = scan_options(&args[3..], false)?;
-    if scans_whole(&e.value) {
-        let items = listing_order(s)
+    let limits = super::encoding_limits(ctx);
+    if scans_whole(&e.value, &limits) {
+        let items = listing_order(s, &limits)
             .into_iter()
             .filter(|m| opts.matches(m))
             .map(|m| Frame::Bulk(m.clone()))

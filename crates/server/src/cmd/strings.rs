@@ -1,7 +1,9 @@
 //! String commands: GET/SET and their variants, counters, ranges, MGET/MSET
 //! and LCS.
 
-use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Keys, ALL_ARGS_KEYS, FIRST_KEY};
+use crate::command::{
+    flags::*, spec, CommandSpec, Ctx, Handler, Keys, Reply, ALL_ARGS_KEYS, FIRST_KEY, TWO_KEYS,
+};
 use crate::errors;
 use crate::util::{arg_i64, is, parse_f64};
 use bytes::Bytes;
@@ -27,13 +29,6 @@ const PAIR_KEYS: Keys = Keys::Range {
     last: -1,
     step: 2,
 };
-/// Keys 1 and 2 (LCS).
-const TWO_KEYS: Keys = Keys::Range {
-    first: 1,
-    last: 2,
-    step: 1,
-};
-
 #[rustfmt::skip]
 pub fn commands() -> Vec<CommandSpec> {
     vec![
@@ -67,11 +62,11 @@ pub fn read_string(txn: &mut Txn<'_>, db: usize, key: &[u8]) -> Result<Option<By
     Ok(super::read_as(txn, db, key, Value::as_str)?.cloned())
 }
 
-fn get(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
+fn get(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     match read_string(txn, ctx.db(), &args[1]) {
-        Ok(Some(v)) => Frame::Bulk(v),
-        Ok(None) => Frame::Null,
-        Err(e) => e,
+        Ok(Some(v)) => Ok(Frame::Bulk(v)),
+        Ok(None) => Ok(Frame::Null),
+        Err(e) => Err(e),
     }
 }
 
@@ -100,7 +95,7 @@ pub fn expire_arg(
     Ok(at as u64)
 }
 
-fn set(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
+fn set(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let db = ctx.db();
     let key = &args[1];
     let mut expire = ExpireMode::Clear;
@@ -123,14 +118,14 @@ fn set(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
         };
         if let Some((unit_ms, absolute)) = unit {
             let Some(v) = next else {
-                return errors::err(errors::SYNTAX);
+                return Err(errors::err(errors::SYNTAX));
             };
             if has_expire || keepttl {
-                return errors::err(errors::SYNTAX);
+                return Err(errors::err(errors::SYNTAX));
             }
             match expire_arg(v, unit_ms, absolute, txn.now_ms, "set") {
                 Ok(at) => expire = ExpireMode::At(at),
-                Err(e) => return e,
+                Err(e) => return Err(e),
             }
             has_expire = true;
             i += 2;
@@ -146,24 +141,21 @@ fn set(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
             keepttl = true;
             expire = ExpireMode::Keep;
         } else {
-            return errors::err(errors::SYNTAX);
+            return Err(errors::err(errors::SYNTAX));
         }
         i += 1;
     }
     let old = if get_old {
-        match read_string(txn, db, key) {
-            Ok(v) => v,
-            Err(e) => return e,
-        }
+        read_string(txn, db, key)?
     } else {
         None
     };
     let exists = txn.get(db, key).is_some();
     if (nx && exists) || (xx && !exists) {
         return if get_old {
-            old.map(Frame::Bulk).unwrap_or(Frame::Null)
+            Ok(old.map(Frame::Bulk).unwrap_or(Frame::Null))
         } else {
-            Frame::Null
+            Ok(Frame::Null)
         };
     }
     let m = Mutation::key(
@@ -174,13 +166,11 @@ fn set(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
             expire,
         },
     );
-    if let Err(e) = apply(txn, m) {
-        return e;
-    }
+    apply(txn, m)?;
     if get_old {
-        old.map(Frame::Bulk).unwrap_or(Frame::Null)
+        Ok(old.map(Frame::Bulk).unwrap_or(Frame::Null))
     } else {
-        Frame::ok()
+        Ok(Frame::ok())
     }
 }
 
@@ -201,14 +191,14 @@ fn bulk_or_null(v: Option<Bytes>) -> Frame {
     v.map(Frame::Bulk).unwrap_or(Frame::Null)
 }
 
-fn setnx(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
+fn setnx(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let db = ctx.db();
     if txn.get(db, &args[1]).is_some() {
-        return Frame::Integer(0);
+        return Ok(Frame::Integer(0));
     }
     match set_string(txn, db, &args[1], args[2].clone(), ExpireMode::Clear) {
-        Ok(()) => Frame::Integer(1),
-        Err(e) => e,
+        Ok(()) => Ok(Frame::Integer(1)),
+        Err(e) => Err(e),
     }
 }
 
@@ -229,36 +219,33 @@ fn setex_generic(
     }
 }
 
-fn setex(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
-    setex_generic(ctx, txn, args, 1000, "setex")
+fn setex(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    Ok(setex_generic(ctx, txn, args, 1000, "setex"))
 }
 
-fn psetex(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
-    setex_generic(ctx, txn, args, 1, "psetex")
+fn psetex(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    Ok(setex_generic(ctx, txn, args, 1, "psetex"))
 }
 
-fn getset(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
+fn getset(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let db = ctx.db();
-    let old = match read_string(txn, db, &args[1]) {
-        Ok(v) => v,
-        Err(e) => return e,
-    };
+    let old = read_string(txn, db, &args[1])?;
     match set_string(txn, db, &args[1], args[2].clone(), ExpireMode::Clear) {
-        Ok(()) => bulk_or_null(old),
-        Err(e) => e,
+        Ok(()) => Ok(bulk_or_null(old)),
+        Err(e) => Err(e),
     }
 }
 
-fn getdel(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
+fn getdel(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let db = ctx.db();
     let old = match read_string(txn, db, &args[1]) {
         Ok(Some(v)) => v,
-        Ok(None) => return Frame::Null,
-        Err(e) => return e,
+        Ok(None) => return Ok(Frame::Null),
+        Err(e) => return Err(e),
     };
     match apply(txn, Mutation::key(db as u32, args[1].clone(), KeyOp::Del)) {
-        Ok(()) => Frame::Bulk(old),
-        Err(e) => e,
+        Ok(()) => Ok(Frame::Bulk(old)),
+        Err(e) => Err(e),
     }
 }
 
@@ -273,14 +260,14 @@ enum GetexAction {
     },
 }
 
-fn getex(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
+fn getex(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let mut action = GetexAction::Nothing;
     let mut chosen = false;
     let mut i = 2;
     while i < args.len() {
         let a = &args[i];
         if chosen {
-            return errors::err(errors::SYNTAX);
+            return Err(errors::err(errors::SYNTAX));
         }
         chosen = true;
         if is(a, "persist") {
@@ -297,14 +284,14 @@ fn getex(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
         } else if is(a, "pxat") {
             (1, true)
         } else {
-            return errors::err(errors::SYNTAX);
+            return Err(errors::err(errors::SYNTAX));
         };
         let Some(v) = args.get(i + 1) else {
-            return errors::err(errors::SYNTAX);
+            return Err(errors::err(errors::SYNTAX));
         };
         match expire_arg(v, unit_ms, absolute, txn.now_ms, "getex") {
             Ok(ms) => action = GetexAction::At { ms, absolute },
-            Err(e) => return e,
+            Err(e) => return Err(e),
         }
         i += 2;
     }
@@ -312,8 +299,8 @@ fn getex(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
     let key = &args[1];
     let value = match read_string(txn, db, key) {
         Ok(Some(v)) => v,
-        Ok(None) => return Frame::Null,
-        Err(e) => return e,
+        Ok(None) => return Ok(Frame::Null),
+        Err(e) => return Err(e),
     };
     let op = match action {
         GetexAction::Nothing => None,
@@ -325,14 +312,12 @@ fn getex(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
         GetexAction::At { ms, .. } => Some(KeyOp::Expire { at_ms: ms }),
     };
     if let Some(op) = op {
-        if let Err(e) = apply(txn, Mutation::key(db as u32, key.clone(), op)) {
-            return e;
-        }
+        apply(txn, Mutation::key(db as u32, key.clone(), op))?;
     }
-    Frame::Bulk(value)
+    Ok(Frame::Bulk(value))
 }
 
-fn mget(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
+fn mget(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let db = ctx.db();
     let out = args[1..]
         .iter()
@@ -341,7 +326,7 @@ fn mget(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
             _ => Frame::Null,
         })
         .collect();
-    Frame::Array(out)
+    Ok(Frame::Array(out))
 }
 
 fn mset_all(ctx: &Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Result<(), Frame> {
@@ -359,19 +344,19 @@ fn mset_all(ctx: &Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Result<(), Fram
     super::keys::apply_all(txn, muts)
 }
 
-fn mset(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
+fn mset(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     if args.len().is_multiple_of(2) {
-        return errors::wrong_args("mset");
+        return Err(errors::wrong_args("mset"));
     }
     match mset_all(ctx, txn, args) {
-        Ok(()) => Frame::ok(),
-        Err(e) => e,
+        Ok(()) => Ok(Frame::ok()),
+        Err(e) => Err(e),
     }
 }
 
-fn msetnx(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
+fn msetnx(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     if args.len().is_multiple_of(2) {
-        return errors::wrong_args("msetnx");
+        return Err(errors::wrong_args("msetnx"));
     }
     let db = ctx.db();
     if args[1..]
@@ -379,11 +364,11 @@ fn msetnx(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
         .step_by(2)
         .any(|k| txn.get(db, k).is_some())
     {
-        return Frame::Integer(0);
+        return Ok(Frame::Integer(0));
     }
     match mset_all(ctx, txn, args) {
-        Ok(()) => Frame::Integer(1),
-        Err(e) => e,
+        Ok(()) => Ok(Frame::Integer(1)),
+        Err(e) => Err(e),
     }
 }
 
@@ -410,294 +395,48 @@ fn incr_by(ctx: &Ctx<'_>, txn: &mut Txn<'_>, key: &Bytes, by: i64) -> Frame {
     }
 }
 
-fn incr(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
-    incr_by(ctx, txn, &args[1], 1)
+fn incr(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    Ok(incr_by(ctx, txn, &args[1], 1))
 }
 
-fn decr(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
-    incr_by(ctx, txn, &args[1], -1)
+fn decr(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    Ok(incr_by(ctx, txn, &args[1], -1))
 }
 
-fn incrby(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
+fn incrby(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     match arg_i64(&args[2]) {
-        Ok(by) => incr_by(ctx, txn, &args[1], by),
-        Err(e) => e,
+        Ok(by) => Ok(incr_by(ctx, txn, &args[1], by)),
+        Err(e) => Err(e),
     }
 }
 
-fn decrby(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
+fn decrby(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     match arg_i64(&args[2]) {
-        Ok(i64::MIN) => Frame::error(DECREMENT_OVERFLOW),
-        Ok(by) => incr_by(ctx, txn, &args[1], -by),
-        Err(e) => e,
+        Ok(i64::MIN) => Err(Frame::error(DECREMENT_OVERFLOW)),
+        Ok(by) => Ok(incr_by(ctx, txn, &args[1], -by)),
+        Err(e) => Err(e),
     }
 }
 
-fn incrbyfloat(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
+fn incrbyfloat(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let db = ctx.db();
     let key = &args[1];
     let current = match read_string(txn, db, key) {
         Ok(v) => v.unwrap_or_else(|| Bytes::from_static(b"0")),
-        Err(e) => return e,
+        Err(e) => return Err(e),
     };
     let (Some(a), Some(b)) = (parse_f64(&current), parse_f64(&args[2])) else {
-        return errors::err(errors::NOT_FLOAT);
+        return Err(errors::err(errors::NOT_FLOAT));
     };
     let sum = a + b;
     if !sum.is_finite() {
-        return Frame::error(NAN_OR_INFINITY);
+        return Err(Frame::error(NAN_OR_INFINITY));
     }
-    let text = decimal::add(&current, &args[2]).unwrap_or_else(|| decimal::format_fixed17(sum));
+    let text = crate::decimal::add(&current, &args[2])
+        .unwrap_or_else(|| crate::decimal::format_fixed17(sum));
     let value = Bytes::from(text);
-    match set_string(txn, db, key, value.clone(), ExpireMode::Keep) {
-        Ok(()) => Frame::Bulk(value),
-        Err(e) => e,
-    }
-}
-
-/// Exact decimal arithmetic for INCRBYFLOAT. Redis adds in C `long double`
-/// and prints 17 fractional digits (`%.17Lf`, zeros trimmed), so `0.1 + 0.2`
-/// is `0.3` there, which f64 cannot reproduce. Adding the decimal texts
-/// exactly and rounding to 17 fractional digits gives the same answer as
-/// Redis where `long double` is binary128 (aarch64). x86-64 Redis's 80-bit
-/// `long double` shows artifacts on larger values (`1000.5 + 0.3` prints
-/// `1000.79999999999999999`) that this deliberately does not copy.
-mod decimal {
-    /// Beyond these sizes the exact path is not worth its cost; the caller
-    /// falls back to f64.
-    const MAX_EXPONENT: i64 = 400;
-    const MAX_DIGITS: usize = 1000;
-    /// Redis prints INCRBYFLOAT results with this many fractional digits.
-    const FRACTION_DIGITS: i64 = 17;
-
-    /// `digits` (most significant first) × 10^`exp`, negated when `neg`.
-    struct Decimal {
-        neg: bool,
-        digits: Vec<u8>,
-        exp: i64,
-    }
-
-    /// Parses `[+-]digits[.digits][e[+-]digits]` (digits on at least one
-    /// side of the point). Anything else (hex, `inf`) is left to f64.
-    fn parse(b: &[u8]) -> Option<Decimal> {
-        let (neg, mut i) = match b.first() {
-            Some(b'-') => (true, 1),
-            Some(b'+') => (false, 1),
-            _ => (false, 0),
-        };
-        let (mut digits, mut frac, mut dot) = (Vec::new(), 0i64, false);
-        while let Some(&c) = b.get(i) {
-            match c {
-                b'0'..=b'9' => {
-                    digits.push(c - b'0');
-                    frac += i64::from(dot);
-                }
-                b'.' if !dot => dot = true,
-                _ => break,
-            }
-            i += 1;
-        }
-        if digits.is_empty() || digits.len() > MAX_DIGITS {
-            return None;
-        }
-        let mut exp = 0i64;
-        if let Some(&c) = b.get(i) {
-            if c != b'e' && c != b'E' {
-                return None;
-            }
-            i += 1;
-            let eneg = match b.get(i) {
-                Some(b'-') => {
-                    i += 1;
-                    true
-                }
-                Some(b'+') => {
-                    i += 1;
-                    false
-                }
-                _ => false,
-            };
-            let start = i;
-            while let Some(&c) = b.get(i).filter(|c| c.is_ascii_digit()) {
-                exp = exp * 10 + i64::from(c - b'0');
-                if exp > MAX_EXPONENT {
-                    return None;
-                }
-                i += 1;
-            }
-            if i == start {
-                return None;
-            }
-            if eneg {
-                exp = -exp;
-            }
-        }
-        if i != b.len() {
-            return None;
-        }
-        Some(Decimal {
-            neg,
-            digits,
-            exp: exp - frac,
-        })
-    }
-
-    /// Little-endian digits of `d` scaled to exponent `exp` (<= d.exp).
-    fn scaled(d: &Decimal, exp: i64) -> Vec<u8> {
-        let mut v = vec![0u8; (d.exp - exp) as usize];
-        v.extend(d.digits.iter().rev());
-        v
-    }
-
-    fn cmp_le(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
-        let len = a.len().max(b.len());
-        for i in (0..len).rev() {
-            let (x, y) = (
-                a.get(i).copied().unwrap_or(0),
-                b.get(i).copied().unwrap_or(0),
-            );
-            if x != y {
-                return x.cmp(&y);
-            }
-        }
-        std::cmp::Ordering::Equal
-    }
-
-    fn add_le(a: &[u8], b: &[u8]) -> Vec<u8> {
-        let mut out = Vec::with_capacity(a.len().max(b.len()) + 1);
-        let mut carry = 0;
-        for i in 0..a.len().max(b.len()) {
-            let s = a.get(i).copied().unwrap_or(0) + b.get(i).copied().unwrap_or(0) + carry;
-            out.push(s % 10);
-            carry = s / 10;
-        }
-        if carry > 0 {
-            out.push(carry);
-        }
-        out
-    }
-
-    /// `a - b` for `a >= b`.
-    fn sub_le(a: &[u8], b: &[u8]) -> Vec<u8> {
-        let mut out = Vec::with_capacity(a.len());
-        let mut borrow = 0i8;
-        for (i, &x) in a.iter().enumerate() {
-            let mut d = x as i8 - b.get(i).copied().unwrap_or(0) as i8 - borrow;
-            borrow = i8::from(d < 0);
-            if d < 0 {
-                d += 10;
-            }
-            out.push(d as u8);
-        }
-        out
-    }
-
-    /// The exact sum of two decimal texts, printed as Redis prints it.
-    pub fn add(a: &[u8], b: &[u8]) -> Option<String> {
-        let (a, b) = (parse(a)?, parse(b)?);
-        let exp = a.exp.min(b.exp);
-        let (x, y) = (scaled(&a, exp), scaled(&b, exp));
-        let (neg, mag) = if a.neg == b.neg {
-            (a.neg, add_le(&x, &y))
-        } else if cmp_le(&x, &y).is_ge() {
-            (a.neg, sub_le(&x, &y))
-        } else {
-            (b.neg, sub_le(&y, &x))
-        };
-        Some(format(neg, mag, exp))
-    }
-
-    /// Prints little-endian digits × 10^`exp` rounded half-to-even to 17
-    /// fractional digits, trailing zeros and a bare point removed, and
-    /// never as `-0`.
-    fn format(neg: bool, mut mag: Vec<u8>, exp: i64) -> String {
-        if exp < -FRACTION_DIGITS {
-            let drop = (-FRACTION_DIGITS - exp) as usize;
-            let first = mag.get(drop - 1).copied().unwrap_or(0);
-            let rest_nonzero = mag[..(drop - 1).min(mag.len())].iter().any(|&d| d != 0);
-            let kept = mag.get(drop..).unwrap_or_default();
-            let last_odd = kept.first().is_some_and(|d| d % 2 == 1);
-            let up = first > 5 || (first == 5 && (rest_nonzero || last_odd));
-            let mut kept = kept.to_vec();
-            if up {
-                kept = add_le(&kept, &[1]);
-            }
-            mag = kept;
-        } else {
-            let mut v = vec![0u8; (exp + FRACTION_DIGITS) as usize];
-            v.extend_from_slice(&mag);
-            mag = v;
-        }
-        // Now mag × 10^-17.
-        let frac_len = FRACTION_DIGITS as usize;
-        while mag.len() <= frac_len {
-            mag.push(0);
-        }
-        let int: String = mag[frac_len..]
-            .iter()
-            .rev()
-            .map(|d| char::from(b'0' + d))
-            .collect::<String>();
-        let int = int.trim_start_matches('0');
-        let frac: String = mag[..frac_len]
-            .iter()
-            .rev()
-            .map(|d| char::from(b'0' + d))
-            .collect();
-        let frac = frac.trim_end_matches('0');
-        let mut out = String::new();
-        if neg && !(int.is_empty() && frac.is_empty()) {
-            out.push('-');
-        }
-        out.push_str(if int.is_empty() { "0" } else { int });
-        if !frac.is_empty() {
-            out.push('.');
-            out.push_str(frac);
-        }
-        out
-    }
-
-    /// The f64 fallback, printed the same way.
-    pub fn format_fixed17(v: f64) -> String {
-        let s = format!("{v:.17}");
-        let s = s.trim_end_matches('0').trim_end_matches('.');
-        match s {
-            "-0" | "" => "0".to_string(),
-            s => s.to_string(),
-        }
-    }
-
-    #[cfg(test)]
-    mod tests {
-        use super::*;
-
-        #[test]
-        fn sums_print_like_redis() {
-            let add = |a: &str, b: &str| add(a.as_bytes(), b.as_bytes()).unwrap();
-            assert_eq!(add("0.1", "0.2"), "0.3");
-            assert_eq!(add("10.50", "0.1"), "10.6");
-            assert_eq!(add("5.0e3", "2.0e2"), "5200");
-            assert_eq!(add("1", "-1.1"), "-0.1");
-            assert_eq!(add("0", "1e-20"), "0");
-            assert_eq!(add("0", "-1e-20"), "0");
-            assert_eq!(add("17179869184", "1.5"), "17179869185.5");
-            assert_eq!(add("3", "-3"), "0");
-            assert_eq!(add("0", "6e-18"), "0.00000000000000001");
-            assert_eq!(add("0", "-6e-18"), "-0.00000000000000001");
-            assert_eq!(add("0", "1e-30"), "0");
-            assert_eq!(add("0", "0.000000000000000005"), "0");
-            assert_eq!(add("0", "0.000000000000000015"), "0.00000000000000002");
-            assert_eq!(add("0", "0.000000000000000025"), "0.00000000000000002");
-            assert_eq!(add("0", "0.0000000000000000251"), "0.00000000000000003");
-            assert_eq!(add("9.999999999999999999", "0"), "10");
-            assert_eq!(add("+.5", "5."), "5.5");
-            assert_eq!(add("1e2", "-250"), "-150");
-            assert!(super::parse(b"0x10").is_none());
-            assert!(super::parse(b"inf").is_none());
-            assert_eq!(format_fixed17(0.5), "0.5");
-            assert_eq!(format_fixed17(-0.0), "0");
-        }
-    }
+    set_string(txn, db, key, value.clone(), ExpireMode::Keep)?;
+    Ok(Frame::Bulk(value))
 }
 
 /// Refuses a string that would exceed `proto-max-bulk-len`.
@@ -708,47 +447,45 @@ fn check_length(ctx: &Ctx<'_>, len: u64) -> Result<(), Frame> {
     Ok(())
 }
 
-fn append(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
+fn append(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let db = ctx.db();
     let old_len = match read_string(txn, db, &args[1]) {
         Ok(v) => v.map_or(0, |s| s.len()),
-        Err(e) => return e,
+        Err(e) => return Err(e),
     };
     let total = old_len + args[2].len();
-    if let Err(e) = check_length(ctx, total as u64) {
-        return e;
-    }
+    check_length(ctx, total as u64)?;
     match apply(
         txn,
         Mutation::key(db as u32, args[1].clone(), KeyOp::Append(args[2].clone())),
     ) {
-        Ok(()) => Frame::Integer(total as i64),
-        Err(e) => e,
+        Ok(()) => Ok(Frame::Integer(total as i64)),
+        Err(e) => Err(e),
     }
 }
 
-fn strlen(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
+fn strlen(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     match read_string(txn, ctx.db(), &args[1]) {
-        Ok(v) => Frame::Integer(v.map_or(0, |s| s.len() as i64)),
-        Err(e) => e,
+        Ok(v) => Ok(Frame::Integer(v.map_or(0, |s| s.len() as i64))),
+        Err(e) => Err(e),
     }
 }
 
 /// GETRANGE (and SUBSTR) with Redis 7's clamping: both ends negative and
 /// reversed is empty; otherwise negative ends count from the end and are
 /// clamped to 0.
-fn getrange(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
+fn getrange(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let (start, end) = match (arg_i64(&args[2]), arg_i64(&args[3])) {
         (Ok(s), Ok(e)) => (s, e),
-        (Err(e), _) | (_, Err(e)) => return e,
+        (Err(e), _) | (_, Err(e)) => return Err(e),
     };
     let s = match read_string(txn, ctx.db(), &args[1]) {
         Ok(v) => v.unwrap_or_default(),
-        Err(e) => return e,
+        Err(e) => return Err(e),
     };
     let empty = Frame::Bulk(Bytes::new());
     if start < 0 && end < 0 && start > end {
-        return empty;
+        return Ok(empty);
     }
     let len = s.len() as i64;
     let start = if start < 0 {
@@ -765,37 +502,35 @@ fn getrange(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
     .max(0);
     let end = end.min(len - 1);
     if len == 0 || start > end {
-        return empty;
+        return Ok(empty);
     }
-    Frame::Bulk(s.slice(start as usize..=end as usize))
+    Ok(Frame::Bulk(s.slice(start as usize..=end as usize)))
 }
 
-fn setrange(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
+fn setrange(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let offset = match arg_i64(&args[2]) {
-        Ok(n) if n < 0 => return Frame::error(OFFSET_OUT_OF_RANGE),
+        Ok(n) if n < 0 => return Err(Frame::error(OFFSET_OUT_OF_RANGE)),
         Ok(n) => n as u64,
-        Err(e) => return e,
+        Err(e) => return Err(e),
     };
     let db = ctx.db();
     let data = &args[3];
     let old_len = match read_string(txn, db, &args[1]) {
         Ok(v) => v.map_or(0, |s| s.len() as u64),
-        Err(e) => return e,
+        Err(e) => return Err(e),
     };
     if data.is_empty() {
-        return Frame::Integer(old_len as i64);
+        return Ok(Frame::Integer(old_len as i64));
     }
     let end = offset.saturating_add(data.len() as u64);
-    if let Err(e) = check_length(ctx, end) {
-        return e;
-    }
+    check_length(ctx, end)?;
     let op = KeyOp::SetRange {
         offset,
         data: data.clone(),
     };
     match apply(txn, Mutation::key(db as u32, args[1].clone(), op)) {
-        Ok(()) => Frame::Integer(old_len.max(end) as i64),
-        Err(e) => e,
+        Ok(()) => Ok(Frame::Integer(old_len.max(end) as i64)),
+        Err(e) => Err(e),
     }
 }
 
@@ -834,25 +569,22 @@ fn parse_lcs_options(opts: &[Bytes]) -> Result<LcsOptions, Frame> {
 
 /// LCS: longest common subsequence by the classic dynamic programme, whose
 /// table (like Redis's) must fit in `proto-max-bulk-len` bytes of u32s.
-fn lcs(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
+fn lcs(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let db = ctx.db();
     let mut texts = [Bytes::new(), Bytes::new()];
     for (t, key) in texts.iter_mut().zip(&args[1..3]) {
         match txn.get(db, key).map(|e| &e.value) {
             None => {}
             Some(Value::Str(s)) => *t = s.clone(),
-            Some(_) => return Frame::error(LCS_NOT_STRINGS),
+            Some(_) => return Err(Frame::error(LCS_NOT_STRINGS)),
         }
     }
-    let opts = match parse_lcs_options(&args[3..]) {
-        Ok(o) => o,
-        Err(e) => return e,
-    };
+    let opts = parse_lcs_options(&args[3..])?;
     let [a, b] = texts;
     let (alen, blen) = (a.len(), b.len());
     let cells = (alen as u128 + 1) * (blen as u128 + 1);
     if cells * 4 > u128::from(ctx.shared.config.read().proto_max_bulk_len) {
-        return Frame::error(LCS_TOO_BIG);
+        return Err(Frame::error(LCS_TOO_BIG));
     }
     let width = blen + 1;
     let mut dp = vec![0u32; cells as usize];
@@ -867,7 +599,7 @@ fn lcs(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
     }
     let total = dp[alen * width + blen];
     if opts.len {
-        return Frame::Integer(i64::from(total));
+        return Ok(Frame::Integer(i64::from(total)));
     }
     // Walk back from the end, collecting the subsequence and, for IDX, the
     // runs that are contiguous in both strings (reported last run first).
@@ -919,13 +651,13 @@ fn lcs(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
         emit(r, &mut matches);
     }
     if !opts.idx {
-        return Frame::Bulk(Bytes::from(out));
+        return Ok(Frame::Bulk(Bytes::from(out)));
     }
-    Frame::Map(vec![
+    Ok(Frame::Map(vec![
         (Frame::bulk_from_str("matches"), Frame::Array(matches)),
         (
             Frame::bulk_from_str("len"),
             Frame::Integer(i64::from(total)),
         ),
-    ])
+    ]))
 }

@@ -1,8 +1,12 @@
 //! MULTI / EXEC / DISCARD / WATCH / UNWATCH: durakv's optimistic concurrency.
-//! The mechanics live in [`crate::dispatch`], which owns locking and commit.
+//! EXEC lives in [`crate::dispatch`], which owns locking and commit.
 
-use crate::command::{flags::*, spec, CommandSpec, Handler, ALL_ARGS_KEYS, NO_KEYS};
+use crate::client::{MultiState, Watched};
+use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Reply, ALL_ARGS_KEYS, NO_KEYS};
 use crate::dispatch;
+use crate::errors;
+use bytes::Bytes;
+use durakv_protocol::Frame;
 
 pub fn commands() -> Vec<CommandSpec> {
     vec![
@@ -11,7 +15,7 @@ pub fn commands() -> Vec<CommandSpec> {
             1,
             NOSCRIPT | LOADING | STALE | FAST | MULTI_CONTROL,
             NO_KEYS,
-            Handler::Conn(dispatch::multi),
+            Handler::Conn(multi),
             "transactions",
             "Starts a transaction.",
         ),
@@ -29,7 +33,7 @@ pub fn commands() -> Vec<CommandSpec> {
             1,
             NOSCRIPT | LOADING | STALE | FAST | MULTI_CONTROL,
             NO_KEYS,
-            Handler::Conn(dispatch::discard),
+            Handler::Conn(discard),
             "transactions",
             "Discards a transaction.",
         ),
@@ -38,7 +42,7 @@ pub fn commands() -> Vec<CommandSpec> {
             -2,
             NOSCRIPT | LOADING | STALE | FAST | MULTI_CONTROL,
             ALL_ARGS_KEYS,
-            Handler::Conn(dispatch::watch),
+            Handler::Conn(watch),
             "transactions",
             "Monitors changes to keys to determine the execution of a transaction.",
         ),
@@ -47,9 +51,63 @@ pub fn commands() -> Vec<CommandSpec> {
             1,
             NOSCRIPT | LOADING | STALE | FAST,
             NO_KEYS,
-            Handler::Conn(dispatch::unwatch),
+            Handler::Conn(unwatch),
             "transactions",
             "Forgets about watched keys of a transaction.",
         ),
     ]
+}
+
+fn multi(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
+    if ctx.client.multi.is_some() {
+        return Err(errors::err(errors::MULTI_NESTED));
+    }
+    ctx.client.multi = Some(MultiState::default());
+    Ok(Frame::ok())
+}
+
+fn discard(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
+    if ctx.client.multi.take().is_none() {
+        return Err(errors::err(errors::DISCARD_WITHOUT_MULTI));
+    }
+    dispatch::unwatch_all(ctx);
+    Ok(Frame::ok())
+}
+
+fn unwatch(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
+    dispatch::unwatch_all(ctx);
+    Ok(Frame::ok())
+}
+
+fn watch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    if ctx.client.multi.is_some() {
+        return Err(errors::err(errors::WATCH_INSIDE_MULTI));
+    }
+    let db = ctx.client.db;
+    let keys = &args[1..];
+    let mut txn = dispatch::lock(ctx.shared, false, keys.iter().map(|k| &k[..]))?;
+    for key in keys {
+        if ctx
+            .client
+            .watched
+            .iter()
+            .any(|w| w.db == db && w.key == *key)
+        {
+            continue;
+        }
+        let expire_at_ms = txn.get(db, key).map(|e| e.expire_at_ms).unwrap_or(0);
+        ctx.shared.watches.watch(
+            ctx.client.id(),
+            &ctx.client.handle.watch_dirty,
+            db,
+            key.clone(),
+        );
+        ctx.client.watched.push(Watched {
+            db,
+            key: key.clone(),
+            expire_at_ms,
+        });
+    }
+    drop(txn);
+    Ok(Frame::ok())
 }

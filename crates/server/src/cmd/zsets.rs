@@ -1,10 +1,11 @@
 //! Sorted set commands.
 
-use super::hashes::{
-    apply, data, pairs_reply, positive_count, random_count, random_position, random_positions,
-    resp3, scan_cursor, scan_options, scan_reply, scan_walk, scans_whole, syntax, wrongtype, Reply,
+use super::scan::{scan_cursor, scan_options, scan_reply, scan_walk, scans_whole};
+use super::{
+    apply, pairs_reply, positive_count, random_count, random_position, random_positions, resp3,
+    syntax, wrongtype,
 };
-use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, FIRST_KEY};
+use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Reply, FIRST_KEY};
 use crate::errors;
 use crate::util::{arg_f64, arg_i64, format_float, is, parse_f64};
 use bytes::Bytes;
@@ -18,29 +19,29 @@ use std::ops::Bound;
 
 pub fn commands() -> Vec<CommandSpec> {
     vec![
-        spec("zadd", -4, WRITE | DENYOOM | FAST, FIRST_KEY, data!(zadd), "sorted-set", "Adds one or more members to a sorted set, or updates their scores. Creates the key if it doesn't exist."),
-        spec("zincrby", 4, WRITE | DENYOOM | FAST, FIRST_KEY, data!(zincrby), "sorted-set", "Increments the score of a member in a sorted set."),
-        spec("zrem", -3, WRITE | FAST, FIRST_KEY, data!(zrem), "sorted-set", "Removes one or more members from a sorted set. Deletes the sorted set if all members were removed."),
-        spec("zscore", 3, READONLY | FAST, FIRST_KEY, data!(zscore), "sorted-set", "Returns the score of a member in a sorted set."),
-        spec("zmscore", -3, READONLY | FAST, FIRST_KEY, data!(zmscore), "sorted-set", "Returns the score of one or more members in a sorted set."),
-        spec("zcard", 2, READONLY | FAST, FIRST_KEY, data!(zcard), "sorted-set", "Returns the number of members in a sorted set."),
-        spec("zcount", 4, READONLY | FAST, FIRST_KEY, data!(zcount), "sorted-set", "Returns the count of members in a sorted set that have scores within a range."),
-        spec("zlexcount", 4, READONLY | FAST, FIRST_KEY, data!(zlexcount), "sorted-set", "Returns the number of members in a sorted set within a lexicographical range."),
-        spec("zrank", -3, READONLY | FAST, FIRST_KEY, data!(zrank), "sorted-set", "Returns the index of a member in a sorted set ordered by ascending scores."),
-        spec("zrevrank", -3, READONLY | FAST, FIRST_KEY, data!(zrevrank), "sorted-set", "Returns the index of a member in a sorted set ordered by descending scores."),
-        spec("zrange", -4, READONLY, FIRST_KEY, data!(zrange), "sorted-set", "Returns members in a sorted set within a range of indexes."),
-        spec("zrevrange", -4, READONLY, FIRST_KEY, data!(zrevrange), "sorted-set", "Returns members in a sorted set within a range of indexes in reverse order."),
-        spec("zrangebyscore", -4, READONLY, FIRST_KEY, data!(zrangebyscore), "sorted-set", "Returns members in a sorted set within a range of scores."),
-        spec("zrevrangebyscore", -4, READONLY, FIRST_KEY, data!(zrevrangebyscore), "sorted-set", "Returns members in a sorted set within a range of scores in reverse order."),
-        spec("zrangebylex", -4, READONLY, FIRST_KEY, data!(zrangebylex), "sorted-set", "Returns members in a sorted set within a lexicographical range."),
-        spec("zrevrangebylex", -4, READONLY, FIRST_KEY, data!(zrevrangebylex), "sorted-set", "Returns members in a sorted set within a lexicographical range in reverse order."),
-        spec("zremrangebyscore", 4, WRITE, FIRST_KEY, data!(zremrangebyscore), "sorted-set", "Removes members in a sorted set within a range of scores. Deletes the sorted set if all members were removed."),
-        spec("zremrangebyrank", 4, WRITE, FIRST_KEY, data!(zremrangebyrank), "sorted-set", "Removes members in a sorted set within a range of indexes. Deletes the sorted set if all members were removed."),
-        spec("zremrangebylex", 4, WRITE, FIRST_KEY, data!(zremrangebylex), "sorted-set", "Removes members in a sorted set within a lexicographical range. Deletes the sorted set if all members were removed."),
-        spec("zpopmin", -2, WRITE | FAST, FIRST_KEY, data!(zpopmin), "sorted-set", "Returns the lowest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped."),
-        spec("zpopmax", -2, WRITE | FAST, FIRST_KEY, data!(zpopmax), "sorted-set", "Returns the highest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped."),
-        spec("zscan", -3, READONLY, FIRST_KEY, data!(zscan), "sorted-set", "Iterates over members and scores of a sorted set."),
-        spec("zrandmember", -2, READONLY, FIRST_KEY, data!(zrandmember), "sorted-set", "Returns one or more random members from a sorted set."),
+        spec("zadd", -4, WRITE | DENYOOM | FAST, FIRST_KEY, Handler::Data(zadd), "sorted-set", "Adds one or more members to a sorted set, or updates their scores. Creates the key if it doesn't exist."),
+        spec("zincrby", 4, WRITE | DENYOOM | FAST, FIRST_KEY, Handler::Data(zincrby), "sorted-set", "Increments the score of a member in a sorted set."),
+        spec("zrem", -3, WRITE | FAST, FIRST_KEY, Handler::Data(zrem), "sorted-set", "Removes one or more members from a sorted set. Deletes the sorted set if all members were removed."),
+        spec("zscore", 3, READONLY | FAST, FIRST_KEY, Handler::Data(zscore), "sorted-set", "Returns the score of a member in a sorted set."),
+        spec("zmscore", -3, READONLY | FAST, FIRST_KEY, Handler::Data(zmscore), "sorted-set", "Returns the score of one or more members in a sorted set."),
+        spec("zcard", 2, READONLY | FAST, FIRST_KEY, Handler::Data(zcard), "sorted-set", "Returns the number of members in a sorted set."),
+        spec("zcount", 4, READONLY | FAST, FIRST_KEY, Handler::Data(zcount), "sorted-set", "Returns the count of members in a sorted set that have scores within a range."),
+        spec("zlexcount", 4, READONLY | FAST, FIRST_KEY, Handler::Data(zlexcount), "sorted-set", "Returns the number of members in a sorted set within a lexicographical range."),
+        spec("zrank", -3, READONLY | FAST, FIRST_KEY, Handler::Data(zrank), "sorted-set", "Returns the index of a member in a sorted set ordered by ascending scores."),
+        spec("zrevrank", -3, READONLY | FAST, FIRST_KEY, Handler::Data(zrevrank), "sorted-set", "Returns the index of a member in a sorted set ordered by descending scores."),
+        spec("zrange", -4, READONLY, FIRST_KEY, Handler::Data(zrange), "sorted-set", "Returns members in a sorted set within a range of indexes."),
+        spec("zrevrange", -4, READONLY, FIRST_KEY, Handler::Data(zrevrange), "sorted-set", "Returns members in a sorted set within a range of indexes in reverse order."),
+        spec("zrangebyscore", -4, READONLY, FIRST_KEY, Handler::Data(zrangebyscore), "sorted-set", "Returns members in a sorted set within a range of scores."),
+        spec("zrevrangebyscore", -4, READONLY, FIRST_KEY, Handler::Data(zrevrangebyscore), "sorted-set", "Returns members in a sorted set within a range of scores in reverse order."),
+        spec("zrangebylex", -4, READONLY, FIRST_KEY, Handler::Data(zrangebylex), "sorted-set", "Returns members in a sorted set within a lexicographical range."),
+        spec("zrevrangebylex", -4, READONLY, FIRST_KEY, Handler::Data(zrevrangebylex), "sorted-set", "Returns members in a sorted set within a lexicographical range in reverse order."),
+        spec("zremrangebyscore", 4, WRITE, FIRST_KEY, Handler::Data(zremrangebyscore), "sorted-set", "Removes members in a sorted set within a range of scores. Deletes the sorted set if all members were removed."),
+        spec("zremrangebyrank", 4, WRITE, FIRST_KEY, Handler::Data(zremrangebyrank), "sorted-set", "Removes members in a sorted set within a range of indexes. Deletes the sorted set if all members were removed."),
+        spec("zremrangebylex", 4, WRITE, FIRST_KEY, Handler::Data(zremrangebylex), "sorted-set", "Removes members in a sorted set within a lexicographical range. Deletes the sorted set if all members were removed."),
+        spec("zpopmin", -2, WRITE | FAST, FIRST_KEY, Handler::Data(zpopmin), "sorted-set", "Returns the lowest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped."),
+        spec("zpopmax", -2, WRITE | FAST, FIRST_KEY, Handler::Data(zpopmax), "sorted-set", "Returns the highest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped."),
+        spec("zscan", -3, READONLY, FIRST_KEY, Handler::Data(zscan), "sorted-set", "Iterates over members and scores of a sorted set."),
+        spec("zrandmember", -2, READONLY, FIRST_KEY, Handler::Data(zrandmember), "sorted-set", "Returns one or more random members from a sorted set."),
     ]
 }
 
@@ -593,14 +594,20 @@ fn zscan(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     };
     let opts = scan_options(&args[3..], false)?;
     let mut items = Vec::new();
-    let next = scan_walk(z.len(), cursor, opts.count, scans_whole(&e.value), |i| {
-        if let Some((m, s)) = z.get_index(i) {
-            if opts.matches(m) {
-                items.push(Frame::Bulk(m.clone()));
-                items.push(Frame::Bulk(Bytes::from(format_float(s))));
+    let next = scan_walk(
+        z.len(),
+        cursor,
+        opts.count,
+        scans_whole(&e.value, &super::encoding_limits(ctx)),
+        |i| {
+            if let Some((m, s)) = z.get_index(i) {
+                if opts.matches(m) {
+                    items.push(Frame::Bulk(m.clone()));
+                    items.push(Frame::Bulk(Bytes::from(format_float(s))));
+                }
             }
-        }
-    });
+        },
+    );
     Ok(scan_reply(next, items))
 }
 

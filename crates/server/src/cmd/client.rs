@@ -1,0 +1,450 @@
+//! CLIENT: a connection's own settings and the server's view of every
+//! connection (LIST, INFO, KILL, ...).
+use crate::client::{ClientHandle, ClientInfo};
+use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Reply, NO_KEYS};
+use crate::errors;
+use crate::util::{is, now_ms};
+use bytes::Bytes;
+use durakv_engine::value::parse_i64;
+use durakv_engine::Durability;
+use durakv_protocol::Frame;
+use std::collections::HashSet;
+use std::sync::atomic::Ordering;
+
+use super::subcommands::*;
+
+pub fn commands() -> Vec<CommandSpec> {
+    vec![spec(
+        "client",
+        -2,
+        NOSCRIPT | LOADING | STALE,
+        NO_KEYS,
+        Handler::Conn(client),
+        "connection",
+        "A container for client connection commands.",
+    )]
+}
+
+/// Client names may not contain spaces, newlines or other special characters.
+pub fn validate_client_name(name: &[u8]) -> Result<(), durakv_protocol::Frame> {
+    if name.iter().any(|&c| !(b'!'..=b'~').contains(&c)) {
+        return Err(durakv_protocol::Frame::error(
+            "ERR Client names cannot contain spaces, newlines or special characters.",
+        ));
+    }
+    Ok(())
+}
+
+pub(super) const CLIENT_SUBS: &[SubSpec] = &[
+    sub("id", 2, NOSCRIPT | LOADING | STALE, "Returns the unique client ID of the connection."),
+    sub("setname", 3, NOSCRIPT | LOADING | STALE, "Sets the connection name."),
+    sub("getname", 2, NOSCRIPT | LOADING | STALE, "Returns the name of the connection."),
+    sub("list", -2, ADMIN | NOSCRIPT | LOADING | STALE, "Lists open connections."),
+    sub("info", 2, NOSCRIPT | LOADING | STALE, "Returns information about the connection."),
+    sub("kill", -3, ADMIN | NOSCRIPT | LOADING | STALE, "Terminates open connections."),
+    sub("setinfo", 4, NOSCRIPT | LOADING | STALE, "Sets information specific to the client or connection."),
+    sub("no-evict", 3, ADMIN | NOSCRIPT | LOADING | STALE, "Sets the client eviction mode of the connection."),
+    sub("no-touch", 3, NOSCRIPT | LOADING | STALE, "Controls whether commands sent by the client affect the LRU/LFU of accessed keys."),
+    sub("reply", 3, NOSCRIPT | LOADING | STALE, "Instructs the server whether to reply to commands."),
+    sub("getredir", 2, NOSCRIPT | LOADING | STALE, "Returns the client ID to which the connection's tracking notifications are redirected."),
+    sub("durability", 3, NOSCRIPT | LOADING | STALE, "Sets this connection's durability level: full, delayed, none, or default (the database's level)."),
+    sub("help", 2, LOADING | STALE, "Returns helpful text about the different subcommands."),
+];
+
+// ---------------------------------------------------------------------------
+// CLIENT
+// ---------------------------------------------------------------------------
+
+fn client(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let s = find_sub("client", args)?;
+    note_subcommand(ctx, "client", s);
+    match s.name {
+        "id" => Ok(Frame::Integer(ctx.client.id() as i64)),
+        "setname" => {
+            validate_client_name(&args[2])?;
+            ctx.client.name = (!args[2].is_empty()).then(|| args[2].clone());
+            Ok(Frame::ok())
+        }
+        "getname" => match &ctx.client.name {
+            Some(n) => Ok(Frame::Bulk(n.clone())),
+            None => Ok(Frame::Null),
+        },
+        "list" => Ok(client_list(ctx, args)),
+        "info" => {
+            let mut line = client_line(&ctx.client.handle, &caller_info(ctx));
+            line.push('\n');
+            Ok(Frame::Verbatim(Bytes::from(line)))
+        }
+        "kill" => Ok(client_kill(ctx, args)),
+        "setinfo" => Ok(client_setinfo(ctx, args)),
+        "no-evict" | "no-touch" => {
+            // Accepted so client libraries that set them work; durakv never
+            // evicts clients and keeps no LRU/LFU to protect.
+            if is(&args[2], "on") || is(&args[2], "off") {
+                Ok(Frame::ok())
+            } else {
+                Err(errors::err(errors::SYNTAX))
+            }
+        }
+        "reply" => {
+            if is(&args[2], "on") {
+                ctx.client.reply_mode = crate::client::ReplyMode::On;
+                Ok(Frame::ok())
+            } else if is(&args[2], "off") {
+                ctx.client.reply_mode = crate::client::ReplyMode::Off;
+                Ok(Frame::ok())
+            } else if is(&args[2], "skip") {
+                ctx.client.reply_mode = crate::client::ReplyMode::SkipNext;
+                Ok(Frame::ok())
+            } else {
+                Err(errors::err(errors::SYNTAX))
+            }
+        }
+        "getredir" => Ok(Frame::Integer(-1)),
+        "durability" => {
+            let v = &args[2];
+            if is(v, "default") {
+                ctx.client.durability = None;
+                return Ok(Frame::ok());
+            }
+            match std::str::from_utf8(v)
+                .ok()
+                .and_then(|t| t.parse::<Durability>().ok())
+            {
+                Some(level) => {
+                    ctx.client.durability = Some(level);
+                    Ok(Frame::ok())
+                }
+                None => Err(Frame::error(format!(
+                    "ERR invalid durability level '{}': expected full, delayed, none or default",
+                    lossy(v)
+                ))),
+            }
+        }
+        _ => help(
+            "client",
+            &[
+                "ID",
+                "    Return the ID of the current connection.",
+                "SETNAME <name>",
+                "    Assign the name <name> to the current connection.",
+                "GETNAME",
+                "    Return the name of the current connection.",
+                "LIST [TYPE NORMAL|MASTER|REPLICA|PUBSUB] [ID <id> [<id> ...]]",
+                "    Return information about client connections.",
+                "INFO",
+                "    Return information about the current client connection.",
+                "KILL <ip:port>",
+                "    Kill connection made from <ip:port>.",
+                "KILL <option> <value> [<option> <value> [...]]",
+                "    Kill connections. Options are:",
+                "    * ADDR (<ip:port>|<unixsocket>:0)",
+                "      Kill connections made from the specified address",
+                "    * LADDR (<ip:port>|<unixsocket>:0)",
+                "      Kill connections made to specified local address",
+                "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+                "      Kill connections by type.",
+                "    * USER <username>",
+                "      Kill connections authenticated by <username>.",
+                "    * SKIPME (YES|NO)",
+                "      Skip killing current connection (default: yes).",
+                "    * ID <client-id>",
+                "      Kill connections by client id.",
+                "    * MAXAGE <maxage>",
+                "      Kill connections older than the specified age.",
+                "SETINFO <option> <value>",
+                "    Set client meta attr. Options are:",
+                "    * LIB-NAME: the client lib name.",
+                "    * LIB-VER: the client lib version.",
+                "NO-EVICT (ON|OFF)",
+                "    Accepted for compatibility; durakv does not evict clients.",
+                "NO-TOUCH (ON|OFF)",
+                "    Accepted for compatibility; durakv keeps no LRU/LFU statistics.",
+                "REPLY ON",
+                "    Reply to every command (OFF and SKIP are not supported).",
+                "DURABILITY (FULL|DELAYED|NONE|DEFAULT)",
+                "    Set the durability level of this connection's writes:",
+                "    * FULL: reply after the write is fsynced.",
+                "    * DELAYED: reply at once; flushed within delayed-flush-ms.",
+                "    * NONE: not logged.",
+                "    * DEFAULT: use the database's level (durability, durability-db-N).",
+            ],
+        ),
+    }
+}
+
+/// The calling connection's CLIENT LIST fields, read from its own state
+/// (the published snapshot lags by one command).
+fn caller_info(ctx: &Ctx<'_>) -> ClientInfo {
+    let c = &*ctx.client;
+    ClientInfo {
+        name: c.name.clone(),
+        db: c.db,
+        last_cmd: c.last_cmd.clone(),
+        lib_name: c.lib_name.clone(),
+        lib_ver: c.lib_ver.clone(),
+        resp: c.protocol.version(),
+        multi: c
+            .multi
+            .as_ref()
+            .map(|m| m.queued.len() as i64)
+            .unwrap_or(-1),
+        watch: c.watched.len(),
+        durability: c.durability,
+        user: c.user.clone(),
+        qbuf: 0,
+        omem: 0,
+    }
+}
+
+/// Size the connection's read buffer starts at (see `connection.rs`).
+const READ_BUFFER_BYTES: usize = 16 * 1024;
+/// Rough fixed cost of one connection's state, for `tot-mem`.
+const CLIENT_STATE_BYTES: usize = 2048;
+
+/// One CLIENT LIST line in Redis's field order, plus durakv's `durability=`.
+fn client_line(h: &ClientHandle, info: &ClientInfo) -> String {
+    let age = h.created.elapsed().as_secs();
+    let idle = now_ms().saturating_sub(h.last_interaction_ms.load(Ordering::Relaxed)) / 1000;
+    let mut flags = String::new();
+    if info.multi >= 0 {
+        flags.push('x');
+    }
+    if h.watch_dirty.load(Ordering::Acquire) {
+        flags.push('d');
+    }
+    if h.is_killed() {
+        flags.push('A');
+    }
+    if flags.is_empty() {
+        flags.push('N');
+    }
+    let rbs = READ_BUFFER_BYTES.max(info.qbuf);
+    let text = |b: &Option<Bytes>| b.as_deref().map(lossy).unwrap_or_default();
+    let durability = info.durability.map(|d| d.as_str()).unwrap_or("default");
+    // `fd` is not tracked per connection; -1 keeps the field parseable.
+    format!(
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi={} watch={} qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={} rbp={} obl=0 oll={} omem=0 tot-mem={} events=r cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={} durability={}",
+        h.id,
+        h.addr,
+        h.laddr,
+        h.fd,
+        text(&info.name),
+        age,
+        idle,
+        flags,
+        info.db,
+        info.multi,
+        info.watch,
+        info.qbuf,
+        rbs - info.qbuf.min(rbs),
+        rbs,
+        rbs,
+        info.omem,
+        rbs + CLIENT_STATE_BYTES,
+        if info.last_cmd.is_empty() { "NULL" } else { &info.last_cmd },
+        info.user,
+        info.resp,
+        text(&info.lib_name),
+        text(&info.lib_ver),
+        durability,
+    )
+}
+
+/// The line for any client: the caller's from its live state, others' from
+/// their published snapshot.
+fn line_for(ctx: &Ctx<'_>, h: &ClientHandle) -> String {
+    if h.id == ctx.client.id() {
+        client_line(h, &caller_info(ctx))
+    } else {
+        let info = h.info.lock().clone();
+        client_line(h, &info)
+    }
+}
+
+/// Client types CLIENT LIST / KILL accept; durakv only has normal clients.
+fn client_type_is_normal(t: &[u8]) -> Option<bool> {
+    if is(t, "normal") {
+        Some(true)
+    } else if is(t, "master") || is(t, "replica") || is(t, "slave") || is(t, "pubsub") {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+fn client_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
+    let mut ids: Option<HashSet<u64>> = None;
+    let mut include_normal = true;
+    if args.len() == 4 && is(&args[2], "type") {
+        match client_type_is_normal(&args[3]) {
+            Some(n) => include_normal = n,
+            None => {
+                return Frame::error(format!("ERR Unknown client type '{}'", lossy(&args[3])));
+            }
+        }
+    } else if args.len() > 3 && is(&args[2], "id") {
+        let mut set = HashSet::new();
+        for a in &args[3..] {
+            match parse_i64(a) {
+                Some(n) if n > 0 => {
+                    set.insert(n as u64);
+                }
+                _ => return Frame::error("ERR Invalid client ID"),
+            }
+        }
+        ids = Some(set);
+    } else if args.len() != 2 {
+        return errors::err(errors::SYNTAX);
+    }
+    let mut out = String::new();
+    if include_normal {
+        for h in ctx.shared.clients.all() {
+            if ids.as_ref().is_some_and(|s| !s.contains(&h.id)) {
+                continue;
+            }
+            out.push_str(&line_for(ctx, &h));
+            out.push('\n');
+        }
+    }
+    Frame::Verbatim(Bytes::from(out))
+}
+
+#[derive(Default)]
+struct KillFilter {
+    id: Option<u64>,
+    addr: Option<String>,
+    laddr: Option<String>,
+    user: Option<String>,
+    normal_only: Option<bool>,
+    max_age_secs: Option<u64>,
+    skipme: bool,
+}
+
+impl KillFilter {
+    fn matches(&self, h: &ClientHandle, user: &str) -> bool {
+        self.id.is_none_or(|id| h.id == id)
+            && self.addr.as_ref().is_none_or(|a| h.addr.to_string() == *a)
+            && self
+                .laddr
+                .as_ref()
+                .is_none_or(|a| h.laddr.to_string() == *a)
+            && self.user.as_ref().is_none_or(|u| u == user)
+            && self.normal_only.is_none_or(|normal| normal)
+            && self
+                .max_age_secs
+                .is_none_or(|m| h.created.elapsed().as_secs() >= m)
+    }
+}
+
+fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
+    // The old form, `CLIENT KILL ip:port`, answers OK or an error.
+    if args.len() == 3 {
+        let filter = KillFilter {
+            addr: Some(lossy(&args[2])),
+            ..Default::default()
+        };
+        let killed = kill_matching(ctx, &filter);
+        return if killed == 0 {
+            Frame::error("ERR No such client")
+        } else {
+            Frame::ok()
+        };
+    }
+    if !args.len().is_multiple_of(2) {
+        return errors::err(errors::SYNTAX);
+    }
+    let mut f = KillFilter {
+        skipme: true,
+        ..Default::default()
+    };
+    for pair in args[2..].chunks(2) {
+        let (opt, val) = (&pair[0], &pair[1]);
+        if is(opt, "id") {
+            match parse_i64(val) {
+                Some(n) if n > 0 => f.id = Some(n as u64),
+                _ => return Frame::error("ERR client-id should be greater than 0"),
+            }
+        } else if is(opt, "type") {
+            match client_type_is_normal(val) {
+                Some(n) => f.normal_only = Some(n),
+                None => return Frame::error(format!("ERR Unknown client type '{}'", lossy(val))),
+            }
+        } else if is(opt, "addr") {
+            f.addr = Some(lossy(val));
+        } else if is(opt, "laddr") {
+            f.laddr = Some(lossy(val));
+        } else if is(opt, "user") {
+            if &val[..] != b"default" {
+                return Frame::error(format!("ERR No such user '{}'", lossy(val)));
+            }
+            f.user = Some(lossy(val));
+        } else if is(opt, "skipme") {
+            if is(val, "yes") {
+                f.skipme = true;
+            } else if is(val, "no") {
+                f.skipme = false;
+            } else {
+                return errors::err(errors::SYNTAX);
+            }
+        } else if is(opt, "maxage") {
+            match parse_i64(val) {
+                Some(n) if n >= 0 => f.max_age_secs = Some(n as u64),
+                _ => return errors::err(errors::NOT_INTEGER),
+            }
+        } else {
+            return errors::err(errors::SYNTAX);
+        }
+    }
+    Frame::Integer(kill_matching(ctx, &f) as i64)
+}
+
+/// Kills every client `f` matches; the caller itself only closes after its
+/// reply is sent, as Redis does.
+fn kill_matching(ctx: &mut Ctx<'_>, f: &KillFilter) -> usize {
+    let me = ctx.client.id();
+    let mut killed = 0;
+    for h in ctx.shared.clients.all() {
+        if h.id == me && f.skipme {
+            continue;
+        }
+        let user = if h.id == me {
+            ctx.client.user.clone()
+        } else {
+            h.info.lock().user.clone()
+        };
+        if !f.matches(&h, &user) {
+            continue;
+        }
+        if h.id == me {
+            ctx.client.close_after_reply = true;
+        } else {
+            h.kill();
+        }
+        killed += 1;
+    }
+    killed
+}
+
+fn client_setinfo(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
+    let (attr, val) = (&args[2], &args[3]);
+    let name = if is(attr, "lib-name") {
+        "lib-name"
+    } else if is(attr, "lib-ver") {
+        "lib-ver"
+    } else {
+        return Frame::error(format!("ERR Unrecognized option '{}'", lossy(attr)));
+    };
+    if val.iter().any(|&c| !(b'!'..=b'~').contains(&c)) {
+        return Frame::error(format!(
+            "ERR {name} cannot contain spaces, newlines or special characters."
+        ));
+    }
+    let v = (!val.is_empty()).then(|| val.clone());
+    if name == "lib-name" {
+        ctx.client.lib_name = v;
+    } else {
+        ctx.client.lib_ver = v;
+    }
+    Frame::ok()
+}

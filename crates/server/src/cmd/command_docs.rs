@@ -1,0 +1,422 @@
+//! COMMAND: the command table as clients see it (COUNT, INFO, DOCS,
+//! LIST, GETKEYS), from the same specs dispatch uses.
+use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Keys, Reply, COMMANDS, NO_KEYS};
+use crate::errors;
+use crate::glob::glob_match;
+use crate::util::is;
+use bytes::Bytes;
+use durakv_protocol::Frame;
+
+use super::subcommands::*;
+
+pub fn commands() -> Vec<CommandSpec> {
+    vec![spec(
+        "command",
+        -1,
+        LOADING | STALE,
+        NO_KEYS,
+        Handler::Conn(command),
+        "server",
+        "Returns detailed information about all commands.",
+    )]
+}
+
+pub(super) const COMMAND_SUBS: &[SubSpec] = &[
+    sub("count", 2, LOADING | STALE, "Returns a count of commands."),
+    sub(
+        "info",
+        -2,
+        LOADING | STALE,
+        "Returns information about one, multiple or all commands.",
+    ),
+    sub(
+        "docs",
+        -2,
+        LOADING | STALE,
+        "Returns documentary information about one, multiple or all commands.",
+    ),
+    sub(
+        "list",
+        -2,
+        LOADING | STALE,
+        "Returns a list of command names.",
+    ),
+    sub(
+        "getkeys",
+        -3,
+        LOADING | STALE,
+        "Extracts the key names from an arbitrary command.",
+    ),
+    sub(
+        "help",
+        2,
+        LOADING | STALE,
+        "Returns helpful text about the different subcommands.",
+    ),
+];
+
+// ---------------------------------------------------------------------------
+// COMMAND
+// ---------------------------------------------------------------------------
+
+/// What COMMAND INFO / DOCS need to know about a command or subcommand.
+struct View {
+    name: String,
+    arity: i32,
+    flags: u32,
+    keys: Keys,
+    group: &'static str,
+    summary: &'static str,
+    subs: &'static [SubSpec],
+}
+
+impl View {
+    fn of(spec: &CommandSpec) -> View {
+        View {
+            name: spec.name.to_string(),
+            arity: spec.arity,
+            flags: spec.flags,
+            keys: spec.keys,
+            group: spec.group,
+            summary: spec.summary,
+            subs: subcommands_of(spec.name),
+        }
+    }
+
+    fn of_sub(parent: &CommandSpec, s: &SubSpec) -> View {
+        // MEMORY USAGE is the only subcommand with a key (argument 2).
+        let keys = if (parent.name == "memory" && s.name == "usage") || parent.name == "object" {
+            Keys::Range {
+                first: 2,
+                last: 2,
+                step: 1,
+            }
+        } else {
+            Keys::None
+        };
+        View {
+            name: format!("{}|{}", parent.name, s.name),
+            arity: s.arity,
+            flags: s.flags,
+            keys,
+            group: parent.group,
+            summary: s.summary,
+            subs: &[],
+        }
+    }
+
+    fn triple(&self) -> (i64, i64, i64) {
+        match self.keys {
+            Keys::Range { first, last, step } => (first as i64, last as i64, step as i64),
+            Keys::Custom(_) => (0, 0, 0),
+            Keys::None | Keys::All => (0, 0, 0),
+        }
+    }
+
+    fn flag_names(&self) -> Vec<&'static str> {
+        let mut v: Vec<&'static str> = NAMES
+            .iter()
+            .filter(|(bit, _)| self.flags & bit != 0)
+            .map(|(_, n)| *n)
+            .collect();
+        if matches!(self.keys, Keys::Custom(_)) && self.subs.is_empty() {
+            v.push("movablekeys");
+        }
+        v
+    }
+
+    fn acl_categories(&self) -> Vec<&'static str> {
+        let mut v = Vec::new();
+        if self.flags & WRITE != 0 {
+            v.push("@write");
+        }
+        if self.flags & READONLY != 0 {
+            v.push("@read");
+        }
+        let group_cat = match self.group {
+            "string" => Some("@string"),
+            "hash" => Some("@hash"),
+            "list" => Some("@list"),
+            "set" => Some("@set"),
+            "sorted-set" | "sorted_set" | "zset" => Some("@sortedset"),
+            "generic" => Some("@keyspace"),
+            "connection" => Some("@connection"),
+            "transactions" => Some("@transaction"),
+            "pubsub" => Some("@pubsub"),
+            "scripting" => Some("@scripting"),
+            "bitmap" => Some("@bitmap"),
+            "hyperloglog" => Some("@hyperloglog"),
+            "geo" => Some("@geo"),
+            "stream" => Some("@stream"),
+            _ => None,
+        };
+        v.extend(group_cat);
+        if self.flags & ADMIN != 0 || matches!(self.keys, Keys::All) {
+            v.push("@admin");
+            v.push("@dangerous");
+        }
+        v.push(if self.flags & FAST != 0 {
+            "@fast"
+        } else {
+            "@slow"
+        });
+        v.dedup();
+        v
+    }
+
+    fn key_specs(&self) -> Frame {
+        let flags = if self.flags & WRITE != 0 { "RW" } else { "RO" };
+        let flag_set = Frame::Set(vec![status(flags)]);
+        let (begin, find) = match self.keys {
+            Keys::Range { first, last, step } => {
+                // Redis counts `lastkey` from the first key, not from argv[0].
+                let lastkey = if last >= 0 { last - first } else { last };
+                (
+                    Frame::Map(vec![
+                        (bulk("type"), bulk("index")),
+                        (
+                            bulk("spec"),
+                            Frame::Map(vec![(bulk("index"), Frame::Integer(first as i64))]),
+                        ),
+                    ]),
+                    Frame::Map(vec![
+                        (bulk("type"), bulk("range")),
+                        (
+                            bulk("spec"),
+                            Frame::Map(vec![
+                                (bulk("lastkey"), Frame::Integer(lastkey as i64)),
+                                (bulk("keystep"), Frame::Integer(step as i64)),
+                                (bulk("limit"), Frame::Integer(0)),
+                            ]),
+                        ),
+                    ]),
+                )
+            }
+            Keys::Custom(_) => {
+                let unknown = || {
+                    Frame::Map(vec![
+                        (bulk("type"), bulk("unknown")),
+                        (bulk("spec"), Frame::Map(Vec::new())),
+                    ])
+                };
+                (unknown(), unknown())
+            }
+            Keys::None | Keys::All => return Frame::Array(Vec::new()),
+        };
+        Frame::Array(vec![Frame::Map(vec![
+            (bulk("flags"), flag_set),
+            (bulk("begin_search"), begin),
+            (bulk("find_keys"), find),
+        ])])
+    }
+
+    /// `[name, arity, flags, first, last, step, acl, tips, key specs, subcommands]`.
+    fn info(&self, parent: Option<&CommandSpec>) -> Frame {
+        let (first, last, step) = self.triple();
+        let subs = match parent {
+            Some(p) => self
+                .subs
+                .iter()
+                .map(|s| View::of_sub(p, s).info(None))
+                .collect(),
+            None => Vec::new(),
+        };
+        Frame::Array(vec![
+            bulk(&self.name),
+            Frame::Integer(self.arity as i64),
+            Frame::Set(self.flag_names().into_iter().map(status).collect()),
+            Frame::Integer(first),
+            Frame::Integer(last),
+            Frame::Integer(step),
+            Frame::Set(self.acl_categories().into_iter().map(status).collect()),
+            Frame::Set(Vec::new()),
+            self.key_specs(),
+            Frame::Array(subs),
+        ])
+    }
+
+    fn docs(&self, parent: Option<&CommandSpec>) -> Frame {
+        let mut m = vec![
+            (bulk("summary"), bulk(self.summary)),
+            (bulk("group"), bulk(self.group)),
+        ];
+        if let Some(p) = parent {
+            if !self.subs.is_empty() {
+                let subs = self
+                    .subs
+                    .iter()
+                    .map(|s| {
+                        let v = View::of_sub(p, s);
+                        (bulk(&v.name), v.docs(None))
+                    })
+                    .collect();
+                m.push((bulk("subcommands"), Frame::Map(subs)));
+            }
+        }
+        Frame::Map(m)
+    }
+}
+
+/// Every command, sorted by name so replies are stable.
+fn all_specs() -> Vec<&'static CommandSpec> {
+    let mut v: Vec<&'static CommandSpec> = COMMANDS.values().collect();
+    v.sort_by_key(|s| s.name);
+    v
+}
+
+/// Looks up `name` or `container|sub`.
+fn view_by_name(name: &[u8]) -> Option<(View, Option<&'static CommandSpec>)> {
+    let text = std::str::from_utf8(name).ok()?.to_ascii_lowercase();
+    match text.split_once('|') {
+        None => {
+            let s = crate::command::lookup(text.as_bytes())?;
+            Some((View::of(s), Some(s)))
+        }
+        Some((parent, child)) => {
+            let p = crate::command::lookup(parent.as_bytes())?;
+            let s = subcommands_of(p.name).iter().find(|s| s.name == child)?;
+            Some((View::of_sub(p, s), None))
+        }
+    }
+}
+
+fn command(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    if args.len() == 1 {
+        return Ok(Frame::Array(
+            all_specs()
+                .into_iter()
+                .map(|s| View::of(s).info(Some(s)))
+                .collect(),
+        ));
+    }
+    let s = find_sub("command", args)?;
+    note_subcommand(ctx, "command", s);
+    match s.name {
+        "count" => Ok(Frame::Integer(COMMANDS.len() as i64)),
+        "info" => {
+            if args.len() == 2 {
+                return Ok(Frame::Array(
+                    all_specs()
+                        .into_iter()
+                        .map(|s| View::of(s).info(Some(s)))
+                        .collect(),
+                ));
+            }
+            Ok(Frame::Array(
+                args[2..]
+                    .iter()
+                    .map(|n| match view_by_name(n) {
+                        Some((v, p)) => v.info(p),
+                        None => Frame::Null,
+                    })
+                    .collect(),
+            ))
+        }
+        "docs" => {
+            let pairs = if args.len() == 2 {
+                all_specs()
+                    .into_iter()
+                    .map(|s| (bulk(s.name), View::of(s).docs(Some(s))))
+                    .collect()
+            } else {
+                args[2..]
+                    .iter()
+                    .filter_map(|n| {
+                        let (v, p) = view_by_name(n)?;
+                        Some((bulk(&v.name), v.docs(p)))
+                    })
+                    .collect()
+            };
+            Ok(Frame::Map(pairs))
+        }
+        "list" => Ok(command_list(args)),
+        "getkeys" => {
+            let inner = &args[2..];
+            let Some(spec) = crate::command::lookup(&inner[0]) else {
+                return Err(Frame::error("ERR Invalid command specified"));
+            };
+            if !spec.arity_ok(inner.len()) {
+                return Err(Frame::error(
+                    "ERR Invalid number of arguments specified for command",
+                ));
+            }
+            let idx = spec.key_indexes(inner);
+            if idx.is_empty() {
+                return Err(Frame::error("ERR The command has no key arguments"));
+            }
+            Ok(Frame::Array(
+                idx.into_iter()
+                    .map(|i| Frame::Bulk(inner[i].clone()))
+                    .collect(),
+            ))
+        }
+        _ => help(
+            "command",
+            &[
+                "(no subcommand)",
+                "    Return details about all commands.",
+                "COUNT",
+                "    Return the total number of commands in this server.",
+                "LIST",
+                "    Return a list of all commands in this server.",
+                "LIST FILTERBY (MODULE <module-name>|ACLCAT <category>|PATTERN <pattern>)",
+                "    Return a list of commands matching the filter.",
+                "INFO [<command-name> ...]",
+                "    Return details about multiple commands.",
+                "    If no command names are given, documentation details for all",
+                "    commands are returned.",
+                "DOCS [<command-name> ...]",
+                "    Return documentation details about multiple commands.",
+                "    If no command names are given, documentation details for all",
+                "    commands are returned.",
+                "GETKEYS <full-command>",
+                "    Return the keys from a full command.",
+            ],
+        ),
+    }
+}
+
+fn command_list(args: &[Bytes]) -> Frame {
+    enum Filter {
+        All,
+        None,
+        Category(String),
+        Pattern(Bytes),
+    }
+    let filter = match args.len() {
+        2 => Filter::All,
+        5 if is(&args[2], "filterby") => {
+            if is(&args[3], "module") {
+                Filter::None
+            } else if is(&args[3], "aclcat") {
+                Filter::Category(format!("@{}", lossy(&args[4]).to_ascii_lowercase()))
+            } else if is(&args[3], "pattern") {
+                Filter::Pattern(args[4].clone())
+            } else {
+                return errors::err(errors::SYNTAX);
+            }
+        }
+        _ => return errors::err(errors::SYNTAX),
+    };
+    let mut names = Vec::new();
+    for spec in all_specs() {
+        let mut views = vec![View::of(spec)];
+        views.extend(
+            subcommands_of(spec.name)
+                .iter()
+                .map(|s| View::of_sub(spec, s)),
+        );
+        for v in views {
+            let keep = match &filter {
+                Filter::All => true,
+                Filter::None => false,
+                Filter::Category(c) => v.acl_categories().contains(&c.as_str()),
+                Filter::Pattern(p) => glob_match(p, v.name.as_bytes(), true),
+            };
+            if keep {
+                names.push(bulk(&v.name));
+            }
+        }
+    }
+    Frame::Array(names)
+}

@@ -1,0 +1,177 @@
+//! CONFIG GET / SET / RESETSTAT / REWRITE over the directive table in
+//! `crate::config`.
+use crate::command::{flags::*, into_frame, spec, CommandSpec, Ctx, Handler, Reply, NO_KEYS};
+use crate::dispatch::Outcome;
+use crate::errors;
+use bytes::Bytes;
+use durakv_protocol::Frame;
+use std::collections::HashSet;
+
+use super::subcommands::*;
+
+pub fn commands() -> Vec<CommandSpec> {
+    vec![spec(
+        "config",
+        -2,
+        ADMIN | NOSCRIPT | LOADING | STALE,
+        NO_KEYS,
+        Handler::Outcome(config),
+        "server",
+        "A container for server configuration commands.",
+    )]
+}
+
+pub(super) const CONFIG_SUBS: &[SubSpec] = &[
+    sub(
+        "get",
+        -3,
+        ADMIN | NOSCRIPT | LOADING | STALE,
+        "Returns the effective values of configuration parameters.",
+    ),
+    sub(
+        "set",
+        -4,
+        ADMIN | NOSCRIPT | LOADING | STALE,
+        "Sets configuration parameters in-flight.",
+    ),
+    sub(
+        "resetstat",
+        2,
+        ADMIN | NOSCRIPT | LOADING | STALE,
+        "Resets the server's statistics.",
+    ),
+    sub(
+        "rewrite",
+        2,
+        ADMIN | NOSCRIPT | LOADING | STALE,
+        "Persists the effective configuration to file.",
+    ),
+    sub(
+        "help",
+        2,
+        LOADING | STALE,
+        "Returns helpful text about the different subcommands.",
+    ),
+];
+
+// ---------------------------------------------------------------------------
+// CONFIG
+// ---------------------------------------------------------------------------
+
+/// CONFIG. A SET that makes a database logged replies once the record
+/// holding that database's content is durable.
+fn config(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    if let Some(s) = find_sub("config", args).ok().filter(|s| s.name == "set") {
+        note_subcommand(ctx, "config", s);
+        let (frame, dependency_lsn) = config_set(ctx, args);
+        return Outcome {
+            frame,
+            dependency_lsn,
+        };
+    }
+    Outcome::now(into_frame(config_other(ctx, args)))
+}
+
+fn config_other(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let s = find_sub("config", args)?;
+    note_subcommand(ctx, "config", s);
+    match s.name {
+        "get" => {
+            let cfg = ctx.shared.config.read();
+            let mut seen = HashSet::new();
+            let mut pairs = Vec::new();
+            for pattern in &args[2..] {
+                for (name, value) in cfg.matching(pattern) {
+                    if seen.insert(name.clone()) {
+                        pairs.push((bulk(&name), bulk(&value)));
+                    }
+                }
+            }
+            Ok(Frame::Map(pairs))
+        }
+        "resetstat" => {
+            ctx.shared.stats.reset();
+            ctx.shared.rates.reset();
+            Ok(Frame::ok())
+        }
+        "rewrite" => {
+            let cfg = ctx.shared.config.read().clone();
+            crate::config_rewrite::rewrite(&cfg).map_err(|e| Frame::error(format!("ERR {e}")))?;
+            Ok(Frame::ok())
+        }
+        _ => help(
+            "config",
+            &[
+                "GET <pattern>",
+                "    Return parameters matching the glob-like <pattern> and their values.",
+                "SET <directive> <value>",
+                "    Set the configuration <directive> to <value>.",
+                "RESETSTAT",
+                "    Reset statistics reported by the INFO command.",
+                "REWRITE",
+                "    Rewrite the configuration file (the TOML file given with --config).",
+            ],
+        ),
+    }
+}
+
+/// Applies every pair to a copy and installs it only if all succeed, so a
+/// failed CONFIG SET changes nothing.
+fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> (Frame, u64) {
+    let before = ctx.shared.config.read().clone();
+    let frame = config_set_values(ctx, args);
+    if frame.is_error() {
+        return (frame, 0);
+    }
+    match ctx.shared.sync_logged_dbs() {
+        Ok(lsn) => (frame, lsn),
+        Err(e) => {
+            *ctx.shared.config.write() = before;
+            let _ = ctx.shared.sync_logged_dbs();
+            (
+                Frame::error(format!(
+                    "ERR CONFIG SET failed - cannot start logging a database: {e}"
+                )),
+                0,
+            )
+        }
+    }
+}
+
+fn config_set_values(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
+    if !args.len().is_multiple_of(2) {
+        return errors::err(errors::SYNTAX);
+    }
+    let fail = |arg: &str, reason: &str| {
+        Frame::error(format!(
+            "ERR CONFIG SET failed (possibly related to argument '{arg}') - {reason}"
+        ))
+    };
+    let mut cfg = ctx.shared.config.write();
+    let mut next = cfg.clone();
+    let mut seen = HashSet::new();
+    for pair in args[2..].chunks(2) {
+        let name = lossy(&pair[0]);
+        let lname = name.to_ascii_lowercase();
+        if !lname.starts_with("durability-db-") {
+            match crate::config::find(&lname) {
+                Some(d) if d.runtime => {}
+                Some(_) => return fail(&name, "can't set immutable config"),
+                None => {
+                    return Frame::error(format!(
+                        "ERR Unknown option or number of arguments for CONFIG SET - '{name}'"
+                    ))
+                }
+            }
+        }
+        if !seen.insert(lname.clone()) {
+            return fail(&name, "duplicate parameter");
+        }
+        let value = lossy(&pair[1]);
+        if let Err(reason) = next.set(&lname, &value) {
+            return fail(&name, &reason);
+        }
+    }
+    *cfg = next;
+    Frame::ok()
+}

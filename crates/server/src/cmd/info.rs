@@ -1,0 +1,450 @@
+//! INFO and its sections, including what it reads from `/proc`.
+use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, NO_KEYS};
+use crate::dispatch::Outcome;
+use crate::state::Shared;
+use crate::util::{is, now_us};
+use bytes::Bytes;
+use durakv_engine::Durability;
+use durakv_protocol::Frame;
+use std::collections::HashSet;
+use std::fmt::Write as _;
+use std::sync::atomic::Ordering;
+
+use super::connection::REDIS_COMPAT_VERSION;
+
+pub fn commands() -> Vec<CommandSpec> {
+    vec![spec(
+        "info",
+        -1,
+        LOADING | STALE,
+        NO_KEYS,
+        Handler::Outcome(info),
+        "server",
+        "Returns information and statistics about the server.",
+    )]
+}
+
+// ---------------------------------------------------------------------------
+// INFO
+// ---------------------------------------------------------------------------
+
+/// Sections in the order Redis prints them, and whether `default` includes them.
+const SECTIONS: &[(&str, bool)] = &[
+    ("server", true),
+    ("clients", true),
+    ("memory", true),
+    ("persistence", true),
+    ("stats", true),
+    ("replication", true),
+    ("cpu", true),
+    ("commandstats", false),
+    ("cluster", true),
+    ("keyspace", true),
+];
+
+/// INFO. Its keyspace section counts keys, so under `full` it waits for
+/// the writes it counts, like DBSIZE.
+fn info(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let (frame, counts_keys) = info_text(ctx, args);
+    let full = ctx
+        .shared
+        .effective_durability(ctx.client.durability, ctx.client.db)
+        == Durability::Full;
+    Outcome {
+        frame,
+        dependency_lsn: if counts_keys && full {
+            ctx.shared.store.keyspace.max_write_lsn()
+        } else {
+            0
+        },
+    }
+}
+
+fn info_text(ctx: &mut Ctx<'_>, args: &[Bytes]) -> (Frame, bool) {
+    let shared = ctx.shared;
+    let mut wanted: HashSet<&'static str> = HashSet::new();
+    if args.len() == 1 {
+        wanted.extend(SECTIONS.iter().filter(|s| s.1).map(|s| s.0));
+    }
+    for a in &args[1..] {
+        if is(a, "all") || is(a, "everything") {
+            wanted.extend(SECTIONS.iter().map(|s| s.0));
+        } else if is(a, "default") {
+            wanted.extend(SECTIONS.iter().filter(|s| s.1).map(|s| s.0));
+        } else if let Some((name, _)) = SECTIONS.iter().find(|s| is(a, s.0)) {
+            wanted.insert(name);
+        }
+    }
+    let mut out = String::new();
+    for (name, _) in SECTIONS {
+        if !wanted.contains(name) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str("\r\n");
+        }
+        let (title, body) = match *name {
+            "server" => ("Server", server_section(shared)),
+            "clients" => ("Clients", clients_section(shared)),
+            "memory" => ("Memory", memory_section(shared)),
+            "persistence" => ("Persistence", persistence_section(shared)),
+            "stats" => ("Stats", stats_section(shared)),
+            "replication" => ("Replication", replication_section(shared)),
+            "cpu" => ("CPU", cpu_section()),
+            // Per-command call counts are not kept.
+            "commandstats" => ("Commandstats", String::new()),
+            "cluster" => ("Cluster", "cluster_enabled:0\r\n".to_string()),
+            _ => ("Keyspace", keyspace_section(shared)),
+        };
+        let _ = write!(out, "# {title}\r\n{body}");
+    }
+    (
+        Frame::Verbatim(Bytes::from(out)),
+        wanted.contains("keyspace"),
+    )
+}
+
+/// Appends `name:value\r\n`.
+fn field(out: &mut String, name: &str, value: impl std::fmt::Display) {
+    let _ = write!(out, "{name}:{value}\r\n");
+}
+
+/// Redis's `bytesToHuman`: `512B`, `1.50K`, `2.00M`, ...
+pub fn bytes_to_human(n: u64) -> String {
+    const UNITS: [(u64, &str); 5] = [
+        (1 << 50, "P"),
+        (1 << 40, "T"),
+        (1 << 30, "G"),
+        (1 << 20, "M"),
+        (1 << 10, "K"),
+    ];
+    for (size, unit) in UNITS {
+        if n >= size {
+            return format!("{:.2}{unit}", n as f64 / size as f64);
+        }
+    }
+    format!("{n}B")
+}
+
+fn read_trimmed(path: &str) -> String {
+    std::fs::read_to_string(path)
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+fn uptime_secs(shared: &Shared) -> u64 {
+    shared.started.elapsed().as_secs()
+}
+
+fn server_section(shared: &Shared) -> String {
+    let cfg = shared.config.read();
+    let mut s = String::new();
+    let uptime = uptime_secs(shared);
+    let port = shared.bound_port.load(Ordering::Acquire);
+    field(&mut s, "redis_version", REDIS_COMPAT_VERSION);
+    field(&mut s, "redis_git_sha1", "00000000");
+    field(&mut s, "redis_git_dirty", 0);
+    field(&mut s, "durakv_version", env!("CARGO_PKG_VERSION"));
+    field(&mut s, "redis_mode", "standalone");
+    let os = format!(
+        "{} {} {}",
+        read_trimmed("/proc/sys/kernel/ostype"),
+        read_trimmed("/proc/sys/kernel/osrelease"),
+        std::env::consts::ARCH
+    );
+    field(&mut s, "os", os.trim());
+    field(&mut s, "arch_bits", usize::BITS);
+    field(&mut s, "multiplexing_api", "epoll");
+    field(&mut s, "process_id", std::process::id());
+    field(&mut s, "process_supervised", "no");
+    field(&mut s, "run_id", &shared.run_id);
+    field(&mut s, "tcp_port", port);
+    field(&mut s, "server_time_usec", now_us());
+    field(&mut s, "uptime_in_seconds", uptime);
+    field(&mut s, "uptime_in_days", uptime / 86_400);
+    field(&mut s, "hz", cfg.hz);
+    field(&mut s, "configured_hz", cfg.hz);
+    let exe = std::env::current_exe()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    field(&mut s, "executable", exe);
+    // The configuration does not record which file (if any) it came from.
+    let config_file = shared.config.read().config_file.clone();
+    field(&mut s, "config_file", &config_file);
+    field(&mut s, "io_threads_active", 0);
+    for (i, b) in cfg.bind.iter().enumerate() {
+        let _ = write!(s, "listener{i}:name=tcp,bind={b},port={port}\r\n");
+    }
+    s
+}
+
+fn clients_section(shared: &Shared) -> String {
+    let clients = shared.clients.all();
+    let (mut watching, mut watched_keys) = (0usize, 0usize);
+    for c in &clients {
+        let w = c.info.lock().watch;
+        watched_keys += w;
+        watching += usize::from(w > 0);
+    }
+    let mut s = String::new();
+    field(&mut s, "connected_clients", clients.len());
+    field(&mut s, "cluster_connections", 0);
+    field(&mut s, "maxclients", shared.config.read().maxclients);
+    field(&mut s, "client_recent_max_input_buffer", 0);
+    field(&mut s, "client_recent_max_output_buffer", 0);
+    field(&mut s, "blocked_clients", 0);
+    field(&mut s, "tracking_clients", 0);
+    field(&mut s, "pubsub_clients", 0);
+    field(&mut s, "watching_clients", watching);
+    field(&mut s, "clients_in_timeout_table", 0);
+    field(&mut s, "total_watched_keys", watched_keys);
+    field(&mut s, "total_blocking_keys", 0);
+    s
+}
+
+fn total_system_memory() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("MemTotal:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+        })
+        .map(|kb| kb * 1024)
+        .unwrap_or(0)
+}
+
+fn memory_section(shared: &Shared) -> String {
+    let used = crate::memory::used_memory_bytes();
+    let rss = crate::memory::read_rss_bytes();
+    let peak = crate::memory::peak_memory_bytes().max(used);
+    let system = total_system_memory();
+    let (maxmemory, policy) = {
+        let c = shared.config.read();
+        (
+            c.maxmemory_bytes,
+            c.get("maxmemory-policy").unwrap_or_default(),
+        )
+    };
+    let mut s = String::new();
+    field(&mut s, "used_memory", used);
+    field(&mut s, "used_memory_human", bytes_to_human(used));
+    field(&mut s, "used_memory_rss", rss);
+    field(&mut s, "used_memory_rss_human", bytes_to_human(rss));
+    field(&mut s, "used_memory_peak", peak);
+    field(&mut s, "used_memory_peak_human", bytes_to_human(peak));
+    let perc = if peak > 0 {
+        used as f64 * 100.0 / peak as f64
+    } else {
+        0.0
+    };
+    field(&mut s, "used_memory_peak_perc", format!("{perc:.2}%"));
+    field(&mut s, "total_system_memory", system);
+    field(&mut s, "total_system_memory_human", bytes_to_human(system));
+    let lua = shared.scripting.used_memory();
+    field(&mut s, "used_memory_lua", lua);
+    field(&mut s, "used_memory_lua_human", bytes_to_human(lua as u64));
+    field(
+        &mut s,
+        "number_of_cached_scripts",
+        shared.scripting.cached_count(),
+    );
+    field(&mut s, "maxmemory", maxmemory);
+    field(&mut s, "maxmemory_human", bytes_to_human(maxmemory));
+    field(&mut s, "maxmemory_policy", policy);
+    // used_memory is the sampled RSS, so the ratio is 1 by construction.
+    field(&mut s, "mem_fragmentation_ratio", "1.00");
+    field(&mut s, "mem_allocator", "libc");
+    s
+}
+
+/// Unix time (seconds) of the last successful checkpoint; start-up time
+/// until the first one, as in Redis.
+pub(super) fn last_save_unix(shared: &Shared) -> u64 {
+    shared.checkpoints.last_save_unix_secs()
+}
+
+/// The body of `INFO persistence`: Redis's RDB/AOF fields (so tools that
+/// read them keep working) and durakv's durability and log state. The log
+/// and checkpoint code add their fields here.
+pub fn persistence_section(shared: &Shared) -> String {
+    let cfg = shared.config.read();
+    let mut s = String::new();
+    field(&mut s, "loading", 0);
+    field(&mut s, "async_loading", 0);
+    crate::checkpointer::rdb_fields(shared, &mut s);
+    field(&mut s, "aof_enabled", 0);
+    field(&mut s, "aof_rewrite_in_progress", 0);
+    field(&mut s, "aof_rewrite_scheduled", 0);
+    let failure = shared.log_failure();
+    field(
+        &mut s,
+        "aof_last_write_status",
+        if failure.is_some() { "err" } else { "ok" },
+    );
+    field(&mut s, "durability", cfg.durability);
+    let policy = match cfg.durability_policy {
+        crate::config::DurabilityPolicy::Connection => "connection",
+        crate::config::DurabilityPolicy::Strictest => "strictest",
+    };
+    field(&mut s, "durability_policy", policy);
+    for db in 0..cfg.databases {
+        let _ = write!(s, "db{db}_durability:{}\r\n", cfg.db_durability(db));
+    }
+    field(&mut s, "wal_enabled", 1);
+    // A newline in the failure text would end the field early.
+    let failure = failure.unwrap_or_default().replace(['\r', '\n'], " ");
+    field(&mut s, "wal_failure", failure);
+    crate::wal_info::fields(shared, &mut s);
+    crate::checkpointer::info_fields(shared, &mut s);
+    s
+}
+
+fn stats_section(shared: &Shared) -> String {
+    let st = &shared.stats;
+    let get = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed);
+    let (ops, in_kbps, out_kbps) = shared.rates.instantaneous(&shared.stats);
+    let mut s = String::new();
+    field(
+        &mut s,
+        "total_connections_received",
+        get(&st.total_connections_received),
+    );
+    field(
+        &mut s,
+        "total_commands_processed",
+        get(&st.total_commands_processed),
+    );
+    field(&mut s, "instantaneous_ops_per_sec", ops);
+    field(
+        &mut s,
+        "total_net_input_bytes",
+        get(&st.total_net_input_bytes),
+    );
+    field(
+        &mut s,
+        "total_net_output_bytes",
+        get(&st.total_net_output_bytes),
+    );
+    field(&mut s, "total_net_repl_input_bytes", 0);
+    field(&mut s, "total_net_repl_output_bytes", 0);
+    field(&mut s, "instantaneous_input_kbps", format!("{in_kbps:.2}"));
+    field(
+        &mut s,
+        "instantaneous_output_kbps",
+        format!("{out_kbps:.2}"),
+    );
+    field(&mut s, "instantaneous_input_repl_kbps", "0.00");
+    field(&mut s, "instantaneous_output_repl_kbps", "0.00");
+    field(
+        &mut s,
+        "rejected_connections",
+        get(&st.rejected_connections),
+    );
+    field(&mut s, "sync_full", 0);
+    field(&mut s, "sync_partial_ok", 0);
+    field(&mut s, "sync_partial_err", 0);
+    field(&mut s, "expired_keys", get(&st.expired_keys));
+    field(&mut s, "evicted_keys", 0);
+    field(&mut s, "evicted_clients", 0);
+    field(&mut s, "keyspace_hits", get(&st.keyspace_hits));
+    field(&mut s, "keyspace_misses", get(&st.keyspace_misses));
+    field(&mut s, "pubsub_channels", 0);
+    field(&mut s, "pubsub_patterns", 0);
+    field(&mut s, "pubsubshard_channels", 0);
+    field(&mut s, "latest_fork_usec", 0);
+    field(&mut s, "total_forks", 0);
+    field(&mut s, "migrate_cached_sockets", 0);
+    field(&mut s, "total_error_replies", get(&st.total_error_replies));
+    field(&mut s, "unexpected_error_replies", 0);
+    field(&mut s, "watch_aborts", get(&st.watch_aborts));
+    s
+}
+
+fn replication_section(shared: &Shared) -> String {
+    let mut s = String::new();
+    field(&mut s, "role", "master");
+    field(&mut s, "connected_slaves", 0);
+    field(&mut s, "master_failover_state", "no-failover");
+    field(&mut s, "master_replid", &shared.run_id);
+    field(
+        &mut s,
+        "master_replid2",
+        "0000000000000000000000000000000000000000",
+    );
+    field(&mut s, "master_repl_offset", 0);
+    field(&mut s, "second_repl_offset", -1);
+    field(&mut s, "repl_backlog_active", 0);
+    field(&mut s, "repl_backlog_size", 1_048_576);
+    field(&mut s, "repl_backlog_first_byte_offset", 0);
+    field(&mut s, "repl_backlog_histlen", 0);
+    s
+}
+
+/// Linux reports /proc CPU times in USER_HZ, fixed at 100 for user space.
+const CLOCK_TICKS_PER_SEC: f64 = 100.0;
+
+/// (user, system, children user, children system) seconds from a
+/// `/proc/.../stat` file.
+fn cpu_times(path: &str) -> Option<[f64; 4]> {
+    let text = std::fs::read_to_string(path).ok()?;
+    // The command name (field 2) may contain spaces; fields resume after ')'.
+    let rest = text.get(text.rfind(')')? + 1..)?;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let secs = |i: usize| Some(f.get(i)?.parse::<u64>().ok()? as f64 / CLOCK_TICKS_PER_SEC);
+    // Fields 14..=17 (utime, stime, cutime, cstime); `rest` starts at field 3.
+    Some([secs(11)?, secs(12)?, secs(13)?, secs(14)?])
+}
+
+fn cpu_section() -> String {
+    let p = cpu_times("/proc/self/stat").unwrap_or_default();
+    let main =
+        cpu_times(&format!("/proc/self/task/{}/stat", std::process::id())).unwrap_or_default();
+    let mut s = String::new();
+    field(&mut s, "used_cpu_sys", format!("{:.6}", p[1]));
+    field(&mut s, "used_cpu_user", format!("{:.6}", p[0]));
+    field(&mut s, "used_cpu_sys_children", format!("{:.6}", p[3]));
+    field(&mut s, "used_cpu_user_children", format!("{:.6}", p[2]));
+    field(
+        &mut s,
+        "used_cpu_sys_main_thread",
+        format!("{:.6}", main[1]),
+    );
+    field(
+        &mut s,
+        "used_cpu_user_main_thread",
+        format!("{:.6}", main[0]),
+    );
+    s
+}
+
+fn keyspace_section(shared: &Shared) -> String {
+    let ks = &shared.store.keyspace;
+    let mut s = String::new();
+    for db in 0..ks.num_dbs() {
+        let (keys, expires) = ks.db_stats(db);
+        if keys > 0 {
+            let _ = write!(s, "db{db}:keys={keys},expires={expires},avg_ttl=0\r\n");
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn human_sizes() {
+        assert_eq!(bytes_to_human(512), "512B");
+        assert_eq!(bytes_to_human(1536), "1.50K");
+        assert_eq!(bytes_to_human(3 * 1024 * 1024), "3.00M");
+    }
+
+    #[test]
+    fn cpu_times_parse_own_stat() {
+        if std::path::Path::new("/proc/self/stat").exists() {
+            assert!(cpu_times("/proc/self/stat").is_some());
+        }
+    }
+}

@@ -1,0 +1,146 @@
+//! CONFIG REWRITE: writes the running configuration back into the TOML file
+//! the server was started with, keeping the file's comments, layout and the
+//! keys it already had, and adding only directives that differ from their
+//! defaults. The new file replaces the old one atomically.
+
+use crate::config::{Config, DIRECTIVES};
+use std::io::Write;
+use std::path::Path;
+use toml_edit::{value, Array, DocumentMut, Item, Table};
+
+/// Older names Redis still accepts; a file that uses one keeps it, and a
+/// file that has neither gets the current name.
+const ALIASES: &[(&str, &str)] = &[
+    ("lua-time-limit", "busy-reply-threshold"),
+    ("hash-max-ziplist-entries", "hash-max-listpack-entries"),
+    ("hash-max-ziplist-value", "hash-max-listpack-value"),
+    ("zset-max-ziplist-entries", "zset-max-listpack-entries"),
+    ("zset-max-ziplist-value", "zset-max-listpack-value"),
+    ("list-max-ziplist-size", "list-max-listpack-size"),
+    ("slave-read-only", "replica-read-only"),
+    ("slave-serve-stale-data", "replica-serve-stale-data"),
+];
+
+pub fn rewrite(cfg: &Config) -> Result<(), String> {
+    if cfg.config_file.is_empty() {
+        return Err("The server is running without a config file".into());
+    }
+    let path = Path::new(&cfg.config_file);
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(format!("Rewriting config file: {e}")),
+    };
+    let mut doc: DocumentMut = text
+        .parse()
+        .map_err(|e| format!("Rewriting config file: the file is not valid TOML: {e}"))?;
+    update(&mut doc, cfg);
+    replace_file(path, doc.to_string().as_bytes())
+        .map_err(|e| format!("Rewriting config file: {e}"))
+}
+
+fn update(doc: &mut DocumentMut, cfg: &Config) {
+    let defaults = Config::default();
+    for d in DIRECTIVES {
+        let current = (d.get)(cfg);
+        let in_file = doc.contains_key(d.name);
+        if ALIASES.iter().any(|(old, _)| *old == d.name) {
+            // Only a key the file already uses under the old name is kept.
+            if in_file {
+                set_keeping_decor(doc, d.name, item_for(d.repeatable, &current));
+            }
+            continue;
+        }
+        let old_name_in_file = ALIASES
+            .iter()
+            .any(|(old, new)| *new == d.name && doc.contains_key(old));
+        if old_name_in_file {
+            continue;
+        }
+        // Compared as the server reports them, so `512mb` equals 536870912.
+        if in_file || current != (d.get)(&defaults) {
+            set_keeping_decor(doc, d.name, item_for(d.repeatable, &current));
+        }
+    }
+    let mut levels = Table::new();
+    for (db, level) in &cfg.durability_db {
+        levels[db.to_string().as_str()] = value(level.to_string());
+    }
+    if !levels.is_empty() || doc.contains_key("durability-db") {
+        doc["durability-db"] = Item::Table(levels);
+    }
+}
+
+/// Replaces a key's value but keeps the comment and spacing around it.
+fn set_keeping_decor(doc: &mut DocumentMut, key: &str, mut item: Item) {
+    if let (Some(old), Some(new)) = (doc.get(key).and_then(Item::as_value), item.as_value_mut()) {
+        *new.decor_mut() = old.decor().clone();
+    }
+    doc[key] = item;
+}
+
+/// Numbers stay numbers and lists (`bind`, `wal-dir`) stay lists, so the
+/// file reads back as it was written.
+fn item_for(repeatable: bool, text: &str) -> Item {
+    if repeatable {
+        let mut a = Array::new();
+        for part in text.split_whitespace() {
+            a.push(part);
+        }
+        return value(a);
+    }
+    match text.parse::<i64>() {
+        Ok(n) => value(n),
+        Err(_) => value(text),
+    }
+}
+
+/// Writes `bytes` next to `path`, syncs it, and renames it over `path`, so a
+/// crash leaves either the old file or the new one.
+fn replace_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "durakv.toml".into());
+    let tmp = dir.join(format!(".{name}.rewrite"));
+    {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+    }
+    std::fs::rename(&tmp, path)?;
+    std::fs::File::open(dir)?.sync_all()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keeps_comments_and_adds_only_changed_directives() {
+        let mut cfg = Config::default();
+        let text = "# my server\nport = 7000 # the port\nhash-max-ziplist-entries = 64\n";
+        cfg.apply_toml(text).unwrap();
+        cfg.set("maxclients", "77").unwrap();
+        cfg.set("hash-max-listpack-entries", "32").unwrap();
+        cfg.set("durability-db-2", "none").unwrap();
+        let mut doc: DocumentMut = text.parse().unwrap();
+        update(&mut doc, &cfg);
+        let out = doc.to_string();
+        assert!(
+            out.starts_with("# my server\nport = 7000 # the port\n"),
+            "{out}"
+        );
+        assert!(out.contains("maxclients = 77"), "{out}");
+        assert!(out.contains("hash-max-ziplist-entries = 32"), "{out}");
+        assert!(!out.contains("hash-max-listpack-entries"), "{out}");
+        assert!(!out.contains("databases"), "{out}");
+        let mut back = Config::default();
+        back.apply_toml(&out).unwrap();
+        assert_eq!(back.maxclients, 77);
+        assert_eq!(back.port, 7000);
+        assert_eq!(back.encodings.hash_entries, 32);
+        assert_eq!(back.db_durability(2), durakv_engine::Durability::None);
+    }
+}

@@ -1,0 +1,243 @@
+//! Exact decimal arithmetic for INCRBYFLOAT. Redis adds in C `long double`
+//! and prints 17 fractional digits (`%.17Lf`, zeros trimmed), so `0.1 + 0.2`
+//! is `0.3` there, which f64 cannot reproduce. Adding the decimal texts
+//! exactly and rounding to 17 fractional digits gives the same answer as
+//! Redis where `long double` is binary128 (aarch64). x86-64 Redis's 80-bit
+//! `long double` shows artifacts on larger values (`1000.5 + 0.3` prints
+//! `1000.79999999999999999`) that this deliberately does not copy.
+
+/// Beyond these sizes the exact path is not worth its cost; the caller
+/// falls back to f64.
+const MAX_EXPONENT: i64 = 400;
+const MAX_DIGITS: usize = 1000;
+/// Redis prints INCRBYFLOAT results with this many fractional digits.
+const FRACTION_DIGITS: i64 = 17;
+
+/// `digits` (most significant first) × 10^`exp`, negated when `neg`.
+struct Decimal {
+    neg: bool,
+    digits: Vec<u8>,
+    exp: i64,
+}
+
+/// Parses `[+-]digits[.digits][e[+-]digits]` (digits on at least one
+/// side of the point). Anything else (hex, `inf`) is left to f64.
+fn parse(b: &[u8]) -> Option<Decimal> {
+    let (neg, mut i) = match b.first() {
+        Some(b'-') => (true, 1),
+        Some(b'+') => (false, 1),
+        _ => (false, 0),
+    };
+    let (mut digits, mut frac, mut dot) = (Vec::new(), 0i64, false);
+    while let Some(&c) = b.get(i) {
+        match c {
+            b'0'..=b'9' => {
+                digits.push(c - b'0');
+                frac += i64::from(dot);
+            }
+            b'.' if !dot => dot = true,
+            _ => break,
+        }
+        i += 1;
+    }
+    if digits.is_empty() || digits.len() > MAX_DIGITS {
+        return None;
+    }
+    let mut exp = 0i64;
+    if let Some(&c) = b.get(i) {
+        if c != b'e' && c != b'E' {
+            return None;
+        }
+        i += 1;
+        let eneg = match b.get(i) {
+            Some(b'-') => {
+                i += 1;
+                true
+            }
+            Some(b'+') => {
+                i += 1;
+                false
+            }
+            _ => false,
+        };
+        let start = i;
+        while let Some(&c) = b.get(i).filter(|c| c.is_ascii_digit()) {
+            exp = exp * 10 + i64::from(c - b'0');
+            if exp > MAX_EXPONENT {
+                return None;
+            }
+            i += 1;
+        }
+        if i == start {
+            return None;
+        }
+        if eneg {
+            exp = -exp;
+        }
+    }
+    if i != b.len() {
+        return None;
+    }
+    Some(Decimal {
+        neg,
+        digits,
+        exp: exp - frac,
+    })
+}
+
+/// Little-endian digits of `d` scaled to exponent `exp` (<= d.exp).
+fn scaled(d: &Decimal, exp: i64) -> Vec<u8> {
+    let mut v = vec![0u8; (d.exp - exp) as usize];
+    v.extend(d.digits.iter().rev());
+    v
+}
+
+fn cmp_le(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+    let len = a.len().max(b.len());
+    for i in (0..len).rev() {
+        let (x, y) = (
+            a.get(i).copied().unwrap_or(0),
+            b.get(i).copied().unwrap_or(0),
+        );
+        if x != y {
+            return x.cmp(&y);
+        }
+    }
+    std::cmp::Ordering::Equal
+}
+
+fn add_le(a: &[u8], b: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(a.len().max(b.len()) + 1);
+    let mut carry = 0;
+    for i in 0..a.len().max(b.len()) {
+        let s = a.get(i).copied().unwrap_or(0) + b.get(i).copied().unwrap_or(0) + carry;
+        out.push(s % 10);
+        carry = s / 10;
+    }
+    if carry > 0 {
+        out.push(carry);
+    }
+    out
+}
+
+/// `a - b` for `a >= b`.
+fn sub_le(a: &[u8], b: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(a.len());
+    let mut borrow = 0i8;
+    for (i, &x) in a.iter().enumerate() {
+        let mut d = x as i8 - b.get(i).copied().unwrap_or(0) as i8 - borrow;
+        borrow = i8::from(d < 0);
+        if d < 0 {
+            d += 10;
+        }
+        out.push(d as u8);
+    }
+    out
+}
+
+/// The exact sum of two decimal texts, printed as Redis prints it.
+pub fn add(a: &[u8], b: &[u8]) -> Option<String> {
+    let (a, b) = (parse(a)?, parse(b)?);
+    let exp = a.exp.min(b.exp);
+    let (x, y) = (scaled(&a, exp), scaled(&b, exp));
+    let (neg, mag) = if a.neg == b.neg {
+        (a.neg, add_le(&x, &y))
+    } else if cmp_le(&x, &y).is_ge() {
+        (a.neg, sub_le(&x, &y))
+    } else {
+        (b.neg, sub_le(&y, &x))
+    };
+    Some(format(neg, mag, exp))
+}
+
+/// Prints little-endian digits × 10^`exp` rounded half-to-even to 17
+/// fractional digits, trailing zeros and a bare point removed, and
+/// never as `-0`.
+fn format(neg: bool, mut mag: Vec<u8>, exp: i64) -> String {
+    if exp < -FRACTION_DIGITS {
+        let drop = (-FRACTION_DIGITS - exp) as usize;
+        let first = mag.get(drop - 1).copied().unwrap_or(0);
+        let rest_nonzero = mag[..(drop - 1).min(mag.len())].iter().any(|&d| d != 0);
+        let kept = mag.get(drop..).unwrap_or_default();
+        let last_odd = kept.first().is_some_and(|d| d % 2 == 1);
+        let up = first > 5 || (first == 5 && (rest_nonzero || last_odd));
+        let mut kept = kept.to_vec();
+        if up {
+            kept = add_le(&kept, &[1]);
+        }
+        mag = kept;
+    } else {
+        let mut v = vec![0u8; (exp + FRACTION_DIGITS) as usize];
+        v.extend_from_slice(&mag);
+        mag = v;
+    }
+    // Now mag × 10^-17.
+    let frac_len = FRACTION_DIGITS as usize;
+    while mag.len() <= frac_len {
+        mag.push(0);
+    }
+    let int: String = mag[frac_len..]
+        .iter()
+        .rev()
+        .map(|d| char::from(b'0' + d))
+        .collect::<String>();
+    let int = int.trim_start_matches('0');
+    let frac: String = mag[..frac_len]
+        .iter()
+        .rev()
+        .map(|d| char::from(b'0' + d))
+        .collect();
+    let frac = frac.trim_end_matches('0');
+    let mut out = String::new();
+    if neg && !(int.is_empty() && frac.is_empty()) {
+        out.push('-');
+    }
+    out.push_str(if int.is_empty() { "0" } else { int });
+    if !frac.is_empty() {
+        out.push('.');
+        out.push_str(frac);
+    }
+    out
+}
+
+/// The f64 fallback, printed the same way.
+pub fn format_fixed17(v: f64) -> String {
+    let s = format!("{v:.17}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    match s {
+        "-0" | "" => "0".to_string(),
+        s => s.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sums_print_like_redis() {
+        let add = |a: &str, b: &str| add(a.as_bytes(), b.as_bytes()).unwrap();
+        assert_eq!(add("0.1", "0.2"), "0.3");
+        assert_eq!(add("10.50", "0.1"), "10.6");
+        assert_eq!(add("5.0e3", "2.0e2"), "5200");
+        assert_eq!(add("1", "-1.1"), "-0.1");
+        assert_eq!(add("0", "1e-20"), "0");
+        assert_eq!(add("0", "-1e-20"), "0");
+        assert_eq!(add("17179869184", "1.5"), "17179869185.5");
+        assert_eq!(add("3", "-3"), "0");
+        assert_eq!(add("0", "6e-18"), "0.00000000000000001");
+        assert_eq!(add("0", "-6e-18"), "-0.00000000000000001");
+        assert_eq!(add("0", "1e-30"), "0");
+        assert_eq!(add("0", "0.000000000000000005"), "0");
+        assert_eq!(add("0", "0.000000000000000015"), "0.00000000000000002");
+        assert_eq!(add("0", "0.000000000000000025"), "0.00000000000000002");
+        assert_eq!(add("0", "0.0000000000000000251"), "0.00000000000000003");
+        assert_eq!(add("9.999999999999999999", "0"), "10");
+        assert_eq!(add("+.5", "5."), "5.5");
+        assert_eq!(add("1e2", "-250"), "-150");
+        assert!(super::parse(b"0x10").is_none());
+        assert!(super::parse(b"inf").is_none());
+        assert_eq!(format_fixed17(0.5), "0.5");
+        assert_eq!(format_fixed17(-0.0), "0");
+    }
+}
