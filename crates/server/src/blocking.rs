@@ -291,7 +291,7 @@ impl Blocking {
                         .filter(|(db, _)| swapped.contains(db))
                         .for_each(&mut add);
                 }
-                Mutation::FlushDb { .. } | Mutation::FlushAll => {}
+                Mutation::FlushDb { .. } | Mutation::FlushAll | Mutation::Function(_) => {}
             }
         }
         ready

@@ -129,7 +129,7 @@ pub(crate) fn lock<'s, 'k>(
             return Ok(txn);
         }
         if shared.scripting.timed_out(shared) {
-            return Err(errors::err(crate::scripting::BUSY));
+            return Err(shared.scripting.busy_error());
         }
     }
 }
@@ -208,6 +208,8 @@ fn reply_level(
                     add(of(db));
                 }
             }
+            // Libraries belong to no database: the connection's decides.
+            Mutation::Function(_) => add(of(db)),
         }
     }
     level.unwrap_or_else(|| of(db))

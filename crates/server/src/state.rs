@@ -151,6 +151,8 @@ impl Shared {
                 char::from_digit(n as u32, 16).unwrap_or('0')
             })
             .collect();
+        let scripting = crate::scripting::Scripting::default();
+        scripting.load_recovered(&store.keyspace.function_libraries());
         let checkpoints = Checkpoints::new(
             Some(store.checkpointer.clone()),
             Some(&store.recovery),
@@ -171,7 +173,7 @@ impl Shared {
             shutting_down: AtomicBool::new(false),
             shutdown_tx: watch::channel(false).0,
             bound_port: AtomicU64::new(0),
-            scripting: crate::scripting::Scripting::default(),
+            scripting,
             blocking: crate::blocking::Blocking::default(),
         }
     }

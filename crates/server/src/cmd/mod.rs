@@ -40,6 +40,7 @@ pub mod command_docs;
 pub mod config;
 pub mod connection;
 pub mod diagnostics;
+pub mod functions;
 pub mod hashes;
 pub mod info;
 pub mod keys;
@@ -78,6 +79,7 @@ pub fn all_commands() -> Vec<CommandSpec> {
     v.extend(sets::commands());
     v.extend(scripting::commands());
     v.extend(blocking::commands());
+    v.extend(functions::commands());
     v
 }
 
