@@ -49,6 +49,7 @@ pub mod scan;
 pub mod scripting;
 pub mod server;
 pub mod sets;
+pub mod sort;
 pub mod strings;
 pub mod subcommands;
 pub mod transaction;
@@ -72,6 +73,7 @@ pub fn all_commands() -> Vec<CommandSpec> {
     v.extend(zsets::commands());
     v.extend(lists::commands());
     v.extend(sets::commands());
+    v.extend(sort::commands());
     v.extend(scripting::commands());
     v
 }
