@@ -53,6 +53,7 @@ pub mod sort;
 pub mod strings;
 pub mod subcommands;
 pub mod transaction;
+pub mod zset_algebra;
 pub mod zsets;
 
 pub fn all_commands() -> Vec<CommandSpec> {
@@ -71,6 +72,7 @@ pub fn all_commands() -> Vec<CommandSpec> {
     v.extend(strings::commands());
     v.extend(hashes::commands());
     v.extend(zsets::commands());
+    v.extend(zset_algebra::commands());
     v.extend(lists::commands());
     v.extend(sets::commands());
     v.extend(sort::commands());

@@ -5,7 +5,7 @@ use super::{
     apply, pairs_reply, positive_count, random_count, random_position, random_positions, resp3,
     syntax, wrongtype,
 };
-use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Reply, FIRST_KEY};
+use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Reply, FIRST_KEY, TWO_KEYS};
 use crate::errors;
 use crate::util::{arg_f64, arg_i64, format_float, is, parse_f64};
 use bytes::Bytes;
@@ -30,6 +30,7 @@ pub fn commands() -> Vec<CommandSpec> {
         spec("zrank", -3, READONLY | FAST, FIRST_KEY, Handler::Data(zrank), "sorted-set", "Returns the index of a member in a sorted set ordered by ascending scores."),
         spec("zrevrank", -3, READONLY | FAST, FIRST_KEY, Handler::Data(zrevrank), "sorted-set", "Returns the index of a member in a sorted set ordered by descending scores."),
         spec("zrange", -4, READONLY, FIRST_KEY, Handler::Data(zrange), "sorted-set", "Returns members in a sorted set within a range of indexes."),
+        spec("zrangestore", -5, WRITE | DENYOOM, TWO_KEYS, Handler::Data(zrangestore), "sorted-set", "Stores a range of members from sorted set in a key."),
         spec("zrevrange", -4, READONLY, FIRST_KEY, Handler::Data(zrevrange), "sorted-set", "Returns members in a sorted set within a range of indexes in reverse order."),
         spec("zrangebyscore", -4, READONLY, FIRST_KEY, Handler::Data(zrangebyscore), "sorted-set", "Returns members in a sorted set within a range of scores."),
         spec("zrevrangebyscore", -4, READONLY, FIRST_KEY, Handler::Data(zrevrangebyscore), "sorted-set", "Returns members in a sorted set within a range of scores in reverse order."),
@@ -188,13 +189,28 @@ fn range_generic(
     by: Option<By>,
     rev: Option<bool>,
 ) -> Reply {
+    let resp3 = resp3(ctx);
+    let (items, withscores) = range_items(ctx, txn, args, by, rev, true)?;
+    Ok(scored_reply(items, withscores, resp3))
+}
+
+/// What a ZRANGE-shaped command (`key min max [options]` from `args[1]`)
+/// selects, and whether WITHSCORES was given (only if `scores_allowed`).
+fn range_items(
+    ctx: &Ctx<'_>,
+    txn: &mut Txn<'_>,
+    args: &[Bytes],
+    by: Option<By>,
+    rev: Option<bool>,
+    scores_allowed: bool,
+) -> Result<(Vec<(Bytes, f64)>, bool), Frame> {
     let (mut by, mut rev) = (by, rev);
     let mut withscores = false;
     let mut limit = None;
     let mut j = 4;
     while j < args.len() {
         let a = &args[j];
-        if is(a, "withscores") {
+        if scores_allowed && is(a, "withscores") {
             withscores = true;
         } else if is(a, "limit") && j + 2 < args.len() {
             limit = Some((arg_i64(&args[j + 1])?, arg_i64(&args[j + 2])?));
@@ -239,16 +255,46 @@ fn range_generic(
             Range::Lex(a, b)
         }
     };
-    let resp3 = resp3(ctx);
     let Some(z) = read_zset(txn, ctx.db(), &args[1])? else {
-        return Ok(Frame::Array(Vec::new()));
+        return Ok((Vec::new(), withscores));
     };
     let (offset, count) = limit.unwrap_or((0, -1));
-    Ok(scored_reply(
-        select(z, &range, rev, offset, count),
-        withscores,
-        resp3,
-    ))
+    Ok((select(z, &range, rev, offset, count), withscores))
+}
+
+/// ZRANGESTORE dst src min max [BYSCORE|BYLEX] [REV] [LIMIT offset count]:
+/// stores what ZRANGE would return (deleting `dst` when that is nothing).
+fn zrangestore(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    let (items, _) = range_items(ctx, txn, &args[1..], None, None, false)?;
+    store_scored(txn, ctx.db(), &args[1], items)
+}
+
+/// Replaces `dest` with a sorted set of `items` (deleting it when there are
+/// none), as one logged write; replies with how many were stored.
+pub(super) fn store_scored(
+    txn: &mut Txn<'_>,
+    db: usize,
+    dest: &Bytes,
+    items: Vec<(Bytes, f64)>,
+) -> Reply {
+    let n = items.len();
+    if n == 0 {
+        if txn.get(db, dest).is_some() {
+            apply(txn, db, dest, KeyOp::Del)?;
+        }
+    } else {
+        let mut z = ZSet::default();
+        for (m, s) in items {
+            z.insert(m, s);
+        }
+        let value = Value::ZSet(z);
+        let op = KeyOp::Restore {
+            value,
+            expire_at_ms: 0,
+        };
+        apply(txn, db, dest, op)?;
+    }
+    Ok(Frame::Integer(n as i64))
 }
 
 fn zrange(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
