@@ -34,6 +34,7 @@ pub(crate) fn read_as<'t, T: ?Sized>(
     }
 }
 
+pub mod blocking;
 pub mod client;
 pub mod command_docs;
 pub mod config;
@@ -44,6 +45,7 @@ pub mod info;
 pub mod keys;
 pub mod lists;
 pub mod memory;
+pub mod mpop;
 pub mod persistence;
 pub mod scan;
 pub mod scripting;
@@ -77,6 +79,7 @@ pub fn all_commands() -> Vec<CommandSpec> {
     v.extend(sets::commands());
     v.extend(sort::commands());
     v.extend(scripting::commands());
+    v.extend(blocking::commands());
     v
 }
 
