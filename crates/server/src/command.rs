@@ -111,6 +111,9 @@ pub struct CommandSpec {
     /// Position in the command table, assigned when the table is built
     /// (per-command statistics are indexed by it).
     pub id: usize,
+    /// For a command whose arguments name keys it will read only once it
+    /// runs (SORT's BY/GET patterns): true when this call needs every shard.
+    pub lock_all_when: Option<fn(&[Bytes]) -> bool>,
 }
 
 impl CommandSpec {
@@ -125,6 +128,17 @@ impl CommandSpec {
         } else {
             argc >= -self.arity
         }
+    }
+
+    /// Builder: lock every shard for the calls `f` picks.
+    pub const fn locking_all_when(mut self, f: fn(&[Bytes]) -> bool) -> CommandSpec {
+        self.lock_all_when = Some(f);
+        self
+    }
+
+    /// Whether this call must lock every shard rather than its keys'.
+    pub fn locks_all(&self, args: &[Bytes]) -> bool {
+        matches!(self.keys, Keys::All) || self.lock_all_when.is_some_and(|f| f(args))
     }
 
     /// Indexes of key arguments, for locking and WATCH.
@@ -175,6 +189,7 @@ pub const fn spec(
         group,
         summary,
         id: 0,
+        lock_all_when: None,
     }
 }
 

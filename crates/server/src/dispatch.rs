@@ -2,7 +2,7 @@
 //! MULTI queueing, locking, running the handler, committing its writes, and
 //! working out which LSN the reply must wait for.
 
-use crate::command::{flags, into_frame, lookup, CommandSpec, Ctx, Handler, Keys};
+use crate::command::{flags, into_frame, lookup, CommandSpec, Ctx, Handler};
 use crate::errors;
 use crate::state::Shared;
 use bytes::Bytes;
@@ -91,7 +91,7 @@ fn run(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> Outcome {
         Handler::Conn(f) => Outcome::now(into_frame(f(ctx, args))),
         Handler::Outcome(f) => f(ctx, args),
         Handler::Data(f) => {
-            let all = matches!(spec.keys, Keys::All);
+            let all = spec.locks_all(args);
             let idx = if all {
                 Vec::new()
             } else {
@@ -289,9 +289,10 @@ pub fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
     let mut keys: Vec<Bytes> = ctx.client.watched.iter().map(|w| w.key.clone()).collect();
     for args in &multi.queued {
         if let Some(spec) = lookup(&args[0]) {
-            match spec.keys {
-                Keys::All => lock_all = true,
-                _ => keys.extend(spec.key_indexes(args).into_iter().map(|i| args[i].clone())),
+            if spec.locks_all(args) {
+                lock_all = true;
+            } else {
+                keys.extend(spec.key_indexes(args).into_iter().map(|i| args[i].clone()));
             }
         }
     }

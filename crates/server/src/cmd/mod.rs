@@ -52,6 +52,7 @@ pub mod scan;
 pub mod scripting;
 pub mod server;
 pub mod sets;
+pub mod sort;
 pub mod strings;
 pub mod subcommands;
 pub mod transaction;
@@ -77,6 +78,7 @@ pub fn all_commands() -> Vec<CommandSpec> {
     v.extend(zset_algebra::commands());
     v.extend(lists::commands());
     v.extend(sets::commands());
+    v.extend(sort::commands());
     v.extend(scripting::commands());
     v.extend(blocking::commands());
     v.extend(functions::commands());
