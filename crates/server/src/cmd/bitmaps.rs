@@ -142,7 +142,9 @@ fn range_unit(arg: Option<&Bytes>) -> Result<bool, Frame> {
 fn bit_range(start: i64, end: i64, bits: bool, len: usize) -> Option<(u64, u64)> {
     let total = if bits { len as i64 * 8 } else { len as i64 };
     let start = if start < 0 { total + start } else { start }.max(0);
-    let end = if end < 0 { total + end } else { end }.max(0).min(total - 1);
+    let end = if end < 0 { total + end } else { end }
+        .max(0)
+        .min(total - 1);
     if start > end {
         return None;
     }
@@ -302,7 +304,11 @@ fn bitop(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let db = ctx.db();
     let mut values = Vec::with_capacity(sources.len());
     for key in sources {
-        values.push(read_as(txn, db, key, Value::as_str)?.cloned().unwrap_or_default());
+        values.push(
+            read_as(txn, db, key, Value::as_str)?
+                .cloned()
+                .unwrap_or_default(),
+        );
     }
     let len = values.iter().map(Bytes::len).max().unwrap_or(0);
     let dest = &args[2];
@@ -525,7 +531,12 @@ fn bitfield_ro(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     bitfield_generic(ctx, txn, args, true)
 }
 
-fn bitfield_generic(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes], read_only: bool) -> Reply {
+fn bitfield_generic(
+    ctx: &mut Ctx<'_>,
+    txn: &mut Txn<'_>,
+    args: &[Bytes],
+    read_only: bool,
+) -> Reply {
     let max_len = max_len(ctx);
     let fields = parse_fields(args, read_only, max_len)?;
     let db = ctx.db();
@@ -606,7 +617,9 @@ mod tests {
 
     #[test]
     fn word_scans_match_bit_by_bit() {
-        let s: Vec<u8> = (0..40u32).map(|i| (i.wrapping_mul(37) % 251) as u8).collect();
+        let s: Vec<u8> = (0..40u32)
+            .map(|i| (i.wrapping_mul(37) % 251) as u8)
+            .collect();
         let mut sparse = vec![0u8; 40];
         sparse[29] = 0x10;
         let mut dense = vec![0xFFu8; 40];
@@ -617,10 +630,7 @@ mod tests {
                 for hi in (lo..n).step_by(5) {
                     assert_eq!(count_ones(buf, lo, hi), naive_count(buf, lo, hi));
                     for want in [false, true] {
-                        assert_eq!(
-                            first_bit(buf, lo, hi, want),
-                            naive_first(buf, lo, hi, want)
-                        );
+                        assert_eq!(first_bit(buf, lo, hi, want), naive_first(buf, lo, hi, want));
                     }
                 }
             }
@@ -646,6 +656,9 @@ mod tests {
             bits: 64,
             ..f
         };
-        assert_eq!(wide.fit(i128::from(i64::MAX) + 1), Some(i128::from(i64::MIN)));
+        assert_eq!(
+            wide.fit(i128::from(i64::MAX) + 1),
+            Some(i128::from(i64::MIN))
+        );
     }
 }
