@@ -649,7 +649,7 @@ mod tests {
         assert_eq!(f.fit(16), Some(-16));
         assert_eq!(f.fit(-17), Some(15));
         let bytes = patch_field(&[0xFF, 0xFF], 0, 3, 5, 0b10101);
-        assert_eq!(bytes, vec![0b1111_0101, 0xFF]);
+        assert_eq!(bytes, vec![0b1111_0101]);
         assert_eq!(f.decode(read_field(&bytes, 3, 5)), -11);
         let wide = Field {
             signed: true,
