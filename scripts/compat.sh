@@ -164,6 +164,28 @@ done
 note "redis-py"
 python3 "$ROOT/scripts/compat.py" "$PORT" || fail "scripts/compat.py failed (see above)"
 
+# --- 4. Redis's own test units -------------------------------------------------
+
+# Redis 7.0.15's units in external-server mode (see ../shared/redis-tests),
+# when a copy is present: each unit must keep at least the ok count recorded
+# in scripts/redis-tests-floor.txt, and the server must survive them all.
+REDIS_TESTS=${REDIS_TESTS:-$ROOT/../shared/redis-tests}
+if [[ -x $REDIS_TESTS/run.sh ]] && command -v tclsh >/dev/null; then
+    note "Redis's test units (${REDIS_UNITS:-core})"
+    PORT=$PORT UNITS=${REDIS_UNITS:-core} OUTDIR=$WORK/redis-tests \
+        "$REDIS_TESTS/run.sh" | tee "$WORK/units.txt"
+    while read -r unit floor; do
+        [[ -z $unit || $unit == \#* ]] && continue
+        line=$(grep "^UNIT $unit " "$WORK/units.txt" || true)
+        [[ -z $line ]] && continue
+        ok=$(sed -n 's/.* ok=\([0-9]*\).*/\1/p' <<<"$line")
+        [[ $line == *timeout* ]] && fail "$unit timed out: $line"
+        ((ok >= floor)) || fail "$unit: $ok tests pass, fewer than the $floor recorded in scripts/redis-tests-floor.txt (logs: OUTDIR)"
+    done <"$ROOT/scripts/redis-tests-floor.txt"
+else
+    note "Redis's test units skipped: no $REDIS_TESTS/run.sh or no tclsh (apt-get install tcl)"
+fi
+
 # The server must still be up after all of that.
 cli_is PONG ping
 kill -0 "$SERVER_PID" 2>/dev/null || fail "durakv died during the run"

@@ -21,6 +21,12 @@ if [ ${#missing[@]} -gt 0 ]; then
     fi
 fi
 
+# Redis's own test units (run by compat.sh when ../shared/redis-tests is
+# present) need tclsh; install it when we can, else compat.sh skips them.
+if ! command -v tclsh >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tcl >/dev/null 2>&1 || true
+fi
+
 # Integration tests start the binary, so build it first.
 cargo build -p durakv
 cargo test --workspace

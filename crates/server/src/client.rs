@@ -28,6 +28,8 @@ pub struct ClientHandle {
     /// Set when a key this client WATCHes is modified.
     pub watch_dirty: Arc<AtomicBool>,
     pub last_interaction_ms: AtomicU64,
+    /// In a blocking command's wait (CLIENT LIST flag `b`).
+    pub blocked: AtomicBool,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -106,6 +108,11 @@ pub struct ClientState {
     pub reply_mode: ReplyMode,
     /// Drop the reply of the command being executed (SHUTDOWN).
     pub suppress_this_reply: bool,
+    /// The command being executed may block: it was sent by the client
+    /// itself, not queued in MULTI or called from a script.
+    pub may_block: bool,
+    /// Waiting in a blocking command (BLPOP...); nothing else runs meanwhile.
+    pub blocked: Option<crate::blocking::Blocked>,
 }
 
 impl ClientState {
@@ -127,6 +134,8 @@ impl ClientState {
             last_cmd: String::new(),
             reply_mode: ReplyMode::On,
             suppress_this_reply: false,
+            may_block: false,
+            blocked: None,
         }
     }
 
@@ -203,6 +212,7 @@ impl ClientRegistry {
             }),
             watch_dirty: Arc::new(AtomicBool::new(false)),
             last_interaction_ms: AtomicU64::new(crate::util::now_ms()),
+            blocked: AtomicBool::new(false),
         });
         self.clients.lock().insert(id, h.clone());
         h

@@ -77,6 +77,9 @@ pub mod flags {
     pub const NO_MULTI: u32 = 1 << 9;
     /// Executes immediately even inside MULTI (EXEC, DISCARD, QUIT, RESET).
     pub const MULTI_CONTROL: u32 = 1 << 10;
+    /// May block the client (BLPOP...); only when the client sent it
+    /// itself, not in MULTI or a script.
+    pub const BLOCKING: u32 = 1 << 11;
 
     pub const NAMES: &[(u32, &str)] = &[
         (WRITE, "write"),
@@ -89,6 +92,7 @@ pub mod flags {
         (STALE, "stale"),
         (NOSCRIPT, "noscript"),
         (NO_MULTI, "no_multi"),
+        (BLOCKING, "blocking"),
     ];
 }
 

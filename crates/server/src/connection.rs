@@ -121,6 +121,7 @@ pub async fn serve(
         client: &mut client,
     };
     dispatch::unwatch_all(&mut ctx);
+    crate::blocking::abandon(&shared, &mut client);
     shared.clients.unregister(id);
 }
 
@@ -153,7 +154,8 @@ async fn run(shared: &Shared, stream: &mut TcpStream, client: &mut ClientState) 
     let mut published_at = std::time::Instant::now();
     loop {
         let mut out = scratch::take(&scratch::WRITE, WRITE_CHUNK_BYTES);
-        if !closing {
+        let blocked = resume_blocked(shared, client, &mut out, &mut held);
+        if !closing && !blocked {
             closing = process(shared, client, &parser, &mut rbuf, &mut out, &mut held);
         }
         if rbuf.is_empty() {
@@ -221,7 +223,8 @@ async fn run(shared: &Shared, stream: &mut TcpStream, client: &mut ClientState) 
                     return Ok(());
                 }
             }
-            _ = idle, if held.is_empty() && client.multi.is_none() => {
+            _ = crate::blocking::unblocked(client.blocked.as_ref()), if client.blocked.is_some() => {}
+            _ = idle, if held.is_empty() && client.multi.is_none() && client.blocked.is_none() => {
                 return Ok(());
             }
         }
@@ -304,6 +307,9 @@ fn process(
                 }
                 ReplyMode::On | ReplyMode::SkipNext => false,
             };
+        if crate::blocking::parked(client, silent, outcome.dependency_lsn) {
+            return false;
+        }
         if silent {
             if client.close_after_reply {
                 return true;
@@ -330,6 +336,26 @@ fn process(
             return true;
         }
     }
+}
+
+/// Queues a blocked command's reply once its wait is over. True while it
+/// still waits: the connection executes nothing else meanwhile, as Redis.
+fn resume_blocked(
+    shared: &Shared,
+    client: &mut ClientState,
+    out: &mut BytesMut,
+    held: &mut Held,
+) -> bool {
+    if let Some((frame, dep)) = crate::blocking::resume(shared, client) {
+        let dep = if dep > shared.durable_lsn() {
+            shared.store.wal.request_sync_upto(dep);
+            dep
+        } else {
+            0
+        };
+        push(client, out, held, frame, dep);
+    }
+    client.blocked.is_some()
 }
 
 fn push(client: &ClientState, out: &mut BytesMut, held: &mut Held, frame: Frame, dep: u64) {

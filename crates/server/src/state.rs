@@ -139,6 +139,8 @@ pub struct Shared {
     pub rates: crate::rates::Rates,
     /// INFO commandstats and errorstats.
     pub cmdstats: crate::cmdstats::CommandStats,
+    /// Clients in blocking commands, by the keys they wait on.
+    pub blocking: crate::blocking::Blocking,
 }
 
 impl Shared {
@@ -170,6 +172,7 @@ impl Shared {
             shutdown_tx: watch::channel(false).0,
             bound_port: AtomicU64::new(0),
             scripting: crate::scripting::Scripting::default(),
+            blocking: crate::blocking::Blocking::default(),
         }
     }
 

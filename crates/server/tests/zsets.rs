@@ -5,6 +5,7 @@
 mod common;
 
 use common::{bulk, err, q, resp3, strs, Server, WRONGTYPE};
+use common::{err as error, q as ok};
 use redis::{Connection, Value};
 use std::collections::HashSet;
 
@@ -585,5 +586,97 @@ fn resp3_shapes() {
     assert_eq!(
         q::<Value>(c2, &["ZPOPMAX", "z", "1"]),
         Value::Array(vec![bulk("b"), bulk("3")])
+    );
+}
+
+/// ZUNION/ZINTER/ZDIFF, their STORE forms, ZINTERCARD and ZRANGESTORE,
+/// with plain sets as inputs, weights, aggregates and Redis's errors.
+#[test]
+fn zset_algebra_and_rangestore() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let _: i64 = ok(&mut c, &["ZADD", "a", "1", "x", "2", "y", "3", "z"]);
+    let _: i64 = ok(&mut c, &["ZADD", "b", "10", "y", "20", "z", "30", "w"]);
+    let _: i64 = ok(&mut c, &["SADD", "s", "x", "w"]);
+    let u: Vec<String> = ok(&mut c, &["ZUNION", "2", "a", "b", "WITHSCORES"]);
+    assert_eq!(u, ["x", "1", "y", "12", "z", "23", "w", "30"]);
+    let i: Vec<String> = ok(
+        &mut c,
+        &[
+            "ZINTER",
+            "2",
+            "a",
+            "b",
+            "WEIGHTS",
+            "2",
+            "0.5",
+            "AGGREGATE",
+            "MAX",
+            "WITHSCORES",
+        ],
+    );
+    assert_eq!(i, ["y", "5", "z", "10"]);
+    let d: Vec<String> = ok(&mut c, &["ZDIFF", "2", "a", "s"]);
+    assert_eq!(d, ["y", "z"]);
+    assert_eq!(ok::<i64>(&mut c, &["ZUNIONSTORE", "u", "2", "a", "s"]), 4);
+    let u: Vec<String> = ok(&mut c, &["ZRANGE", "u", "0", "-1", "WITHSCORES"]);
+    assert_eq!(u, ["w", "1", "x", "2", "y", "2", "z", "3"]);
+    assert_eq!(ok::<i64>(&mut c, &["ZINTERSTORE", "u", "2", "a", "s"]), 1);
+    assert_eq!(
+        ok::<i64>(&mut c, &["ZINTERSTORE", "u", "2", "a", "nosuch"]),
+        0
+    );
+    assert_eq!(
+        ok::<i64>(&mut c, &["EXISTS", "u"]),
+        0,
+        "an empty result deletes the destination"
+    );
+    assert_eq!(ok::<i64>(&mut c, &["ZDIFFSTORE", "u", "2", "b", "a"]), 1);
+    assert_eq!(ok::<i64>(&mut c, &["ZINTERCARD", "2", "a", "b"]), 2);
+    assert_eq!(
+        ok::<i64>(&mut c, &["ZINTERCARD", "2", "a", "b", "LIMIT", "1"]),
+        1
+    );
+    assert_eq!(
+        ok::<i64>(&mut c, &["ZRANGESTORE", "r", "b", "(10", "+inf", "BYSCORE"]),
+        2
+    );
+    let r: Vec<String> = ok(&mut c, &["ZRANGE", "r", "0", "-1"]);
+    assert_eq!(r, ["z", "w"]);
+    // inf + -inf sums to 0, not NaN.
+    let _: i64 = ok(&mut c, &["ZADD", "p", "inf", "m"]);
+    let _: i64 = ok(&mut c, &["ZADD", "n", "-inf", "m"]);
+    let s: Vec<String> = ok(&mut c, &["ZUNION", "2", "p", "n", "WITHSCORES"]);
+    assert_eq!(s, ["m", "0"]);
+
+    assert_eq!(
+        error(&mut c, &["ZUNION", "0", "a"]),
+        "ERR at least 1 input key is needed for 'zunion' command"
+    );
+    assert_eq!(
+        error(&mut c, &["ZUNIONSTORE", "u", "3", "a"]),
+        "ERR syntax error"
+    );
+    assert_eq!(
+        error(&mut c, &["ZUNIONSTORE", "u", "1", "a", "WITHSCORES"]),
+        "ERR syntax error"
+    );
+    assert_eq!(
+        error(&mut c, &["ZUNION", "2", "a", "b", "WEIGHTS", "1", "x"]),
+        "ERR weight value is not a float"
+    );
+    assert_eq!(
+        error(&mut c, &["ZINTERCARD", "0", "a"]),
+        "ERR numkeys should be greater than 0"
+    );
+    assert_eq!(
+        error(&mut c, &["ZINTERCARD", "1", "a", "LIMIT", "-1"]),
+        "ERR LIMIT can't be negative"
+    );
+    let _: () = ok(&mut c, &["SET", "str", "v"]);
+    assert!(error(&mut c, &["ZUNION", "2", "a", "str"]).starts_with("WRONGTYPE"));
+    assert_eq!(
+        error(&mut c, &["ZRANGESTORE", "r", "a", "0", "-1", "WITHSCORES"]),
+        "ERR syntax error"
     );
 }

@@ -35,6 +35,7 @@ pub(crate) fn read_as<'t, T: ?Sized>(
 }
 
 pub mod bitmaps;
+pub mod blocking;
 pub mod client;
 pub mod command_docs;
 pub mod config;
@@ -45,6 +46,7 @@ pub mod info;
 pub mod keys;
 pub mod lists;
 pub mod memory;
+pub mod mpop;
 pub mod persistence;
 pub mod scan;
 pub mod scripting;
@@ -53,6 +55,7 @@ pub mod sets;
 pub mod strings;
 pub mod subcommands;
 pub mod transaction;
+pub mod zset_algebra;
 pub mod zsets;
 
 pub fn all_commands() -> Vec<CommandSpec> {
@@ -72,9 +75,11 @@ pub fn all_commands() -> Vec<CommandSpec> {
     v.extend(bitmaps::commands());
     v.extend(hashes::commands());
     v.extend(zsets::commands());
+    v.extend(zset_algebra::commands());
     v.extend(lists::commands());
     v.extend(sets::commands());
     v.extend(scripting::commands());
+    v.extend(blocking::commands());
     v
 }
 

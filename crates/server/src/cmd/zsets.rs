@@ -1,11 +1,12 @@
 //! Sorted set commands.
 
+use super::mpop;
 use super::scan::{scan_cursor, scan_options, scan_reply, scan_walk, scans_whole};
 use super::{
     apply, pairs_reply, positive_count, random_count, random_position, random_positions, resp3,
     syntax, wrongtype,
 };
-use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Reply, FIRST_KEY};
+use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Keys, Reply, FIRST_KEY, TWO_KEYS};
 use crate::errors;
 use crate::util::{arg_f64, arg_i64, format_float, is, parse_f64};
 use bytes::Bytes;
@@ -30,6 +31,7 @@ pub fn commands() -> Vec<CommandSpec> {
         spec("zrank", -3, READONLY | FAST, FIRST_KEY, Handler::Data(zrank), "sorted-set", "Returns the index of a member in a sorted set ordered by ascending scores."),
         spec("zrevrank", -3, READONLY | FAST, FIRST_KEY, Handler::Data(zrevrank), "sorted-set", "Returns the index of a member in a sorted set ordered by descending scores."),
         spec("zrange", -4, READONLY, FIRST_KEY, Handler::Data(zrange), "sorted-set", "Returns members in a sorted set within a range of indexes."),
+        spec("zrangestore", -5, WRITE | DENYOOM, TWO_KEYS, Handler::Data(zrangestore), "sorted-set", "Stores a range of members from sorted set in a key."),
         spec("zrevrange", -4, READONLY, FIRST_KEY, Handler::Data(zrevrange), "sorted-set", "Returns members in a sorted set within a range of indexes in reverse order."),
         spec("zrangebyscore", -4, READONLY, FIRST_KEY, Handler::Data(zrangebyscore), "sorted-set", "Returns members in a sorted set within a range of scores."),
         spec("zrevrangebyscore", -4, READONLY, FIRST_KEY, Handler::Data(zrevrangebyscore), "sorted-set", "Returns members in a sorted set within a range of scores in reverse order."),
@@ -40,6 +42,7 @@ pub fn commands() -> Vec<CommandSpec> {
         spec("zremrangebylex", 4, WRITE, FIRST_KEY, Handler::Data(zremrangebylex), "sorted-set", "Removes members in a sorted set within a lexicographical range. Deletes the sorted set if all members were removed."),
         spec("zpopmin", -2, WRITE | FAST, FIRST_KEY, Handler::Data(zpopmin), "sorted-set", "Returns the lowest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped."),
         spec("zpopmax", -2, WRITE | FAST, FIRST_KEY, Handler::Data(zpopmax), "sorted-set", "Returns the highest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped."),
+        spec("zmpop", -4, WRITE, Keys::Custom(mpop::keys_after_numkeys_at_1), Handler::Data(zmpop), "sorted-set", "Returns the highest- or lowest-scoring members from one or more sorted sets after removing them. Deletes the sorted set if the last member was popped."),
         spec("zscan", -3, READONLY, FIRST_KEY, Handler::Data(zscan), "sorted-set", "Iterates over members and scores of a sorted set."),
         spec("zrandmember", -2, READONLY, FIRST_KEY, Handler::Data(zrandmember), "sorted-set", "Returns one or more random members from a sorted set."),
     ]
@@ -188,13 +191,28 @@ fn range_generic(
     by: Option<By>,
     rev: Option<bool>,
 ) -> Reply {
+    let resp3 = resp3(ctx);
+    let (items, withscores) = range_items(ctx, txn, args, by, rev, true)?;
+    Ok(scored_reply(items, withscores, resp3))
+}
+
+/// What a ZRANGE-shaped command (`key min max [options]` from `args[1]`)
+/// selects, and whether WITHSCORES was given (only if `scores_allowed`).
+fn range_items(
+    ctx: &Ctx<'_>,
+    txn: &mut Txn<'_>,
+    args: &[Bytes],
+    by: Option<By>,
+    rev: Option<bool>,
+    scores_allowed: bool,
+) -> Result<(Vec<(Bytes, f64)>, bool), Frame> {
     let (mut by, mut rev) = (by, rev);
     let mut withscores = false;
     let mut limit = None;
     let mut j = 4;
     while j < args.len() {
         let a = &args[j];
-        if is(a, "withscores") {
+        if scores_allowed && is(a, "withscores") {
             withscores = true;
         } else if is(a, "limit") && j + 2 < args.len() {
             limit = Some((arg_i64(&args[j + 1])?, arg_i64(&args[j + 2])?));
@@ -239,16 +257,46 @@ fn range_generic(
             Range::Lex(a, b)
         }
     };
-    let resp3 = resp3(ctx);
     let Some(z) = read_zset(txn, ctx.db(), &args[1])? else {
-        return Ok(Frame::Array(Vec::new()));
+        return Ok((Vec::new(), withscores));
     };
     let (offset, count) = limit.unwrap_or((0, -1));
-    Ok(scored_reply(
-        select(z, &range, rev, offset, count),
-        withscores,
-        resp3,
-    ))
+    Ok((select(z, &range, rev, offset, count), withscores))
+}
+
+/// ZRANGESTORE dst src min max [BYSCORE|BYLEX] [REV] [LIMIT offset count]:
+/// stores what ZRANGE would return (deleting `dst` when that is nothing).
+fn zrangestore(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    let (items, _) = range_items(ctx, txn, &args[1..], None, None, false)?;
+    store_scored(txn, ctx.db(), &args[1], items)
+}
+
+/// Replaces `dest` with a sorted set of `items` (deleting it when there are
+/// none), as one logged write; replies with how many were stored.
+pub(super) fn store_scored(
+    txn: &mut Txn<'_>,
+    db: usize,
+    dest: &Bytes,
+    items: Vec<(Bytes, f64)>,
+) -> Reply {
+    let n = items.len();
+    if n == 0 {
+        if txn.get(db, dest).is_some() {
+            apply(txn, db, dest, KeyOp::Del)?;
+        }
+    } else {
+        let mut z = ZSet::default();
+        for (m, s) in items {
+            z.insert(m, s);
+        }
+        let value = Value::ZSet(z);
+        let op = KeyOp::Restore {
+            value,
+            expire_at_ms: 0,
+        };
+        apply(txn, db, dest, op)?;
+    }
+    Ok(Frame::Integer(n as i64))
 }
 
 fn zrange(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
@@ -480,7 +528,6 @@ fn zrem(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
 }
 
 fn pop(ctx: &Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes], max: bool) -> Reply {
-    let db = ctx.db();
     if args.len() > 3 {
         return Err(syntax());
     }
@@ -490,10 +537,25 @@ fn pop(ctx: &Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes], max: bool) -> Reply {
     };
     // RESP3 nests the pairs only when a count was given, even a count of 1.
     let nested = resp3(ctx) && count.is_some();
-    let Some(z) = read_zset(txn, db, &args[1])? else {
-        return Ok(Frame::Array(Vec::new()));
+    let items = pop_zset(txn, ctx.db(), &args[1], max, count.unwrap_or(1))?;
+    Ok(scored_reply(items.unwrap_or_default(), true, nested))
+}
+
+/// Removes up to `count` of the lowest (or, `max`, highest) scoring members
+/// of the sorted set at `key`, in pop order: `None` when the key is missing,
+/// WRONGTYPE when it holds another type. Shared by ZPOPMIN/ZPOPMAX, ZMPOP
+/// and the blocking pops.
+pub(crate) fn pop_zset(
+    txn: &mut Txn<'_>,
+    db: usize,
+    key: &Bytes,
+    max: bool,
+    count: u64,
+) -> Result<Option<Vec<(Bytes, f64)>>, Frame> {
+    let Some(z) = read_zset(txn, db, key)? else {
+        return Ok(None);
     };
-    let n = usize::try_from(count.unwrap_or(1)).unwrap_or(usize::MAX);
+    let n = usize::try_from(count).unwrap_or(usize::MAX);
     let items: Vec<(Bytes, f64)> = if max {
         z.iter()
             .rev()
@@ -507,11 +569,37 @@ fn pop(ctx: &Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes], max: bool) -> Reply {
         apply(
             txn,
             db,
-            &args[1],
+            key,
             KeyOp::ZRem(items.iter().map(|(m, _)| m.clone()).collect()),
         )?;
     }
-    Ok(scored_reply(items, true, nested))
+    Ok(Some(items))
+}
+
+/// ZMPOP: the first non-empty sorted set among the keys gives up to COUNT
+/// members.
+fn zmpop(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    let m = mpop::parse(args, 1, mpop::ZSET_ENDS)?;
+    for key in m.keys {
+        if let Some(items) = pop_zset(txn, ctx.db(), key, !m.first_end, m.count)? {
+            return Ok(mpop_reply(key, items));
+        }
+    }
+    Ok(Frame::NullArray)
+}
+
+/// `[key, [[member, score], ...]]`, the reply of ZMPOP and BZMPOP: the
+/// pairs are nested in RESP2 as well.
+pub(crate) fn mpop_reply(key: &Bytes, items: Vec<(Bytes, f64)>) -> Frame {
+    Frame::Array(vec![
+        Frame::Bulk(key.clone()),
+        Frame::Array(
+            items
+                .into_iter()
+                .map(|(m, s)| Frame::Array(vec![Frame::Bulk(m), Frame::Double(s)]))
+                .collect(),
+        ),
+    ])
 }
 
 fn zpopmin(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
