@@ -289,13 +289,17 @@ fn apply_key_op(d: &mut Db, key: &Bytes, op: &KeyOp, now_ms: u64) -> Result<(), 
                 return Err(WRONG_TYPE);
             };
             let offset = usize::try_from(*offset).map_err(|_| "offset out of range")?;
-            let mut buf = s.to_vec();
+            // In place when nothing else holds the value: a SETBIT on a big
+            // bitmap must not copy it.
+            let mut buf = std::mem::take(s)
+                .try_into_mut()
+                .unwrap_or_else(|shared| BytesMut::from(&shared[..]));
             let end = offset + data.len();
             if buf.len() < end {
                 buf.resize(end, 0);
             }
             buf[offset..end].copy_from_slice(data);
-            *s = Bytes::from(buf);
+            *s = buf.freeze();
         }
         KeyOp::HSet(pairs) => {
             let e = collection(d, key, now_ms, Value::new_hash);

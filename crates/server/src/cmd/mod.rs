@@ -34,6 +34,7 @@ pub(crate) fn read_as<'t, T: ?Sized>(
     }
 }
 
+pub mod bitmaps;
 pub mod blocking;
 pub mod client;
 pub mod command_docs;
@@ -73,6 +74,7 @@ pub fn all_commands() -> Vec<CommandSpec> {
     v.extend(memory::commands());
     v.extend(keys::commands());
     v.extend(strings::commands());
+    v.extend(bitmaps::commands());
     v.extend(hashes::commands());
     v.extend(zsets::commands());
     v.extend(zset_algebra::commands());
