@@ -3,13 +3,18 @@
 //! the byte layout is documented in `docs/format.md` ("Record payload").
 //! Decoding is bounds-checked and never panics on arbitrary bytes.
 
-use crate::mutation::{ExpireMode, KeyOp, Mutation};
+use crate::mutation::{ExpireMode, FunctionOp, KeyOp, Mutation};
 use crate::value::{ListValue, Value};
 use crate::zset::ZSet;
 use bytes::Bytes;
 
-/// Payload format version, written as the first byte of every payload.
+/// Payload format version, written as the first byte of every payload
+/// that holds no function-library change, so builds that predate
+/// functions still read every log written without them.
 pub const PAYLOAD_VERSION: u8 = 1;
+/// Version 2: version 1 plus mutation tag 5 (function library). Written
+/// only for payloads that hold such a mutation.
+pub const PAYLOAD_VERSION_FUNCTIONS: u8 = 2;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("malformed payload at byte {offset}: {reason}")]
@@ -23,6 +28,11 @@ mod tag {
     pub const FLUSHDB: u8 = 2;
     pub const FLUSHALL: u8 = 3;
     pub const SWAPDB: u8 = 4;
+    pub const FUNCTION: u8 = 5;
+
+    pub const FN_LOAD: u8 = 1;
+    pub const FN_DELETE: u8 = 2;
+    pub const FN_FLUSH: u8 = 3;
 
     pub const SET_STRING: u8 = 1;
     pub const RESTORE: u8 = 2;
@@ -88,10 +98,16 @@ pub fn encode_record<'m>(
     count: usize,
     out: &mut Vec<u8>,
 ) {
+    let start = out.len();
     out.push(PAYLOAD_VERSION);
     put_u32(out, count as u32);
+    let mut functions = false;
     for m in muts {
+        functions |= m.is_function();
         encode_mutation(m, out);
+    }
+    if functions {
+        out[start] = PAYLOAD_VERSION_FUNCTIONS;
     }
 }
 
@@ -132,6 +148,13 @@ pub fn encoded_len(m: &Mutation) -> u64 {
         Mutation::FlushDb { .. } => 1 + U32,
         Mutation::FlushAll => 1,
         Mutation::SwapDb { .. } => 1 + 2 * U32,
+        Mutation::Function(op) => {
+            2 + match op {
+                FunctionOp::Load { name, code } => bytes(name) + bytes(code),
+                FunctionOp::Delete { name } => bytes(name),
+                FunctionOp::Flush => 0,
+            }
+        }
     }
 }
 
@@ -165,6 +188,21 @@ pub fn encode_mutation(m: &Mutation, out: &mut Vec<u8>) {
             out.push(tag::SWAPDB);
             put_u32(out, *a);
             put_u32(out, *b);
+        }
+        Mutation::Function(op) => {
+            out.push(tag::FUNCTION);
+            match op {
+                FunctionOp::Load { name, code } => {
+                    out.push(tag::FN_LOAD);
+                    put_bytes(out, name);
+                    put_bytes(out, code);
+                }
+                FunctionOp::Delete { name } => {
+                    out.push(tag::FN_DELETE);
+                    put_bytes(out, name);
+                }
+                FunctionOp::Flush => out.push(tag::FN_FLUSH),
+            }
         }
     }
 }
@@ -427,13 +465,19 @@ impl<'a> Reader<'a> {
 /// Decodes a whole record payload.
 pub fn decode_mutations(payload: &Bytes) -> Result<Vec<Mutation>, DecodeError> {
     let mut r = Reader::shared(payload);
-    if r.u8()? != PAYLOAD_VERSION {
-        return r.fail("unknown payload version");
-    }
+    let functions = match r.u8()? {
+        PAYLOAD_VERSION => false,
+        PAYLOAD_VERSION_FUNCTIONS => true,
+        _ => return r.fail("unknown payload version"),
+    };
     let n = r.count(1)?;
     let mut out = Vec::with_capacity(n);
     for _ in 0..n {
-        out.push(decode_mutation(&mut r)?);
+        let m = decode_mutation(&mut r)?;
+        if m.is_function() && !functions {
+            return r.fail("function mutation in a version 1 payload");
+        }
+        out.push(m);
     }
     if !r.is_empty() {
         return r.fail("trailing bytes");
@@ -455,6 +499,15 @@ pub fn decode_mutation(r: &mut Reader<'_>) -> Result<Mutation, DecodeError> {
             a: r.u32()?,
             b: r.u32()?,
         },
+        tag::FUNCTION => Mutation::Function(match r.u8()? {
+            tag::FN_LOAD => FunctionOp::Load {
+                name: r.bytes()?,
+                code: r.bytes()?,
+            },
+            tag::FN_DELETE => FunctionOp::Delete { name: r.bytes()? },
+            tag::FN_FLUSH => FunctionOp::Flush,
+            _ => return r.fail("unknown function operation"),
+        }),
         _ => return r.fail("unknown mutation tag"),
     })
 }
@@ -694,11 +747,50 @@ mod tests {
     }
 
     #[test]
+    fn function_changes_round_trip_in_version_2_payloads_only() {
+        let muts = vec![
+            Mutation::key(0, b("k"), KeyOp::Del),
+            Mutation::Function(FunctionOp::Load {
+                name: b("lib"),
+                code: b("#!lua name=lib\nredis.register_function('f', function() end)"),
+            }),
+            Mutation::Function(FunctionOp::Delete { name: b("lib") }),
+            Mutation::Function(FunctionOp::Flush),
+        ];
+        let mut out = Vec::new();
+        encode_mutations(&muts, &mut out);
+        assert_eq!(out[0], PAYLOAD_VERSION_FUNCTIONS);
+        assert_eq!(decode_mutations(&Bytes::from(out.clone())).unwrap(), muts);
+        let total: u64 = muts.iter().map(encoded_len).sum::<u64>() + RECORD_HEADER_BYTES;
+        assert_eq!(total, out.len() as u64);
+        for cut in 0..out.len() {
+            assert!(decode_mutations(&Bytes::copy_from_slice(&out[..cut])).is_err());
+        }
+        // A version 1 payload cannot carry them (an older build wrote it).
+        out[0] = PAYLOAD_VERSION;
+        assert!(decode_mutations(&Bytes::from(out)).is_err());
+        // The documented bytes (docs/format.md, "Record payload").
+        let mut flush = Vec::new();
+        encode_mutations(&[Mutation::Function(FunctionOp::Flush)], &mut flush);
+        assert_eq!(flush, [2, 1, 0, 0, 0, 5, 3]);
+        let mut del = Vec::new();
+        encode_mutations(
+            &[Mutation::Function(FunctionOp::Delete { name: b("x") })],
+            &mut del,
+        );
+        assert_eq!(del, [2, 1, 0, 0, 0, 5, 2, 1, 0, 0, 0, b'x']);
+        // Without them the payload stays version 1, byte for byte.
+        let mut plain = Vec::new();
+        encode_mutations(&muts[..1], &mut plain);
+        assert_eq!(plain[0], PAYLOAD_VERSION);
+    }
+
+    #[test]
     fn garbage_never_panics() {
         let mut seed = 12345u64;
         for _ in 0..20_000 {
             let len = (seed % 64) as usize;
-            let mut v = vec![PAYLOAD_VERSION];
+            let mut v = vec![1 + (seed % 2) as u8];
             for _ in 0..len {
                 seed = seed
                     .wrapping_mul(6364136223846793005)

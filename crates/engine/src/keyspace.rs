@@ -7,8 +7,10 @@
 //! that span the whole keyspace (FLUSHALL, SWAPDB, KEYS inside MULTI) lock
 //! every shard.
 
+use crate::functions::FunctionLibraries;
 use crate::shard::Shard;
 use crate::txn::Txn;
+use bytes::Bytes;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
@@ -32,6 +34,8 @@ pub struct Keyspace {
     /// Largest record payload the log accepts; a transaction that would
     /// exceed it is refused before it changes anything.
     max_record_bytes: AtomicU64,
+    /// The function libraries. Locked after any shard lock, never before.
+    functions: Mutex<FunctionLibraries>,
 }
 
 /// The wall clock in Unix milliseconds.
@@ -65,7 +69,28 @@ impl Keyspace {
             logged: (0..num_dbs).map(|_| AtomicBool::new(true)).collect(),
             write_lsn: (0..num_dbs).map(|_| AtomicU64::new(0)).collect(),
             max_record_bytes: AtomicU64::new(crate::wal::MAX_RECORD_BYTES),
+            functions: Mutex::new(FunctionLibraries::default()),
         }
+    }
+
+    /// The function libraries' lock (transactions, checkpoints, loading).
+    pub fn functions(&self) -> &Mutex<FunctionLibraries> {
+        &self.functions
+    }
+
+    /// Every function library, (name, code) in name order.
+    pub fn function_libraries(&self) -> Vec<(Bytes, Bytes)> {
+        self.functions
+            .lock()
+            .iter()
+            .map(|(n, c)| (n.clone(), c.clone()))
+            .collect()
+    }
+
+    /// The LSN of the last logged change to the function libraries: a
+    /// reply that used them depends on it.
+    pub fn functions_write_lsn(&self) -> u64 {
+        self.functions.lock().write_lsn
     }
 
     /// Whether writes to database `db` are logged.

@@ -15,6 +15,8 @@
 //!   how it is applied; [`codec`] encodes it for the log.
 //! - [`txn`]: a command's or transaction's view of the locked shards; it
 //!   collects mutations and commits them as one log record.
+//! - [`functions`]: the server's function libraries (opaque name → code),
+//!   logged and checkpointed beside the shards.
 //! - [`io`]: the file-system trait and its OS and fault-injecting implementations.
 //! - [`wal`]: segments, records, group commit, parallel streams, recovery.
 //! - [`checkpoint`]: snapshots of the keyspace that bound recovery time and
@@ -24,6 +26,7 @@ pub mod checkpoint;
 pub mod codec;
 pub mod db;
 pub mod durability;
+pub mod functions;
 pub mod io;
 pub mod keyspace;
 pub mod lock;

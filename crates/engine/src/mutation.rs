@@ -8,9 +8,12 @@
 //! members it chose, `EXPIRE 10` an absolute `Expire`. Apply takes the
 //! record's commit time as "now", so replay sees the same expiries the
 //! original execution saw. Every mutation but the three database-wide ones
-//! names exactly one key, which lets checkpoints filter replay per shard.
+//! and [`Mutation::Function`] names exactly one key, which lets checkpoints
+//! filter replay per shard; function-library changes touch no shard at all
+//! (see `crate::functions`).
 
 use crate::db::{Db, Entry};
+pub use crate::functions::FunctionOp;
 use crate::shard::Shard;
 use crate::value::{ListValue, Value};
 use crate::zset::ZSet;
@@ -84,10 +87,21 @@ pub enum KeyOp {
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Mutation {
-    Key { db: u32, key: Bytes, op: KeyOp },
-    FlushDb { db: u32 },
+    Key {
+        db: u32,
+        key: Bytes,
+        op: KeyOp,
+    },
+    FlushDb {
+        db: u32,
+    },
     FlushAll,
-    SwapDb { a: u32, b: u32 },
+    SwapDb {
+        a: u32,
+        b: u32,
+    },
+    /// A change to the function libraries: no shard holds them.
+    Function(FunctionOp),
 }
 
 /// A mutation that does not fit the state it is applied to. Live, this is a
@@ -145,6 +159,11 @@ impl Mutation {
         Mutation::Key { db, key, op }
     }
 
+    /// True for a change to the function libraries (no shard involved).
+    pub fn is_function(&self) -> bool {
+        matches!(self, Mutation::Function(_))
+    }
+
     /// The key this mutation touches, if it touches exactly one.
     pub fn target_key(&self) -> Option<&Bytes> {
         match self {
@@ -184,6 +203,8 @@ impl Mutation {
                 }
                 Ok(())
             }
+            // Applied to the libraries by the transaction, never to a shard.
+            Mutation::Function(_) => Ok(()),
         }
     }
 }
@@ -268,13 +289,17 @@ fn apply_key_op(d: &mut Db, key: &Bytes, op: &KeyOp, now_ms: u64) -> Result<(), 
                 return Err(WRONG_TYPE);
             };
             let offset = usize::try_from(*offset).map_err(|_| "offset out of range")?;
-            let mut buf = s.to_vec();
+            // In place when nothing else holds the value: a SETBIT on a big
+            // bitmap must not copy it.
+            let mut buf = std::mem::take(s)
+                .try_into_mut()
+                .unwrap_or_else(|shared| BytesMut::from(&shared[..]));
             let end = offset + data.len();
             if buf.len() < end {
                 buf.resize(end, 0);
             }
             buf[offset..end].copy_from_slice(data);
-            *s = Bytes::from(buf);
+            *s = buf.freeze();
         }
         KeyOp::HSet(pairs) => {
             let e = collection(d, key, now_ms, Value::new_hash);

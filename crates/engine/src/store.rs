@@ -220,6 +220,8 @@ impl Store {
                     let mut s = keyspace.shard(i).lock();
                     s.applied_lsn = s.applied_lsn.min(recovery.last_lsn);
                 }
+                let mut f = keyspace.functions().lock();
+                f.applied_lsn = f.applied_lsn.min(recovery.last_lsn);
             }
         }
         let mut resharded = false;
@@ -439,6 +441,9 @@ fn reshard(
     for j in 0..new.num_shards() {
         new.shard(j).lock().applied_lsn = last_lsn;
     }
+    let mut libs = std::mem::take(&mut *old.functions().lock());
+    libs.applied_lsn = last_lsn;
+    *new.functions().lock() = libs;
     Ok(new)
 }
 
@@ -463,7 +468,7 @@ fn mutation_db(m: &Mutation) -> Option<usize> {
     match m {
         Mutation::Key { db, .. } | Mutation::FlushDb { db } => Some(*db as usize),
         Mutation::SwapDb { a, b } => Some((*a).max(*b) as usize),
-        Mutation::FlushAll => None,
+        Mutation::FlushAll | Mutation::Function(_) => None,
     }
 }
 

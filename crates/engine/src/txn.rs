@@ -22,6 +22,7 @@
 use crate::codec;
 use crate::db::Entry;
 use crate::durability::Durability;
+use crate::functions::{FunctionLibraries, FunctionOp};
 use crate::keyspace::{wall_clock_ms, Keyspace};
 use crate::mutation::{ApplyError, KeyOp, Mutation};
 use crate::shard::Shard;
@@ -86,6 +87,9 @@ enum RecordItem {
 pub struct Txn<'a> {
     ks: &'a Keyspace,
     guards: Vec<(usize, MutexGuard<'a, Shard>)>,
+    /// The function libraries, locked by the first change to them and held
+    /// until the LSN is assigned (see `crate::functions`).
+    functions: Option<MutexGuard<'a, FunctionLibraries>>,
     pub now_ms: u64,
     applied: Vec<Mutation>,
     record: Vec<RecordItem>,
@@ -142,6 +146,7 @@ impl<'a> Txn<'a> {
         Txn {
             ks,
             guards,
+            functions: None,
             now_ms,
             applied: Vec::new(),
             record: Vec::new(),
@@ -336,6 +341,9 @@ impl<'a> Txn<'a> {
         let logged = |db: u32| self.ks.is_logged(db as usize);
         let same = || LogForm::Same(codec::encoded_len(m));
         Ok(match m {
+            // Libraries are logged whatever the databases' levels: they are
+            // the server's, not a database's.
+            Mutation::Function(_) => same(),
             Mutation::Key { db, .. } | Mutation::FlushDb { db } => {
                 if logged(*db) {
                     same()
@@ -407,6 +415,13 @@ impl<'a> Txn<'a> {
     /// declare, and is refused.
     fn apply_to_shards(&mut self, m: &Mutation, replay: bool) -> Result<(), CommitError> {
         let now = self.now_ms;
+        if let Mutation::Function(op) = m {
+            // Replay applies them apart, by the libraries' own LSN.
+            if !replay {
+                self.apply_function(op);
+            }
+            return Ok(());
+        }
         match m.target_key() {
             Some(key) => match self.slot(key) {
                 Some(slot) => m.apply(&mut self.guards[slot].1, now)?,
@@ -431,6 +446,30 @@ impl<'a> Txn<'a> {
         Ok(())
     }
 
+    /// Takes the function libraries' lock now, before any other lock the
+    /// caller is about to take (the server's Lua engine): a transaction
+    /// that changes libraries holds this one until its commit.
+    pub fn lock_functions(&mut self) {
+        let ks = self.ks;
+        self.functions.get_or_insert_with(|| ks.functions().lock());
+    }
+
+    /// The reply depends on the function libraries as they are.
+    pub fn depend_on_functions(&mut self) {
+        let lsn = match &self.functions {
+            Some(f) => f.write_lsn,
+            None => self.ks.functions_write_lsn(),
+        };
+        self.depend_on(lsn);
+    }
+
+    fn apply_function(&mut self, op: &FunctionOp) {
+        let ks = self.ks;
+        self.functions
+            .get_or_insert_with(|| ks.functions().lock())
+            .apply(op);
+    }
+
     /// Records `lsn` on what `m` touched in the held shards, so later
     /// readers know what their replies depend on. The one stamping path,
     /// for live commits and for replay.
@@ -440,6 +479,12 @@ impl<'a> Txn<'a> {
         let applied = if lsn == UNLOGGED_FAILED_LSN { 0 } else { lsn };
         let now = self.now_ms;
         match m {
+            Mutation::Function(_) => {
+                if let Some(f) = self.functions.as_mut() {
+                    f.applied_lsn = f.applied_lsn.max(applied);
+                    f.write_lsn = f.write_lsn.max(lsn);
+                }
+            }
             Mutation::Key { db, key, .. } => {
                 self.ks.note_write(*db as usize, lsn);
                 let Some(slot) = self.slot(key) else { return };
@@ -520,7 +565,23 @@ pub fn replay_record(
     time_ms: u64,
     muts: &[Mutation],
 ) -> Result<(), CommitError> {
-    let whole = muts.iter().any(|m| m.target_key().is_none());
+    if muts.iter().any(Mutation::is_function) {
+        let mut f = ks.functions().lock();
+        if f.applied_lsn < lsn {
+            for m in muts {
+                if let Mutation::Function(op) = m {
+                    f.apply(op);
+                }
+            }
+            f.applied_lsn = lsn;
+            f.write_lsn = lsn;
+        }
+    }
+    let shard_muts = muts.iter().filter(|m| !m.is_function());
+    if shard_muts.clone().next().is_none() {
+        return Ok(());
+    }
+    let whole = shard_muts.clone().any(|m| m.target_key().is_none());
     let mut idx: Vec<usize> = if whole {
         (0..ks.num_shards()).collect()
     } else {
@@ -542,6 +603,7 @@ pub fn replay_record(
     let mut txn = Txn {
         ks,
         guards,
+        functions: None,
         // Exactly the time the command ran with: logs written before shard
         // clocks existed may go backwards, and replay must do what live did.
         now_ms: time_ms,

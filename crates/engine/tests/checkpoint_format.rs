@@ -1,9 +1,11 @@
 //! The checkpoint format is a promise: files written by a released version
 //! must load forever. `checkpoint_fixtures/v1.dkcp` was written by format
-//! version 1 (regenerate only for a new version, with
-//! `cargo test -p durakv-engine --test checkpoint_format -- --ignored`),
-//! and this test loads it and checks every key, type, value and TTL. It
-//! also pins the documented byte layout of the header and footer.
+//! version 1 and `v2.dkcp` by version 2, which adds function libraries
+//! (write the current version's with
+//! `cargo test -p durakv-engine --test checkpoint_format -- --ignored`;
+//! never regenerate an older one), and these tests load them and check every
+//! key, type, value, TTL and library. It also pins the documented byte
+//! layout of the header, the function section and the footer.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use bytes::Bytes;
@@ -11,15 +13,30 @@ use durakv_engine::checkpoint::format::{self, FileHeader, Footer};
 use durakv_engine::checkpoint::{self, CheckpointConfig, Checkpointer};
 use durakv_engine::io::OsFs;
 use durakv_engine::keyspace::Keyspace;
-use durakv_engine::mutation::{ExpireMode, KeyOp, Mutation};
+use durakv_engine::mutation::{ExpireMode, FunctionOp, KeyOp, Mutation};
 use durakv_engine::value::Value;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 const NOW_MS: u64 = 1_700_000_000_000;
 
-fn fixture_path() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/checkpoint_fixtures/v1.dkcp")
+fn fixture_path(version: u32) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("tests/checkpoint_fixtures/v{version}.dkcp"))
+}
+
+/// The function libraries of the version 2 fixture.
+fn libraries() -> Vec<(Bytes, Bytes)> {
+    vec![
+        (
+            b("lib1"),
+            b("#!lua name=lib1\nredis.register_function('f1', function() return 1 end)"),
+        ),
+        (
+            b("lib2"),
+            Bytes::from_static(b"#!lua name=lib2\n\x00binary"),
+        ),
+    ]
 }
 
 fn b(s: &str) -> Bytes {
@@ -114,18 +131,40 @@ fn entries(ks: &Keyspace) -> Vec<(usize, Vec<u8>, Value, u64)> {
 }
 
 #[test]
-#[ignore = "writes the version-1 fixture; run only when creating a new format version"]
+#[ignore = "writes the current version's fixture; run only when creating a new format version"]
 fn write_fixture() {
     let dir = tempfile::tempdir().unwrap();
     let ck = Checkpointer::open(Arc::new(OsFs), CheckpointConfig::new(dir.path())).unwrap();
-    let st = ck.checkpoint(&build(), None).unwrap();
-    std::fs::create_dir_all(fixture_path().parent().unwrap()).unwrap();
-    std::fs::copy(&st.path, fixture_path()).unwrap();
+    let ks = build();
+    {
+        let mut f = ks.functions().lock();
+        for (name, code) in libraries() {
+            f.apply(&FunctionOp::Load { name, code });
+        }
+    }
+    let st = ck.checkpoint(&ks, None).unwrap();
+    let to = fixture_path(format::FORMAT_VERSION);
+    std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+    std::fs::copy(&st.path, to).unwrap();
+}
+
+#[test]
+fn version_2_fixture_loads_keys_and_function_libraries() {
+    let path = fixture_path(2);
+    let summary = checkpoint::read_summary(&OsFs, &path).unwrap();
+    assert_eq!(summary.header.version, 2);
+    let ks = Keyspace::new(3, 4);
+    let loaded = checkpoint::load_into(&OsFs, &path, &ks, 2).unwrap();
+    assert_eq!(loaded.keys, 8);
+    assert_eq!(loaded.libraries, 2);
+    assert_eq!(loaded.functions_lsn, Some(0));
+    assert_eq!(entries(&ks), entries(&build()));
+    assert_eq!(ks.function_libraries(), libraries());
 }
 
 #[test]
 fn version_1_fixture_loads() {
-    let path = fixture_path();
+    let path = fixture_path(1);
     let summary = checkpoint::read_summary(&OsFs, &path).unwrap();
     assert_eq!(summary.header.shard_count, 4);
     assert_eq!(summary.header.db_count, 3);
@@ -133,12 +172,15 @@ fn version_1_fixture_loads() {
     let ks = Keyspace::new(3, 4);
     let loaded = checkpoint::load_into(&OsFs, &path, &ks, 2).unwrap();
     assert_eq!(loaded.keys, 8);
+    assert_eq!(loaded.functions_lsn, None);
     assert_eq!(entries(&ks), entries(&build()));
+    assert!(ks.function_libraries().is_empty());
 }
 
 #[test]
 fn header_and_footer_bytes_are_as_documented() {
     let h = FileHeader {
+        version: 2,
         seq: 0x0102,
         created_ms: 0x0a0b,
         shard_count: 64,
@@ -147,7 +189,7 @@ fn header_and_footer_bytes_are_as_documented() {
     };
     let b = h.encode();
     assert_eq!(&b[0..8], b"DURAKVCP");
-    assert_eq!(&b[8..12], &1u32.to_le_bytes());
+    assert_eq!(&b[8..12], &2u32.to_le_bytes());
     assert_eq!(&b[12..16], &64u32.to_le_bytes());
     assert_eq!(&b[16..20], &16u32.to_le_bytes());
     assert_eq!(&b[24..32], &0x0102u64.to_le_bytes());
@@ -168,8 +210,24 @@ fn header_and_footer_bytes_are_as_documented() {
     assert_eq!(&b[16..24], &9u64.to_le_bytes());
     assert_eq!(&b[48..56], &4096u64.to_le_bytes());
     assert_eq!(&b[60..64], &crc32c::crc32c(&b[0..60]).to_le_bytes());
+    let fh = format::FunctionsHeader {
+        library_count: 3,
+        functions_lsn: 0x0b0c,
+        body_len: 77,
+        body_crc: 0xdead_beef,
+    };
+    let b = fh.encode();
+    assert_eq!(&b[0..4], b"DKFN");
+    assert_eq!(&b[4..8], &3u32.to_le_bytes());
+    assert_eq!(&b[8..16], &0x0b0cu64.to_le_bytes());
+    assert_eq!(&b[16..24], &77u64.to_le_bytes());
+    assert_eq!(&b[24..28], &0xdead_beefu32.to_le_bytes());
+    assert_eq!(&b[28..32], &crc32c::crc32c(&b[0..28]).to_le_bytes());
     assert_eq!(
-        format::FILE_HEADER_BYTES + format::BLOCK_HEADER_BYTES + format::FOOTER_BYTES,
-        64 + 56 + 64
+        format::FILE_HEADER_BYTES
+            + format::FUNCTIONS_HEADER_BYTES
+            + format::BLOCK_HEADER_BYTES
+            + format::FOOTER_BYTES,
+        64 + 32 + 56 + 64
     );
 }

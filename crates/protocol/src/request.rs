@@ -287,8 +287,10 @@ pub fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
                 }
                 match line[i] {
                     b' ' | b'\n' | b'\r' | b'\t' | 0 => break,
-                    b'"' if word.is_empty() => in_dq = true,
-                    b'\'' if word.is_empty() => in_sq = true,
+                    // As in sdssplitargs, a quote opens quoting anywhere in
+                    // a word: `name="foo"` is `name=foo`.
+                    b'"' => in_dq = true,
+                    b'\'' => in_sq = true,
                     c => word.push(c),
                 }
                 i += 1;
@@ -347,6 +349,14 @@ mod tests {
         assert_eq!(got[0][2], Bytes::from("a bA"));
         assert_eq!(got[1][1], Bytes::from("k"));
         assert_eq!(parse_all(b"SET \"k\n"), Err(ParseError::UnbalancedQuotes));
+        assert_eq!(
+            split_args(b"#!lua name=\"foo bar\" x='y'"),
+            Some(vec![
+                b"#!lua".to_vec(),
+                b"name=foo bar".to_vec(),
+                b"x=y".to_vec()
+            ])
+        );
     }
 
     #[test]

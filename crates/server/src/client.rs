@@ -32,6 +32,8 @@ pub struct ClientHandle {
     /// Set when a key this client WATCHes is modified.
     pub watch_dirty: Arc<AtomicBool>,
     pub last_interaction_ms: AtomicU64,
+    /// In a blocking command's wait (CLIENT LIST flag `b`).
+    pub blocked: AtomicBool,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -115,6 +117,11 @@ pub struct ClientState {
     /// Keyspace events (and messages behind them) of the command being
     /// executed, published once it commits.
     pub notifications: crate::notify::Pending,
+    /// The command being executed may block: it was sent by the client
+    /// itself, not queued in MULTI or called from a script.
+    pub may_block: bool,
+    /// Waiting in a blocking command (BLPOP...); nothing else runs meanwhile.
+    pub blocked: Option<crate::blocking::Blocked>,
 }
 
 impl ClientState {
@@ -138,6 +145,8 @@ impl ClientState {
             suppress_this_reply: false,
             subscriptions: Default::default(),
             notifications: Default::default(),
+            may_block: false,
+            blocked: None,
         }
     }
 
@@ -215,6 +224,7 @@ impl ClientRegistry {
             }),
             watch_dirty: Arc::new(AtomicBool::new(false)),
             last_interaction_ms: AtomicU64::new(crate::util::now_ms()),
+            blocked: AtomicBool::new(false),
         });
         self.clients.lock().insert(id, h.clone());
         h

@@ -77,6 +77,9 @@ pub mod flags {
     pub const NO_MULTI: u32 = 1 << 9;
     /// Executes immediately even inside MULTI (EXEC, DISCARD, QUIT, RESET).
     pub const MULTI_CONTROL: u32 = 1 << 10;
+    /// May block the client (BLPOP...); only when the client sent it
+    /// itself, not in MULTI or a script.
+    pub const BLOCKING: u32 = 1 << 11;
 
     pub const NAMES: &[(u32, &str)] = &[
         (WRITE, "write"),
@@ -89,6 +92,7 @@ pub mod flags {
         (STALE, "stale"),
         (NOSCRIPT, "noscript"),
         (NO_MULTI, "no_multi"),
+        (BLOCKING, "blocking"),
     ];
 }
 
@@ -107,6 +111,9 @@ pub struct CommandSpec {
     /// Position in the command table, assigned when the table is built
     /// (per-command statistics are indexed by it).
     pub id: usize,
+    /// For a command whose arguments name keys it will read only once it
+    /// runs (SORT's BY/GET patterns): true when this call needs every shard.
+    pub lock_all_when: Option<fn(&[Bytes]) -> bool>,
 }
 
 impl CommandSpec {
@@ -121,6 +128,17 @@ impl CommandSpec {
         } else {
             argc >= -self.arity
         }
+    }
+
+    /// Builder: lock every shard for the calls `f` picks.
+    pub const fn locking_all_when(mut self, f: fn(&[Bytes]) -> bool) -> CommandSpec {
+        self.lock_all_when = Some(f);
+        self
+    }
+
+    /// Whether this call must lock every shard rather than its keys'.
+    pub fn locks_all(&self, args: &[Bytes]) -> bool {
+        matches!(self.keys, Keys::All) || self.lock_all_when.is_some_and(|f| f(args))
     }
 
     /// Indexes of key arguments, for locking and WATCH.
@@ -171,6 +189,7 @@ pub const fn spec(
         group,
         summary,
         id: 0,
+        lock_all_when: None,
     }
 }
 

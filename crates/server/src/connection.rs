@@ -125,6 +125,7 @@ pub async fn serve(
     shared
         .pubsub
         .forget(&mut client.subscriptions, &client.handle);
+    crate::blocking::abandon(&shared, &mut client);
     shared.clients.unregister(id);
 }
 
@@ -159,7 +160,8 @@ async fn run(shared: &Shared, stream: &mut TcpStream, client: &mut ClientState) 
     loop {
         let mut out = scratch::take(&scratch::WRITE, WRITE_CHUNK_BYTES);
         deliver_messages(shared, client, &mut out, &mut held);
-        if !closing {
+        let blocked = resume_blocked(shared, client, &mut out, &mut held);
+        if !closing && !blocked {
             closing = process(shared, client, &parser, &mut rbuf, &mut out, &mut held);
         }
         if rbuf.is_empty() {
@@ -229,7 +231,8 @@ async fn run(shared: &Shared, stream: &mut TcpStream, client: &mut ClientState) 
                     return Ok(());
                 }
             }
-            _ = idle, if held.is_empty() && client.multi.is_none() => {
+            _ = crate::blocking::unblocked(client.blocked.as_ref()), if client.blocked.is_some() => {}
+            _ = idle, if held.is_empty() && client.multi.is_none() && client.blocked.is_none() => {
                 return Ok(());
             }
         }
@@ -338,6 +341,9 @@ fn process(
                 ReplyMode::On | ReplyMode::SkipNext => false,
             })
             && !outcome.frame.is_push();
+        if crate::blocking::parked(client, silent, outcome.dependency_lsn) {
+            return false;
+        }
         if silent {
             if client.close_after_reply {
                 return true;
@@ -367,6 +373,26 @@ fn process(
             return true;
         }
     }
+}
+
+/// Queues a blocked command's reply once its wait is over. True while it
+/// still waits: the connection executes nothing else meanwhile, as Redis.
+fn resume_blocked(
+    shared: &Shared,
+    client: &mut ClientState,
+    out: &mut BytesMut,
+    held: &mut Held,
+) -> bool {
+    if let Some((frame, dep)) = crate::blocking::resume(shared, client) {
+        let dep = if dep > shared.durable_lsn() {
+            shared.store.wal.request_sync_upto(dep);
+            dep
+        } else {
+            0
+        };
+        push(client, out, held, frame, dep);
+    }
+    client.blocked.is_some()
 }
 
 fn push(client: &ClientState, out: &mut BytesMut, held: &mut Held, frame: Frame, dep: u64) {

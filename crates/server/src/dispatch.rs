@@ -2,12 +2,12 @@
 //! MULTI queueing, locking, running the handler, committing its writes, and
 //! working out which LSN the reply must wait for.
 
-use crate::command::{flags, into_frame, lookup, CommandSpec, Ctx, Handler, Keys};
+use crate::command::{flags, into_frame, lookup, CommandSpec, Ctx, Handler};
 use crate::errors;
 use crate::state::Shared;
 use bytes::Bytes;
 use durakv_engine::mutation::Mutation;
-use durakv_engine::txn::Txn;
+use durakv_engine::txn::{CommitOutcome, Txn};
 use durakv_engine::Durability;
 use durakv_protocol::Frame;
 use std::sync::atomic::Ordering;
@@ -94,7 +94,7 @@ fn run(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> Outcome {
         Handler::Conn(f) => Outcome::now(into_frame(f(ctx, args))),
         Handler::Outcome(f) => f(ctx, args),
         Handler::Data(f) => {
-            let all = matches!(spec.keys, Keys::All);
+            let all = spec.locks_all(args);
             let idx = if all {
                 Vec::new()
             } else {
@@ -105,7 +105,9 @@ fn run(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> Outcome {
                 Ok(t) => t,
                 Err(busy) => return Outcome::now(busy),
             };
+            ctx.client.may_block = spec.flags & flags::BLOCKING != 0;
             let frame = into_frame(crate::notify::run_data(f, ctx, &mut txn, spec, args));
+            ctx.client.may_block = false;
             finish(ctx, txn, frame)
         }
     }
@@ -130,7 +132,7 @@ pub(crate) fn lock<'s, 'k>(
             return Ok(txn);
         }
         if shared.scripting.timed_out(shared) {
-            return Err(errors::err(crate::scripting::BUSY));
+            return Err(shared.scripting.busy_error());
         }
     }
 }
@@ -176,14 +178,17 @@ fn flag_multi(ctx: &mut Ctx<'_>) {
     }
 }
 
-/// The level that decides when this connection's reply goes out: for a
-/// command that wrote, the strictest level among the databases it wrote
-/// (each as seen by this connection); otherwise its current database's.
-/// Whether anything is logged is decided by the databases, not by this
-/// (`docs/durability.md`, "Which writes are logged").
-fn reply_level(ctx: &Ctx<'_>, muts: &[Mutation]) -> Durability {
-    let shared = ctx.shared;
-    let conn = ctx.client.durability;
+/// The level that decides when a client's reply goes out: for a command
+/// that wrote, the strictest level among the databases it wrote (each as
+/// seen by a client with override `conn`); otherwise that of `db`, the
+/// client's current database. Whether anything is logged is decided by the
+/// databases, not by this (`docs/durability.md`, "Which writes are logged").
+fn reply_level(
+    shared: &Shared,
+    conn: Option<Durability>,
+    db: usize,
+    muts: &[Mutation],
+) -> Durability {
     // One read of the configuration for the whole command (MSET may write
     // hundreds of keys).
     let cfg = shared.config.read();
@@ -206,14 +211,49 @@ fn reply_level(ctx: &Ctx<'_>, muts: &[Mutation]) -> Durability {
                     add(of(db));
                 }
             }
+            // Libraries belong to no database: the connection's decides.
+            Mutation::Function(_) => add(of(db)),
         }
     }
-    level.unwrap_or_else(|| of(ctx.client.db))
+    level.unwrap_or_else(|| of(db))
 }
 
-/// Commits what the handler applied and computes the reply's dependency.
+/// Commits what the handler applied, then serves clients blocked on the
+/// keys it wrote, and computes the reply's dependency.
 fn finish(ctx: &mut Ctx<'_>, txn: Txn<'_>, frame: Frame) -> Outcome {
     let shared = ctx.shared;
+    let ready = shared.blocking.ready_keys(txn.mutations());
+    match commit(shared, ctx.client.durability, ctx.client.db, txn) {
+        Ok(out) => {
+            if out.lsn != 0 {
+                ctx.client.last_write_lsn = ctx.client.last_write_lsn.max(out.lsn);
+            }
+            // The locks are released: a subscriber that reacts to an event
+            // sees the change.
+            crate::notify::flush(ctx, out.dependency_lsn);
+            shared.blocking.serve(shared, ready);
+            Outcome {
+                frame,
+                dependency_lsn: out.dependency_lsn,
+            }
+        }
+        Err(e) => {
+            crate::notify::discard(ctx);
+            Outcome::now(e)
+        }
+    }
+}
+
+/// Commits `txn` for a client with level override `conn` whose current
+/// database is `db`: marks WATCHers of what it wrote dirty and writes its
+/// record at the reply's level. The outcome's `dependency_lsn` is what the
+/// reply waits for: 0 unless that level is `full`.
+pub(crate) fn commit(
+    shared: &Shared,
+    conn: Option<Durability>,
+    db: usize,
+    txn: Txn<'_>,
+) -> Result<CommitOutcome, Frame> {
     let muts = txn.mutations();
     if !muts.is_empty() {
         shared.watches.touch(muts);
@@ -222,31 +262,15 @@ fn finish(ctx: &mut Ctx<'_>, txn: Txn<'_>, frame: Frame) -> Outcome {
             .dirty
             .fetch_add(muts.len() as u64, Ordering::Relaxed);
     }
-    let level = reply_level(ctx, muts);
-    match txn.commit(shared.store.wal.as_ref(), level) {
-        Ok(out) => {
-            if out.lsn != 0 {
-                ctx.client.last_write_lsn = ctx.client.last_write_lsn.max(out.lsn);
-            }
-            // Only `full` replies wait; `delayed` and `none` answer at once.
-            let dependency_lsn = if level == Durability::Full {
-                out.dependency_lsn
-            } else {
-                0
-            };
-            // The locks are released: a subscriber that reacts to an event
-            // sees the change.
-            crate::notify::flush(ctx, dependency_lsn);
-            Outcome {
-                frame,
-                dependency_lsn,
-            }
-        }
-        Err(e) => {
-            crate::notify::discard(ctx);
-            Outcome::now(errors::commit_error(&e))
-        }
+    let level = reply_level(shared, conn, db, muts);
+    let mut out = txn
+        .commit(shared.store.wal.as_ref(), level)
+        .map_err(|e| errors::commit_error(&e))?;
+    // Only `full` replies wait; `delayed` and `none` answer at once.
+    if level != Durability::Full {
+        out.dependency_lsn = 0;
     }
+    Ok(out)
 }
 
 pub fn unwatch_all(ctx: &mut Ctx<'_>) {
@@ -274,9 +298,10 @@ pub fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
     let mut keys: Vec<Bytes> = ctx.client.watched.iter().map(|w| w.key.clone()).collect();
     for args in &multi.queued {
         if let Some(spec) = lookup(&args[0]) {
-            match spec.keys {
-                Keys::All => lock_all = true,
-                _ => keys.extend(spec.key_indexes(args).into_iter().map(|i| args[i].clone())),
+            if spec.locks_all(args) {
+                lock_all = true;
+            } else {
+                keys.extend(spec.key_indexes(args).into_iter().map(|i| args[i].clone()));
             }
         }
     }

@@ -11,6 +11,7 @@
 //! - [`command`]: the command table and handler shapes.
 //! - [`cmd`]: the commands, one module per family.
 //! - [`client`], [`watch`]: per-connection state, client registry, WATCH.
+//! - [`blocking`]: clients blocked on keys (BLPOP...), and serving them.
 //! - [`state`]: what all connections share.
 //! - [`embedded`]: a server inside the calling process, on any file system
 //!   (crash tests on a simulated disk).
@@ -25,6 +26,7 @@
 //!   applied and published once it commits.
 //! - [`errors`], [`glob`], [`util`]: Redis error strings and helpers.
 
+pub mod blocking;
 pub mod checkpointer;
 pub mod client;
 pub mod cmd;

@@ -240,17 +240,32 @@ fn run_observed(
             pending.event(flags, class::KEY_MISS, db, key, "keymiss");
         }
     }
+    note_applied(flags, spec.name, args, txn, before, &existed, pending);
+    frame
+}
+
+/// Notes the events of the mutations `cmd` applied in `txn` from index
+/// `before` on; `existed` holds the keys it named that existed beforehand.
+fn note_applied(
+    flags: u32,
+    cmd: &str,
+    args: &[Bytes],
+    txn: &mut Txn<'_>,
+    before: usize,
+    existed: &HashSet<(usize, Bytes)>,
+    pending: &mut Pending,
+) {
     let applied = &txn.mutations()[before..];
     if applied.is_empty() {
-        return frame;
+        return;
     }
     let mut caused = Vec::new();
     // RENAME and MOVE apply the destination first; Redis announces the
     // source first.
-    let source_first = ["rename", "renamenx", "move"].contains(&spec.name);
+    let source_first = ["rename", "renamenx", "move"].contains(&cmd);
     let mut note = |m: &Mutation| {
         if let Mutation::Key { db, key, op } = m {
-            events_of(spec.name, args, key, op, |class, event| {
+            events_of(cmd, args, key, op, |class, event| {
                 caused.push(Caused {
                     db: *db as usize,
                     key: key.clone(),
@@ -286,7 +301,55 @@ fn run_observed(
             pending.event(flags, class::GENERIC, c.db, c.key.clone(), "del");
         }
     }
-    frame
+}
+
+/// The events of a blocked client's command that another client's write
+/// served (`cmd` as Redis names the call, BLPOP or BLMOVE); `keys` are the
+/// keys it touched, read before serving. Returns None with notifications
+/// off. Published by [`Pending::publish`] once `txn` commits.
+pub struct Serving {
+    flags: u32,
+    existed: HashSet<(usize, Bytes)>,
+    before: usize,
+}
+
+impl Serving {
+    pub fn start<'k>(
+        pubsub: &PubSub,
+        txn: &mut Txn<'_>,
+        db: usize,
+        keys: impl Iterator<Item = &'k Bytes>,
+    ) -> Option<Serving> {
+        let flags = pubsub.keyspace_events();
+        if flags == 0 {
+            return None;
+        }
+        let mut existed = HashSet::new();
+        for k in keys {
+            if txn.get(db, k).is_some() {
+                existed.insert((db, k.clone()));
+            }
+        }
+        Some(Serving {
+            flags,
+            existed,
+            before: txn.mutations().len(),
+        })
+    }
+
+    pub fn finish(self, cmd: &str, txn: &mut Txn<'_>) -> Pending {
+        let mut pending = Pending::default();
+        note_applied(
+            self.flags,
+            cmd,
+            &[],
+            txn,
+            self.before,
+            &self.existed,
+            &mut pending,
+        );
+        pending
+    }
 }
 
 fn creates(op: &KeyOp) -> bool {
@@ -361,7 +424,13 @@ fn events_of(
         KeyOp::Expire { at_ms: 0 } => emit(GENERIC, "persist"),
         KeyOp::Expire { .. } => emit(GENERIC, "expire"),
         KeyOp::Append(_) => emit(STRING, "append"),
-        KeyOp::SetRange { .. } => emit(STRING, "setrange"),
+        KeyOp::SetRange { .. } => emit(
+            STRING,
+            match cmd {
+                "setbit" | "bitfield" => "setbit",
+                _ => "setrange",
+            },
+        ),
         KeyOp::HSet(_) => emit(
             HASH,
             match cmd {
@@ -407,7 +476,17 @@ pub fn flush(ctx: &mut Ctx<'_>, dependency_lsn: u64) {
         return;
     }
     let items = std::mem::take(&mut ctx.client.notifications.items);
-    let pubsub = &ctx.shared.pubsub;
+    publish_items(&ctx.shared.pubsub, items, dependency_lsn);
+}
+
+impl Pending {
+    /// Publishes what a served blocked command caused, once committed.
+    pub fn publish(self, pubsub: &PubSub, dependency_lsn: u64) {
+        publish_items(pubsub, self.items, dependency_lsn);
+    }
+}
+
+fn publish_items(pubsub: &PubSub, items: Vec<Item>, dependency_lsn: u64) {
     let flags = pubsub.keyspace_events();
     for item in items {
         match item {

@@ -141,6 +141,8 @@ pub struct Shared {
     pub cmdstats: crate::cmdstats::CommandStats,
     /// Subscriptions, pub/sub limits, keyspace notification classes.
     pub pubsub: crate::pubsub::PubSub,
+    /// Clients in blocking commands, by the keys they wait on.
+    pub blocking: crate::blocking::Blocking,
 }
 
 impl Shared {
@@ -151,6 +153,8 @@ impl Shared {
                 char::from_digit(n as u32, 16).unwrap_or('0')
             })
             .collect();
+        let scripting = crate::scripting::Scripting::default();
+        scripting.load_recovered(&store.keyspace.function_libraries());
         let checkpoints = Checkpoints::new(
             Some(store.checkpointer.clone()),
             Some(&store.recovery),
@@ -175,8 +179,9 @@ impl Shared {
             shutting_down: AtomicBool::new(false),
             shutdown_tx: watch::channel(false).0,
             bound_port: AtomicU64::new(0),
-            scripting: crate::scripting::Scripting::default(),
+            scripting,
             pubsub,
+            blocking: crate::blocking::Blocking::default(),
         }
     }
 

@@ -66,7 +66,8 @@ impl WatchRegistry {
                 // FLUSHDB / FLUSHALL marked the watchers of keys that
                 // existed before they ran (`touch_flushed`); a watched key
                 // that was absent is not touched by emptying the database.
-                Mutation::FlushDb { .. } | Mutation::FlushAll => {}
+                // Libraries are no key a client can watch.
+                Mutation::FlushDb { .. } | Mutation::FlushAll | Mutation::Function(_) => {}
                 Mutation::SwapDb { a, b } => {
                     mark_db(&keys, *a as usize);
                     mark_db(&keys, *b as usize);

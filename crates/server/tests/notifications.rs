@@ -428,3 +428,29 @@ fn multi_and_script_events_arrive_in_order_with_their_messages() {
         ])
     );
 }
+
+#[test]
+fn served_blocked_pops_and_bit_writes_name_their_events() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let _: () = q(&mut c, &["CONFIG", "SET", "notify-keyspace-events", "EA"]);
+    // A client blocked in BLMOVE, served by the next push.
+    let mut blocked = RespConn::new(srv.raw());
+    blocked.send(&["BLMOVE", "src", "dst", "LEFT", "RIGHT", "0"]);
+    eventually("the client blocks", || {
+        let info: String = q(&mut c, &["INFO", "clients"]);
+        info.contains("blocked_clients:1")
+    });
+    let got = keyevents(&srv, &mut c, |c| {
+        run_all(c, &[&["RPUSH", "src", "x"], &["SETBIT", "bits", "7", "1"]])
+    });
+    assert_eq!(blocked.frame(), Frame::Bulk("x".into()));
+    let expect = pairs(&[
+        ("rpush", "src"),
+        ("lpop", "src"),
+        ("del", "src"),
+        ("rpush", "dst"),
+        ("setbit", "bits"),
+    ]);
+    assert_eq!(got, expect);
+}

@@ -7,10 +7,11 @@
 //! reports what is wrong as a short reason that the caller turns into a
 //! [`super::CheckpointError::Corruption`] carrying the file and offset.
 //!
-//! Layout: a 64-byte file header, then blocks (each a 56-byte block header
-//! and a body: LZ4-compressed or stored entries of one shard), then a
-//! 64-byte footer that proves the file is complete and names the LSN replay
-//! must start after.
+//! Layout: a 64-byte file header, then (version 2) the function-library
+//! section, then blocks (each a 56-byte block header and a body:
+//! LZ4-compressed or stored entries of one shard), then a 64-byte footer
+//! that proves the file is complete and names the LSN replay must start
+//! after.
 
 use crate::codec::{self, Reader};
 use crate::db::Entry;
@@ -20,8 +21,13 @@ use std::path::{Path, PathBuf};
 
 /// ASCII `DURAKVCP`: first 8 bytes of every checkpoint file.
 pub const FILE_MAGIC: [u8; 8] = *b"DURAKVCP";
-/// Format version written by this code; the reader accepts exactly this.
-pub const FORMAT_VERSION: u32 = 1;
+/// Format version written by this code.
+pub const FORMAT_VERSION: u32 = 2;
+/// The oldest version the reader accepts (no function-library section).
+pub const MIN_FORMAT_VERSION: u32 = 1;
+/// ASCII `DKFN`: first 4 bytes of the function-library section.
+pub const FUNCTIONS_MAGIC: [u8; 4] = *b"DKFN";
+pub const FUNCTIONS_HEADER_BYTES: usize = 32;
 /// ASCII `DKCB`: first 4 bytes of every block header.
 pub const BLOCK_MAGIC: [u8; 4] = *b"DKCB";
 /// ASCII `DKCPFOOT`: first 8 bytes of the footer.
@@ -80,6 +86,8 @@ fn get_u64(b: &[u8], at: usize) -> u64 {
 /// The 64-byte header at offset 0.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileHeader {
+    /// Format version; version 2 adds the function-library section.
+    pub version: u32,
     /// Checkpoint sequence number; equals the number in the file name.
     pub seq: u64,
     /// Wall clock when the checkpoint started (ms since the Unix epoch).
@@ -94,7 +102,7 @@ impl FileHeader {
     pub fn encode(&self) -> [u8; FILE_HEADER_BYTES] {
         let mut b = [0u8; FILE_HEADER_BYTES];
         b[0..8].copy_from_slice(&FILE_MAGIC);
-        put_u32(&mut b, 8, FORMAT_VERSION);
+        put_u32(&mut b, 8, self.version);
         put_u32(&mut b, 12, self.shard_count);
         put_u32(&mut b, 16, self.db_count);
         put_u32(&mut b, 20, 0);
@@ -117,13 +125,15 @@ impl FileHeader {
         if crc32c::crc32c(&b[0..60]) != get_u32(b, 60) {
             return Err("file header checksum mismatch");
         }
-        if get_u32(b, 8) != FORMAT_VERSION {
+        let version = get_u32(b, 8);
+        if !(MIN_FORMAT_VERSION..=FORMAT_VERSION).contains(&version) {
             return Err("unsupported checkpoint format version");
         }
         if get_u32(b, 20) != 0 || b[48..60].iter().any(|&x| x != 0) {
             return Err("reserved header bytes are not zero");
         }
         let h = FileHeader {
+            version,
             shard_count: get_u32(b, 12),
             db_count: get_u32(b, 16),
             seq: get_u64(b, 24),
@@ -279,6 +289,85 @@ impl Footer {
     }
 }
 
+/// The 32-byte header of the function-library section (version 2), right
+/// after the file header. Its body follows: `library_count` times (u32
+/// name length, name, u32 code length, code), names strictly ascending.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FunctionsHeader {
+    pub library_count: u32,
+    /// The libraries are exactly the logged records with LSN <= this that
+    /// change them; replay applies such records only above it.
+    pub functions_lsn: u64,
+    pub body_len: u64,
+    /// CRC32C of the body.
+    pub body_crc: u32,
+}
+
+impl FunctionsHeader {
+    pub fn encode(&self) -> [u8; FUNCTIONS_HEADER_BYTES] {
+        let mut b = [0u8; FUNCTIONS_HEADER_BYTES];
+        b[0..4].copy_from_slice(&FUNCTIONS_MAGIC);
+        put_u32(&mut b, 4, self.library_count);
+        put_u64(&mut b, 8, self.functions_lsn);
+        put_u64(&mut b, 16, self.body_len);
+        put_u32(&mut b, 24, self.body_crc);
+        let crc = crc32c::crc32c(&b[0..28]);
+        put_u32(&mut b, 28, crc);
+        b
+    }
+
+    pub fn decode(b: &[u8]) -> Result<FunctionsHeader, &'static str> {
+        if b.len() < FUNCTIONS_HEADER_BYTES {
+            return Err("function section header cut short");
+        }
+        if b[0..4] != FUNCTIONS_MAGIC {
+            return Err("bad function section magic");
+        }
+        if crc32c::crc32c(&b[0..28]) != get_u32(b, 28) {
+            return Err("function section header checksum mismatch");
+        }
+        Ok(FunctionsHeader {
+            library_count: get_u32(b, 4),
+            functions_lsn: get_u64(b, 8),
+            body_len: get_u64(b, 16),
+            body_crc: get_u32(b, 24),
+        })
+    }
+}
+
+/// The function-library section's body for `libs` (name order).
+pub fn encode_functions<'a>(libs: impl Iterator<Item = (&'a Bytes, &'a Bytes)>) -> (u32, Vec<u8>) {
+    let mut out = Vec::new();
+    let mut n = 0u32;
+    for (name, code) in libs {
+        for part in [name, code] {
+            out.extend_from_slice(&(part.len() as u32).to_le_bytes());
+            out.extend_from_slice(part);
+        }
+        n += 1;
+    }
+    (n, out)
+}
+
+/// Decodes a function-library section body of `count` libraries.
+pub fn decode_functions(body: &[u8], count: u32) -> Result<Vec<(Bytes, Bytes)>, &'static str> {
+    let buf = Bytes::copy_from_slice(body);
+    let mut r = Reader::shared(&buf);
+    let mut out: Vec<(Bytes, Bytes)> = Vec::new();
+    for _ in 0..count {
+        let name = r.bytes().map_err(|e| e.reason)?;
+        let code = r.bytes().map_err(|e| e.reason)?;
+        if out.last().is_some_and(|(prev, _)| *prev >= name) {
+            return Err("function library names out of order or repeated");
+        }
+        out.push((name, code));
+    }
+    if !r.is_empty() {
+        return Err("trailing bytes after the last function library");
+    }
+    Ok(out)
+}
+
 /// What a file in the checkpoint directory is, judged by its name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FileKind {
@@ -404,6 +493,7 @@ mod tests {
     #[test]
     fn headers_round_trip_and_reject_flips() {
         let h = FileHeader {
+            version: FORMAT_VERSION,
             seq: 7,
             created_ms: 1_700_000_000_000,
             shard_count: 64,
@@ -453,6 +543,29 @@ mod tests {
             let mut c = b;
             c[i] ^= 0x01;
             assert!(Footer::decode(&c).is_err(), "flip at {i} accepted");
+        }
+    }
+
+    #[test]
+    fn function_section_round_trips_and_rejects_flips() {
+        let b = |s: &str| Bytes::copy_from_slice(s.as_bytes());
+        let libs = [(b("a"), b("code a")), (b("b"), b(""))];
+        let (n, body) = encode_functions(libs.iter().map(|(x, y)| (x, y)));
+        assert_eq!(decode_functions(&body, n).unwrap(), libs.to_vec());
+        assert!(decode_functions(&body, n + 1).is_err());
+        assert!(decode_functions(&body[..body.len() - 1], n).is_err());
+        let h = FunctionsHeader {
+            library_count: n,
+            functions_lsn: 12,
+            body_len: body.len() as u64,
+            body_crc: crc32c::crc32c(&body),
+        };
+        let e = h.encode();
+        assert_eq!(FunctionsHeader::decode(&e), Ok(h));
+        for i in 0..FUNCTIONS_HEADER_BYTES {
+            let mut c = e;
+            c[i] ^= 0x04;
+            assert!(FunctionsHeader::decode(&c).is_err(), "flip at {i} accepted");
         }
     }
 

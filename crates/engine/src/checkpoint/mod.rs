@@ -375,6 +375,7 @@ impl Checkpointer {
         let seq = stats.seq;
         let mut w = writer::FileWriter::new(file, tmp, self.cfg.sync_every_bytes);
         w.write_header(&FileHeader {
+            version: format::FORMAT_VERSION,
             seq,
             created_ms: stats.started_unix_ms,
             shard_count: ks.num_shards() as u32,
@@ -385,8 +386,18 @@ impl Checkpointer {
             .cfg
             .block_target_bytes
             .clamp(MIN_BLOCK_TARGET_BYTES, MAX_BLOCK_TARGET_BYTES);
-        let mut replay_lsn = u64::MAX;
-        let mut max_lsn = 0u64;
+        // The libraries first, so replay (which starts after the smallest
+        // LSN in the file) reaches every change to them made after this.
+        let (libs, functions_lsn) = {
+            let f = ks.functions().lock();
+            // Exact for the same reason as a shard's LSN (see `writer`).
+            let lsn = f.applied_lsn.max(wal.map_or(0, Wal::last_lsn));
+            (f.clone(), lsn)
+        };
+        w.write_functions(functions_lsn, &libs)?;
+        drop(libs);
+        let mut replay_lsn = functions_lsn;
+        let mut max_lsn = functions_lsn;
         let pace_start = Instant::now();
         let mut serialized_bytes = 0u64;
         let mut pool: Vec<Vec<u8>> = Vec::new();
@@ -412,9 +423,6 @@ impl Checkpointer {
             }
             writer::recycle(image, &mut pool);
             pace(opts.max_bytes_per_sec, pace_start, serialized_bytes);
-        }
-        if replay_lsn == u64::MAX {
-            replay_lsn = 0;
         }
         // Every LSN the snapshot contains must be durable in the log before
         // the snapshot is published; otherwise a crash could leave a state

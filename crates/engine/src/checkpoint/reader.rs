@@ -10,7 +10,8 @@
 //! caller discards it.
 
 use super::format::{
-    self, BlockHeader, FileHeader, Footer, BLOCK_HEADER_BYTES, FILE_HEADER_BYTES, FOOTER_BYTES,
+    self, BlockHeader, FileHeader, Footer, FunctionsHeader, BLOCK_HEADER_BYTES, FILE_HEADER_BYTES,
+    FOOTER_BYTES, FUNCTIONS_HEADER_BYTES,
 };
 use super::CheckpointError;
 use crate::db::Entry;
@@ -45,6 +46,9 @@ pub struct LoadedCheckpoint {
     pub replay_lsn: u64,
     /// The maximum of `shard_lsns`; the log must reach at least this far.
     pub max_shard_lsn: u64,
+    /// The function libraries' LSN (version 2 files), and how many there are.
+    pub functions_lsn: Option<u64>,
+    pub libraries: usize,
     pub keys: u64,
     pub file_bytes: u64,
     /// Uncompressed entry bytes.
@@ -159,9 +163,18 @@ pub fn load_into(
         "keyspace has too few databases"
     );
     let footer_at = summary.footer.footer_offset;
+    let mut blocks_at = FILE_HEADER_BYTES as u64;
+    let mut functions_lsn = None;
+    let mut libraries = 0;
+    if h.version >= 2 {
+        let (lsn, n, end) = load_functions(file.as_ref(), path, ks, footer_at)?;
+        functions_lsn = Some(lsn);
+        libraries = n;
+        blocks_at = end;
+    }
 
     let cursor = Mutex::new(Cursor {
-        offset: FILE_HEADER_BYTES as u64,
+        offset: blocks_at,
         shard: 0,
         chunk: 0,
         shard_lsn: 0,
@@ -319,8 +332,9 @@ pub fn load_into(
             ),
         ));
     }
-    let replay_lsn = c.shard_lsns.iter().copied().min().unwrap_or(0);
-    let max_shard_lsn = c.shard_lsns.iter().copied().max().unwrap_or(0);
+    let lsns = || c.shard_lsns.iter().copied().chain(functions_lsn);
+    let replay_lsn = lsns().min().unwrap_or(0);
+    let max_shard_lsn = lsns().max().unwrap_or(0);
     if replay_lsn != summary.footer.replay_lsn || max_shard_lsn != summary.footer.max_shard_lsn {
         return Err(CheckpointError::corrupt(
             path,
@@ -337,11 +351,65 @@ pub fn load_into(
         shard_lsns: c.shard_lsns,
         replay_lsn,
         max_shard_lsn,
+        functions_lsn,
+        libraries,
         keys,
         file_bytes: len,
         raw_bytes: raw_bytes.into_inner(),
         duration: started.elapsed(),
     })
+}
+
+/// Verifies the function-library section at the start of a version 2 file
+/// and loads it into `ks`. Returns (its LSN, libraries, where blocks start).
+fn load_functions(
+    file: &dyn FsFile,
+    path: &Path,
+    ks: &Keyspace,
+    footer_at: u64,
+) -> Result<(u64, usize, u64), CheckpointError> {
+    let at = FILE_HEADER_BYTES as u64;
+    let body_at = at + FUNCTIONS_HEADER_BYTES as u64;
+    if body_at > footer_at {
+        return Err(CheckpointError::corrupt(
+            path,
+            at,
+            "function section overlaps the footer",
+        ));
+    }
+    let mut hb = [0u8; FUNCTIONS_HEADER_BYTES];
+    file.read_exact_at(&mut hb, at)
+        .map_err(|e| CheckpointError::io(path, e))?;
+    let h = FunctionsHeader::decode(&hb).map_err(|r| CheckpointError::corrupt(path, at, r))?;
+    if h.body_len > footer_at - body_at {
+        return Err(CheckpointError::corrupt(
+            path,
+            at,
+            "function section runs past the footer",
+        ));
+    }
+    let len = usize::try_from(h.body_len).map_err(|_| {
+        CheckpointError::corrupt(path, at, "function section too large for this machine")
+    })?;
+    let mut body = vec![0u8; len];
+    file.read_exact_at(&mut body, body_at)
+        .map_err(|e| CheckpointError::io(path, e))?;
+    if crc32c::crc32c(&body) != h.body_crc {
+        return Err(CheckpointError::corrupt(
+            path,
+            body_at,
+            "function section checksum mismatch",
+        ));
+    }
+    let libs = format::decode_functions(&body, h.library_count)
+        .map_err(|r| CheckpointError::corrupt(path, body_at, r))?;
+    let n = libs.len();
+    let mut f = ks.functions().lock();
+    for (name, code) in libs {
+        f.insert_loaded(name, code);
+    }
+    f.applied_lsn = h.functions_lsn;
+    Ok((h.functions_lsn, n, body_at + h.body_len))
 }
 
 /// Verifies, decompresses and inserts one block. Returns (keys, raw bytes).

@@ -250,6 +250,23 @@ impl FileWriter {
         Ok(())
     }
 
+    /// The function-library section (right after the header).
+    pub fn write_functions(
+        &mut self,
+        functions_lsn: u64,
+        libs: &crate::functions::FunctionLibraries,
+    ) -> Result<(), CheckpointError> {
+        let (library_count, body) = format::encode_functions(libs.iter());
+        let h = format::FunctionsHeader {
+            library_count,
+            functions_lsn,
+            body_len: body.len() as u64,
+            body_crc: crc32c::crc32c(&body),
+        };
+        self.write(&h.encode())?;
+        self.write(&body)
+    }
+
     pub fn write_footer(&mut self, f: &Footer) -> Result<(), CheckpointError> {
         debug_assert_eq!(f.footer_offset, self.offset);
         self.write(&f.encode())

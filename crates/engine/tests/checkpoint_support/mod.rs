@@ -8,7 +8,7 @@
 use bytes::Bytes;
 use durakv_engine::io::{FaultFs, FileSystem};
 use durakv_engine::keyspace::Keyspace;
-use durakv_engine::mutation::{ExpireMode, KeyOp, Mutation};
+use durakv_engine::mutation::{ExpireMode, FunctionOp, KeyOp, Mutation};
 use durakv_engine::store::{Store, StoreConfig};
 use durakv_engine::txn::CommitLog;
 use durakv_engine::value::{ListValue, Value};
@@ -58,11 +58,16 @@ pub fn open(cfg: &StoreConfig, fs: &FaultFs) -> Store {
     store
 }
 
-/// Every entry (expired-but-present ones too): (db, key) -> (value, expiry).
+/// Every entry (expired-but-present ones too): (db, key) -> (value, expiry);
+/// function libraries as (`LIBRARIES`, name) -> (code, 0).
 pub type Dump = BTreeMap<(usize, Vec<u8>), (Value, u64)>;
+pub const LIBRARIES: usize = usize::MAX;
 
 pub fn dump(ks: &Keyspace) -> Dump {
     let mut out = Dump::new();
+    for (name, code) in ks.function_libraries() {
+        out.insert((LIBRARIES, name.to_vec()), (Value::Str(code), 0));
+    }
     for i in 0..ks.num_shards() {
         let s = ks.shard(i).lock();
         for (db, d) in s.dbs.iter().enumerate() {
@@ -249,7 +254,9 @@ pub fn random_key_mutation(rng: &mut StdRng, db: usize, now_ms: u64) -> Mutation
 /// Applies `muts` as one transaction and commits it at `level`. Returns the
 /// record's LSN (0 when unlogged).
 pub fn commit(store: &Store, muts: Vec<Mutation>, level: Durability, now_ms: u64) -> u64 {
-    let whole = muts.iter().any(|m| m.target_key().is_none());
+    let whole = muts
+        .iter()
+        .any(|m| m.target_key().is_none() && !m.is_function());
     let mut txn = if whole {
         store.keyspace.lock_all_at(now_ms)
     } else {
@@ -288,6 +295,10 @@ pub fn random_logged_txn(store: &Store, rng: &mut StdRng, now_ms: u64, allow_who
             })
             .collect()
     };
+    let mut muts = muts;
+    if rng.gen_range(0..20) == 0 {
+        muts.push(random_function_op(rng));
+    }
     let lsn = commit(store, muts, Durability::Full, now_ms);
     assert!(
         store
@@ -297,6 +308,20 @@ pub fn random_logged_txn(store: &Store, rng: &mut StdRng, now_ms: u64, allow_who
         "write did not become durable"
     );
     lsn
+}
+
+/// A change to the function libraries (a few names, so loads replace and
+/// deletes find something).
+pub fn random_function_op(rng: &mut StdRng) -> Mutation {
+    let name = b(format!("lib{}", rng.gen_range(0..4)));
+    Mutation::Function(match rng.gen_range(0..10) {
+        0 => FunctionOp::Flush,
+        1..=3 => FunctionOp::Delete { name },
+        _ => FunctionOp::Load {
+            name,
+            code: small(rng),
+        },
+    })
 }
 
 /// One unlogged write to the `none` database.

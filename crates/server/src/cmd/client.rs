@@ -43,6 +43,7 @@ pub(super) const CLIENT_SUBS: &[SubSpec] = &[
     sub("list", -2, ADMIN | NOSCRIPT | LOADING | STALE, "Lists open connections."),
     sub("info", 2, NOSCRIPT | LOADING | STALE, "Returns information about the connection."),
     sub("kill", -3, ADMIN | NOSCRIPT | LOADING | STALE, "Terminates open connections."),
+    sub("unblock", -3, ADMIN | NOSCRIPT | LOADING | STALE, "Unblocks a client blocked by a blocking command from a different connection."),
     sub("setinfo", 4, NOSCRIPT | LOADING | STALE, "Sets information specific to the client or connection."),
     sub("no-evict", 3, ADMIN | NOSCRIPT | LOADING | STALE, "Sets the client eviction mode of the connection."),
     sub("no-touch", 3, NOSCRIPT | LOADING | STALE, "Controls whether commands sent by the client affect the LRU/LFU of accessed keys."),
@@ -77,6 +78,7 @@ fn client(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             Ok(Frame::Verbatim(Bytes::from(line)))
         }
         "kill" => Ok(client_kill(ctx, args)),
+        "unblock" => super::blocking::client_unblock(ctx, args),
         "setinfo" => Ok(client_setinfo(ctx, args)),
         "no-evict" | "no-touch" => {
             // Accepted so client libraries that set them work; durakv never
@@ -157,6 +159,8 @@ fn client(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
                 "      Kill connections by client id.",
                 "    * MAXAGE <maxage>",
                 "      Kill connections older than the specified age.",
+                "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+                "    Unblock the specified blocked client.",
                 "SETINFO <option> <value>",
                 "    Set client meta attr. Options are:",
                 "    * LIB-NAME: the client lib name.",
@@ -224,6 +228,9 @@ fn client_line(h: &ClientHandle, info: &ClientInfo) -> String {
     }
     if h.is_killed() {
         flags.push('A');
+    }
+    if h.blocked.load(Ordering::Acquire) {
+        flags.push('b');
     }
     if flags.is_empty() {
         flags.push('N');

@@ -193,13 +193,17 @@ fn clients_section(shared: &Shared) -> String {
     field(&mut s, "maxclients", shared.config.read().maxclients);
     field(&mut s, "client_recent_max_input_buffer", 0);
     field(&mut s, "client_recent_max_output_buffer", 0);
-    field(&mut s, "blocked_clients", 0);
+    field(&mut s, "blocked_clients", shared.blocking.blocked_clients());
     field(&mut s, "tracking_clients", 0);
     field(&mut s, "pubsub_clients", shared.pubsub.counts().3);
     field(&mut s, "watching_clients", watching);
     field(&mut s, "clients_in_timeout_table", 0);
     field(&mut s, "total_watched_keys", watched_keys);
-    field(&mut s, "total_blocking_keys", 0);
+    field(
+        &mut s,
+        "total_blocking_keys",
+        shared.blocking.blocking_keys(),
+    );
     s
 }
 

@@ -1,7 +1,7 @@
 //! List commands.
 
-use super::{apply, positive_count, syntax};
-use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Reply, FIRST_KEY, TWO_KEYS};
+use super::{apply, mpop, positive_count, syntax};
+use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Keys, Reply, FIRST_KEY, TWO_KEYS};
 use crate::errors;
 use crate::util::{arg_i64, is};
 use bytes::Bytes;
@@ -27,6 +27,7 @@ pub fn commands() -> Vec<CommandSpec> {
         spec("linsert", 5, WRITE | DENYOOM, FIRST_KEY, Handler::Data(linsert), "list", "Inserts an element before or after another element in a list."),
         spec("lpos", -3, READONLY, FIRST_KEY, Handler::Data(lpos), "list", "Returns the index of matching elements in a list."),
         spec("lmove", 5, WRITE | DENYOOM, TWO_KEYS, Handler::Data(lmove), "list", "Returns an element after popping it from one list and pushing it to another. Deletes the list if the last element was moved."),
+        spec("lmpop", -4, WRITE, Keys::Custom(mpop::keys_after_numkeys_at_1), Handler::Data(lmpop), "list", "Returns multiple elements from a list after removing them. Deletes the list if the last element was popped."),
         spec("rpoplpush", 3, WRITE | DENYOOM, TWO_KEYS, Handler::Data(rpoplpush), "list", "Returns the last element of a list after removing and pushing it to another list. Deletes the list if the last element was popped."),
     ]
 }
@@ -81,8 +82,6 @@ fn rpushx(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
 }
 
 fn pop(ctx: &Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes], left: bool) -> Reply {
-    let db = ctx.db();
-    let key = &args[1];
     if args.len() > 3 {
         return Err(errors::wrong_args(if left { "lpop" } else { "rpop" }));
     }
@@ -90,22 +89,38 @@ fn pop(ctx: &Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes], left: bool) -> Reply {
         Some(c) => Some(positive_count(c)?),
         None => None,
     };
-    let Some(l) = read_list(txn, db, key)? else {
+    let Some(popped) = pop_list(txn, ctx.db(), &args[1], left, count.unwrap_or(1))? else {
         return Ok(if count.is_some() {
             Frame::NullArray
         } else {
             Frame::Null
         });
     };
-    let n = count.unwrap_or(1).min(l.len() as u64) as usize;
-    let popped: Vec<Frame> = if left {
-        l.iter().take(n).map(|v| Frame::Bulk(v.clone())).collect()
+    let mut popped = popped.into_iter().map(Frame::Bulk);
+    Ok(match count {
+        Some(_) => Frame::Array(popped.collect()),
+        None => popped.next().unwrap_or(Frame::Null),
+    })
+}
+
+/// Removes up to `count` elements from one end of the list at `key` and
+/// returns them in pop order: `None` when the key is missing, WRONGTYPE when
+/// it holds another type. Shared by LPOP/RPOP, LMPOP and the blocking pops.
+pub(crate) fn pop_list(
+    txn: &mut Txn<'_>,
+    db: usize,
+    key: &Bytes,
+    left: bool,
+    count: u64,
+) -> Result<Option<Vec<Bytes>>, Frame> {
+    let Some(l) = read_list(txn, db, key)? else {
+        return Ok(None);
+    };
+    let n = count.min(l.len() as u64) as usize;
+    let popped: Vec<Bytes> = if left {
+        l.iter().take(n).cloned().collect()
     } else {
-        l.iter()
-            .rev()
-            .take(n)
-            .map(|v| Frame::Bulk(v.clone()))
-            .collect()
+        l.iter().rev().take(n).cloned().collect()
     };
     if n > 0 {
         apply(
@@ -118,10 +133,26 @@ fn pop(ctx: &Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes], left: bool) -> Reply {
             },
         )?;
     }
-    Ok(match count {
-        Some(_) => Frame::Array(popped),
-        None => popped.into_iter().next().unwrap_or(Frame::Null),
-    })
+    Ok(Some(popped))
+}
+
+/// LMPOP: the first non-empty list among the keys gives up to COUNT elements.
+fn lmpop(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    let m = mpop::parse(args, 1, mpop::LIST_ENDS)?;
+    for key in m.keys {
+        if let Some(items) = pop_list(txn, ctx.db(), key, m.first_end, m.count)? {
+            return Ok(mpop_reply(key, items));
+        }
+    }
+    Ok(Frame::NullArray)
+}
+
+/// `[key, [element, ...]]`, the reply of LMPOP and BLMPOP.
+pub(crate) fn mpop_reply(key: &Bytes, items: Vec<Bytes>) -> Frame {
+    Frame::Array(vec![
+        Frame::Bulk(key.clone()),
+        Frame::Array(items.into_iter().map(Frame::Bulk).collect()),
+    ])
 }
 
 fn lpop(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
@@ -313,7 +344,8 @@ fn non_negative(arg: &[u8], msg: &'static str) -> Result<u64, Frame> {
     }
 }
 
-fn side(arg: &[u8]) -> Result<bool, Frame> {
+/// LEFT (true) or RIGHT (false), as LMOVE and BLMOVE take them.
+pub(crate) fn side(arg: &[u8]) -> Result<bool, Frame> {
     if is(arg, "left") {
         Ok(true)
     } else if is(arg, "right") {
@@ -323,15 +355,15 @@ fn side(arg: &[u8]) -> Result<bool, Frame> {
     }
 }
 
-fn move_element(
-    ctx: &Ctx<'_>,
+/// LMOVE's work, shared with BLMOVE: Null when `src` is missing.
+pub(crate) fn move_element(
     txn: &mut Txn<'_>,
+    db: usize,
     src: &Bytes,
     dst: &Bytes,
     from_left: bool,
     to_left: bool,
 ) -> Reply {
-    let db = ctx.db();
     let Some(l) = read_list(txn, db, src)? else {
         return Ok(Frame::Null);
     };
@@ -364,9 +396,9 @@ fn move_element(
 
 fn lmove(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let (from_left, to_left) = (side(&args[3])?, side(&args[4])?);
-    move_element(ctx, txn, &args[1], &args[2], from_left, to_left)
+    move_element(txn, ctx.db(), &args[1], &args[2], from_left, to_left)
 }
 
 fn rpoplpush(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
-    move_element(ctx, txn, &args[1], &args[2], false, true)
+    move_element(txn, ctx.db(), &args[1], &args[2], false, true)
 }

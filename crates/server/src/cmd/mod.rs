@@ -34,22 +34,27 @@ pub(crate) fn read_as<'t, T: ?Sized>(
     }
 }
 
+pub mod bitmaps;
+pub mod blocking;
 pub mod client;
 pub mod command_docs;
 pub mod config;
 pub mod connection;
 pub mod diagnostics;
+pub mod functions;
 pub mod hashes;
 pub mod info;
 pub mod keys;
 pub mod lists;
 pub mod memory;
+pub mod mpop;
 pub mod persistence;
 pub mod pubsub;
 pub mod scan;
 pub mod scripting;
 pub mod server;
 pub mod sets;
+pub mod sort;
 pub mod strings;
 pub mod subcommands;
 pub mod transaction;
@@ -70,13 +75,17 @@ pub fn all_commands() -> Vec<CommandSpec> {
     v.extend(memory::commands());
     v.extend(keys::commands());
     v.extend(strings::commands());
+    v.extend(bitmaps::commands());
     v.extend(hashes::commands());
     v.extend(zsets::commands());
     v.extend(zset_algebra::commands());
     v.extend(lists::commands());
     v.extend(sets::commands());
+    v.extend(sort::commands());
     v.extend(scripting::commands());
     v.extend(pubsub::commands());
+    v.extend(blocking::commands());
+    v.extend(functions::commands());
     v
 }
 

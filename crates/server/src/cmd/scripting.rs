@@ -45,6 +45,7 @@ pub fn allowed_when_busy(name: &str, args: &[Bytes]) -> bool {
     match name {
         "auth" | "hello" | "multi" | "discard" | "unwatch" | "reset" | "quit" => true,
         "script" => sub("kill"),
+        "function" => super::functions::allowed_when_busy(args),
         "shutdown" => args[1..].iter().any(|a| is(a, "nosave")),
         _ => false,
     }
@@ -68,12 +69,16 @@ fn evalsha_ro(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
 
 /// EVAL-family arguments: script numkeys key... arg...
 fn numkeys(args: &[Bytes]) -> Result<usize, Frame> {
-    let n = arg_i64(&args[2])?;
+    numkeys_in_range(arg_i64(&args[2])?, args.len() - 3)
+}
+
+/// A key count with Redis's errors, given `available` arguments after it.
+pub(crate) fn numkeys_in_range(n: i64, available: usize) -> Result<usize, Frame> {
+    if n > available as i64 {
+        return Err(errors::err(NUMKEYS_TOO_BIG));
+    }
     if n < 0 {
         return Err(errors::err(NUMKEYS_NEGATIVE));
-    }
-    if n as u64 > (args.len() - 3) as u64 {
-        return Err(errors::err(NUMKEYS_TOO_BIG));
     }
     Ok(n as usize)
 }
@@ -131,7 +136,13 @@ fn try_run(
 
 /// One `redis.call`: Redis's checks, then the command's own handler on the
 /// script's transaction.
-fn call(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes], resp: u8, ro: bool) -> Frame {
+pub(crate) fn call(
+    ctx: &mut Ctx<'_>,
+    txn: &mut Txn<'_>,
+    args: &[Bytes],
+    resp: u8,
+    ro: bool,
+) -> Frame {
     let Some(spec) = lookup(&args[0]) else {
         return errors::err(UNKNOWN_COMMAND);
     };
@@ -268,7 +279,7 @@ fn script(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             Err(e) => Err(e),
         }
     } else if is(sub, "kill") && args.len() == 2 {
-        Ok(scripting.kill())
+        Ok(scripting.kill(true))
     } else if is(sub, "help") && args.len() == 2 {
         Ok(Frame::Array(
             HELP.iter()

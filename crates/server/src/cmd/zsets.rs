@@ -1,11 +1,12 @@
 //! Sorted set commands.
 
+use super::mpop;
 use super::scan::{scan_cursor, scan_options, scan_reply, scan_walk, scans_whole};
 use super::{
     apply, pairs_reply, positive_count, random_count, random_position, random_positions, resp3,
     syntax, wrongtype,
 };
-use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Reply, FIRST_KEY, TWO_KEYS};
+use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Keys, Reply, FIRST_KEY, TWO_KEYS};
 use crate::errors;
 use crate::util::{arg_f64, arg_i64, format_float, is, parse_f64};
 use bytes::Bytes;
@@ -41,6 +42,7 @@ pub fn commands() -> Vec<CommandSpec> {
         spec("zremrangebylex", 4, WRITE, FIRST_KEY, Handler::Data(zremrangebylex), "sorted-set", "Removes members in a sorted set within a lexicographical range. Deletes the sorted set if all members were removed."),
         spec("zpopmin", -2, WRITE | FAST, FIRST_KEY, Handler::Data(zpopmin), "sorted-set", "Returns the lowest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped."),
         spec("zpopmax", -2, WRITE | FAST, FIRST_KEY, Handler::Data(zpopmax), "sorted-set", "Returns the highest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped."),
+        spec("zmpop", -4, WRITE, Keys::Custom(mpop::keys_after_numkeys_at_1), Handler::Data(zmpop), "sorted-set", "Returns the highest- or lowest-scoring members from one or more sorted sets after removing them. Deletes the sorted set if the last member was popped."),
         spec("zscan", -3, READONLY, FIRST_KEY, Handler::Data(zscan), "sorted-set", "Iterates over members and scores of a sorted set."),
         spec("zrandmember", -2, READONLY, FIRST_KEY, Handler::Data(zrandmember), "sorted-set", "Returns one or more random members from a sorted set."),
     ]
@@ -526,7 +528,6 @@ fn zrem(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
 }
 
 fn pop(ctx: &Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes], max: bool) -> Reply {
-    let db = ctx.db();
     if args.len() > 3 {
         return Err(syntax());
     }
@@ -536,10 +537,25 @@ fn pop(ctx: &Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes], max: bool) -> Reply {
     };
     // RESP3 nests the pairs only when a count was given, even a count of 1.
     let nested = resp3(ctx) && count.is_some();
-    let Some(z) = read_zset(txn, db, &args[1])? else {
-        return Ok(Frame::Array(Vec::new()));
+    let items = pop_zset(txn, ctx.db(), &args[1], max, count.unwrap_or(1))?;
+    Ok(scored_reply(items.unwrap_or_default(), true, nested))
+}
+
+/// Removes up to `count` of the lowest (or, `max`, highest) scoring members
+/// of the sorted set at `key`, in pop order: `None` when the key is missing,
+/// WRONGTYPE when it holds another type. Shared by ZPOPMIN/ZPOPMAX, ZMPOP
+/// and the blocking pops.
+pub(crate) fn pop_zset(
+    txn: &mut Txn<'_>,
+    db: usize,
+    key: &Bytes,
+    max: bool,
+    count: u64,
+) -> Result<Option<Vec<(Bytes, f64)>>, Frame> {
+    let Some(z) = read_zset(txn, db, key)? else {
+        return Ok(None);
     };
-    let n = usize::try_from(count.unwrap_or(1)).unwrap_or(usize::MAX);
+    let n = usize::try_from(count).unwrap_or(usize::MAX);
     let items: Vec<(Bytes, f64)> = if max {
         z.iter()
             .rev()
@@ -553,11 +569,37 @@ fn pop(ctx: &Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes], max: bool) -> Reply {
         apply(
             txn,
             db,
-            &args[1],
+            key,
             KeyOp::ZRem(items.iter().map(|(m, _)| m.clone()).collect()),
         )?;
     }
-    Ok(scored_reply(items, true, nested))
+    Ok(Some(items))
+}
+
+/// ZMPOP: the first non-empty sorted set among the keys gives up to COUNT
+/// members.
+fn zmpop(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    let m = mpop::parse(args, 1, mpop::ZSET_ENDS)?;
+    for key in m.keys {
+        if let Some(items) = pop_zset(txn, ctx.db(), key, !m.first_end, m.count)? {
+            return Ok(mpop_reply(key, items));
+        }
+    }
+    Ok(Frame::NullArray)
+}
+
+/// `[key, [[member, score], ...]]`, the reply of ZMPOP and BZMPOP: the
+/// pairs are nested in RESP2 as well.
+pub(crate) fn mpop_reply(key: &Bytes, items: Vec<(Bytes, f64)>) -> Frame {
+    Frame::Array(vec![
+        Frame::Bulk(key.clone()),
+        Frame::Array(
+            items
+                .into_iter()
+                .map(|(m, s)| Frame::Array(vec![Frame::Bulk(m), Frame::Double(s)]))
+                .collect(),
+        ),
+    ])
 }
 
 fn zpopmin(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {

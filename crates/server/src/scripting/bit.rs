@@ -15,14 +15,14 @@ fn num(v: i32) -> f64 {
 
 pub fn module(lua: &Lua) -> mlua::Result<Table> {
     let t = lua.create_table()?;
-    t.raw_set("tobit", lua.create_function(|_, x: f64| Ok(num(tobit(x))))?)?;
-    t.raw_set("bnot", lua.create_function(|_, x: f64| Ok(num(!tobit(x))))?)?;
+    t.raw_set("tobit", super::lib_fn(lua, |_, x: f64| Ok(num(tobit(x))))?)?;
+    t.raw_set("bnot", super::lib_fn(lua, |_, x: f64| Ok(num(!tobit(x))))?)?;
     t.raw_set(
         "bswap",
-        lua.create_function(|_, x: f64| Ok(num(tobit(x).swap_bytes())))?,
+        super::lib_fn(lua, |_, x: f64| Ok(num(tobit(x).swap_bytes())))?,
     )?;
     let fold = |lua: &Lua, f: fn(i32, i32) -> i32| {
-        lua.create_function(move |_, (first, rest): (f64, Variadic<f64>)| {
+        super::lib_fn(lua, move |_, (first, rest): (f64, Variadic<f64>)| {
             Ok(num(rest
                 .iter()
                 .fold(tobit(first), |acc, &x| f(acc, tobit(x)))))
@@ -32,7 +32,9 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
     t.raw_set("bor", fold(lua, |a, b| a | b)?)?;
     t.raw_set("bxor", fold(lua, |a, b| a ^ b)?)?;
     let shift = |lua: &Lua, f: fn(i32, u32) -> i32| {
-        lua.create_function(move |_, (x, n): (f64, f64)| Ok(num(f(tobit(x), tobit(n) as u32 & 31))))
+        super::lib_fn(lua, move |_, (x, n): (f64, f64)| {
+            Ok(num(f(tobit(x), tobit(n) as u32 & 31)))
+        })
     };
     t.raw_set("lshift", shift(lua, |x, n| ((x as u32) << n) as i32)?)?;
     t.raw_set("rshift", shift(lua, |x, n| ((x as u32) >> n) as i32)?)?;
@@ -41,7 +43,7 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
     t.raw_set("ror", shift(lua, |x, n| (x as u32).rotate_right(n) as i32)?)?;
     t.raw_set(
         "tohex",
-        lua.create_function(|_, (x, n): (f64, Option<f64>)| {
+        super::lib_fn(lua, |_, (x, n): (f64, Option<f64>)| {
             let mut n = n.map(tobit).unwrap_or(8);
             let upper = n < 0;
             if upper {

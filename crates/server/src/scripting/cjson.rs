@@ -49,7 +49,7 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
     let c = cfg.clone();
     t.raw_set(
         "encode",
-        lua.create_function(move |lua, v: Value| {
+        super::lib_fn(lua, move |lua, v: Value| {
             let s = c.lock().clone();
             let mut out = String::new();
             encode(&v, &s, 1, &mut out)?;
@@ -59,7 +59,7 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
     let c = cfg.clone();
     t.raw_set(
         "decode",
-        lua.create_function(move |lua, s: mlua::String| {
+        super::lib_fn(lua, move |lua, s: mlua::String| {
             let settings = c.lock().clone();
             let parsed: serde_json::Value = match serde_json::from_slice(&s.as_bytes()) {
                 Ok(v) => v,
@@ -69,7 +69,7 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
         })?,
     )?;
     let depth_setter = |lua: &Lua, c: Cfg, pick: fn(&mut Settings) -> &mut u32| {
-        lua.create_function(move |_, n: Option<f64>| {
+        super::lib_fn(lua, move |_, n: Option<f64>| {
             let mut s = c.lock();
             if let Some(n) = n {
                 if !(1.0..=2147483647.0).contains(&n) {
@@ -89,7 +89,7 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
         depth_setter(lua, cfg.clone(), |s| &mut s.decode_max_depth)?,
     )?;
     let flag_setter = |lua: &Lua, c: Cfg, pick: fn(&mut Settings) -> &mut bool| {
-        lua.create_function(move |_, v: Value| {
+        super::lib_fn(lua, move |_, v: Value| {
             let mut s = c.lock();
             match v {
                 Value::Boolean(b) => *pick(&mut s) = b,
@@ -110,12 +110,12 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
     )?;
     t.raw_set(
         "encode_keep_buffer",
-        lua.create_function(|_, _: Value| Ok(true))?,
+        super::lib_fn(lua, |_, _: Value| Ok(true))?,
     )?;
     let c = cfg.clone();
     t.raw_set(
         "encode_number_precision",
-        lua.create_function(move |_, n: Option<f64>| {
+        super::lib_fn(lua, move |_, n: Option<f64>| {
             let mut s = c.lock();
             if let Some(n) = n {
                 if !(1.0..=14.0).contains(&n) {
@@ -129,7 +129,8 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
     let c = cfg;
     t.raw_set(
         "encode_sparse_array",
-        lua.create_function(
+        super::lib_fn(
+            lua,
             move |_, (conv, ratio, safe): (Option<bool>, Option<u32>, Option<u32>)| {
                 let mut s = c.lock();
                 if let Some(v) = conv {
@@ -145,7 +146,7 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
             },
         )?,
     )?;
-    t.raw_set("new", lua.create_function(|lua, ()| module(lua))?)?;
+    t.raw_set("new", super::lib_fn(lua, |lua, ()| module(lua))?)?;
     t.raw_set("null", Value::NULL)?;
     t.raw_set("_NAME", "cjson")?;
     t.raw_set("_VERSION", "2.1.0")?;

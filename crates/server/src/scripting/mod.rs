@@ -9,12 +9,19 @@
 //! they answer -BUSY, and SCRIPT KILL / SHUTDOWN NOSAVE get through.
 //!
 //! - [`vm`]: building the sandboxed VM and running one script in it.
+//! - [`functions`]: FUNCTION's libraries, compiled in a VM of their own;
+//!   [`function_payload`]: FUNCTION DUMP / RESTORE's bytes.
 //! - [`convert`]: Lua values ⇄ reply frames, as Redis converts them.
-//! - [`cjson`], [`bit`]: libraries Redis gives scripts.
+//! - [`cjson`], [`cmsgpack`], [`bit`], [`struct_lib`]: libraries Redis
+//!   gives scripts.
 
 pub mod bit;
 pub mod cjson;
+pub mod cmsgpack;
 pub mod convert;
+pub mod function_payload;
+pub mod functions;
+pub mod struct_lib;
 pub mod vm;
 
 use crate::state::Shared;
@@ -28,6 +35,9 @@ use std::time::Duration;
 
 pub const BUSY: &str =
     "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
+/// -BUSY while the running script is a function.
+pub const BUSY_FUNCTION: &str =
+    "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
 pub const NOTBUSY: &str = "NOTBUSY No scripts in execution right now.";
 pub const UNKILLABLE: &str = "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.";
 pub const KILLED: &str = "ERR Script killed by user with SCRIPT KILL...";
@@ -55,6 +65,11 @@ pub struct RunState {
     started_ms: AtomicU64,
     wrote: AtomicBool,
     kill: AtomicU8,
+    /// The running script is a function (FCALL), not an EVAL.
+    function: AtomicBool,
+    /// FUNCTION STATS's `running_script`: the function's name and the
+    /// command that called it.
+    caller: Mutex<Option<(String, Vec<Bytes>)>>,
 }
 
 impl RunState {
@@ -77,6 +92,20 @@ impl RunState {
     pub fn elapsed_ms(&self) -> u64 {
         crate::util::now_ms().saturating_sub(self.started_ms.load(Ordering::Acquire))
     }
+
+    fn is_function(&self) -> bool {
+        self.function.load(Ordering::Acquire)
+    }
+
+    /// (function name, calling command, milliseconds so far) of a running
+    /// function.
+    pub fn running_function(&self) -> Option<(String, Vec<Bytes>, u64)> {
+        if !self.is_running() || !self.is_function() {
+            return None;
+        }
+        let (name, cmd) = self.caller.lock().clone()?;
+        Some((name, cmd, self.elapsed_ms()))
+    }
 }
 
 /// Marks a script as running for as long as it lives.
@@ -86,19 +115,23 @@ impl Drop for Running<'_> {
     fn drop(&mut self) {
         self.0.running.store(false, Ordering::Release);
         self.0.kill.store(Kill::None as u8, Ordering::Release);
+        self.0.function.store(false, Ordering::Release);
+        *self.0.caller.lock() = None;
     }
 }
 
-/// The VM is created on first use and recreated by SCRIPT FLUSH.
+/// EVAL's VM is created on first use and recreated by SCRIPT FLUSH;
+/// FUNCTION's libraries have a VM of their own (see [`functions`]).
 #[derive(Default)]
 pub struct Engine {
     vm: Option<vm::Vm>,
+    pub functions: functions::Registry,
 }
 
 impl Engine {
     pub fn vm(&mut self, run: &Arc<RunState>) -> Result<&mut vm::Vm, Frame> {
         if self.vm.is_none() {
-            let v = vm::Vm::new(run.clone())
+            let v = vm::Vm::new(run.clone(), vm::Kind::Eval)
                 .map_err(|e| Frame::error(format!("ERR cannot start the Lua VM: {e}")))?;
             self.vm = Some(v);
         }
@@ -114,11 +147,21 @@ pub struct Scripting {
     engine: Mutex<Engine>,
     /// SHA1 (lower-case hex) → body: what EVALSHA and SCRIPT EXISTS see.
     cache: Mutex<HashMap<String, Bytes>>,
+    /// (libraries, functions), for FUNCTION STATS while a script holds the
+    /// engine.
+    function_counts: Mutex<(usize, usize)>,
 }
 
 impl Scripting {
     pub fn run_state(&self) -> &Arc<RunState> {
         &self.run
+    }
+
+    /// Marks a function (FCALL of `name` by `cmd`) as started.
+    pub fn begin_function(&self, name: &str, cmd: &[Bytes]) -> Running<'_> {
+        *self.run.caller.lock() = Some((name.to_string(), cmd.to_vec()));
+        self.run.function.store(true, Ordering::Release);
+        self.begin()
     }
 
     /// Marks a script as started; the guard marks it finished.
@@ -140,6 +183,15 @@ impl Scripting {
         threshold > 0 && self.run.elapsed_ms() >= threshold
     }
 
+    /// The -BUSY reply for the running script's kind.
+    pub fn busy_error(&self) -> Frame {
+        crate::errors::err(if self.run.is_function() {
+            BUSY_FUNCTION
+        } else {
+            BUSY
+        })
+    }
+
     /// The -BUSY refusal while another connection's script has run too
     /// long, unless Redis allows the command then (`allowed_when_busy`).
     /// Otherwise the command goes ahead: data commands wait for the
@@ -152,7 +204,7 @@ impl Scripting {
         allowed_when_busy: impl FnOnce() -> bool,
     ) -> Option<Frame> {
         if self.timed_out(shared) && !allowed_when_busy() {
-            return Some(crate::errors::err(BUSY));
+            return Some(self.busy_error());
         }
         None
     }
@@ -164,18 +216,22 @@ impl Scripting {
                 return Ok(g);
             }
             if self.timed_out(shared) {
-                return Err(crate::errors::err(BUSY));
+                return Err(self.busy_error());
             }
         }
     }
 
-    /// SCRIPT KILL.
-    pub fn kill(&self) -> Frame {
+    /// SCRIPT KILL (`eval`) or FUNCTION KILL: each stops only its own
+    /// kind of script, and answers the other kind with its -BUSY.
+    pub fn kill(&self, eval: bool) -> Frame {
         if !self.run.is_running() {
             return crate::errors::err(NOTBUSY);
         }
         if self.run.wrote.load(Ordering::Acquire) {
             return crate::errors::err(UNKILLABLE);
+        }
+        if eval == self.run.is_function() {
+            return self.busy_error();
         }
         self.run.kill.store(Kill::User as u8, Ordering::Release);
         Frame::ok()
@@ -215,6 +271,47 @@ impl Scripting {
         Ok(())
     }
 
+    /// True while an EVAL script runs past `busy-reply-threshold`
+    /// (FUNCTION STATS answers -BUSY then, as in Redis).
+    pub fn eval_timed_out(&self, shared: &Shared) -> bool {
+        self.timed_out(shared) && !self.run.is_function()
+    }
+
+    /// Records FUNCTION STATS's counts after the libraries changed.
+    pub fn note_function_counts(&self, registry: &functions::Registry) {
+        *self.function_counts.lock() = registry.counts();
+    }
+
+    /// (libraries, functions).
+    pub fn function_counts(&self) -> (usize, usize) {
+        *self.function_counts.lock()
+    }
+
+    /// Compiles the libraries recovered from the log and checkpoint at
+    /// start-up. Only code that compiled was ever logged, so a failure
+    /// here is a bug or a changed sandbox: it is reported, and the server
+    /// starts without that library rather than not at all.
+    pub fn load_recovered(&self, libraries: &[(Bytes, Bytes)]) {
+        let mut engine = self.engine.lock();
+        let registry = &mut engine.functions;
+        for (name, code) in libraries {
+            let loaded = registry
+                .compile(&self.run, code, None)
+                .map(|lib| registry.install(lib));
+            if let Err(e) = loaded {
+                tracing::error!(
+                    "function library '{}' could not be loaded at start-up: {}",
+                    String::from_utf8_lossy(name),
+                    match &e {
+                        Frame::Error(m) => String::from_utf8_lossy(m).into_owned(),
+                        other => format!("{other:?}"),
+                    }
+                );
+            }
+        }
+        self.note_function_counts(registry);
+    }
+
     /// Memory the Lua VM uses (INFO's `used_memory_lua`), if it exists.
     pub fn used_memory(&self) -> usize {
         self.engine
@@ -222,6 +319,45 @@ impl Scripting {
             .and_then(|e| e.vm.as_ref().map(vm::Vm::used_memory))
             .unwrap_or(0)
     }
+}
+
+/// A function for the libraries scripts use (cjson, cmsgpack, bit,
+/// struct) whose errors reach Lua as plain strings, as those of Redis's C
+/// libraries do: `pcall(cjson.decode, '{')` returns the message, not an
+/// opaque Rust error value. The Rust side returns `(true, results...)` or
+/// `(false, message)`, and a Lua wrapper raises the message.
+pub(crate) fn lib_fn<A, R, F>(lua: &mlua::Lua, f: F) -> mlua::Result<mlua::Function>
+where
+    A: mlua::FromLuaMulti,
+    R: mlua::IntoLuaMulti,
+    F: Fn(&mlua::Lua, A) -> mlua::Result<R> + mlua::MaybeSend + 'static,
+{
+    use mlua::{MultiValue, Value};
+    let inner = lua.create_function(move |lua, args: MultiValue| {
+        let result = A::from_lua_multi(args, lua)
+            .and_then(|a| f(lua, a))
+            .and_then(|r| r.into_lua_multi(lua));
+        Ok(match result {
+            Ok(mut values) => {
+                values.push_front(Value::Boolean(true));
+                values
+            }
+            Err(e) => MultiValue::from_iter([
+                Value::Boolean(false),
+                Value::String(lua.create_string(vm::error_message(&e))?),
+            ]),
+        })
+    })?;
+    let wrap: mlua::Function = lua
+        .load(
+            "local f = ... \
+             local error = error \
+             local function out(ok, ...) if ok then return ... end error((...), 0) end \
+             return function(...) return out(f(...)) end",
+        )
+        .set_name("=lib")
+        .into_function()?;
+    wrap.call(inner)
 }
 
 /// Lower-case hex SHA1 of `body`, as Redis names scripts.

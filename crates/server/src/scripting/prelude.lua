@@ -150,7 +150,9 @@ redis.LOG_DEBUG, redis.LOG_VERBOSE, redis.LOG_NOTICE, redis.LOG_WARNING = 0, 1, 
 redis.REPL_NONE, redis.REPL_AOF, redis.REPL_SLAVE, redis.REPL_REPLICA, redis.REPL_ALL = 0, 1, 2, 2, 3
 redis.REDIS_VERSION, redis.REDIS_VERSION_NUM = api.version, api.version_num
 
-S.redis = protect(redis, true)
+-- A missing field of `redis` is nil, as in Redis (a function that calls
+-- redis.register_function gets "attempt to call field ... (a nil value)").
+S.redis = protect(redis, false)
 for _, name in pairs({ 'cjson', 'bit', 'cmsgpack', 'struct' }) do
   if S[name] then S[name] = protect(S[name], true) end
 end
@@ -158,11 +160,36 @@ for _, name in pairs({ 'string', 'table', 'math', 'coroutine' }) do
   if S[name] then S[name] = protect(S[name], false) end
 end
 
+-- What FUNCTION LOAD's code sees instead of the globals: only a `redis`
+-- with register_function, log and the version; anything else is missing.
+local load_redis = {
+  register_function = api.register_function,
+  log = redis.log,
+  LOG_DEBUG = redis.LOG_DEBUG, LOG_VERBOSE = redis.LOG_VERBOSE,
+  LOG_NOTICE = redis.LOG_NOTICE, LOG_WARNING = redis.LOG_WARNING,
+  REDIS_VERSION = redis.REDIS_VERSION, REDIS_VERSION_NUM = redis.REDIS_VERSION_NUM,
+}
+local load_env = protect({ redis = protect(load_redis, true) }, true)
+
 S._G = G
 raw_setmetatable(S, { __index = missing, __newindex = refuse, __metatable = guard })
-raw_setmetatable(G, { __index = S, __newindex = refuse, __metatable = guard })
+local globals_mt = { __index = S, __newindex = refuse, __metatable = guard }
+raw_setmetatable(G, globals_mt)
 readonly[S] = true
 readonly[G] = true
 
+-- Switches what the globals resolve to: the load environment while a
+-- library registers its functions (`true`), the usual globals otherwise.
+local function loading(on)
+  globals_mt.__index = on and load_env or S
+end
+
+-- Calls a function's callback with its KEYS and ARGV as arguments (Lua
+-- 5.1's xpcall passes none).
+local xpcall = xpcall
+local function call_with(f, handler, keys, argv)
+  return xpcall(function() return f(keys, argv) end, handler)
+end
+
 -- KEYS and ARGV are replaced per run through the table behind the globals.
-return S
+return S, loading, call_with

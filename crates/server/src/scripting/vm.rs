@@ -1,6 +1,7 @@
 //! The Lua VM scripts run in: Lua 5.1 with the string, table and math
 //! libraries, Redis's libraries, the `redis` API and the sandbox built by
-//! `prelude.lua`; and the running of one script in it.
+//! `prelude.lua`; and the running of one script in it. EVAL scripts and
+//! FUNCTION libraries each get a VM of their own, as in Redis.
 
 use super::convert::{frame_to_lua, lua_to_frame, number_arg};
 use super::{Kill, RunState, KILLED};
@@ -16,8 +17,30 @@ use std::sync::Arc;
 const HOOK_EVERY: u32 = 100_000;
 /// Runs between incremental garbage collection steps (Redis's period).
 const GC_EVERY_RUNS: u32 = 50;
-/// The chunk name errors report (`user_script:1: ...`), as in Redis.
-const CHUNK_NAME: &str = "@user_script";
+/// The chunk names errors report (`user_script:1: ...`), as in Redis.
+const SCRIPT_CHUNK: &str = "@user_script";
+const FUNCTION_CHUNK: &str = "@user_function";
+/// Instructions between looks at FUNCTION LOAD's deadline.
+const LOAD_HOOK_EVERY: u32 = 100_000;
+const LOAD_TIMEOUT: &str = "FUNCTION LOAD timeout";
+
+/// Which VM: EVAL's scripts, or FUNCTION's libraries.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Kind {
+    Eval,
+    Functions,
+}
+
+/// One `redis.register_function` call of a library being loaded.
+pub struct Registration {
+    pub name: String,
+    pub description: Option<Bytes>,
+    pub flags: u8,
+    pub callback: Function,
+}
+
+/// Present (as app data) only while a library's code runs at load time.
+struct Loading(Vec<Registration>);
 
 /// Runs one command for `redis.call`: (arguments, the script's RESP level).
 pub type Exec<'a> = dyn FnMut(Vec<Bytes>, u8) -> Frame + 'a;
@@ -35,17 +58,22 @@ struct Shared {
 }
 
 pub struct Vm {
+    kind: Kind,
     lua: Lua,
     /// The table behind the protected globals (KEYS and ARGV go there).
     store: Table,
     xpcall: Function,
     handler: Function,
+    /// `loading(on)`: switches the globals to FUNCTION LOAD's environment.
+    loading: Function,
+    /// `call_with(f, handler, keys, argv)`: a function's call.
+    call_with: Function,
     funcs: HashMap<String, Function>,
     runs: u32,
 }
 
 impl Vm {
-    pub fn new(run: Arc<RunState>) -> mlua::Result<Vm> {
+    pub fn new(run: Arc<RunState>, kind: Kind) -> mlua::Result<Vm> {
         let lua = Lua::new_with(
             StdLib::TABLE | StdLib::STRING | StdLib::MATH,
             LuaOptions::default(),
@@ -59,19 +87,24 @@ impl Vm {
         let globals = lua.globals();
         globals.raw_set("cjson", super::cjson::module(&lua)?)?;
         globals.raw_set("bit", super::bit::module(&lua)?)?;
+        globals.raw_set("cmsgpack", super::cmsgpack::module(&lua)?)?;
+        globals.raw_set("struct", super::struct_lib::module(&lua)?)?;
         let xpcall: Function = globals.raw_get("xpcall")?;
         let api = api_table(&lua)?;
-        let store: Table = lua
+        let (store, loading, call_with): (Table, Function, Function) = lua
             .load(include_str!("prelude.lua"))
             .set_name("=prelude")
             .call(api.clone())?;
         let handler = lua.create_function(error_handler)?;
         lua.set_hook(normal_hook(), hook);
         Ok(Vm {
+            kind,
             lua,
             store,
             xpcall,
             handler,
+            loading,
+            call_with,
             funcs: HashMap::new(),
             runs: 0,
         })
@@ -89,7 +122,7 @@ impl Vm {
         let f = self
             .lua
             .load(body)
-            .set_name(CHUNK_NAME)
+            .set_name(SCRIPT_CHUNK)
             .set_mode(mlua::ChunkMode::Text)
             .into_function()
             .map_err(|e| {
@@ -100,6 +133,62 @@ impl Vm {
             })?;
         self.funcs.insert(sha.to_string(), f.clone());
         Ok(f)
+    }
+
+    /// Compiles a library's code (after its shebang line) and runs it in
+    /// FUNCTION LOAD's environment, where only `redis.register_function`,
+    /// `redis.log` and the version are reachable, for at most `timeout`.
+    /// Returns what it registered; the error is Redis's reply for it.
+    pub fn load_library(
+        &mut self,
+        code: &[u8],
+        timeout: Option<std::time::Duration>,
+    ) -> Result<Vec<Registration>, Frame> {
+        let chunk = self
+            .lua
+            .load(code)
+            .set_name(FUNCTION_CHUNK)
+            .set_mode(mlua::ChunkMode::Text)
+            .into_function()
+            .map_err(|e| {
+                Frame::error(format!(
+                    "ERR Error compiling function: {}",
+                    one_line(&lua_message(&e))
+                ))
+            })?;
+        let deadline = timeout.map(|t| std::time::Instant::now() + t);
+        self.lua.set_hook(
+            HookTriggers::new().every_nth_instruction(LOAD_HOOK_EVERY),
+            move |lua, _| {
+                if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+                    // Every instruction from now on, so pcall cannot go on.
+                    lua.set_hook(HookTriggers::new().every_nth_instruction(1), |_, _| {
+                        Err(mlua::Error::RuntimeError(LOAD_TIMEOUT.to_string()))
+                    });
+                    return Err(mlua::Error::RuntimeError(LOAD_TIMEOUT.to_string()));
+                }
+                Ok(VmState::Continue)
+            },
+        );
+        self.lua.set_app_data(Loading(Vec::new()));
+        let ran = self
+            .loading
+            .call::<()>(true)
+            .and_then(|()| chunk.call::<()>(()));
+        let _ = self.loading.call::<()>(false);
+        self.lua.set_hook(normal_hook(), hook);
+        let registered = self
+            .lua
+            .remove_app_data::<Loading>()
+            .map(|l| l.0)
+            .unwrap_or_default();
+        match ran {
+            Ok(()) => Ok(registered),
+            Err(e) => Err(Frame::error(format!(
+                "ERR Error registering functions: {}",
+                one_line(&lua_message(&e))
+            ))),
+        }
     }
 
     /// Runs a compiled script with its KEYS and ARGV; `exec` runs the
@@ -153,9 +242,16 @@ impl Vm {
                 self.lua.set_hook(normal_hook(), hook);
             }
         }
-        self.store.raw_set("KEYS", self.array(keys)?)?;
-        self.store.raw_set("ARGV", self.array(argv)?)?;
+        if self.kind == Kind::Eval {
+            self.store.raw_set("KEYS", self.array(keys)?)?;
+            self.store.raw_set("ARGV", self.array(argv)?)?;
+        }
         let (lua, xpcall, handler) = (&self.lua, &self.xpcall, &self.handler);
+        let as_arguments = match self.kind {
+            Kind::Eval => None,
+            Kind::Functions => Some((self.array(keys)?, self.array(argv)?)),
+        };
+        let call_with = &self.call_with;
         let out = self.lua.scope(|scope| {
             let call = scope.create_function_mut(
                 |lua, (args, n): (Table, usize)| -> mlua::Result<(bool, Value)> {
@@ -173,7 +269,12 @@ impl Vm {
                 },
             )?;
             lua.set_named_registry_value(EXEC_KEY, call)?;
-            let res = xpcall.call::<mlua::MultiValue>((func.clone(), handler.clone()));
+            let res = match as_arguments {
+                None => xpcall.call::<mlua::MultiValue>((func.clone(), handler.clone())),
+                Some((k, a)) => {
+                    call_with.call::<mlua::MultiValue>((func.clone(), handler.clone(), k, a))
+                }
+            };
             lua.set_named_registry_value(EXEC_KEY, Value::Nil)?;
             res
         })?;
@@ -303,8 +404,12 @@ fn error_handler(lua: &Lua, err: Value) -> mlua::Result<Table> {
             break;
         };
         let src = d.source();
-        if src.source.as_deref() == Some(CHUNK_NAME) {
-            t.raw_set("source", CHUNK_NAME)?;
+        if let Some(name) = src
+            .source
+            .as_deref()
+            .filter(|s| *s == SCRIPT_CHUNK || *s == FUNCTION_CHUNK)
+        {
+            t.raw_set("source", name)?;
             t.raw_set("line", d.curr_line())?;
             break;
         }
@@ -313,7 +418,7 @@ fn error_handler(lua: &Lua, err: Value) -> mlua::Result<Table> {
 }
 
 /// The text of an error raised by Rust code (mlua wraps it).
-fn error_message(e: &mlua::Error) -> String {
+pub(super) fn error_message(e: &mlua::Error) -> String {
     match e {
         mlua::Error::RuntimeError(m) => m.clone(),
         mlua::Error::CallbackError { cause, .. } => error_message(cause),
@@ -479,10 +584,118 @@ fn api_table(lua: &Lua) -> mlua::Result<Table> {
             })
         })?,
     )?;
+    api.raw_set(
+        "register_function",
+        lua.create_function(|lua, args: Variadic<Value>| {
+            let r = registration(lua, &args).map_err(mlua::Error::RuntimeError)?;
+            let Some(mut loading) = lua.app_data_mut::<Loading>() else {
+                return Err(mlua::Error::RuntimeError(
+                    "redis.register_function can only be called on FUNCTION LOAD command".into(),
+                ));
+            };
+            if !super::functions::valid_name(&r.name) {
+                return Err(mlua::Error::RuntimeError(super::functions::BAD_NAME.into()));
+            }
+            if loading.0.iter().any(|x| x.name == r.name) {
+                return Err(mlua::Error::RuntimeError(
+                    "Function already exists in the library".into(),
+                ));
+            }
+            loading.0.push(r);
+            Ok(())
+        })?,
+    )?;
     let version = crate::cmd::connection::REDIS_COMPAT_VERSION;
     api.raw_set("version", version)?;
     api.raw_set("version_num", version_num(version))?;
     Ok(api)
+}
+
+/// A string argument as Lua's `lua_isstring` accepts it (numbers too).
+fn lua_string(lua: &Lua, v: &Value) -> Option<Bytes> {
+    match v {
+        Value::String(s) => Some(Bytes::copy_from_slice(&s.as_bytes())),
+        Value::Integer(_) | Value::Number(_) => lua
+            .coerce_string(v.clone())
+            .ok()
+            .flatten()
+            .map(|s| Bytes::copy_from_slice(&s.as_bytes())),
+        _ => None,
+    }
+}
+
+/// The arguments of `redis.register_function`: (name, callback) or one
+/// table of named arguments, with Redis's errors.
+fn registration(lua: &Lua, args: &[Value]) -> Result<Registration, String> {
+    let named = match args {
+        [Value::Table(t)] => t,
+        [_] => return Err("calling redis.register_function with a single argument is only applicable to Lua table (representing named arguments).".into()),
+        [name, callback] => {
+            let name = lua_string(lua, name)
+                .ok_or("first argument to redis.register_function must be a string")?;
+            let Value::Function(callback) = callback else {
+                return Err("second argument to redis.register_function must be a function".into());
+            };
+            return Ok(Registration {
+                name: String::from_utf8_lossy(&name).into_owned(),
+                description: None,
+                flags: 0,
+                callback: callback.clone(),
+            });
+        }
+        _ => return Err("wrong number of arguments to redis.register_function".into()),
+    };
+    let (mut name, mut description, mut callback, mut flags) = (None, None, None, 0u8);
+    for pair in named.clone().pairs::<Value, Value>() {
+        let (k, v) = pair.map_err(|e| e.to_string())?;
+        let Some(key) = lua_string(lua, &k) else {
+            return Err(
+                "named argument key given to redis.register_function is not a string".into(),
+            );
+        };
+        match key.to_ascii_lowercase().as_slice() {
+            b"function_name" => {
+                name = Some(lua_string(lua, &v).ok_or(
+                    "function_name argument given to redis.register_function must be a string",
+                )?)
+            }
+            b"description" => {
+                description = Some(lua_string(lua, &v).ok_or(
+                    "description argument given to redis.register_function must be a string",
+                )?)
+            }
+            b"callback" => match v {
+                Value::Function(f) => callback = Some(f),
+                _ => {
+                    return Err(
+                        "callback argument given to redis.register_function must be a function"
+                            .into(),
+                    )
+                }
+            },
+            b"flags" => {
+                let Value::Table(t) = v else {
+                    return Err("flags argument to redis.register_function must be a table representing function flags".into());
+                };
+                for i in 1.. {
+                    let flag = match t.raw_get::<Value>(i).map_err(|e| e.to_string())? {
+                        Value::Nil => break,
+                        f => lua_string(lua, &f).ok_or("unknown flag given")?,
+                    };
+                    flags |= super::functions::flag_bit(&flag).ok_or("unknown flag given")?;
+                }
+            }
+            _ => return Err("unknown argument given to redis.register_function".into()),
+        }
+    }
+    let name = name.ok_or("redis.register_function must get a function name argument")?;
+    let callback = callback.ok_or("redis.register_function must get a callback argument")?;
+    Ok(Registration {
+        name: String::from_utf8_lossy(&name).into_owned(),
+        description,
+        flags,
+        callback,
+    })
 }
 
 /// `7.2.4` → 0x070204, Redis's REDIS_VERSION_NUM.

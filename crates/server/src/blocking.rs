@@ -1,0 +1,537 @@
+//! Clients blocked until a key can serve them (BLPOP and the other blocking
+//! pops; the same registry suits XREAD BLOCK, and WAIT through
+//! [`Blocking::unblock`] with no keys), and serving them.
+//!
+//! Waiters queue per (database, key) in arrival order, so the client that
+//! blocked first on a key is served first.
+//!
+//! No write is missed: a blocking command registers its waiter while it
+//! still holds the shard locks of its keys, and a write looks for waiters on
+//! the keys it wrote ([`Blocking::ready_keys`]) while it holds its locks.
+//! Either the write came first and the command saw its data, or the waiter
+//! is there when the write looks.
+//!
+//! Serving runs once the write has committed, so a MULTI/EXEC or a script is
+//! seen whole (`MULTI; LPUSH k a; LPOP k; EXEC` leaves nothing to serve), on
+//! the writer's thread before its reply is queued, so the writer's next
+//! command sees the served state. Each served waiter is its own transaction
+//! and log record (the pop, and BLMOVE's push), committed at the blocked
+//! client's durability; the blocked connection holds the reply for that
+//! record's LSN like any write's. Between the writer's commit and the
+//! serving lock, another client's command may still take the data first.
+//!
+//! Lock order: shard locks, then the registry, then a waiter's reply slot.
+
+use crate::client::{ClientHandle, ClientState};
+use crate::state::Shared;
+use bytes::Bytes;
+use durakv_engine::mutation::Mutation;
+use durakv_engine::txn::Txn;
+use durakv_engine::Durability;
+use durakv_protocol::{Frame, Protocol};
+use parking_lot::Mutex;
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+use tokio::sync::Notify;
+
+/// What a blocked command does when one of its keys may serve it.
+pub trait Serve: Send + Sync {
+    /// Keys that serving writes besides the ready one (BLMOVE's
+    /// destination); they are locked with it.
+    fn extra_keys(&self) -> &[Bytes] {
+        &[]
+    }
+
+    /// The command as keyspace notifications name its events (BLPOP,
+    /// BZPOPMAX, BLMOVE).
+    fn command(&self) -> &'static str;
+
+    /// Tries to serve the waiter from `key`, in `txn`, which holds the locks
+    /// of `key` and [`Serve::extra_keys`].
+    fn serve(&self, txn: &mut Txn<'_>, db: usize, key: &Bytes, resp3: bool) -> Served;
+
+    /// The reply when the wait ends with nothing: a timeout, or CLIENT
+    /// UNBLOCK without ERROR.
+    fn timeout_reply(&self) -> Frame;
+}
+
+pub enum Served {
+    /// The wait is over with this reply, possibly an error (BLMOVE into a
+    /// key of another type); what `serve` applied is committed for it.
+    Reply(Frame),
+    /// Neither this waiter nor any behind it can be served from the key now
+    /// (it is empty, or holds another type). Nothing was applied.
+    Exhausted,
+    /// Not this waiter, though maybe those behind it (a stream reader
+    /// waiting for newer entries). Nothing was applied.
+    Skip,
+}
+
+/// Waiter states, changed only under the registry's lock.
+const WAITING: u8 = 0;
+/// A writer is serving it, under the shard locks of the ready key.
+const CLAIMED: u8 = 1;
+/// Claimed, and meanwhile its connection timed out or went away: unless
+/// the claim serves it, releasing the claim ends the wait.
+const CLAIMED_CANCELLED: u8 = 2;
+const DONE: u8 = 3;
+
+/// Beyond this a timeout is as good as none (and stays clear of the
+/// timer's range).
+const MAX_WAIT_SECS: u64 = 365 * 24 * 3600;
+
+pub struct Waiter {
+    handle: Arc<ClientHandle>,
+    db: usize,
+    /// The keys waited on, without repeats.
+    keys: Vec<Bytes>,
+    resp3: bool,
+    /// The client's `CLIENT DURABILITY` when it blocked.
+    durability: Option<Durability>,
+    deadline: Option<Instant>,
+    op: Box<dyn Serve>,
+    state: AtomicU8,
+    /// A writer passed it over while another was serving it from another
+    /// key: if that claim gives it back unserved, its keys get another look.
+    passed_over: AtomicBool,
+    reply: Mutex<Option<Unblocked>>,
+    wake: Notify,
+}
+
+impl Waiter {
+    fn deliver(&self, u: Unblocked) {
+        *self.reply.lock() = Some(u);
+        self.wake.notify_one();
+    }
+
+    fn state(&self) -> u8 {
+        self.state.load(Ordering::Relaxed)
+    }
+
+    fn set_state(&self, s: u8) {
+        self.state.store(s, Ordering::Relaxed);
+    }
+}
+
+/// How a wait ended.
+pub struct Unblocked {
+    pub frame: Frame,
+    /// The LSN that must be durable before the reply goes out (0: none).
+    pub dependency_lsn: u64,
+    /// The LSN of the record that serving wrote (0: none), for WAITAOF.
+    pub lsn: u64,
+}
+
+impl Unblocked {
+    fn now(frame: Frame) -> Unblocked {
+        Unblocked {
+            frame,
+            dependency_lsn: 0,
+            lsn: 0,
+        }
+    }
+}
+
+/// The connection's side of a blocked command.
+pub struct Blocked {
+    waiter: Arc<Waiter>,
+    /// Its reply is suppressed (CLIENT REPLY OFF or SKIP).
+    silent: bool,
+    /// What the command read before blocking depends on; a timeout's nil
+    /// reveals that read, so it waits for it too.
+    read_dependency: u64,
+    /// The deadline passed while a writer was serving it: from then on
+    /// only the writer's word ends the wait.
+    expired: bool,
+}
+
+impl Blocked {
+    /// Resolves when [`resume`] may have an answer: a reply arrived or the
+    /// deadline passed.
+    async fn ready(&self) {
+        let w = &self.waiter;
+        match w.deadline {
+            Some(d) if !self.expired => {
+                tokio::select! {
+                    _ = w.wake.notified() => {}
+                    _ = tokio::time::sleep_until(d.into()) => {}
+                }
+            }
+            _ => w.wake.notified().await,
+        }
+    }
+}
+
+#[derive(Default)]
+struct Registry {
+    by_key: HashMap<(usize, Bytes), VecDeque<Arc<Waiter>>>,
+    by_client: HashMap<u64, Arc<Waiter>>,
+}
+
+#[derive(Default)]
+pub struct Blocking {
+    registry: Mutex<Registry>,
+    /// Clients blocked (INFO's blocked_clients).
+    blocked: AtomicUsize,
+    /// Keys waited on: writers skip the registry while there are none.
+    waited_keys: AtomicUsize,
+}
+
+impl Blocking {
+    pub fn blocked_clients(&self) -> usize {
+        self.blocked.load(Ordering::Relaxed)
+    }
+
+    pub fn blocking_keys(&self) -> usize {
+        self.waited_keys.load(Ordering::Relaxed)
+    }
+
+    /// Blocks `client` on `keys` of its database until `timeout` (None:
+    /// forever). Called by a command holding the shard locks of `keys`.
+    pub fn block(
+        &self,
+        client: &mut ClientState,
+        keys: &[Bytes],
+        timeout: Option<std::time::Duration>,
+        op: Box<dyn Serve>,
+    ) {
+        let mut seen = HashSet::with_capacity(keys.len());
+        let keys: Vec<Bytes> = keys.iter().filter(|k| seen.insert(*k)).cloned().collect();
+        let deadline = timeout
+            .filter(|t| t.as_secs() < MAX_WAIT_SECS)
+            .and_then(|t| Instant::now().checked_add(t));
+        let waiter = Arc::new(Waiter {
+            handle: client.handle.clone(),
+            db: client.db,
+            keys,
+            resp3: client.protocol == Protocol::Resp3,
+            durability: client.durability,
+            deadline,
+            op,
+            state: AtomicU8::new(WAITING),
+            passed_over: AtomicBool::new(false),
+            reply: Mutex::new(None),
+            wake: Notify::new(),
+        });
+        let mut reg = self.registry.lock();
+        for key in &waiter.keys {
+            reg.by_key
+                .entry((waiter.db, key.clone()))
+                .or_default()
+                .push_back(waiter.clone());
+        }
+        if let Some(earlier) = reg.by_client.insert(waiter.handle.id, waiter.clone()) {
+            // A connection runs one command at a time; never expected.
+            self.remove(&mut reg, &earlier);
+            reg.by_client.insert(waiter.handle.id, waiter.clone());
+        }
+        waiter.handle.blocked.store(true, Ordering::Release);
+        self.recount(&reg);
+        client.blocked = Some(Blocked {
+            waiter: waiter.clone(),
+            silent: false,
+            read_dependency: 0,
+            expired: false,
+        });
+    }
+
+    /// Takes `w` out of every queue; it no longer counts as blocked.
+    fn remove(&self, reg: &mut Registry, w: &Arc<Waiter>) {
+        for key in &w.keys {
+            let k = (w.db, key.clone());
+            if let Some(q) = reg.by_key.get_mut(&k) {
+                q.retain(|x| !Arc::ptr_eq(x, w));
+                if q.is_empty() {
+                    reg.by_key.remove(&k);
+                }
+            }
+        }
+        if reg
+            .by_client
+            .get(&w.handle.id)
+            .is_some_and(|x| Arc::ptr_eq(x, w))
+        {
+            reg.by_client.remove(&w.handle.id);
+            w.handle.blocked.store(false, Ordering::Release);
+        }
+        w.set_state(DONE);
+        self.recount(reg);
+    }
+
+    fn recount(&self, reg: &Registry) {
+        self.blocked.store(reg.by_client.len(), Ordering::Relaxed);
+        self.waited_keys.store(reg.by_key.len(), Ordering::Relaxed);
+    }
+
+    /// The keys among `muts` that clients wait on, in the order written.
+    /// Called with the writer's shard locks held, before it commits.
+    pub fn ready_keys(&self, muts: &[Mutation]) -> Vec<(usize, Bytes)> {
+        // The shard locks order this load after any registration on the
+        // keys written (made under the same locks).
+        if muts.is_empty() || self.waited_keys.load(Ordering::Relaxed) == 0 {
+            return Vec::new();
+        }
+        let reg = self.registry.lock();
+        let mut ready: Vec<(usize, Bytes)> = Vec::new();
+        let mut add = |k: &(usize, Bytes)| {
+            if !ready.contains(k) {
+                ready.push(k.clone());
+            }
+        };
+        for m in muts {
+            match m {
+                Mutation::Key { db, key, .. } => {
+                    let k = (*db as usize, key.clone());
+                    if reg.by_key.contains_key(&k) {
+                        add(&k);
+                    }
+                }
+                Mutation::SwapDb { a, b } => {
+                    let swapped = [*a as usize, *b as usize];
+                    reg.by_key
+                        .keys()
+                        .filter(|(db, _)| swapped.contains(db))
+                        .for_each(&mut add);
+                }
+                Mutation::FlushDb { .. } | Mutation::FlushAll | Mutation::Function(_) => {}
+            }
+        }
+        ready
+    }
+
+    /// Serves the clients waiting on the `ready` keys, and on the keys that
+    /// serving makes ready in turn (a BLMOVE into a key others wait on).
+    /// Called with no shard locks held.
+    pub fn serve(&self, shared: &Shared, ready: Vec<(usize, Bytes)>) {
+        let mut queue: VecDeque<(usize, Bytes)> = ready.into();
+        while let Some((db, key)) = queue.pop_front() {
+            self.serve_key(shared, db, &key, &mut queue);
+        }
+    }
+
+    fn serve_key(
+        &self,
+        shared: &Shared,
+        db: usize,
+        key: &Bytes,
+        queue: &mut VecDeque<(usize, Bytes)>,
+    ) {
+        // Waiters passed over (`Served::Skip`), still waiting ahead of the
+        // next candidate.
+        let mut passed = 0;
+        loop {
+            let Some(w) = self.nth_waiting(db, key, passed) else {
+                return;
+            };
+            let keys = std::iter::once(key)
+                .chain(w.op.extra_keys())
+                .map(|k| &k[..]);
+            let mut txn = lock(shared, keys);
+            if !self.claim(&w) {
+                // Served elsewhere or gone meanwhile: the next one.
+                continue;
+            }
+            let touched = std::iter::once(key).chain(w.op.extra_keys());
+            let events = crate::notify::Serving::start(&shared.pubsub, &mut txn, db, touched);
+            match w.op.serve(&mut txn, db, key, w.resp3) {
+                Served::Exhausted => {
+                    self.release(&w, queue);
+                    return;
+                }
+                Served::Skip => {
+                    self.release(&w, queue);
+                    passed += 1;
+                }
+                Served::Reply(frame) => {
+                    self.remove(&mut self.registry.lock(), &w);
+                    let more = self.ready_keys(txn.mutations());
+                    let events = events.map(|e| e.finish(w.op.command(), &mut txn));
+                    let u = match crate::dispatch::commit(shared, w.durability, db, txn) {
+                        Ok(out) => {
+                            if let Some(events) = events {
+                                events.publish(&shared.pubsub, out.dependency_lsn);
+                            }
+                            Unblocked {
+                                frame,
+                                dependency_lsn: out.dependency_lsn,
+                                lsn: out.lsn,
+                            }
+                        }
+                        Err(e) => Unblocked::now(e),
+                    };
+                    w.deliver(u);
+                    // This key is being served already; the others (BLMOVE's
+                    // destination) wait their turn.
+                    more.into_iter()
+                        .filter(|k| k.0 != db || k.1 != *key)
+                        .for_each(|k| enqueue(queue, k));
+                }
+            }
+        }
+    }
+
+    /// The `n`th waiter on the key that is not being served already.
+    fn nth_waiting(&self, db: usize, key: &Bytes, mut n: usize) -> Option<Arc<Waiter>> {
+        let reg = self.registry.lock();
+        for w in reg.by_key.get(&(db, key.clone()))? {
+            if w.state() != WAITING {
+                w.passed_over.store(true, Ordering::Relaxed);
+            } else if n == 0 {
+                return Some(w.clone());
+            } else {
+                n -= 1;
+            }
+        }
+        None
+    }
+
+    fn claim(&self, w: &Waiter) -> bool {
+        let _reg = self.registry.lock();
+        if w.state() != WAITING {
+            return false;
+        }
+        w.set_state(CLAIMED);
+        true
+    }
+
+    /// Gives back a claim that did not serve `w`. Keys it was passed over
+    /// on meanwhile join `queue`, since data there may have been meant for it.
+    fn release(&self, w: &Arc<Waiter>, queue: &mut VecDeque<(usize, Bytes)>) {
+        let mut reg = self.registry.lock();
+        if w.state() == CLAIMED_CANCELLED {
+            self.remove(&mut reg, w);
+            drop(reg);
+            w.deliver(Unblocked::now(w.op.timeout_reply()));
+            return;
+        }
+        w.set_state(WAITING);
+        if w.passed_over.swap(false, Ordering::Relaxed) {
+            w.keys
+                .iter()
+                .for_each(|k| enqueue(queue, (w.db, k.clone())));
+        }
+    }
+
+    /// Ends `w`'s wait if no writer is serving it; true if it ended here.
+    fn cancel(&self, w: &Arc<Waiter>) -> bool {
+        let mut reg = self.registry.lock();
+        match w.state() {
+            WAITING => {
+                self.remove(&mut reg, w);
+                true
+            }
+            CLAIMED => {
+                w.set_state(CLAIMED_CANCELLED);
+                false
+            }
+            _ => false,
+        }
+    }
+
+    /// CLIENT UNBLOCK: ends client `id`'s wait with `error`, or with its
+    /// command's timeout reply. False if it is not blocked, or a writer is
+    /// serving it at this moment.
+    pub fn unblock(&self, id: u64, error: Option<Frame>) -> bool {
+        let mut reg = self.registry.lock();
+        let Some(w) = reg.by_client.get(&id).cloned() else {
+            return false;
+        };
+        if w.state() != WAITING {
+            return false;
+        }
+        self.remove(&mut reg, &w);
+        drop(reg);
+        let frame = error.unwrap_or_else(|| w.op.timeout_reply());
+        w.deliver(Unblocked::now(frame));
+        true
+    }
+}
+
+/// Locks `keys` for serving. Serving cannot answer -BUSY, so while a script
+/// past busy-reply-threshold holds them it waits as the script's own thread
+/// runs, having handed this worker's other connections to a fresh thread.
+fn lock<'s, 'k>(shared: &'s Shared, keys: impl Iterator<Item = &'k [u8]> + Clone) -> Txn<'s> {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    let ks = &shared.store.keyspace;
+    loop {
+        if let Some(txn) = ks.try_lock_keys_for(keys.clone(), crate::scripting::BUSY_POLL) {
+            return txn;
+        }
+        let multi_thread =
+            Handle::try_current().is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::MultiThread);
+        if multi_thread && shared.scripting.timed_out(shared) {
+            return tokio::task::block_in_place(|| ks.lock_keys(keys));
+        }
+    }
+}
+
+/// Adds a key to serve from, unless it is queued already.
+fn enqueue(queue: &mut VecDeque<(usize, Bytes)>, k: (usize, Bytes)) {
+    if !queue.contains(&k) {
+        queue.push_back(k);
+    }
+}
+
+/// After a command ran: if it blocked, keeps what its eventual reply needs
+/// and returns true (the connection then waits for [`resume`]).
+pub fn parked(client: &mut ClientState, silent: bool, read_dependency: u64) -> bool {
+    match client.blocked.as_mut() {
+        Some(b) => {
+            b.silent = silent;
+            b.read_dependency = read_dependency;
+            true
+        }
+        None => false,
+    }
+}
+
+/// A blocked command's reply once its wait is over (served, timed out, or
+/// CLIENT UNBLOCK), with the LSN it waits for; None while it still waits,
+/// or when the reply is suppressed.
+pub fn resume(shared: &Shared, client: &mut ClientState) -> Option<(Frame, u64)> {
+    let b = client.blocked.as_mut()?;
+    let u = match b.waiter.reply.lock().take() {
+        Some(u) => u,
+        None => {
+            let due = b.waiter.deadline.is_some_and(|d| Instant::now() >= d);
+            if !due || b.expired {
+                return None;
+            }
+            if !shared.blocking.cancel(&b.waiter) {
+                b.expired = true;
+                return None;
+            }
+            Unblocked::now(b.waiter.op.timeout_reply())
+        }
+    };
+    let b = client.blocked.take()?;
+    client.last_write_lsn = client.last_write_lsn.max(u.lsn);
+    if b.silent {
+        return None;
+    }
+    if u.frame.is_error() {
+        shared
+            .stats
+            .total_error_replies
+            .fetch_add(1, Ordering::Relaxed);
+    }
+    Some((u.frame, u.dependency_lsn.max(b.read_dependency)))
+}
+
+/// Resolves when a blocked client's wait may be over (never if `blocked` is
+/// None): the connection loop selects on it next to its socket.
+pub async fn unblocked(blocked: Option<&Blocked>) {
+    match blocked {
+        Some(b) => b.ready().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// A closing connection leaves the queues it waits in.
+pub fn abandon(shared: &Shared, client: &mut ClientState) {
+    if let Some(b) = client.blocked.take() {
+        shared.blocking.cancel(&b.waiter);
+    }
+}

@@ -1,0 +1,479 @@
+//! FUNCTION (LOAD, LIST, DELETE, FLUSH, DUMP, RESTORE, STATS, KILL, HELP),
+//! FCALL and FCALL_RO, as in Redis 7.0.
+//!
+//! A change to the libraries is a mutation of the engine
+//! (`Mutation::Function`), so it is logged, checkpointed and replayed like
+//! a write; the compiled libraries live in `scripting::functions`. A change
+//! is compiled and checked first, then applied to the transaction (which
+//! may refuse it), and only then installed in the registry. FCALL runs a
+//! function as EVAL runs a script: over every shard, its writes one record.
+//!
+//! Lock order: shards, then the engine's library lock
+//! (`Txn::lock_functions`), then the Lua engine; FUNCTION takes no shard,
+//! so KILL and STATS answer while a script holds them all.
+
+use super::keys::{apply, apply_all};
+use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Keys, Reply, NO_KEYS};
+use crate::errors;
+use crate::glob::glob_match;
+use crate::scripting::function_payload;
+use crate::scripting::functions::{flags, Library, Registry, LOAD_TIMEOUT};
+use crate::util::{arg_i64, is};
+use bytes::Bytes;
+use durakv_engine::mutation::{FunctionOp, Mutation};
+use durakv_engine::txn::Txn;
+use durakv_protocol::Frame;
+
+const NOT_FOUND: &str = "ERR Function not found";
+const BAD_NUMKEYS: &str = "ERR Bad number of keys provided";
+const WRITE_FLAG_ON_RO: &str = "ERR Can not execute a script with write flag using *_ro command.";
+
+#[rustfmt::skip]
+pub fn commands() -> Vec<CommandSpec> {
+    vec![
+        spec("function", -2, NOSCRIPT, NO_KEYS, Handler::Data(function), "scripting", "A container for function commands."),
+        spec("fcall", -3, NOSCRIPT | STALE, Keys::All, Handler::Data(fcall), "scripting", "Invokes a function."),
+        spec("fcall_ro", -3, NOSCRIPT | STALE | READONLY, Keys::All, Handler::Data(fcall_ro), "scripting", "Invokes a read-only function."),
+    ]
+}
+
+/// FUNCTION's subcommands and their Redis arity (with FUNCTION itself).
+const SUBCOMMANDS: &[(&str, i32)] = &[
+    ("delete", 3),
+    ("dump", 2),
+    ("flush", -2),
+    ("help", 2),
+    ("kill", 2),
+    ("list", -2),
+    ("load", -3),
+    ("restore", -3),
+    ("stats", 2),
+];
+
+/// May FUNCTION `args` run while a script runs too long? (KILL, STATS.)
+pub fn allowed_when_busy(args: &[Bytes]) -> bool {
+    args.get(1).is_some_and(|a| is(a, "kill") || is(a, "stats"))
+}
+
+fn function(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    let Some(&(name, arity)) = SUBCOMMANDS.iter().find(|(n, _)| is(&args[1], n)) else {
+        return Err(errors::unknown_subcommand(&args[1], "function"));
+    };
+    let argc = args.len() as i32;
+    if (arity >= 0 && argc != arity) || argc < -arity {
+        return Err(errors::wrong_args(&format!("function|{name}")));
+    }
+    ctx.client.last_cmd.clear();
+    ctx.client.last_cmd.push_str("function|");
+    ctx.client.last_cmd.push_str(name);
+    match name {
+        "load" => load(ctx, txn, args),
+        "delete" => delete(ctx, txn, args),
+        "flush" => flush(ctx, txn, args),
+        "restore" => restore(ctx, txn, args),
+        "dump" => dump(ctx, txn),
+        "list" => list(ctx, txn, args),
+        "stats" => stats(ctx),
+        "kill" => Ok(ctx.shared.scripting.kill(false)),
+        _ => Ok(help()),
+    }
+}
+
+/// Refuses a write on a failed log (and, for `denyoom`, over maxmemory);
+/// then holds the libraries' lock before the Lua engine's.
+fn prepare_write(ctx: &Ctx<'_>, txn: &mut Txn<'_>, cmd_flags: u32) -> Result<(), Frame> {
+    if let Some(refusal) = crate::dispatch::refuse_write(ctx, cmd_flags) {
+        return Err(refusal);
+    }
+    txn.lock_functions();
+    Ok(())
+}
+
+fn syntax_error(sub: &str) -> Frame {
+    Frame::error(format!(
+        "ERR unknown subcommand or wrong number of arguments for '{sub}'. Try FUNCTION HELP."
+    ))
+}
+
+/// FUNCTION LOAD [REPLACE] code
+fn load(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    let mut replace = false;
+    for opt in &args[2..args.len() - 1] {
+        if !is(opt, "replace") {
+            return Err(Frame::error(format!(
+                "ERR Unknown option given: {}",
+                String::from_utf8_lossy(opt)
+            )));
+        }
+        replace = true;
+    }
+    let code = &args[args.len() - 1];
+    prepare_write(ctx, txn, DENYOOM)?;
+    let scripting = &ctx.shared.scripting;
+    let mut engine = scripting.engine(ctx.shared)?;
+    let registry = &mut engine.functions;
+    let meta = crate::scripting::functions::metadata(code)?;
+    if !replace && registry.library(&meta.name).is_some() {
+        return Err(Frame::error(format!(
+            "ERR Library '{}' already exists",
+            meta.name
+        )));
+    }
+    let lib = registry.compile(scripting.run_state(), code, Some(LOAD_TIMEOUT))?;
+    if let Some(e) = registry.collision(&lib, &[&lib.name]) {
+        return Err(e);
+    }
+    apply(txn, load_op(&lib))?;
+    let name = lib.name.clone();
+    registry.install(lib);
+    scripting.note_function_counts(registry);
+    Ok(Frame::Bulk(Bytes::from(name)))
+}
+
+fn load_op(lib: &Library) -> Mutation {
+    Mutation::Function(FunctionOp::Load {
+        name: Bytes::from(lib.name.clone()),
+        code: lib.code.clone(),
+    })
+}
+
+/// FUNCTION DELETE library
+fn delete(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    prepare_write(ctx, txn, 0)?;
+    let scripting = &ctx.shared.scripting;
+    let mut engine = scripting.engine(ctx.shared)?;
+    let name = String::from_utf8_lossy(&args[2]).into_owned();
+    if engine.functions.library(&name).is_none() {
+        return Err(Frame::error("ERR Library not found"));
+    }
+    apply(
+        txn,
+        Mutation::Function(FunctionOp::Delete {
+            name: args[2].clone(),
+        }),
+    )?;
+    engine.functions.remove(&name);
+    scripting.note_function_counts(&engine.functions);
+    Ok(Frame::ok())
+}
+
+/// FUNCTION FLUSH [ASYNC|SYNC]
+fn flush(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    if args.len() > 3 {
+        return Err(syntax_error("flush"));
+    }
+    if args.len() == 3 && !is(&args[2], "sync") && !is(&args[2], "async") {
+        return Err(Frame::error(
+            "ERR FUNCTION FLUSH only supports SYNC|ASYNC option",
+        ));
+    }
+    prepare_write(ctx, txn, 0)?;
+    let scripting = &ctx.shared.scripting;
+    let mut engine = scripting.engine(ctx.shared)?;
+    apply(txn, Mutation::Function(FunctionOp::Flush))?;
+    engine.functions.flush();
+    scripting.note_function_counts(&engine.functions);
+    Ok(Frame::ok())
+}
+
+#[derive(PartialEq, Clone, Copy)]
+enum Policy {
+    Flush,
+    Append,
+    Replace,
+}
+
+/// FUNCTION RESTORE payload [FLUSH|APPEND|REPLACE]: every library of the
+/// payload, or none of them.
+fn restore(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    if args.len() > 4 {
+        return Err(syntax_error("restore"));
+    }
+    let policy =
+        match args.get(3) {
+            None => Policy::Append,
+            Some(p) if is(p, "append") => Policy::Append,
+            Some(p) if is(p, "replace") => Policy::Replace,
+            Some(p) if is(p, "flush") => Policy::Flush,
+            Some(_) => return Err(Frame::error(
+                "ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.",
+            )),
+        };
+    prepare_write(ctx, txn, DENYOOM)?;
+    let codes = function_payload::parse(&args[2]).map_err(|e| Frame::error(e.message()))?;
+    let scripting = &ctx.shared.scripting;
+    let mut engine = scripting.engine(ctx.shared)?;
+    let registry = &mut engine.functions;
+    let libs = compile_all(registry, scripting.run_state(), &codes)?;
+    let mut muts = Vec::with_capacity(libs.len() + 1);
+    match policy {
+        Policy::Flush => muts.push(Mutation::Function(FunctionOp::Flush)),
+        Policy::Append => {
+            if let Some(l) = libs.iter().find(|l| registry.library(&l.name).is_some()) {
+                return Err(Frame::error(format!(
+                    "ERR Library {} already exists",
+                    l.name
+                )));
+            }
+        }
+        Policy::Replace => {}
+    }
+    if policy != Policy::Flush {
+        let replaced: Vec<&str> = libs.iter().map(|l| l.name.as_str()).collect();
+        if let Some(e) = libs.iter().find_map(|l| registry.collision(l, &replaced)) {
+            return Err(e);
+        }
+    }
+    muts.extend(libs.iter().map(load_op));
+    apply_all(txn, muts)?;
+    if policy == Policy::Flush {
+        registry.clear();
+    }
+    for lib in libs {
+        registry.install(lib);
+    }
+    scripting.note_function_counts(registry);
+    Ok(Frame::ok())
+}
+
+/// Compiles a payload's libraries as one set: a name twice, or a function
+/// twice, is refused as Redis refuses it.
+fn compile_all(
+    registry: &mut Registry,
+    run: &std::sync::Arc<crate::scripting::RunState>,
+    codes: &[Bytes],
+) -> Result<Vec<Library>, Frame> {
+    let mut libs: Vec<Library> = Vec::with_capacity(codes.len());
+    for code in codes {
+        let lib = registry.compile(run, code, None)?;
+        if libs.iter().any(|l| l.name == lib.name) {
+            return Err(Frame::error(format!(
+                "ERR Library '{}' already exists",
+                lib.name
+            )));
+        }
+        for f in &lib.functions {
+            let taken = libs
+                .iter()
+                .flat_map(|l| &l.functions)
+                .any(|g| g.name.eq_ignore_ascii_case(&f.name));
+            if taken {
+                return Err(Frame::error(format!(
+                    "ERR Function {} already exists",
+                    f.name
+                )));
+            }
+        }
+        libs.push(lib);
+    }
+    Ok(libs)
+}
+
+/// FUNCTION DUMP
+fn dump(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>) -> Reply {
+    txn.depend_on_functions();
+    let engine = ctx.shared.scripting.engine(ctx.shared)?;
+    let payload = function_payload::dump(engine.functions.libraries().map(|l| &l.code[..]));
+    Ok(Frame::Bulk(Bytes::from(payload)))
+}
+
+/// FUNCTION LIST [WITHCODE] [LIBRARYNAME pattern]
+fn list(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    let mut with_code = false;
+    let mut pattern: Option<&Bytes> = None;
+    let mut i = 2;
+    while i < args.len() {
+        let a = &args[i];
+        if !with_code && is(a, "withcode") {
+            with_code = true;
+        } else if pattern.is_none() && is(a, "libraryname") {
+            i += 1;
+            pattern = Some(
+                args.get(i)
+                    .ok_or_else(|| Frame::error("ERR library name argument was not given"))?,
+            );
+        } else {
+            return Err(Frame::error(format!(
+                "ERR Unknown argument {}",
+                String::from_utf8_lossy(a)
+            )));
+        }
+        i += 1;
+    }
+    txn.depend_on_functions();
+    let engine = ctx.shared.scripting.engine(ctx.shared)?;
+    let bulk = |s: &str| Frame::Bulk(Bytes::copy_from_slice(s.as_bytes()));
+    let libs = engine
+        .functions
+        .libraries()
+        .filter(|l| pattern.is_none_or(|p| glob_match(p, l.name.as_bytes(), false)))
+        .map(|l| {
+            let functions = l
+                .functions
+                .iter()
+                .map(|f| {
+                    let flag_set = flags::NAMES
+                        .iter()
+                        .filter(|(bit, _)| f.has(*bit))
+                        .map(|(_, n)| Frame::Simple(Bytes::from_static(n.as_bytes())))
+                        .collect();
+                    Frame::Map(vec![
+                        (bulk("name"), bulk(&f.name)),
+                        (
+                            bulk("description"),
+                            f.description.clone().map_or(Frame::Null, Frame::Bulk),
+                        ),
+                        (bulk("flags"), Frame::Set(flag_set)),
+                    ])
+                })
+                .collect();
+            let mut fields = vec![
+                (bulk("library_name"), bulk(&l.name)),
+                (bulk("engine"), bulk("LUA")),
+                (bulk("functions"), Frame::Array(functions)),
+            ];
+            if with_code {
+                fields.push((bulk("library_code"), Frame::Bulk(l.code.clone())));
+            }
+            Frame::Map(fields)
+        })
+        .collect();
+    Ok(Frame::Array(libs))
+}
+
+/// FUNCTION STATS: answered without the Lua engine, so it works while a
+/// function runs (and refused, as in Redis, while an EVAL runs too long).
+fn stats(ctx: &mut Ctx<'_>) -> Reply {
+    let scripting = &ctx.shared.scripting;
+    if scripting.eval_timed_out(ctx.shared) {
+        return Err(errors::err(crate::scripting::BUSY));
+    }
+    let bulk = |s: &str| Frame::Bulk(Bytes::copy_from_slice(s.as_bytes()));
+    let running = match scripting.run_state().running_function() {
+        None => Frame::Null,
+        Some((name, cmd, ms)) => Frame::Map(vec![
+            (bulk("name"), bulk(&name)),
+            (
+                bulk("command"),
+                Frame::Array(cmd.into_iter().map(Frame::Bulk).collect()),
+            ),
+            (bulk("duration_ms"), Frame::Integer(ms as i64)),
+        ]),
+    };
+    let (libraries, functions) = scripting.function_counts();
+    Ok(Frame::Map(vec![
+        (bulk("running_script"), running),
+        (
+            bulk("engines"),
+            Frame::Map(vec![(
+                bulk("LUA"),
+                Frame::Map(vec![
+                    (bulk("libraries_count"), Frame::Integer(libraries as i64)),
+                    (bulk("functions_count"), Frame::Integer(functions as i64)),
+                ]),
+            )]),
+        ),
+    ]))
+}
+
+fn fcall(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    call(ctx, txn, args, false)
+}
+
+fn fcall_ro(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
+    call(ctx, txn, args, true)
+}
+
+/// FCALL / FCALL_RO function numkeys key... arg...
+fn call(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes], ro: bool) -> Reply {
+    txn.depend_on_functions();
+    let shared = ctx.shared;
+    let scripting = &shared.scripting;
+    let mut engine = scripting.engine(shared)?;
+    let registry = &mut engine.functions;
+    let f = registry
+        .find(&args[1])
+        .ok_or_else(|| errors::err(NOT_FOUND))?;
+    let (name, callback, fflags) = (f.name.clone(), f.callback().clone(), f.flags);
+    let numkeys = arg_i64(&args[2]).map_err(|_| errors::err(BAD_NUMKEYS))?;
+    let n = super::scripting::numkeys_in_range(numkeys, args.len() - 3)?;
+    let no_writes = fflags & flags::NO_WRITES != 0;
+    if ro && !no_writes {
+        return Err(errors::err(WRITE_FLAG_ON_RO));
+    }
+    // A function may write unless it says otherwise, so it is refused up
+    // front on a failed log or under memory pressure, as in Redis.
+    if !no_writes {
+        let deny = if fflags & flags::ALLOW_OOM != 0 {
+            0
+        } else {
+            DENYOOM
+        };
+        if let Some(refusal) = crate::dispatch::refuse_write(ctx, deny) {
+            return Err(refusal);
+        }
+    }
+    let vm = registry.vm(scripting.run_state())?;
+    let (keys, argv) = args[3..].split_at(n);
+    let _running = scripting.begin_function(&name, args);
+    let (db, protocol) = (ctx.client.db, ctx.client.protocol);
+    let reply = {
+        let mut exec = |cmd: Vec<Bytes>, resp: u8| {
+            super::scripting::call(ctx, txn, &cmd, resp, no_writes || ro)
+        };
+        vm.run(&name, &callback, keys, argv, &mut exec)
+    };
+    ctx.client.db = db;
+    ctx.client.protocol = protocol;
+    Ok(reply)
+}
+
+fn help() -> Frame {
+    const LINES: &[&str] = &[
+        "FUNCTION <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "LOAD [REPLACE] <FUNCTION CODE>",
+        "    Create a new library with the given library name and code.",
+        "DELETE <LIBRARY NAME>",
+        "    Delete the given library.",
+        "LIST [LIBRARYNAME PATTERN] [WITHCODE]",
+        "    Return general information on all the libraries:",
+        "    * Library name",
+        "    * The engine used to run the Library",
+        "    * Functions list",
+        "    * Library code (if WITHCODE is given)",
+        "    It also possible to get only function that matches a pattern using LIBRARYNAME argument.",
+        "STATS",
+        "    Return information about the current function running:",
+        "    * Function name",
+        "    * Command used to run the function",
+        "    * Duration in MS that the function is running",
+        "    If no function is running, return nil",
+        "    In addition, returns a list of available engines.",
+        "KILL",
+        "    Kill the current running function.",
+        "FLUSH [ASYNC|SYNC]",
+        "    Delete all the libraries.",
+        "    When called without the optional mode argument, the behavior is determined by the",
+        "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+        "    * ASYNC: Asynchronously flush the libraries.",
+        "    * SYNC: Synchronously flush the libraries.",
+        "DUMP",
+        "    Return a serialized payload representing the current libraries, can be restored using FUNCTION RESTORE command",
+        "RESTORE <PAYLOAD> [FLUSH|APPEND|REPLACE]",
+        "    Restore the libraries represented by the given payload, it is possible to give a restore policy to",
+        "    control how to handle existing libraries (default APPEND):",
+        "    * FLUSH: delete all existing libraries.",
+        "    * APPEND: appends the restored libraries to the existing libraries. On collision, abort.",
+        "    * REPLACE: appends the restored libraries to the existing libraries, On collision, replace the old",
+        "      libraries with the new libraries (notice that even on this option there is a chance of failure",
+        "      in case of functions name collision with another library).",
+        "HELP",
+        "    Print this help.",
+    ];
+    Frame::Array(
+        LINES
+            .iter()
+            .map(|l| Frame::Simple(Bytes::from_static(l.as_bytes())))
+            .collect(),
+    )
+}

@@ -1,0 +1,585 @@
+//! Blocking commands with real clients: a client sends BLPOP & co. and
+//! reads the reply later (like the Redis suite's deferring clients) while
+//! others write, unblock or disconnect it.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::{bulk, cmd, err, q, strs, Server};
+use redis::Value;
+use std::time::{Duration, Instant};
+
+/// A connection that sends a command now and reads its reply later.
+struct Deferred(redis::Connection);
+
+impl Deferred {
+    fn new(srv: &Server) -> Deferred {
+        Deferred(srv.conn())
+    }
+
+    fn send(&mut self, args: &[&str]) {
+        self.0
+            .send_packed_command(&cmd(args).get_packed_command())
+            .unwrap();
+    }
+
+    /// The next reply, with error replies as `Err(text)`.
+    fn recv(&mut self) -> Result<Value, String> {
+        match self.0.recv_response() {
+            Ok(Value::ServerError(e)) => {
+                Err(format!("{} {}", e.code(), e.details().unwrap_or_default())
+                    .trim_end()
+                    .to_string())
+            }
+            Ok(v) => Ok(v),
+            Err(e) => Err(common::error_text(&e)),
+        }
+    }
+
+    fn recv_ok(&mut self) -> Value {
+        self.recv().unwrap()
+    }
+
+    fn id(&mut self) -> i64 {
+        q(&mut self.0, &["CLIENT", "ID"])
+    }
+}
+
+fn info_field(c: &mut redis::Connection, name: &str) -> usize {
+    let info: String = q(c, &["INFO", "clients"]);
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}:")))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in INFO clients"))
+}
+
+/// Waits until INFO reports `n` blocked clients.
+fn wait_blocked(c: &mut redis::Connection, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if info_field(c, "blocked_clients") == n {
+            return;
+        }
+        assert!(Instant::now() < deadline, "never {n} blocked clients");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn pair(key: &str, value: &str) -> Value {
+    Value::Array(vec![bulk(key), bulk(value)])
+}
+
+#[test]
+fn served_by_a_later_push_with_the_key_name() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let mut rd = Deferred::new(&srv);
+    rd.send(&["BLPOP", "empty", "list", "0"]);
+    wait_blocked(&mut c, 1);
+    let flags: String = q(&mut c, &["CLIENT", "LIST"]);
+    assert!(flags.contains("flags=b "), "{flags}");
+    assert_eq!(info_field(&mut c, "total_blocking_keys"), 2);
+    // Variadic push: the waiter gets the head, the rest stays.
+    assert_eq!(q::<i64>(&mut c, &["RPUSH", "list", "a", "b"]), 2);
+    assert_eq!(rd.recv_ok(), pair("list", "a"));
+    assert_eq!(strs(&mut c, &["LRANGE", "list", "0", "-1"]), ["b"]);
+    assert_eq!(info_field(&mut c, "blocked_clients"), 0);
+    assert_eq!(info_field(&mut c, "total_blocking_keys"), 0);
+
+    // Data already there: no wait, same reply shape; BRPOP takes the tail.
+    q::<i64>(&mut c, &["RPUSH", "list", "c"]);
+    rd.send(&["BRPOP", "empty", "list", "0"]);
+    assert_eq!(rd.recv_ok(), pair("list", "c"));
+
+    // BLMPOP with COUNT: up to COUNT elements of the key that became ready.
+    rd.send(&["BLMPOP", "0", "2", "x", "y", "RIGHT", "COUNT", "3"]);
+    wait_blocked(&mut c, 1);
+    q::<i64>(&mut c, &["RPUSH", "y", "1", "2", "3", "4"]);
+    assert_eq!(
+        rd.recv_ok(),
+        Value::Array(vec![
+            bulk("y"),
+            Value::Array(vec![bulk("4"), bulk("3"), bulk("2")])
+        ])
+    );
+
+    // BZPOPMIN: key, member, score; BZMPOP nests the pairs.
+    rd.send(&["BZPOPMIN", "z", "0"]);
+    wait_blocked(&mut c, 1);
+    q::<i64>(&mut c, &["ZADD", "z", "2", "two", "1", "one", "3", "three"]);
+    assert_eq!(
+        rd.recv_ok(),
+        Value::Array(vec![bulk("z"), bulk("one"), bulk("1")])
+    );
+    rd.send(&["BZMPOP", "0", "1", "z", "MAX", "COUNT", "5"]);
+    assert_eq!(
+        rd.recv_ok(),
+        Value::Array(vec![
+            bulk("z"),
+            Value::Array(vec![
+                Value::Array(vec![bulk("three"), bulk("3")]),
+                Value::Array(vec![bulk("two"), bulk("2")]),
+            ])
+        ])
+    );
+}
+
+#[test]
+fn timeouts_fire_without_activity_and_parse_as_redis() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let mut rd = Deferred::new(&srv);
+    for (args, nil) in [
+        (&["BLPOP", "k", "0.2"][..], Value::Nil),
+        (
+            &["BLMOVE", "k", "d", "LEFT", "RIGHT", "0.2"][..],
+            Value::Nil,
+        ),
+        (&["BZMPOP", "0.2", "1", "k", "MIN"][..], Value::Nil),
+    ] {
+        let start = Instant::now();
+        rd.send(args);
+        // Nothing else happens on the server meanwhile: the timer alone
+        // ends the wait.
+        assert_eq!(rd.recv_ok(), nil, "{args:?}");
+        let waited = start.elapsed();
+        assert!(
+            waited >= Duration::from_millis(190) && waited < Duration::from_secs(5),
+            "{args:?} waited {waited:?}"
+        );
+    }
+    assert_eq!(info_field(&mut c, "blocked_clients"), 0);
+    // A timeout's nil leaves the client usable, with its queued commands.
+    rd.send(&["BRPOP", "k", "0.05"]);
+    rd.send(&["PING"]);
+    assert_eq!(rd.recv_ok(), Value::Nil);
+    assert_eq!(rd.recv_ok(), Value::SimpleString("PONG".into()));
+
+    assert_eq!(
+        err(&mut c, &["BLPOP", "k", "-1"]),
+        "ERR timeout is negative"
+    );
+    assert_eq!(
+        err(&mut c, &["BLPOP", "k", "abc"]),
+        "ERR timeout is not a float or out of range"
+    );
+    assert_eq!(
+        err(&mut c, &["BZPOPMAX", "k", "inf"]),
+        "ERR timeout is out of range"
+    );
+    assert_eq!(
+        err(&mut c, &["BLMPOP", "x", "1", "k", "LEFT"]),
+        "ERR timeout is not a float or out of range"
+    );
+    assert_eq!(
+        err(&mut c, &["BLMPOP", "0", "0", "k", "LEFT"]),
+        "ERR numkeys should be greater than 0"
+    );
+    assert_eq!(
+        err(&mut c, &["BZMPOP", "0", "1", "k", "MIN", "COUNT", "0"]),
+        "ERR count should be greater than 0"
+    );
+    assert_eq!(
+        err(&mut c, &["BLMOVE", "k", "d", "UP", "LEFT", "0"]),
+        "ERR syntax error"
+    );
+}
+
+#[test]
+fn first_blocked_is_first_served() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let mut clients: Vec<Deferred> = (0..3).map(|_| Deferred::new(&srv)).collect();
+    for (i, rd) in clients.iter_mut().enumerate() {
+        rd.send(&["BLPOP", "q", "0"]);
+        wait_blocked(&mut c, i + 1);
+    }
+    // One push of three: each waiter gets one, in the order they blocked.
+    q::<i64>(&mut c, &["RPUSH", "q", "a", "b", "c"]);
+    for (rd, v) in clients.iter_mut().zip(["a", "b", "c"]) {
+        assert_eq!(rd.recv_ok(), pair("q", v));
+    }
+    // One element at a time, with the order of blocking reversed.
+    for (i, rd) in clients.iter_mut().rev().enumerate() {
+        rd.send(&["BLPOP", "q", "0"]);
+        wait_blocked(&mut c, i + 1);
+    }
+    for v in ["x", "y", "z"] {
+        q::<i64>(&mut c, &["RPUSH", "q", v]);
+    }
+    for (rd, v) in clients.iter_mut().rev().zip(["x", "y", "z"]) {
+        assert_eq!(rd.recv_ok(), pair("q", v));
+    }
+    assert_eq!(q::<i64>(&mut c, &["EXISTS", "q"]), 0);
+}
+
+#[test]
+fn transactions_and_scripts_are_seen_whole_and_never_block() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let mut rd = Deferred::new(&srv);
+    rd.send(&["BLPOP", "k", "0"]);
+    wait_blocked(&mut c, 1);
+    // Pushed and popped inside one EXEC: nothing was ever there to serve.
+    let _: Value = redis::pipe()
+        .atomic()
+        .cmd("LPUSH")
+        .arg("k")
+        .arg("a")
+        .cmd("LPOP")
+        .arg("k")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(info_field(&mut c, "blocked_clients"), 1);
+    // A key of another type at the end of a transaction does not serve
+    // (nor fail) the waiter.
+    let _: Value = redis::pipe()
+        .atomic()
+        .cmd("LPUSH")
+        .arg("k")
+        .arg("a")
+        .cmd("DEL")
+        .arg("k")
+        .cmd("SET")
+        .arg("k")
+        .arg("str")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(info_field(&mut c, "blocked_clients"), 1);
+    q::<i64>(&mut c, &["DEL", "k"]);
+    // Served after the whole EXEC: the last element pushed to the head.
+    let _: Value = redis::pipe()
+        .atomic()
+        .cmd("LPUSH")
+        .arg("k")
+        .arg("x")
+        .cmd("LPUSH")
+        .arg("k")
+        .arg("y")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(rd.recv_ok(), pair("k", "y"));
+    assert_eq!(strs(&mut c, &["LRANGE", "k", "0", "-1"]), ["x"]);
+
+    // A script's pushes likewise, once it has finished.
+    rd.send(&["BZPOPMAX", "z", "0"]);
+    wait_blocked(&mut c, 1);
+    let _: Value = q(
+        &mut c,
+        &[
+            "EVAL",
+            "redis.call('zadd', KEYS[1], 1, 'a') redis.call('zadd', KEYS[1], 5, 'e') return 1",
+            "1",
+            "z",
+        ],
+    );
+    assert_eq!(
+        rd.recv_ok(),
+        Value::Array(vec![bulk("z"), bulk("e"), bulk("5")])
+    );
+
+    // Blocking commands in MULTI or a script answer at once, as a timeout.
+    let replies: Vec<Value> = redis::pipe()
+        .atomic()
+        .cmd("BLPOP")
+        .arg("k")
+        .arg("0")
+        .cmd("BLPOP")
+        .arg("k")
+        .arg("0")
+        .cmd("BRPOPLPUSH")
+        .arg("k")
+        .arg("d")
+        .arg("0")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(replies, [pair("k", "x"), Value::Nil, Value::Nil]);
+    let v: Value = q(&mut c, &["EVAL", "return redis.call('blpop', 'k', 0)", "0"]);
+    assert_eq!(v, Value::Nil);
+    assert_eq!(info_field(&mut c, "blocked_clients"), 0);
+}
+
+#[test]
+fn blmove_chains_through_blocked_destinations() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let mut first = Deferred::new(&srv);
+    let mut second = Deferred::new(&srv);
+    let mut last = Deferred::new(&srv);
+    first.send(&["BLMOVE", "a", "b", "RIGHT", "LEFT", "0"]);
+    wait_blocked(&mut c, 1);
+    second.send(&["BRPOPLPUSH", "b", "c", "0"]);
+    wait_blocked(&mut c, 2);
+    last.send(&["BLPOP", "c", "0"]);
+    wait_blocked(&mut c, 3);
+    q::<i64>(&mut c, &["RPUSH", "a", "foo"]);
+    // Everything moved before the push's reply: the writer's next command
+    // sees the final state.
+    assert_eq!(q::<i64>(&mut c, &["EXISTS", "a", "b", "c"]), 0);
+    assert_eq!(first.recv_ok(), bulk("foo"));
+    assert_eq!(second.recv_ok(), bulk("foo"));
+    assert_eq!(last.recv_ok(), pair("c", "foo"));
+
+    // A circle ends where it started, once each waiter has had its turn.
+    first.send(&["BRPOPLPUSH", "l1", "l2", "0"]);
+    wait_blocked(&mut c, 1);
+    second.send(&["BRPOPLPUSH", "l2", "l1", "0"]);
+    wait_blocked(&mut c, 2);
+    q::<i64>(&mut c, &["RPUSH", "l1", "x"]);
+    assert_eq!(first.recv_ok(), bulk("x"));
+    assert_eq!(second.recv_ok(), bulk("x"));
+    assert_eq!(strs(&mut c, &["LRANGE", "l1", "0", "-1"]), ["x"]);
+    assert_eq!(q::<i64>(&mut c, &["EXISTS", "l2"]), 0);
+}
+
+#[test]
+fn wrong_types() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let wrongtype = common::WRONGTYPE;
+    q::<()>(&mut c, &["SET", "s", "v"]);
+    // At call time: WRONGTYPE at once, from the first key that is not empty.
+    assert_eq!(err(&mut c, &["BLPOP", "missing", "s", "0"]), wrongtype);
+    assert_eq!(err(&mut c, &["BZPOPMIN", "s", "0"]), wrongtype);
+    assert_eq!(err(&mut c, &["BLMPOP", "0", "1", "s", "LEFT"]), wrongtype);
+    assert_eq!(
+        err(&mut c, &["BLMOVE", "s", "d", "LEFT", "LEFT", "0"]),
+        wrongtype
+    );
+    // A non-empty list before it serves without looking further.
+    q::<i64>(&mut c, &["RPUSH", "l", "v"]);
+    assert_eq!(
+        q::<Value>(&mut c, &["BLPOP", "l", "s", "0"]),
+        pair("l", "v")
+    );
+    // BRPOPLPUSH checks the destination once there is something to move.
+    q::<i64>(&mut c, &["RPUSH", "l", "v"]);
+    assert_eq!(err(&mut c, &["BRPOPLPUSH", "l", "s", "0"]), wrongtype);
+
+    // While waiting: a destination of another type ends the wait with
+    // WRONGTYPE and leaves the element; the next waiter still gets it.
+    q::<i64>(&mut c, &["DEL", "l"]);
+    let mut rd1 = Deferred::new(&srv);
+    let mut rd2 = Deferred::new(&srv);
+    rd1.send(&["BLMOVE", "l", "s", "LEFT", "LEFT", "0"]);
+    wait_blocked(&mut c, 1);
+    rd2.send(&["BLMOVE", "l", "good", "LEFT", "LEFT", "0"]);
+    wait_blocked(&mut c, 2);
+    q::<i64>(&mut c, &["RPUSH", "l", "e"]);
+    assert_eq!(rd1.recv(), Err(wrongtype.to_string()));
+    assert_eq!(rd2.recv_ok(), bulk("e"));
+    assert_eq!(strs(&mut c, &["LRANGE", "good", "0", "-1"]), ["e"]);
+}
+
+#[test]
+fn client_unblock() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let mut rd = Deferred::new(&srv);
+    let id = rd.id().to_string();
+    for (reason, expect) in [
+        (None, Ok(Value::Nil)),
+        (Some("TIMEOUT"), Ok(Value::Nil)),
+        (
+            Some("error"),
+            Err("UNBLOCKED client unblocked via CLIENT UNBLOCK".to_string()),
+        ),
+    ] {
+        rd.send(&["BLMPOP", "0", "1", "l", "LEFT"]);
+        wait_blocked(&mut c, 1);
+        let mut args = vec!["CLIENT", "UNBLOCK", &id];
+        args.extend(reason);
+        assert_eq!(q::<i64>(&mut c, &args), 1);
+        assert_eq!(rd.recv(), expect, "{reason:?}");
+    }
+    // BLMOVE's timeout reply is a nil bulk, not a nil array.
+    rd.send(&["BLMOVE", "l", "d", "LEFT", "LEFT", "0"]);
+    wait_blocked(&mut c, 1);
+    assert_eq!(q::<i64>(&mut c, &["CLIENT", "UNBLOCK", &id]), 1);
+    assert_eq!(rd.recv_ok(), Value::Nil);
+
+    // Not blocked: 0.
+    assert_eq!(q::<i64>(&mut c, &["CLIENT", "UNBLOCK", &id]), 0);
+    assert_eq!(q::<i64>(&mut c, &["CLIENT", "UNBLOCK", "999999"]), 0);
+    assert_eq!(
+        err(&mut c, &["CLIENT", "UNBLOCK", "abc"]),
+        common::NOT_INTEGER
+    );
+    assert_eq!(
+        err(&mut c, &["CLIENT", "UNBLOCK", &id, "maybe"]),
+        "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR"
+    );
+    // Still usable, and served normally afterwards.
+    rd.send(&["BLPOP", "l", "0"]);
+    wait_blocked(&mut c, 1);
+    q::<i64>(&mut c, &["LPUSH", "l", "foo"]);
+    assert_eq!(rd.recv_ok(), pair("l", "foo"));
+}
+
+#[test]
+fn a_disconnected_waiter_leaves_the_queue() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let mut gone = Deferred::new(&srv);
+    let mut stays = Deferred::new(&srv);
+    gone.send(&["BLPOP", "k", "0"]);
+    wait_blocked(&mut c, 1);
+    stays.send(&["BLPOP", "k", "0"]);
+    wait_blocked(&mut c, 2);
+    drop(gone);
+    wait_blocked(&mut c, 1);
+    q::<i64>(&mut c, &["RPUSH", "k", "a", "b"]);
+    assert_eq!(stays.recv_ok(), pair("k", "a"));
+    assert_eq!(strs(&mut c, &["LRANGE", "k", "0", "-1"]), ["b"]);
+
+    // CLIENT KILL of a blocked client too.
+    stays.send(&["BLPOP", "other", "0"]);
+    wait_blocked(&mut c, 1);
+    let id = {
+        let list: String = q(&mut c, &["CLIENT", "LIST"]);
+        list.lines()
+            .find(|l| l.contains("flags=b"))
+            .and_then(|l| l.strip_prefix("id="))
+            .and_then(|l| l.split(' ').next())
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(q::<i64>(&mut c, &["CLIENT", "KILL", "ID", &id]), 1);
+    wait_blocked(&mut c, 0);
+    assert_eq!(info_field(&mut c, "total_blocking_keys"), 0);
+    q::<i64>(&mut c, &["RPUSH", "other", "kept"]);
+    assert_eq!(strs(&mut c, &["LRANGE", "other", "0", "-1"]), ["kept"]);
+}
+
+#[test]
+fn commands_pipelined_behind_a_blocked_one_wait_for_it() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let mut rd = Deferred::new(&srv);
+    rd.send(&["BLPOP", "k", "0"]);
+    rd.send(&["RPUSH", "k", "mine"]);
+    rd.send(&["LRANGE", "k", "0", "-1"]);
+    wait_blocked(&mut c, 1);
+    // The queued RPUSH has not run: the blocked client itself is stuck.
+    assert_eq!(q::<i64>(&mut c, &["EXISTS", "k"]), 0);
+    q::<i64>(&mut c, &["RPUSH", "k", "other"]);
+    assert_eq!(rd.recv_ok(), pair("k", "other"));
+    assert_eq!(rd.recv_ok(), Value::Int(1));
+    assert_eq!(rd.recv_ok(), Value::Array(vec![bulk("mine")]));
+}
+
+#[test]
+fn served_moves_dirty_watched_keys() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let mut rd = Deferred::new(&srv);
+    let mut watcher = srv.conn();
+    rd.send(&["BRPOPLPUSH", "src", "dst", "0"]);
+    wait_blocked(&mut c, 1);
+    q::<()>(&mut watcher, &["WATCH", "dst"]);
+    q::<()>(&mut watcher, &["MULTI"]);
+    q::<String>(&mut watcher, &["GET", "x"]);
+    q::<i64>(&mut c, &["LPUSH", "src", "e"]);
+    assert_eq!(rd.recv_ok(), bulk("e"));
+    // The push into dst was the blocked client's write: EXEC aborts.
+    let r: Value = q(&mut watcher, &["EXEC"]);
+    assert_eq!(r, Value::Nil);
+}
+
+/// A served pop is one logged write, and at `full` its reply waits for it:
+/// once the blocked client has its reply, kill -9 cannot undo the pop (or
+/// BLMOVE's push), even though the push that served it was only `delayed`
+/// and would otherwise be lost with the process. An fsync is quick, so a
+/// reply that did not wait would only sometimes be caught: several rounds.
+#[test]
+fn served_pops_at_full_survive_kill9() {
+    let mut srv = Server::start(&["--delayed-flush-ms", "10000"]);
+    for round in 0..8 {
+        let (q_key, src, dst) = (
+            format!("q{round}"),
+            format!("src{round}"),
+            format!("dst{round}"),
+        );
+        let mut c = srv.conn();
+        let mut pusher = srv.conn();
+        q::<()>(&mut pusher, &["CLIENT", "DURABILITY", "delayed"]);
+        let mut popper = Deferred::new(&srv);
+        let mut mover = Deferred::new(&srv);
+        popper.send(&["BLPOP", &q_key, "0"]);
+        wait_blocked(&mut c, 1);
+        mover.send(&["BLMOVE", &src, &dst, "RIGHT", "LEFT", "0"]);
+        wait_blocked(&mut c, 2);
+        q::<i64>(&mut pusher, &["RPUSH", &q_key, "a", "b"]);
+        q::<i64>(&mut pusher, &["RPUSH", &src, "x", "y"]);
+        assert_eq!(popper.recv_ok(), pair(&q_key, "a"));
+        assert_eq!(mover.recv_ok(), bulk("y"));
+        srv.kill9();
+        srv.restart();
+        let mut c = srv.conn();
+        assert_eq!(
+            strs(&mut c, &["LRANGE", &q_key, "0", "-1"]),
+            ["b"],
+            "round {round}"
+        );
+        assert_eq!(
+            strs(&mut c, &["LRANGE", &src, "0", "-1"]),
+            ["x"],
+            "round {round}"
+        );
+        assert_eq!(
+            strs(&mut c, &["LRANGE", &dst, "0", "-1"]),
+            ["y"],
+            "round {round}"
+        );
+    }
+}
+
+#[test]
+fn lmpop_and_zmpop() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    assert_eq!(
+        q::<Value>(&mut c, &["LMPOP", "2", "a", "b", "LEFT"]),
+        Value::Nil
+    );
+    q::<i64>(&mut c, &["RPUSH", "b", "1", "2", "3"]);
+    assert_eq!(
+        q::<Value>(&mut c, &["LMPOP", "2", "a", "b", "RIGHT", "COUNT", "2"]),
+        Value::Array(vec![bulk("b"), Value::Array(vec![bulk("3"), bulk("2")])])
+    );
+    assert_eq!(
+        err(
+            &mut c,
+            &["LMPOP", "2", "a", "b", "LEFT", "COUNT", "1", "COUNT", "2"]
+        ),
+        "ERR syntax error"
+    );
+    assert_eq!(
+        err(&mut c, &["LMPOP", "5", "a", "LEFT"]),
+        "ERR syntax error"
+    );
+    assert_eq!(
+        err(&mut c, &["LMPOP", "a", "k", "LEFT"]),
+        "ERR numkeys should be greater than 0"
+    );
+    q::<i64>(&mut c, &["ZADD", "z", "1", "m1", "2", "m2"]);
+    assert_eq!(
+        q::<Value>(&mut c, &["ZMPOP", "1", "z", "MIN"]),
+        Value::Array(vec![
+            bulk("z"),
+            Value::Array(vec![Value::Array(vec![bulk("m1"), bulk("1")])])
+        ])
+    );
+    assert_eq!(
+        err(&mut c, &["ZMPOP", "1", "z", "LEFT"]),
+        "ERR syntax error"
+    );
+    // Keys of the command for COMMAND GETKEYS: only those numkeys names.
+    assert_eq!(
+        strs(
+            &mut c,
+            &["COMMAND", "GETKEYS", "BLMPOP", "0", "2", "k1", "k2", "LEFT", "COUNT", "3"]
+        ),
+        ["k1", "k2"]
+    );
+}
