@@ -260,10 +260,12 @@ impl Search {
         };
         let mut step = estimate_steps(radius, self.lat);
         let (mut hash, mut nb, mut area) = self.cell(step);
-        let edge = |h: Hash| decode_area(h).unwrap_or(Area {
-            lon: (0.0, 0.0),
-            lat: (0.0, 0.0),
-        });
+        let edge = |h: Hash| {
+            decode_area(h).unwrap_or(Area {
+                lon: (0.0, 0.0),
+                lat: (0.0, 0.0),
+            })
+        };
         let too_coarse = edge(nb.north).lat.1 < max_lat
             || edge(nb.south).lat.0 > min_lat
             || edge(nb.east).lon.1 < max_lon

@@ -62,14 +62,7 @@ pub fn check(s: &[u8]) -> Result<u8, Invalid> {
 pub fn decode(s: &[u8]) -> Result<Hll, Invalid> {
     let encoding = check(s)?;
     let mut regs = Box::new([0u8; REGISTERS]);
-    let body = &s[HEADER..];
-    if encoding == DENSE {
-        for (i, r) in regs.iter_mut().enumerate() {
-            *r = dense_get(body, i);
-        }
-    } else {
-        sparse_decode(body, &mut regs)?;
-    }
+    merge_body(s, encoding, &mut regs)?;
     let mut header = [0u8; HEADER];
     header.copy_from_slice(&s[..HEADER]);
     Ok(Hll {
@@ -79,9 +72,40 @@ pub fn decode(s: &[u8]) -> Result<Hll, Invalid> {
     })
 }
 
+/// Raises each register of `into` to the value's (a checked value of
+/// `encoding`), without building a register array for it first.
+pub fn merge_body(s: &[u8], encoding: u8, into: &mut Registers) -> Result<(), Invalid> {
+    let body = &s[HEADER..];
+    if encoding == DENSE {
+        dense_merge(body, into);
+        Ok(())
+    } else {
+        sparse_merge(body, into)
+    }
+}
+
+/// Four registers per three bytes; plain indexing, as this runs for every
+/// register of every value a PFCOUNT or PFMERGE reads.
+fn dense_merge(body: &[u8], into: &mut Registers) {
+    for c in 0..REGISTERS / 4 {
+        let (b0, b1, b2) = (body[3 * c], body[3 * c + 1], body[3 * c + 2]);
+        let r = [
+            b0 & 0x3f,
+            (b0 >> 6 | b1 << 2) & 0x3f,
+            (b1 >> 4 | b2 << 4) & 0x3f,
+            b2 >> 2,
+        ];
+        for k in 0..4 {
+            if into[4 * c + k] < r[k] {
+                into[4 * c + k] = r[k];
+            }
+        }
+    }
+}
+
 /// Register `i` of a packed body: six bits starting at bit `6 i`, least
 /// significant bit first.
-fn dense_get(body: &[u8], i: usize) -> u8 {
+pub fn dense_get(body: &[u8], i: usize) -> u8 {
     let bit = i * 6;
     let (b, shift) = (bit / 8, bit % 8);
     let lo = u16::from(body.get(b).copied().unwrap_or(0));
@@ -89,7 +113,7 @@ fn dense_get(body: &[u8], i: usize) -> u8 {
     (((lo | hi << 8) >> shift) & 0x3f) as u8
 }
 
-fn dense_set(body: &mut [u8], i: usize, v: u8) {
+pub fn dense_set(body: &mut [u8], i: usize, v: u8) {
     let bit = i * 6;
     let (b, shift) = (bit / 8, bit % 8);
     let mask = 0x3fu16 << shift;
@@ -100,7 +124,7 @@ fn dense_set(body: &mut [u8], i: usize, v: u8) {
     }
 }
 
-fn sparse_decode(body: &[u8], regs: &mut Registers) -> Result<(), Invalid> {
+fn sparse_merge(body: &[u8], regs: &mut Registers) -> Result<(), Invalid> {
     let mut idx = 0usize;
     let mut p = 0;
     while p < body.len() {
@@ -119,7 +143,13 @@ fn sparse_decode(body: &[u8], regs: &mut Registers) -> Result<(), Invalid> {
         if idx + len > REGISTERS {
             return Err(Invalid::Corrupt);
         }
-        regs[idx..idx + len].fill(val);
+        if val > 0 {
+            for r in &mut regs[idx..idx + len] {
+                if *r < val {
+                    *r = val;
+                }
+            }
+        }
         idx += len;
     }
     if idx == REGISTERS {
@@ -135,9 +165,12 @@ pub fn sparse_encode(regs: &Registers) -> Option<Vec<u8>> {
     let mut i = 0;
     while i < REGISTERS {
         let v = regs[i];
-        let run = regs[i..].iter().take_while(|&&r| r == v).count();
-        i += run;
-        let mut left = run;
+        let mut end = i + 1;
+        while end < REGISTERS && regs[end] == v {
+            end += 1;
+        }
+        let mut left = end - i;
+        i = end;
         if v == 0 {
             while left > 0 {
                 if left > SPARSE_ZERO_MAX_LEN {
@@ -166,8 +199,11 @@ pub fn sparse_encode(regs: &Registers) -> Option<Vec<u8>> {
 
 pub fn dense_encode(regs: &Registers) -> Vec<u8> {
     let mut body = vec![0u8; DENSE_SIZE - HEADER];
-    for (i, &r) in regs.iter().enumerate() {
-        dense_set(&mut body, i, r);
+    for c in 0..REGISTERS / 4 {
+        let r = &regs[4 * c..4 * c + 4];
+        body[3 * c] = r[0] | r[1] << 6;
+        body[3 * c + 1] = r[1] >> 2 | r[2] << 4;
+        body[3 * c + 2] = r[2] >> 4 | r[3] << 2;
     }
     body
 }
@@ -370,7 +406,7 @@ mod tests {
         regs[100] = 32;
         let body = sparse_encode(&regs).unwrap();
         let mut back = [0u8; REGISTERS];
-        sparse_decode(&body, &mut back).unwrap();
+        sparse_merge(&body, &mut back).unwrap();
         assert_eq!(&back[..], &regs[..]);
         regs[5] = 33;
         assert_eq!(sparse_encode(&regs), None);

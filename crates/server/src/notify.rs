@@ -414,6 +414,8 @@ fn events_of(
             "zunionstore" => emit(ZSET, "zunionstore"),
             "zdiffstore" => emit(ZSET, "zdiffstore"),
             "zrangestore" => emit(ZSET, "zrangestore"),
+            "geosearchstore" => emit(ZSET, "geosearchstore"),
+            "georadius" | "georadiusbymember" => emit(ZSET, "georadiusstore"),
             _ => emit(GENERIC, "restore"),
         },
         KeyOp::Del => match cmd {

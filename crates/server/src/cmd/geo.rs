@@ -498,10 +498,7 @@ fn scan(z: &ZSet, s: &Search, limit: usize) -> Vec<Found> {
             break;
         }
         let (min, max) = b.score_range();
-        let range = z.range_by_score(
-            Bound::Included(min as f64),
-            Bound::Excluded(max as f64),
-        );
+        let range = z.range_by_score(Bound::Included(min as f64), Bound::Excluded(max as f64));
         for (member, score) in range {
             let Some((lon, lat)) = geohash::decode_score(score) else {
                 continue;

@@ -79,9 +79,7 @@ fn encode(h: &Hll, sparse_max: usize) -> Vec<u8> {
 }
 
 /// Writes `new` over `old`: the whole string when its shape changed,
-/// otherwise only the ranges that differ. The first range always covers
-/// the stale-cardinality byte, so every such write names the header (the
-/// one mutation the `pfadd` event is read off).
+/// otherwise only the ranges that differ.
 fn write(txn: &mut Txn<'_>, db: usize, key: &Bytes, old: Option<&[u8]>, new: Vec<u8>) -> Reply {
     let Some(old) = old.filter(|o| o.len() == new.len() && o[4] == new[4]) else {
         let op = KeyOp::SetString {
@@ -90,15 +88,29 @@ fn write(txn: &mut Txn<'_>, db: usize, key: &Bytes, old: Option<&[u8]>, new: Vec
         };
         return apply(txn, db, key, op).map(|()| Frame::Null);
     };
+    let changed: Vec<usize> = (0..new.len()).filter(|&i| old[i] != new[i]).collect();
+    write_ranges(txn, db, key, new, &changed)
+}
+
+/// Logs the bytes of `new` at the ascending positions `changed`, close
+/// ones as one range. The first range always covers the stale-cardinality
+/// byte, so every such write names the header: the one mutation the
+/// `pfadd` event is read off.
+fn write_ranges(
+    txn: &mut Txn<'_>,
+    db: usize,
+    key: &Bytes,
+    new: Vec<u8>,
+    changed: &[usize],
+) -> Reply {
     let flag = hll::CARD_FLAG_BYTE;
     let mut ranges: Vec<(usize, usize)> = vec![(flag, flag + 1)];
-    for i in (0..new.len()).filter(|&i| old[i] != new[i]) {
+    for &i in changed {
         match ranges.last_mut() {
             Some(r) if i <= r.1 + COALESCE_GAP => r.1 = r.1.max(i + 1),
             _ => ranges.push((i, i + 1)),
         }
         if i < flag {
-            // A header byte below the flag: start the first range there.
             ranges[0].0 = ranges[0].0.min(i);
         }
     }
@@ -113,9 +125,41 @@ fn write(txn: &mut Txn<'_>, db: usize, key: &Bytes, old: Option<&[u8]>, new: Vec
     Ok(Frame::Null)
 }
 
+/// PFADD on a dense value: registers are raised in place in a copy, and
+/// only the bytes of raised registers are logged.
+fn pfadd_dense(txn: &mut Txn<'_>, db: usize, key: &Bytes, old: &[u8], elements: &[Bytes]) -> Reply {
+    let mut new = old.to_vec();
+    let body = &mut new[hll::HEADER..];
+    let mut touched = Vec::new();
+    for ele in elements {
+        let (i, v) = hll::position(ele);
+        if hll::dense_get(body, i) < v {
+            hll::dense_set(body, i, v);
+            let b = hll::HEADER + i * 6 / 8;
+            touched.push(b);
+            if b + 1 < hll::DENSE_SIZE {
+                touched.push(b + 1);
+            }
+        }
+    }
+    if touched.is_empty() {
+        return Ok(Frame::Integer(0));
+    }
+    new[hll::CARD_FLAG_BYTE] |= 0x80;
+    touched.sort_unstable();
+    touched.dedup();
+    write_ranges(txn, db, key, new, &touched)?;
+    Ok(Frame::Integer(1))
+}
+
 fn pfadd(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let db = ctx.db();
     let key = &args[1];
+    if let Some(s) = read_string(txn, db, key)? {
+        if hll::check(&s).map_err(invalid)? == hll::DENSE {
+            return pfadd_dense(txn, db, key, &s, &args[2..]);
+        }
+    }
     let (mut h, old) = match read_hll(txn, db, key)? {
         Some((h, s)) => (h, Some(s)),
         None => (
@@ -145,8 +189,9 @@ fn pfcount(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     if args.len() > 2 {
         let mut union = Box::new([0u8; hll::REGISTERS]);
         for key in &args[1..] {
-            if let Some((h, _)) = read_hll(txn, db, key)? {
-                merge_into(&mut union, &h.regs);
+            if let Some(s) = read_string(txn, db, key)? {
+                let encoding = hll::check(&s).map_err(invalid)?;
+                hll::merge_body(&s, encoding, &mut union).map_err(invalid)?;
             }
         }
         return Ok(Frame::Integer(hll::count(&union) as i64));
