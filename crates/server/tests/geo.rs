@@ -343,9 +343,9 @@ fn store_forms_write_sorted_sets() {
     );
     let stored: Vec<(String, f64)> = q(c, &["ZRANGE", "dst", "0", "-1", "WITHSCORES"]);
     assert_eq!(stored[0].0, "Catania");
-    assert!((stored[0].1 - 56.441257870158204).abs() < 1e-9);
+    assert!((stored[0].1 - 56.441_257_870_158_2).abs() < 1e-9);
     assert_eq!(stored[1].0, "Palermo");
-    assert!((stored[1].1 - 190.44242984775784).abs() < 1e-9);
+    assert!((stored[1].1 - 190.442_429_847_757_84).abs() < 1e-9);
     assert_eq!(
         int(
             c,

@@ -37,8 +37,8 @@ pub fn commands() -> Vec<CommandSpec> {
 /// STOREDIST (locked even if the word turns out to be something else).
 fn radius_keys(args: &[Bytes]) -> Vec<usize> {
     let mut keys = vec![1];
-    for i in 2..args.len().saturating_sub(1) {
-        if is(&args[i], "store") || is(&args[i], "storedist") {
+    for (i, w) in args.windows(2).enumerate().skip(2) {
+        if is(&w[0], "store") || is(&w[0], "storedist") {
             keys.push(i + 1);
         }
     }
