@@ -145,11 +145,10 @@ fn geoadd(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
         i += 1;
     }
     let triples = &args[i..];
-    if !triples.len().is_multiple_of(3) || (nx && xx) {
+    // Options alone are a syntax error too, as the ZADD Redis hands
+    // GEOADD to finds no elements.
+    if triples.is_empty() || !triples.len().is_multiple_of(3) || (nx && xx) {
         return Err(syntax());
-    }
-    if triples.is_empty() {
-        return Err(crate::errors::wrong_args("zadd"));
     }
     let mut scored = Vec::with_capacity(triples.len() / 3);
     for t in triples.chunks_exact(3) {
