@@ -91,6 +91,9 @@ pub struct Config {
     pub notify_keyspace_events: u32,
     /// `client-output-buffer-limit`, per class of [`OUTPUT_CLASSES`].
     pub client_output_buffer_limit: [OutputBufferLimit; 3],
+    /// `hll-sparse-max-bytes`: the size past which a sparse HyperLogLog
+    /// is promoted to the dense encoding.
+    pub hll_sparse_max_bytes: u64,
     /// Redis compatibility directives accepted and reported but without
     /// effect in durakv (`appendonly`, `save`, ...): name → value.
     pub compat: BTreeMap<&'static str, String>,
@@ -134,6 +137,7 @@ impl Default for Config {
             busy_reply_threshold_ms: 5000,
             encodings: EncodingLimits::default(),
             notify_keyspace_events: 0,
+            hll_sparse_max_bytes: 3000,
             client_output_buffer_limit: [
                 OutputBufferLimit {
                     hard_bytes: 0,
@@ -925,7 +929,21 @@ pub static DIRECTIVES: &[Directive] = &[
     compat!("latency-tracking-info-percentiles", "50 99 99.9"),
     compat!("stream-node-max-entries", "100"),
     compat!("stream-node-max-bytes", "4096"),
-    compat!("hll-sparse-max-bytes", "3000"),
+    Directive {
+        name: "hll-sparse-max-bytes",
+        default: "3000",
+        help: "Largest sparse HyperLogLog, header included; a larger one is converted to the dense encoding",
+        runtime: true,
+        repeatable: false,
+        set: |c, v| {
+            c.hll_sparse_max_bytes = parse_memory(v)?;
+            if c.hll_sparse_max_bytes > i64::MAX as u64 {
+                return Err("argument must be a memory value".into());
+            }
+            Ok(())
+        },
+        get: |c| c.hll_sparse_max_bytes.to_string(),
+    },
     compat!("activedefrag", "no"),
     compat!("active-defrag-ignore-bytes", "104857600"),
     compat!("active-defrag-threshold-lower", "10"),

@@ -392,6 +392,9 @@ fn events_of(
             let event = match cmd {
                 "incr" | "decr" | "incrby" | "decrby" => "incrby",
                 "incrbyfloat" => "incrbyfloat",
+                // PFMERGE announces itself as pfadd, as in Redis.
+                "pfadd" | "pfmerge" => "pfadd",
+                "pfdebug" => return,
                 _ => "set",
             };
             emit(STRING, event);
@@ -411,6 +414,8 @@ fn events_of(
             "zunionstore" => emit(ZSET, "zunionstore"),
             "zdiffstore" => emit(ZSET, "zdiffstore"),
             "zrangestore" => emit(ZSET, "zrangestore"),
+            "geosearchstore" => emit(ZSET, "geosearchstore"),
+            "georadius" | "georadiusbymember" => emit(ZSET, "georadiusstore"),
             _ => emit(GENERIC, "restore"),
         },
         KeyOp::Del => match cmd {
@@ -424,13 +429,17 @@ fn events_of(
         KeyOp::Expire { at_ms: 0 } => emit(GENERIC, "persist"),
         KeyOp::Expire { .. } => emit(GENERIC, "expire"),
         KeyOp::Append(_) => emit(STRING, "append"),
-        KeyOp::SetRange { .. } => emit(
-            STRING,
-            match cmd {
-                "setbit" | "bitfield" => "setbit",
-                _ => "setrange",
-            },
-        ),
+        KeyOp::SetRange { offset, .. } => match cmd {
+            "setbit" | "bitfield" => emit(STRING, "setbit"),
+            // A HyperLogLog write logs its changed ranges; the first
+            // covers the header and stands for the one event Redis sends.
+            "pfadd" | "pfmerge" if *offset <= crate::hll::CARD_FLAG_BYTE as u64 => {
+                emit(STRING, "pfadd")
+            }
+            // Caching a count, or a range past the header.
+            "pfadd" | "pfmerge" | "pfcount" | "pfdebug" => {}
+            _ => emit(STRING, "setrange"),
+        },
         KeyOp::HSet(_) => emit(
             HASH,
             match cmd {

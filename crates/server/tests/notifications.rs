@@ -454,3 +454,64 @@ fn served_blocked_pops_and_bit_writes_name_their_events() {
     ]);
     assert_eq!(got, expect);
 }
+
+#[test]
+fn hyperloglog_and_geo_commands_name_their_events() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let _: () = q(&mut c, &["CONFIG", "SET", "notify-keyspace-events", "EA"]);
+    let mut big = vec!["PFADD", "dense"];
+    let elements: Vec<String> = (0..4000).map(|i| format!("e{i}")).collect();
+    big.extend(elements.iter().map(String::as_str));
+    let got = keyevents(&srv, &mut c, |c| {
+        run_all(
+            c,
+            &[
+                &["PFADD", "h", "a", "b"],
+                // No register changes, and a count (which caches): silent.
+                &["PFADD", "h", "a"],
+                &["PFCOUNT", "h"],
+                &["PFMERGE", "m", "h"],
+                &big,
+                // A dense value logs its changes as several ranges; still
+                // one event.
+                &["PFADD", "dense", "x1", "x2", "x3", "x4", "x5", "x6"],
+                &["GEOADD", "g", "13.361389", "38.115556", "Palermo"],
+                &[
+                    "GEOSEARCHSTORE",
+                    "s1",
+                    "g",
+                    "FROMLONLAT",
+                    "13",
+                    "38",
+                    "BYRADIUS",
+                    "100",
+                    "km",
+                ],
+                &["GEORADIUS", "g", "13", "38", "100", "km", "STORE", "s2"],
+                &[
+                    "GEORADIUSBYMEMBER",
+                    "g",
+                    "Palermo",
+                    "1",
+                    "km",
+                    "STOREDIST",
+                    "s3",
+                ],
+                &["GEORADIUS", "g", "0", "0", "1", "km", "STORE", "s2"],
+            ],
+        )
+    });
+    let expect = pairs(&[
+        ("pfadd", "h"),
+        ("pfadd", "m"),
+        ("pfadd", "dense"),
+        ("pfadd", "dense"),
+        ("zadd", "g"),
+        ("geosearchstore", "s1"),
+        ("georadiusstore", "s2"),
+        ("georadiusstore", "s3"),
+        ("del", "s2"),
+    ]);
+    assert_eq!(got, expect);
+}

@@ -42,7 +42,9 @@ pub mod config;
 pub mod connection;
 pub mod diagnostics;
 pub mod functions;
+pub mod geo;
 pub mod hashes;
+pub mod hyperloglog;
 pub mod info;
 pub mod keys;
 pub mod lists;
@@ -77,6 +79,8 @@ pub fn all_commands() -> Vec<CommandSpec> {
     v.extend(strings::commands());
     v.extend(bitmaps::commands());
     v.extend(hashes::commands());
+    v.extend(hyperloglog::commands());
+    v.extend(geo::commands());
     v.extend(zsets::commands());
     v.extend(zset_algebra::commands());
     v.extend(lists::commands());
