@@ -45,6 +45,7 @@ pub mod memory;
 pub mod notify;
 pub mod pubsub;
 pub mod rates;
+pub mod rdb_value;
 pub mod scripting;
 pub mod server;
 pub mod state;
