@@ -41,12 +41,14 @@ pub mod command_docs;
 pub mod config;
 pub mod connection;
 pub mod diagnostics;
+pub mod dump;
 pub mod functions;
 pub mod hashes;
 pub mod info;
 pub mod keys;
 pub mod lists;
 pub mod memory;
+pub mod migrate;
 pub mod mpop;
 pub mod persistence;
 pub mod pubsub;
@@ -86,6 +88,8 @@ pub fn all_commands() -> Vec<CommandSpec> {
     v.extend(pubsub::commands());
     v.extend(blocking::commands());
     v.extend(functions::commands());
+    v.extend(dump::commands());
+    v.extend(migrate::commands());
     v
 }
 
