@@ -36,6 +36,7 @@ pub mod config;
 pub mod config_rewrite;
 pub mod connection;
 pub mod decimal;
+pub mod digest;
 pub mod dispatch;
 pub mod embedded;
 pub mod errors;

@@ -40,6 +40,7 @@ pub mod client;
 pub mod command_docs;
 pub mod config;
 pub mod connection;
+pub mod debug;
 pub mod diagnostics;
 pub mod dump;
 pub mod functions;
@@ -89,6 +90,7 @@ pub fn all_commands() -> Vec<CommandSpec> {
     v.extend(blocking::commands());
     v.extend(functions::commands());
     v.extend(dump::commands());
+    v.extend(debug::commands());
     v.extend(migrate::commands());
     v
 }
