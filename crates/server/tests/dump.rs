@@ -424,7 +424,7 @@ fn durakv_payloads_restore_in_redis() {
         eprintln!("redis-server not installed: skipped");
         return;
     };
-    let srv = Server::start(&[]);
+    let srv = Server::start(&["--enable-debug-command", "yes"]);
     let c = &mut srv.conn();
     let r = &mut redis.conn();
     ok(r, &["CONFIG", "SET", "hash-max-listpack-entries", "128"]);
@@ -437,7 +437,133 @@ fn durakv_payloads_restore_in_redis() {
         let a: Vec<String> = q(r, &["DEBUG", "DIGEST-VALUE", "got"]);
         let b: Vec<String> = q(r, &["DEBUG", "DIGEST-VALUE", "ref"]);
         assert_eq!(a, b, "{}", f.name);
+        // durakv digests a value as Redis does.
+        let mine: Vec<String> = q(c, &["DEBUG", "DIGEST-VALUE", "ref"]);
+        assert_eq!(mine, b, "{}", f.name);
     }
+    for conn in [&mut *c, &mut *r] {
+        ok(conn, &["FLUSHALL"]);
+        ok(conn, &["HSET", "h", "a", "1", "b", "2"]);
+        ok(conn, &["ZADD", "z", "1.5", "a", "inf", "b"]);
+        ok(conn, &["SET", "k", "v", "EX", "100"]);
+        ok(conn, &["SELECT", "3"]);
+        ok(conn, &["SADD", "s", "x", "1"]);
+        ok(conn, &["SELECT", "0"]);
+    }
+    let mine: String = q(c, &["DEBUG", "DIGEST"]);
+    let theirs: String = q(r, &["DEBUG", "DIGEST"]);
+    assert_eq!(mine, theirs);
+}
+
+const DEBUG_NOT_ALLOWED: &str = "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.";
+
+#[test]
+fn debug_needs_enable_debug_command() {
+    let srv = Server::start(&[]);
+    let c = &mut srv.conn();
+    assert_eq!(err(c, &["DEBUG", "SLEEP", "0"]), DEBUG_NOT_ALLOWED);
+    let e = err(c, &["CONFIG", "SET", "enable-debug-command", "yes"]);
+    assert!(e.contains("can't set immutable config"), "{e}");
+    let local = Server::start(&["--enable-debug-command", "local"]);
+    let c = &mut local.conn();
+    ok(c, &["DEBUG", "SLEEP", "0"]);
+    let v: Vec<String> = q(c, &["CONFIG", "GET", "enable-debug-command"]);
+    assert_eq!(v, ["enable-debug-command", "local"]);
+}
+
+#[test]
+fn debug_subcommands() {
+    let srv = Server::start(&["--enable-debug-command", "yes"]);
+    let c = &mut srv.conn();
+    let zero = "0".repeat(40);
+    let d: String = q(c, &["DEBUG", "DIGEST"]);
+    assert_eq!(d, zero);
+    ok(c, &["RPUSH", "l", "a", "b", "c"]);
+    let o: String = q(c, &["DEBUG", "OBJECT", "l"]);
+    assert!(o.starts_with("Value at:0x"), "{o}");
+    for part in [
+        "refcount:1",
+        "encoding:listpack",
+        "serializedlength:19",
+        "lru_seconds_idle:0",
+        "ql_nodes:1",
+    ] {
+        assert!(o.contains(part), "{o} lacks {part}");
+    }
+    assert_eq!(err(c, &["DEBUG", "OBJECT", "nokey"]), "ERR no such key");
+    let d: Vec<String> = q(c, &["DEBUG", "DIGEST-VALUE", "l", "nokey"]);
+    assert_eq!(d[1], zero);
+    let before: String = q(c, &["DEBUG", "DIGEST"]);
+    ok(c, &["SET", "s", "v"]);
+    ok(c, &["DEBUG", "RELOAD"]);
+    let after_set: String = q(c, &["DEBUG", "DIGEST"]);
+    assert_ne!(before, after_set);
+    ok(c, &["DEL", "s"]);
+    let again: String = q(c, &["DEBUG", "DIGEST"]);
+    assert_eq!(before, again);
+    let replid = |c: &mut Connection| -> String {
+        let info: String = q(c, &["INFO", "replication"]);
+        info.lines()
+            .find_map(|l| l.strip_prefix("master_replid:"))
+            .unwrap()
+            .trim()
+            .to_string()
+    };
+    let id = replid(c);
+    ok(c, &["DEBUG", "CHANGE-REPL-ID"]);
+    assert_ne!(replid(c), id);
+    // With active expiry paused, a key nobody reads outlives its TTL.
+    ok(c, &["DEBUG", "SET-ACTIVE-EXPIRE", "0"]);
+    ok(c, &["SET", "gone", "v", "PX", "50"]);
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    let n: i64 = q(c, &["DBSIZE"]);
+    assert_eq!(n, 2);
+    ok(c, &["DEBUG", "SET-ACTIVE-EXPIRE", "1"]);
+    common::eventually("active expiry resumes", || q::<i64>(c, &["DBSIZE"]) == 1);
+    let t = std::time::Instant::now();
+    ok(c, &["DEBUG", "SLEEP", "0.2"]);
+    assert!(t.elapsed() >= std::time::Duration::from_millis(200));
+    assert!(err(c, &["DEBUG", "NOPE"]).starts_with("ERR unknown subcommand"));
+}
+
+#[test]
+fn object_idletime_and_freq() {
+    let srv = Server::start(&[]);
+    let c = &mut srv.conn();
+    ok(c, &["SET", "foo", "bar"]);
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    // These look without touching.
+    for cmd in [
+        &["TTL", "foo"][..],
+        &["TYPE", "foo"],
+        &["EXISTS", "foo"],
+        &["OBJECT", "ENCODING", "foo"],
+    ] {
+        let _: Value = q(c, cmd);
+    }
+    let idle: i64 = q(c, &["OBJECT", "IDLETIME", "foo"]);
+    assert!(idle >= 2, "{idle}");
+    let _: Value = q(c, &["TOUCH", "foo"]);
+    let idle: i64 = q(c, &["OBJECT", "IDLETIME", "foo"]);
+    assert!(idle < 2, "{idle}");
+    let p = dump(c, "foo");
+    restore(c, "old", 0, &p, &["IDLETIME", "1000"]).unwrap();
+    let idle: i64 = q(c, &["OBJECT", "IDLETIME", "old"]);
+    assert!((1000..=1001).contains(&idle), "{idle}");
+    assert!(err(c, &["OBJECT", "FREQ", "foo"])
+        .starts_with("ERR An LFU maxmemory policy is not selected"));
+    ok(c, &["CONFIG", "SET", "maxmemory-policy", "allkeys-lfu"]);
+    restore(c, "hot", 0, &p, &["FREQ", "100"]).unwrap();
+    let f: i64 = q(c, &["OBJECT", "FREQ", "hot"]);
+    assert_eq!(f, 100);
+    let f: i64 = q(c, &["OBJECT", "FREQ", "foo"]);
+    assert_eq!(f, 5);
+    assert!(err(c, &["OBJECT", "IDLETIME", "foo"])
+        .starts_with("ERR An LRU maxmemory policy is not selected"));
+    let n: i64 = q(c, &["OBJECT", "REFCOUNT", "foo"]);
+    assert_eq!(n, 1);
+    let help: Vec<String> = q(c, &["OBJECT", "HELP"]);
+    assert!(help[0].starts_with("OBJECT <subcommand>"));
 }
 
 fn now_ms() -> u64 {

@@ -122,24 +122,24 @@ fn sleep(arg: &[u8]) -> Reply {
     Ok(Frame::ok())
 }
 
-/// Redis's 24-bit LRU clock, in seconds.
-fn lru_clock() -> u64 {
-    (crate::util::now_ms() / 1000) & ((1 << 24) - 1)
-}
+/// Redis's LRU clock is 24 bits of seconds.
+const LRU_MASK: u64 = (1 << 24) - 1;
 
 fn object(ctx: &mut Ctx<'_>, key: &Bytes) -> Reply {
     let limits = super::encoding_limits(ctx);
     let mut txn = crate::dispatch::lock(ctx.shared, false, std::iter::once(&key[..]))?;
-    let Some(e) = txn.get(ctx.db(), key) else {
+    let now_s = txn.now_ms / 1000;
+    let Some(e) = txn.get_untouched(ctx.db(), key) else {
         return Err(errors::err(errors::NO_SUCH_KEY));
     };
+    let idle = now_s.saturating_sub(u64::from(e.access.secs));
     let v = &e.value;
     let encoding = v.encoding_name(&limits);
     let mut s = format!(
-        "Value at:{:p} refcount:1 encoding:{encoding} serializedlength:{} lru:{} lru_seconds_idle:0",
+        "Value at:{:p} refcount:1 encoding:{encoding} serializedlength:{} lru:{} lru_seconds_idle:{idle}",
         v as *const Value,
         crate::rdb_value::serialized_length(v, &limits),
-        lru_clock(),
+        u64::from(e.access.secs) & LRU_MASK,
     );
     if let Value::List(l) = v {
         let nodes = crate::rdb_value::list_nodes(l, &limits).max(1);

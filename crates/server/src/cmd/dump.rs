@@ -37,13 +37,12 @@ fn dump(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
 struct RestoreOptions {
     replace: bool,
     absttl: bool,
+    idle_s: Option<u64>,
+    freq: Option<u8>,
 }
 
 fn restore_options(args: &[Bytes]) -> Result<RestoreOptions, Frame> {
     let mut o = RestoreOptions::default();
-    // IDLETIME and FREQ are validated as Redis does; durakv tracks neither
-    // access times nor frequencies, so their values are not kept.
-    let (mut idle, mut freq) = (false, false);
     let mut i = 0;
     while i < args.len() {
         let more = i + 1 < args.len();
@@ -51,18 +50,17 @@ fn restore_options(args: &[Bytes]) -> Result<RestoreOptions, Frame> {
             o.replace = true;
         } else if is(&args[i], "absttl") {
             o.absttl = true;
-        } else if is(&args[i], "idletime") && more && !freq {
+        } else if is(&args[i], "idletime") && more && o.freq.is_none() {
             i += 1;
-            if arg_i64(&args[i])? < 0 {
+            let idle = arg_i64(&args[i])?;
+            if idle < 0 {
                 return Err(Frame::error(INVALID_IDLETIME));
             }
-            idle = true;
-        } else if is(&args[i], "freq") && more && !idle {
+            o.idle_s = Some(idle as u64);
+        } else if is(&args[i], "freq") && more && o.idle_s.is_none() {
             i += 1;
-            if !(0..=255).contains(&arg_i64(&args[i])?) {
-                return Err(Frame::error(INVALID_FREQ));
-            }
-            freq = true;
+            let freq = arg_i64(&args[i])?;
+            o.freq = Some(u8::try_from(freq).map_err(|_| Frame::error(INVALID_FREQ))?);
         } else {
             return Err(errors::err(errors::SYNTAX));
         }
@@ -107,5 +105,8 @@ fn restore(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
         expire_at_ms,
     };
     super::keys::apply(txn, Mutation::key(db as u32, key.clone(), op))?;
+    if opts.idle_s.is_some() || opts.freq.is_some() {
+        txn.set_access(db, key, opts.idle_s, opts.freq);
+    }
     Ok(Frame::ok())
 }
