@@ -107,10 +107,9 @@ impl Db {
     pub fn get_mut(&mut self, key: &[u8], now_ms: u64) -> Option<&mut Entry> {
         self.expire_if_due(key, now_ms);
         let now_s = self.now_s;
-        self.map.get_mut(key).map(|e| {
-            e.access.secs = now_s;
-            e
-        })
+        let e = self.map.get_mut(key)?;
+        e.access.secs = now_s;
+        Some(e)
     }
 
     /// Like [`Db::get`] without counting as an access (TTL, TYPE, EXISTS,

@@ -79,7 +79,7 @@ fn quicklist(r: &mut Reader<'_>, v2: bool) -> Option<ListValue> {
 }
 
 fn pairs(items: Vec<Bytes>) -> Option<Vec<(Bytes, Bytes)>> {
-    if items.len() % 2 != 0 {
+    if !items.len().is_multiple_of(2) {
         return None;
     }
     let mut it = items.into_iter();
