@@ -11,12 +11,43 @@ use indexmap::{IndexMap, IndexSet};
 
 /// A key's value, its absolute expiry time and the LSN of the last logged
 /// write that produced it (0 when the write was never logged).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct Entry {
     pub value: Value,
     /// Unix time in milliseconds at which the key expires; 0 means never.
     pub expire_at_ms: u64,
     pub lsn: u64,
+    /// When the key was last read or written (OBJECT IDLETIME). Not logged
+    /// or checkpointed: like Redis's LRU field, it is a hint.
+    pub access: Access,
+}
+
+/// Equal data, whenever it was last touched.
+impl PartialEq for Entry {
+    fn eq(&self, other: &Entry) -> bool {
+        self.value == other.value
+            && self.expire_at_ms == other.expire_at_ms
+            && self.lsn == other.lsn
+    }
+}
+
+/// Redis's initial LFU counter for a new key.
+pub const LFU_INIT: u8 = 5;
+
+/// Access bookkeeping per key: seconds since the Unix epoch of the last
+/// access, and an LFU counter that only RESTORE ... FREQ sets (accesses do
+/// not count up).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Access {
+    pub secs: u32,
+    pub freq: u8,
+}
+
+fn wall_secs() -> u32 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as u32)
+        .unwrap_or(0)
 }
 
 impl Entry {
@@ -25,6 +56,7 @@ impl Entry {
             value,
             expire_at_ms: 0,
             lsn: 0,
+            access: Access::default(),
         }
     }
 
@@ -56,6 +88,9 @@ pub struct Db {
     /// Keys removed because they expired, kept only while the server wants
     /// to announce them (keyspace notifications); see [`Db::take_expired`].
     expired: Option<Vec<Bytes>>,
+    /// The latest time a lookup ran at, in seconds: what new entries are
+    /// stamped with (0 until the first lookup, e.g. while loading).
+    now_s: u32,
 }
 
 impl Db {
@@ -71,15 +106,25 @@ impl Db {
         self.volatile.len()
     }
 
-    /// The live entry for `key`, removing it first if it has expired.
+    /// The live entry for `key`, removing it first if it has expired; a
+    /// found key counts as accessed.
     pub fn get(&mut self, key: &[u8], now_ms: u64) -> Option<&Entry> {
-        self.expire_if_due(key, now_ms);
-        self.map.get(key)
+        self.get_mut(key, now_ms).map(|e| &*e)
     }
 
     pub fn get_mut(&mut self, key: &[u8], now_ms: u64) -> Option<&mut Entry> {
         self.expire_if_due(key, now_ms);
-        self.map.get_mut(key)
+        let now_s = self.now_s;
+        let e = self.map.get_mut(key)?;
+        e.access.secs = now_s;
+        Some(e)
+    }
+
+    /// Like [`Db::get`] without counting as an access (TTL, TYPE, EXISTS,
+    /// OBJECT).
+    pub fn get_untouched(&mut self, key: &[u8], now_ms: u64) -> Option<&Entry> {
+        self.expire_if_due(key, now_ms);
+        self.map.get(key)
     }
 
     /// The live entry for `key`, created from `make()` (without a TTL) when
@@ -91,11 +136,27 @@ impl Db {
         make: fn() -> Value,
     ) -> &mut Entry {
         self.expire_if_due(key, now_ms);
+        let access = self.fresh_access(None);
         let i = match self.map.get_index_of(&key[..]) {
             Some(i) => i,
-            None => self.map.insert_full(own(key), Entry::new(make())).0,
+            None => {
+                let e = Entry {
+                    access,
+                    ..Entry::new(make())
+                };
+                self.map.insert_full(own(key), e).0
+            }
         };
-        &mut self.map[i]
+        let e = &mut self.map[i];
+        e.access.secs = access.secs;
+        e
+    }
+
+    /// Like [`Db::get_mut`] without counting as an access (bookkeeping such
+    /// as stamping a write's LSN).
+    pub fn get_mut_untouched(&mut self, key: &[u8], now_ms: u64) -> Option<&mut Entry> {
+        self.expire_if_due(key, now_ms);
+        self.map.get_mut(key)
     }
 
     /// Reads without expiring (for checkpoints and debugging).
@@ -113,6 +174,7 @@ impl Db {
     }
 
     fn expire_if_due(&mut self, key: &[u8], now_ms: u64) -> bool {
+        self.now_s = (now_ms / 1000) as u32;
         let expired = matches!(self.map.get(key), Some(e) if e.is_expired(now_ms));
         if expired {
             self.remove_expired(key);
@@ -146,6 +208,19 @@ impl Db {
         }
     }
 
+    /// A written key's access stamp: now, keeping the replaced key's LFU
+    /// counter as Redis does on overwrite.
+    fn fresh_access(&self, old: Option<&Entry>) -> Access {
+        Access {
+            secs: if self.now_s == 0 {
+                wall_secs()
+            } else {
+                self.now_s
+            },
+            freq: old.map_or(LFU_INIT, |e| e.access.freq),
+        }
+    }
+
     pub fn insert(&mut self, key: Bytes, entry: Entry) -> Option<Entry> {
         self.insert_with(key, entry, |k| own(&k))
     }
@@ -156,7 +231,8 @@ impl Db {
         self.insert_with(key, entry, |k| k)
     }
 
-    fn insert_with(&mut self, key: Bytes, entry: Entry, keep: fn(Bytes) -> Bytes) -> Option<Entry> {
+    fn insert_with(&mut self, key: Bytes, mut entry: Entry, keep: fn(Bytes) -> Bytes) -> Option<Entry> {
+        entry.access = self.fresh_access(self.map.get(&key[..]));
         let volatile = entry.expire_at_ms != 0;
         let (i, old) = match self.map.get_index_of(&key[..]) {
             Some(i) => (i, Some(std::mem::replace(&mut self.map[i], entry))),

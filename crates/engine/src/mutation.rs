@@ -259,6 +259,7 @@ fn apply_key_op(d: &mut Db, key: &Bytes, op: &KeyOp, now_ms: u64) -> Result<(), 
                     value: Value::Str(owned(value)),
                     expire_at_ms,
                     lsn: 0,
+                    access: Default::default(),
                 },
             );
         }
@@ -273,6 +274,7 @@ fn apply_key_op(d: &mut Db, key: &Bytes, op: &KeyOp, now_ms: u64) -> Result<(), 
                     value: value.clone(),
                     expire_at_ms: *expire_at_ms,
                     lsn: 0,
+                    access: Default::default(),
                 },
             );
             remove_if_empty(d, key);

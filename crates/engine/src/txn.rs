@@ -176,6 +176,34 @@ impl<'a> Txn<'a> {
         d.peek(key)
     }
 
+    /// Like [`Txn::get`], without counting as an access of the key.
+    pub fn get_untouched(&mut self, db: usize, key: &[u8]) -> Option<&Entry> {
+        let now = self.now_ms;
+        let slot = self.slot(key)?;
+        let d = self.guards[slot].1.dbs.get_mut(db)?;
+        self.dependency_lsn = self.dependency_lsn.max(d.dependency_lsn(key));
+        d.get_untouched(key, now)
+    }
+
+    /// Overrides a key's access bookkeeping (RESTORE ... IDLETIME / FREQ):
+    /// `idle_s` seconds ago, and the LFU counter. Not a logged change.
+    pub fn set_access(&mut self, db: usize, key: &[u8], idle_s: Option<u64>, freq: Option<u8>) {
+        let now = self.now_ms;
+        let now_s = now / 1000;
+        let Some(slot) = self.slot(key) else { return };
+        let Some(d) = self.guards[slot].1.dbs.get_mut(db) else {
+            return;
+        };
+        if let Some(e) = d.get_mut_untouched(key, now) {
+            if let Some(idle) = idle_s {
+                e.access.secs = now_s.saturating_sub(idle) as u32;
+            }
+            if let Some(f) = freq {
+                e.access.freq = f;
+            }
+        }
+    }
+
     /// Records an extra dependency (e.g. a whole-database read).
     pub fn depend_on(&mut self, lsn: u64) {
         self.dependency_lsn = self.dependency_lsn.max(lsn);
@@ -493,7 +521,7 @@ impl<'a> Txn<'a> {
                 let Some(d) = shard.dbs.get_mut(*db as usize) else {
                     return;
                 };
-                match d.get_mut(key, now) {
+                match d.get_mut_untouched(key, now) {
                     Some(e) => e.lsn = lsn,
                     None => d.miss_lsn = d.miss_lsn.max(lsn),
                 }

@@ -985,7 +985,29 @@ pub static DIRECTIVES: &[Directive] = &[
     compat!("shutdown-on-sigterm", "default"),
     compat!("shutdown-on-sigint", "default"),
     compat!("shutdown-timeout", "10"),
-    compat!("enable-debug-command", "no"),
+    // DEBUG can stall or inspect the server: like Redis, only the
+    // configuration file or command line may enable it.
+    Directive {
+        name: "enable-debug-command",
+        default: "no",
+        help: "Allow DEBUG: yes, no, or local (loopback clients only)",
+        runtime: false,
+        repeatable: false,
+        set: |c, v| {
+            let v = v.to_ascii_lowercase();
+            if !["yes", "no", "local"].contains(&v.as_str()) {
+                return Err("argument(s) must be one of the following: no, yes, local".into());
+            }
+            c.compat.insert("enable-debug-command", v);
+            Ok(())
+        },
+        get: |c| {
+            c.compat
+                .get("enable-debug-command")
+                .cloned()
+                .unwrap_or_else(|| "no".to_string())
+        },
+    },
     compat!("enable-protected-configs", "no"),
     compat!("enable-module-command", "no"),
 ];

@@ -28,6 +28,9 @@ pub async fn run(shared: Arc<Shared>) {
             shared.durable_tx.send_modify(|_| {});
         }
         shared.pubsub.enforce_soft_limit();
+        if !shared.debug.active_expire.load(Ordering::Relaxed) {
+            continue;
+        }
         let expired = active_expire_cycle(&shared);
         if expired > 0 {
             shared

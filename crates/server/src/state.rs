@@ -143,6 +143,8 @@ pub struct Shared {
     pub pubsub: crate::pubsub::PubSub,
     /// Clients in blocking commands, by the keys they wait on.
     pub blocking: crate::blocking::Blocking,
+    /// DEBUG's switches and the replication ID it may change.
+    pub debug: crate::cmd::debug::DebugState,
 }
 
 impl Shared {
@@ -174,7 +176,7 @@ impl Shared {
             cmdstats: crate::cmdstats::CommandStats::default(),
             stats: Stats::default(),
             started: Instant::now(),
-            run_id,
+            run_id: run_id.clone(),
             durable_tx: watch::channel(0).0,
             shutting_down: AtomicBool::new(false),
             shutdown_tx: watch::channel(false).0,
@@ -182,6 +184,7 @@ impl Shared {
             scripting,
             pubsub,
             blocking: crate::blocking::Blocking::default(),
+            debug: crate::cmd::debug::DebugState::new(&run_id),
         }
     }
 

@@ -514,4 +514,41 @@ fn hyperloglog_and_geo_commands_name_their_events() {
         ("del", "s2"),
     ]);
     assert_eq!(got, expect);
+fn restore_and_migrate_name_their_events() {
+    let srv = Server::start(&[]);
+    let target = Server::start(&[]);
+    let mut c = srv.conn();
+    let _: () = q(&mut c, &["CONFIG", "SET", "notify-keyspace-events", "EA"]);
+    run_all(&mut c, &[&["SET", "src", "v"], &["SET", "old", "x"]]);
+    let payload: Vec<u8> = redis::cmd("DUMP").arg("src").query(&mut c).unwrap();
+    let port = target.port.to_string();
+    let got = keyevents(&srv, &mut c, |c| {
+        let restore = |c: &mut redis::Connection, key: &str, ttl: u64, extra: &[&str]| {
+            let _: redis::Value = redis::cmd("RESTORE")
+                .arg(key)
+                .arg(ttl)
+                .arg(&payload[..])
+                .arg(extra)
+                .query(c)
+                .unwrap();
+        };
+        restore(c, "new", 0, &[]);
+        restore(c, "new", 100_000, &["REPLACE"]);
+        // Already expired: the replaced key is deleted, nothing restored.
+        restore(c, "old", 1, &["ABSTTL", "REPLACE"]);
+        run_all(c, &[&["MIGRATE", "127.0.0.1", &port, "src", "0", "5000"]]);
+        run_all(
+            c,
+            &[&["MIGRATE", "127.0.0.1", &port, "new", "0", "5000", "COPY"]],
+        );
+    });
+    assert_eq!(
+        got,
+        pairs(&[
+            ("restore", "new"),
+            ("restore", "new"),
+            ("del", "old"),
+            ("del", "src")
+        ])
+    );
 }

@@ -227,6 +227,11 @@ impl Checkpointer {
         })
     }
 
+    /// The file system checkpoints are written to (and read back from).
+    pub fn fs(&self) -> &dyn FileSystem {
+        self.fs.as_ref()
+    }
+
     pub fn dir(&self) -> &Path {
         &self.cfg.dir
     }

@@ -496,6 +496,7 @@ fn load_block(
             value: e.value,
             expire_at_ms: e.expire_at_ms,
             lsn: 0,
+            access: Default::default(),
         };
         if shard.dbs[e.db as usize]
             .insert_owned(e.key, entry)

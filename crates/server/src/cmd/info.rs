@@ -372,7 +372,7 @@ fn replication_section(shared: &Shared) -> String {
     field(&mut s, "role", "master");
     field(&mut s, "connected_slaves", 0);
     field(&mut s, "master_failover_state", "no-failover");
-    field(&mut s, "master_replid", &shared.run_id);
+    field(&mut s, "master_replid", &*shared.debug.repl_id.lock());
     field(
         &mut s,
         "master_replid2",

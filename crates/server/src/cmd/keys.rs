@@ -111,23 +111,32 @@ fn del(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     Ok(Frame::Integer(removed))
 }
 
-fn count_existing(ctx: &Ctx<'_>, txn: &mut Txn<'_>, keys: &[Bytes]) -> Frame {
+/// EXISTS leaves access times alone; TOUCH is the read that updates them.
+fn count_existing(ctx: &Ctx<'_>, txn: &mut Txn<'_>, keys: &[Bytes], touch: bool) -> Frame {
     let db = ctx.db();
-    let n = keys.iter().filter(|k| txn.get(db, k).is_some()).count();
+    let n = keys
+        .iter()
+        .filter(|k| {
+            if touch {
+                txn.get(db, k).is_some()
+            } else {
+                txn.get_untouched(db, k).is_some()
+            }
+        })
+        .count();
     Frame::Integer(n as i64)
 }
 
 fn exists(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
-    Ok(count_existing(ctx, txn, &args[1..]))
+    Ok(count_existing(ctx, txn, &args[1..], false))
 }
 
-/// durakv keeps no access times, so TOUCH only counts.
 fn touch(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
-    Ok(count_existing(ctx, txn, &args[1..]))
+    Ok(count_existing(ctx, txn, &args[1..], true))
 }
 
 fn type_cmd(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
-    match txn.get(ctx.db(), &args[1]) {
+    match txn.get_untouched(ctx.db(), &args[1]) {
         Some(e) => Ok(Frame::simple(e.value.value_type().name())),
         None => Ok(Frame::simple("none")),
     }
@@ -240,7 +249,7 @@ fn pexpireat(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
 /// TTL. Seconds are rounded to nearest, as Redis does.
 fn ttl_generic(ctx: &Ctx<'_>, txn: &mut Txn<'_>, key: &[u8], in_ms: bool, absolute: bool) -> Frame {
     let now = txn.now_ms;
-    let Some(at) = txn.get(ctx.db(), key).map(|e| e.expire_at_ms) else {
+    let Some(at) = txn.get_untouched(ctx.db(), key).map(|e| e.expire_at_ms) else {
         return Frame::Integer(-2);
     };
     if at == 0 {
@@ -610,9 +619,10 @@ const OBJECT_HELP: &[&str] = &[
     "    Print this help.",
 ];
 
-/// OBJECT. durakv tracks neither access times nor frequencies, so IDLETIME
-/// and FREQ report 0 where Redis would report a value, and the same errors
-/// where Redis would refuse (which depends on `maxmemory-policy`).
+/// OBJECT. IDLETIME is the time since the key was last read or written;
+/// FREQ is the LFU counter as RESTORE ... FREQ left it (durakv does not
+/// count accesses up). Which of the two answers depends on
+/// `maxmemory-policy`, as in Redis.
 fn object(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let Some(sub) = OBJECT_SUBS.iter().find(|s| is(&args[1], s.name)) else {
         return Err(errors::unknown_subcommand(&args[1], "object"));
@@ -638,7 +648,8 @@ fn object(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
             .read()
             .get("maxmemory-policy")
             .is_some_and(|p| p.contains("lfu"));
-    let Some(e) = txn.get(ctx.db(), &args[2]) else {
+    let now_s = txn.now_ms / 1000;
+    let Some(e) = txn.get_untouched(ctx.db(), &args[2]) else {
         return Ok(Frame::Null);
     };
     match (sub.name, lfu) {
@@ -654,7 +665,10 @@ fn object(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
         }
         ("freq", false) => Err(Frame::error(LFU_NOT_SELECTED)),
         ("idletime", true) => Err(Frame::error(LRU_NOT_SELECTED)),
-        _ => Ok(Frame::Integer(0)),
+        ("freq", true) => Ok(Frame::Integer(i64::from(e.access.freq))),
+        _ => Ok(Frame::Integer(
+            now_s.saturating_sub(u64::from(e.access.secs)) as i64,
+        )),
     }
 }
 

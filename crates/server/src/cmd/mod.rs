@@ -40,7 +40,9 @@ pub mod client;
 pub mod command_docs;
 pub mod config;
 pub mod connection;
+pub mod debug;
 pub mod diagnostics;
+pub mod dump;
 pub mod functions;
 pub mod geo;
 pub mod hashes;
@@ -49,6 +51,7 @@ pub mod info;
 pub mod keys;
 pub mod lists;
 pub mod memory;
+pub mod migrate;
 pub mod mpop;
 pub mod persistence;
 pub mod pubsub;
@@ -90,6 +93,9 @@ pub fn all_commands() -> Vec<CommandSpec> {
     v.extend(pubsub::commands());
     v.extend(blocking::commands());
     v.extend(functions::commands());
+    v.extend(dump::commands());
+    v.extend(debug::commands());
+    v.extend(migrate::commands());
     v
 }
 

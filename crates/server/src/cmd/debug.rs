@@ -1,0 +1,241 @@
+//! DEBUG: the subset test suites use, behind `enable-debug-command` as in
+//! Redis (`no` by default; `local` allows loopback clients only).
+//! SLEEP, OBJECT, RELOAD, CHANGE-REPL-ID, SET-ACTIVE-EXPIRE, DIGEST and
+//! DIGEST-VALUE.
+
+use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Reply, NO_KEYS};
+use crate::errors;
+use crate::util::is;
+use bytes::Bytes;
+use durakv_engine::keyspace::Keyspace;
+use durakv_engine::value::Value;
+use durakv_protocol::Frame;
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+const NOT_ALLOWED: &str = "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.";
+const RELOAD_FAILED: &str = "ERR Error trying to load the RDB dump";
+
+/// What DEBUG switches at runtime.
+pub struct DebugState {
+    /// Cleared by DEBUG SET-ACTIVE-EXPIRE 0: the background expiry pauses.
+    pub active_expire: AtomicBool,
+    /// INFO's `master_replid`; DEBUG CHANGE-REPL-ID draws a new one.
+    pub repl_id: Mutex<String>,
+}
+
+impl DebugState {
+    pub fn new(repl_id: &str) -> DebugState {
+        DebugState {
+            active_expire: AtomicBool::new(true),
+            repl_id: Mutex::new(repl_id.to_string()),
+        }
+    }
+}
+
+#[rustfmt::skip]
+pub fn commands() -> Vec<CommandSpec> {
+    vec![
+        spec("debug", -2, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, Handler::Conn(debug), "server", "A container for debugging commands."),
+    ]
+}
+
+fn allowed(ctx: &Ctx<'_>) -> bool {
+    let setting = ctx
+        .shared
+        .config
+        .read()
+        .get("enable-debug-command")
+        .unwrap_or_default();
+    match setting.as_str() {
+        "yes" => true,
+        "local" => ctx.client.handle.addr.ip().is_loopback(),
+        _ => false,
+    }
+}
+
+fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    if !allowed(ctx) {
+        return Err(Frame::error(NOT_ALLOWED));
+    }
+    let sub = String::from_utf8_lossy(&args[1]).to_ascii_lowercase();
+    match (sub.as_str(), args.len()) {
+        ("help", 2) => Ok(help()),
+        ("sleep", 3) => sleep(&args[2]),
+        ("object", 3) => object(ctx, &args[2]),
+        ("digest", 2) => digest(ctx),
+        ("digest-value", _) => digest_values(ctx, &args[2..]),
+        ("reload", _) => reload(ctx),
+        ("change-repl-id", 2) => {
+            *ctx.shared.debug.repl_id.lock() = random_hex40();
+            Ok(Frame::ok())
+        }
+        ("set-active-expire", 3) => {
+            let on = !is(&args[2], "0");
+            ctx.shared.debug.active_expire.store(on, Ordering::Relaxed);
+            Ok(Frame::ok())
+        }
+        _ => Err(Frame::error(format!(
+            "ERR unknown subcommand or wrong number of arguments for '{}'. Try DEBUG HELP.",
+            String::from_utf8_lossy(&args[1])
+        ))),
+    }
+}
+
+fn help() -> Frame {
+    let lines = [
+        "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "CHANGE-REPL-ID",
+        "    Change the replication IDs of the instance.",
+        "DIGEST",
+        "    Output a hex signature representing the current DB content.",
+        "DIGEST-VALUE <key> [<key> ...]",
+        "    Output a hex signature of the values of all the specified keys.",
+        "OBJECT <key>",
+        "    Show low level info about the key and associated value.",
+        "RELOAD",
+        "    Take a checkpoint and check that loading it gives back the current dataset.",
+        "SET-ACTIVE-EXPIRE <0|1>",
+        "    Setting it to 0 disables expiring keys in background when they are not accessed.",
+        "SLEEP <seconds>",
+        "    Stop the server for <seconds>. Decimals allowed.",
+        "HELP",
+        "    Print this help.",
+    ];
+    Frame::Array(lines.iter().map(|l| Frame::simple(l)).collect())
+}
+
+fn random_hex40() -> String {
+    (0..40)
+        .map(|_| char::from_digit(u32::from(rand::random::<u8>() % 16), 16).unwrap_or('0'))
+        .collect()
+}
+
+/// Redis blocks its whole server; here only this connection waits.
+fn sleep(arg: &[u8]) -> Reply {
+    let secs = crate::util::parse_f64(arg)
+        .filter(|s| s.is_finite())
+        .ok_or_else(|| errors::err(errors::NOT_FLOAT))?;
+    let d = Duration::from_secs_f64(secs.max(0.0));
+    crate::checkpointer::blocking(|| std::thread::sleep(d));
+    Ok(Frame::ok())
+}
+
+/// Redis's LRU clock is 24 bits of seconds.
+const LRU_MASK: u64 = (1 << 24) - 1;
+
+fn object(ctx: &mut Ctx<'_>, key: &Bytes) -> Reply {
+    let limits = super::encoding_limits(ctx);
+    let mut txn = crate::dispatch::lock(ctx.shared, false, std::iter::once(&key[..]))?;
+    let now_s = txn.now_ms / 1000;
+    let Some(e) = txn.get_untouched(ctx.db(), key) else {
+        return Err(errors::err(errors::NO_SUCH_KEY));
+    };
+    let idle = now_s.saturating_sub(u64::from(e.access.secs));
+    let v = &e.value;
+    let encoding = v.encoding_name(&limits);
+    let mut s = format!(
+        "Value at:{:p} refcount:1 encoding:{encoding} serializedlength:{} lru:{} lru_seconds_idle:{idle}",
+        v as *const Value,
+        crate::rdb_value::serialized_length(v, &limits),
+        u64::from(e.access.secs) & LRU_MASK,
+    );
+    if let Value::List(l) = v {
+        let nodes = crate::rdb_value::list_nodes(l, &limits).max(1);
+        let bytes: usize = l.iter().map(|i| i.len()).sum();
+        s.push_str(&format!(
+            " ql_nodes:{nodes} ql_avg_node:{:.2} ql_listpack_max:{} ql_compressed:0 ql_uncompressed_size:{bytes}",
+            l.len() as f64 / nodes as f64,
+            limits.list_size,
+        ));
+    }
+    Ok(Frame::Simple(Bytes::from(s)))
+}
+
+fn digest(ctx: &mut Ctx<'_>) -> Reply {
+    let mut txn = crate::dispatch::lock(ctx.shared, true, std::iter::empty())?;
+    let now = txn.now_ms;
+    let dbs = ctx.shared.store.keyspace.num_dbs();
+    let mut total = [0u8; 20];
+    for db in 0..dbs {
+        let mut keys: Vec<(Bytes, durakv_engine::db::Entry)> = Vec::new();
+        for shard in txn.shards_mut() {
+            keys.extend(
+                shard.dbs[db]
+                    .iter()
+                    .filter(|(_, e)| !e.is_expired(now))
+                    .map(|(k, e)| (k.clone(), e.clone())),
+            );
+        }
+        if keys.is_empty() {
+            continue;
+        }
+        crate::digest::begin_db(&mut total, db);
+        for (k, e) in &keys {
+            crate::digest::add_key(&mut total, k, e);
+        }
+    }
+    Ok(Frame::Simple(Bytes::from(crate::digest::hex(&total))))
+}
+
+fn digest_values(ctx: &mut Ctx<'_>, keys: &[Bytes]) -> Reply {
+    let mut txn = crate::dispatch::lock(ctx.shared, false, keys.iter().map(|k| &k[..]))?;
+    let db = ctx.db();
+    let out = keys
+        .iter()
+        .map(|k| {
+            let d = txn.get(db, k).map(crate::digest::value).unwrap_or([0; 20]);
+            Frame::Simple(Bytes::from(crate::digest::hex(&d)))
+        })
+        .collect();
+    Ok(Frame::Array(out))
+}
+
+/// Takes a checkpoint, loads it into a scratch keyspace, and checks that
+/// it holds exactly the live data. The live keyspace is not swapped for
+/// the loaded copy: they are equal, and the log already covers every
+/// write, so replacing it would change nothing but cost a pause.
+fn reload(ctx: &mut Ctx<'_>) -> Reply {
+    let shared = ctx.shared;
+    let failed = |why: String| {
+        tracing::warn!("DEBUG RELOAD: {why}");
+        Frame::error(RELOAD_FAILED)
+    };
+    let stats = crate::checkpointer::blocking(|| {
+        crate::checkpointer::checkpoint_now(
+            shared,
+            "debug reload",
+            crate::checkpointer::Pace::Foreground,
+        )
+    })
+    .map_err(|e| failed(e.to_string()))?;
+    let live = &shared.store.keyspace;
+    let scratch = Keyspace::new(live.num_dbs(), live.num_shards());
+    let cp = &shared.store.checkpointer;
+    durakv_engine::checkpoint::load_into(cp.fs(), &stats.path, &scratch, 1)
+        .map_err(|e| failed(e.to_string()))?;
+    let mut txn = crate::dispatch::lock(shared, true, std::iter::empty())?;
+    let now = txn.now_ms;
+    let mut mismatches = 0usize;
+    for (i, shard) in txn.shards_mut().enumerate() {
+        let copy = scratch.shard(i).lock();
+        for (db, live_db) in shard.dbs.iter().enumerate() {
+            let loaded = &copy.dbs[db];
+            let alive = live_db.iter().filter(|(_, e)| !e.is_expired(now));
+            for (k, e) in alive {
+                match loaded.peek(k) {
+                    Some(c) if c.value == e.value && c.expire_at_ms == e.expire_at_ms => {}
+                    _ => mismatches += 1,
+                }
+            }
+        }
+    }
+    if mismatches > 0 {
+        // Writes between the checkpoint and the comparison also land here.
+        return Err(failed(format!(
+            "{mismatches} keys differ from the checkpoint"
+        )));
+    }
+    Ok(Frame::ok())
+}
