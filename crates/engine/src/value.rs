@@ -1,5 +1,6 @@
 //! The data types a key can hold, and the names Redis reports for them.
 
+use crate::stream::Stream;
 use crate::zset::ZSet;
 use bytes::Bytes;
 use indexmap::{IndexMap, IndexSet};
@@ -70,6 +71,7 @@ pub enum Value {
     List(ListValue),
     Set(SetValue),
     ZSet(ZSet),
+    Stream(Box<Stream>),
 }
 
 /// The type of a value, as `TYPE` and `SCAN ... TYPE` name it.
@@ -80,6 +82,7 @@ pub enum ValueType {
     List,
     Set,
     ZSet,
+    Stream,
 }
 
 impl ValueType {
@@ -90,6 +93,7 @@ impl ValueType {
             ValueType::List => "list",
             ValueType::Set => "set",
             ValueType::ZSet => "zset",
+            ValueType::Stream => "stream",
         }
     }
 
@@ -100,6 +104,7 @@ impl ValueType {
             b"list" => ValueType::List,
             b"set" => ValueType::Set,
             b"zset" => ValueType::ZSet,
+            b"stream" => ValueType::Stream,
             _ => return None,
         })
     }
@@ -113,6 +118,7 @@ impl Value {
             Value::List(_) => ValueType::List,
             Value::Set(_) => ValueType::Set,
             Value::ZSet(_) => ValueType::ZSet,
+            Value::Stream(_) => ValueType::Stream,
         }
     }
 
@@ -151,6 +157,13 @@ impl Value {
         }
     }
 
+    pub fn as_stream(&self) -> Option<&Stream> {
+        match self {
+            Value::Stream(s) => Some(s),
+            _ => None,
+        }
+    }
+
     pub fn new_hash() -> Value {
         Value::Hash(HashValue::default())
     }
@@ -167,6 +180,8 @@ impl Value {
             Value::List(l) => l.is_empty(),
             Value::Set(s) => s.is_empty(),
             Value::ZSet(z) => z.is_empty(),
+            // An empty stream keeps its last ID and groups: it stays.
+            Value::Stream(_) => false,
         }
     }
 
@@ -182,6 +197,7 @@ impl Value {
             Value::List(l) => l.iter().map(|v| v.len() + 24).sum(),
             Value::Set(s) => s.iter().map(|v| v.len() + PER_ELEMENT_OVERHEAD).sum(),
             Value::ZSet(z) => z.iter().map(|(m, _)| 2 * m.len() + 80).sum(),
+            Value::Stream(s) => s.approx_size_bytes(),
         }
     }
 
@@ -236,6 +252,7 @@ impl Value {
                     "skiplist"
                 }
             }
+            Value::Stream(_) => "stream",
         }
     }
 }
