@@ -444,11 +444,15 @@ fn apply_key_op(d: &mut Db, key: &Bytes, op: &KeyOp, now_ms: u64) -> Result<(), 
         }
         KeyOp::Stream(op) => {
             let e = if op.creates() {
-                collection(d, key, now_ms, || {
-                    Value::Stream(Box::default())
-                })
+                collection(d, key, now_ms, || Value::Stream(Box::default()))
             } else {
-                d.get_mut(key, now_ms).ok_or("no such key")?
+                match d.get_mut(key, now_ms) {
+                    Some(e) => e,
+                    // Removing from a missing stream removes nothing, as
+                    // HDEL or LPOP on a missing key.
+                    None if op.only_removes() => return Ok(()),
+                    None => return Err("no such key"),
+                }
             };
             let Value::Stream(s) = &mut e.value else {
                 return Err(WRONG_TYPE);

@@ -43,10 +43,10 @@ impl StreamId {
     pub fn prev(self) -> Option<StreamId> {
         match self.seq.checked_sub(1) {
             Some(seq) => Some(StreamId { ms: self.ms, seq }),
-            None => self.ms.checked_sub(1).map(|ms| StreamId {
-                ms,
-                seq: u64::MAX,
-            }),
+            None => self
+                .ms
+                .checked_sub(1)
+                .map(|ms| StreamId { ms, seq: u64::MAX }),
         }
     }
 
@@ -218,13 +218,13 @@ impl Node {
     }
 
     fn same_fields(&self, fields: &[(Bytes, Bytes)]) -> bool {
-        self.master.len() == fields.len() && self.master.iter().zip(fields).all(|(m, (f, _))| m == f)
+        self.master.len() == fields.len()
+            && self.master.iter().zip(fields).all(|(m, (f, _))| m == f)
     }
 
     fn push(&mut self, base: StreamId, id: StreamId, fields: &[(Bytes, Bytes)]) {
         let same = self.same_fields(fields);
-        self.buf
-            .push(if same { FLAG_SAME_FIELDS } else { 0 });
+        self.buf.push(if same { FLAG_SAME_FIELDS } else { 0 });
         put_varint(&mut self.buf, id.ms - base.ms);
         put_varint(&mut self.buf, id.seq);
         if same {
@@ -469,7 +469,8 @@ impl Stream {
     }
 
     pub fn last_entry(&self) -> Option<StreamEntry> {
-        self.range(StreamId::MIN, StreamId::MAX, Some(1), true).pop()
+        self.range(StreamId::MIN, StreamId::MAX, Some(1), true)
+            .pop()
     }
 
     /// Redis's recorded first entry ID: the first live one, 0-0 when empty.
@@ -659,7 +660,10 @@ mod tests {
     use super::*;
 
     fn f(v: &str) -> Vec<(Bytes, Bytes)> {
-        vec![(Bytes::from_static(b"f"), Bytes::copy_from_slice(v.as_bytes()))]
+        vec![(
+            Bytes::from_static(b"f"),
+            Bytes::copy_from_slice(v.as_bytes()),
+        )]
     }
 
     fn id(ms: u64) -> StreamId {
@@ -709,14 +713,10 @@ mod tests {
         assert_eq!(s.first_id(), id(2));
         assert_eq!(s.max_deleted_id, id(1));
         // Approximate: whole nodes only.
-        let (cut, n) = s
-            .plan_trim(TrimStrategy::MaxLen(55), true, 0)
-            .unwrap();
-        assert_eq!((cut, n), (id(41), 39));
-        let (cut, n) = s
-            .plan_trim(TrimStrategy::MaxLen(55), false, 0)
-            .unwrap();
-        assert_eq!((cut, n), (id(46), 44));
+        let (cut, n) = s.plan_trim(TrimStrategy::MaxLen(55), true, 0).unwrap();
+        assert_eq!((cut, n), (StreamId::new(40, 1), 39));
+        let (cut, n) = s.plan_trim(TrimStrategy::MaxLen(55), false, 0).unwrap();
+        assert_eq!((cut, n), (StreamId::new(45, 1), 44));
         assert_eq!(s.remove_before(cut), 44);
         assert_eq!(s.len(), 55);
         assert_eq!(s.first_id(), id(46));

@@ -395,7 +395,11 @@ mod tests {
             &[(b("f"), b("v"))],
             NodeLimits::default(),
         );
-        s.add(StreamId::new(2, 5), &[(b("g"), b("w"))], NodeLimits::default());
+        s.add(
+            StreamId::new(2, 5),
+            &[(b("g"), b("w"))],
+            NodeLimits::default(),
+        );
         s.delete(StreamId::new(1, 0));
         let mut g = Group::new(StreamId::new(2, 5), 2);
         g.pend(

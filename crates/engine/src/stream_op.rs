@@ -25,7 +25,9 @@ pub enum StreamOp {
         limits: NodeLimits,
     },
     /// Removes every entry below `cutoff` (XTRIM and XADD's trim, resolved).
-    Trim { cutoff: StreamId },
+    Trim {
+        cutoff: StreamId,
+    },
     Delete(Vec<StreamId>),
     /// XSETID.
     SetId {
@@ -43,13 +45,18 @@ pub enum StreamOp {
         last_id: StreamId,
         entries_read: i64,
     },
-    GroupDestroy { group: Bytes },
+    GroupDestroy {
+        group: Bytes,
+    },
     ConsumerCreate {
         group: Bytes,
         consumer: Bytes,
         time: u64,
     },
-    ConsumerDelete { group: Bytes, consumer: Bytes },
+    ConsumerDelete {
+        group: Bytes,
+        consumer: Bytes,
+    },
     /// XREADGROUP: the consumer is seen at `time`; `new` entries become
     /// pending for it (unless `noack`) and move the group to `last`;
     /// `history` entries it re-read count one more delivery.
@@ -62,7 +69,10 @@ pub enum StreamOp {
         last: Option<(StreamId, i64)>,
         history: Vec<StreamId>,
     },
-    Ack { group: Bytes, ids: Vec<StreamId> },
+    Ack {
+        group: Bytes,
+        ids: Vec<StreamId>,
+    },
     /// XCLAIM/XAUTOCLAIM: `claimed` become the consumer's with these
     /// details, `dropped` (deleted from the stream) leave the PEL.
     Claim {
@@ -78,6 +88,18 @@ pub enum StreamOp {
 impl StreamOp {
     pub fn creates(&self) -> bool {
         matches!(self, StreamOp::Create | StreamOp::Add { .. })
+    }
+
+    /// Removals: applied to a missing key they do nothing.
+    pub fn only_removes(&self) -> bool {
+        matches!(
+            self,
+            StreamOp::Trim { .. }
+                | StreamOp::Delete(_)
+                | StreamOp::Ack { .. }
+                | StreamOp::GroupDestroy { .. }
+                | StreamOp::ConsumerDelete { .. }
+        )
     }
 }
 

@@ -3,7 +3,9 @@
 //! Claims are logged with the delivery time and count each entry ends up
 //! with, and the entries dropped from the PEL because the stream lost them.
 
-use super::streams::{entry_frame, id_frame, parse_id, range_bound, read_stream, stream_op, strict_id};
+use super::streams::{
+    entry_frame, id_frame, parse_id, range_bound, read_stream, stream_op, strict_id,
+};
 use super::subcommands::{find_sub, help, note_subcommand, sub, SubSpec};
 use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Keys, Reply, FIRST_KEY};
 use crate::errors;
@@ -170,7 +172,14 @@ fn xgroup(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
             if !exists {
                 return Ok(Frame::Integer(0));
             }
-            stream_op(txn, db, key, StreamOp::GroupDestroy { group: group.clone() })?;
+            stream_op(
+                txn,
+                db,
+                key,
+                StreamOp::GroupDestroy {
+                    group: group.clone(),
+                },
+            )?;
             Ok(Frame::Integer(1))
         }
         "createconsumer" => {
@@ -232,9 +241,17 @@ fn xack(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     Ok(Frame::Integer(n))
 }
 
-fn group_of<'t>(txn: &'t mut Txn<'_>, db: usize, key: &Bytes, group: &Bytes) -> Result<(&'t Stream, &'t Group), Frame> {
+fn group_of<'t>(
+    txn: &'t mut Txn<'_>,
+    db: usize,
+    key: &Bytes,
+    group: &Bytes,
+) -> Result<(&'t Stream, &'t Group), Frame> {
     let s = read_stream(txn, db, key)?.ok_or_else(|| no_key_or_group(key, group))?;
-    let g = s.groups.get(group).ok_or_else(|| no_key_or_group(key, group))?;
+    let g = s
+        .groups
+        .get(group)
+        .ok_or_else(|| no_key_or_group(key, group))?;
     Ok((s, g))
 }
 
@@ -340,7 +357,8 @@ fn xclaim(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
         i += 1;
     }
     let now = now_ms();
-    let (mut delivery_time, mut retry, mut force, mut justid, mut last_id) = (now, None, false, false, None);
+    let (mut delivery_time, mut retry, mut force, mut justid, mut last_id) =
+        (now, None, false, false, None);
     while i < args.len() {
         let more = i + 1 < args.len();
         let a = &args[i];
@@ -453,7 +471,7 @@ fn xautoclaim(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     while i < args.len() {
         if is(&args[i], "count") && i + 1 < args.len() {
             count = arg_i64(&args[i + 1])?;
-            if count < 1 || count > i64::MAX / ATTEMPTS_FACTOR {
+            if !(1..=i64::MAX / ATTEMPTS_FACTOR).contains(&count) {
                 return Err(errors::err("ERR COUNT must be > 0"));
             }
             i += 2;
@@ -483,7 +501,11 @@ fn xautoclaim(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
         claimed.push(Claimed {
             id: *id,
             delivery_time: now,
-            delivery_count: if justid { p.delivery_count } else { p.delivery_count + 1 },
+            delivery_count: if justid {
+                p.delivery_count
+            } else {
+                p.delivery_count + 1
+            },
         });
         if justid {
             reply.push(id_frame(*id));
@@ -514,5 +536,9 @@ fn xautoclaim(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
         };
         stream_op(txn, db, key, op)?;
     }
-    Ok(Frame::Array(vec![id_frame(next), Frame::Array(reply), deleted]))
+    Ok(Frame::Array(vec![
+        id_frame(next),
+        Frame::Array(reply),
+        deleted,
+    ]))
 }

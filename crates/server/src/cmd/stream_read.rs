@@ -84,9 +84,8 @@ fn parse(args: &[Bytes], grouped: bool) -> Result<Request, Frame> {
         let a = &args[i];
         let more = args.len() - i - 1;
         if is(a, "block") && more >= 1 {
-            let ms = parse_i64(&args[i + 1]).ok_or_else(|| {
-                errors::err("ERR timeout is not an integer or out of range")
-            })?;
+            let ms = parse_i64(&args[i + 1])
+                .ok_or_else(|| errors::err("ERR timeout is not an integer or out of range"))?;
             if ms < 0 {
                 return Err(errors::err("ERR timeout is negative"));
             }
@@ -117,7 +116,7 @@ fn parse(args: &[Bytes], grouped: bool) -> Result<Request, Frame> {
         return Err(super::syntax());
     };
     let rest = &args[at..];
-    if rest.len() % 2 != 0 {
+    if !rest.len().is_multiple_of(2) {
         return Err(Frame::error(format!(
             "ERR Unbalanced '{name}' list of streams: for each stream key an ID or '$' must be specified."
         )));
@@ -137,7 +136,12 @@ fn parse(args: &[Bytes], grouped: bool) -> Result<Request, Frame> {
 
 fn reply(ctx: &Ctx<'_>, served: Vec<(Bytes, Frame)>) -> Frame {
     if super::resp3(ctx) {
-        Frame::Map(served.into_iter().map(|(k, v)| (Frame::Bulk(k), v)).collect())
+        Frame::Map(
+            served
+                .into_iter()
+                .map(|(k, v)| (Frame::Bulk(k), v))
+                .collect(),
+        )
     } else {
         Frame::Array(
             served
@@ -395,22 +399,18 @@ impl Serve for BlockedRead {
             };
         };
         match read_stream(txn, db, key) {
-            Ok(Some(s)) => match s.groups.get(&g.group) {
-                None => {
-                    return Served::Reply(errors::err(
+            Ok(Some(s)) => {
+                match s.groups.get(&g.group) {
+                    None => return Served::Reply(errors::err(
                         "NOGROUP the consumer group this client was blocked on no longer exists",
-                    ))
+                    )),
+                    Some(group) if entries_after(s, group.last_id, Some(1)).is_empty() => {
+                        return Served::Skip
+                    }
+                    Some(_) => {}
                 }
-                Some(group) if entries_after(s, group.last_id, Some(1)).is_empty() => {
-                    return Served::Skip
-                }
-                Some(_) => {}
-            },
-            _ => {
-                return Served::Reply(errors::err(
-                    "UNBLOCKED the stream key no longer exists",
-                ))
             }
+            _ => return Served::Reply(errors::err("UNBLOCKED the stream key no longer exists")),
         }
         match deliver(txn, db, key, g, After::New, self.count, now_ms()) {
             Ok(Some(f)) => Served::Reply(one_reply(self.resp3, key, f)),

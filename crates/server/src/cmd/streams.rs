@@ -110,7 +110,12 @@ pub(crate) fn read_stream<'t>(
     read_as(txn, db, key, Value::as_stream)
 }
 
-pub(crate) fn stream_op(txn: &mut Txn<'_>, db: usize, key: &Bytes, op: StreamOp) -> Result<(), Frame> {
+pub(crate) fn stream_op(
+    txn: &mut Txn<'_>,
+    db: usize,
+    key: &Bytes,
+    op: StreamOp,
+) -> Result<(), Frame> {
     apply(txn, db, key, KeyOp::Stream(op))
 }
 
@@ -143,7 +148,11 @@ fn xrevrange(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
 }
 
 fn range(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes], rev: bool) -> Reply {
-    let (a, b) = if rev { (&args[3], &args[2]) } else { (&args[2], &args[3]) };
+    let (a, b) = if rev {
+        (&args[3], &args[2])
+    } else {
+        (&args[2], &args[3])
+    };
     let start = range_bound(a, true)?;
     let end = range_bound(b, false)?;
     let mut count = None;
@@ -196,7 +205,12 @@ struct Trim {
 }
 
 /// Parses one trim option at `args[*i]` if there is one there.
-fn trim_option(args: &[Bytes], i: &mut usize, trim: &mut Option<Trim>, limit: &mut Option<u64>) -> Result<bool, Frame> {
+fn trim_option(
+    args: &[Bytes],
+    i: &mut usize,
+    trim: &mut Option<Trim>,
+    limit: &mut Option<u64>,
+) -> Result<bool, Frame> {
     let a = &args[*i];
     let more = args.len() - 1 - *i;
     if (is(a, "maxlen") || is(a, "minid")) && more >= 1 {
@@ -251,7 +265,13 @@ fn finish_trim(trim: Option<Trim>, limit: Option<u64>) -> Result<Option<Trim>, F
 }
 
 /// Applies `trim` to the stream at `key`; returns how many entries went.
-fn apply_trim(ctx: &Ctx<'_>, txn: &mut Txn<'_>, db: usize, key: &Bytes, trim: Trim) -> Result<u64, Frame> {
+fn apply_trim(
+    ctx: &Ctx<'_>,
+    txn: &mut Txn<'_>,
+    db: usize,
+    key: &Bytes,
+    trim: Trim,
+) -> Result<u64, Frame> {
     let limits = node_limits(ctx);
     let limit = match (trim.approx, trim.limit) {
         (true, None) => 100 * u64::from(limits.entries),
@@ -280,7 +300,9 @@ fn xtrim(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
         return Err(super::syntax());
     };
     let db = ctx.db();
-    Ok(Frame::Integer(apply_trim(ctx, txn, db, &args[1], trim)? as i64))
+    Ok(Frame::Integer(
+        apply_trim(ctx, txn, db, &args[1], trim)? as i64
+    ))
 }
 
 /// XADD's ID argument.
@@ -344,7 +366,7 @@ fn xadd(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     }
     let trim = finish_trim(trim, limit)?;
     let fields = args.len().saturating_sub(i + 1);
-    if i >= args.len() || fields == 0 || fields % 2 != 0 {
+    if i >= args.len() || fields == 0 || !fields.is_multiple_of(2) {
         return Err(errors::wrong_args("xadd"));
     }
     let want = new_id(&args[i])?;
@@ -433,14 +455,20 @@ mod tests {
     #[test]
     fn ids_parse_like_redis() {
         assert_eq!(strict_id(b"5").unwrap(), StreamId::new(5, 0));
-        assert_eq!(parse_id(b"5", u64::MAX, true).unwrap(), StreamId::new(5, u64::MAX));
+        assert_eq!(
+            parse_id(b"5", u64::MAX, true).unwrap(),
+            StreamId::new(5, u64::MAX)
+        );
         assert_eq!(strict_id(b"1-2").unwrap(), StreamId::new(1, 2));
         assert!(strict_id(b"-").is_err());
         assert!(strict_id(b"1-").is_err());
         assert!(strict_id(b"a-1").is_err());
         assert!(strict_id(b"18446744073709551616").is_err());
         assert_eq!(range_bound(b"(1-1", true).unwrap(), StreamId::new(1, 2));
-        assert_eq!(range_bound(b"(1-0", false).unwrap(), StreamId::new(0, u64::MAX));
+        assert_eq!(
+            range_bound(b"(1-0", false).unwrap(),
+            StreamId::new(0, u64::MAX)
+        );
         assert!(range_bound(b"(0-0", false).is_err());
         assert!(range_bound(b"(-", true).is_err());
     }
@@ -448,10 +476,22 @@ mod tests {
     #[test]
     fn generated_ids_follow_the_last() {
         let last = StreamId::new(10, 5);
-        assert_eq!(generate(last, NewId::Auto, 11).unwrap(), StreamId::new(11, 0));
-        assert_eq!(generate(last, NewId::Auto, 9).unwrap(), StreamId::new(10, 6));
-        assert_eq!(generate(last, NewId::Seq(10), 0).unwrap(), StreamId::new(10, 6));
-        assert_eq!(generate(last, NewId::Seq(12), 0).unwrap(), StreamId::new(12, 0));
+        assert_eq!(
+            generate(last, NewId::Auto, 11).unwrap(),
+            StreamId::new(11, 0)
+        );
+        assert_eq!(
+            generate(last, NewId::Auto, 9).unwrap(),
+            StreamId::new(10, 6)
+        );
+        assert_eq!(
+            generate(last, NewId::Seq(10), 0).unwrap(),
+            StreamId::new(10, 6)
+        );
+        assert_eq!(
+            generate(last, NewId::Seq(12), 0).unwrap(),
+            StreamId::new(12, 0)
+        );
         assert!(generate(last, NewId::Seq(9), 0).is_err());
         assert!(generate(last, NewId::Exact(last), 0).is_err());
         assert!(generate(StreamId::new(1, u64::MAX), NewId::Seq(1), 0).is_err());
