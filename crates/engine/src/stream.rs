@@ -225,7 +225,7 @@ impl Node {
     fn push(&mut self, base: StreamId, id: StreamId, fields: &[(Bytes, Bytes)]) {
         let same = self.same_fields(fields);
         self.buf.push(if same { FLAG_SAME_FIELDS } else { 0 });
-        put_varint(&mut self.buf, id.ms - base.ms);
+        put_varint(&mut self.buf, id.ms.wrapping_sub(base.ms));
         put_varint(&mut self.buf, id.seq);
         if same {
             for (_, v) in fields {
@@ -250,7 +250,7 @@ impl Node {
     fn slot(&self, base: StreamId, at: usize) -> Option<Slot> {
         let flags = *self.buf.get(at)?;
         let mut pos = at + 1;
-        let ms = base.ms + get_varint(&self.buf, &mut pos);
+        let ms = base.ms.wrapping_add(get_varint(&self.buf, &mut pos));
         let seq = get_varint(&self.buf, &mut pos);
         if flags & FLAG_SAME_FIELDS != 0 {
             for _ in 0..self.master.len() {
@@ -369,7 +369,10 @@ impl Stream {
             None => true,
             Some((_, n)) => {
                 let size: usize = fields.iter().map(|(f, v)| f.len() + v.len() + 4).sum();
-                (limits.entries > 0 && n.count >= limits.entries)
+                // After XSETID lowered the last ID below a tombstone, a new
+                // node keeps every node's IDs ascending.
+                id <= n.last
+                    || (limits.entries > 0 && n.count >= limits.entries)
                     || (limits.bytes > 0 && n.buf.len() + size > limits.bytes as usize)
             }
         };

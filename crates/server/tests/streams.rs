@@ -356,6 +356,18 @@ fn read_counters_and_lag_follow_redis() {
     assert_eq!(int(&group(c)["lag"]), 4);
 }
 
+const READ_GROUP: &[&str] = &[
+    "XREADGROUP",
+    "GROUP",
+    "g",
+    "alice",
+    "BLOCK",
+    "0",
+    "STREAMS",
+    "s",
+    ">",
+];
+
 #[test]
 fn blocked_readers_are_served_by_later_writes() {
     let srv = Server::start(&[]);
@@ -391,19 +403,10 @@ fn blocked_readers_are_served_by_later_writes() {
     // XREADGROUP `>` blocks; its delivery lands in the PEL.
     ok(c, &["XGROUP", "CREATE", "s", "g", "$"]);
     let mut group_reader = RespConn::new(srv.raw());
-    group_reader.send(&[
-        "XREADGROUP",
-        "GROUP",
-        "g",
-        "alice",
-        "BLOCK",
-        "0",
-        "STREAMS",
-        "s",
-        ">",
-    ]);
+    group_reader.send(READ_GROUP);
     blocked_count(c, 1);
-    // A delete does not serve it; an add does.
+    // A delete does not serve it (nothing new); an add does.
+    assert_eq!(q::<i64>(c, &["XDEL", "s", "1-0"]), 1);
     let _: String = q(c, &["XADD", "s", "3-0", "a", "1"]);
     let Frame::Array(streams) = group_reader.frame() else {
         panic!()
@@ -413,17 +416,7 @@ fn blocked_readers_are_served_by_later_writes() {
     assert_eq!(v.len(), 1);
     assert_eq!((v[0].0.as_str(), v[0].1.as_str()), ("3-0", "alice"));
     // Destroying the group ends the wait with NOGROUP.
-    group_reader.send(&[
-        "XREADGROUP",
-        "GROUP",
-        "g",
-        "alice",
-        "BLOCK",
-        "0",
-        "STREAMS",
-        "s",
-        ">",
-    ]);
+    group_reader.send(READ_GROUP);
     blocked_count(c, 1);
     assert_eq!(q::<i64>(c, &["XGROUP", "DESTROY", "s", "g"]), 1);
     let f = group_reader.frame();
@@ -433,17 +426,7 @@ fn blocked_readers_are_served_by_later_writes() {
     );
     // Deleting the key ends it with UNBLOCKED.
     ok(c, &["XGROUP", "CREATE", "s", "g", "$"]);
-    group_reader.send(&[
-        "XREADGROUP",
-        "GROUP",
-        "g",
-        "alice",
-        "BLOCK",
-        "0",
-        "STREAMS",
-        "s",
-        ">",
-    ]);
+    group_reader.send(READ_GROUP);
     blocked_count(c, 1);
     assert_eq!(q::<i64>(c, &["DEL", "s"]), 1);
     let f = group_reader.frame();

@@ -426,25 +426,10 @@ fn xclaim(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
             delivery_time,
             delivery_count,
         });
-        if justid {
-            reply.push(id_frame(id));
-        } else if let Some(e) = s.get(id) {
-            reply.push(entry_frame(&e));
-        }
+        reply.extend(claimed_frame(s, id, justid));
     }
     let known = g.consumers.contains_key(consumer);
     let last_id = last_id.filter(|l| *l > g.last_id);
-    if claimed.is_empty() && dropped.is_empty() && last_id.is_none() {
-        return Ok(Frame::Array(reply));
-    }
-    if !known && !claimed.is_empty() {
-        let op = StreamOp::ConsumerCreate {
-            group: group.clone(),
-            consumer: consumer.clone(),
-            time: now,
-        };
-        stream_op(txn, db, key, op)?;
-    }
     let op = StreamOp::Claim {
         group: group.clone(),
         consumer: consumer.clone(),
@@ -453,8 +438,51 @@ fn xclaim(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
         dropped,
         last_id,
     };
-    stream_op(txn, db, key, op)?;
+    record_claim(txn, db, key, known, op)?;
     Ok(Frame::Array(reply))
+}
+
+/// A claimed entry as XCLAIM/XAUTOCLAIM reply it (None: gone meanwhile).
+fn claimed_frame(s: &Stream, id: StreamId, justid: bool) -> Option<Frame> {
+    if justid {
+        Some(id_frame(id))
+    } else {
+        s.get(id).map(|e| entry_frame(&e))
+    }
+}
+
+/// Logs a claim that changes something, creating its consumer first (with
+/// its own event) when it takes entries and is new.
+fn record_claim(
+    txn: &mut Txn<'_>,
+    db: usize,
+    key: &Bytes,
+    known: bool,
+    op: StreamOp,
+) -> Result<(), Frame> {
+    let StreamOp::Claim {
+        group,
+        consumer,
+        time,
+        claimed,
+        dropped,
+        last_id,
+    } = &op
+    else {
+        return Ok(());
+    };
+    if claimed.is_empty() && dropped.is_empty() && last_id.is_none() {
+        return Ok(());
+    }
+    if !known && !claimed.is_empty() {
+        let create = StreamOp::ConsumerCreate {
+            group: group.clone(),
+            consumer: consumer.clone(),
+            time: *time,
+        };
+        stream_op(txn, db, key, create)?;
+    }
+    stream_op(txn, db, key, op)
 }
 
 fn xautoclaim(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
@@ -507,35 +535,21 @@ fn xautoclaim(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
                 p.delivery_count + 1
             },
         });
-        if justid {
-            reply.push(id_frame(*id));
-        } else if let Some(e) = s.get(*id) {
-            reply.push(entry_frame(&e));
-        }
+        reply.extend(claimed_frame(s, *id, justid));
         count -= 1;
     }
     let next = iter.next().map_or(StreamId::MIN, |(id, _)| *id);
     let deleted = Frame::Array(dropped.iter().map(|id| id_frame(*id)).collect());
     let known = g.consumers.contains_key(consumer);
-    if !claimed.is_empty() || !dropped.is_empty() {
-        if !known && !claimed.is_empty() {
-            let op = StreamOp::ConsumerCreate {
-                group: group.clone(),
-                consumer: consumer.clone(),
-                time: now,
-            };
-            stream_op(txn, db, key, op)?;
-        }
-        let op = StreamOp::Claim {
-            group: group.clone(),
-            consumer: consumer.clone(),
-            time: now,
-            claimed,
-            dropped,
-            last_id: None,
-        };
-        stream_op(txn, db, key, op)?;
-    }
+    let op = StreamOp::Claim {
+        group: group.clone(),
+        consumer: consumer.clone(),
+        time: now,
+        claimed,
+        dropped,
+        last_id: None,
+    };
+    record_claim(txn, db, key, known, op)?;
     Ok(Frame::Array(vec![
         id_frame(next),
         Frame::Array(reply),

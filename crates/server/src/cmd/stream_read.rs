@@ -192,12 +192,6 @@ fn xread(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
             }
         }
     }
-    if !served.is_empty() {
-        return Ok(reply(ctx, served));
-    }
-    let Some(timeout) = req.block else {
-        return Ok(timeout_reply(super::resp3(ctx)));
-    };
     let keys: Vec<Bytes> = after.iter().map(|(k, _)| k.clone()).collect();
     let op = BlockedRead {
         after,
@@ -205,7 +199,24 @@ fn xread(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
         group: None,
         resp3: super::resp3(ctx),
     };
-    super::blocking::block(ctx, &keys, timeout, op)
+    reply_or_block(ctx, served, req.block, &keys, op)
+}
+
+/// What was read, or, with nothing, a wait under BLOCK or the nil reply.
+fn reply_or_block(
+    ctx: &mut Ctx<'_>,
+    served: Vec<(Bytes, Frame)>,
+    block: Option<Option<Duration>>,
+    keys: &[Bytes],
+    op: BlockedRead,
+) -> Reply {
+    if !served.is_empty() {
+        return Ok(reply(ctx, served));
+    }
+    let Some(timeout) = block else {
+        return Ok(timeout_reply(super::resp3(ctx)));
+    };
+    super::blocking::block(ctx, keys, timeout, op)
 }
 
 fn entries_after(s: &Stream, id: StreamId, count: Option<usize>) -> Vec<StreamEntry> {
@@ -348,12 +359,6 @@ fn xreadgroup(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
             served.push((key.clone(), f));
         }
     }
-    if !served.is_empty() {
-        return Ok(reply(ctx, served));
-    }
-    let Some(timeout) = req.block else {
-        return Ok(timeout_reply(super::resp3(ctx)));
-    };
     let keys: Vec<Bytes> = after.iter().map(|(k, _)| k.clone()).collect();
     let op = BlockedRead {
         after: Vec::new(),
@@ -361,7 +366,7 @@ fn xreadgroup(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
         group: Some(g),
         resp3: super::resp3(ctx),
     };
-    super::blocking::block(ctx, &keys, timeout, op)
+    reply_or_block(ctx, served, req.block, &keys, op)
 }
 
 /// A reader waiting for entries: XREAD after fixed IDs, or XREADGROUP's `>`.
