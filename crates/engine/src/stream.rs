@@ -702,6 +702,34 @@ mod tests {
     }
 
     #[test]
+    fn small_entries_share_allocations() {
+        let mut s = Stream::default();
+        let fields = [
+            (Bytes::from_static(b"sensor"), Bytes::from_static(b"7")),
+            (Bytes::from_static(b"value"), Bytes::from_static(b"21.5")),
+        ];
+        for i in 0..100_000 {
+            s.add(
+                StreamId::new(1_700_000_000_000 + i / 3, i % 3),
+                &fields,
+                NodeLimits::default(),
+            );
+        }
+        // One node (one buffer, one copy of the field names) per 100 entries.
+        assert_eq!(s.node_count(), 1000);
+        // Same fields as the node's first entry: flag, two varint ID parts
+        // and the two values with their lengths, about 10 bytes each.
+        let bytes: usize = s.nodes.values().map(|n| n.buf.len()).sum();
+        assert!(bytes < 100_000 * 12, "{bytes}");
+        assert_eq!(
+            s.get(StreamId::new(1_700_000_000_000 + 33_333, 0))
+                .unwrap()
+                .fields,
+            fields
+        );
+    }
+
+    #[test]
     fn deletes_and_trims() {
         let mut s = Stream::default();
         let lim = NodeLimits {
