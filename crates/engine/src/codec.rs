@@ -193,7 +193,7 @@ fn value_len(v: &Value) -> u64 {
     1 + U32
         + match v {
             Value::Str(s) => return 1 + bytes(s),
-            Value::Hash(h) => h.iter().map(|(f, v)| bytes(f) + bytes(v)).sum::<u64>(),
+            Value::Hash(h) => h.slices().map(|(f, v)| bytes(f) + bytes(v)).sum::<u64>(),
             Value::List(l) => l.iter().map(|b| bytes(b)).sum(),
             Value::Set(s) => s.iter().map(|b| bytes(b)).sum(),
             Value::ZSet(z) => z.iter().map(|(m, _)| 8 + bytes(m)).sum(),
@@ -361,7 +361,7 @@ pub fn encode_value(v: &Value, out: &mut Vec<u8>) {
         Value::Hash(h) => {
             out.push(tag::V_HASH);
             put_u32(out, h.len() as u32);
-            for (f, val) in h {
+            for (f, val) in h.slices() {
                 put_bytes(out, f);
                 put_bytes(out, val);
             }
@@ -376,7 +376,7 @@ pub fn encode_value(v: &Value, out: &mut Vec<u8>) {
         Value::Set(s) => {
             out.push(tag::V_SET);
             put_u32(out, s.len() as u32);
-            for m in s {
+            for m in s.iter() {
                 put_bytes(out, m);
             }
         }
@@ -640,10 +640,15 @@ pub fn decode_value(r: &mut Reader<'_>) -> Result<Value, DecodeError> {
         tag::V_STR => Value::Str(r.bytes()?),
         tag::V_HASH => {
             let n = r.count(8)?;
-            let mut h = crate::value::HashValue::with_capacity_and_hasher(n, Default::default());
+            let mut pairs = Vec::with_capacity(n);
+            let mut bytes = 0;
             for _ in 0..n {
-                h.insert(r.bytes()?, r.bytes()?);
+                let (f, v) = (r.bytes()?, r.bytes()?);
+                bytes += f.len() + v.len();
+                pairs.push((f, v));
             }
+            let mut h = crate::value::HashValue::with_capacity(n, bytes);
+            h.extend_counting(pairs);
             Value::Hash(h)
         }
         tag::V_LIST => {
@@ -660,7 +665,7 @@ pub fn decode_value(r: &mut Reader<'_>) -> Result<Value, DecodeError> {
             for _ in 0..n {
                 s.insert(r.bytes()?);
             }
-            Value::Set(s)
+            Value::Set(Box::new(s))
         }
         tag::V_ZSET => {
             let n = r.count(12)?;
@@ -669,7 +674,7 @@ pub fn decode_value(r: &mut Reader<'_>) -> Result<Value, DecodeError> {
                 let s = r.score()?;
                 z.insert(r.bytes()?, s);
             }
-            Value::ZSet(z)
+            Value::ZSet(Box::new(z))
         }
         tag::V_STREAM => Value::Stream(Box::new(crate::stream_codec::decode_stream(r)?)),
         _ => return r.fail("unknown value type"),
@@ -709,7 +714,7 @@ mod tests {
                 1,
                 b("z"),
                 KeyOp::Restore {
-                    value: Value::ZSet(z),
+                    value: Value::ZSet(Box::new(z)),
                     expire_at_ms: 5,
                 },
             ),

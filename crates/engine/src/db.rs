@@ -33,6 +33,14 @@ impl Entry {
     }
 }
 
+/// A key as the map keeps it: in an allocation of its own. The caller's
+/// handle usually shares its allocation with the request or the logged
+/// mutation, and keeping a share would cost a reference-count block per key
+/// for as long as the key lives.
+fn own(key: &Bytes) -> Bytes {
+    Bytes::copy_from_slice(key)
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct Db {
     map: IndexMap<Bytes, Entry, HashBuilder>,
@@ -83,9 +91,11 @@ impl Db {
         make: fn() -> Value,
     ) -> &mut Entry {
         self.expire_if_due(key, now_ms);
-        self.map
-            .entry(key.clone())
-            .or_insert_with(|| Entry::new(make()))
+        let i = match self.map.get_index_of(&key[..]) {
+            Some(i) => i,
+            None => self.map.insert_full(own(key), Entry::new(make())).0,
+        };
+        &mut self.map[i]
     }
 
     /// Reads without expiring (for checkpoints and debugging).
@@ -137,12 +147,19 @@ impl Db {
     }
 
     pub fn insert(&mut self, key: Bytes, entry: Entry) -> Option<Entry> {
-        if entry.expire_at_ms != 0 {
-            self.volatile.insert(key.clone());
+        let volatile = entry.expire_at_ms != 0;
+        let (i, old) = match self.map.get_index_of(&key[..]) {
+            Some(i) => (i, Some(std::mem::replace(&mut self.map[i], entry))),
+            None => (self.map.insert_full(own(&key), entry).0, None),
+        };
+        if volatile {
+            if let Some((k, _)) = self.map.get_index(i) {
+                self.volatile.insert(k.clone());
+            }
         } else if !self.volatile.is_empty() {
-            self.volatile.swap_remove(&key);
+            self.volatile.swap_remove(&key[..]);
         }
-        self.map.insert(key, entry)
+        old
     }
 
     /// Removes `key`, remembering the removed write's LSN as a miss dependency.

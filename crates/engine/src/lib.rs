@@ -28,6 +28,7 @@ pub mod codec;
 pub mod db;
 pub mod durability;
 pub mod functions;
+pub mod hash;
 pub mod io;
 pub mod keyspace;
 pub mod lock;

@@ -17,7 +17,6 @@ pub use crate::functions::FunctionOp;
 use crate::shard::Shard;
 pub use crate::stream_op::StreamOp;
 use crate::value::{ListValue, Value};
-use crate::zset::ZSet;
 use bytes::{Bytes, BytesMut};
 
 /// What happens to an existing TTL when a string is written.
@@ -213,6 +212,20 @@ impl Mutation {
     }
 }
 
+/// Values up to this long are copied into the keyspace rather than shared
+/// with the logged mutation: a shared handle costs a reference-count block
+/// per value for as long as it lives, which for small values is a large
+/// part of their size. Larger ones are shared, so they are never copied.
+const OWN_MAX_BYTES: usize = 4096;
+
+fn owned(b: &Bytes) -> Bytes {
+    if b.len() <= OWN_MAX_BYTES {
+        Bytes::copy_from_slice(b)
+    } else {
+        b.clone()
+    }
+}
+
 fn err(db: u32, key: &[u8], op: &KeyOp, reason: &'static str) -> ApplyError {
     ApplyError {
         db,
@@ -247,7 +260,7 @@ fn apply_key_op(d: &mut Db, key: &Bytes, op: &KeyOp, now_ms: u64) -> Result<(), 
             d.insert(
                 key.clone(),
                 Entry {
-                    value: Value::Str(value.clone()),
+                    value: Value::Str(owned(value)),
                     expire_at_ms,
                     lsn: 0,
                 },
@@ -310,9 +323,7 @@ fn apply_key_op(d: &mut Db, key: &Bytes, op: &KeyOp, now_ms: u64) -> Result<(), 
             let Value::Hash(h) = &mut e.value else {
                 return Err(WRONG_TYPE);
             };
-            for (f, v) in pairs {
-                h.insert(f.clone(), v.clone());
-            }
+            h.extend_counting(pairs.iter().cloned());
         }
         KeyOp::HDel(fields) => {
             if let Some(e) = d.get_mut(key, now_ms) {
@@ -332,9 +343,9 @@ fn apply_key_op(d: &mut Db, key: &Bytes, op: &KeyOp, now_ms: u64) -> Result<(), 
             };
             for it in items {
                 if *left {
-                    l.push_front(it.clone());
+                    l.push_front(owned(it));
                 } else {
-                    l.push_back(it.clone());
+                    l.push_back(owned(it));
                 }
             }
         }
@@ -358,7 +369,7 @@ fn apply_key_op(d: &mut Db, key: &Bytes, op: &KeyOp, now_ms: u64) -> Result<(), 
                 return Err(WRONG_TYPE);
             };
             let i = list_index(l.len(), *index).ok_or("index out of range")?;
-            l[i] = item.clone();
+            l[i] = owned(item);
         }
         KeyOp::LRem { count, item } => {
             if let Some(e) = d.get_mut(key, now_ms) {
@@ -395,7 +406,7 @@ fn apply_key_op(d: &mut Db, key: &Bytes, op: &KeyOp, now_ms: u64) -> Result<(), 
                 };
                 if let Some(pos) = l.iter().position(|x| x == pivot) {
                     let at = if *before { pos } else { pos + 1 };
-                    l.insert(at, item.clone());
+                    l.insert(at, owned(item));
                 }
             }
         }
@@ -405,7 +416,7 @@ fn apply_key_op(d: &mut Db, key: &Bytes, op: &KeyOp, now_ms: u64) -> Result<(), 
                 return Err(WRONG_TYPE);
             };
             for m in members {
-                s.insert(m.clone());
+                s.insert(owned(m));
             }
         }
         KeyOp::SRem(members) => {
@@ -420,7 +431,7 @@ fn apply_key_op(d: &mut Db, key: &Bytes, op: &KeyOp, now_ms: u64) -> Result<(), 
             }
         }
         KeyOp::ZAdd(pairs) => {
-            let e = collection(d, key, now_ms, || Value::ZSet(ZSet::default()));
+            let e = collection(d, key, now_ms, || Value::ZSet(Box::default()));
             let Value::ZSet(z) = &mut e.value else {
                 return Err(WRONG_TYPE);
             };
@@ -428,7 +439,7 @@ fn apply_key_op(d: &mut Db, key: &Bytes, op: &KeyOp, now_ms: u64) -> Result<(), 
                 if score.is_nan() {
                     return Err("NaN score");
                 }
-                z.insert(m.clone(), *score);
+                z.insert(owned(m), *score);
             }
         }
         KeyOp::ZRem(members) => {

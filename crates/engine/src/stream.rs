@@ -209,7 +209,11 @@ struct Slot {
 impl Node {
     fn new(first: &[(Bytes, Bytes)]) -> Node {
         Node {
-            master: first.iter().map(|(f, _)| f.clone()).collect(),
+            // Copied: a slice of the request would keep all of it alive.
+            master: first
+                .iter()
+                .map(|(f, _)| Bytes::copy_from_slice(f))
+                .collect(),
             buf: Vec::new(),
             count: 0,
             live: 0,

@@ -1,13 +1,13 @@
 //! The data types a key can hold, and the names Redis reports for them.
 
+pub use crate::hash::HashValue;
 use crate::stream::Stream;
 use crate::zset::ZSet;
 use bytes::Bytes;
-use indexmap::{IndexMap, IndexSet};
+use indexmap::IndexSet;
 use std::collections::VecDeque;
 
 pub type HashBuilder = ahash::RandomState;
-pub type HashValue = IndexMap<Bytes, Bytes, HashBuilder>;
 pub type SetValue = IndexSet<Bytes, HashBuilder>;
 pub type ListValue = VecDeque<Bytes>;
 
@@ -69,8 +69,10 @@ pub enum Value {
     Str(Bytes),
     Hash(HashValue),
     List(ListValue),
-    Set(SetValue),
-    ZSet(ZSet),
+    // Boxed: every key's entry is as large as the largest variant, and most
+    // keys are strings or small hashes.
+    Set(Box<SetValue>),
+    ZSet(Box<ZSet>),
     Stream(Box<Stream>),
 }
 
@@ -169,7 +171,7 @@ impl Value {
     }
 
     pub fn new_set() -> Value {
-        Value::Set(SetValue::default())
+        Value::Set(Box::default())
     }
 
     /// True for a collection with no elements; such keys must not exist.
@@ -190,10 +192,7 @@ impl Value {
         const PER_ELEMENT_OVERHEAD: usize = 48;
         match self {
             Value::Str(s) => s.len() + 16,
-            Value::Hash(h) => h
-                .iter()
-                .map(|(k, v)| k.len() + v.len() + PER_ELEMENT_OVERHEAD)
-                .sum(),
+            Value::Hash(h) => h.heap_bytes(),
             Value::List(l) => l.iter().map(|v| v.len() + 24).sum(),
             Value::Set(s) => s.iter().map(|v| v.len() + PER_ELEMENT_OVERHEAD).sum(),
             Value::ZSet(z) => z.iter().map(|(m, _)| 2 * m.len() + 80).sum(),
@@ -215,7 +214,7 @@ impl Value {
             }
             Value::Hash(h) => {
                 let max = h
-                    .iter()
+                    .slices()
                     .map(|(k, v)| k.len().max(v.len()))
                     .max()
                     .unwrap_or(0);
@@ -313,7 +312,9 @@ mod tests {
         assert_eq!(list.encoding_name(&l), "listpack");
         l.list_size = 4;
         assert_eq!(list.encoding_name(&l), "quicklist");
-        let set = Value::Set((0..10).map(|i| Bytes::from(i.to_string())).collect());
+        let set = Value::Set(Box::new(
+            (0..10).map(|i| Bytes::from(i.to_string())).collect(),
+        ));
         assert_eq!(set.encoding_name(&l), "intset");
         l.set_intset_entries = 5;
         assert_eq!(set.encoding_name(&l), "listpack");

@@ -100,9 +100,9 @@ impl EmbeddedStore for EngineStore {
                 ..
             }) => {
                 if fields.is_empty() {
-                    h.values().cloned().collect()
+                    h.values().collect()
                 } else {
-                    fields.iter().filter_map(|f| h.get(*f).cloned()).collect()
+                    fields.iter().filter_map(|f| h.get(f)).collect()
                 }
             }
             Some(_) => return Err(wrong_type()),

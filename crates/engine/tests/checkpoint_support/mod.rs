@@ -190,14 +190,14 @@ fn random_value(rng: &mut StdRng, ty: u8) -> Value {
             for _ in 0..n {
                 s.insert(small(rng));
             }
-            Value::Set(s)
+            Value::Set(Box::new(s))
         }
         _ => {
             let mut z = ZSet::default();
             for _ in 0..n {
                 z.insert(small(rng), rng.gen_range(-100.0..100.0));
             }
-            Value::ZSet(z)
+            Value::ZSet(Box::new(z))
         }
     }
 }

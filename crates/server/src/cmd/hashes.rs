@@ -91,7 +91,7 @@ fn hsetnx(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
 fn hget(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let h = read_hash(txn, ctx.db(), &args[1])?;
     Ok(h.and_then(|h| h.get(&args[2][..]))
-        .map_or(Frame::Null, |v| Frame::Bulk(v.clone())))
+        .map_or(Frame::Null, Frame::Bulk))
 }
 
 fn hmget(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
@@ -101,7 +101,7 @@ fn hmget(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
             .iter()
             .map(|f| {
                 h.and_then(|h| h.get(&f[..]))
-                    .map_or(Frame::Null, |v| Frame::Bulk(v.clone()))
+                    .map_or(Frame::Null, Frame::Bulk)
             })
             .collect(),
     ))
@@ -111,8 +111,8 @@ fn hgetall(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let h = read_hash(txn, ctx.db(), &args[1])?;
     Ok(Frame::Map(
         h.into_iter()
-            .flatten()
-            .map(|(f, v)| (Frame::Bulk(f.clone()), Frame::Bulk(v.clone())))
+            .flat_map(|h| h.iter())
+            .map(|(f, v)| (Frame::Bulk(f), Frame::Bulk(v)))
             .collect(),
     ))
 }
@@ -122,7 +122,7 @@ fn hkeys(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     Ok(Frame::Array(
         h.into_iter()
             .flat_map(|h| h.keys())
-            .map(|f| Frame::Bulk(f.clone()))
+            .map(Frame::Bulk)
             .collect(),
     ))
 }
@@ -132,7 +132,7 @@ fn hvals(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     Ok(Frame::Array(
         h.into_iter()
             .flat_map(|h| h.values())
-            .map(|v| Frame::Bulk(v.clone()))
+            .map(Frame::Bulk)
             .collect(),
     ))
 }
@@ -169,14 +169,15 @@ fn hlen(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
 fn hstrlen(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let h = read_hash(txn, ctx.db(), &args[1])?;
     Ok(Frame::Integer(
-        h.and_then(|h| h.get(&args[2][..])).map_or(0, |v| v.len()) as i64,
+        h.and_then(|h| h.get_slice(&args[2][..]))
+            .map_or(0, |v| v.len()) as i64,
     ))
 }
 
 fn hincrby(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let db = ctx.db();
     let incr = arg_i64(&args[3])?;
-    let cur = match read_hash(txn, db, &args[1])?.and_then(|h| h.get(&args[2][..])) {
+    let cur = match read_hash(txn, db, &args[1])?.and_then(|h| h.get_slice(&args[2][..])) {
         None => 0,
         Some(v) => parse_i64(v).ok_or_else(|| Frame::error("ERR hash value is not an integer"))?,
     };
@@ -200,7 +201,7 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     if incr.is_infinite() {
         return Err(Frame::error("ERR value is NaN or Infinity"));
     }
-    let cur = match read_hash(txn, db, &args[1])?.and_then(|h| h.get(&args[2][..])) {
+    let cur = match read_hash(txn, db, &args[1])?.and_then(|h| h.get_slice(&args[2][..])) {
         None => 0.0,
         Some(v) => parse_f64(v).ok_or_else(|| Frame::error("ERR hash value is not a float"))?,
     };
@@ -235,10 +236,10 @@ fn hscan(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
         scans_whole(&e.value, &super::encoding_limits(ctx)),
         |i| {
             if let Some((f, v)) = h.get_index(i) {
-                if opts.matches(f) {
-                    items.push(Frame::Bulk(f.clone()));
+                if opts.matches(&f) {
+                    items.push(Frame::Bulk(f));
                     if !opts.novalues {
-                        items.push(Frame::Bulk(v.clone()));
+                        items.push(Frame::Bulk(v));
                     }
                 }
             }
@@ -252,7 +253,7 @@ fn hrandfield(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     if args.len() == 2 {
         let h = read_hash(txn, db, &args[1])?;
         let field = h.and_then(|h| random_position(h.len()).and_then(|i| h.get_index(i)));
-        return Ok(field.map_or(Frame::Null, |(f, _)| Frame::Bulk(f.clone())));
+        return Ok(field.map_or(Frame::Null, |(f, _)| Frame::Bulk(f)));
     }
     let count = random_count(&args[2])?;
     let withvalues = args.len() == 4;
@@ -271,11 +272,11 @@ fn hrandfield(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     Ok(if withvalues {
         pairs_reply(
             chosen
-                .map(|(f, v)| (Frame::Bulk(f.clone()), Frame::Bulk(v.clone())))
+                .map(|(f, v)| (Frame::Bulk(f), Frame::Bulk(v)))
                 .collect(),
             resp3,
         )
     } else {
-        Frame::Array(chosen.map(|(f, _)| Frame::Bulk(f.clone())).collect())
+        Frame::Array(chosen.map(|(f, _)| Frame::Bulk(f)).collect())
     })
 }

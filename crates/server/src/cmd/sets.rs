@@ -315,7 +315,7 @@ fn store(txn: &mut Txn<'_>, db: usize, dest: &Bytes, result: SetValue) -> Reply 
             db,
             dest,
             KeyOp::Restore {
-                value: Value::Set(result),
+                value: Value::Set(Box::new(result)),
                 expire_at_ms: 0,
             },
         )?;

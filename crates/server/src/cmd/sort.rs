@@ -351,7 +351,7 @@ fn lookup(txn: &mut Txn<'_>, db: usize, pattern: &[u8], element: &Bytes) -> Opti
     key.extend_from_slice(suffix);
     let value = &txn.get(db, &key)?.value;
     match field {
-        Some(f) => value.as_hash()?.get(f).cloned(),
+        Some(f) => value.as_hash()?.get(f),
         None => value.as_str().cloned(),
     }
 }

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Memory per record, durakv against Redis 7, with the same loaders.
+#
+# Each server starts fresh on a free loopback port (durakv with an empty
+# data directory; Redis with --save '' --appendonly no). Its resident set
+# (VmRSS) is read before and after a load, and the growth is divided by the
+# number of records. Two loaders, each against a fresh server:
+#   ycsb     `durakv bench ycsb load redis`: RECORDS YCSB records of ten
+#            100-byte fields (one HSET plus `ZADD _indices` per record)
+#   memtier  `durakv bench memtier`: RECORDS SETs of 128-byte values on keys
+#            memtier-0 .. memtier-(RECORDS-1)
+# MEMORY USAGE of one sample key of each load is printed beside it.
+#
+# usage: bench/memory.sh [RECORDS]          (default 200000)
+# env:   DURAKV=target/release/durakv       the server and load generator
+set -euo pipefail
+RECORDS=${1:-200000}
+cd "$(dirname "$0")/.."
+DURAKV=${DURAKV:-target/release/durakv}
+command -v redis-server >/dev/null || { echo "redis-server not found (apt-get install redis-server)"; exit 1; }
+command -v redis-cli >/dev/null || { echo "redis-cli not found (apt-get install redis-tools)"; exit 1; }
+[ -x "$DURAKV" ] || cargo build --release -q -p durakv
+
+TMP=$(mktemp -d)
+PID=
+cleanup() {
+    [ -n "$PID" ] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
+
+# start KIND PORT: starts a fresh server in the background, sets PID.
+start() {
+    local dir="$TMP/$1-$2"
+    mkdir -p "$dir"
+    if [ "$1" = durakv ]; then
+        "$DURAKV" serve --port "$2" --dir "$dir" >"$dir/log" 2>&1 &
+    else
+        redis-server --port "$2" --bind 127.0.0.1 --save '' --appendonly no --dir "$dir" \
+            >"$dir/log" 2>&1 &
+    fi
+    PID=$!
+    for _ in $(seq 100); do
+        redis-cli -p "$2" ping >/dev/null 2>&1 && return
+        sleep 0.1
+    done
+    echo "$1 did not start"; cat "$dir/log"; exit 1
+}
+
+stop() {
+    kill "$PID"; wait "$PID" 2>/dev/null || true
+    PID=
+}
+
+load() {
+    local loader=$1 port=$2
+    if [ "$loader" = ycsb ]; then
+        "$DURAKV" bench ycsb load redis -threads 8 -p recordcount="$RECORDS" \
+            -p redis.port="$port" >/dev/null
+    else
+        "$DURAKV" bench memtier -p "$port" -t 1 -c 8 --ratio 1:0 -d 128 --key-pattern P:P \
+            --key-minimum 0 --key-maximum $((RECORDS - 1)) -n allkeys --hide-histogram >/dev/null 2>&1
+    fi
+}
+
+sample_key() {
+    if [ "$1" = ycsb ]; then
+        # Only the first line is wanted: the scan's SIGPIPE is no failure.
+        { redis-cli -p "$2" --scan --pattern 'user*' || true; } | head -1
+    else
+        echo memtier-1
+    fi
+}
+
+printf '%-8s %-7s %10s %12s %14s %s\n' loader server records "rss_growth" "bytes/record" "MEMORY USAGE (sample key)"
+for loader in ycsb memtier; do
+    for kind in durakv redis; do
+        port=$(free_port)
+        start "$kind" "$port"
+        sleep 0.5
+        before=$(rss_kib "$PID")
+        load "$loader" "$port"
+        sleep 1
+        after=$(rss_kib "$PID")
+        n=$(redis-cli -p "$port" dbsize)
+        key=$(sample_key "$loader" "$port")
+        usage=$(redis-cli -p "$port" memory usage "$key")
+        growth=$(( (after - before) * 1024 ))
+        printf '%-8s %-7s %10s %12s %14s %s\n' "$loader" "$kind" "$n" "$growth" \
+            "$((growth / RECORDS))" "$usage ($key)"
+        stop
+    done
+done

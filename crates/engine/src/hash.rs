@@ -1,0 +1,449 @@
+//! The hash value: small hashes are one contiguous buffer, larger ones an
+//! indexed table.
+//!
+//! A typical record (a YCSB row is ten 100-byte fields) kept as a table
+//! costs a bucket, two `Bytes` handles and two heap blocks per field: about
+//! three times its payload. Packed, it costs its payload plus two length
+//! bytes per field, and one heap block. Lookups in a packed hash are linear,
+//! which is why it is bounded by `PACKED_MAX_ENTRIES` and
+//! `PACKED_MAX_BYTES`; past either it becomes a table for good, as Redis's
+//! listpack does. The bounds are internal: `OBJECT ENCODING` follows
+//! Redis's `hash-max-listpack-*` directives, not this representation.
+
+use bytes::Bytes;
+use indexmap::IndexMap;
+
+/// Entries a packed hash may hold.
+pub const PACKED_MAX_ENTRIES: usize = 128;
+/// Bytes a packed hash's buffer may take; a field or value longer than
+/// `PACKED_MAX_ITEM_BYTES` also makes it a table (rewriting a large buffer
+/// on every update would cost more than it saves).
+pub const PACKED_MAX_BYTES: usize = 4096;
+pub const PACKED_MAX_ITEM_BYTES: usize = 1024;
+
+type Table = IndexMap<Bytes, Bytes, crate::value::HashBuilder>;
+
+#[derive(Clone, Debug)]
+pub struct HashValue {
+    repr: Repr,
+}
+
+#[derive(Clone, Debug)]
+enum Repr {
+    /// Entries in insertion order, each `varint(len) field varint(len)
+    /// value`; `len` is the number of entries.
+    Packed {
+        buf: Box<[u8]>,
+        len: u32,
+    },
+    Table(Box<Table>),
+}
+
+impl Default for HashValue {
+    fn default() -> Self {
+        HashValue {
+            repr: Repr::Packed {
+                buf: Box::default(),
+                len: 0,
+            },
+        }
+    }
+}
+
+impl PartialEq for HashValue {
+    /// Equal as maps, whatever the representation and order.
+    fn eq(&self, other: &Self) -> bool {
+        self.len() == other.len()
+            && self
+                .slices()
+                .all(|(f, v)| other.get_slice(f).is_some_and(|o| o == v))
+    }
+}
+
+impl FromIterator<(Bytes, Bytes)> for HashValue {
+    fn from_iter<I: IntoIterator<Item = (Bytes, Bytes)>>(iter: I) -> Self {
+        let mut h = HashValue::default();
+        h.extend_counting(iter);
+        h
+    }
+}
+
+fn put_varint(out: &mut Vec<u8>, mut n: usize) {
+    while n >= 0x80 {
+        out.push((n as u8) | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
+}
+
+/// Reads a varint at `*pos`, advancing it. The buffer is only ever written
+/// by this module, so it is well formed.
+fn get_varint(buf: &[u8], pos: &mut usize) -> usize {
+    let mut n = 0usize;
+    let mut shift = 0;
+    while let Some(&b) = buf.get(*pos) {
+        *pos += 1;
+        n |= ((b & 0x7f) as usize) << shift;
+        if b & 0x80 == 0 {
+            break;
+        }
+        shift += 7;
+    }
+    n
+}
+
+fn varint_len(n: usize) -> usize {
+    let bits = usize::BITS - (n | 1).leading_zeros();
+    bits.div_ceil(7) as usize
+}
+
+/// The entries of a packed buffer, with each entry's start offset.
+struct PackedIter<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Iterator for PackedIter<'a> {
+    /// (entry start, field, value)
+    type Item = (usize, &'a [u8], &'a [u8]);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.pos >= self.buf.len() {
+            return None;
+        }
+        let start = self.pos;
+        let flen = get_varint(self.buf, &mut self.pos);
+        let f = self.buf.get(self.pos..self.pos + flen)?;
+        self.pos += flen;
+        let vlen = get_varint(self.buf, &mut self.pos);
+        let v = self.buf.get(self.pos..self.pos + vlen)?;
+        self.pos += vlen;
+        Some((start, f, v))
+    }
+}
+
+fn packed(buf: &[u8]) -> PackedIter<'_> {
+    PackedIter { buf, pos: 0 }
+}
+
+/// Fields and values of a hash as slices.
+pub struct Slices<'a> {
+    inner: IterInner<'a>,
+}
+
+impl<'a> Iterator for Slices<'a> {
+    type Item = (&'a [u8], &'a [u8]);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match &mut self.inner {
+            IterInner::Packed(it) => it.next().map(|(_, f, v)| (f, v)),
+            IterInner::Table(it) => it.next().map(|(f, v)| (&f[..], &v[..])),
+        }
+    }
+}
+
+/// Fields and values of a hash as `Bytes`: shared handles from a table,
+/// copies from a packed buffer.
+pub struct Iter<'a> {
+    inner: IterInner<'a>,
+}
+
+enum IterInner<'a> {
+    Packed(PackedIter<'a>),
+    Table(indexmap::map::Iter<'a, Bytes, Bytes>),
+}
+
+impl Iterator for Iter<'_> {
+    type Item = (Bytes, Bytes);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match &mut self.inner {
+            IterInner::Packed(it) => it
+                .next()
+                .map(|(_, f, v)| (Bytes::copy_from_slice(f), Bytes::copy_from_slice(v))),
+            IterInner::Table(it) => it.next().map(|(f, v)| (f.clone(), v.clone())),
+        }
+    }
+}
+
+impl HashValue {
+    /// An empty hash that will hold about `n` entries of `bytes` in all.
+    pub fn with_capacity(n: usize, bytes: usize) -> HashValue {
+        if n > PACKED_MAX_ENTRIES || bytes > PACKED_MAX_BYTES {
+            let t = Table::with_capacity_and_hasher(n, Default::default());
+            return HashValue {
+                repr: Repr::Table(Box::new(t)),
+            };
+        }
+        HashValue::default()
+    }
+
+    pub fn len(&self) -> usize {
+        match &self.repr {
+            Repr::Packed { len, .. } => *len as usize,
+            Repr::Table(t) => t.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether it is kept as one buffer (for tests and memory reports).
+    pub fn is_packed(&self) -> bool {
+        matches!(self.repr, Repr::Packed { .. })
+    }
+
+    pub fn get_slice(&self, field: &[u8]) -> Option<&[u8]> {
+        match &self.repr {
+            Repr::Packed { buf, .. } => packed(buf).find(|e| e.1 == field).map(|e| e.2),
+            Repr::Table(t) => t.get(field).map(|v| &v[..]),
+        }
+    }
+
+    pub fn get(&self, field: &[u8]) -> Option<Bytes> {
+        match &self.repr {
+            Repr::Packed { buf, .. } => packed(buf)
+                .find(|e| e.1 == field)
+                .map(|e| Bytes::copy_from_slice(e.2)),
+            Repr::Table(t) => t.get(field).cloned(),
+        }
+    }
+
+    pub fn contains_key(&self, field: &[u8]) -> bool {
+        self.get_slice(field).is_some()
+    }
+
+    /// The `i`th entry in iteration order (linear in a packed hash, which
+    /// is small).
+    pub fn get_index(&self, i: usize) -> Option<(Bytes, Bytes)> {
+        match &self.repr {
+            Repr::Packed { buf, .. } => packed(buf)
+                .nth(i)
+                .map(|(_, f, v)| (Bytes::copy_from_slice(f), Bytes::copy_from_slice(v))),
+            Repr::Table(t) => t.get_index(i).map(|(f, v)| (f.clone(), v.clone())),
+        }
+    }
+
+    pub fn slices(&self) -> Slices<'_> {
+        Slices {
+            inner: match &self.repr {
+                Repr::Packed { buf, .. } => IterInner::Packed(packed(buf)),
+                Repr::Table(t) => IterInner::Table(t.iter()),
+            },
+        }
+    }
+
+    pub fn iter(&self) -> Iter<'_> {
+        Iter {
+            inner: match &self.repr {
+                Repr::Packed { buf, .. } => IterInner::Packed(packed(buf)),
+                Repr::Table(t) => IterInner::Table(t.iter()),
+            },
+        }
+    }
+
+    pub fn keys(&self) -> impl Iterator<Item = Bytes> + '_ {
+        self.slices().map(|(f, _)| Bytes::copy_from_slice(f))
+    }
+
+    pub fn values(&self) -> impl Iterator<Item = Bytes> + '_ {
+        self.slices().map(|(_, v)| Bytes::copy_from_slice(v))
+    }
+
+    /// Sets `field` to `value`; true if the field is new.
+    pub fn insert(&mut self, field: Bytes, value: Bytes) -> bool {
+        self.extend_counting(std::iter::once((field, value))) == 1
+    }
+
+    /// Sets every pair, rewriting a packed buffer once; returns how many
+    /// fields were new.
+    pub fn extend_counting(&mut self, pairs: impl IntoIterator<Item = (Bytes, Bytes)>) -> usize {
+        let pairs: Vec<(Bytes, Bytes)> = pairs.into_iter().collect();
+        if let Repr::Packed { buf, len } = &mut self.repr {
+            if let Some((new_buf, new_len)) = packed_with(buf, *len as usize, &pairs) {
+                let added = new_len - *len as usize;
+                *buf = new_buf;
+                *len = new_len as u32;
+                return added;
+            }
+            self.make_table(pairs.len());
+        }
+        let Repr::Table(t) = &mut self.repr else {
+            return 0;
+        };
+        let mut added = 0;
+        for (f, v) in pairs {
+            if t.insert(f, v).is_none() {
+                added += 1;
+            }
+        }
+        added
+    }
+
+    /// Removes `field`; true if it was there. A packed hash keeps the order
+    /// of the rest; a table moves its last entry into the gap.
+    pub fn swap_remove(&mut self, field: &[u8]) -> bool {
+        match &mut self.repr {
+            Repr::Packed { buf, len } => {
+                let Some((start, end)) = packed_span(buf, field) else {
+                    return false;
+                };
+                let mut v = Vec::with_capacity(buf.len() - (end - start));
+                v.extend_from_slice(&buf[..start]);
+                v.extend_from_slice(&buf[end..]);
+                *buf = v.into_boxed_slice();
+                *len -= 1;
+                true
+            }
+            Repr::Table(t) => t.swap_remove(field).is_some(),
+        }
+    }
+
+    /// Heap bytes held, approximately (for `used_memory` and MEMORY USAGE).
+    pub fn heap_bytes(&self) -> usize {
+        match &self.repr {
+            Repr::Packed { buf, .. } => buf.len(),
+            // A bucket (hash and two handles), an index slot, and the two
+            // blocks behind the handles.
+            Repr::Table(t) => t
+                .iter()
+                .map(|(f, v)| f.len() + v.len() + 8 + 64 + 8 + 32)
+                .sum(),
+        }
+    }
+
+    fn make_table(&mut self, extra: usize) {
+        let mut t = Table::with_capacity_and_hasher(self.len() + extra, Default::default());
+        for (f, v) in self.iter() {
+            t.insert(f, v);
+        }
+        self.repr = Repr::Table(Box::new(t));
+    }
+}
+
+/// The byte span of `field`'s entry in a packed buffer.
+fn packed_span(buf: &[u8], field: &[u8]) -> Option<(usize, usize)> {
+    let mut it = packed(buf);
+    while let Some((start, f, _)) = it.next() {
+        if f == field {
+            return Some((start, it.pos));
+        }
+    }
+    None
+}
+
+/// A packed buffer with `pairs` applied (existing fields keep their place,
+/// new ones go at the end), with its entry count; None if the result
+/// would pass the packed bounds.
+fn packed_with(buf: &[u8], len: usize, pairs: &[(Bytes, Bytes)]) -> Option<(Box<[u8]>, usize)> {
+    // Later pairs win over earlier ones for the same field, as repeated
+    // inserts would.
+    let last_for = |i: usize| !pairs[i + 1..].iter().any(|p| p.0 == pairs[i].0);
+    let mut new_fields = 0;
+    let mut size = buf.len();
+    for (i, (f, v)) in pairs.iter().enumerate() {
+        if f.len() > PACKED_MAX_ITEM_BYTES || v.len() > PACKED_MAX_ITEM_BYTES {
+            return None;
+        }
+        if !last_for(i) {
+            continue;
+        }
+        let entry = varint_len(f.len()) + f.len() + varint_len(v.len()) + v.len();
+        match packed_span(buf, f) {
+            Some((start, end)) => size = size + entry - (end - start),
+            None => {
+                new_fields += 1;
+                size += entry;
+            }
+        }
+    }
+    if len + new_fields > PACKED_MAX_ENTRIES || size > PACKED_MAX_BYTES {
+        return None;
+    }
+    let value_of = |f: &[u8]| pairs.iter().rev().find(|p| p.0 == f).map(|p| &p.1);
+    let mut out = Vec::with_capacity(size);
+    let put = |out: &mut Vec<u8>, f: &[u8], v: &[u8]| {
+        put_varint(out, f.len());
+        out.extend_from_slice(f);
+        put_varint(out, v.len());
+        out.extend_from_slice(v);
+    };
+    for (_, f, v) in packed(buf) {
+        put(&mut out, f, value_of(f).map_or(v, |n| &n[..]));
+    }
+    for (i, (f, v)) in pairs.iter().enumerate() {
+        if last_for(i) && packed_span(buf, f).is_none() {
+            put(&mut out, f, v);
+        }
+    }
+    Some((out.into_boxed_slice(), len + new_fields))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn b(s: &str) -> Bytes {
+        Bytes::copy_from_slice(s.as_bytes())
+    }
+
+    #[test]
+    fn packed_hash_behaves_like_a_map() {
+        let mut h = HashValue::default();
+        assert!(h.insert(b("a"), b("1")));
+        assert!(h.insert(b("b"), b("2")));
+        assert!(!h.insert(b("a"), b("3")));
+        assert_eq!(h.len(), 2);
+        assert!(h.is_packed());
+        assert_eq!(h.get(b"a"), Some(b("3")));
+        assert_eq!(h.get(b"c"), None);
+        let order: Vec<_> = h.keys().collect();
+        assert_eq!(order, vec![b("a"), b("b")]);
+        assert!(h.swap_remove(b"a"));
+        assert!(!h.swap_remove(b"a"));
+        assert_eq!(h.len(), 1);
+        assert_eq!(h.get_index(0), Some((b("b"), b("2"))));
+    }
+
+    #[test]
+    fn repeated_fields_in_one_call_count_once_and_last_wins() {
+        let mut h = HashValue::default();
+        let n = h.extend_counting([(b("f"), b("1")), (b("g"), b("x")), (b("f"), b("2"))]);
+        assert_eq!(n, 2);
+        assert_eq!(h.get(b"f"), Some(b("2")));
+        assert_eq!(h.len(), 2);
+    }
+
+    #[test]
+    fn bounds_turn_it_into_a_table_with_the_same_contents() {
+        let mut h = HashValue::default();
+        for i in 0..PACKED_MAX_ENTRIES {
+            h.insert(b(&format!("f{i}")), b(&i.to_string()));
+        }
+        assert!(h.is_packed());
+        let before = h.clone();
+        h.insert(b("one-more"), b("x"));
+        assert!(!h.is_packed());
+        assert_eq!(h.len(), PACKED_MAX_ENTRIES + 1);
+        assert_eq!(h.get(b"f7"), Some(b("7")));
+        h.swap_remove(b"one-more");
+        assert_eq!(h, before);
+
+        let mut big = HashValue::default();
+        big.insert(b("f"), Bytes::from(vec![b'v'; PACKED_MAX_ITEM_BYTES + 1]));
+        assert!(!big.is_packed());
+    }
+
+    #[test]
+    fn long_lengths_round_trip() {
+        let mut h = HashValue::default();
+        let v = Bytes::from(vec![7u8; 300]);
+        h.insert(b("k"), v.clone());
+        h.insert(Bytes::from(vec![1u8; 200]), b(""));
+        assert_eq!(h.get(b"k"), Some(v));
+        assert_eq!(h.get(&[1u8; 200]), Some(b("")));
+        assert_eq!(varint_len(127), 1);
+        assert_eq!(varint_len(128), 2);
+    }
+}
