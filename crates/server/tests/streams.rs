@@ -505,3 +505,38 @@ fn streams_survive_a_checkpoint_and_kill_9() {
     srv.restart();
     check_recovered(&mut srv.conn());
 }
+
+#[test]
+fn a_delivery_served_while_blocked_survives_kill_9() {
+    let mut srv = Server::start(&["--durability", "full"]);
+    {
+        let c = &mut srv.conn();
+        ok(c, &["XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"]);
+        let mut reader = RespConn::new(srv.raw());
+        reader.send(READ_GROUP);
+        eventually("the reader blocks", || {
+            let info: String = q(c, &["INFO", "clients"]);
+            info.contains("blocked_clients:1")
+        });
+        let _: String = q(c, &["XADD", "s", "7-0", "f", "v"]);
+        // The reply went out, so the delivery it reports is durable.
+        let Frame::Array(streams) = reader.frame() else {
+            panic!()
+        };
+        assert_eq!(streams.len(), 1);
+    }
+    srv.kill9();
+    srv.restart();
+    let c = &mut srv.conn();
+    let v: Vec<(String, String, i64, i64)> = q(c, &["XPENDING", "s", "g", "-", "+", "10"]);
+    assert_eq!(v.len(), 1);
+    assert_eq!(
+        (v[0].0.as_str(), v[0].1.as_str(), v[0].3),
+        ("7-0", "alice", 1)
+    );
+    let groups: Vec<Vec<Value>> = q(c, &["XINFO", "GROUPS", "s"]);
+    assert_eq!(text(&groups[0][7]), "7-0", "last-delivered-id");
+    // Nothing is delivered twice.
+    let v: Value = q(c, &["XREADGROUP", "GROUP", "g", "bob", "STREAMS", "s", ">"]);
+    assert_eq!(v, Value::Nil);
+}
