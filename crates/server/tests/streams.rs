@@ -230,8 +230,13 @@ fn groups_deliver_track_pending_ack_and_claim() {
     assert_eq!(ids(&r[0].1), ["1-0", "2-0", "3-0"]);
     let r: Vec<(String, Entries)> = q(c, &["XREADGROUP", "GROUP", "g", "bob", "STREAMS", "s", ">"]);
     assert_eq!(ids(&r[0].1), ["4-0"]);
-    // Nothing new: nil.
+    // Nothing new: nil, and a consumer that got nothing is not created.
     let v: Value = q(c, &["XREADGROUP", "GROUP", "g", "bob", "STREAMS", "s", ">"]);
+    assert_eq!(v, Value::Nil);
+    let v: Value = q(
+        c,
+        &["XREADGROUP", "GROUP", "g", "nobody", "STREAMS", "s", ">"],
+    );
     assert_eq!(v, Value::Nil);
     // History: what alice holds, after the given ID.
     let r: Vec<(String, Entries)> = q(

@@ -255,6 +255,11 @@ fn deliver(
     let (frame, op) = match after {
         After::New => {
             let entries = entries_after(s, group.last_id, count);
+            if entries.is_empty() {
+                // Not served: Redis neither creates nor refreshes the
+                // consumer until it gets something.
+                return Ok(None);
+            }
             let ids: Vec<StreamId> = entries.iter().map(|e| e.id).collect();
             let last = ids.last().map(|&last| {
                 let mut read = group.entries_read;
@@ -271,7 +276,7 @@ fn deliver(
                 }
                 (last, read)
             });
-            let frame = (!entries.is_empty()).then(|| entries_frame(&entries));
+            let frame = Some(entries_frame(&entries));
             let op = StreamOp::Deliver {
                 group: g.group.clone(),
                 consumer: g.consumer.clone(),
