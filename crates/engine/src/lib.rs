@@ -40,6 +40,7 @@ mod stream_codec;
 pub mod stream_op;
 pub mod txn;
 pub mod value;
+mod varint;
 pub mod wal;
 pub mod zset;
 

@@ -12,6 +12,7 @@
 //! limits are configuration), so nothing logged depends on it: trims are
 //! logged as "everything before this ID", and equality compares content.
 
+use crate::varint::{get as get_varint, put as put_varint};
 use bytes::Bytes;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -162,32 +163,6 @@ struct Node {
     count: u32,
     live: u32,
     last: StreamId,
-}
-
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-/// Reads a varint; the buffer is written only by this module, so a short
-/// one reads as what it holds rather than failing.
-fn get_varint(buf: &[u8], pos: &mut usize) -> u64 {
-    let mut v = 0u64;
-    let mut shift = 0;
-    while let Some(&b) = buf.get(*pos) {
-        *pos += 1;
-        if shift < 64 {
-            v |= u64::from(b & 0x7f) << shift;
-        }
-        if b & 0x80 == 0 {
-            break;
-        }
-        shift += 7;
-    }
-    v
 }
 
 fn get_slice<'a>(buf: &'a [u8], pos: &mut usize) -> &'a [u8] {

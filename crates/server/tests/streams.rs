@@ -489,26 +489,30 @@ fn write_group_state(c: &mut Connection) {
     assert_eq!(q::<i64>(c, &["XDEL", "s", "4-0", "1-0"]), 2);
 }
 
-#[test]
-fn entries_and_group_state_survive_kill_9() {
+/// Writes group state, optionally checkpoints it, kills the server and
+/// checks what recovery brought back.
+fn survives_kill_9(checkpoint: bool) {
     let mut srv = Server::start(&["--durability", "full"]);
-    write_group_state(&mut srv.conn());
+    {
+        let c = &mut srv.conn();
+        write_group_state(c);
+        if checkpoint {
+            ok(c, &["SAVE"]);
+        }
+    }
     srv.kill9();
     srv.restart();
     check_recovered(&mut srv.conn());
 }
 
 #[test]
+fn entries_and_group_state_survive_kill_9() {
+    survives_kill_9(false);
+}
+
+#[test]
 fn streams_survive_a_checkpoint_and_kill_9() {
-    let mut srv = Server::start(&["--durability", "full"]);
-    {
-        let c = &mut srv.conn();
-        write_group_state(c);
-        ok(c, &["SAVE"]);
-    }
-    srv.kill9();
-    srv.restart();
-    check_recovered(&mut srv.conn());
+    survives_kill_9(true);
 }
 
 #[test]

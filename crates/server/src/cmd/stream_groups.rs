@@ -339,14 +339,19 @@ fn xpending(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     Ok(Frame::Array(out))
 }
 
+/// XCLAIM's and XAUTOCLAIM's min-idle-time (negative counts as 0).
+fn min_idle_arg(arg: &[u8], cmd: &str) -> Result<u64, Frame> {
+    let n = parse_i64(arg)
+        .ok_or_else(|| Frame::error(format!("ERR Invalid min-idle-time argument for {cmd}")))?;
+    Ok(n.max(0) as u64)
+}
+
 fn xclaim(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let (key, group, consumer) = (&args[1], &args[2], &args[3]);
     let db = ctx.db();
     // WRONGTYPE before argument errors, as Redis looks the key up first.
     read_stream(txn, db, key)?;
-    let min_idle = parse_i64(&args[4])
-        .ok_or_else(|| errors::err("ERR Invalid min-idle-time argument for XCLAIM"))?
-        .max(0) as u64;
+    let min_idle = min_idle_arg(&args[4], "XCLAIM")?;
     let mut i = 5;
     let mut ids = Vec::new();
     while i < args.len() {
@@ -489,9 +494,7 @@ fn xautoclaim(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let (key, group, consumer) = (&args[1], &args[2], &args[3]);
     let db = ctx.db();
     read_stream(txn, db, key)?;
-    let min_idle = parse_i64(&args[4])
-        .ok_or_else(|| errors::err("ERR Invalid min-idle-time argument for XAUTOCLAIM"))?
-        .max(0) as u64;
+    let min_idle = min_idle_arg(&args[4], "XAUTOCLAIM")?;
     let start = range_bound(&args[5], true)?;
     const ATTEMPTS_FACTOR: i64 = 10;
     let (mut count, mut justid) = (100i64, false);
