@@ -16,22 +16,7 @@
 set -euo pipefail
 RECORDS=${1:-200000}
 cd "$(dirname "$0")/.."
-DURAKV=${DURAKV:-target/release/durakv}
-command -v redis-server >/dev/null || { echo "redis-server not found (apt-get install redis-server)"; exit 1; }
-command -v redis-cli >/dev/null || { echo "redis-cli not found (apt-get install redis-tools)"; exit 1; }
-[ -x "$DURAKV" ] || cargo build --release -q -p durakv
-
-TMP=$(mktemp -d)
-PID=
-cleanup() {
-    [ -n "$PID" ] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null
-    rm -rf "$TMP"
-}
-trap cleanup EXIT
-
-free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
+. bench/peers.sh
 
 rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 

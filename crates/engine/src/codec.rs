@@ -471,6 +471,12 @@ impl<'a> Reader<'a> {
         })
     }
 
+    /// A length-prefixed byte string, borrowed from the payload.
+    pub fn slice(&mut self) -> Result<&'a [u8], DecodeError> {
+        let n = self.u32()? as usize;
+        self.take(n)
+    }
+
     /// A count that must be plausible for the bytes left (each element
     /// needs at least `min_elem_bytes`), so a corrupt count cannot make us
     /// allocate gigabytes.
@@ -641,15 +647,10 @@ pub fn decode_value(r: &mut Reader<'_>) -> Result<Value, DecodeError> {
         tag::V_HASH => {
             let n = r.count(8)?;
             let mut pairs = Vec::with_capacity(n);
-            let mut bytes = 0;
             for _ in 0..n {
-                let (f, v) = (r.bytes()?, r.bytes()?);
-                bytes += f.len() + v.len();
-                pairs.push((f, v));
+                pairs.push((r.slice()?, r.slice()?));
             }
-            let mut h = crate::value::HashValue::with_capacity(n, bytes);
-            h.extend_counting(pairs);
-            Value::Hash(h)
+            Value::Hash(crate::value::HashValue::from_slices(&pairs))
         }
         tag::V_LIST => {
             let n = r.count(4)?;

@@ -147,17 +147,29 @@ impl Db {
     }
 
     pub fn insert(&mut self, key: Bytes, entry: Entry) -> Option<Entry> {
+        self.insert_with(key, entry, |k| own(&k))
+    }
+
+    /// [`Db::insert`] for a key already in an allocation of its own (one
+    /// decoded from a checkpoint), which the map keeps as it is.
+    pub fn insert_owned(&mut self, key: Bytes, entry: Entry) -> Option<Entry> {
+        self.insert_with(key, entry, |k| k)
+    }
+
+    fn insert_with(&mut self, key: Bytes, entry: Entry, keep: fn(Bytes) -> Bytes) -> Option<Entry> {
         let volatile = entry.expire_at_ms != 0;
         let (i, old) = match self.map.get_index_of(&key[..]) {
             Some(i) => (i, Some(std::mem::replace(&mut self.map[i], entry))),
-            None => (self.map.insert_full(own(&key), entry).0, None),
+            None => (self.map.insert_full(keep(key), entry).0, None),
         };
         if volatile {
             if let Some((k, _)) = self.map.get_index(i) {
                 self.volatile.insert(k.clone());
             }
-        } else if !self.volatile.is_empty() {
-            self.volatile.swap_remove(&key[..]);
+        } else if old.is_some() && !self.volatile.is_empty() {
+            if let Some((k, _)) = self.map.get_index(i) {
+                self.volatile.swap_remove(&k[..]);
+            }
         }
         old
     }

@@ -162,6 +162,44 @@ impl HashValue {
         HashValue::default()
     }
 
+    /// A hash of `pairs` (distinct fields, as a checkpoint or log holds
+    /// them), built in one pass without a copy per string when it packs.
+    pub fn from_slices(pairs: &[(&[u8], &[u8])]) -> HashValue {
+        let fits = pairs.len() <= PACKED_MAX_ENTRIES
+            && pairs
+                .iter()
+                .all(|(f, v)| f.len() <= PACKED_MAX_ITEM_BYTES && v.len() <= PACKED_MAX_ITEM_BYTES);
+        let size: usize = pairs
+            .iter()
+            .map(|(f, v)| varint_len(f.len()) + f.len() + varint_len(v.len()) + v.len())
+            .sum();
+        let distinct = || {
+            pairs
+                .iter()
+                .enumerate()
+                .all(|(i, (f, _))| pairs[..i].iter().all(|(g, _)| g != f))
+        };
+        if fits && size <= PACKED_MAX_BYTES && distinct() {
+            let mut buf = Vec::with_capacity(size);
+            for (f, v) in pairs {
+                put_entry(&mut buf, f, v);
+            }
+            return HashValue {
+                repr: Repr::Packed {
+                    buf: buf.into_boxed_slice(),
+                    len: pairs.len() as u32,
+                },
+            };
+        }
+        let mut h = HashValue::with_capacity(pairs.len(), size);
+        h.extend_counting(
+            pairs
+                .iter()
+                .map(|(f, v)| (Bytes::copy_from_slice(f), Bytes::copy_from_slice(v))),
+        );
+        h
+    }
+
     pub fn len(&self) -> usize {
         match &self.repr {
             Repr::Packed { len, .. } => *len as usize,
@@ -306,6 +344,13 @@ impl HashValue {
     }
 }
 
+fn put_entry(out: &mut Vec<u8>, f: &[u8], v: &[u8]) {
+    put_varint(out, f.len());
+    out.extend_from_slice(f);
+    put_varint(out, v.len());
+    out.extend_from_slice(v);
+}
+
 /// The byte span of `field`'s entry in a packed buffer.
 fn packed_span(buf: &[u8], field: &[u8]) -> Option<(usize, usize)> {
     let mut it = packed(buf);
@@ -347,18 +392,12 @@ fn packed_with(buf: &[u8], len: usize, pairs: &[(Bytes, Bytes)]) -> Option<(Box<
     }
     let value_of = |f: &[u8]| pairs.iter().rev().find(|p| p.0 == f).map(|p| &p.1);
     let mut out = Vec::with_capacity(size);
-    let put = |out: &mut Vec<u8>, f: &[u8], v: &[u8]| {
-        put_varint(out, f.len());
-        out.extend_from_slice(f);
-        put_varint(out, v.len());
-        out.extend_from_slice(v);
-    };
     for (_, f, v) in packed(buf) {
-        put(&mut out, f, value_of(f).map_or(v, |n| &n[..]));
+        put_entry(&mut out, f, value_of(f).map_or(v, |n| &n[..]));
     }
     for (i, (f, v)) in pairs.iter().enumerate() {
         if last_for(i) && packed_span(buf, f).is_none() {
-            put(&mut out, f, v);
+            put_entry(&mut out, f, v);
         }
     }
     Some((out.into_boxed_slice(), len + new_fields))

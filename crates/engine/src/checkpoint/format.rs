@@ -449,12 +449,11 @@ pub struct DecodedEntry {
 /// Decodes the entry at `*pos` of a block body and advances `*pos` past it.
 /// `Err` carries the offset within the body and a reason.
 ///
-/// The entry's bytes are copied into one allocation that its key, fields,
-/// members and values then share (one allocation per key instead of one per
-/// string: loading is allocation-bound). The cost: that allocation lives as
-/// long as any of those strings does, so overwriting part of a loaded value
-/// frees its old bytes only when the whole key's original strings are gone;
-/// the waste is bounded by the size of the data loaded.
+/// Every string is copied out of the block: a loaded key must cost what the
+/// same key written by a client costs, and strings sharing one allocation
+/// per entry would keep all of it alive for as long as any of them lives (a
+/// packed hash copies its fields anyway, and would leave the key pinning
+/// them).
 pub fn decode_entry(body: &[u8], pos: &mut usize) -> Result<DecodedEntry, (usize, &'static str)> {
     let at = *pos;
     if body.len() - at < MIN_ENTRY_BYTES {
@@ -465,8 +464,7 @@ pub fn decode_entry(body: &[u8], pos: &mut usize) -> Result<DecodedEntry, (usize
     if len > body.len() - start || len < MIN_ENTRY_BYTES - 4 {
         return Err((at, "entry length out of range"));
     }
-    let buf = Bytes::copy_from_slice(&body[start..start + len]);
-    let mut r = Reader::shared(&buf);
+    let mut r = Reader::new(&body[start..start + len]);
     let fail = |e: codec::DecodeError| (start + e.offset, e.reason);
     let db = r.u32().map_err(fail)?;
     let key = r.bytes().map_err(fail)?;

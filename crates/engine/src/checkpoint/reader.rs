@@ -497,7 +497,10 @@ fn load_block(
             expire_at_ms: e.expire_at_ms,
             lsn: 0,
         };
-        if shard.dbs[e.db as usize].insert(e.key, entry).is_some() {
+        if shard.dbs[e.db as usize]
+            .insert_owned(e.key, entry)
+            .is_some()
+        {
             return Err(bad(entry_at, "duplicate key"));
         }
     }
