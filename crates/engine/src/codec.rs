@@ -15,6 +15,9 @@ pub const PAYLOAD_VERSION: u8 = 1;
 /// Version 2: version 1 plus mutation tag 5 (function library). Written
 /// only for payloads that hold such a mutation.
 pub const PAYLOAD_VERSION_FUNCTIONS: u8 = 2;
+/// Version 3: version 2 plus operation tag 19 (stream write) and value tag
+/// 5 (stream). Written only for payloads that hold one.
+pub const PAYLOAD_VERSION_STREAMS: u8 = 3;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("malformed payload at byte {offset}: {reason}")]
@@ -52,6 +55,7 @@ mod tag {
     pub const SREM: u8 = 16;
     pub const ZADD: u8 = 17;
     pub const ZREM: u8 = 18;
+    pub const STREAM: u8 = 19;
 
     pub const EXPIRE_CLEAR: u8 = 0;
     pub const EXPIRE_KEEP: u8 = 1;
@@ -62,17 +66,18 @@ mod tag {
     pub const V_LIST: u8 = 2;
     pub const V_SET: u8 = 3;
     pub const V_ZSET: u8 = 4;
+    pub const V_STREAM: u8 = 5;
 }
 
-fn put_u32(out: &mut Vec<u8>, v: u32) {
+pub(crate) fn put_u32(out: &mut Vec<u8>, v: u32) {
     out.extend_from_slice(&v.to_le_bytes());
 }
 
-fn put_u64(out: &mut Vec<u8>, v: u64) {
+pub(crate) fn put_u64(out: &mut Vec<u8>, v: u64) {
     out.extend_from_slice(&v.to_le_bytes());
 }
 
-fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
+pub(crate) fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
     put_u32(out, b.len() as u32);
     out.extend_from_slice(b);
 }
@@ -102,13 +107,32 @@ pub fn encode_record<'m>(
     out.push(PAYLOAD_VERSION);
     put_u32(out, count as u32);
     let mut functions = false;
+    let mut streams = false;
     for m in muts {
         functions |= m.is_function();
+        streams |= has_stream(m);
         encode_mutation(m, out);
     }
-    if functions {
+    if streams {
+        out[start] = PAYLOAD_VERSION_STREAMS;
+    } else if functions {
         out[start] = PAYLOAD_VERSION_FUNCTIONS;
     }
+}
+
+/// Whether `m` needs a version 3 payload.
+fn has_stream(m: &Mutation) -> bool {
+    matches!(
+        m,
+        Mutation::Key {
+            op: KeyOp::Stream(_)
+                | KeyOp::Restore {
+                    value: Value::Stream(_),
+                    ..
+                },
+            ..
+        }
+    )
 }
 
 /// Exactly `encode_mutation(m, ..)`'s output length, without encoding, so a
@@ -142,6 +166,11 @@ pub fn encoded_len(m: &Mutation) -> u64 {
                 KeyOp::LInsert { pivot, item, .. } => 1 + bytes(pivot) + bytes(item),
                 KeyOp::SAdd(m) | KeyOp::SRem(m) | KeyOp::ZRem(m) => list(m),
                 KeyOp::ZAdd(pairs) => U32 + pairs.iter().map(|(_, m)| U64 + bytes(m)).sum::<u64>(),
+                KeyOp::Stream(op) => {
+                    let mut v = Vec::new();
+                    crate::stream_codec::encode_op(op, &mut v);
+                    v.len() as u64
+                }
             };
             1 + U32 + bytes(key) + op_len
         }
@@ -168,6 +197,11 @@ fn value_len(v: &Value) -> u64 {
             Value::List(l) => l.iter().map(|b| bytes(b)).sum(),
             Value::Set(s) => s.iter().map(|b| bytes(b)).sum(),
             Value::ZSet(z) => z.iter().map(|(m, _)| 8 + bytes(m)).sum(),
+            Value::Stream(st) => {
+                let mut v = Vec::new();
+                crate::stream_codec::encode_stream(st, &mut v);
+                return 1 + v.len() as u64;
+            }
         }
 }
 
@@ -310,6 +344,10 @@ fn encode_op(op: &KeyOp, out: &mut Vec<u8>) {
             out.push(tag::ZREM);
             put_list(out, m);
         }
+        KeyOp::Stream(op) => {
+            out.push(tag::STREAM);
+            crate::stream_codec::encode_op(op, out);
+        }
     }
 }
 
@@ -350,6 +388,10 @@ pub fn encode_value(v: &Value, out: &mut Vec<u8>) {
                 put_bytes(out, m);
             }
         }
+        Value::Stream(st) => {
+            out.push(tag::V_STREAM);
+            crate::stream_codec::encode_stream(st, out);
+        }
     }
 }
 
@@ -387,7 +429,7 @@ impl<'a> Reader<'a> {
         self.pos
     }
 
-    fn fail<T>(&self, reason: &'static str) -> Result<T, DecodeError> {
+    pub(crate) fn fail<T>(&self, reason: &'static str) -> Result<T, DecodeError> {
         Err(DecodeError {
             offset: self.pos,
             reason,
@@ -438,7 +480,7 @@ impl<'a> Reader<'a> {
     /// A count that must be plausible for the bytes left (each element
     /// needs at least `min_elem_bytes`), so a corrupt count cannot make us
     /// allocate gigabytes.
-    fn count(&mut self, min_elem_bytes: usize) -> Result<usize, DecodeError> {
+    pub(crate) fn count(&mut self, min_elem_bytes: usize) -> Result<usize, DecodeError> {
         let n = self.u32()? as usize;
         if n.saturating_mul(min_elem_bytes) > self.buf.len() - self.pos {
             return self.fail("count exceeds payload");
@@ -451,7 +493,7 @@ impl<'a> Reader<'a> {
         (0..n).map(|_| self.bytes()).collect()
     }
 
-    fn bool(&mut self) -> Result<bool, DecodeError> {
+    pub(crate) fn bool(&mut self) -> Result<bool, DecodeError> {
         match self.u8()? {
             0 => Ok(false),
             1 => Ok(true),
@@ -471,17 +513,20 @@ impl<'a> Reader<'a> {
 /// Decodes a whole record payload.
 pub fn decode_mutations(payload: &Bytes) -> Result<Vec<Mutation>, DecodeError> {
     let mut r = Reader::shared(payload);
-    let functions = match r.u8()? {
-        PAYLOAD_VERSION => false,
-        PAYLOAD_VERSION_FUNCTIONS => true,
-        _ => return r.fail("unknown payload version"),
-    };
+    let version = r.u8()?;
+    if !(PAYLOAD_VERSION..=PAYLOAD_VERSION_STREAMS).contains(&version) {
+        return r.fail("unknown payload version");
+    }
+    let functions = version >= PAYLOAD_VERSION_FUNCTIONS;
     let n = r.count(1)?;
     let mut out = Vec::with_capacity(n);
     for _ in 0..n {
         let m = decode_mutation(&mut r)?;
         if m.is_function() && !functions {
             return r.fail("function mutation in a version 1 payload");
+        }
+        if has_stream(&m) && version < PAYLOAD_VERSION_STREAMS {
+            return r.fail("stream mutation in a payload older than version 3");
         }
         out.push(m);
     }
@@ -591,6 +636,7 @@ fn decode_op(r: &mut Reader<'_>) -> Result<KeyOp, DecodeError> {
             KeyOp::ZAdd(pairs)
         }
         tag::ZREM => KeyOp::ZRem(r.list()?),
+        tag::STREAM => KeyOp::Stream(crate::stream_codec::decode_op(r)?),
         _ => return r.fail("unknown operation tag"),
     })
 }
@@ -631,6 +677,7 @@ pub fn decode_value(r: &mut Reader<'_>) -> Result<Value, DecodeError> {
             }
             Value::ZSet(Box::new(z))
         }
+        tag::V_STREAM => Value::Stream(Box::new(crate::stream_codec::decode_stream(r)?)),
         _ => return r.fail("unknown value type"),
     })
 }

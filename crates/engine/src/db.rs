@@ -231,7 +231,12 @@ impl Db {
         self.insert_with(key, entry, |k| k)
     }
 
-    fn insert_with(&mut self, key: Bytes, mut entry: Entry, keep: fn(Bytes) -> Bytes) -> Option<Entry> {
+    fn insert_with(
+        &mut self,
+        key: Bytes,
+        mut entry: Entry,
+        keep: fn(Bytes) -> Bytes,
+    ) -> Option<Entry> {
         entry.access = self.fresh_access(self.map.get(&key[..]));
         let volatile = entry.expire_at_ms != 0;
         let (i, old) = match self.map.get_index_of(&key[..]) {

@@ -68,28 +68,12 @@ impl FromIterator<(Bytes, Bytes)> for HashValue {
     }
 }
 
-fn put_varint(out: &mut Vec<u8>, mut n: usize) {
-    while n >= 0x80 {
-        out.push((n as u8) | 0x80);
-        n >>= 7;
-    }
-    out.push(n as u8);
+fn put_varint(out: &mut Vec<u8>, n: usize) {
+    crate::varint::put(out, n as u64);
 }
 
-/// Reads a varint at `*pos`, advancing it. The buffer is only ever written
-/// by this module, so it is well formed.
 fn get_varint(buf: &[u8], pos: &mut usize) -> usize {
-    let mut n = 0usize;
-    let mut shift = 0;
-    while let Some(&b) = buf.get(*pos) {
-        *pos += 1;
-        n |= ((b & 0x7f) as usize) << shift;
-        if b & 0x80 == 0 {
-            break;
-        }
-        shift += 7;
-    }
-    n
+    crate::varint::get(buf, pos) as usize
 }
 
 fn varint_len(n: usize) -> usize {

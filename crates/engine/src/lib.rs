@@ -8,7 +8,8 @@
 //!
 //! Module map:
 //! - [`durability`]: the `full` / `delayed` / `none` levels.
-//! - [`value`], [`zset`]: the data types a key can hold.
+//! - [`value`], [`zset`], [`stream`]: the data types a key can hold
+//!   ([`stream_op`]: stream writes as mutations).
 //! - [`db`], [`shard`], [`keyspace`]: databases partitioned into shards, each
 //!   behind its own lock, with lazy expiry.
 //! - [`mutation`]: every state change as a deterministic, loggable value, and
@@ -34,8 +35,12 @@ pub mod lock;
 pub mod mutation;
 pub mod shard;
 pub mod store;
+pub mod stream;
+mod stream_codec;
+pub mod stream_op;
 pub mod txn;
 pub mod value;
+mod varint;
 pub mod wal;
 pub mod zset;
 

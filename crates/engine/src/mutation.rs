@@ -15,6 +15,7 @@
 use crate::db::{Db, Entry};
 pub use crate::functions::FunctionOp;
 use crate::shard::Shard;
+pub use crate::stream_op::StreamOp;
 use crate::value::{ListValue, Value};
 use bytes::{Bytes, BytesMut};
 
@@ -82,6 +83,8 @@ pub enum KeyOp {
     /// Members with their final scores (ZINCRBY is logged as its result).
     ZAdd(Vec<(f64, Bytes)>),
     ZRem(Vec<Bytes>),
+    /// A stream write (see `crate::stream_op`).
+    Stream(StreamOp),
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -149,6 +152,7 @@ impl KeyOp {
             KeyOp::SRem(_) => "srem",
             KeyOp::ZAdd(_) => "zadd",
             KeyOp::ZRem(_) => "zrem",
+            KeyOp::Stream(_) => "stream",
         }
     }
 }
@@ -450,6 +454,23 @@ fn apply_key_op(d: &mut Db, key: &Bytes, op: &KeyOp, now_ms: u64) -> Result<(), 
                 }
                 remove_if_empty(d, key);
             }
+        }
+        KeyOp::Stream(op) => {
+            let e = if op.creates() {
+                collection(d, key, now_ms, || Value::Stream(Box::default()))
+            } else {
+                match d.get_mut(key, now_ms) {
+                    Some(e) => e,
+                    // Removing from a missing stream removes nothing, as
+                    // HDEL or LPOP on a missing key.
+                    None if op.only_removes() => return Ok(()),
+                    None => return Err("no such key"),
+                }
+            };
+            let Value::Stream(s) = &mut e.value else {
+                return Err(WRONG_TYPE);
+            };
+            crate::stream_op::apply(s, op)?;
         }
     }
     Ok(())

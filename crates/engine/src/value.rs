@@ -1,6 +1,7 @@
 //! The data types a key can hold, and the names Redis reports for them.
 
 pub use crate::hash::HashValue;
+use crate::stream::Stream;
 use crate::zset::ZSet;
 use bytes::Bytes;
 use indexmap::IndexSet;
@@ -72,6 +73,7 @@ pub enum Value {
     // keys are strings or small hashes.
     Set(Box<SetValue>),
     ZSet(Box<ZSet>),
+    Stream(Box<Stream>),
 }
 
 /// The type of a value, as `TYPE` and `SCAN ... TYPE` name it.
@@ -82,6 +84,7 @@ pub enum ValueType {
     List,
     Set,
     ZSet,
+    Stream,
 }
 
 impl ValueType {
@@ -92,6 +95,7 @@ impl ValueType {
             ValueType::List => "list",
             ValueType::Set => "set",
             ValueType::ZSet => "zset",
+            ValueType::Stream => "stream",
         }
     }
 
@@ -102,6 +106,7 @@ impl ValueType {
             b"list" => ValueType::List,
             b"set" => ValueType::Set,
             b"zset" => ValueType::ZSet,
+            b"stream" => ValueType::Stream,
             _ => return None,
         })
     }
@@ -115,6 +120,7 @@ impl Value {
             Value::List(_) => ValueType::List,
             Value::Set(_) => ValueType::Set,
             Value::ZSet(_) => ValueType::ZSet,
+            Value::Stream(_) => ValueType::Stream,
         }
     }
 
@@ -153,6 +159,13 @@ impl Value {
         }
     }
 
+    pub fn as_stream(&self) -> Option<&Stream> {
+        match self {
+            Value::Stream(s) => Some(s),
+            _ => None,
+        }
+    }
+
     pub fn new_hash() -> Value {
         Value::Hash(HashValue::default())
     }
@@ -169,6 +182,8 @@ impl Value {
             Value::List(l) => l.is_empty(),
             Value::Set(s) => s.is_empty(),
             Value::ZSet(z) => z.is_empty(),
+            // An empty stream keeps its last ID and groups: it stays.
+            Value::Stream(_) => false,
         }
     }
 
@@ -181,6 +196,7 @@ impl Value {
             Value::List(l) => l.iter().map(|v| v.len() + 24).sum(),
             Value::Set(s) => s.iter().map(|v| v.len() + PER_ELEMENT_OVERHEAD).sum(),
             Value::ZSet(z) => z.iter().map(|(m, _)| 2 * m.len() + 80).sum(),
+            Value::Stream(s) => s.approx_size_bytes(),
         }
     }
 
@@ -235,6 +251,7 @@ impl Value {
                     "skiplist"
                 }
             }
+            Value::Stream(_) => "stream",
         }
     }
 }

@@ -1,7 +1,7 @@
 //! The checkpoint format is a promise: files written by a released version
 //! must load forever. `checkpoint_fixtures/v1.dkcp` was written by format
-//! version 1 and `v2.dkcp` by version 2, which adds function libraries
-//! (write the current version's with
+//! version 1, `v2.dkcp` by version 2, which adds function libraries, and
+//! `v3.dkcp` by version 3, which adds streams (write the current version's with
 //! `cargo test -p durakv-engine --test checkpoint_format -- --ignored`;
 //! never regenerate an older one), and these tests load them and check every
 //! key, type, value, TTL and library. It also pins the documented byte
@@ -13,7 +13,9 @@ use durakv_engine::checkpoint::format::{self, FileHeader, Footer};
 use durakv_engine::checkpoint::{self, CheckpointConfig, Checkpointer};
 use durakv_engine::io::OsFs;
 use durakv_engine::keyspace::Keyspace;
-use durakv_engine::mutation::{ExpireMode, FunctionOp, KeyOp, Mutation};
+use durakv_engine::mutation::{ExpireMode, FunctionOp, KeyOp, Mutation, StreamOp};
+use durakv_engine::stream::{NodeLimits, StreamId};
+use durakv_engine::stream_op::Claimed;
 use durakv_engine::value::Value;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -43,8 +45,97 @@ fn b(s: &str) -> Bytes {
     Bytes::copy_from_slice(s.as_bytes())
 }
 
-/// The fixture's contents, as mutations.
-fn contents() -> Vec<Mutation> {
+/// The version 3 fixture's streams: entries with and without a shared
+/// field layout, a tombstone, a group with a PEL and an idle consumer, and
+/// an empty stream with a group.
+fn streams() -> Vec<Mutation> {
+    let s = |op| Mutation::key(0, b("stream"), KeyOp::Stream(op));
+    let id = StreamId::new;
+    let limits = NodeLimits {
+        entries: 2,
+        bytes: 4096,
+    };
+    let mut v: Vec<Mutation> = (1..=5)
+        .map(|i| {
+            s(StreamOp::Add {
+                id: id(NOW_MS + i, i),
+                fields: vec![(b("f"), b(&i.to_string())), (b("g"), b("x"))],
+                limits,
+            })
+        })
+        .collect();
+    v.push(s(StreamOp::Add {
+        id: id(NOW_MS + 6, 0),
+        fields: vec![(b("other"), Bytes::from_static(b"\x00\xff"))],
+        limits,
+    }));
+    v.push(s(StreamOp::Delete(vec![id(NOW_MS + 3, 3)])));
+    v.push(s(StreamOp::Trim {
+        cutoff: id(NOW_MS + 2, 0),
+    }));
+    v.push(s(StreamOp::GroupCreate {
+        group: b("g1"),
+        last_id: StreamId::MIN,
+        entries_read: -1,
+    }));
+    v.push(s(StreamOp::Deliver {
+        group: b("g1"),
+        consumer: b("alice"),
+        time: NOW_MS,
+        new: vec![id(NOW_MS + 2, 2), id(NOW_MS + 4, 4)],
+        noack: false,
+        last: Some((id(NOW_MS + 4, 4), 4)),
+        history: vec![],
+    }));
+    v.push(s(StreamOp::Claim {
+        group: b("g1"),
+        consumer: b("bob"),
+        time: NOW_MS + 7,
+        claimed: vec![Claimed {
+            id: id(NOW_MS + 4, 4),
+            delivery_time: NOW_MS + 7,
+            delivery_count: 2,
+        }],
+        dropped: vec![],
+        last_id: None,
+    }));
+    v.push(s(StreamOp::ConsumerCreate {
+        group: b("g1"),
+        consumer: b("carol"),
+        time: NOW_MS + 8,
+    }));
+    v.push(s(StreamOp::SetId {
+        last_id: id(NOW_MS + 100, 0),
+        entries_added: Some(9),
+        max_deleted_id: Some(id(NOW_MS + 3, 3)),
+    }));
+    v.push(Mutation::key(
+        2,
+        b("empty"),
+        KeyOp::Stream(StreamOp::Create),
+    ));
+    v.push(Mutation::key(
+        2,
+        b("empty"),
+        KeyOp::Stream(StreamOp::GroupCreate {
+            group: b("g"),
+            last_id: StreamId::MIN,
+            entries_read: 0,
+        }),
+    ));
+    v
+}
+
+/// The contents of the fixture of format `version`, as mutations.
+fn contents(version: u32) -> Vec<Mutation> {
+    let mut v = base_contents();
+    if version >= 3 {
+        v.extend(streams());
+    }
+    v
+}
+
+fn base_contents() -> Vec<Mutation> {
     let big = "x".repeat(5000);
     vec![
         Mutation::key(
@@ -106,9 +197,9 @@ fn contents() -> Vec<Mutation> {
     ]
 }
 
-fn build() -> Keyspace {
+fn build(version: u32) -> Keyspace {
     let ks = Keyspace::new(3, 4);
-    for m in contents() {
+    for m in contents(version) {
         let key = m.target_key().cloned().unwrap_or_default();
         let mut txn = ks.lock_keys_at([&key[..]], NOW_MS);
         txn.apply(m).unwrap();
@@ -135,7 +226,7 @@ fn entries(ks: &Keyspace) -> Vec<(usize, Vec<u8>, Value, u64)> {
 fn write_fixture() {
     let dir = tempfile::tempdir().unwrap();
     let ck = Checkpointer::open(Arc::new(OsFs), CheckpointConfig::new(dir.path())).unwrap();
-    let ks = build();
+    let ks = build(format::FORMAT_VERSION);
     {
         let mut f = ks.functions().lock();
         for (name, code) in libraries() {
@@ -158,7 +249,31 @@ fn version_2_fixture_loads_keys_and_function_libraries() {
     assert_eq!(loaded.keys, 8);
     assert_eq!(loaded.libraries, 2);
     assert_eq!(loaded.functions_lsn, Some(0));
-    assert_eq!(entries(&ks), entries(&build()));
+    assert_eq!(entries(&ks), entries(&build(2)));
+    assert_eq!(ks.function_libraries(), libraries());
+}
+
+#[test]
+fn version_3_fixture_loads_streams() {
+    let path = fixture_path(3);
+    let summary = checkpoint::read_summary(&OsFs, &path).unwrap();
+    assert_eq!(summary.header.version, 3);
+    let ks = Keyspace::new(3, 4);
+    let loaded = checkpoint::load_into(&OsFs, &path, &ks, 2).unwrap();
+    assert_eq!(loaded.keys, 10);
+    assert_eq!(entries(&ks), entries(&build(3)));
+    let all = entries(&ks);
+    let stream = all.iter().find(|e| e.1 == b"stream").unwrap();
+    let Value::Stream(s) = &stream.2 else {
+        panic!("not a stream");
+    };
+    assert_eq!(s.len(), 4);
+    assert_eq!(s.entries_added, 9);
+    assert_eq!(s.last_id, StreamId::new(NOW_MS + 100, 0));
+    let g = &s.groups[&b("g1")];
+    assert_eq!(g.pel.len(), 2);
+    assert_eq!(g.pel[&StreamId::new(NOW_MS + 4, 4)].consumer, b("bob"));
+    assert_eq!(g.consumers.len(), 3);
     assert_eq!(ks.function_libraries(), libraries());
 }
 
@@ -173,7 +288,7 @@ fn version_1_fixture_loads() {
     let loaded = checkpoint::load_into(&OsFs, &path, &ks, 2).unwrap();
     assert_eq!(loaded.keys, 8);
     assert_eq!(loaded.functions_lsn, None);
-    assert_eq!(entries(&ks), entries(&build()));
+    assert_eq!(entries(&ks), entries(&build(1)));
     assert!(ks.function_libraries().is_empty());
 }
 

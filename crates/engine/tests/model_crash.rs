@@ -11,8 +11,9 @@
 
 use bytes::Bytes;
 use durakv_engine::io::{CrashMode, CrashSpec, FaultFs, FileSystem};
-use durakv_engine::mutation::{ExpireMode, KeyOp, Mutation};
+use durakv_engine::mutation::{ExpireMode, KeyOp, Mutation, StreamOp};
 use durakv_engine::store::{Store, StoreConfig};
+use durakv_engine::stream::{NodeLimits, StreamId};
 use durakv_engine::txn::CommitLog;
 use durakv_engine::value::Value;
 use durakv_engine::Durability;
@@ -31,6 +32,9 @@ const SEGMENT_SIZE_BYTES: u64 = 16 * 1024;
 enum Model {
     Str(Vec<u8>),
     Hash(BTreeMap<Vec<u8>, Vec<u8>>),
+    /// Entries by ID (ms; sequence 0) with their one value, and the last
+    /// ID ever added, which deletions leave in place.
+    Stream(BTreeMap<u64, Vec<u8>>, u64),
 }
 
 type State = BTreeMap<(usize, Vec<u8>), Model>;
@@ -42,6 +46,9 @@ enum Op {
     Set(usize, String, String),
     Del(usize, String),
     HSet(usize, String, String, String),
+    /// XADD with the ID `ms-0`: steps only grow, so it beats any last ID.
+    XAdd(usize, String, u64, String),
+    XDel(usize, String, u64),
     FlushDb(usize),
 }
 
@@ -61,6 +68,23 @@ impl Op {
             Op::HSet(db, k, f, v) => {
                 Mutation::key(*db as u32, b(k), KeyOp::HSet(vec![(b(f), b(v))]))
             }
+            Op::XAdd(db, k, ms, v) => Mutation::key(
+                *db as u32,
+                b(k),
+                KeyOp::Stream(StreamOp::Add {
+                    id: StreamId::new(*ms, 0),
+                    fields: vec![(b("v"), b(v))],
+                    limits: NodeLimits {
+                        entries: 4,
+                        bytes: 0,
+                    },
+                }),
+            ),
+            Op::XDel(db, k, ms) => Mutation::key(
+                *db as u32,
+                b(k),
+                KeyOp::Stream(StreamOp::Delete(vec![StreamId::new(*ms, 0)])),
+            ),
             Op::FlushDb(db) => Mutation::FlushDb { db: *db as u32 },
         }
     }
@@ -84,10 +108,27 @@ impl Op {
                     h.insert(f.as_bytes().to_vec(), v.as_bytes().to_vec());
                 }
             }
+            Op::XAdd(db, k, ms, v) => {
+                let e = s
+                    .entry((*db, k.as_bytes().to_vec()))
+                    .or_insert_with(|| Model::Stream(BTreeMap::new(), 0));
+                if let Model::Stream(entries, last) = e {
+                    entries.insert(*ms, v.as_bytes().to_vec());
+                    *last = *ms;
+                }
+            }
+            Op::XDel(db, k, ms) => {
+                if let Some(Model::Stream(entries, _)) = s.get_mut(&(*db, k.as_bytes().to_vec())) {
+                    entries.remove(ms);
+                }
+            }
             Op::FlushDb(db) => s.retain(|(d, _), _| d != db),
         }
     }
 }
+
+/// XADD IDs only grow (across seeds too), so every add beats the last ID.
+static NEXT_STREAM_MS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 fn random_op(rng: &mut StdRng, step: usize) -> Op {
     let db = rng.gen_range(0..DATABASES);
@@ -101,7 +142,20 @@ fn random_op(rng: &mut StdRng, step: usize) -> Op {
             format!("f{}", rng.gen_range(0..4)),
             format!("{step}"),
         ),
-        65..=97 => {
+        65..=74 => Op::XAdd(
+            db,
+            format!("x{}", n % 4),
+            NEXT_STREAM_MS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            format!("{}", rng.gen::<u32>()),
+        ),
+        75..=79 => Op::XDel(
+            db,
+            format!("x{}", n % 4),
+            NEXT_STREAM_MS
+                .load(std::sync::atomic::Ordering::Relaxed)
+                .saturating_sub(rng.gen_range(1..10)),
+        ),
+        80..=97 => {
             if rng.gen_bool(0.5) {
                 Op::Del(db, format!("s{n}"))
             } else {
@@ -135,6 +189,13 @@ fn snapshot(store: &Store) -> State {
                     Value::Hash(h) => {
                         Model::Hash(h.iter().map(|(f, v)| (f.to_vec(), v.to_vec())).collect())
                     }
+                    Value::Stream(st) => Model::Stream(
+                        st.range(StreamId::MIN, StreamId::MAX, None, false)
+                            .into_iter()
+                            .map(|e| (e.id.ms, e.fields[0].1.to_vec()))
+                            .collect(),
+                        st.last_id.ms,
+                    ),
                     other => panic!("unexpected value type {:?}", other.value_type()),
                 };
                 out.insert((db, k.to_vec()), m);

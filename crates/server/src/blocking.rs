@@ -295,7 +295,14 @@ impl Blocking {
                         .filter(|(db, _)| swapped.contains(db))
                         .for_each(&mut add);
                 }
-                Mutation::FlushDb { .. } | Mutation::FlushAll | Mutation::Function(_) => {}
+                // Stream group readers learn that their key is gone.
+                Mutation::FlushDb { db } => reg
+                    .by_key
+                    .keys()
+                    .filter(|(d, _)| *d == *db as usize)
+                    .for_each(&mut add),
+                Mutation::FlushAll => reg.by_key.keys().for_each(&mut add),
+                Mutation::Function(_) => {}
             }
         }
         ready
@@ -516,6 +523,10 @@ pub fn resume(shared: &Shared, client: &mut ClientState) -> Option<(Frame, u64)>
             .stats
             .total_error_replies
             .fetch_add(1, Ordering::Relaxed);
+        shared.cmdstats.error_reply(&u.frame);
+        if let Some(spec) = crate::command::lookup(b.waiter.op.command().as_bytes()) {
+            shared.cmdstats.failed_after_block(spec);
+        }
     }
     Some((u.frame, u.dependency_lsn.max(b.read_dependency)))
 }

@@ -90,6 +90,14 @@ impl CommandStats {
         });
     }
 
+    /// A blocked command whose wait ended with an error: its call was
+    /// counted when it blocked, its failure only now.
+    pub fn failed_after_block(&self, spec: &CommandSpec) {
+        self.with(spec, "", |c| {
+            c.failed.fetch_add(1, Ordering::Relaxed);
+        });
+    }
+
     /// A command refused before it ran (arity, auth, a busy script, ...).
     pub fn rejected(&self, spec: &CommandSpec) {
         self.with(spec, "", |c| {

@@ -8,6 +8,7 @@
 
 use crate::scripting::convert::format_g;
 use durakv_engine::db::Entry;
+use durakv_engine::stream::StreamId;
 use durakv_engine::value::Value;
 use sha1_smol::Sha1;
 
@@ -33,6 +34,7 @@ fn type_code(v: &Value) -> u32 {
         Value::Set(_) => 2,
         Value::ZSet(_) => 3,
         Value::Hash(_) => 4,
+        Value::Stream(_) => 6,
     }
 }
 
@@ -63,6 +65,24 @@ fn fold(d: &mut Digest, e: &Entry) {
     mix(d, &type_code(&e.value).to_be_bytes());
     match &e.value {
         Value::Str(s) => mix(d, s),
+        // Redis digests a stream's internal listpacks, which durakv does not
+        // have: this digest is consistent within durakv only.
+        Value::Stream(st) => {
+            let all = st.range(
+                StreamId::new(0, 0),
+                StreamId::new(u64::MAX, u64::MAX),
+                None,
+                false,
+            );
+            for entry in all {
+                mix(d, &entry.id.ms.to_be_bytes());
+                mix(d, &entry.id.seq.to_be_bytes());
+                for (f, v) in &entry.fields {
+                    mix(d, f);
+                    mix(d, v);
+                }
+            }
+        }
         Value::List(l) => l.iter().for_each(|item| mix(d, item)),
         Value::Set(s) => s.iter().for_each(|m| xor(d, m)),
         Value::ZSet(z) => {

@@ -474,7 +474,29 @@ fn events_of(
                 _ => "zrem",
             },
         ),
+        KeyOp::Stream(op) => {
+            if let Some(event) = stream_event(op) {
+                emit(STREAM, event);
+            }
+        }
     }
+}
+
+/// A stream write's event; reads that move group state announce none.
+fn stream_event(op: &durakv_engine::mutation::StreamOp) -> Option<&'static str> {
+    use durakv_engine::mutation::StreamOp::*;
+    Some(match op {
+        Add { .. } => "xadd",
+        Trim { .. } => "xtrim",
+        Delete(_) => "xdel",
+        SetId { .. } => "xsetid",
+        GroupCreate { .. } => "xgroup-create",
+        GroupSetId { .. } => "xgroup-setid",
+        GroupDestroy { .. } => "xgroup-destroy",
+        ConsumerCreate { .. } => "xgroup-createconsumer",
+        ConsumerDelete { .. } => "xgroup-delconsumer",
+        Create | Deliver { .. } | Ack { .. } | Claim { .. } => return None,
+    })
 }
 
 /// Publishes what the command left pending, now that its writes are

@@ -514,6 +514,9 @@ fn hyperloglog_and_geo_commands_name_their_events() {
         ("del", "s2"),
     ]);
     assert_eq!(got, expect);
+}
+
+#[test]
 fn restore_and_migrate_name_their_events() {
     let srv = Server::start(&[]);
     let target = Server::start(&[]);
@@ -551,4 +554,50 @@ fn restore_and_migrate_name_their_events() {
             ("del", "src")
         ])
     );
+}
+
+#[test]
+fn stream_commands_name_their_events() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let _: () = q(&mut c, &["CONFIG", "SET", "notify-keyspace-events", "EA"]);
+    let got = keyevents(&srv, &mut c, |c| {
+        run_all(
+            c,
+            &[
+                &["XADD", "x", "1-0", "f", "v"],
+                &["XADD", "x", "MAXLEN", "1", "2-0", "f", "v"],
+                &["XADD", "x", "NOMKSTREAM", "3-0", "f", "v"],
+                &["XADD", "nox", "NOMKSTREAM", "3-0", "f", "v"],
+                &["XDEL", "x", "3-0"],
+                &["XDEL", "x", "9-0"],
+                &["XTRIM", "x", "MAXLEN", "0"],
+                &["XTRIM", "x", "MAXLEN", "0"],
+                &["XSETID", "x", "10-0"],
+                &["XGROUP", "CREATE", "x", "g", "$"],
+                &["XGROUP", "CREATE", "y", "g", "$", "MKSTREAM"],
+                &["XGROUP", "SETID", "x", "g", "0"],
+                &["XGROUP", "CREATECONSUMER", "x", "g", "alice"],
+                &["XGROUP", "DELCONSUMER", "x", "g", "alice"],
+                &["XGROUP", "DESTROY", "x", "g"],
+                &["XGROUP", "DESTROY", "x", "g"],
+            ],
+        )
+    });
+    let expect = pairs(&[
+        ("xadd", "x"),
+        ("xadd", "x"),
+        ("xtrim", "x"),
+        ("xadd", "x"),
+        ("xdel", "x"),
+        ("xtrim", "x"),
+        ("xsetid", "x"),
+        ("xgroup-create", "x"),
+        ("xgroup-create", "y"),
+        ("xgroup-setid", "x"),
+        ("xgroup-createconsumer", "x"),
+        ("xgroup-delconsumer", "x"),
+        ("xgroup-destroy", "x"),
+    ]);
+    assert_eq!(got, expect);
 }

@@ -21,8 +21,9 @@ use std::path::{Path, PathBuf};
 
 /// ASCII `DURAKVCP`: first 8 bytes of every checkpoint file.
 pub const FILE_MAGIC: [u8; 8] = *b"DURAKVCP";
-/// Format version written by this code.
-pub const FORMAT_VERSION: u32 = 2;
+/// Format version written by this code. Version 3 adds stream values
+/// (value tag 5); its layout is otherwise version 2's.
+pub const FORMAT_VERSION: u32 = 3;
 /// The oldest version the reader accepts (no function-library section).
 pub const MIN_FORMAT_VERSION: u32 = 1;
 /// ASCII `DKFN`: first 4 bytes of the function-library section.

@@ -8,8 +8,9 @@
 use bytes::Bytes;
 use durakv_engine::io::{FaultFs, FileSystem};
 use durakv_engine::keyspace::Keyspace;
-use durakv_engine::mutation::{ExpireMode, FunctionOp, KeyOp, Mutation};
+use durakv_engine::mutation::{ExpireMode, FunctionOp, KeyOp, Mutation, StreamOp};
 use durakv_engine::store::{Store, StoreConfig};
+use durakv_engine::stream::{Group, NodeLimits, PendingEntry, Stream, StreamId};
 use durakv_engine::txn::CommitLog;
 use durakv_engine::value::{ListValue, Value};
 use durakv_engine::zset::ZSet;
@@ -18,6 +19,7 @@ use rand::rngs::StdRng;
 use rand::Rng;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -125,9 +127,55 @@ fn expire(rng: &mut StdRng, now_ms: u64) -> ExpireMode {
     }
 }
 
+/// Stream IDs for random entries: increasing across every stream, so an
+/// add never meets a larger last ID whatever happened to the key before.
+fn next_stream_id() -> StreamId {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    StreamId::new(NEXT.fetch_add(1, Ordering::Relaxed), 0)
+}
+
+/// Tiny nodes, so streams span several.
+const STREAM_LIMITS: NodeLimits = NodeLimits {
+    entries: 3,
+    bytes: 0,
+};
+
+fn stream_fields(rng: &mut StdRng) -> Vec<(Bytes, Bytes)> {
+    (0..rng.gen_range(1..3))
+        .map(|i| (b(format!("f{i}")), small(rng)))
+        .collect()
+}
+
+fn random_stream(rng: &mut StdRng, n: usize) -> Stream {
+    let mut s = Stream::default();
+    let mut ids = Vec::new();
+    for _ in 0..n {
+        let id = next_stream_id();
+        s.add(id, &stream_fields(rng), STREAM_LIMITS);
+        ids.push(id);
+    }
+    if rng.gen_bool(0.5) {
+        s.delete(ids[0]);
+    }
+    let mut g = Group::new(*ids.last().unwrap_or(&StreamId::MIN), rng.gen_range(-1..5));
+    for id in ids.iter().skip(1).take(2) {
+        g.pend(
+            *id,
+            PendingEntry {
+                consumer: b(format!("c{}", rng.gen_range(0..2))),
+                delivery_time: START_MS + rng.gen_range(0..1000),
+                delivery_count: rng.gen_range(1..4),
+            },
+        );
+    }
+    s.groups.insert(b("g".to_string()), g);
+    s
+}
+
 fn random_value(rng: &mut StdRng, ty: u8) -> Value {
     let n = rng.gen_range(1..6);
     match ty {
+        5 => Value::Stream(Box::new(random_stream(rng, n))),
         0 => Value::Str(small(rng)),
         1 => {
             let mut h = durakv_engine::value::HashValue::default();
@@ -157,8 +205,8 @@ fn random_value(rng: &mut StdRng, ty: u8) -> Value {
 /// A random mutation on one key. Key names carry their type (`s`, `h`, `l`,
 /// `S`, `z`), so no mutation meets a value of another type.
 pub fn random_key_mutation(rng: &mut StdRng, db: usize, now_ms: u64) -> Mutation {
-    let ty: u8 = rng.gen_range(0..5);
-    let prefix = ["s", "h", "l", "S", "z"][ty as usize];
+    let ty: u8 = rng.gen_range(0..6);
+    let prefix = ["s", "h", "l", "S", "z", "x"][ty as usize];
     let key = b(format!("{prefix}{}", rng.gen_range(0..KEYS_PER_TYPE)));
     let db = db as u32;
     let roll = rng.gen_range(0..100);
@@ -230,6 +278,21 @@ pub fn random_key_mutation(rng: &mut StdRng, db: usize, now_ms: u64) -> Mutation
                     KeyOp::SRem(vec![b(format!("m{}", rng.gen_range(0..12)))])
                 }
             }
+            5 => KeyOp::Stream(match rng.gen_range(0..10) {
+                0..=5 => StreamOp::Add {
+                    id: next_stream_id(),
+                    fields: stream_fields(rng),
+                    limits: STREAM_LIMITS,
+                },
+                6 => StreamOp::Create,
+                7 => StreamOp::Trim {
+                    cutoff: next_stream_id(),
+                },
+                _ => StreamOp::Delete(vec![StreamId::new(
+                    next_stream_id().ms.saturating_sub(rng.gen_range(1..20)),
+                    0,
+                )]),
+            }),
             _ => {
                 if rng.gen_bool(0.7) {
                     KeyOp::ZAdd(

@@ -58,7 +58,7 @@ fn timeout(arg: &[u8]) -> Result<Option<Duration>, Frame> {
 
 /// Nothing to pop: blocks the client on `keys`, or, where it may not block,
 /// answers what a timeout would.
-fn block(
+pub(crate) fn block(
     ctx: &mut Ctx<'_>,
     keys: &[Bytes],
     timeout: Option<Duration>,

@@ -60,6 +60,10 @@ pub mod scripting;
 pub mod server;
 pub mod sets;
 pub mod sort;
+pub mod stream_groups;
+pub mod stream_info;
+pub mod stream_read;
+pub mod streams;
 pub mod strings;
 pub mod subcommands;
 pub mod transaction;
@@ -96,6 +100,10 @@ pub fn all_commands() -> Vec<CommandSpec> {
     v.extend(dump::commands());
     v.extend(debug::commands());
     v.extend(migrate::commands());
+    v.extend(streams::commands());
+    v.extend(stream_read::commands());
+    v.extend(stream_groups::commands());
+    v.extend(stream_info::commands());
     v
 }
 

@@ -43,6 +43,8 @@ pub fn subcommands_of(container: &str) -> &'static [SubSpec] {
         "memory" => super::memory::MEMORY_SUBS,
         "object" => super::keys::OBJECT_SUBS,
         "pubsub" => super::pubsub::PUBSUB_SUBS,
+        "xgroup" => super::stream_groups::XGROUP_SUBS,
+        "xinfo" => super::stream_info::XINFO_SUBS,
         _ => &[],
     }
 }

@@ -8,7 +8,8 @@ use durakv_engine::value::{parse_i64, EncodingLimits, HashValue, ListValue, SetV
 use durakv_engine::zset::ZSet;
 
 /// Type byte and serialization, without the trailer.
-pub fn value(v: &Value, limits: &EncodingLimits) -> Vec<u8> {
+/// None for a stream, whose RDB encoding is not written yet.
+pub fn value(v: &Value, limits: &EncodingLimits) -> Option<Vec<u8>> {
     let mut out = Vec::new();
     match v {
         Value::Str(s) => {
@@ -19,8 +20,9 @@ pub fn value(v: &Value, limits: &EncodingLimits) -> Vec<u8> {
         Value::Set(s) => set(&mut out, s, limits),
         Value::Hash(h) => hash(&mut out, h, v.encoding_name(limits) == "listpack"),
         Value::ZSet(z) => zset(&mut out, z, v.encoding_name(limits) == "listpack"),
+        Value::Stream(_) => return None,
     }
-    out
+    Some(out)
 }
 
 /// Quicklist node container kinds (Redis's `QUICKLIST_NODE_CONTAINER_*`).

@@ -16,6 +16,7 @@ pub mod listpack;
 pub mod primitives;
 
 use durakv_engine::value::{EncodingLimits, ListValue, Value};
+use durakv_protocol::Frame;
 
 /// Redis 7.0's RDB version: DUMP writes it, RESTORE refuses newer ones.
 pub const RDB_VERSION: u16 = 10;
@@ -57,9 +58,14 @@ impl RestoreError {
     }
 }
 
-/// The DUMP payload of `value`.
-pub fn dump(value: &Value, limits: &EncodingLimits) -> Vec<u8> {
-    primitives::seal(encode::value(value, limits), RDB_VERSION)
+/// The DUMP payload of `value`; an error for a type not serialized yet.
+pub fn dump(value: &Value, limits: &EncodingLimits) -> Result<Vec<u8>, Frame> {
+    match encode::value(value, limits) {
+        Some(body) => Ok(primitives::seal(body, RDB_VERSION)),
+        None => Err(Frame::error(
+            "ERR DUMP of a stream is not supported yet by durakv",
+        )),
+    }
 }
 
 /// The value a DUMP payload holds.
@@ -74,7 +80,7 @@ pub fn restore(payload: &[u8]) -> Result<Value, RestoreError> {
 /// The serialized length of `value` without the trailer (DEBUG OBJECT's
 /// `serializedlength`).
 pub fn serialized_length(value: &Value, limits: &EncodingLimits) -> usize {
-    encode::value(value, limits).len().saturating_sub(1)
+    encode::value(value, limits).map_or(value.approx_size_bytes(), |b| b.len().saturating_sub(1))
 }
 
 /// List nodes as Redis 7.0 would build them by appending (DEBUG OBJECT's

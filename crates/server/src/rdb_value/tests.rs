@@ -17,9 +17,9 @@ fn samples() -> Vec<Value> {
         Value::Str(Bytes::from_static(b"")),
         Value::List((0..5).map(b).collect()),
         Value::List((0..5000).map(|i| b(format!("item-{i}"))).collect()),
-        Value::Set((0..10).map(b).collect()),
-        Value::Set((0..10).map(|i| b(format!("m{i}"))).collect()),
-        Value::Set((0..1000).map(b).collect()),
+        Value::Set(Box::new((0..10).map(b).collect())),
+        Value::Set(Box::new((0..10).map(|i| b(format!("m{i}"))).collect())),
+        Value::Set(Box::new((0..1000).map(b).collect())),
         Value::Hash(
             (0..5)
                 .map(|i| (b(i), b(format!("v{i}"))))
@@ -39,7 +39,7 @@ fn samples() -> Vec<Value> {
         z.insert(b("inf"), f64::INFINITY);
         z.insert(b("-inf"), f64::NEG_INFINITY);
         z.insert(b("tiny"), 1e-300);
-        v.push(Value::ZSet(z));
+        v.push(Value::ZSet(Box::new(z)));
     }
     assert!(v.iter().any(|x| x.encoding_name(&lim) == "skiplist"));
     v
@@ -49,7 +49,7 @@ fn samples() -> Vec<Value> {
 fn every_type_and_encoding_round_trips() {
     let lim = EncodingLimits::default();
     for v in samples() {
-        let p = dump(&v, &lim);
+        let p = dump(&v, &lim).unwrap();
         assert_eq!(restore(&p).unwrap(), v, "{}", v.encoding_name(&lim));
     }
 }
@@ -63,13 +63,13 @@ fn small_list_node_limits_split_nodes() {
     let l: ListValue = (0..10).map(b).collect();
     assert_eq!(list_nodes(&l, &lim), 3);
     let v = Value::List(l);
-    assert_eq!(restore(&dump(&v, &lim)).unwrap(), v);
+    assert_eq!(restore(&dump(&v, &lim).unwrap()).unwrap(), v);
 }
 
 #[test]
 fn trailer_damage_and_empty_collections() {
     let lim = EncodingLimits::default();
-    let p = dump(&Value::Str(b("v")), &lim);
+    let p = dump(&Value::Str(b("v")), &lim).unwrap();
     let mut newer = p.clone();
     let n = newer.len();
     newer[n - 10] = 11;
@@ -98,7 +98,7 @@ fn mutated_bodies_never_panic() {
         seed
     };
     for v in samples() {
-        let p = dump(&v, &lim);
+        let p = dump(&v, &lim).unwrap();
         let body = &p[..p.len() - primitives::FOOTER_BYTES];
         for _ in 0..300 {
             let mut d = body.to_vec();

@@ -1,0 +1,735 @@
+//! The stream type: entries packed into byte nodes, and consumer groups.
+//!
+//! Entries live in nodes of up to `stream-node-max-entries` entries and
+//! `stream-node-max-bytes` bytes, keyed in a `BTreeMap` by the ID of their
+//! first entry, so a million small entries cost about ten thousand
+//! allocations. A node keeps the field names of its first entry once
+//! (the "master" fields); later entries with the same names store only their
+//! values. Deleting marks an entry in place (a tombstone) as Redis does; a
+//! node goes when its last live entry does.
+//!
+//! Node layout can differ between a live server and its replay (the node
+//! limits are configuration), so nothing logged depends on it: trims are
+//! logged as "everything before this ID", and equality compares content.
+
+use crate::varint::{get as get_varint, put as put_varint};
+use bytes::Bytes;
+use std::collections::{BTreeMap, BTreeSet};
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct StreamId {
+    pub ms: u64,
+    pub seq: u64,
+}
+
+impl StreamId {
+    pub const MIN: StreamId = StreamId { ms: 0, seq: 0 };
+    pub const MAX: StreamId = StreamId {
+        ms: u64::MAX,
+        seq: u64::MAX,
+    };
+
+    pub fn new(ms: u64, seq: u64) -> StreamId {
+        StreamId { ms, seq }
+    }
+
+    /// The next ID, or None past the largest.
+    pub fn next(self) -> Option<StreamId> {
+        match self.seq.checked_add(1) {
+            Some(seq) => Some(StreamId { ms: self.ms, seq }),
+            None => self.ms.checked_add(1).map(|ms| StreamId { ms, seq: 0 }),
+        }
+    }
+
+    pub fn prev(self) -> Option<StreamId> {
+        match self.seq.checked_sub(1) {
+            Some(seq) => Some(StreamId { ms: self.ms, seq }),
+            None => self
+                .ms
+                .checked_sub(1)
+                .map(|ms| StreamId { ms, seq: u64::MAX }),
+        }
+    }
+
+    pub fn is_zero(self) -> bool {
+        self == StreamId::MIN
+    }
+}
+
+impl std::fmt::Display for StreamId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}-{}", self.ms, self.seq)
+    }
+}
+
+/// One entry, decoded.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StreamEntry {
+    pub id: StreamId,
+    pub fields: Vec<(Bytes, Bytes)>,
+}
+
+/// When a node is full (Redis's `stream-node-max-entries` and
+/// `stream-node-max-bytes`; 0 means no limit).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NodeLimits {
+    pub entries: u32,
+    pub bytes: u32,
+}
+
+impl Default for NodeLimits {
+    fn default() -> Self {
+        NodeLimits {
+            entries: 100,
+            bytes: 4096,
+        }
+    }
+}
+
+/// Redis's marker for a group whose read counter is unknown.
+pub const ENTRIES_READ_INVALID: i64 = -1;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct PendingEntry {
+    pub consumer: Bytes,
+    pub delivery_time: u64,
+    pub delivery_count: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Consumer {
+    pub seen_time: u64,
+    pub pending: BTreeSet<StreamId>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Group {
+    pub last_id: StreamId,
+    pub entries_read: i64,
+    pub pel: BTreeMap<StreamId, PendingEntry>,
+    pub consumers: BTreeMap<Bytes, Consumer>,
+}
+
+impl Group {
+    pub fn new(last_id: StreamId, entries_read: i64) -> Group {
+        Group {
+            last_id,
+            entries_read,
+            pel: BTreeMap::new(),
+            consumers: BTreeMap::new(),
+        }
+    }
+
+    /// Drops `id` from the PEL and from its consumer's list.
+    pub fn unpend(&mut self, id: StreamId) -> bool {
+        match self.pel.remove(&id) {
+            Some(p) => {
+                if let Some(c) = self.consumers.get_mut(&p.consumer) {
+                    c.pending.remove(&id);
+                }
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Makes `id` pending for `consumer` (created if missing) with these
+    /// delivery details, moving it from whichever consumer had it.
+    pub fn pend(&mut self, id: StreamId, p: PendingEntry) {
+        if let Some(old) = self.pel.get(&id) {
+            if old.consumer != p.consumer {
+                if let Some(c) = self.consumers.get_mut(&old.consumer) {
+                    c.pending.remove(&id);
+                }
+            }
+        }
+        self.consumers
+            .entry(p.consumer.clone())
+            .or_default()
+            .pending
+            .insert(id);
+        self.pel.insert(id, p);
+    }
+}
+
+const FLAG_DELETED: u8 = 1;
+const FLAG_SAME_FIELDS: u8 = 2;
+
+#[derive(Clone, Debug)]
+struct Node {
+    /// The field names of the node's first entry.
+    master: Vec<Bytes>,
+    buf: Vec<u8>,
+    count: u32,
+    live: u32,
+    last: StreamId,
+}
+
+fn get_slice<'a>(buf: &'a [u8], pos: &mut usize) -> &'a [u8] {
+    let n = get_varint(buf, pos) as usize;
+    let start = (*pos).min(buf.len());
+    let end = start.saturating_add(n).min(buf.len());
+    *pos = end;
+    &buf[start..end]
+}
+
+/// A position in a node: where its flag byte is, and its ID.
+struct Slot {
+    at: usize,
+    id: StreamId,
+    deleted: bool,
+    next: usize,
+}
+
+impl Node {
+    fn new(first: &[(Bytes, Bytes)]) -> Node {
+        Node {
+            // Copied: a slice of the request would keep all of it alive.
+            master: first
+                .iter()
+                .map(|(f, _)| Bytes::copy_from_slice(f))
+                .collect(),
+            buf: Vec::new(),
+            count: 0,
+            live: 0,
+            last: StreamId::MIN,
+        }
+    }
+
+    fn same_fields(&self, fields: &[(Bytes, Bytes)]) -> bool {
+        self.master.len() == fields.len()
+            && self.master.iter().zip(fields).all(|(m, (f, _))| m == f)
+    }
+
+    fn push(&mut self, base: StreamId, id: StreamId, fields: &[(Bytes, Bytes)]) {
+        let same = self.same_fields(fields);
+        self.buf.push(if same { FLAG_SAME_FIELDS } else { 0 });
+        put_varint(&mut self.buf, id.ms.wrapping_sub(base.ms));
+        put_varint(&mut self.buf, id.seq);
+        if same {
+            for (_, v) in fields {
+                put_varint(&mut self.buf, v.len() as u64);
+                self.buf.extend_from_slice(v);
+            }
+        } else {
+            put_varint(&mut self.buf, fields.len() as u64);
+            for (f, v) in fields {
+                put_varint(&mut self.buf, f.len() as u64);
+                self.buf.extend_from_slice(f);
+                put_varint(&mut self.buf, v.len() as u64);
+                self.buf.extend_from_slice(v);
+            }
+        }
+        self.count += 1;
+        self.live += 1;
+        self.last = id;
+    }
+
+    /// The entry at `at`, skipping its fields; None past the end.
+    fn slot(&self, base: StreamId, at: usize) -> Option<Slot> {
+        let flags = *self.buf.get(at)?;
+        let mut pos = at + 1;
+        let ms = base.ms.wrapping_add(get_varint(&self.buf, &mut pos));
+        let seq = get_varint(&self.buf, &mut pos);
+        if flags & FLAG_SAME_FIELDS != 0 {
+            for _ in 0..self.master.len() {
+                get_slice(&self.buf, &mut pos);
+            }
+        } else {
+            let n = get_varint(&self.buf, &mut pos);
+            for _ in 0..n.saturating_mul(2) {
+                if pos >= self.buf.len() {
+                    break;
+                }
+                get_slice(&self.buf, &mut pos);
+            }
+        }
+        Some(Slot {
+            at,
+            id: StreamId { ms, seq },
+            deleted: flags & FLAG_DELETED != 0,
+            next: pos,
+        })
+    }
+
+    fn fields_at(&self, at: usize) -> Vec<(Bytes, Bytes)> {
+        let flags = self.buf.get(at).copied().unwrap_or(0);
+        let mut pos = at + 1;
+        get_varint(&self.buf, &mut pos);
+        get_varint(&self.buf, &mut pos);
+        let copy = |s: &[u8]| Bytes::copy_from_slice(s);
+        if flags & FLAG_SAME_FIELDS != 0 {
+            self.master
+                .iter()
+                .map(|f| (f.clone(), copy(get_slice(&self.buf, &mut pos))))
+                .collect()
+        } else {
+            let n = get_varint(&self.buf, &mut pos) as usize;
+            let mut out = Vec::with_capacity(n.min(1024));
+            for _ in 0..n {
+                if pos >= self.buf.len() {
+                    break;
+                }
+                let f = copy(get_slice(&self.buf, &mut pos));
+                let v = copy(get_slice(&self.buf, &mut pos));
+                out.push((f, v));
+            }
+            out
+        }
+    }
+
+    fn slots(&self, base: StreamId) -> impl Iterator<Item = Slot> + '_ {
+        let mut at = 0;
+        std::iter::from_fn(move || {
+            let s = self.slot(base, at)?;
+            at = s.next;
+            Some(s)
+        })
+    }
+
+    fn mark_deleted(&mut self, at: usize) {
+        if let Some(f) = self.buf.get_mut(at) {
+            if *f & FLAG_DELETED == 0 {
+                *f |= FLAG_DELETED;
+                self.live -= 1;
+            }
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Stream {
+    nodes: BTreeMap<StreamId, Node>,
+    len: u64,
+    pub last_id: StreamId,
+    pub max_deleted_id: StreamId,
+    pub entries_added: u64,
+    pub groups: BTreeMap<Bytes, Group>,
+}
+
+impl PartialEq for Stream {
+    /// Content, not node layout (which follows configuration).
+    fn eq(&self, other: &Stream) -> bool {
+        self.len == other.len
+            && self.last_id == other.last_id
+            && self.max_deleted_id == other.max_deleted_id
+            && self.entries_added == other.entries_added
+            && self.groups == other.groups
+            && self.range(StreamId::MIN, StreamId::MAX, None, false)
+                == other.range(StreamId::MIN, StreamId::MAX, None, false)
+    }
+}
+
+/// How XADD/XTRIM trim.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TrimStrategy {
+    MaxLen(u64),
+    MinId(StreamId),
+}
+
+impl Stream {
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Nodes holding entries (XINFO's radix-tree-keys).
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Appends an entry; `id` must be greater than every ID so far (the
+    /// caller checked). Updates the last ID and the added counter.
+    pub fn add(&mut self, id: StreamId, fields: &[(Bytes, Bytes)], limits: NodeLimits) {
+        let full = match self.nodes.last_key_value() {
+            None => true,
+            Some((_, n)) => {
+                let size: usize = fields.iter().map(|(f, v)| f.len() + v.len() + 4).sum();
+                // After XSETID lowered the last ID below a tombstone, a new
+                // node keeps every node's IDs ascending.
+                id <= n.last
+                    || (limits.entries > 0 && n.count >= limits.entries)
+                    || (limits.bytes > 0 && n.buf.len() + size > limits.bytes as usize)
+            }
+        };
+        if full {
+            self.nodes.insert(id, Node::new(fields));
+        }
+        if let Some((base, n)) = self.nodes.iter_mut().next_back() {
+            n.push(*base, id, fields);
+        }
+        self.len += 1;
+        self.entries_added += 1;
+        if id > self.last_id {
+            self.last_id = id;
+        }
+    }
+
+    /// Live entries with `start <= id <= end`, at most `count`, in order
+    /// (descending when `rev`).
+    pub fn range(
+        &self,
+        start: StreamId,
+        end: StreamId,
+        count: Option<usize>,
+        rev: bool,
+    ) -> Vec<StreamEntry> {
+        let mut out = Vec::new();
+        let limit = count.unwrap_or(usize::MAX);
+        if start > end || limit == 0 {
+            return out;
+        }
+        let first_key = self
+            .nodes
+            .range(..=start)
+            .next_back()
+            .map(|(k, _)| *k)
+            .unwrap_or(start);
+        let nodes = self.nodes.range(first_key..=end);
+        let visit = |base: &StreamId, n: &Node, out: &mut Vec<StreamEntry>| -> bool {
+            let slots: Vec<Slot> = n
+                .slots(*base)
+                .filter(|s| !s.deleted && s.id >= start && s.id <= end)
+                .collect();
+            let iter: Box<dyn Iterator<Item = &Slot>> = if rev {
+                Box::new(slots.iter().rev())
+            } else {
+                Box::new(slots.iter())
+            };
+            for s in iter {
+                out.push(StreamEntry {
+                    id: s.id,
+                    fields: n.fields_at(s.at),
+                });
+                if out.len() >= limit {
+                    return false;
+                }
+            }
+            true
+        };
+        if rev {
+            for (k, n) in nodes.rev() {
+                if !visit(k, n, &mut out) {
+                    break;
+                }
+            }
+        } else {
+            for (k, n) in nodes {
+                if !visit(k, n, &mut out) {
+                    break;
+                }
+            }
+        }
+        out
+    }
+
+    pub fn get(&self, id: StreamId) -> Option<StreamEntry> {
+        self.range(id, id, Some(1), false).pop()
+    }
+
+    pub fn contains(&self, id: StreamId) -> bool {
+        self.locate(id).is_some()
+    }
+
+    fn locate(&self, id: StreamId) -> Option<(StreamId, usize)> {
+        let (base, n) = self.nodes.range(..=id).next_back()?;
+        if n.last < id {
+            return None;
+        }
+        n.slots(*base)
+            .find(|s| s.id == id && !s.deleted)
+            .map(|s| (*base, s.at))
+    }
+
+    /// The first and last live entries.
+    pub fn first_entry(&self) -> Option<StreamEntry> {
+        self.range(StreamId::MIN, StreamId::MAX, Some(1), false)
+            .pop()
+    }
+
+    pub fn last_entry(&self) -> Option<StreamEntry> {
+        self.range(StreamId::MIN, StreamId::MAX, Some(1), true)
+            .pop()
+    }
+
+    /// Redis's recorded first entry ID: the first live one, 0-0 when empty.
+    pub fn first_id(&self) -> StreamId {
+        for (base, n) in &self.nodes {
+            if let Some(s) = n.slots(*base).find(|s| !s.deleted) {
+                return s.id;
+            }
+        }
+        StreamId::MIN
+    }
+
+    /// Deletes one entry; true if it was there. Tracks the largest deleted ID.
+    pub fn delete(&mut self, id: StreamId) -> bool {
+        let Some((base, at)) = self.locate(id) else {
+            return false;
+        };
+        if let Some(n) = self.nodes.get_mut(&base) {
+            n.mark_deleted(at);
+            if n.live == 0 {
+                self.nodes.remove(&base);
+            }
+        }
+        self.len -= 1;
+        if id > self.max_deleted_id {
+            self.max_deleted_id = id;
+        }
+        true
+    }
+
+    /// Removes every entry with an ID below `cutoff`; returns how many
+    /// live ones went.
+    pub fn remove_before(&mut self, cutoff: StreamId) -> u64 {
+        let mut removed = 0u64;
+        let keys: Vec<StreamId> = self.nodes.range(..cutoff).map(|(k, _)| *k).collect();
+        for k in keys {
+            let Some(n) = self.nodes.get_mut(&k) else {
+                continue;
+            };
+            if n.last < cutoff {
+                removed += u64::from(n.live);
+                self.nodes.remove(&k);
+                continue;
+            }
+            let doomed: Vec<usize> = n
+                .slots(k)
+                .filter(|s| !s.deleted && s.id < cutoff)
+                .map(|s| s.at)
+                .collect();
+            for at in doomed {
+                n.mark_deleted(at);
+                removed += 1;
+            }
+            if n.live == 0 {
+                self.nodes.remove(&k);
+            }
+        }
+        self.len -= removed;
+        removed
+    }
+
+    /// What a trim would remove, as Redis decides it: whole nodes from the
+    /// head while the strategy allows, then (exact only) single entries.
+    /// `limit` caps the entries removed (0: none). Returns the cutoff to
+    /// log (everything below it goes) and the count, or None if nothing goes.
+    pub fn plan_trim(
+        &self,
+        strategy: TrimStrategy,
+        approx: bool,
+        limit: u64,
+    ) -> Option<(StreamId, u64)> {
+        let mut length = self.len;
+        let mut deleted = 0u64;
+        let mut cutoff = None;
+        for (base, n) in &self.nodes {
+            if let TrimStrategy::MaxLen(max) = strategy {
+                if length <= max {
+                    break;
+                }
+            }
+            let entries = u64::from(n.live);
+            if limit > 0 && deleted + entries > limit {
+                break;
+            }
+            let whole = match strategy {
+                TrimStrategy::MaxLen(max) => length - entries >= max,
+                TrimStrategy::MinId(min) => n.last < min,
+            };
+            if whole {
+                length -= entries;
+                deleted += entries;
+                cutoff = Some(n.last.next().unwrap_or(StreamId::MAX));
+                continue;
+            }
+            if approx {
+                break;
+            }
+            for s in n.slots(*base).filter(|s| !s.deleted) {
+                let go = match strategy {
+                    TrimStrategy::MaxLen(max) => length > max,
+                    TrimStrategy::MinId(min) => s.id < min,
+                };
+                if !go {
+                    break;
+                }
+                length -= 1;
+                deleted += 1;
+                cutoff = Some(s.id.next().unwrap_or(StreamId::MAX));
+            }
+            break;
+        }
+        let cutoff = cutoff?;
+        (deleted > 0).then_some((cutoff, deleted))
+    }
+
+    /// Redis's estimate of how many entries were ever added up to `id`,
+    /// or [`ENTRIES_READ_INVALID`] when fragmentation makes it unknowable.
+    pub fn estimate_distance(&self, id: StreamId) -> i64 {
+        if self.entries_added == 0 {
+            return 0;
+        }
+        if self.len == 0 && id <= self.last_id {
+            return self.entries_added as i64;
+        }
+        if id == self.last_id {
+            return self.entries_added as i64;
+        }
+        if id > self.last_id {
+            return ENTRIES_READ_INVALID;
+        }
+        let first = self.first_id();
+        if self.max_deleted_id.is_zero() || self.max_deleted_id < first {
+            if id < first {
+                return (self.entries_added - self.len) as i64;
+            }
+            if id == first {
+                return (self.entries_added - self.len + 1) as i64;
+            }
+        }
+        ENTRIES_READ_INVALID
+    }
+
+    /// Whether a tombstone may lie in `start..=end` (Redis's rule of thumb,
+    /// from the largest deleted ID).
+    pub fn range_has_tombstones(&self, start: StreamId, end: StreamId) -> bool {
+        if self.len == 0 || self.max_deleted_id.is_zero() {
+            return false;
+        }
+        if self.first_id() > self.max_deleted_id {
+            return false;
+        }
+        start <= self.max_deleted_id && self.max_deleted_id <= end
+    }
+
+    /// A group's lag (None: unknown).
+    pub fn lag(&self, g: &Group) -> Option<i64> {
+        if self.entries_added == 0 {
+            return Some(0);
+        }
+        if g.entries_read != ENTRIES_READ_INVALID
+            && !self.range_has_tombstones(g.last_id, StreamId::MAX)
+        {
+            return Some(self.entries_added as i64 - g.entries_read);
+        }
+        let read = self.estimate_distance(g.last_id);
+        (read != ENTRIES_READ_INVALID).then(|| self.entries_added as i64 - read)
+    }
+
+    /// Bytes held, for memory accounting.
+    pub fn approx_size_bytes(&self) -> usize {
+        let nodes: usize = self
+            .nodes
+            .values()
+            .map(|n| n.buf.capacity() + n.master.iter().map(|m| m.len() + 32).sum::<usize>() + 64)
+            .sum();
+        let groups: usize = self
+            .groups
+            .iter()
+            .map(|(name, g)| name.len() + 64 + g.pel.len() * 96 + g.consumers.len() * 64)
+            .sum();
+        nodes + groups + 64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f(v: &str) -> Vec<(Bytes, Bytes)> {
+        vec![(
+            Bytes::from_static(b"f"),
+            Bytes::copy_from_slice(v.as_bytes()),
+        )]
+    }
+
+    fn id(ms: u64) -> StreamId {
+        StreamId::new(ms, 0)
+    }
+
+    #[test]
+    fn entries_pack_into_nodes_and_read_back() {
+        let mut s = Stream::default();
+        let lim = NodeLimits {
+            entries: 10,
+            bytes: 0,
+        };
+        for i in 1..=95 {
+            s.add(id(i), &f(&i.to_string()), lim);
+        }
+        s.add(
+            id(96),
+            &[(Bytes::from_static(b"x"), Bytes::from_static(b"y"))],
+            lim,
+        );
+        assert_eq!(s.node_count(), 10);
+        assert_eq!(s.len(), 96);
+        let all = s.range(StreamId::MIN, StreamId::MAX, None, false);
+        assert_eq!(all.len(), 96);
+        assert_eq!(all[41].fields, f("42"));
+        assert_eq!(all[95].fields[0].0, Bytes::from_static(b"x"));
+        let rev = s.range(id(10), id(20), Some(3), true);
+        assert_eq!(
+            rev.iter().map(|e| e.id.ms).collect::<Vec<_>>(),
+            vec![20, 19, 18]
+        );
+    }
+
+    #[test]
+    fn small_entries_share_allocations() {
+        let mut s = Stream::default();
+        let fields = [
+            (Bytes::from_static(b"sensor"), Bytes::from_static(b"7")),
+            (Bytes::from_static(b"value"), Bytes::from_static(b"21.5")),
+        ];
+        for i in 0..100_000 {
+            s.add(
+                StreamId::new(1_700_000_000_000 + i / 3, i % 3),
+                &fields,
+                NodeLimits::default(),
+            );
+        }
+        // One node (one buffer, one copy of the field names) per 100 entries.
+        assert_eq!(s.node_count(), 1000);
+        // Same fields as the node's first entry: flag, two varint ID parts
+        // and the two values with their lengths, about 10 bytes each.
+        let bytes: usize = s.nodes.values().map(|n| n.buf.len()).sum();
+        assert!(bytes < 100_000 * 12, "{bytes}");
+        assert_eq!(
+            s.get(StreamId::new(1_700_000_000_000 + 33_333, 0))
+                .unwrap()
+                .fields,
+            fields
+        );
+    }
+
+    #[test]
+    fn deletes_and_trims() {
+        let mut s = Stream::default();
+        let lim = NodeLimits {
+            entries: 10,
+            bytes: 0,
+        };
+        for i in 1..=100 {
+            s.add(id(i), &f("v"), lim);
+        }
+        assert!(s.delete(id(1)));
+        assert!(!s.delete(id(1)));
+        assert_eq!(s.first_id(), id(2));
+        assert_eq!(s.max_deleted_id, id(1));
+        // Approximate: whole nodes only.
+        let (cut, n) = s.plan_trim(TrimStrategy::MaxLen(55), true, 0).unwrap();
+        assert_eq!((cut, n), (StreamId::new(40, 1), 39));
+        let (cut, n) = s.plan_trim(TrimStrategy::MaxLen(55), false, 0).unwrap();
+        assert_eq!((cut, n), (StreamId::new(45, 1), 44));
+        assert_eq!(s.remove_before(cut), 44);
+        assert_eq!(s.len(), 55);
+        assert_eq!(s.first_id(), id(46));
+        assert_eq!(s.plan_trim(TrimStrategy::MinId(id(46)), false, 0), None);
+    }
+}
