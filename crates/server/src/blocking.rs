@@ -348,10 +348,15 @@ impl Blocking {
                     self.remove(&mut self.registry.lock(), &w);
                     let more = self.ready_keys(txn.mutations());
                     let events = events.map(|e| e.finish(w.op.command(), &mut txn));
+                    let written = crate::tracking::written_keys(shared, txn.mutations());
                     let u = match crate::dispatch::commit(shared, w.durability, db, txn) {
                         Ok(out) => {
                             if let Some(events) = events {
                                 events.publish(&shared.pubsub, out.dependency_lsn);
+                            }
+                            if let Some(written) = written {
+                                let writer = Some(w.handle.id);
+                                shared.tracking.invalidate(shared, writer, &written, false);
                             }
                             Unblocked {
                                 frame,

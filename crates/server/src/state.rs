@@ -143,6 +143,8 @@ pub struct Shared {
     pub pubsub: crate::pubsub::PubSub,
     /// Clients in blocking commands, by the keys they wait on.
     pub blocking: crate::blocking::Blocking,
+    /// CLIENT TRACKING: who may cache which keys.
+    pub tracking: crate::tracking::Tracking,
 }
 
 impl Shared {
@@ -164,6 +166,10 @@ impl Shared {
         if let Some(record) = pubsub.configure(&config) {
             store.keyspace.log_expired(record);
         }
+        let tracking = crate::tracking::Tracking::new(
+            crate::notify::wants_expired(pubsub.keyspace_events()),
+            config.tracking_table_max_keys,
+        );
         Shared {
             checkpoints,
             store,
@@ -182,6 +188,7 @@ impl Shared {
             scripting,
             pubsub,
             blocking: crate::blocking::Blocking::default(),
+            tracking,
         }
     }
 

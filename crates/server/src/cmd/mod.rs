@@ -57,6 +57,7 @@ pub mod sets;
 pub mod sort;
 pub mod strings;
 pub mod subcommands;
+pub mod tracking;
 pub mod transaction;
 pub mod zset_algebra;
 pub mod zsets;
