@@ -330,6 +330,8 @@ fn process(
         if client.reply_mode == ReplyMode::SkipNext {
             client.reply_mode = ReplyMode::Skipping;
         }
+        // What was queued before this command goes before its reply.
+        deliver_messages(shared, client, out, held, false);
         let mut ctx = Ctx {
             shared,
             client: &mut *client,
@@ -373,8 +375,9 @@ fn process(
             0
         };
         // A message published while the command ran goes before its reply,
-        // as it would in Redis's single thread; an invalidation after it,
-        // so the client never caches what the reply read after dropping it.
+        // as it would in Redis's single thread; an invalidation queued
+        // meanwhile after it, so the client never caches a value the reply
+        // read after dropping it.
         deliver_messages(shared, client, out, held, true);
         push(client, out, held, outcome.frame, dep);
         deliver_messages(shared, client, out, held, false);
