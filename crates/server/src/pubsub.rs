@@ -177,8 +177,9 @@ impl Mailbox {
         self.queued_bytes.store(inbox.bytes, Ordering::Release);
         self.queued_messages
             .store(inbox.messages.len(), Ordering::Relaxed);
-        let more = !inbox.messages.is_empty()
-            && !(stop_at_tracking && inbox.messages.front().is_some_and(Message::is_tracking));
+        let held_back =
+            stop_at_tracking && inbox.messages.front().is_some_and(Message::is_tracking);
+        let more = !inbox.messages.is_empty() && !held_back;
         (batch, more)
     }
 

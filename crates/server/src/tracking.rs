@@ -129,7 +129,12 @@ impl Local {
     /// Whether this command's reads are remembered (OPTIN needs CLIENT
     /// CACHING YES first, OPTOUT skips them after CLIENT CACHING NO).
     fn caches_reads(&self) -> bool {
-        self.on && !self.bcast && !(self.optin && !self.caching) && !(self.optout && self.caching)
+        let skipped = if self.optin {
+            !self.caching
+        } else {
+            self.optout && self.caching
+        };
+        self.on && !self.bcast && !skipped
     }
 }
 
