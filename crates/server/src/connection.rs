@@ -127,6 +127,7 @@ pub async fn serve(
         .forget(&mut client.subscriptions, &client.handle);
     crate::blocking::abandon(&shared, &mut client);
     crate::tracking::forget(&shared, &mut client);
+    crate::tracking::sync_if_changed(&shared);
     shared.clients.unregister(id);
 }
 

@@ -26,7 +26,7 @@ use durakv_protocol::frame::{write_bulk, write_integer, write_push_header};
 use durakv_protocol::{Frame, Protocol};
 use parking_lot::Mutex;
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// Where a RESP2 client redirected to receives invalidations.
@@ -170,6 +170,10 @@ pub struct Tracking {
     /// Whether the keyspace records expired keys (for notifications or for
     /// tracking); changed under this lock.
     expired_logged: Mutex<bool>,
+    /// The number of tracking clients went to or from 0: the expired-key
+    /// log must follow, once the command that did it holds no shard locks
+    /// (CLIENT TRACKING may run inside EXEC).
+    log_dirty: AtomicBool,
 }
 
 /// What `CLIENT TRACKING ON` asks for.
@@ -194,6 +198,7 @@ impl Tracking {
             max_keys: AtomicUsize::new(max_keys as usize),
             table: Mutex::new(Table::default()),
             expired_logged: Mutex::new(expired_logged),
+            log_dirty: AtomicBool::new(false),
         }
     }
 
@@ -255,7 +260,7 @@ impl Tracking {
     }
 
     /// Turns tracking on (or changes its options) for the client `h`.
-    pub fn enable(&self, shared: &Shared, h: &Arc<ClientHandle>, opts: Options) {
+    pub fn enable(&self, h: &Arc<ClientHandle>, opts: Options) {
         let added = {
             let mut t = self.table.lock();
             let Table {
@@ -294,13 +299,13 @@ impl Tracking {
         };
         if added {
             self.clients.fetch_add(1, Ordering::Relaxed);
-            sync_expired_log(shared);
+            self.log_dirty.store(true, Ordering::Relaxed);
         }
     }
 
     /// Turns tracking off for client `id`; the keys it read stay in the
     /// table until invalidated.
-    pub fn disable(&self, shared: &Shared, id: u64) {
+    pub fn disable(&self, id: u64) {
         let removed = {
             let mut t = self.table.lock();
             let Table {
@@ -332,7 +337,7 @@ impl Tracking {
         };
         if removed {
             self.clients.fetch_sub(1, Ordering::Relaxed);
-            sync_expired_log(shared);
+            self.log_dirty.store(true, Ordering::Relaxed);
         }
     }
 
@@ -621,21 +626,42 @@ pub fn written_keys(shared: &Shared, muts: &[Mutation]) -> Option<Vec<(Bytes, bo
     (!keys.is_empty()).then_some(keys)
 }
 
-/// After each command: `CLIENT CACHING` applies to the next command only
-/// (or to a whole MULTI ... EXEC), as in Redis.
+/// After each command, with no shard locks held: `CLIENT CACHING` applies
+/// to the next command only (or to a whole MULTI ... EXEC), as in Redis;
+/// and the commands that turn tracking on or off bring the expired-key log
+/// in line.
 pub fn after_command(ctx: &mut Ctx<'_>, name: &[u8]) {
+    let is_client = name.eq_ignore_ascii_case(b"client");
     let local = &mut ctx.client.tracking;
-    if local.caching && ctx.client.multi.is_none() && !name.eq_ignore_ascii_case(b"client") {
+    if local.caching && ctx.client.multi.is_none() && !is_client {
         local.caching = false;
+    }
+    if is_client || name.eq_ignore_ascii_case(b"exec") || name.eq_ignore_ascii_case(b"reset") {
+        sync_if_changed(ctx.shared);
     }
 }
 
-/// A closing connection (or RESET) stops tracking.
-pub fn forget(shared: &Shared, client: &mut crate::client::ClientState) {
-    if client.tracking.on {
-        shared.tracking.disable(shared, client.handle.id);
+/// Applies a pending change of the expired-key log; call with no shard
+/// locks held.
+pub fn sync_if_changed(shared: &Shared) {
+    if shared.tracking.log_dirty.swap(false, Ordering::Relaxed) {
+        sync_expired_log(shared);
     }
-    client.tracking = Local::default();
+}
+
+/// Tracking off (CLIENT TRACKING OFF, RESET, a closing connection). What
+/// the current command wrote is still invalidated when it commits.
+pub fn forget(shared: &Shared, client: &mut crate::client::ClientState) {
+    let t = &mut client.tracking;
+    if t.on {
+        shared.tracking.disable(client.handle.id);
+    }
+    *t = Local {
+        written: std::mem::take(&mut t.written),
+        flushed: t.flushed,
+        depth: t.depth,
+        ..Local::default()
+    };
 }
 
 #[cfg(test)]

@@ -473,3 +473,26 @@ fn the_table_limit_evicts_keys_and_tells_their_readers() {
             .starts_with("ERR CONFIG SET failed")
     );
 }
+
+#[test]
+fn tracking_switched_on_inside_a_transaction_takes_effect() {
+    let srv = Server::start(&[]);
+    let mut w = srv.conn();
+    let mut t = tracker(&srv);
+    call(&mut t, &["MULTI"]);
+    call(&mut t, &["CLIENT", "TRACKING", "ON"]);
+    call(&mut t, &["GET", "k"]);
+    assert_eq!(
+        call(&mut t, &["EXEC"]),
+        Frame::Array(vec![ok(), Frame::Null])
+    );
+    let _: () = q(&mut w, &["SET", "k", "1"]);
+    assert_eq!(t.frame(), inval(&["k"]));
+    // Expired keys are recorded for it from then on.
+    let _: () = q(&mut w, &["SET", "e", "v", "PX", "30"]);
+    call(&mut t, &["GET", "e"]);
+    assert_eq!(t.frame(), inval(&["e"]));
+    // RESET turns it off.
+    assert_eq!(call(&mut t, &["RESET"]), Frame::simple("RESET"));
+    assert_eq!(info_field(&mut w, "tracking_clients"), 0);
+}

@@ -120,7 +120,6 @@ pub(super) fn tracking(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     check(ctx, &r)?;
     let handle = ctx.client.handle.clone();
     ctx.shared.tracking.enable(
-        ctx.shared,
         &handle,
         Options {
             redirect: r.redirect,
