@@ -161,13 +161,16 @@ async fn run(shared: &Shared, stream: &mut TcpStream, client: &mut ClientState) 
     let mut published_at = std::time::Instant::now();
     loop {
         let mut out = scratch::take(&scratch::WRITE, WRITE_CHUNK_BYTES);
-        // A blocked command's invalidations follow its reply.
-        let was_blocked = client.blocked.is_some();
-        deliver_messages(shared, client, &mut out, &mut held, was_blocked);
-        let blocked = resume_blocked(shared, client, &mut out, &mut held);
-        if was_blocked && !blocked {
+        // A served blocked command's reply goes before what its serving
+        // queued (its invalidations are queued after the reply is ready).
+        let blocked = if client.blocked.is_some() {
+            let blocked = resume_blocked(shared, client, &mut out, &mut held);
             deliver_messages(shared, client, &mut out, &mut held, false);
-        }
+            blocked
+        } else {
+            deliver_messages(shared, client, &mut out, &mut held, false);
+            resume_blocked(shared, client, &mut out, &mut held)
+        };
         if !closing && !blocked {
             closing = process(shared, client, &parser, &mut rbuf, &mut out, &mut held);
         }

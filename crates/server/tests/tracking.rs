@@ -496,3 +496,26 @@ fn tracking_switched_on_inside_a_transaction_takes_effect() {
     assert_eq!(call(&mut t, &["RESET"]), Frame::simple("RESET"));
     assert_eq!(info_field(&mut w, "tracking_clients"), 0);
 }
+
+#[test]
+fn a_blocked_client_gets_invalidations_and_its_served_reply_first() {
+    let srv = Server::start(&[]);
+    let mut w = srv.conn();
+    let mut t = tracker(&srv);
+    call(&mut t, &["CLIENT", "TRACKING", "ON"]);
+    let _: i64 = q(&mut w, &["RPUSH", "dst", "a"]);
+    call(&mut t, &["LRANGE", "dst", "0", "-1"]);
+    call(&mut t, &["GET", "other"]);
+    t.send(&["BLMOVE", "src", "dst", "LEFT", "LEFT", "0"]);
+    eventually("the client to block", || {
+        info_field(&mut w, "blocked_clients") == 1
+    });
+    // Invalidations reach a client while it waits...
+    let _: () = q(&mut w, &["SET", "other", "1"]);
+    assert_eq!(t.frame(), inval(&["other"]));
+    // ... and those its served command causes follow its reply.
+    let _: i64 = q(&mut w, &["RPUSH", "src", "foo"]);
+    assert_eq!(t.frame(), b("foo"));
+    assert_eq!(t.frame(), inval(&["dst"]));
+    nothing_pending(&mut t);
+}
