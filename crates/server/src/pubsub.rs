@@ -590,6 +590,7 @@ fn disconnect_slow(h: &ClientHandle) {
 /// and after every CONFIG SET).
 pub fn apply_config(shared: &crate::state::Shared) {
     shared.pubsub.configure(&shared.config.read());
-    // Tracking needs expired keys too: it decides with notifications.
-    crate::tracking::sync_expired_log(shared);
+    // Tracking needs expired keys too: it decides with notifications, once
+    // the command holds no shard locks (CONFIG SET may run inside EXEC).
+    shared.tracking.expired_log_changed();
 }

@@ -170,9 +170,9 @@ pub struct Tracking {
     /// Whether the keyspace records expired keys (for notifications or for
     /// tracking); changed under this lock.
     expired_logged: Mutex<bool>,
-    /// The number of tracking clients went to or from 0: the expired-key
-    /// log must follow, once the command that did it holds no shard locks
-    /// (CLIENT TRACKING may run inside EXEC).
+    /// Tracking clients or `notify-keyspace-events` changed: the
+    /// expired-key log must follow, once the command that did it holds no
+    /// shard locks (CLIENT TRACKING and CONFIG SET may run inside EXEC).
     log_dirty: AtomicBool,
 }
 
@@ -200,6 +200,12 @@ impl Tracking {
             expired_logged: Mutex::new(expired_logged),
             log_dirty: AtomicBool::new(false),
         }
+    }
+
+    /// What decides whether expired keys are recorded changed; applied by
+    /// [`sync_if_changed`] after the command.
+    pub fn expired_log_changed(&self) {
+        self.log_dirty.store(true, Ordering::Relaxed);
     }
 
     /// Whether any client tracks: all a write pays when none does.
@@ -299,7 +305,7 @@ impl Tracking {
         };
         if added {
             self.clients.fetch_add(1, Ordering::Relaxed);
-            self.log_dirty.store(true, Ordering::Relaxed);
+            self.expired_log_changed();
         }
     }
 
@@ -337,7 +343,7 @@ impl Tracking {
         };
         if removed {
             self.clients.fetch_sub(1, Ordering::Relaxed);
-            self.log_dirty.store(true, Ordering::Relaxed);
+            self.expired_log_changed();
         }
     }
 
@@ -636,7 +642,11 @@ pub fn after_command(ctx: &mut Ctx<'_>, name: &[u8]) {
     if local.caching && ctx.client.multi.is_none() && !is_client {
         local.caching = false;
     }
-    if is_client || name.eq_ignore_ascii_case(b"exec") || name.eq_ignore_ascii_case(b"reset") {
+    if is_client
+        || ["exec", "reset", "config"]
+            .iter()
+            .any(|n| name.eq_ignore_ascii_case(n.as_bytes()))
+    {
         sync_if_changed(ctx.shared);
     }
 }
