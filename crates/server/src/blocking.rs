@@ -355,6 +355,7 @@ impl Blocking {
                     self.remove(&mut self.registry.lock(), &w);
                     let more = self.ready_keys(txn.mutations());
                     let events = events.map(|e| e.finish(w.op.command(), &mut txn));
+                    let mut written = crate::tracking::written_keys(shared, txn.mutations());
                     let u = match crate::dispatch::commit(shared, w.durability, db, txn) {
                         Ok(out) => {
                             if let Some(events) = events {
@@ -366,9 +367,18 @@ impl Blocking {
                                 lsn: out.lsn,
                             }
                         }
-                        Err(e) => Unblocked::now(e),
+                        Err(e) => {
+                            written = None;
+                            Unblocked::now(e)
+                        }
                     };
                     w.deliver(u);
+                    // After the reply is handed over, so the served client
+                    // (which may track what it just wrote) sees it first.
+                    if let Some(written) = written {
+                        let writer = Some(w.handle.id);
+                        shared.tracking.invalidate(shared, writer, &written, false);
+                    }
                     // This key is being served already; the others (BLMOVE's
                     // destination) wait their turn.
                     more.into_iter()

@@ -122,6 +122,8 @@ pub struct ClientState {
     pub may_block: bool,
     /// Waiting in a blocking command (BLPOP...); nothing else runs meanwhile.
     pub blocked: Option<crate::blocking::Blocked>,
+    /// CLIENT TRACKING settings, and what the current command wrote.
+    pub tracking: crate::tracking::Local,
 }
 
 impl ClientState {
@@ -147,6 +149,7 @@ impl ClientState {
             notifications: Default::default(),
             may_block: false,
             blocked: None,
+            tracking: Default::default(),
         }
     }
 

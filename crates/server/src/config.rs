@@ -94,6 +94,8 @@ pub struct Config {
     /// `hll-sparse-max-bytes`: the size past which a sparse HyperLogLog
     /// is promoted to the dense encoding.
     pub hll_sparse_max_bytes: u64,
+    /// `tracking-table-max-keys`: keys CLIENT TRACKING remembers; 0 = no limit.
+    pub tracking_table_max_keys: u64,
     /// Redis compatibility directives accepted and reported but without
     /// effect in durakv (`appendonly`, `save`, ...): name → value.
     pub compat: BTreeMap<&'static str, String>,
@@ -138,6 +140,7 @@ impl Default for Config {
             encodings: EncodingLimits::default(),
             notify_keyspace_events: 0,
             hll_sparse_max_bytes: 3000,
+            tracking_table_max_keys: 1_000_000,
             client_output_buffer_limit: [
                 OutputBufferLimit {
                     hard_bytes: 0,
@@ -981,7 +984,18 @@ pub static DIRECTIVES: &[Directive] = &[
     compat!("repl-diskless-sync-delay", "5"),
     compat!("repl-diskless-load", "disabled"),
     compat!("acl-pubsub-default", "resetchannels"),
-    compat!("tracking-table-max-keys", "1000000"),
+    Directive {
+        name: "tracking-table-max-keys",
+        default: "1000000",
+        help: "Most keys CLIENT TRACKING remembers; over it, keys are dropped and their readers told (0 = no limit)",
+        runtime: true,
+        repeatable: false,
+        set: |c, v| {
+            c.tracking_table_max_keys = bounded(v, 0, i64::MAX as u64)?;
+            Ok(())
+        },
+        get: |c| c.tracking_table_max_keys.to_string(),
+    },
     compat!("shutdown-on-sigterm", "default"),
     compat!("shutdown-on-sigint", "default"),
     compat!("shutdown-timeout", "10"),

@@ -126,6 +126,8 @@ pub async fn serve(
         .pubsub
         .forget(&mut client.subscriptions, &client.handle);
     crate::blocking::abandon(&shared, &mut client);
+    crate::tracking::forget(&shared, &mut client);
+    crate::tracking::sync_if_changed(&shared);
     shared.clients.unregister(id);
 }
 
@@ -159,8 +161,16 @@ async fn run(shared: &Shared, stream: &mut TcpStream, client: &mut ClientState) 
     let mut published_at = std::time::Instant::now();
     loop {
         let mut out = scratch::take(&scratch::WRITE, WRITE_CHUNK_BYTES);
-        deliver_messages(shared, client, &mut out, &mut held);
-        let blocked = resume_blocked(shared, client, &mut out, &mut held);
+        // A served blocked command's reply goes before what its serving
+        // queued (its invalidations are queued after the reply is ready).
+        let blocked = if client.blocked.is_some() {
+            let blocked = resume_blocked(shared, client, &mut out, &mut held);
+            deliver_messages(shared, client, &mut out, &mut held, false);
+            blocked
+        } else {
+            deliver_messages(shared, client, &mut out, &mut held, false);
+            resume_blocked(shared, client, &mut out, &mut held)
+        };
         if !closing && !blocked {
             closing = process(shared, client, &parser, &mut rbuf, &mut out, &mut held);
         }
@@ -324,6 +334,8 @@ fn process(
         if client.reply_mode == ReplyMode::SkipNext {
             client.reply_mode = ReplyMode::Skipping;
         }
+        // What was queued before this command goes before its reply.
+        deliver_messages(shared, client, out, held, false);
         let mut ctx = Ctx {
             shared,
             client: &mut *client,
@@ -345,6 +357,7 @@ fn process(
             return false;
         }
         if silent {
+            deliver_messages(shared, client, out, held, false);
             if client.close_after_reply {
                 return true;
             }
@@ -366,9 +379,12 @@ fn process(
             0
         };
         // A message published while the command ran goes before its reply,
-        // as it would in Redis's single thread.
-        deliver_messages(shared, client, out, held);
+        // as it would in Redis's single thread; an invalidation queued
+        // meanwhile after it, so the client never caches a value the reply
+        // read after dropping it.
+        deliver_messages(shared, client, out, held, true);
         push(client, out, held, outcome.frame, dep);
+        deliver_messages(shared, client, out, held, false);
         if client.close_after_reply {
             return true;
         }
@@ -427,20 +443,29 @@ fn push_with(
 /// appended to the same output buffer as replies. One that reveals a write
 /// not yet durable (a keyspace event under `full`) is held like the reply
 /// of that write would be.
-fn deliver_messages(shared: &Shared, client: &ClientState, out: &mut BytesMut, held: &mut Held) {
+fn deliver_messages(
+    shared: &Shared,
+    client: &ClientState,
+    out: &mut BytesMut,
+    held: &mut Held,
+    before_reply: bool,
+) {
     let mailbox = &client.handle.mailbox;
     if !mailbox.has_mail() {
         return;
     }
     let durable = shared.durable_lsn();
-    let (batch, more) = mailbox.take_batch();
+    let (batch, more) = mailbox.take_batch(before_reply);
+    let subscribed = !client.subscriptions.is_empty();
     for m in &batch {
         let dep = if m.dependency_lsn > durable {
             m.dependency_lsn
         } else {
             0
         };
-        push_with(out, held, dep, true, |buf| m.encode(client.protocol, buf));
+        push_with(out, held, dep, true, |buf| {
+            m.encode(client.protocol, subscribed, buf)
+        });
     }
     if more {
         // Come back for the rest once this batch is written.

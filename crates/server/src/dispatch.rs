@@ -31,6 +31,7 @@ impl Outcome {
 /// Executes one request. Never panics on client input.
 pub fn execute(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let out = check_and_run(ctx, args);
+    crate::tracking::after_command(ctx, &args[0]);
     if out.frame.is_error() {
         ctx.shared.cmdstats.error_reply(&out.frame);
     }
@@ -231,6 +232,7 @@ fn finish(ctx: &mut Ctx<'_>, txn: Txn<'_>, frame: Frame) -> Outcome {
             // The locks are released: a subscriber that reacts to an event
             // sees the change.
             crate::notify::flush(ctx, out.dependency_lsn);
+            crate::tracking::flush(ctx);
             shared.blocking.serve(shared, ready);
             Outcome {
                 frame,
@@ -239,6 +241,7 @@ fn finish(ctx: &mut Ctx<'_>, txn: Txn<'_>, frame: Frame) -> Outcome {
         }
         Err(e) => {
             crate::notify::discard(ctx);
+            crate::tracking::discard(ctx);
             Outcome::now(e)
         }
     }

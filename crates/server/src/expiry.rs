@@ -47,6 +47,13 @@ pub fn active_expire_cycle(shared: &Shared) -> usize {
     let mut rng = rand::thread_rng();
     let mut total = 0;
     let notify = shared.pubsub.keyspace_events();
+    let tracking = shared.tracking.is_active();
+    // Expired keys are taken for tracking's invalidations too.
+    let take = if tracking {
+        notify | crate::notify::class::EXPIRED
+    } else {
+        notify
+    };
     for i in 0..ks.num_shards() {
         // A running script holds every shard: skip rather than stall an
         // I/O thread that SCRIPT KILL may need.
@@ -68,10 +75,16 @@ pub fn active_expire_cycle(shared: &Shared) -> usize {
                 }
             }
         }
-        let gone = crate::notify::take_expired(notify, &mut shard);
+        let gone = crate::notify::take_expired(take, &mut shard);
         drop(shard);
-        for (db, key) in gone {
-            crate::notify::announce(&shared.pubsub, notify, db, &key, "expired", 0);
+        if crate::notify::wants_expired(notify) {
+            for (db, key) in &gone {
+                crate::notify::announce(&shared.pubsub, notify, *db, key, "expired", 0);
+            }
+        }
+        if tracking && !gone.is_empty() {
+            let keys: Vec<_> = gone.into_iter().map(|(_, k)| (k, false)).collect();
+            shared.tracking.invalidate(shared, None, &keys, false);
         }
     }
     total

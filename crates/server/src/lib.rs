@@ -24,6 +24,8 @@
 //!   its output buffer limit.
 //! - [`notify`]: keyspace notifications, read off the mutations a command
 //!   applied and published once it commits.
+//! - [`tracking`]: CLIENT TRACKING, the keys clients cache and the
+//!   invalidations writes send them.
 //! - [`errors`], [`glob`], [`util`]: Redis error strings and helpers.
 
 pub mod blocking;
@@ -52,6 +54,7 @@ pub mod rdb_value;
 pub mod scripting;
 pub mod server;
 pub mod state;
+pub mod tracking;
 pub mod util;
 pub mod wal_info;
 pub mod watch;

@@ -181,6 +181,22 @@ pub fn run_data(
     args: &[bytes::Bytes],
 ) -> Reply {
     let flags = ctx.shared.pubsub.keyspace_events();
+    if ctx.shared.tracking.is_active() {
+        return crate::tracking::run_data(flags, f, ctx, txn, spec, args);
+    }
+    run_notified(flags, f, ctx, txn, spec, args)
+}
+
+/// [`run_data`] without client tracking's part.
+#[inline]
+pub fn run_notified(
+    flags: u32,
+    f: DataFn,
+    ctx: &mut Ctx<'_>,
+    txn: &mut Txn<'_>,
+    spec: &CommandSpec,
+    args: &[Bytes],
+) -> Reply {
     if flags == 0 {
         return f(ctx, txn, args);
     }
@@ -233,7 +249,12 @@ fn run_observed(
     }
     pending.observed = pending.observed.wrapping_add(1);
     if flags & class::EXPIRED != 0 {
-        txn.take_expired(|db, key| pending.event(flags, class::EXPIRED, db, key, "expired"));
+        // Expiry invalidates tracked copies too.
+        let tracking = &mut ctx.client.tracking;
+        txn.take_expired(|db, key| {
+            tracking.note_expired(key.clone());
+            pending.event(flags, class::EXPIRED, db, key, "expired")
+        });
     }
     if flags & class::KEY_MISS != 0 && spec.flags & flags::READONLY != 0 {
         for key in missing {

@@ -39,30 +39,58 @@ pub enum Kind {
     Shard = 2,
 }
 
-/// One message on its way to one subscriber.
+/// One message on its way to one client.
 pub struct Message {
-    /// The pattern that matched, for a `pmessage`.
-    pattern: Option<Bytes>,
-    shard: bool,
-    channel: Bytes,
-    payload: Bytes,
+    body: Body,
     /// The LSN that must be durable before the client may see this message,
     /// because it reveals a write (0: none).
     pub dependency_lsn: u64,
 }
 
+enum Body {
+    Published(Published),
+    /// A client tracking message (`crate::tracking`).
+    Tracking(crate::tracking::Push),
+}
+
+/// A published message, to one subscriber.
+struct Published {
+    /// The pattern that matched, for a `pmessage`.
+    pattern: Option<Bytes>,
+    shard: bool,
+    channel: Bytes,
+    payload: Bytes,
+}
+
 impl Message {
     fn cost_bytes(&self) -> usize {
-        self.channel.len()
-            + self.payload.len()
-            + self.pattern.as_ref().map_or(0, Bytes::len)
-            + MESSAGE_OVERHEAD_BYTES
+        match &self.body {
+            Body::Published(m) => {
+                m.channel.len()
+                    + m.payload.len()
+                    + m.pattern.as_ref().map_or(0, Bytes::len)
+                    + MESSAGE_OVERHEAD_BYTES
+            }
+            Body::Tracking(p) => p.cost_bytes(),
+        }
+    }
+
+    /// An invalidation, which a connection delivers only after the reply
+    /// of the command it is executing.
+    pub fn is_tracking(&self) -> bool {
+        matches!(self.body, Body::Tracking(_))
     }
 
     /// `message`/`smessage <channel> <payload>` or `pmessage <pattern>
-    /// <channel> <payload>`: a push in RESP3, an array in RESP2.
-    pub fn encode(&self, proto: Protocol, out: &mut BytesMut) {
-        match &self.pattern {
+    /// <channel> <payload>`: a push in RESP3, an array in RESP2; tracking
+    /// messages as `crate::tracking::Push` says (`subscribed`: the
+    /// receiving connection has subscriptions).
+    pub fn encode(&self, proto: Protocol, subscribed: bool, out: &mut BytesMut) {
+        let m = match &self.body {
+            Body::Published(m) => m,
+            Body::Tracking(p) => return p.encode(proto, subscribed, out),
+        };
+        match &m.pattern {
             Some(p) => {
                 write_push_header(out, proto, 4);
                 write_bulk(out, b"pmessage");
@@ -70,11 +98,11 @@ impl Message {
             }
             None => {
                 write_push_header(out, proto, 3);
-                write_bulk(out, if self.shard { b"smessage" } else { b"message" });
+                write_bulk(out, if m.shard { b"smessage" } else { b"message" });
             }
         }
-        write_bulk(out, &self.channel);
-        write_bulk(out, &self.payload);
+        write_bulk(out, &m.channel);
+        write_bulk(out, &m.payload);
     }
 }
 
@@ -122,16 +150,21 @@ impl Mailbox {
     }
 
     /// Takes the oldest messages, up to [`DELIVERY_BATCH_BYTES`] (at least
-    /// one). The second value says whether more remain.
-    pub fn take_batch(&self) -> (VecDeque<Message>, bool) {
+    /// one), stopping before the first tracking message if `before_reply`.
+    /// The second value says whether more remain that the byte limit left.
+    pub fn take_batch(&self, before_reply: bool) -> (VecDeque<Message>, bool) {
         let mut inbox = self.inbox.lock();
-        let batch = if inbox.bytes <= DELIVERY_BATCH_BYTES {
+        let stop_at_tracking = before_reply && inbox.messages.iter().any(Message::is_tracking);
+        let batch = if inbox.bytes <= DELIVERY_BATCH_BYTES && !stop_at_tracking {
             inbox.bytes = 0;
             std::mem::take(&mut inbox.messages)
         } else {
             let mut batch = VecDeque::new();
             let mut taken = 0;
             while taken < DELIVERY_BATCH_BYTES {
+                if stop_at_tracking && inbox.messages.front().is_some_and(Message::is_tracking) {
+                    break;
+                }
                 let Some(m) = inbox.messages.pop_front() else {
                     break;
                 };
@@ -144,7 +177,10 @@ impl Mailbox {
         self.queued_bytes.store(inbox.bytes, Ordering::Release);
         self.queued_messages
             .store(inbox.messages.len(), Ordering::Relaxed);
-        (batch, !inbox.messages.is_empty())
+        let held_back =
+            stop_at_tracking && inbox.messages.front().is_some_and(Message::is_tracking);
+        let more = !inbox.messages.is_empty() && !held_back;
+        (batch, more)
     }
 
     /// Drops everything queued (the connection is closing).
@@ -411,10 +447,12 @@ impl PubSub {
         let limit = self.limit();
         let mut receivers = 0;
         let message = |pattern: Option<&Bytes>| Message {
-            pattern: pattern.cloned(),
-            shard,
-            channel: channel.clone(),
-            payload: payload.clone(),
+            body: Body::Published(Published {
+                pattern: pattern.cloned(),
+                shard,
+                channel: channel.clone(),
+                payload: payload.clone(),
+            }),
             dependency_lsn: dep,
         };
         let exact = if shard {
@@ -457,6 +495,16 @@ impl PubSub {
                 .sum::<usize>();
         }
         n
+    }
+
+    /// Queues a client tracking message for `h` (never held for fsync:
+    /// see `crate::tracking`), under the same output limit as messages.
+    pub fn push_tracking(&self, h: &Arc<ClientHandle>, push: crate::tracking::Push) -> bool {
+        let m = Message {
+            body: Body::Tracking(push),
+            dependency_lsn: 0,
+        };
+        self.deliver(h, m, self.limit())
     }
 
     fn deliver(&self, h: &Arc<ClientHandle>, m: Message, limit: OutputBufferLimit) -> bool {
@@ -541,8 +589,8 @@ fn disconnect_slow(h: &ClientHandle) {
 /// Applies the pub/sub settings of the current configuration (at start-up
 /// and after every CONFIG SET).
 pub fn apply_config(shared: &crate::state::Shared) {
-    let changed = shared.pubsub.configure(&shared.config.read());
-    if let Some(record) = changed {
-        shared.store.keyspace.log_expired(record);
-    }
+    shared.pubsub.configure(&shared.config.read());
+    // Tracking needs expired keys too: it decides with notifications, once
+    // the command holds no shard locks (CONFIG SET may run inside EXEC).
+    shared.tracking.expired_log_changed();
 }

@@ -145,6 +145,8 @@ pub struct Shared {
     pub blocking: crate::blocking::Blocking,
     /// DEBUG's switches and the replication ID it may change.
     pub debug: crate::cmd::debug::DebugState,
+    /// CLIENT TRACKING: who may cache which keys.
+    pub tracking: crate::tracking::Tracking,
 }
 
 impl Shared {
@@ -166,6 +168,10 @@ impl Shared {
         if let Some(record) = pubsub.configure(&config) {
             store.keyspace.log_expired(record);
         }
+        let tracking = crate::tracking::Tracking::new(
+            crate::notify::wants_expired(pubsub.keyspace_events()),
+            config.tracking_table_max_keys,
+        );
         Shared {
             checkpoints,
             store,
@@ -185,6 +191,7 @@ impl Shared {
             pubsub,
             blocking: crate::blocking::Blocking::default(),
             debug: crate::cmd::debug::DebugState::new(&run_id),
+            tracking,
         }
     }
 

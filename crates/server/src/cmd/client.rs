@@ -49,6 +49,9 @@ pub(super) const CLIENT_SUBS: &[SubSpec] = &[
     sub("no-touch", 3, NOSCRIPT | LOADING | STALE, "Controls whether commands sent by the client affect the LRU/LFU of accessed keys."),
     sub("reply", 3, NOSCRIPT | LOADING | STALE, "Instructs the server whether to reply to commands."),
     sub("getredir", 2, NOSCRIPT | LOADING | STALE, "Returns the client ID to which the connection's tracking notifications are redirected."),
+    sub("tracking", -3, NOSCRIPT | LOADING | STALE, "Controls server-assisted client-side caching for the connection."),
+    sub("caching", 3, NOSCRIPT | LOADING | STALE, "Instructs the server whether to track the keys in the next request."),
+    sub("trackinginfo", 2, NOSCRIPT | LOADING | STALE, "Returns information about server-assisted client-side caching for the connection."),
     sub("durability", 3, NOSCRIPT | LOADING | STALE, "Sets this connection's durability level: full, delayed, none, or default (the database's level)."),
     sub("help", 2, LOADING | STALE, "Returns helpful text about the different subcommands."),
 ];
@@ -73,7 +76,8 @@ fn client(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         },
         "list" => Ok(client_list(ctx, args)),
         "info" => {
-            let mut line = client_line(&ctx.client.handle, &caller_info(ctx));
+            let tracking = super::tracking::list_fields(ctx, ctx.client.id());
+            let mut line = client_line(&ctx.client.handle, &caller_info(ctx), &tracking);
             line.push('\n');
             Ok(Frame::Verbatim(Bytes::from(line)))
         }
@@ -107,7 +111,10 @@ fn client(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
                 Err(errors::err(errors::SYNTAX))
             }
         }
-        "getredir" => Ok(Frame::Integer(-1)),
+        "getredir" => super::tracking::getredir(ctx),
+        "tracking" => super::tracking::tracking(ctx, args),
+        "caching" => super::tracking::caching(ctx, args),
+        "trackinginfo" => super::tracking::trackinginfo(ctx),
         "durability" => {
             let v = &args[2];
             if is(v, "default") {
@@ -169,6 +176,15 @@ fn client(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
                 "    Accepted for compatibility; durakv does not evict clients.",
                 "NO-TOUCH (ON|OFF)",
                 "    Accepted for compatibility; durakv keeps no LRU/LFU statistics.",
+                "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]",
+                "         [OPTIN] [OPTOUT] [NOLOOP]",
+                "    Control server assisted client side caching.",
+                "CACHING (YES|NO)",
+                "    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
+                "GETREDIR",
+                "    Return the client ID we are redirecting to when tracking is enabled.",
+                "TRACKINGINFO",
+                "    Report tracking status for the current connection.",
                 "REPLY ON",
                 "    Reply to every command (OFF and SKIP are not supported).",
                 "DURABILITY (FULL|DELAYED|NONE|DEFAULT)",
@@ -212,7 +228,7 @@ const READ_BUFFER_BYTES: usize = 16 * 1024;
 const CLIENT_STATE_BYTES: usize = 2048;
 
 /// One CLIENT LIST line in Redis's field order, plus durakv's `durability=`.
-fn client_line(h: &ClientHandle, info: &ClientInfo) -> String {
+fn client_line(h: &ClientHandle, info: &ClientInfo, tracking: &(String, i64)) -> String {
     let age = h.created.elapsed().as_secs();
     let idle = now_ms().saturating_sub(h.last_interaction_ms.load(Ordering::Relaxed)) / 1000;
     let mut flags = String::new();
@@ -223,6 +239,7 @@ fn client_line(h: &ClientHandle, info: &ClientInfo) -> String {
     if info.multi >= 0 {
         flags.push('x');
     }
+    flags.push_str(&tracking.0);
     if h.watch_dirty.load(Ordering::Acquire) {
         flags.push('d');
     }
@@ -240,7 +257,7 @@ fn client_line(h: &ClientHandle, info: &ClientInfo) -> String {
     let durability = info.durability.map(|d| d.as_str()).unwrap_or("default");
     // `fd` is not tracked per connection; -1 keeps the field parseable.
     format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} watch={} qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={} rbp={} obl=0 oll={} omem={} tot-mem={} events=r cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={} durability={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} watch={} qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={} rbp={} obl=0 oll={} omem={} tot-mem={} events=r cmd={} user={} redir={} resp={} lib-name={} lib-ver={} durability={}",
         h.id,
         h.addr,
         h.laddr,
@@ -264,6 +281,7 @@ fn client_line(h: &ClientHandle, info: &ClientInfo) -> String {
         rbs + CLIENT_STATE_BYTES + mailbox.queued_bytes(),
         if info.last_cmd.is_empty() { "NULL" } else { &info.last_cmd },
         info.user,
+        tracking.1,
         info.resp,
         text(&info.lib_name),
         text(&info.lib_ver),
@@ -274,11 +292,12 @@ fn client_line(h: &ClientHandle, info: &ClientInfo) -> String {
 /// The line for any client: the caller's from its live state, others' from
 /// their published snapshot.
 fn line_for(ctx: &Ctx<'_>, h: &ClientHandle) -> String {
+    let tracking = super::tracking::list_fields(ctx, h.id);
     if h.id == ctx.client.id() {
-        client_line(h, &caller_info(ctx))
+        client_line(h, &caller_info(ctx), &tracking)
     } else {
         let info = h.info.lock().clone();
-        client_line(h, &info)
+        client_line(h, &info, &tracking)
     }
 }
 

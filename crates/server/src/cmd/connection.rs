@@ -119,6 +119,7 @@ fn reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
     ctx.client.multi = None;
     dispatch::unwatch_all(ctx);
     super::pubsub::unsubscribe_everything(ctx);
+    crate::tracking::forget(ctx.shared, ctx.client);
     ctx.client.db = 0;
     ctx.client.protocol = Protocol::Resp2;
     ctx.client.name = None;

@@ -194,7 +194,7 @@ fn clients_section(shared: &Shared) -> String {
     field(&mut s, "client_recent_max_input_buffer", 0);
     field(&mut s, "client_recent_max_output_buffer", 0);
     field(&mut s, "blocked_clients", shared.blocking.blocked_clients());
-    field(&mut s, "tracking_clients", 0);
+    field(&mut s, "tracking_clients", shared.tracking.counts().3);
     field(&mut s, "pubsub_clients", shared.pubsub.counts().3);
     field(&mut s, "watching_clients", watching);
     field(&mut s, "clients_in_timeout_table", 0);
@@ -359,6 +359,10 @@ fn stats_section(shared: &Shared) -> String {
     field(&mut s, "pubsub_patterns", patterns);
     field(&mut s, "pubsubshard_channels", shard_channels);
     field(&mut s, "latest_fork_usec", 0);
+    let (keys, items, prefixes, _) = shared.tracking.counts();
+    field(&mut s, "tracking_total_keys", keys);
+    field(&mut s, "tracking_total_items", items);
+    field(&mut s, "tracking_total_prefixes", prefixes);
     field(&mut s, "total_forks", 0);
     field(&mut s, "migrate_cached_sockets", 0);
     field(&mut s, "total_error_replies", get(&st.total_error_replies));

@@ -66,6 +66,7 @@ pub mod stream_read;
 pub mod streams;
 pub mod strings;
 pub mod subcommands;
+pub mod tracking;
 pub mod transaction;
 pub mod zset_algebra;
 pub mod zsets;
