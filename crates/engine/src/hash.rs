@@ -62,8 +62,9 @@ impl PartialEq for HashValue {
 
 impl FromIterator<(Bytes, Bytes)> for HashValue {
     fn from_iter<I: IntoIterator<Item = (Bytes, Bytes)>>(iter: I) -> Self {
+        let pairs: Vec<(Bytes, Bytes)> = iter.into_iter().collect();
         let mut h = HashValue::default();
-        h.extend_counting(iter);
+        h.extend_counting(&pairs);
         h
     }
 }
@@ -192,11 +193,11 @@ impl HashValue {
             };
         }
         let mut h = HashValue::with_capacity(pairs.len(), size);
-        h.extend_counting(
-            pairs
-                .iter()
-                .map(|(f, v)| (Bytes::copy_from_slice(f), Bytes::copy_from_slice(v))),
-        );
+        let owned: Vec<(Bytes, Bytes)> = pairs
+            .iter()
+            .map(|(f, v)| (Bytes::copy_from_slice(f), Bytes::copy_from_slice(v)))
+            .collect();
+        h.extend_counting(&owned);
         h
     }
 
@@ -275,15 +276,14 @@ impl HashValue {
 
     /// Sets `field` to `value`; true if the field is new.
     pub fn insert(&mut self, field: Bytes, value: Bytes) -> bool {
-        self.extend_counting(std::iter::once((field, value))) == 1
+        self.extend_counting(&[(field, value)]) == 1
     }
 
     /// Sets every pair, rewriting a packed buffer once; returns how many
     /// fields were new.
-    pub fn extend_counting(&mut self, pairs: impl IntoIterator<Item = (Bytes, Bytes)>) -> usize {
-        let pairs: Vec<(Bytes, Bytes)> = pairs.into_iter().collect();
+    pub fn extend_counting(&mut self, pairs: &[(Bytes, Bytes)]) -> usize {
         if let Repr::Packed { buf, len } = &mut self.repr {
-            if let Some((new_buf, new_len)) = packed_with(buf, *len as usize, &pairs) {
+            if let Some((new_buf, new_len)) = packed_with(buf, *len as usize, pairs) {
                 let added = new_len - *len as usize;
                 *buf = new_buf;
                 *len = new_len as u32;
@@ -296,7 +296,7 @@ impl HashValue {
         };
         let mut added = 0;
         for (f, v) in pairs {
-            if t.insert(f, v).is_none() {
+            if t.insert(f.clone(), v.clone()).is_none() {
                 added += 1;
             }
         }
@@ -432,7 +432,7 @@ mod tests {
     #[test]
     fn repeated_fields_in_one_call_count_once_and_last_wins() {
         let mut h = HashValue::default();
-        let n = h.extend_counting([(b("f"), b("1")), (b("g"), b("x")), (b("f"), b("2"))]);
+        let n = h.extend_counting(&[(b("f"), b("1")), (b("g"), b("x")), (b("f"), b("2"))]);
         assert_eq!(n, 2);
         assert_eq!(h.get(b"f"), Some(b("2")));
         assert_eq!(h.len(), 2);

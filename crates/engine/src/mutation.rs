@@ -325,7 +325,7 @@ fn apply_key_op(d: &mut Db, key: &Bytes, op: &KeyOp, now_ms: u64) -> Result<(), 
             let Value::Hash(h) = &mut e.value else {
                 return Err(WRONG_TYPE);
             };
-            h.extend_counting(pairs.iter().cloned());
+            h.extend_counting(pairs);
         }
         KeyOp::HDel(fields) => {
             if let Some(e) = d.get_mut(key, now_ms) {
