@@ -27,7 +27,7 @@ pub fn commands() -> Vec<CommandSpec> {
 fn dump(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let limits = super::encoding_limits(ctx);
     Ok(match txn.get(ctx.db(), &args[1]) {
-        Some(e) => Frame::Bulk(Bytes::from(rdb_value::dump(&e.value, &limits)?)),
+        Some(e) => Frame::Bulk(Bytes::from(rdb_value::dump(&e.value, &limits))),
         None => Frame::Null,
     })
 }

@@ -119,7 +119,7 @@ fn migrate(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
             0 => 0,
             at => at.saturating_sub(now).max(1),
         };
-        let payload = rdb_value::dump(&e.value, &limits)?;
+        let payload = rdb_value::dump(&e.value, &limits);
         let ttl = ttl.to_string();
         let mut parts: Vec<&[u8]> = vec![b"RESTORE", key, ttl.as_bytes(), &payload];
         if opts.replace {

@@ -2,7 +2,7 @@
 //! NaN scores and odd pair counts are damage, as in Redis's sanitizer.
 
 use super::primitives::Reader;
-use super::{legacy, listpack, ty};
+use super::{legacy, listpack, stream, ty};
 use bytes::Bytes;
 use durakv_engine::value::{HashValue, ListValue, SetValue, Value};
 use durakv_engine::zset::ZSet;
@@ -41,7 +41,11 @@ pub fn value(body: &[u8]) -> Option<Value> {
         })?)?,
         ty::ZSET_ZIPLIST => zset(scored(legacy::ziplist(&r.string()?)?)?)?,
         ty::ZSET_LISTPACK => zset(scored(listpack::decode(&r.string()?)?)?)?,
-        // Streams and module values are not supported types here.
+        ty::STREAM_LISTPACKS | ty::STREAM_LISTPACKS_2 => Value::Stream(Box::new(stream::decode(
+            &mut r,
+            t == ty::STREAM_LISTPACKS_2,
+        )?)),
+        // Module values are not a supported type here.
         _ => return None,
     })
 }

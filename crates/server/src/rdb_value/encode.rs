@@ -2,14 +2,14 @@
 //! encoding.
 
 use super::primitives::{put_length, put_string};
-use super::{legacy, listpack, ty};
+use super::{legacy, listpack, stream, ty};
 use crate::scripting::convert::format_g;
+use durakv_engine::stream::NodeLimits;
 use durakv_engine::value::{parse_i64, EncodingLimits, HashValue, ListValue, SetValue, Value};
 use durakv_engine::zset::ZSet;
 
 /// Type byte and serialization, without the trailer.
-/// None for a stream, whose RDB encoding is not written yet.
-pub fn value(v: &Value, limits: &EncodingLimits) -> Option<Vec<u8>> {
+pub fn value(v: &Value, limits: &EncodingLimits) -> Vec<u8> {
     let mut out = Vec::new();
     match v {
         Value::Str(s) => {
@@ -20,9 +20,14 @@ pub fn value(v: &Value, limits: &EncodingLimits) -> Option<Vec<u8>> {
         Value::Set(s) => set(&mut out, s, limits),
         Value::Hash(h) => hash(&mut out, h, v.encoding_name(limits) == "listpack"),
         Value::ZSet(z) => zset(&mut out, z, v.encoding_name(limits) == "listpack"),
-        Value::Stream(_) => return None,
+        Value::Stream(s) => {
+            out.push(ty::STREAM_LISTPACKS_2);
+            // Redis's default node limits: DUMP does not depend on
+            // `stream-node-max-*`, which only shape nodes, not content.
+            stream::encode(&mut out, s, NodeLimits::default());
+        }
     }
-    Some(out)
+    out
 }
 
 /// Quicklist node container kinds (Redis's `QUICKLIST_NODE_CONTAINER_*`).

@@ -14,9 +14,9 @@ mod encode;
 pub mod legacy;
 pub mod listpack;
 pub mod primitives;
+mod stream;
 
 use durakv_engine::value::{EncodingLimits, ListValue, Value};
-use durakv_protocol::Frame;
 
 /// Redis 7.0's RDB version: DUMP writes it, RESTORE refuses newer ones.
 pub const RDB_VERSION: u16 = 10;
@@ -37,7 +37,9 @@ pub(crate) mod ty {
     pub const LIST_QUICKLIST: u8 = 14;
     pub const HASH_LISTPACK: u8 = 16;
     pub const ZSET_LISTPACK: u8 = 17;
+    pub const STREAM_LISTPACKS: u8 = 15;
     pub const LIST_QUICKLIST_2: u8 = 18;
+    pub const STREAM_LISTPACKS_2: u8 = 19;
 }
 
 /// Why RESTORE refused a payload; `message` is Redis's reply.
@@ -58,14 +60,9 @@ impl RestoreError {
     }
 }
 
-/// The DUMP payload of `value`; an error for a type not serialized yet.
-pub fn dump(value: &Value, limits: &EncodingLimits) -> Result<Vec<u8>, Frame> {
-    match encode::value(value, limits) {
-        Some(body) => Ok(primitives::seal(body, RDB_VERSION)),
-        None => Err(Frame::error(
-            "ERR DUMP of a stream is not supported yet by durakv",
-        )),
-    }
+/// The DUMP payload of `value`.
+pub fn dump(value: &Value, limits: &EncodingLimits) -> Vec<u8> {
+    primitives::seal(encode::value(value, limits), RDB_VERSION)
 }
 
 /// The value a DUMP payload holds.
@@ -80,7 +77,7 @@ pub fn restore(payload: &[u8]) -> Result<Value, RestoreError> {
 /// The serialized length of `value` without the trailer (DEBUG OBJECT's
 /// `serializedlength`).
 pub fn serialized_length(value: &Value, limits: &EncodingLimits) -> usize {
-    encode::value(value, limits).map_or(value.approx_size_bytes(), |b| b.len().saturating_sub(1))
+    encode::value(value, limits).len().saturating_sub(1)
 }
 
 /// List nodes as Redis 7.0 would build them by appending (DEBUG OBJECT's
