@@ -120,6 +120,11 @@ pub struct ClientState {
     /// The command being executed may block: it was sent by the client
     /// itself, not queued in MULTI or called from a script.
     pub may_block: bool,
+    /// The command being executed was called by a script (`redis.call`).
+    pub in_script: bool,
+    /// The current command's error reply was counted in the error
+    /// statistics already (a script returning a call's error).
+    pub error_counted: bool,
     /// Waiting in a blocking command (BLPOP...); nothing else runs meanwhile.
     pub blocked: Option<crate::blocking::Blocked>,
     /// CLIENT TRACKING settings, and what the current command wrote.
@@ -148,6 +153,8 @@ impl ClientState {
             subscriptions: Default::default(),
             notifications: Default::default(),
             may_block: false,
+            in_script: false,
+            error_counted: false,
             blocked: None,
             tracking: Default::default(),
         }

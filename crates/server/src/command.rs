@@ -114,6 +114,10 @@ pub struct CommandSpec {
     /// For a command whose arguments name keys it will read only once it
     /// runs (SORT's BY/GET patterns): true when this call needs every shard.
     pub lock_all_when: Option<fn(&[Bytes]) -> bool>,
+    /// The keys COMMAND INFO / GETKEYS report when they differ from the
+    /// ones dispatch locks (a script locks every shard, yet names its keys
+    /// through `numkeys` as Redis reports them).
+    pub reported_keys: Option<Keys>,
 }
 
 impl CommandSpec {
@@ -136,6 +140,18 @@ impl CommandSpec {
         self
     }
 
+    /// Builder: report `keys` to COMMAND INFO / GETKEYS instead of the
+    /// locking ones.
+    pub const fn reporting_keys(mut self, keys: Keys) -> CommandSpec {
+        self.reported_keys = Some(keys);
+        self
+    }
+
+    /// The key positions clients are told about.
+    pub fn shown_keys(&self) -> Keys {
+        self.reported_keys.unwrap_or(self.keys)
+    }
+
     /// Whether this call must lock every shard rather than its keys'.
     pub fn locks_all(&self, args: &[Bytes]) -> bool {
         matches!(self.keys, Keys::All) || self.lock_all_when.is_some_and(|f| f(args))
@@ -143,21 +159,7 @@ impl CommandSpec {
 
     /// Indexes of key arguments, for locking and WATCH.
     pub fn key_indexes(&self, args: &[Bytes]) -> Vec<usize> {
-        match self.keys {
-            Keys::None | Keys::All => Vec::new(),
-            Keys::Custom(f) => f(args),
-            Keys::Range { first, last, step } => {
-                let n = args.len() as i32;
-                let last = if last < 0 { n + last } else { last };
-                let mut out = Vec::new();
-                let mut i = first;
-                while i <= last && i < n && step > 0 {
-                    out.push(i as usize);
-                    i += step;
-                }
-                out
-            }
-        }
+        key_indexes_of(self.keys, args)
     }
 
     /// (first, last, step) as COMMAND INFO reports them.
@@ -166,6 +168,25 @@ impl CommandSpec {
             Keys::Range { first, last, step } => (first as i64, last as i64, step as i64),
             Keys::Custom(_) => (1, 1, 1),
             Keys::None | Keys::All => (0, 0, 0),
+        }
+    }
+}
+
+/// Indexes of the arguments `keys` names in `args`.
+pub fn key_indexes_of(keys: Keys, args: &[Bytes]) -> Vec<usize> {
+    match keys {
+        Keys::None | Keys::All => Vec::new(),
+        Keys::Custom(f) => f(args),
+        Keys::Range { first, last, step } => {
+            let n = args.len() as i32;
+            let last = if last < 0 { n + last } else { last };
+            let mut out = Vec::new();
+            let mut i = first;
+            while i <= last && i < n && step > 0 {
+                out.push(i as usize);
+                i += step;
+            }
+            out
         }
     }
 }
@@ -190,6 +211,7 @@ pub const fn spec(
         summary,
         id: 0,
         lock_all_when: None,
+        reported_keys: None,
     }
 }
 

@@ -363,7 +363,7 @@ fn process(
             }
             continue;
         }
-        if outcome.frame.is_error() {
+        if outcome.frame.is_error() && !std::mem::take(&mut client.error_counted) {
             shared
                 .stats
                 .total_error_replies

@@ -30,9 +30,10 @@ impl Outcome {
 
 /// Executes one request. Never panics on client input.
 pub fn execute(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    ctx.client.error_counted = false;
     let out = check_and_run(ctx, args);
     crate::tracking::after_command(ctx, &args[0]);
-    if out.frame.is_error() {
+    if out.frame.is_error() && !ctx.client.error_counted {
         ctx.shared.cmdstats.error_reply(&out.frame);
     }
     out
@@ -359,7 +360,7 @@ pub fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
             stats.call(spec, name, started.elapsed(), reply.is_error());
             reply
         };
-        if reply.is_error() {
+        if reply.is_error() && !std::mem::take(&mut ctx.client.error_counted) {
             ctx.shared.cmdstats.error_reply(&reply);
         }
         replies.push(reply);

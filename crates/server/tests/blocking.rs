@@ -278,7 +278,7 @@ fn transactions_and_scripts_are_seen_whole_and_never_block() {
         Value::Array(vec![bulk("z"), bulk("e"), bulk("5")])
     );
 
-    // Blocking commands in MULTI or a script answer at once, as a timeout.
+    // Blocking commands in MULTI, or BLMPOP in a script, answer at once, as a timeout.
     let replies: Vec<Value> = redis::pipe()
         .atomic()
         .cmd("BLPOP")
@@ -294,8 +294,21 @@ fn transactions_and_scripts_are_seen_whole_and_never_block() {
         .query(&mut c)
         .unwrap();
     assert_eq!(replies, [pair("k", "x"), Value::Nil, Value::Nil]);
-    let v: Value = q(&mut c, &["EVAL", "return redis.call('blpop', 'k', 0)", "0"]);
+    let v: Value = q(
+        &mut c,
+        &[
+            "EVAL",
+            "return redis.call('blmpop', 0, 1, 'k', 'LEFT')",
+            "0",
+        ],
+    );
     assert_eq!(v, Value::Nil);
+    // Redis 7.0's BLPOP family is `noscript`: refused, not run.
+    let e: String = q(
+        &mut c,
+        &["EVAL", "return redis.pcall('blpop', 'k', 0)['err']", "0"],
+    );
+    assert_eq!(e, "ERR This Redis command is not allowed from script");
     assert_eq!(info_field(&mut c, "blocked_clients"), 0);
 }
 

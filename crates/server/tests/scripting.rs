@@ -789,3 +789,75 @@ fn cmsgpack_and_struct_match_redis() {
     assert!(error(&mut c, &["EVAL", "struct.pack = nil", "0"])
         .contains("Attempt to modify a readonly table"));
 }
+
+#[test]
+fn scripts_refuse_blocking_calls_and_sort_sets_in_order() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let err: String = ok(
+        &mut c,
+        &["EVAL", "return redis.pcall('blpop','x',0)['err']", "0"],
+    );
+    assert_eq!(err, "ERR This Redis command is not allowed from script");
+    let err: String = ok(
+        &mut c,
+        &[
+            "EVAL",
+            "return redis.pcall('xread','BLOCK',0,'STREAMS','s','$')['err']",
+            "1",
+            "s",
+        ],
+    );
+    assert_eq!(
+        err,
+        "ERR xread command is not allowed with BLOCK option from scripts"
+    );
+    // Without BLOCK it answers at once.
+    let v: Value = ok(
+        &mut c,
+        &[
+            "EVAL",
+            "return redis.pcall('xread','STREAMS','s','$')",
+            "1",
+            "s",
+        ],
+    );
+    assert_eq!(v, Value::Nil);
+
+    // A set has no order: a script gets SORT BY <constant> sorted.
+    ok::<i64>(&mut c, &["SADD", "s2", "b", "aa", "c", "a"]);
+    let got: Vec<String> = ok(
+        &mut c,
+        &[
+            "EVAL",
+            "return redis.call('sort',KEYS[1],'by','_')",
+            "1",
+            "s2",
+        ],
+    );
+    assert_eq!(got, ["a", "aa", "b", "c"]);
+}
+
+#[test]
+fn refused_script_calls_count_as_rejected() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    ok::<String>(&mut c, &["CONFIG", "RESETSTAT"]);
+    let e = error(
+        &mut c,
+        &["EVAL_RO", "return redis.call('set','x','y')", "1", "x"],
+    );
+    assert!(
+        e.starts_with("ERR Write commands are not allowed from read-only scripts"),
+        "{e}"
+    );
+    let info: String = ok(&mut c, &["INFO", "commandstats"]);
+    let set = info
+        .lines()
+        .find(|l| l.starts_with("cmdstat_set:"))
+        .unwrap();
+    assert!(
+        set.contains("calls=0,") && set.contains("rejected_calls=1,failed_calls=0"),
+        "{set}"
+    );
+}

@@ -637,6 +637,58 @@ fn command_count_info_docs_list_getkeys() {
         error(&mut c, &["COMMAND", "GETKEYS", "GET"]),
         "ERR Invalid number of arguments specified for command"
     );
+
+    // A script's keys are its numkeys, even none, although it locks every shard.
+    let keys: Vec<String> = ok(
+        &mut c,
+        &["COMMAND", "GETKEYS", "EVAL", "return 1", "1", "k"],
+    );
+    assert_eq!(keys, ["k"]);
+    let keys: Vec<String> = ok(&mut c, &["COMMAND", "GETKEYS", "FCALL", "f", "0"]);
+    assert!(keys.is_empty());
+    let info: Vec<redis::Value> = ok(&mut c, &["COMMAND", "INFO", "EVAL", "SORT_RO", "GET"]);
+    let flags = |i: usize| format!("{:?}", info[i]);
+    assert!(flags(0).contains("movablekeys"), "{}", flags(0));
+    assert!(flags(1).contains("movablekeys"), "{}", flags(1));
+    assert!(!flags(2).contains("movablekeys"), "{}", flags(2));
+
+    let got: Vec<(String, Vec<String>)> = ok(
+        &mut c,
+        &[
+            "COMMAND",
+            "GETKEYSANDFLAGS",
+            "LMOVE",
+            "a",
+            "b",
+            "LEFT",
+            "RIGHT",
+        ],
+    );
+    assert_eq!(
+        got,
+        [
+            (
+                "a".to_string(),
+                vec!["RW".into(), "access".into(), "delete".into()]
+            ),
+            ("b".to_string(), vec!["RW".into(), "insert".into()]),
+        ]
+    );
+    let got: Vec<(String, Vec<String>)> = ok(
+        &mut c,
+        &["COMMAND", "GETKEYSANDFLAGS", "MSET", "a", "1", "b", "2"],
+    );
+    assert_eq!(got.len(), 2);
+    assert_eq!(got[1].1, ["OW", "update"]);
+
+    let scripting: Vec<String> = ok(
+        &mut c,
+        &["COMMAND", "LIST", "FILTERBY", "ACLCAT", "scripting"],
+    );
+    assert!(
+        scripting.contains(&"script|kill".to_string()),
+        "{scripting:?}"
+    );
 }
 
 #[test]

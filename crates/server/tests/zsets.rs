@@ -667,7 +667,7 @@ fn zset_algebra_and_rangestore() {
     );
     assert_eq!(
         error(&mut c, &["ZINTERCARD", "0", "a"]),
-        "ERR numkeys should be greater than 0"
+        "ERR at least 1 input key is needed for 'zintercard' command"
     );
     assert_eq!(
         error(&mut c, &["ZINTERCARD", "1", "a", "LIMIT", "-1"]),

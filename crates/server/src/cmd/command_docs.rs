@@ -1,6 +1,9 @@
 //! COMMAND: the command table as clients see it (COUNT, INFO, DOCS,
 //! LIST, GETKEYS), from the same specs dispatch uses.
-use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Keys, Reply, COMMANDS, NO_KEYS};
+use super::key_flags::{flags_of_key, key_spec_flags};
+use crate::command::{
+    flags::*, key_indexes_of, spec, CommandSpec, Ctx, Handler, Keys, Reply, COMMANDS, NO_KEYS,
+};
 use crate::errors;
 use crate::glob::glob_match;
 use crate::util::is;
@@ -48,6 +51,12 @@ pub(super) const COMMAND_SUBS: &[SubSpec] = &[
         "Extracts the key names from an arbitrary command.",
     ),
     sub(
+        "getkeysandflags",
+        -3,
+        LOADING | STALE,
+        "Extracts the key names and access flags for an arbitrary command.",
+    ),
+    sub(
         "help",
         2,
         LOADING | STALE,
@@ -76,7 +85,7 @@ impl View {
             name: spec.name.to_string(),
             arity: spec.arity,
             flags: spec.flags,
-            keys: spec.keys,
+            keys: spec.shown_keys(),
             group: spec.group,
             summary: spec.summary,
             subs: subcommands_of(spec.name),
@@ -165,8 +174,8 @@ impl View {
     }
 
     fn key_specs(&self) -> Frame {
-        let flags = if self.flags & WRITE != 0 { "RW" } else { "RO" };
-        let flag_set = Frame::Set(vec![status(flags)]);
+        let specs = key_spec_flags(&self.name, self.flags & WRITE != 0);
+        let flag_set = Frame::Set(flags_of_key(specs, 0).iter().map(|f| status(*f)).collect());
         let (begin, find) = match self.keys {
             Keys::Range { first, last, step } => {
                 // Redis counts `lastkey` from the first key, not from argv[0].
@@ -330,26 +339,21 @@ fn command(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             Ok(Frame::Map(pairs))
         }
         "list" => Ok(command_list(args)),
-        "getkeys" => {
-            let inner = &args[2..];
-            let Some(spec) = crate::command::lookup(&inner[0]) else {
-                return Err(Frame::error("ERR Invalid command specified"));
-            };
-            if !spec.arity_ok(inner.len()) {
-                return Err(Frame::error(
-                    "ERR Invalid number of arguments specified for command",
-                ));
-            }
-            let idx = spec.key_indexes(inner);
-            if idx.is_empty() {
-                return Err(Frame::error("ERR The command has no key arguments"));
-            }
-            Ok(Frame::Array(
-                idx.into_iter()
-                    .map(|i| Frame::Bulk(inner[i].clone()))
-                    .collect(),
-            ))
-        }
+        "getkeys" => Ok(Frame::Array(
+            command_keys(&args[2..])?
+                .into_iter()
+                .map(|(key, _)| key)
+                .collect(),
+        )),
+        "getkeysandflags" => Ok(Frame::Array(
+            command_keys(&args[2..])?
+                .into_iter()
+                .map(|(key, flags)| {
+                    let flags = flags.iter().map(|f| status(*f)).collect();
+                    Frame::Array(vec![key, Frame::Set(flags)])
+                })
+                .collect(),
+        )),
         _ => help(
             "command",
             &[
@@ -371,9 +375,37 @@ fn command(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
                 "    commands are returned.",
                 "GETKEYS <full-command>",
                 "    Return the keys from a full command.",
+                "GETKEYSANDFLAGS <full-command>",
+                "    Return the keys and the access flags from a full command.",
             ],
         ),
     }
+}
+
+/// The keys of the command `inner` (name first) with their key-spec flags,
+/// as COMMAND GETKEYS / GETKEYSANDFLAGS report them.
+fn command_keys(inner: &[Bytes]) -> Result<Vec<(Frame, &'static [&'static str])>, Frame> {
+    let Some(spec) = crate::command::lookup(&inner[0]) else {
+        return Err(Frame::error("ERR Invalid command specified"));
+    };
+    if !spec.arity_ok(inner.len()) {
+        return Err(Frame::error(
+            "ERR Invalid number of arguments specified for command",
+        ));
+    }
+    let keys = spec.shown_keys();
+    let idx = key_indexes_of(keys, inner);
+    // A command whose keys depend on its arguments (EVAL's numkeys) may
+    // name none; one with fixed key positions always has some.
+    if idx.is_empty() && !matches!(keys, Keys::Custom(_)) {
+        return Err(Frame::error("ERR The command has no key arguments"));
+    }
+    let specs = key_spec_flags(spec.name, spec.is_write());
+    Ok(idx
+        .into_iter()
+        .enumerate()
+        .map(|(n, i)| (Frame::Bulk(inner[i].clone()), flags_of_key(specs, n)))
+        .collect())
 }
 
 fn command_list(args: &[Bytes]) -> Frame {

@@ -32,8 +32,8 @@ const WRITE_FLAG_ON_RO: &str = "ERR Can not execute a script with write flag usi
 pub fn commands() -> Vec<CommandSpec> {
     vec![
         spec("function", -2, NOSCRIPT, NO_KEYS, Handler::Data(function), "scripting", "A container for function commands."),
-        spec("fcall", -3, NOSCRIPT | STALE, Keys::All, Handler::Data(fcall), "scripting", "Invokes a function."),
-        spec("fcall_ro", -3, NOSCRIPT | STALE | READONLY, Keys::All, Handler::Data(fcall_ro), "scripting", "Invokes a read-only function."),
+        spec("fcall", -3, NOSCRIPT | STALE, Keys::All, Handler::Data(fcall), "scripting", "Invokes a function.").reporting_keys(super::scripting::NUMKEYS_KEYS),
+        spec("fcall_ro", -3, NOSCRIPT | STALE | READONLY, Keys::All, Handler::Data(fcall_ro), "scripting", "Invokes a read-only function.").reporting_keys(super::scripting::NUMKEYS_KEYS),
     ]
 }
 
@@ -423,6 +423,7 @@ fn call(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes], ro: bool) -> Reply
         };
         vm.run(&name, &callback, keys, argv, &mut exec)
     };
+    ctx.client.error_counted = vm.reply_already_counted();
     ctx.client.db = db;
     ctx.client.protocol = protocol;
     Ok(reply)

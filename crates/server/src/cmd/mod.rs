@@ -48,6 +48,7 @@ pub mod geo;
 pub mod hashes;
 pub mod hyperloglog;
 pub mod info;
+pub mod key_flags;
 pub mod keys;
 pub mod lists;
 pub mod memory;

@@ -2,6 +2,7 @@
 //! atomically over every shard, their writes committed as one log record
 //! (see `crate::scripting` for the VM and why other clients answer -BUSY).
 
+use super::subcommands::{sub, SubSpec};
 use crate::command::{flags::*, lookup, spec, CommandSpec, Ctx, Handler, Keys, Reply, NO_KEYS};
 use crate::errors;
 use crate::scripting::sha1_hex;
@@ -27,16 +28,55 @@ const LOCKS_SHARDS_ITSELF: &[&str] = &["memory"];
 /// no other client observes half of it.
 const SCRIPT_KEYS: Keys = Keys::All;
 
+/// The keys a script declares, `numkeys` (argument 2) of them, as COMMAND
+/// INFO and GETKEYS report them.
+pub(super) const NUMKEYS_KEYS: Keys = Keys::Custom(super::mpop::keys_after_numkeys_at_2);
+
 #[rustfmt::skip]
 pub fn commands() -> Vec<CommandSpec> {
     vec![
-        spec("eval", -3, NOSCRIPT | STALE, SCRIPT_KEYS, Handler::Data(eval), "scripting", "Executes a server-side Lua script."),
-        spec("evalsha", -3, NOSCRIPT | STALE, SCRIPT_KEYS, Handler::Data(evalsha), "scripting", "Executes a server-side Lua script by SHA1 digest."),
-        spec("eval_ro", -3, NOSCRIPT | STALE | READONLY, SCRIPT_KEYS, Handler::Data(eval_ro), "scripting", "Executes a read-only server-side Lua script."),
-        spec("evalsha_ro", -3, NOSCRIPT | STALE | READONLY, SCRIPT_KEYS, Handler::Data(evalsha_ro), "scripting", "Executes a read-only server-side Lua script by SHA1 digest."),
+        spec("eval", -3, NOSCRIPT | STALE, SCRIPT_KEYS, Handler::Data(eval), "scripting", "Executes a server-side Lua script.").reporting_keys(NUMKEYS_KEYS),
+        spec("evalsha", -3, NOSCRIPT | STALE, SCRIPT_KEYS, Handler::Data(evalsha), "scripting", "Executes a server-side Lua script by SHA1 digest.").reporting_keys(NUMKEYS_KEYS),
+        spec("eval_ro", -3, NOSCRIPT | STALE | READONLY, SCRIPT_KEYS, Handler::Data(eval_ro), "scripting", "Executes a read-only server-side Lua script.").reporting_keys(NUMKEYS_KEYS),
+        spec("evalsha_ro", -3, NOSCRIPT | STALE | READONLY, SCRIPT_KEYS, Handler::Data(evalsha_ro), "scripting", "Executes a read-only server-side Lua script by SHA1 digest.").reporting_keys(NUMKEYS_KEYS),
         spec("script", -2, NOSCRIPT, NO_KEYS, Handler::Conn(script), "scripting", "A container for Lua scripts management commands."),
     ]
 }
+
+/// SCRIPT's subcommands as COMMAND INFO / LIST report them; `script`
+/// parses its arguments itself.
+pub(super) const SCRIPT_SUBS: &[SubSpec] = &[
+    sub(
+        "exists",
+        -3,
+        NOSCRIPT,
+        "Determines whether server-side Lua scripts exist in the script cache.",
+    ),
+    sub(
+        "flush",
+        -2,
+        NOSCRIPT,
+        "Removes all server-side Lua scripts from the script cache.",
+    ),
+    sub(
+        "help",
+        2,
+        LOADING | STALE,
+        "Returns helpful text about the different subcommands.",
+    ),
+    sub(
+        "kill",
+        2,
+        NOSCRIPT,
+        "Terminates a server-side Lua script during execution.",
+    ),
+    sub(
+        "load",
+        3,
+        NOSCRIPT | STALE,
+        "Loads a server-side Lua script to the script cache.",
+    ),
+];
 
 /// May `args` run while a script has been running too long? (Redis's
 /// `allow-busy` commands.)
@@ -128,6 +168,7 @@ fn try_run(
         let mut exec = |cmd: Vec<Bytes>, resp: u8| call(ctx, txn, &cmd, resp, ro);
         vm.run(&sha, &func, keys, argv, &mut exec)
     };
+    ctx.client.error_counted = vm.reply_already_counted();
     // SELECT and the RESP level inside the script are the script's own.
     ctx.client.db = db;
     ctx.client.protocol = protocol;
@@ -146,19 +187,11 @@ pub(crate) fn call(
     let Some(spec) = lookup(&args[0]) else {
         return errors::err(UNKNOWN_COMMAND);
     };
-    if !spec.arity_ok(args.len()) {
-        return errors::err(WRONG_ARITY);
-    }
-    if spec.flags & NOSCRIPT != 0 || LOCKS_SHARDS_ITSELF.contains(&spec.name) {
-        return errors::err(NOT_ALLOWED);
-    }
-    if spec.is_write() {
-        if ro {
-            return errors::err(WRITE_FROM_RO);
-        }
-        if let Some(refusal) = crate::dispatch::refuse_write(ctx, spec.flags) {
-            return refusal;
-        }
+    if let Some(refusal) = refusal(ctx, spec, args, ro) {
+        // Counted as Redis counts a command refused before it runs.
+        ctx.shared.cmdstats.rejected(spec);
+        count_error(ctx, &refusal);
+        return refusal;
     }
     ctx.client.protocol = if resp == 3 {
         Protocol::Resp3
@@ -169,6 +202,7 @@ pub(crate) fn call(
     // A script's commands count in INFO commandstats, as in Redis.
     let script_cmd = std::mem::replace(&mut ctx.client.last_cmd, spec.name.to_string());
     let started = std::time::Instant::now();
+    ctx.client.in_script = true;
     let reply = crate::command::into_frame(match spec.handler {
         Handler::Data(f) => crate::notify::run_data(f, ctx, txn, spec, args),
         Handler::Conn(f) => f(ctx, args),
@@ -176,6 +210,7 @@ pub(crate) fn call(
         // script already holds.
         Handler::Outcome(_) => Err(errors::err(NOT_ALLOWED)),
     });
+    ctx.client.in_script = false;
     let stats = &ctx.shared.cmdstats;
     stats.call(
         spec,
@@ -184,10 +219,46 @@ pub(crate) fn call(
         reply.is_error(),
     );
     ctx.client.last_cmd = script_cmd;
+    if reply.is_error() {
+        count_error(ctx, &reply);
+    }
     if txn.mutations().len() > before {
         ctx.shared.scripting.run_state().note_write();
     }
     reply
+}
+
+/// A called command's error counts in INFO errorstats and
+/// `total_error_replies` even when the script catches it, as in Redis.
+fn count_error(ctx: &Ctx<'_>, error: &Frame) {
+    ctx.shared.cmdstats.error_reply(error);
+    ctx.shared
+        .stats
+        .total_error_replies
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Why `redis.call` refuses `args` before running it, if it does.
+fn refusal(ctx: &Ctx<'_>, spec: &CommandSpec, args: &[Bytes], ro: bool) -> Option<Frame> {
+    if !spec.arity_ok(args.len()) {
+        return Some(errors::err(WRONG_ARITY));
+    }
+    if spec.flags & NOSCRIPT != 0 || LOCKS_SHARDS_ITSELF.contains(&spec.name) {
+        return Some(errors::err(NOT_ALLOWED));
+    }
+    if matches!(spec.name, "xread" | "xreadgroup") && super::stream_read::asks_to_block(args) {
+        return Some(Frame::error(format!(
+            "ERR {} command is not allowed with BLOCK option from scripts",
+            spec.name
+        )));
+    }
+    if spec.is_write() {
+        if ro {
+            return Some(errors::err(WRITE_FROM_RO));
+        }
+        return crate::dispatch::refuse_write(ctx, spec.flags);
+    }
+    None
 }
 
 /// The `#!lua flags=...` first line of a script.

@@ -41,7 +41,8 @@ pub fn commands() -> Vec<CommandSpec> {
             "generic",
             "Returns the sorted elements of a list, a set, or a sorted set.",
         )
-        .locking_all_when(reads_pattern_keys),
+        .locking_all_when(reads_pattern_keys)
+        .reporting_keys(Keys::Custom(sort_ro_keys)),
     ]
 }
 
@@ -126,6 +127,12 @@ fn reads_pattern_keys(args: &[Bytes]) -> bool {
     parse(args, readonly).is_ok_and(|o| o.reads_other_keys())
 }
 
+/// SORT_RO's key is the sorted one; Redis finds it with a key-finding
+/// function (as SORT's), so COMMAND INFO reports it as movable.
+fn sort_ro_keys(args: &[Bytes]) -> Vec<usize> {
+    (1..args.len().min(2)).collect()
+}
+
 /// SORT's keys: the sorted key and the STORE destination. A call that
 /// parses names exactly the destination it will write; for one that does
 /// not (COMMAND GETKEYS), Redis's own scan: the last STORE, skipping the
@@ -188,9 +195,10 @@ fn run(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes], readonly: bool) -> 
         Some(_) => return Err(wrongtype()),
     };
     let (mut dont_sort, mut alpha, mut by) = (o.dont_sort, o.alpha, o.by);
-    if dont_sort && kind == Kind::Set && o.store.is_some() {
-        // A set has no order of its own: what is stored is sorted, as Redis
-        // does so that the stored list is the same everywhere.
+    if dont_sort && kind == Kind::Set && (o.store.is_some() || ctx.client.in_script) {
+        // A set has no order of its own: what is stored, or handed to a
+        // script, is sorted, as Redis does so that the result is the same
+        // everywhere.
         (dont_sort, alpha, by) = (false, true, None);
     }
     let (start, end) = window(o.offset, o.count, len);

@@ -62,6 +62,15 @@ enum After {
     New,
 }
 
+/// Does this XREAD / XREADGROUP ask to block? (A script may not: Redis
+/// refuses it there rather than answer as if it timed out.)
+pub(crate) fn asks_to_block(args: &[Bytes]) -> bool {
+    args[1..]
+        .iter()
+        .take_while(|a| !is(a, "streams"))
+        .any(|a| is(a, "block"))
+}
+
 struct Request {
     count: Option<usize>,
     block: Option<Option<Duration>>,

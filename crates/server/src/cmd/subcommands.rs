@@ -43,6 +43,7 @@ pub fn subcommands_of(container: &str) -> &'static [SubSpec] {
         "memory" => super::memory::MEMORY_SUBS,
         "object" => super::keys::OBJECT_SUBS,
         "pubsub" => super::pubsub::PUBSUB_SUBS,
+        "script" => super::scripting::SCRIPT_SUBS,
         "xgroup" => super::stream_groups::XGROUP_SUBS,
         "xinfo" => super::stream_info::XINFO_SUBS,
         _ => &[],
@@ -110,7 +111,7 @@ mod tests {
     #[test]
     fn subcommand_tables_have_help_and_valid_arity() {
         for c in [
-            "client", "command", "config", "latency", "slowlog", "memory", "pubsub",
+            "client", "command", "config", "latency", "slowlog", "memory", "pubsub", "script",
         ] {
             let t = subcommands_of(c);
             assert!(t.iter().any(|s| s.name == "help"), "{c}");

@@ -329,7 +329,10 @@ fn zdiffstore(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
 fn zintercard(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let n = arg_i64(&args[1])?;
     if n < 1 {
-        return Err(Frame::error("ERR numkeys should be greater than 0"));
+        // Redis's shared ZUNION/ZINTER/ZDIFF check words it this way.
+        return Err(Frame::error(
+            "ERR at least 1 input key is needed for 'zintercard' command",
+        ));
     }
     let n = n as usize;
     if n > args.len() - 2 {

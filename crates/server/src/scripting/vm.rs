@@ -70,6 +70,9 @@ pub struct Vm {
     call_with: Function,
     funcs: HashMap<String, Function>,
     runs: u32,
+    /// The last run's reply is an error a `redis.call` already counted in
+    /// the error statistics (a raised or returned call error).
+    reply_counted: bool,
 }
 
 impl Vm {
@@ -107,6 +110,7 @@ impl Vm {
             call_with,
             funcs: HashMap::new(),
             runs: 0,
+            reply_counted: false,
         })
     }
 
@@ -201,7 +205,12 @@ impl Vm {
         argv: &[Bytes],
         exec: &mut Exec<'_>,
     ) -> Frame {
-        let reply = match self.run_inner(func, keys, argv, exec) {
+        let outcome = self.run_inner(func, keys, argv, exec);
+        self.reply_counted = match &outcome {
+            Ok(Ok(v)) | Ok(Err(v)) => counted_error(v),
+            Err(_) => false,
+        };
+        let reply = match outcome {
             Ok(Ok(v)) => lua_to_frame(&v, self.resp()),
             Ok(Err(err)) => self.error_reply(sha, &err),
             Err(e) => Frame::error(format!(
@@ -217,6 +226,13 @@ impl Vm {
             let _ = self.lua.gc_step_kbytes(GC_EVERY_RUNS as i32);
         }
         reply
+    }
+
+    /// Whether the last run's error reply was already counted when the
+    /// script's `redis.call` / `redis.pcall` got it, so it is not counted
+    /// twice as Redis does not.
+    pub fn reply_already_counted(&self) -> bool {
+        self.reply_counted
     }
 
     fn resp(&self) -> u8 {
@@ -265,7 +281,11 @@ impl Vm {
                         .unwrap_or(2);
                     let reply = exec(args, resp);
                     let failed = reply.is_error();
-                    Ok((!failed, frame_to_lua(lua, &reply, resp)?))
+                    let value = frame_to_lua(lua, &reply, resp)?;
+                    if let (true, Value::Table(t)) = (failed, &value) {
+                        t.raw_set(COUNTED, true)?;
+                    }
+                    Ok((!failed, value))
                 },
             )?;
             lua.set_named_registry_value(EXEC_KEY, call)?;
@@ -435,6 +455,14 @@ fn lua_message(e: &mlua::Error) -> String {
 
 fn one_line(s: &str) -> String {
     s.replace(['\r', '\n'], " ")
+}
+
+/// The field marking an error table from a command a script called, whose
+/// error the statistics have counted already.
+const COUNTED: &str = "ignore_err_stats_update";
+
+fn counted_error(v: &Value) -> bool {
+    matches!(v, Value::Table(t) if t.raw_get::<bool>(COUNTED).unwrap_or(false))
 }
 
 /// `{err = msg}` with Redis's code rule: no code → ERR.
