@@ -156,7 +156,12 @@ pub(crate) fn call(
         if ro {
             return errors::err(WRITE_FROM_RO);
         }
-        if let Some(refusal) = crate::dispatch::refuse_write(ctx, spec.flags) {
+        let deny = if ctx.shared.scripting.run_state().has_written() {
+            spec.flags & !crate::command::flags::DENYOOM
+        } else {
+            spec.flags
+        };
+        if let Some(refusal) = crate::dispatch::refuse_write(ctx, deny) {
             return refusal;
         }
     }
