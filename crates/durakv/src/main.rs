@@ -2,12 +2,51 @@
 //! benchmark. All behaviour lives in the library crates.
 
 use clap::{Arg, ArgAction, Command};
+use std::alloc::GlobalAlloc;
 
 // Many small, short-lived allocations (argument slices, reply frames) and
 // millions of long-lived ones (keys, values): mimalloc handles both better
 // than the system allocator, as jemalloc does for Redis.
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: Counting = Counting(mimalloc::MiMalloc);
+
+/// mimalloc, counting the bytes in use for INFO's `used_memory` and
+/// `maxmemory` (see `durakv_server::memory`).
+struct Counting(mimalloc::MiMalloc);
+
+// SAFETY: every call is forwarded unchanged to mimalloc; the counting
+// touches only atomics and a const thread-local, and never allocates.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        let p = self.0.alloc(layout);
+        if !p.is_null() {
+            durakv_server::memory::note_alloc(layout.size());
+        }
+        p
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: std::alloc::Layout) -> *mut u8 {
+        let p = self.0.alloc_zeroed(layout);
+        if !p.is_null() {
+            durakv_server::memory::note_alloc(layout.size());
+        }
+        p
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        self.0.dealloc(ptr, layout);
+        durakv_server::memory::note_free(layout.size());
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new_size: usize) -> *mut u8 {
+        let p = self.0.realloc(ptr, layout, new_size);
+        if !p.is_null() {
+            durakv_server::memory::note_free(layout.size());
+            durakv_server::memory::note_alloc(new_size);
+        }
+        p
+    }
+}
 use durakv_server::config::{Config, DIRECTIVES};
 
 fn serve_command() -> Command {

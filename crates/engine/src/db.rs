@@ -35,8 +35,8 @@ impl PartialEq for Entry {
 pub const LFU_INIT: u8 = 5;
 
 /// Access bookkeeping per key: seconds since the Unix epoch of the last
-/// access, and an LFU counter that only RESTORE ... FREQ sets (accesses do
-/// not count up).
+/// access, and Redis's LFU counter (counted by [`crate::lfu`] while an LFU
+/// policy is chosen; RESTORE ... FREQ sets it).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Access {
     pub secs: u32,
@@ -116,7 +116,7 @@ impl Db {
         self.expire_if_due(key, now_ms);
         let now_s = self.now_s;
         let e = self.map.get_mut(key)?;
-        e.access.secs = now_s;
+        crate::lfu::touch(&mut e.access, now_s);
         Some(e)
     }
 
@@ -138,7 +138,10 @@ impl Db {
         self.expire_if_due(key, now_ms);
         let access = self.fresh_access(None);
         let i = match self.map.get_index_of(&key[..]) {
-            Some(i) => i,
+            Some(i) => {
+                crate::lfu::touch(&mut self.map[i].access, access.secs);
+                i
+            }
             None => {
                 let e = Entry {
                     access,
@@ -147,9 +150,7 @@ impl Db {
                 self.map.insert_full(own(key), e).0
             }
         };
-        let e = &mut self.map[i];
-        e.access.secs = access.secs;
-        e
+        &mut self.map[i]
     }
 
     /// Like [`Db::get_mut`] without counting as an access (bookkeeping such
@@ -348,6 +349,39 @@ impl Db {
             }
         }
         (n, expired)
+    }
+
+    /// Visits up to `n` entries drawn at random (with replacement), from
+    /// every key or only from those with a TTL, for eviction. Expired
+    /// entries are visited too: evicting them is as good as expiring them.
+    pub fn sample(
+        &self,
+        volatile_only: bool,
+        n: usize,
+        rng: &mut impl rand::Rng,
+        mut visit: impl FnMut(&Bytes, &Entry),
+    ) {
+        let len = if volatile_only {
+            self.volatile.len()
+        } else {
+            self.map.len()
+        };
+        if len == 0 {
+            return;
+        }
+        for _ in 0..n {
+            let i = rng.gen_range(0..len);
+            let found = if volatile_only {
+                self.volatile
+                    .get_index(i)
+                    .and_then(|k| self.map.get_key_value(&k[..]))
+            } else {
+                self.map.get_index(i)
+            };
+            if let Some((k, e)) = found {
+                visit(k, e);
+            }
+        }
     }
 
     /// A random live key, trying a bounded number of samples.

@@ -11,7 +11,8 @@
 //! - [`value`], [`zset`], [`stream`]: the data types a key can hold
 //!   ([`stream_op`]: stream writes as mutations).
 //! - [`db`], [`shard`], [`keyspace`]: databases partitioned into shards, each
-//!   behind its own lock, with lazy expiry.
+//!   behind its own lock, with lazy expiry; [`lfu`]: the access counter
+//!   LFU eviction compares.
 //! - [`mutation`]: every state change as a deterministic, loggable value, and
 //!   how it is applied; [`codec`] encodes it for the log.
 //! - [`txn`]: a command's or transaction's view of the locked shards; it
@@ -31,6 +32,7 @@ pub mod functions;
 pub mod hash;
 pub mod io;
 pub mod keyspace;
+pub mod lfu;
 pub mod lock;
 pub mod mutation;
 pub mod shard;

@@ -62,6 +62,15 @@ pub struct Config {
     pub loglevel: String,
     pub logfile: String,
     pub maxmemory_bytes: u64,
+    /// What to do over `maxmemory`: refuse writes, or evict which keys.
+    pub maxmemory_policy: crate::evict::Policy,
+    /// Keys sampled per database and shard when looking for one to evict.
+    pub maxmemory_samples: u64,
+    /// 0..=100: how long one command may spend evicting (100 = unbounded).
+    pub maxmemory_eviction_tenacity: u64,
+    pub lfu_log_factor: u64,
+    /// Minutes per step of LFU counter decay (0 = never decays).
+    pub lfu_decay_time: u64,
     pub hz: u64,
     pub keyspace_shards: usize,
     pub durability: Durability,
@@ -118,6 +127,11 @@ impl Default for Config {
             loglevel: "notice".into(),
             logfile: String::new(),
             maxmemory_bytes: 0,
+            maxmemory_policy: crate::evict::Policy::NoEviction,
+            maxmemory_samples: 5,
+            maxmemory_eviction_tenacity: 10,
+            lfu_log_factor: 10,
+            lfu_decay_time: 1,
             hz: 10,
             keyspace_shards: durakv_engine::keyspace::DEFAULT_SHARD_COUNT,
             durability: Durability::Full,
@@ -642,7 +656,7 @@ pub static DIRECTIVES: &[Directive] = &[
     Directive {
         name: "maxmemory",
         default: "0",
-        help: "Refuse writes with -OOM once data uses more than this (0 = no limit)",
+        help: "Past this many bytes in use, evict keys by maxmemory-policy or refuse writes with -OOM (0 = no limit)",
         runtime: true,
         repeatable: false,
         set: |c, v| {
@@ -650,6 +664,66 @@ pub static DIRECTIVES: &[Directive] = &[
             Ok(())
         },
         get: |c| c.maxmemory_bytes.to_string(),
+    },
+    Directive {
+        name: "maxmemory-policy",
+        default: "noeviction",
+        help: "noeviction, allkeys-lru, allkeys-lfu, allkeys-random, volatile-lru, volatile-lfu, volatile-random or volatile-ttl",
+        runtime: true,
+        repeatable: false,
+        set: |c, v| {
+            c.maxmemory_policy = crate::evict::Policy::parse(v)?;
+            Ok(())
+        },
+        get: |c| c.maxmemory_policy.name().to_string(),
+    },
+    Directive {
+        name: "maxmemory-samples",
+        default: "5",
+        help: "Keys sampled per database and shard to pick one to evict (1..64)",
+        runtime: true,
+        repeatable: false,
+        set: |c, v| {
+            c.maxmemory_samples = bounded(v, 1, 64)?;
+            Ok(())
+        },
+        get: |c| c.maxmemory_samples.to_string(),
+    },
+    Directive {
+        name: "maxmemory-eviction-tenacity",
+        default: "10",
+        help: "How long a command may evict before going ahead, 0..100 (100 = until under the limit)",
+        runtime: true,
+        repeatable: false,
+        set: |c, v| {
+            c.maxmemory_eviction_tenacity = bounded(v, 0, 100)?;
+            Ok(())
+        },
+        get: |c| c.maxmemory_eviction_tenacity.to_string(),
+    },
+    Directive {
+        name: "lfu-log-factor",
+        default: "10",
+        help: "How slowly the LFU counter grows with accesses",
+        runtime: true,
+        repeatable: false,
+        set: |c, v| {
+            c.lfu_log_factor = bounded(v, 0, i32::MAX as u64)?;
+            Ok(())
+        },
+        get: |c| c.lfu_log_factor.to_string(),
+    },
+    Directive {
+        name: "lfu-decay-time",
+        default: "1",
+        help: "Minutes without access per step down of the LFU counter (0 = never)",
+        runtime: true,
+        repeatable: false,
+        set: |c, v| {
+            c.lfu_decay_time = bounded(v, 0, i32::MAX as u64)?;
+            Ok(())
+        },
+        get: |c| c.lfu_decay_time.to_string(),
     },
     Directive {
         name: "hz",
@@ -870,7 +944,6 @@ pub static DIRECTIVES: &[Directive] = &[
     compat!("appendonly", "no"),
     compat!("appendfsync", "everysec"),
     compat!("save", ""),
-    compat!("maxmemory-policy", "noeviction"),
     compat!("slave-read-only", "yes"),
     compat!("replica-read-only", "yes"),
     busy_reply_threshold("busy-reply-threshold"),
@@ -920,11 +993,7 @@ pub static DIRECTIVES: &[Directive] = &[
     },
     compat!("cluster-enabled", "no"),
     compat!("list-compress-depth", "0"),
-    compat!("maxmemory-samples", "5"),
-    compat!("maxmemory-eviction-tenacity", "10"),
     compat!("maxmemory-clients", "0"),
-    compat!("lfu-log-factor", "10"),
-    compat!("lfu-decay-time", "1"),
     compat!("slowlog-log-slower-than", "10000"),
     compat!("slowlog-max-len", "128"),
     compat!("latency-monitor-threshold", "0"),

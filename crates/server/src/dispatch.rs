@@ -62,6 +62,11 @@ fn check_and_run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     }) {
         return reject(ctx, spec, busy);
     }
+    if ctx.shared.evict.maxmemory() != 0 {
+        if let Some(oom) = refuse_for_memory(ctx, spec) {
+            return reject(ctx, spec, oom);
+        }
+    }
     ctx.client.last_cmd.clear();
     ctx.client.last_cmd.push_str(spec.name);
     if ctx.client.multi.is_some() && spec.flags & flags::NO_MULTI != 0 {
@@ -75,7 +80,8 @@ fn check_and_run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         return Outcome::now(Frame::queued());
     }
     if spec.is_write() {
-        if let Some(refusal) = refuse_write(ctx, spec.flags) {
+        // Memory was dealt with above, evicting first.
+        if let Some(refusal) = refuse_write(ctx, spec.flags & !flags::DENYOOM) {
             return reject(ctx, spec, refusal);
         }
     }
@@ -139,18 +145,38 @@ pub(crate) fn lock<'s, 'k>(
     }
 }
 
-/// A reason to refuse a write before running it: a failed log, or memory.
+/// A reason to refuse a write before running it: a failed log, or (for
+/// `denyoom`) memory over `maxmemory`. Only checks: it may run under shard
+/// locks (inside scripts), where evicting could deadlock.
 pub(crate) fn refuse_write(ctx: &Ctx<'_>, cmd_flags: u32) -> Option<Frame> {
     if ctx.shared.log_failure().is_some() {
         return Some(errors::err(errors::MISCONF));
     }
-    if cmd_flags & flags::DENYOOM != 0 {
-        let max = ctx.shared.config.read().maxmemory_bytes;
-        if max > 0 && crate::memory::used_memory_bytes() > max {
-            return Some(errors::err(errors::OOM));
-        }
+    if cmd_flags & flags::DENYOOM != 0 && crate::evict::over_limit(ctx.shared) {
+        return Some(errors::err(errors::OOM));
     }
     None
+}
+
+/// With `maxmemory` set, before any command: evict by the policy, and if
+/// still over with nothing left to evict, refuse what Redis refuses then
+/// (a `denyoom` command; any command but EXEC, DISCARD, QUIT or RESET
+/// while queueing a MULTI, since queueing grows memory; an EXEC whose
+/// queue holds a `denyoom` command). Reads keep working.
+fn refuse_for_memory(ctx: &Ctx<'_>, spec: &CommandSpec) -> Option<Frame> {
+    if crate::evict::perform(ctx.shared) != crate::evict::Outcome::Fail {
+        return None;
+    }
+    let deny = spec.flags & flags::DENYOOM != 0
+        || match &ctx.client.multi {
+            Some(m) if spec.name == "exec" => m
+                .queued
+                .iter()
+                .any(|args| lookup(&args[0]).is_some_and(|s| s.flags & flags::DENYOOM != 0)),
+            Some(_) => !matches!(spec.name, "discard" | "quit" | "reset"),
+            None => false,
+        };
+    deny.then(|| errors::err(errors::OOM))
 }
 
 /// A command refused before it runs. Inside MULTI the refusal dooms the

@@ -28,6 +28,10 @@ pub async fn run(shared: Arc<Shared>) {
             shared.durable_tx.send_modify(|_| {});
         }
         shared.pubsub.enforce_soft_limit();
+        // Carries on an eviction a command left unfinished (tenacity).
+        if shared.evict.maxmemory() != 0 {
+            crate::evict::perform(&shared);
+        }
         if !shared.debug.active_expire.load(Ordering::Relaxed) {
             continue;
         }

@@ -42,6 +42,7 @@ pub mod digest;
 pub mod dispatch;
 pub mod embedded;
 pub mod errors;
+pub mod evict;
 pub mod expiry;
 pub mod geohash;
 pub mod glob;

@@ -1,7 +1,62 @@
-//! Process memory as the OS sees it (resident set size), sampled rather than
-//! computed per command, for `maxmemory` and INFO memory.
+//! Memory in use, for `maxmemory` and INFO memory: the bytes the process
+//! has allocated and not freed, as counted by the binary's global allocator
+//! through [`note_alloc`]/[`note_free`] (what Redis's zmalloc counts);
+//! without that allocator (embedded use), the resident set size sampled by
+//! the background task.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicIsize, AtomicU64, AtomicUsize, Ordering};
+
+/// Allocation counters, one per group of threads on its own cache line, so
+/// threads allocating at once do not contend on one counter.
+const SLOTS: usize = 16;
+
+#[repr(align(64))]
+struct Slot(AtomicIsize);
+
+static ALLOCATED: [Slot; SLOTS] = [const { Slot(AtomicIsize::new(0)) }; SLOTS];
+static NEXT_SLOT: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    // Const-initialised and without a destructor: safe to touch from inside
+    // the global allocator.
+    static MY_SLOT: Cell<usize> = const { Cell::new(usize::MAX) };
+}
+
+#[inline]
+fn slot() -> &'static AtomicIsize {
+    let i = MY_SLOT
+        .try_with(|s| {
+            let v = s.get();
+            if v != usize::MAX {
+                return v;
+            }
+            let n = NEXT_SLOT.fetch_add(1, Ordering::Relaxed) % SLOTS;
+            s.set(n);
+            n
+        })
+        .unwrap_or(0);
+    &ALLOCATED[i % SLOTS].0
+}
+
+/// Called by the global allocator for every allocation of `bytes`.
+#[inline]
+pub fn note_alloc(bytes: usize) {
+    slot().fetch_add(bytes as isize, Ordering::Relaxed);
+}
+
+/// Called by the global allocator for every release of `bytes`.
+#[inline]
+pub fn note_free(bytes: usize) {
+    slot().fetch_sub(bytes as isize, Ordering::Relaxed);
+}
+
+/// Bytes allocated and not freed, if the counting allocator is installed
+/// (a live process always holds some, so 0 means it is not).
+pub fn counted_bytes() -> Option<u64> {
+    let sum: isize = ALLOCATED.iter().map(|s| s.0.load(Ordering::Relaxed)).sum();
+    (sum > 0).then_some(sum as u64)
+}
 
 static USED_MEMORY_BYTES: AtomicU64 = AtomicU64::new(0);
 static PEAK_MEMORY_BYTES: AtomicU64 = AtomicU64::new(0);
@@ -22,13 +77,17 @@ pub fn read_rss_bytes() -> u64 {
 
 /// Refreshes the sampled value; called by the server's background task.
 pub fn sample() -> u64 {
-    let rss = read_rss_bytes();
-    USED_MEMORY_BYTES.store(rss, Ordering::Relaxed);
-    PEAK_MEMORY_BYTES.fetch_max(rss, Ordering::Relaxed);
-    rss
+    let used = counted_bytes().unwrap_or_else(read_rss_bytes);
+    USED_MEMORY_BYTES.store(used, Ordering::Relaxed);
+    PEAK_MEMORY_BYTES.fetch_max(used, Ordering::Relaxed);
+    used
 }
 
+/// Memory in use now (see the module comment).
 pub fn used_memory_bytes() -> u64 {
+    if let Some(n) = counted_bytes() {
+        return n;
+    }
     let v = USED_MEMORY_BYTES.load(Ordering::Relaxed);
     if v == 0 {
         sample()

@@ -14,9 +14,9 @@
 //! durable.
 //!
 //! Keys removed by expiry (lazily, by a command's lookup, or by the
-//! periodic sampler) are announced as `expired`. durakv never evicts (it
-//! refuses writes over `maxmemory`), so `evicted` is accepted but never
-//! sent; streams and modules do not exist, so `t` and `d` send nothing.
+//! periodic sampler) are announced as `expired`, keys evicted by
+//! `maxmemory` as `evicted` (see `crate::evict`); modules do not exist, so
+//! `d` sends nothing.
 
 use crate::command::{flags, CommandSpec, Ctx, DataFn, Reply};
 use crate::pubsub::PubSub;

@@ -27,6 +27,8 @@ pub struct Stats {
     pub total_commands_processed: AtomicU64,
     pub rejected_connections: AtomicU64,
     pub expired_keys: AtomicU64,
+    /// Keys removed by `maxmemory` eviction.
+    pub evicted_keys: AtomicU64,
     pub keyspace_hits: AtomicU64,
     pub keyspace_misses: AtomicU64,
     pub total_net_input_bytes: AtomicU64,
@@ -44,6 +46,7 @@ impl Stats {
             &self.total_commands_processed,
             &self.rejected_connections,
             &self.expired_keys,
+            &self.evicted_keys,
             &self.keyspace_hits,
             &self.keyspace_misses,
             &self.total_net_input_bytes,
@@ -147,6 +150,8 @@ pub struct Shared {
     pub debug: crate::cmd::debug::DebugState,
     /// CLIENT TRACKING: who may cache which keys.
     pub tracking: crate::tracking::Tracking,
+    /// `maxmemory` and its eviction policy.
+    pub evict: crate::evict::Eviction,
 }
 
 impl Shared {
@@ -172,7 +177,7 @@ impl Shared {
             crate::notify::wants_expired(pubsub.keyspace_events()),
             config.tracking_table_max_keys,
         );
-        Shared {
+        let shared = Shared {
             checkpoints,
             store,
             config: RwLock::new(config),
@@ -192,7 +197,10 @@ impl Shared {
             blocking: crate::blocking::Blocking::default(),
             debug: crate::cmd::debug::DebugState::new(&run_id),
             tracking,
-        }
+            evict: crate::evict::Eviction::default(),
+        };
+        crate::evict::apply_config(&shared);
+        shared
     }
 
     /// The level a write from a connection with override `conn` to database

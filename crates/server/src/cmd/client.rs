@@ -86,7 +86,8 @@ fn client(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         "setinfo" => Ok(client_setinfo(ctx, args)),
         "no-evict" | "no-touch" => {
             // Accepted so client libraries that set them work; durakv never
-            // evicts clients and keeps no LRU/LFU to protect.
+            // evicts clients, and NO-TOUCH is not honoured yet: the client's
+            // reads still update LRU/LFU.
             if is(&args[2], "on") || is(&args[2], "off") {
                 Ok(Frame::ok())
             } else {
@@ -175,7 +176,7 @@ fn client(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
                 "NO-EVICT (ON|OFF)",
                 "    Accepted for compatibility; durakv does not evict clients.",
                 "NO-TOUCH (ON|OFF)",
-                "    Accepted for compatibility; durakv keeps no LRU/LFU statistics.",
+                "    Accepted for compatibility; reads still update the keys' LRU/LFU.",
                 "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]",
                 "         [OPTIN] [OPTOUT] [NOLOOP]",
                 "    Control server assisted client side caching.",

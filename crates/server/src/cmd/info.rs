@@ -226,10 +226,7 @@ fn memory_section(shared: &Shared) -> String {
     let system = total_system_memory();
     let (maxmemory, policy) = {
         let c = shared.config.read();
-        (
-            c.maxmemory_bytes,
-            c.get("maxmemory-policy").unwrap_or_default(),
-        )
+        (c.maxmemory_bytes, c.maxmemory_policy.name())
     };
     let mut s = String::new();
     field(&mut s, "used_memory", used);
@@ -257,8 +254,12 @@ fn memory_section(shared: &Shared) -> String {
     field(&mut s, "maxmemory", maxmemory);
     field(&mut s, "maxmemory_human", bytes_to_human(maxmemory));
     field(&mut s, "maxmemory_policy", policy);
-    // used_memory is the sampled RSS, so the ratio is 1 by construction.
-    field(&mut s, "mem_fragmentation_ratio", "1.00");
+    let ratio = if used > 0 {
+        rss as f64 / used as f64
+    } else {
+        1.0
+    };
+    field(&mut s, "mem_fragmentation_ratio", format!("{ratio:.2}"));
     field(&mut s, "mem_allocator", "libc");
     s
 }
@@ -350,7 +351,7 @@ fn stats_section(shared: &Shared) -> String {
     field(&mut s, "sync_partial_ok", 0);
     field(&mut s, "sync_partial_err", 0);
     field(&mut s, "expired_keys", get(&st.expired_keys));
-    field(&mut s, "evicted_keys", 0);
+    field(&mut s, "evicted_keys", get(&st.evicted_keys));
     field(&mut s, "evicted_clients", 0);
     field(&mut s, "keyspace_hits", get(&st.keyspace_hits));
     field(&mut s, "keyspace_misses", get(&st.keyspace_misses));

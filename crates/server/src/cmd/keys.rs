@@ -620,9 +620,8 @@ const OBJECT_HELP: &[&str] = &[
 ];
 
 /// OBJECT. IDLETIME is the time since the key was last read or written;
-/// FREQ is the LFU counter as RESTORE ... FREQ left it (durakv does not
-/// count accesses up). Which of the two answers depends on
-/// `maxmemory-policy`, as in Redis.
+/// FREQ is the LFU counter, decayed to now. Which of the two answers
+/// depends on `maxmemory-policy`, as in Redis.
 fn object(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let Some(sub) = OBJECT_SUBS.iter().find(|s| is(&args[1], s.name)) else {
         return Err(errors::unknown_subcommand(&args[1], "object"));
@@ -642,12 +641,7 @@ fn object(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     }
     let lfu = sub.name != "encoding"
         && sub.name != "refcount"
-        && ctx
-            .shared
-            .config
-            .read()
-            .get("maxmemory-policy")
-            .is_some_and(|p| p.contains("lfu"));
+        && ctx.shared.config.read().maxmemory_policy.is_lfu();
     let now_s = txn.now_ms / 1000;
     let Some(e) = txn.get_untouched(ctx.db(), &args[2]) else {
         return Ok(Frame::Null);
@@ -665,7 +659,10 @@ fn object(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
         }
         ("freq", false) => Err(Frame::error(LFU_NOT_SELECTED)),
         ("idletime", true) => Err(Frame::error(LRU_NOT_SELECTED)),
-        ("freq", true) => Ok(Frame::Integer(i64::from(e.access.freq))),
+        ("freq", true) => Ok(Frame::Integer(i64::from(durakv_engine::lfu::decayed(
+            e.access,
+            now_s as u32,
+        )))),
         _ => Ok(Frame::Integer(
             now_s.saturating_sub(u64::from(e.access.secs)) as i64,
         )),

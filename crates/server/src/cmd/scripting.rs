@@ -256,7 +256,14 @@ fn refusal(ctx: &Ctx<'_>, spec: &CommandSpec, args: &[Bytes], ro: bool) -> Optio
         if ro {
             return Some(errors::err(WRITE_FROM_RO));
         }
-        return crate::dispatch::refuse_write(ctx, spec.flags);
+        // Redis lets a script that has already written go on writing under
+        // OOM, so it is never left half applied.
+        let deny = if ctx.shared.scripting.run_state().has_written() {
+            spec.flags & !crate::command::flags::DENYOOM
+        } else {
+            spec.flags
+        };
+        return crate::dispatch::refuse_write(ctx, deny);
     }
     None
 }

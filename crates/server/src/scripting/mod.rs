@@ -81,6 +81,12 @@ impl RunState {
         }
     }
 
+    /// The running script has written: from then on, Redis lets it write
+    /// over `maxmemory` rather than stop it half done.
+    pub fn has_written(&self) -> bool {
+        self.wrote.load(Ordering::Acquire)
+    }
+
     pub fn note_write(&self) {
         self.wrote.store(true, Ordering::Release);
     }

@@ -1,0 +1,301 @@
+//! `maxmemory` and its eviction policies on a real server: which keys each
+//! policy evicts, the -OOM refusal of `noeviction` while reads go on,
+//! MULTI under OOM, evictions as logged deletes across kill -9, INFO's
+//! `evicted_keys` and the `evicted` keyspace event.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::*;
+use std::time::Duration;
+
+const VALUE_BYTES: usize = 1000;
+
+fn info_field(c: &mut redis::Connection, section: &str, name: &str) -> String {
+    let text: String = q(c, &["INFO", section]);
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}:")))
+        .unwrap_or_else(|| panic!("no {name} in INFO {section}"))
+        .trim()
+        .to_string()
+}
+
+fn used(c: &mut redis::Connection) -> u64 {
+    info_field(c, "memory", "used_memory").parse().unwrap()
+}
+
+/// SETs `prefix:0..n` to 1000-byte values, with EX `ttl(i)` when given.
+fn load(c: &mut redis::Connection, prefix: &str, n: usize, ttl: Option<&dyn Fn(usize) -> u64>) {
+    let value = "x".repeat(VALUE_BYTES);
+    let mut p = redis::pipe();
+    for i in 0..n {
+        let key = format!("{prefix}:{i}");
+        match ttl {
+            Some(t) => p.cmd("SET").arg(&key).arg(&value).arg("EX").arg(t(i)),
+            None => p.cmd("SET").arg(&key).arg(&value),
+        };
+    }
+    p.query::<()>(c).unwrap();
+}
+
+fn exists(c: &mut redis::Connection, prefix: &str, i: usize) -> bool {
+    q::<i64>(c, &["EXISTS", &format!("{prefix}:{i}")]) == 1
+}
+
+fn surviving(c: &mut redis::Connection, prefix: &str, range: std::ops::Range<usize>) -> Vec<usize> {
+    range.filter(|&i| exists(c, prefix, i)).collect()
+}
+
+/// Lowers `maxmemory` to what is in use minus about `keys` values, then
+/// makes one write, which evicts first (all the way: tenacity 100 lifts
+/// the time bound). The limit is lifted again so that the commands
+/// checking the outcome do not evict more.
+fn squeeze(c: &mut redis::Connection, keys: u64) {
+    let limit = used(c) - keys * (VALUE_BYTES as u64 + 100);
+    let _: () = q(c, &["CONFIG", "SET", "maxmemory-eviction-tenacity", "100"]);
+    let _: () = q(c, &["CONFIG", "SET", "maxmemory", &limit.to_string()]);
+    let _: () = q(c, &["SET", "trigger", "1"]);
+    let _: () = q(c, &["CONFIG", "SET", "maxmemory", "0"]);
+}
+
+fn evicted_keys(c: &mut redis::Connection) -> u64 {
+    info_field(c, "stats", "evicted_keys").parse().unwrap()
+}
+
+#[test]
+fn volatile_lru_evicts_only_keys_with_a_ttl() {
+    let srv = Server::start(&["--durability", "none"]);
+    let mut c = srv.conn();
+    let _: () = q(
+        &mut c,
+        &["CONFIG", "SET", "maxmemory-policy", "volatile-lru"],
+    );
+    load(&mut c, "p", 300, None);
+    load(&mut c, "v", 300, Some(&|_| 1000));
+    squeeze(&mut c, 150);
+    assert_eq!(
+        surviving(&mut c, "p", 0..300).len(),
+        300,
+        "keys without TTL stay"
+    );
+    let left = surviving(&mut c, "v", 0..300).len();
+    assert!(left < 200, "{left} volatile keys left");
+    assert_eq!(evicted_keys(&mut c), 300 - left as u64);
+    assert_eq!(
+        info_field(&mut c, "memory", "maxmemory_policy"),
+        "volatile-lru"
+    );
+}
+
+#[test]
+fn volatile_random_and_ttl_spare_persistent_keys_and_ttl_goes_nearest_first() {
+    let srv = Server::start(&["--durability", "none"]);
+    let mut c = srv.conn();
+    let _: () = q(
+        &mut c,
+        &["CONFIG", "SET", "maxmemory-policy", "volatile-ttl"],
+    );
+    load(&mut c, "p", 200, None);
+    load(&mut c, "t", 300, Some(&|i| 1000 + 10 * i as u64));
+    squeeze(&mut c, 100);
+    assert_eq!(surviving(&mut c, "p", 0..200).len(), 200);
+    let left = surviving(&mut c, "t", 0..300);
+    let gone: Vec<usize> = (0..300).filter(|i| !left.contains(i)).collect();
+    assert!(gone.len() >= 60, "{} evicted", gone.len());
+    let mean = gone.iter().sum::<usize>() as f64 / gone.len() as f64;
+    assert!(
+        mean < 100.0,
+        "evicted keys should be the nearest to expire: mean index {mean}"
+    );
+
+    let _: () = q(
+        &mut c,
+        &["CONFIG", "SET", "maxmemory-policy", "volatile-random"],
+    );
+    squeeze(&mut c, 50);
+    assert_eq!(surviving(&mut c, "p", 0..200).len(), 200);
+    assert!(surviving(&mut c, "t", 0..300).len() < left.len());
+}
+
+#[test]
+fn allkeys_lru_keeps_recently_read_keys() {
+    let srv = Server::start(&["--durability", "none"]);
+    let mut c = srv.conn();
+    let _: () = q(
+        &mut c,
+        &["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"],
+    );
+    load(&mut c, "k", 600, None);
+    // The LRU clock counts seconds, as Redis's does.
+    std::thread::sleep(Duration::from_millis(2100));
+    for i in 0..60 {
+        let _: Option<String> = q(&mut c, &["GET", &format!("k:{i}")]);
+    }
+    squeeze(&mut c, 300);
+    let hot = surviving(&mut c, "k", 0..60).len();
+    let cold = surviving(&mut c, "k", 60..600).len();
+    assert!(cold < 400, "{cold} cold keys left");
+    assert!(hot >= 50, "only {hot} of 60 recently read keys survived");
+}
+
+#[test]
+fn allkeys_lfu_keeps_frequently_read_keys() {
+    let srv = Server::start(&["--durability", "none"]);
+    let mut c = srv.conn();
+    let _: () = q(
+        &mut c,
+        &["CONFIG", "SET", "maxmemory-policy", "allkeys-lfu"],
+    );
+    load(&mut c, "k", 600, None);
+    let mut p = redis::pipe();
+    for _ in 0..100 {
+        for i in 0..60 {
+            p.cmd("GET").arg(format!("k:{i}")).ignore();
+        }
+    }
+    p.query::<()>(&mut c).unwrap();
+    let freq: i64 = q(&mut c, &["OBJECT", "FREQ", "k:0"]);
+    assert!(freq > 5, "read keys count up: {freq}");
+    squeeze(&mut c, 300);
+    let hot = surviving(&mut c, "k", 0..60).len();
+    let cold = surviving(&mut c, "k", 60..600).len();
+    assert!(cold < 400, "{cold} cold keys left");
+    assert!(hot >= 50, "only {hot} of 60 frequently read keys survived");
+}
+
+#[test]
+fn noeviction_refuses_writes_with_redis_error_and_keeps_serving_reads() {
+    let srv = Server::start(&["--durability", "none"]);
+    let mut c = srv.conn();
+    load(&mut c, "k", 100, None);
+    let _: () = q(&mut c, &["CONFIG", "SET", "maxmemory", "1mb"]);
+    assert_eq!(info_field(&mut c, "memory", "maxmemory"), "1048576");
+    assert_eq!(
+        info_field(&mut c, "memory", "maxmemory_policy"),
+        "noeviction"
+    );
+    assert_eq!(
+        err(&mut c, &["SET", "new", "v"]),
+        "OOM command not allowed when used memory > 'maxmemory'."
+    );
+    assert_eq!(q::<String>(&mut c, &["GET", "k:1"]).len(), VALUE_BYTES);
+    // Not denyoom: deleting is how a user makes room.
+    assert_eq!(q::<i64>(&mut c, &["DEL", "k:1"]), 1);
+    assert_eq!(evicted_keys(&mut c), 0);
+
+    // MULTI: a command queued under OOM is refused and dooms EXEC.
+    let mut r = RespConn::new(srv.raw());
+    r.send(&["MULTI"]);
+    r.expect("+OK\r\n");
+    r.send(&["SET", "a", "1"]);
+    r.expect("-OOM command not allowed when used memory > 'maxmemory'.\r\n");
+    r.send(&["EXEC"]);
+    r.expect("-EXECABORT Transaction discarded because of previous errors.\r\n");
+
+    // A declared script that may write is refused up front; a legacy one
+    // gets the error from its first write.
+    assert!(err(
+        &mut c,
+        &["EVAL", "#!lua\nreturn redis.call('set','s','1')", "0"]
+    )
+    .starts_with("OOM"));
+    assert!(err(&mut c, &["EVAL", "return redis.call('set','s','1')", "0"]).contains("OOM"));
+    assert_eq!(
+        q::<i64>(&mut c, &["EVAL", "return redis.call('exists','k:2')", "0"]),
+        1
+    );
+
+    let _: () = q(&mut c, &["CONFIG", "SET", "maxmemory", "0"]);
+    let _: () = q(&mut c, &["SET", "new", "v"]);
+}
+
+#[test]
+fn evictions_are_logged_deletes_that_survive_kill_9() {
+    let mut srv = Server::start(&["--durability", "full"]);
+    let mut c = srv.conn();
+    let _: () = q(
+        &mut c,
+        &["CONFIG", "SET", "maxmemory-policy", "allkeys-random"],
+    );
+    load(&mut c, "k", 400, None);
+    squeeze(&mut c, 150);
+    let left = surviving(&mut c, "k", 0..400);
+    assert!(left.len() < 300, "{} left", left.len());
+    let n = evicted_keys(&mut c);
+    assert_eq!(n, 400 - left.len() as u64);
+    srv.kill9();
+    srv.restart();
+    let mut c = srv.conn();
+    assert_eq!(
+        surviving(&mut c, "k", 0..400),
+        left,
+        "evicted keys stay gone"
+    );
+    assert_eq!(q::<String>(&mut c, &["GET", "trigger"]), "1");
+}
+
+#[test]
+fn an_eviction_announces_the_evicted_event() {
+    let srv = Server::start(&["--durability", "none"]);
+    let mut c = srv.conn();
+    let _: () = q(&mut c, &["CONFIG", "SET", "notify-keyspace-events", "Ee"]);
+    let _: () = q(
+        &mut c,
+        &["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"],
+    );
+    load(&mut c, "k", 200, None);
+    let mut sub = RespConn::new(srv.raw());
+    sub.send(&["SUBSCRIBE", "__keyevent@0__:evicted"]);
+    sub.frame();
+    squeeze(&mut c, 20);
+    let durakv_protocol::Frame::Array(items) = sub.frame() else {
+        panic!("not a message")
+    };
+    let durakv_protocol::Frame::Bulk(key) = &items[2] else {
+        panic!("{items:?}")
+    };
+    let key = String::from_utf8_lossy(key).into_owned();
+    assert!(key.starts_with("k:"), "{key}");
+    assert_eq!(q::<i64>(&mut c, &["EXISTS", &key]), 0);
+}
+
+#[test]
+fn directives_are_real_and_validated() {
+    let srv = Server::start(&[
+        "--maxmemory-policy",
+        "allkeys-lfu",
+        "--maxmemory-samples",
+        "10",
+    ]);
+    let mut c = srv.conn();
+    let got: Vec<String> = strs(&mut c, &["CONFIG", "GET", "maxmemory-*"]);
+    for want in [
+        "maxmemory-policy",
+        "allkeys-lfu",
+        "maxmemory-samples",
+        "10",
+        "maxmemory-eviction-tenacity",
+        "10",
+    ] {
+        assert!(got.contains(&want.to_string()), "{got:?}");
+    }
+    assert!(err(&mut c, &["CONFIG", "SET", "maxmemory-policy", "lru"]).contains("must be one of"));
+    assert!(err(&mut c, &["CONFIG", "SET", "maxmemory-samples", "0"]).contains("between 1 and 64"));
+    let _: () = q(
+        &mut c,
+        &[
+            "CONFIG",
+            "SET",
+            "lfu-log-factor",
+            "0",
+            "lfu-decay-time",
+            "0",
+        ],
+    );
+    let _: () = q(&mut c, &["SET", "f", "1"]);
+    for _ in 0..20 {
+        let _: String = q(&mut c, &["GET", "f"]);
+    }
+    // Factor 0: every access counts.
+    assert_eq!(q::<i64>(&mut c, &["OBJECT", "FREQ", "f"]), 25);
+}
