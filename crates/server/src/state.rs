@@ -147,6 +147,8 @@ pub struct Shared {
     pub debug: crate::cmd::debug::DebugState,
     /// CLIENT TRACKING: who may cache which keys.
     pub tracking: crate::tracking::Tracking,
+    /// Replication: this server's stream and replicas, or its primary link.
+    pub repl: crate::repl::Replication,
 }
 
 impl Shared {
@@ -172,7 +174,16 @@ impl Shared {
             crate::notify::wants_expired(pubsub.keyspace_events()),
             config.tracking_table_max_keys,
         );
+        let backlog_bytes = config
+            .get("repl-backlog-size")
+            .and_then(|v| crate::config::parse_memory(&v).ok())
+            .map_or(crate::repl::DEFAULT_BACKLOG_BYTES, |b| b as usize);
+        let repl = crate::repl::Replication::new(&run_id, backlog_bytes);
+        store
+            .keyspace
+            .set_replication_feed(repl.feed(config.encodings));
         Shared {
+            repl,
             checkpoints,
             store,
             config: RwLock::new(config),
