@@ -201,7 +201,7 @@ impl Shared {
             scripting,
             pubsub,
             blocking: crate::blocking::Blocking::default(),
-            debug: crate::cmd::debug::DebugState::new(&run_id),
+            debug: crate::cmd::debug::DebugState::default(),
             tracking,
         }
     }

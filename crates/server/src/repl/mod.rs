@@ -193,6 +193,14 @@ impl Replication {
             .count()
     }
 
+    /// DEBUG CHANGE-REPL-ID: a new ID, and no previous one.
+    pub fn change_replid(&self) {
+        let mut ids = self.ids.lock();
+        ids.replid = new_replid();
+        ids.replid2 = NO_REPLID.to_string();
+        ids.second_offset = -1;
+    }
+
     /// Makes this server a primary again (REPLICAOF NO ONE): a new ID,
     /// the old one kept as `replid2` so its replicas can continue.
     pub fn promote(&self) {
