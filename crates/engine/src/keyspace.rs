@@ -8,11 +8,13 @@
 //! every shard.
 
 use crate::functions::FunctionLibraries;
+use crate::replication::ReplicationFeed;
 use crate::shard::Shard;
 use crate::txn::Txn;
 use bytes::Bytes;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::OnceLock;
 use std::time::Duration;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -36,6 +38,10 @@ pub struct Keyspace {
     max_record_bytes: AtomicU64,
     /// The function libraries. Locked after any shard lock, never before.
     functions: Mutex<FunctionLibraries>,
+    /// Where committed writes go once a replica attached (see
+    /// `crate::replication`); `feeding` says whether to call it.
+    feed: OnceLock<Box<dyn ReplicationFeed>>,
+    feeding: AtomicBool,
 }
 
 /// The wall clock in Unix milliseconds.
@@ -70,7 +76,29 @@ impl Keyspace {
             write_lsn: (0..num_dbs).map(|_| AtomicU64::new(0)).collect(),
             max_record_bytes: AtomicU64::new(crate::wal::MAX_RECORD_BYTES),
             functions: Mutex::new(FunctionLibraries::default()),
+            feed: OnceLock::new(),
+            feeding: AtomicBool::new(false),
         }
+    }
+
+    /// Installs the replication feed (once; later calls are ignored). It
+    /// stays off until [`Keyspace::start_feeding`].
+    pub fn set_replication_feed(&self, feed: Box<dyn ReplicationFeed>) {
+        let _ = self.feed.set(feed);
+    }
+
+    /// Turns the feed on. A caller that then locks every shard knows that
+    /// each commit either is in what it reads or reaches the feed after.
+    pub fn start_feeding(&self) {
+        self.feeding.store(true, Ordering::Release);
+    }
+
+    /// The feed, when it is on: the one check on the commit path.
+    pub(crate) fn feed(&self) -> Option<&dyn ReplicationFeed> {
+        if !self.feeding.load(Ordering::Relaxed) {
+            return None;
+        }
+        self.feed.get().map(|f| &**f)
     }
 
     /// The function libraries' lock (transactions, checkpoints, loading).

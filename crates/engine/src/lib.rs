@@ -19,6 +19,7 @@
 //!   collects mutations and commits them as one log record.
 //! - [`functions`]: the server's function libraries (opaque name → code),
 //!   logged and checkpointed beside the shards.
+//! - [`replication`]: the hook that hands committed writes to replicas.
 //! - [`io`]: the file-system trait and its OS and fault-injecting implementations.
 //! - [`wal`]: segments, records, group commit, parallel streams, recovery.
 //! - [`checkpoint`]: snapshots of the keyspace that bound recovery time and
@@ -35,6 +36,7 @@ pub mod keyspace;
 pub mod lfu;
 pub mod lock;
 pub mod mutation;
+pub mod replication;
 pub mod shard;
 pub mod store;
 pub mod stream;

@@ -296,6 +296,11 @@ impl<'a> Txn<'a> {
     ) -> Result<CommitOutcome, CommitError> {
         let mutations = self.applied.len();
         if self.record.is_empty() {
+            if mutations > 0 {
+                if let Some(feed) = self.ks.feed() {
+                    feed.committed(0, self.now_ms, &self.applied);
+                }
+            }
             return Ok(CommitOutcome {
                 lsn: 0,
                 dependency_lsn: self.dependency_lsn,
@@ -318,6 +323,11 @@ impl<'a> Txn<'a> {
         match result {
             Ok(lsn) => {
                 self.stamp_items(&record, lsn);
+                // Still under the shard locks: the feed sees each key's
+                // writes in LSN order.
+                if let Some(feed) = self.ks.feed() {
+                    feed.committed(lsn, self.now_ms, &self.applied);
+                }
                 Ok(CommitOutcome {
                     lsn,
                     dependency_lsn: self.dependency_lsn.max(lsn),

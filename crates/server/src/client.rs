@@ -34,6 +34,9 @@ pub struct ClientHandle {
     pub last_interaction_ms: AtomicU64,
     /// In a blocking command's wait (CLIENT LIST flag `b`).
     pub blocked: AtomicBool,
+    /// A replication link: a replica's stream, or this replica's primary
+    /// (CLIENT KILL TYPE replica/master).
+    pub replication: AtomicBool,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -129,6 +132,12 @@ pub struct ClientState {
     pub blocked: Option<crate::blocking::Blocked>,
     /// CLIENT TRACKING settings, and what the current command wrote.
     pub tracking: crate::tracking::Local,
+    /// The replication link's client on a replica: exempt from READONLY.
+    pub is_master: bool,
+    /// REPLCONF listening-port of a replica connecting.
+    pub repl_listening_port: u16,
+    /// PSYNC/SYNC was accepted: the connection becomes a replica's stream.
+    pub psync: Option<crate::repl::primary::PsyncRequest>,
 }
 
 impl ClientState {
@@ -157,6 +166,9 @@ impl ClientState {
             error_counted: false,
             blocked: None,
             tracking: Default::default(),
+            is_master: false,
+            repl_listening_port: 0,
+            psync: None,
         }
     }
 
@@ -224,6 +236,7 @@ impl ClientRegistry {
             fd,
             created: Instant::now(),
             killed: AtomicBool::new(false),
+            replication: AtomicBool::new(false),
             wake: Notify::new(),
             mailbox: Default::default(),
             info: Mutex::new(ClientInfo {

@@ -1043,6 +1043,18 @@ pub static DIRECTIVES: &[Directive] = &[
     compat!("min-replicas-to-write", "0"),
     compat!("min-replicas-max-lag", "10"),
     compat!("replica-serve-stale-data", "yes"),
+    Directive {
+        name: "replicaof",
+        default: "",
+        help: "Replicate the server at \"host port\" from start-up (REPLICAOF at run time)",
+        runtime: false,
+        repeatable: false,
+        set: |c, v| {
+            c.compat.insert("replicaof", v.to_string());
+            Ok(())
+        },
+        get: |c| c.compat.get("replicaof").cloned().unwrap_or_default(),
+    },
     compat!("slave-serve-stale-data", "yes"),
     compat!("replica-priority", "100"),
     compat!("masterauth", ""),

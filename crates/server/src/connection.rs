@@ -205,6 +205,9 @@ async fn run(shared: &Shared, stream: &mut TcpStream, client: &mut ClientState) 
         }
         scratch::give_back(&scratch::WRITE, out);
         if closing && held.is_empty() {
+            if let Some(req) = client.psync.take() {
+                return crate::repl::primary::serve(shared, stream, client, req).await;
+            }
             return Ok(());
         }
         if handle.is_killed() {

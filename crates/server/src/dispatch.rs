@@ -73,6 +73,13 @@ fn check_and_run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         flag_multi(ctx);
         return Outcome::now(Frame::error("ERR Command not allowed inside a transaction"));
     }
+    if spec.is_write()
+        && ctx.shared.repl.is_replica()
+        && !ctx.client.is_master
+        && crate::repl::read_only(ctx.shared)
+    {
+        return reject(ctx, spec, Frame::error(errors::READONLY_REPLICA));
+    }
     if ctx.client.multi.is_some() && spec.flags & flags::MULTI_CONTROL == 0 {
         if let Some(m) = ctx.client.multi.as_mut() {
             m.queued.push(args.to_vec());

@@ -88,3 +88,5 @@ pub fn invalid_expire(cmd: &str) -> Frame {
 pub fn err(msg: &'static str) -> Frame {
     Frame::Error(bytes::Bytes::from_static(msg.as_bytes()))
 }
+
+pub const READONLY_REPLICA: &str = "READONLY You can't write against a read only replica.";

@@ -52,6 +52,7 @@ pub mod notify;
 pub mod pubsub;
 pub mod rates;
 pub mod rdb_value;
+pub mod repl;
 pub mod scripting;
 pub mod server;
 pub mod state;

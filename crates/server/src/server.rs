@@ -49,6 +49,10 @@ pub async fn serve(shared: Arc<Shared>) -> std::io::Result<()> {
     println!("durakv listening on port {port}");
 
     let background = tokio::spawn(expiry::run(shared.clone()));
+    let replication = [
+        tokio::spawn(crate::repl::replica::supervise(shared.clone())),
+        tokio::spawn(crate::repl::primary::ping_replicas(shared.clone())),
+    ];
     let maxclients = shared.config.read().maxclients;
     let limit = ClientLimit::for_maxclients(maxclients);
     let mut accepts = Vec::new();
@@ -66,6 +70,9 @@ pub async fn serve(shared: Arc<Shared>) -> std::io::Result<()> {
         a.abort();
     }
     background.abort();
+    for t in replication {
+        t.abort();
+    }
     shared.clients.kill_all();
     let deadline = tokio::time::Instant::now() + Duration::from_millis(SHUTDOWN_DRAIN_MS);
     while !shared.clients.is_empty() && tokio::time::Instant::now() < deadline {

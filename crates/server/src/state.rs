@@ -152,6 +152,8 @@ pub struct Shared {
     pub tracking: crate::tracking::Tracking,
     /// `maxmemory` and its eviction policy.
     pub evict: crate::evict::Eviction,
+    /// Replication: this server's stream and replicas, or its primary link.
+    pub repl: crate::repl::Replication,
 }
 
 impl Shared {
@@ -177,7 +179,16 @@ impl Shared {
             crate::notify::wants_expired(pubsub.keyspace_events()),
             config.tracking_table_max_keys,
         );
+        let backlog_bytes = config
+            .get("repl-backlog-size")
+            .and_then(|v| crate::config::parse_memory(&v).ok())
+            .map_or(crate::repl::DEFAULT_BACKLOG_BYTES, |b| b as usize);
+        let repl = crate::repl::Replication::new(&run_id, backlog_bytes);
+        store
+            .keyspace
+            .set_replication_feed(repl.feed(config.encodings));
         let shared = Shared {
+            repl,
             checkpoints,
             store,
             config: RwLock::new(config),
@@ -195,7 +206,7 @@ impl Shared {
             scripting,
             pubsub,
             blocking: crate::blocking::Blocking::default(),
-            debug: crate::cmd::debug::DebugState::new(&run_id),
+            debug: crate::cmd::debug::DebugState::default(),
             tracking,
             evict: crate::evict::Eviction::default(),
         };

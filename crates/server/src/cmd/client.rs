@@ -303,8 +303,8 @@ fn line_for(ctx: &Ctx<'_>, h: &ClientHandle) -> String {
 }
 
 /// Client types of CLIENT LIST / KILL TYPE. A connection with
-/// subscriptions is `pubsub`, any other `normal`; durakv has no
-/// replication clients.
+/// subscriptions is `pubsub`, a replication link `master`/`replica`, any
+/// other `normal`.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum ClientType {
     Normal,
@@ -325,7 +325,9 @@ fn client_type(t: &[u8]) -> Option<ClientType> {
 }
 
 fn type_of(h: &ClientHandle) -> ClientType {
-    if h.mailbox.is_subscriber() {
+    if h.replication.load(std::sync::atomic::Ordering::Acquire) {
+        ClientType::Replication
+    } else if h.mailbox.is_subscriber() {
         ClientType::PubSub
     } else {
         ClientType::Normal

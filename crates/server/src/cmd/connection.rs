@@ -223,7 +223,14 @@ fn hello(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         (s("proto"), Frame::Integer(ctx.client.protocol.version())),
         (s("id"), Frame::Integer(ctx.client.id() as i64)),
         (s("mode"), s("standalone")),
-        (s("role"), s("master")),
+        (
+            s("role"),
+            s(if ctx.shared.repl.is_replica() {
+                "replica"
+            } else {
+                "master"
+            }),
+        ),
         (s("modules"), Frame::Array(Vec::new())),
     ]))
 }

@@ -10,7 +10,6 @@ use bytes::Bytes;
 use durakv_engine::keyspace::Keyspace;
 use durakv_engine::value::Value;
 use durakv_protocol::Frame;
-use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -21,15 +20,12 @@ const RELOAD_FAILED: &str = "ERR Error trying to load the RDB dump";
 pub struct DebugState {
     /// Cleared by DEBUG SET-ACTIVE-EXPIRE 0: the background expiry pauses.
     pub active_expire: AtomicBool,
-    /// INFO's `master_replid`; DEBUG CHANGE-REPL-ID draws a new one.
-    pub repl_id: Mutex<String>,
 }
 
-impl DebugState {
-    pub fn new(repl_id: &str) -> DebugState {
+impl Default for DebugState {
+    fn default() -> DebugState {
         DebugState {
             active_expire: AtomicBool::new(true),
-            repl_id: Mutex::new(repl_id.to_string()),
         }
     }
 }
@@ -68,7 +64,7 @@ fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         ("digest-value", _) => digest_values(ctx, &args[2..]),
         ("reload", _) => reload(ctx),
         ("change-repl-id", 2) => {
-            *ctx.shared.debug.repl_id.lock() = random_hex40();
+            ctx.shared.repl.change_replid();
             Ok(Frame::ok())
         }
         ("set-active-expire", 3) => {
@@ -104,12 +100,6 @@ fn help() -> Frame {
         "    Print this help.",
     ];
     Frame::Array(lines.iter().map(|l| Frame::simple(l)).collect())
-}
-
-fn random_hex40() -> String {
-    (0..40)
-        .map(|_| char::from_digit(u32::from(rand::random::<u8>() % 16), 16).unwrap_or('0'))
-        .collect()
 }
 
 /// Redis blocks its whole server; here only this connection waits.

@@ -347,9 +347,21 @@ fn stats_section(shared: &Shared) -> String {
         "rejected_connections",
         get(&st.rejected_connections),
     );
-    field(&mut s, "sync_full", 0);
-    field(&mut s, "sync_partial_ok", 0);
-    field(&mut s, "sync_partial_err", 0);
+    field(
+        &mut s,
+        "sync_full",
+        shared.repl.sync_full.load(Ordering::Relaxed),
+    );
+    field(
+        &mut s,
+        "sync_partial_ok",
+        shared.repl.sync_partial_ok.load(Ordering::Relaxed),
+    );
+    field(
+        &mut s,
+        "sync_partial_err",
+        shared.repl.sync_partial_err.load(Ordering::Relaxed),
+    );
     field(&mut s, "expired_keys", get(&st.expired_keys));
     field(&mut s, "evicted_keys", get(&st.evicted_keys));
     field(&mut s, "evicted_clients", 0);
@@ -373,23 +385,7 @@ fn stats_section(shared: &Shared) -> String {
 }
 
 fn replication_section(shared: &Shared) -> String {
-    let mut s = String::new();
-    field(&mut s, "role", "master");
-    field(&mut s, "connected_slaves", 0);
-    field(&mut s, "master_failover_state", "no-failover");
-    field(&mut s, "master_replid", &*shared.debug.repl_id.lock());
-    field(
-        &mut s,
-        "master_replid2",
-        "0000000000000000000000000000000000000000",
-    );
-    field(&mut s, "master_repl_offset", 0);
-    field(&mut s, "second_repl_offset", -1);
-    field(&mut s, "repl_backlog_active", 0);
-    field(&mut s, "repl_backlog_size", 1_048_576);
-    field(&mut s, "repl_backlog_first_byte_offset", 0);
-    field(&mut s, "repl_backlog_histlen", 0);
-    s
+    crate::repl::info_section(shared)
 }
 
 /// Linux reports /proc CPU times in USER_HZ, fixed at 100 for user space.

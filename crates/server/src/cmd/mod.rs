@@ -56,6 +56,7 @@ pub mod migrate;
 pub mod mpop;
 pub mod persistence;
 pub mod pubsub;
+pub mod replication;
 pub mod scan;
 pub mod scripting;
 pub mod server;
@@ -79,6 +80,7 @@ pub fn all_commands() -> Vec<CommandSpec> {
     v.extend(client::commands());
     v.extend(command_docs::commands());
     v.extend(config::commands());
+    v.extend(replication::commands());
     v.extend(info::commands());
     v.extend(server::commands());
     v.extend(persistence::commands());

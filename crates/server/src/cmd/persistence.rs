@@ -136,11 +136,44 @@ fn waitaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     }
 }
 
-fn wait(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    if parse_i64(&args[1]).is_none() {
+/// WAIT: replicas that acknowledged the stream up to where it stood when
+/// WAIT began (which covers this connection's writes). Asks them for an
+/// acknowledgement at once, then polls until enough answered or the
+/// timeout passes (0: no timeout), holding this connection's thread.
+fn wait(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let Some(wanted) = parse_i64(&args[1]) else {
         return Err(errors::err(errors::NOT_INTEGER));
+    };
+    let timeout_ms = parse_timeout(&args[2])?;
+    let repl = &ctx.shared.repl;
+    if repl.is_replica() {
+        return Err(Frame::error(
+            "ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated.",
+        ));
     }
-    parse_timeout(&args[2])?;
-    // No replicas: none acknowledged, and waiting could never change that.
-    Ok(Frame::Integer(0))
+    let target = repl.offset();
+    let count = repl.acked(target);
+    if count as i64 >= wanted || repl.replicas.lock().is_empty() {
+        return Ok(Frame::Integer(count as i64));
+    }
+    let mut getack = Vec::new();
+    crate::repl::effects::resp(&mut getack, &[b"REPLCONF", b"GETACK", b"*"]);
+    repl.stream.append_raw(&getack);
+    let deadline = (timeout_ms > 0)
+        .then(|| std::time::Instant::now() + std::time::Duration::from_millis(timeout_ms as u64));
+    let count = crate::checkpointer::blocking(|| loop {
+        let n = repl.acked(target);
+        if n as i64 >= wanted
+            || deadline.is_some_and(|d| std::time::Instant::now() >= d)
+            || ctx.client.handle.is_killed()
+            || ctx
+                .shared
+                .shutting_down
+                .load(std::sync::atomic::Ordering::Acquire)
+        {
+            return n;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    });
+    Ok(Frame::Integer(count as i64))
 }

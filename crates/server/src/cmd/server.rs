@@ -92,10 +92,6 @@ fn shutdown(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     Ok(Frame::ok())
 }
 
-fn role(_ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
-    Ok(Frame::Array(vec![
-        bulk("master"),
-        Frame::Integer(0),
-        Frame::Array(Vec::new()),
-    ]))
+fn role(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
+    Ok(crate::repl::role_frame(ctx.shared))
 }

@@ -16,14 +16,20 @@ const CONTAINER_PACKED: u64 = 2;
 pub fn value(body: &[u8]) -> Option<Value> {
     let mut r = Reader::new(body);
     let t = r.byte()?;
+    typed(t, &mut r)
+}
+
+/// The value of RDB type `t` at `r`'s position, leaving `r` after it (an
+/// RDB file has the key between the type byte and the value).
+pub fn typed(t: u8, r: &mut Reader<'_>) -> Option<Value> {
     Some(match t {
         ty::STRING => Value::Str(r.string()?),
-        ty::LIST => Value::List(counted(&mut r, |r| r.string())?.into()),
+        ty::LIST => Value::List(counted(r, |r| r.string())?.into()),
         ty::LIST_ZIPLIST => Value::List(legacy::ziplist(&r.string()?)?.into()),
         ty::LIST_QUICKLIST | ty::LIST_QUICKLIST_2 => {
-            Value::List(quicklist(&mut r, t == ty::LIST_QUICKLIST_2)?)
+            Value::List(quicklist(r, t == ty::LIST_QUICKLIST_2)?)
         }
-        ty::SET => set(counted(&mut r, |r| r.string())?)?,
+        ty::SET => set(counted(r, |r| r.string())?)?,
         ty::SET_INTSET => {
             let ints = legacy::intset(&r.string()?)?;
             set(ints
@@ -31,20 +37,17 @@ pub fn value(body: &[u8]) -> Option<Value> {
                 .map(|i| Bytes::from(i.to_string()))
                 .collect())?
         }
-        ty::HASH => hash(counted(&mut r, |r| Some((r.string()?, r.string()?)))?)?,
+        ty::HASH => hash(counted(r, |r| Some((r.string()?, r.string()?)))?)?,
         ty::HASH_ZIPMAP => hash(legacy::zipmap(&r.string()?)?)?,
         ty::HASH_ZIPLIST => hash(pairs(legacy::ziplist(&r.string()?)?)?)?,
         ty::HASH_LISTPACK => hash(pairs(listpack::decode(&r.string()?)?)?)?,
-        ty::ZSET => zset(counted(&mut r, |r| Some((r.string()?, r.text_double()?)))?)?,
-        ty::ZSET_2 => zset(counted(&mut r, |r| {
-            Some((r.string()?, r.binary_double()?))
-        })?)?,
+        ty::ZSET => zset(counted(r, |r| Some((r.string()?, r.text_double()?)))?)?,
+        ty::ZSET_2 => zset(counted(r, |r| Some((r.string()?, r.binary_double()?)))?)?,
         ty::ZSET_ZIPLIST => zset(scored(legacy::ziplist(&r.string()?)?)?)?,
         ty::ZSET_LISTPACK => zset(scored(listpack::decode(&r.string()?)?)?)?,
-        ty::STREAM_LISTPACKS | ty::STREAM_LISTPACKS_2 => Value::Stream(Box::new(stream::decode(
-            &mut r,
-            t == ty::STREAM_LISTPACKS_2,
-        )?)),
+        ty::STREAM_LISTPACKS | ty::STREAM_LISTPACKS_2 => {
+            Value::Stream(Box::new(stream::decode(r, t == ty::STREAM_LISTPACKS_2)?))
+        }
         // Module values are not a supported type here.
         _ => return None,
     })

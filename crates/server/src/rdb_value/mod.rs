@@ -74,6 +74,20 @@ pub fn restore(payload: &[u8]) -> Result<Value, RestoreError> {
     }
 }
 
+/// `value` as an RDB file holds it: its type byte, and its serialization
+/// (without the key, which goes between them).
+pub(crate) fn rdb_object(value: &Value, limits: &EncodingLimits) -> Option<(u8, Vec<u8>)> {
+    let mut body = encode::value(value, limits);
+    let t = body.first().copied()?;
+    body.remove(0);
+    Some((t, body))
+}
+
+/// Reads a value of RDB type `t` at `r` (an RDB file's object after its key).
+pub(crate) fn read_rdb_object(t: u8, r: &mut primitives::Reader<'_>) -> Option<Value> {
+    decode::typed(t, r).filter(|v| !v.is_empty_collection())
+}
+
 /// The serialized length of `value` without the trailer (DEBUG OBJECT's
 /// `serializedlength`).
 pub fn serialized_length(value: &Value, limits: &EncodingLimits) -> usize {

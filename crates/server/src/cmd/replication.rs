@@ -1,0 +1,107 @@
+//! REPLICAOF / SLAVEOF, and the commands a replica sends its primary:
+//! REPLCONF, PSYNC and SYNC (see `crate::repl`).
+
+use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Reply, NO_KEYS};
+use crate::errors;
+use crate::repl::primary::PsyncRequest;
+use crate::util::is;
+use bytes::Bytes;
+use durakv_protocol::Frame;
+
+#[rustfmt::skip]
+pub fn commands() -> Vec<CommandSpec> {
+    vec![
+        spec("replicaof", 3, ADMIN | NOSCRIPT | STALE, NO_KEYS, Handler::Conn(replicaof), "server", "Configures a server as replica of another, or promotes it to a master."),
+        spec("slaveof", 3, ADMIN | NOSCRIPT | STALE, NO_KEYS, Handler::Conn(replicaof), "server", "Sets a Redis server as a replica of another, or promotes it to being a master."),
+        spec("replconf", -1, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, Handler::Conn(replconf), "server", "An internal command for configuring the replication stream."),
+        spec("psync", -3, ADMIN | NOSCRIPT | NO_MULTI, NO_KEYS, Handler::Conn(psync), "server", "An internal command used in replication."),
+        spec("sync", 1, ADMIN | NOSCRIPT | NO_MULTI, NO_KEYS, Handler::Conn(sync), "server", "An internal command used in replication."),
+    ]
+}
+
+fn replicaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let repl = &ctx.shared.repl;
+    if is(&args[1], "no") && is(&args[2], "one") {
+        if repl.is_replica() {
+            repl.promote();
+            tracing::info!("MASTER MODE enabled (user request)");
+        }
+        return Ok(Frame::ok());
+    }
+    let port = std::str::from_utf8(&args[2])
+        .ok()
+        .and_then(|p| p.parse::<u16>().ok())
+        .ok_or_else(|| Frame::error("ERR Invalid master port"))?;
+    let host = String::from_utf8_lossy(&args[1]).into_owned();
+    if repl.is_replica() {
+        let l = repl.link.lock();
+        if l.host == host && l.port == port {
+            return Ok(Frame::simple("OK Already connected to specified master"));
+        }
+    }
+    repl.demote(ctx.shared, host.clone(), port);
+    tracing::info!(
+        "REPLICAOF {host}:{port} enabled (user request from client {})",
+        ctx.client.id()
+    );
+    Ok(Frame::ok())
+}
+
+fn replconf(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    if args.len().is_multiple_of(2) {
+        return Err(errors::err(errors::SYNTAX));
+    }
+    for pair in args[1..].chunks(2) {
+        let (opt, val) = (&pair[0], &pair[1]);
+        if is(opt, "listening-port") {
+            ctx.client.repl_listening_port = std::str::from_utf8(val)
+                .ok()
+                .and_then(|p| p.parse().ok())
+                .ok_or_else(|| errors::err(errors::NOT_INTEGER))?;
+        } else if is(opt, "ack") || is(opt, "getack") {
+            // Only meaningful on a replication link, which does not come
+            // through here; Redis answers nothing either.
+            ctx.client.suppress_this_reply = true;
+            return Ok(Frame::ok());
+        } else if !(is(opt, "capa") || is(opt, "ip-address") || is(opt, "rdb-only")) {
+            return Err(Frame::error(format!(
+                "ERR Unrecognized REPLCONF option: {}",
+                String::from_utf8_lossy(opt)
+            )));
+        }
+    }
+    Ok(Frame::ok())
+}
+
+fn begin_sync(ctx: &mut Ctx<'_>, req: PsyncRequest) -> Reply {
+    if ctx.shared.repl.is_replica() {
+        // Chained replication is not served yet: a replica's own stream
+        // would have to be its primary's, byte for byte.
+        return Err(Frame::error(
+            "NOMASTERLINK Can't SYNC while not connected with my master",
+        ));
+    }
+    ctx.client.psync = Some(req);
+    ctx.client.suppress_this_reply = true;
+    ctx.client.close_after_reply = true;
+    Ok(Frame::ok())
+}
+
+fn psync(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let offset = std::str::from_utf8(&args[2])
+        .ok()
+        .and_then(|o| o.parse::<i64>().ok())
+        .ok_or_else(|| errors::err(errors::NOT_INTEGER))?;
+    let replid = String::from_utf8_lossy(&args[1]).into_owned();
+    begin_sync(ctx, PsyncRequest { replid, offset })
+}
+
+fn sync(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
+    begin_sync(
+        ctx,
+        PsyncRequest {
+            replid: "?".into(),
+            offset: -1,
+        },
+    )
+}

@@ -1,0 +1,85 @@
+//! The replication stream's recent bytes (`repl-backlog-size`), from which
+//! a replica that lost its link resumes with `+CONTINUE`, and the offset
+//! bookkeeping Redis reports (`master_repl_offset`, first byte, histlen).
+//!
+//! Offsets count stream bytes since the replication ID began, 1-based as
+//! in Redis: the stream's byte number `end` is the last one written.
+
+use std::collections::VecDeque;
+
+pub struct Backlog {
+    buf: VecDeque<u8>,
+    cap: usize,
+    /// `master_repl_offset`: bytes of stream ever produced.
+    pub end: u64,
+    /// The database the stream last SELECTed; None forces a SELECT before
+    /// the next command (after a full sync starts, as Redis does).
+    pub seldb: Option<u32>,
+    /// A replica attached at least once (`repl_backlog_active`).
+    pub active: bool,
+    /// This server is a replica: the stream it applies is its primary's,
+    /// and its own writes (none, it is read-only) are not streamed.
+    pub paused: bool,
+}
+
+impl Backlog {
+    pub fn new(cap: usize) -> Backlog {
+        Backlog {
+            buf: VecDeque::new(),
+            cap: cap.max(16 * 1024),
+            end: 0,
+            seldb: None,
+            active: false,
+            paused: false,
+        }
+    }
+
+    pub fn append(&mut self, bytes: &[u8]) {
+        self.buf.extend(bytes);
+        if self.buf.len() > self.cap {
+            let excess = self.buf.len() - self.cap;
+            self.buf.drain(..excess);
+        }
+        self.end += bytes.len() as u64;
+    }
+
+    pub fn histlen(&self) -> u64 {
+        self.buf.len() as u64
+    }
+
+    /// `repl_backlog_first_byte_offset`.
+    pub fn first_byte(&self) -> u64 {
+        self.end - self.histlen() + 1
+    }
+
+    /// Whether a replica whose next byte is `pos` can continue from here.
+    pub fn can_continue_from(&self, pos: u64) -> bool {
+        self.active && pos >= self.first_byte() && pos <= self.end + 1
+    }
+
+    /// Up to `max` bytes starting at byte `pos`; None once they have left
+    /// the backlog (the replica fell too far behind).
+    pub fn read_from(&self, pos: u64, max: usize) -> Option<Vec<u8>> {
+        if pos < self.first_byte() {
+            return None;
+        }
+        let skip = (pos - self.first_byte()) as usize;
+        Some(self.buf.iter().skip(skip).take(max).copied().collect())
+    }
+
+    /// Starts the stream over at `offset` with nothing kept (promotion of
+    /// a replica: it continues its primary's offsets under a new ID).
+    pub fn reset_to(&mut self, offset: u64) {
+        self.buf.clear();
+        self.end = offset;
+        self.seldb = None;
+    }
+
+    pub fn set_capacity(&mut self, cap: usize) {
+        self.cap = cap.max(16 * 1024);
+    }
+
+    pub fn capacity(&self) -> usize {
+        self.cap
+    }
+}

@@ -1,0 +1,377 @@
+//! Replication in Redis's protocol: this server as a primary (SYNC/PSYNC,
+//! an RDB full sync, then every committed write as commands) and as a
+//! replica (REPLICAOF: handshake, RDB load, command stream). See
+//! `docs/replication.md`.
+//!
+//! - [`backlog`]: the stream's recent bytes and its offsets.
+//! - [`effects`]: committed mutations as Redis commands.
+//! - [`rdb`]: the RDB file a full sync carries.
+//! - [`primary`]: serving a replica's connection.
+//! - [`replica`]: the link to this server's primary.
+
+pub mod backlog;
+pub mod effects;
+pub mod primary;
+pub mod rdb;
+pub mod replica;
+
+use backlog::Backlog;
+use bytes::Bytes;
+use durakv_engine::mutation::Mutation;
+use durakv_engine::replication::ReplicationFeed;
+use durakv_engine::value::EncodingLimits;
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use tokio::sync::watch;
+
+/// Default `repl-backlog-size`.
+pub const DEFAULT_BACKLOG_BYTES: usize = 1024 * 1024;
+
+/// The replication stream: its backlog, and a signal carrying its end
+/// offset that replica senders wait on.
+pub struct Stream {
+    pub backlog: Mutex<Backlog>,
+    pub end_tx: watch::Sender<u64>,
+}
+
+impl Stream {
+    /// Appends bytes that are not a committed write (PING, GETACK).
+    pub fn append_raw(&self, bytes: &[u8]) {
+        let mut b = self.backlog.lock();
+        if b.paused || !b.active {
+            return;
+        }
+        b.append(bytes);
+        let end = b.end;
+        drop(b);
+        self.end_tx.send_replace(end);
+    }
+}
+
+/// The engine's feed: translates each commit and appends it to the stream.
+pub struct Feed {
+    stream: Arc<Stream>,
+    limits: EncodingLimits,
+}
+
+impl ReplicationFeed for Feed {
+    fn committed(&self, _lsn: u64, _time_ms: u64, muts: &[Mutation]) {
+        let cmds = effects::translate(muts, &self.limits);
+        if cmds.is_empty() {
+            return;
+        }
+        let mut b = self.stream.backlog.lock();
+        if b.paused || !b.active {
+            return;
+        }
+        let mut out = Vec::new();
+        let select = |out: &mut Vec<u8>, b: &mut Backlog, db: Option<u32>| {
+            if let Some(db) = db {
+                if b.seldb != Some(db) {
+                    effects::resp(out, &[b"SELECT", db.to_string().as_bytes()]);
+                    b.seldb = Some(db);
+                }
+            }
+        };
+        let wrap = cmds.len() > 1;
+        if wrap {
+            select(&mut out, &mut b, cmds[0].0);
+            effects::resp(&mut out, &[b"MULTI"]);
+        }
+        for (db, c) in &cmds {
+            select(&mut out, &mut b, *db);
+            out.extend_from_slice(c);
+        }
+        if wrap {
+            effects::resp(&mut out, &[b"EXEC"]);
+        }
+        b.append(&out);
+        let end = b.end;
+        drop(b);
+        self.stream.end_tx.send_replace(end);
+    }
+}
+
+/// A replica attached to this server.
+pub struct ReplicaInfo {
+    pub client_id: u64,
+    pub ip: String,
+    pub port: AtomicU64,
+    /// Offset the replica acknowledged (REPLCONF ACK).
+    pub ack: AtomicU64,
+    pub last_ack_ms: AtomicU64,
+    /// Past its full sync: receiving the command stream.
+    pub online: AtomicBool,
+}
+
+/// Replication IDs (`master_replid`, `master_replid2`,
+/// `second_repl_offset`).
+pub struct Ids {
+    pub replid: String,
+    pub replid2: String,
+    pub second_offset: i64,
+}
+
+/// This server's link to its primary, when it is a replica.
+#[derive(Clone, Debug, Default)]
+pub struct MasterLink {
+    pub host: String,
+    pub port: u16,
+    /// `master_link_status`: up once the stream flows.
+    pub up: bool,
+    pub sync_in_progress: bool,
+    pub last_io_ms: u64,
+}
+
+pub struct Replication {
+    pub stream: Arc<Stream>,
+    pub replicas: Mutex<Vec<Arc<ReplicaInfo>>>,
+    /// Bumped on every REPLCONF ACK (WAIT waits on it).
+    pub acks: AtomicU64,
+    pub ids: Mutex<Ids>,
+    /// Set while this server replicates another (the one check writes pay).
+    pub is_replica: AtomicBool,
+    /// REPLICAOF's target; the link task follows it.
+    pub target: watch::Sender<Option<(String, u16)>>,
+    pub link: Mutex<MasterLink>,
+    /// INFO stats' `sync_full`, `sync_partial_ok`, `sync_partial_err`.
+    pub sync_full: AtomicU64,
+    pub sync_partial_ok: AtomicU64,
+    pub sync_partial_err: AtomicU64,
+}
+
+pub const NO_REPLID: &str = "0000000000000000000000000000000000000000";
+
+impl Replication {
+    pub fn new(replid: &str, backlog_bytes: usize) -> Replication {
+        let (end_tx, _) = watch::channel(0);
+        Replication {
+            stream: Arc::new(Stream {
+                backlog: Mutex::new(Backlog::new(backlog_bytes)),
+                end_tx,
+            }),
+            replicas: Mutex::new(Vec::new()),
+            acks: AtomicU64::new(0),
+            ids: Mutex::new(Ids {
+                replid: replid.to_string(),
+                replid2: NO_REPLID.to_string(),
+                second_offset: -1,
+            }),
+            is_replica: AtomicBool::new(false),
+            target: watch::channel(None).0,
+            link: Mutex::new(MasterLink::default()),
+            sync_full: AtomicU64::new(0),
+            sync_partial_ok: AtomicU64::new(0),
+            sync_partial_err: AtomicU64::new(0),
+        }
+    }
+
+    pub fn feed(&self, limits: EncodingLimits) -> Box<dyn ReplicationFeed> {
+        Box::new(Feed {
+            stream: self.stream.clone(),
+            limits,
+        })
+    }
+
+    pub fn is_replica(&self) -> bool {
+        self.is_replica.load(Ordering::Acquire)
+    }
+
+    /// `master_repl_offset`: the stream produced (primary) or applied
+    /// (replica).
+    pub fn offset(&self) -> u64 {
+        self.stream.backlog.lock().end
+    }
+
+    /// Replicas whose acknowledged offset reached `offset`.
+    pub fn acked(&self, offset: u64) -> usize {
+        self.replicas
+            .lock()
+            .iter()
+            .filter(|r| r.online.load(Ordering::Acquire) && r.ack.load(Ordering::Acquire) >= offset)
+            .count()
+    }
+
+    /// DEBUG CHANGE-REPL-ID: a new ID, and no previous one.
+    pub fn change_replid(&self) {
+        let mut ids = self.ids.lock();
+        ids.replid = new_replid();
+        ids.replid2 = NO_REPLID.to_string();
+        ids.second_offset = -1;
+    }
+
+    /// Makes this server a primary again (REPLICAOF NO ONE): a new ID,
+    /// the old one kept as `replid2` so its replicas can continue.
+    pub fn promote(&self) {
+        self.is_replica.store(false, Ordering::Release);
+        let _ = self.target.send_replace(None);
+        let mut b = self.stream.backlog.lock();
+        let mut ids = self.ids.lock();
+        ids.replid2 = std::mem::replace(&mut ids.replid, new_replid());
+        ids.second_offset = b.end as i64 + 1;
+        b.paused = false;
+        b.seldb = None;
+    }
+
+    /// Makes this server a replica of `host:port`: replicas attached to it
+    /// are dropped (they resync through the new chain's primary).
+    pub fn demote(&self, shared: &crate::state::Shared, host: String, port: u16) {
+        self.is_replica.store(true, Ordering::Release);
+        self.stream.backlog.lock().paused = true;
+        for r in self.replicas.lock().iter() {
+            if let Some(h) = shared.clients.get(r.client_id) {
+                h.kill();
+            }
+        }
+        *self.link.lock() = MasterLink {
+            host: host.clone(),
+            port,
+            ..MasterLink::default()
+        };
+        let _ = self.target.send_replace(Some((host, port)));
+    }
+}
+
+pub fn new_replid() -> String {
+    (0..40)
+        .map(|_| char::from_digit(u32::from(rand::random::<u8>() % 16), 16).unwrap_or('0'))
+        .collect()
+}
+
+/// INFO's replication section, with Redis's field names.
+pub fn info_section(shared: &crate::state::Shared) -> String {
+    let repl = &shared.repl;
+    let mut s = String::new();
+    let mut f = |k: &str, v: String| {
+        s.push_str(k);
+        s.push(':');
+        s.push_str(&v);
+        s.push_str("\r\n");
+    };
+    let now = crate::util::now_ms();
+    let (end, first, histlen, active, cap) = {
+        let b = repl.stream.backlog.lock();
+        (b.end, b.first_byte(), b.histlen(), b.active, b.capacity())
+    };
+    if repl.is_replica() {
+        let link = repl.link.lock().clone();
+        f("role", "slave".into());
+        f("master_host", link.host.clone());
+        f("master_port", link.port.to_string());
+        f(
+            "master_link_status",
+            if link.up { "up" } else { "down" }.into(),
+        );
+        let io = if link.last_io_ms == 0 {
+            -1
+        } else {
+            (now.saturating_sub(link.last_io_ms) / 1000) as i64
+        };
+        f("master_last_io_seconds_ago", io.to_string());
+        f(
+            "master_sync_in_progress",
+            u8::from(link.sync_in_progress).to_string(),
+        );
+        f("slave_read_repl_offset", end.to_string());
+        f("slave_repl_offset", end.to_string());
+        f(
+            "slave_priority",
+            shared
+                .config
+                .read()
+                .get("replica-priority")
+                .unwrap_or_else(|| "100".into()),
+        );
+        f("slave_read_only", u8::from(read_only(shared)).to_string());
+        f("replica_announced", "1".into());
+    } else {
+        f("role", "master".into());
+    }
+    let replicas = repl.replicas.lock().clone();
+    f("connected_slaves", replicas.len().to_string());
+    for (i, r) in replicas.iter().enumerate() {
+        let state = if r.online.load(Ordering::Acquire) {
+            "online"
+        } else {
+            "wait_bgsave"
+        };
+        let lag = now.saturating_sub(r.last_ack_ms.load(Ordering::Acquire)) / 1000;
+        f(
+            &format!("slave{i}"),
+            format!(
+                "ip={},port={},state={state},offset={},lag={lag}",
+                r.ip,
+                r.port.load(Ordering::Acquire),
+                r.ack.load(Ordering::Acquire)
+            ),
+        );
+    }
+    if !repl.is_replica() {
+        f("master_failover_state", "no-failover".into());
+    }
+    let ids = repl.ids.lock();
+    f("master_replid", ids.replid.clone());
+    f("master_replid2", ids.replid2.clone());
+    f("master_repl_offset", end.to_string());
+    f("second_repl_offset", ids.second_offset.to_string());
+    f("repl_backlog_active", u8::from(active).to_string());
+    f("repl_backlog_size", cap.to_string());
+    f(
+        "repl_backlog_first_byte_offset",
+        if active { first } else { 0 }.to_string(),
+    );
+    f("repl_backlog_histlen", histlen.to_string());
+    s
+}
+
+/// `replica-read-only` in force.
+pub fn read_only(shared: &crate::state::Shared) -> bool {
+    shared
+        .config
+        .read()
+        .get("replica-read-only")
+        .is_none_or(|v| v != "no")
+}
+
+/// ROLE's reply.
+pub fn role_frame(shared: &crate::state::Shared) -> durakv_protocol::Frame {
+    use durakv_protocol::Frame;
+    let repl = &shared.repl;
+    let s = |t: &str| Frame::Bulk(Bytes::copy_from_slice(t.as_bytes()));
+    if repl.is_replica() {
+        let link = repl.link.lock().clone();
+        let state = if link.up {
+            "connected"
+        } else if link.sync_in_progress {
+            "sync"
+        } else {
+            "connect"
+        };
+        return Frame::Array(vec![
+            s("slave"),
+            s(&link.host),
+            Frame::Integer(i64::from(link.port)),
+            s(state),
+            Frame::Integer(repl.offset() as i64),
+        ]);
+    }
+    let replicas = repl
+        .replicas
+        .lock()
+        .iter()
+        .filter(|r| r.online.load(Ordering::Acquire))
+        .map(|r| {
+            Frame::Array(vec![
+                s(&r.ip),
+                s(&r.port.load(Ordering::Acquire).to_string()),
+                s(&r.ack.load(Ordering::Acquire).to_string()),
+            ])
+        })
+        .collect();
+    Frame::Array(vec![
+        s("master"),
+        Frame::Integer(repl.offset() as i64),
+        Frame::Array(replicas),
+    ])
+}

@@ -1,0 +1,240 @@
+//! Serving one replica: after PSYNC the connection stops being a client.
+//! It gets `+CONTINUE` and the backlog from its offset, or `+FULLRESYNC`,
+//! an RDB snapshot, and the stream from the snapshot's offset; then the
+//! stream as it grows, while its REPLCONF ACKs are read.
+
+use super::rdb::{self, Origin, SnapKey, Snapshot};
+use super::ReplicaInfo;
+use crate::client::ClientState;
+use crate::state::Shared;
+use bytes::BytesMut;
+use durakv_protocol::{RequestLimits, RequestParser};
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// Bytes sent to a replica per write from the backlog.
+const SEND_CHUNK_BYTES: usize = 256 * 1024;
+/// `repl-ping-replica-period`: keeps idle links (and their timeouts) alive.
+const PING_PERIOD: Duration = Duration::from_secs(10);
+
+/// What PSYNC (or SYNC) asked for.
+pub struct PsyncRequest {
+    pub replid: String,
+    /// The first byte the replica wants (its offset + 1); -1: none.
+    pub offset: i64,
+}
+
+/// Takes a consistent copy of the keyspace, and the stream offset it
+/// corresponds to. The feed is on before every shard is locked, so every
+/// commit is either in the copy or in the stream after that offset.
+fn snapshot(shared: &Shared) -> (u64, Snapshot) {
+    let ks = &shared.store.keyspace;
+    ks.start_feeding();
+    let mut txn = ks.lock_all();
+    let now = txn.now_ms;
+    let offset = {
+        let mut b = shared.repl.stream.backlog.lock();
+        b.active = true;
+        b.seldb = None;
+        b.end
+    };
+    let mut snap = Snapshot {
+        dbs: (0..ks.num_dbs()).map(|_| Vec::new()).collect(),
+        functions: Vec::new(),
+    };
+    for shard in txn.shards_mut() {
+        for (i, d) in shard.dbs.iter().enumerate() {
+            for (k, e) in d.iter() {
+                if e.is_expired(now) {
+                    continue;
+                }
+                snap.dbs[i].push(SnapKey {
+                    key: k.clone(),
+                    value: e.value.clone(),
+                    expire_at_ms: e.expire_at_ms,
+                });
+            }
+        }
+    }
+    snap.functions = ks
+        .function_libraries()
+        .into_iter()
+        .map(|(_, code)| code)
+        .collect();
+    drop(txn);
+    (offset, snap)
+}
+
+/// Whether the replica can continue from the backlog; the ID to announce.
+fn can_continue(shared: &Shared, req: &PsyncRequest) -> Option<String> {
+    if req.offset < 0 {
+        return None;
+    }
+    let pos = req.offset as u64;
+    let b = shared.repl.stream.backlog.lock();
+    let ids = shared.repl.ids.lock();
+    let known =
+        req.replid == ids.replid || (req.replid == ids.replid2 && req.offset <= ids.second_offset);
+    (known && b.can_continue_from(pos)).then(|| ids.replid.clone())
+}
+
+pub async fn serve(
+    shared: &Shared,
+    stream: &mut TcpStream,
+    client: &mut ClientState,
+    req: PsyncRequest,
+) -> io::Result<()> {
+    let info = Arc::new(ReplicaInfo {
+        client_id: client.id(),
+        ip: client.handle.addr.ip().to_string(),
+        port: AtomicU64::new(u64::from(client.repl_listening_port)),
+        ack: AtomicU64::new(0),
+        last_ack_ms: AtomicU64::new(crate::util::now_ms()),
+        online: AtomicBool::new(false),
+    });
+    client.handle.replication.store(true, Ordering::Release);
+    shared.repl.replicas.lock().push(info.clone());
+    let r = stream_to(shared, stream, client, req, &info).await;
+    shared
+        .repl
+        .replicas
+        .lock()
+        .retain(|x| !Arc::ptr_eq(x, &info));
+    r
+}
+
+async fn stream_to(
+    shared: &Shared,
+    stream: &mut TcpStream,
+    client: &mut ClientState,
+    req: PsyncRequest,
+    info: &ReplicaInfo,
+) -> io::Result<()> {
+    let mut pos = match can_continue(shared, &req) {
+        Some(replid) => {
+            stream
+                .write_all(format!("+CONTINUE {replid}\r\n").as_bytes())
+                .await?;
+            tracing::info!(replica = %info.ip, "partial resync from offset {}", req.offset);
+            shared.repl.sync_partial_ok.fetch_add(1, Ordering::Relaxed);
+            req.offset as u64
+        }
+        None => {
+            shared.repl.sync_full.fetch_add(1, Ordering::Relaxed);
+            if req.replid != "?" {
+                shared.repl.sync_partial_err.fetch_add(1, Ordering::Relaxed);
+            }
+            let started = std::time::Instant::now();
+            let (offset, snap) = crate::checkpointer::blocking(|| snapshot(shared));
+            let replid = shared.repl.ids.lock().replid.clone();
+            stream
+                .write_all(format!("+FULLRESYNC {replid} {offset}\r\n").as_bytes())
+                .await?;
+            let limits = shared.config.read().encodings;
+            let origin = Origin {
+                replid: &replid,
+                offset,
+                used_mem: crate::memory::used_memory_bytes(),
+            };
+            let file = crate::checkpointer::blocking(|| rdb::write(&snap, &origin, &limits));
+            drop(snap);
+            stream
+                .write_all(format!("${}\r\n", file.len()).as_bytes())
+                .await?;
+            stream.write_all(&file).await?;
+            tracing::info!(
+                replica = %info.ip,
+                "full resync: {} bytes of RDB at offset {offset} in {:.3}s",
+                file.len(),
+                started.elapsed().as_secs_f64()
+            );
+            offset + 1
+        }
+    };
+    info.online.store(true, Ordering::Release);
+    let parser = RequestParser::new(RequestLimits {
+        max_bulk_len_bytes: 1 << 20,
+        max_multibulk_len: 1 << 20,
+    });
+    let mut end_rx = shared.repl.stream.end_tx.subscribe();
+    let mut rbuf = BytesMut::with_capacity(1024);
+    let handle = client.handle.clone();
+    loop {
+        loop {
+            let chunk = shared
+                .repl
+                .stream
+                .backlog
+                .lock()
+                .read_from(pos, SEND_CHUNK_BYTES);
+            let Some(chunk) = chunk else {
+                tracing::warn!(replica = %info.ip, "replica fell behind the backlog; disconnecting it");
+                return Ok(());
+            };
+            if chunk.is_empty() {
+                break;
+            }
+            stream.write_all(&chunk).await?;
+            pos += chunk.len() as u64;
+        }
+        if handle.is_killed() {
+            return Ok(());
+        }
+        tokio::select! {
+            r = end_rx.changed() => {
+                if r.is_err() {
+                    return Ok(());
+                }
+            }
+            r = stream.read_buf(&mut rbuf) => {
+                if r? == 0 {
+                    return Ok(());
+                }
+                while let Ok(Some(args)) = parser.parse(&mut rbuf) {
+                    acknowledge(shared, info, &args);
+                }
+            }
+            _ = handle.wake.notified() => {}
+            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+        }
+    }
+}
+
+/// A replica's REPLCONF ACK <offset>.
+fn acknowledge(shared: &Shared, info: &ReplicaInfo, args: &[bytes::Bytes]) {
+    let is = |i: usize, w: &str| {
+        args.get(i)
+            .is_some_and(|a| a.eq_ignore_ascii_case(w.as_bytes()))
+    };
+    if !(is(0, "replconf") && is(1, "ack")) {
+        return;
+    }
+    let Some(off) = args
+        .get(2)
+        .and_then(|a| std::str::from_utf8(a).ok())
+        .and_then(|a| a.parse::<u64>().ok())
+    else {
+        return;
+    };
+    info.ack.fetch_max(off, Ordering::AcqRel);
+    info.last_ack_ms
+        .store(crate::util::now_ms(), Ordering::Release);
+    shared.repl.acks.fetch_add(1, Ordering::AcqRel);
+}
+
+/// Sends PING down the stream every `repl-ping-replica-period` while
+/// replicas are attached, as Redis does, so their link timeouts see life.
+pub async fn ping_replicas(shared: Arc<Shared>) {
+    loop {
+        tokio::time::sleep(PING_PERIOD).await;
+        if !shared.repl.replicas.lock().is_empty() {
+            let mut out = Vec::new();
+            super::effects::resp(&mut out, &[b"PING"]);
+            shared.repl.stream.append_raw(&out);
+        }
+    }
+}

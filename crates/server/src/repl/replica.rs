@@ -1,0 +1,425 @@
+//! The link to this server's primary (REPLICAOF): handshake, full or
+//! partial sync, then the command stream applied as a privileged client.
+//!
+//! A full sync replaces the dataset: FLUSHALL, then one logged record per
+//! key (a RESTORE of its value), each at the database's own durability
+//! level, and the link waits until the last is durable before applying the
+//! stream. The stream is executed through the normal command path by a
+//! "master" client that bypasses READONLY and whose replies are dropped.
+
+use super::effects::resp;
+use crate::client::ClientState;
+use crate::command::Ctx;
+use crate::state::Shared;
+use bytes::{Bytes, BytesMut};
+use durakv_engine::mutation::{KeyOp, Mutation};
+use durakv_protocol::{RequestLimits, RequestParser};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// Wait before reconnecting after the link fails.
+const RETRY: Duration = Duration::from_secs(1);
+/// How often the replica acknowledges its offset (REPLCONF ACK).
+const ACK_PERIOD: Duration = Duration::from_secs(1);
+/// `repl-timeout`: a link silent this long is dropped.
+const LINK_TIMEOUT: Duration = Duration::from_secs(60);
+
+type LinkResult<T> = Result<T, String>;
+
+/// Follows REPLICAOF's target: one link task at a time.
+pub async fn supervise(shared: Arc<Shared>) {
+    let initial = shared.config.read().get("replicaof").unwrap_or_default();
+    let mut parts = initial.split_whitespace();
+    if let (Some(h), Some(p)) = (parts.next(), parts.next()) {
+        if let Ok(port) = p.parse::<u16>() {
+            shared.repl.demote(&shared, h.to_string(), port);
+        }
+    }
+    let mut rx = shared.repl.target.subscribe();
+    let mut task: Option<tokio::task::JoinHandle<()>> = None;
+    loop {
+        let target = rx.borrow_and_update().clone();
+        if let Some(t) = task.take() {
+            t.abort();
+        }
+        if let Some((host, port)) = target {
+            task = Some(tokio::spawn(link(shared.clone(), host, port)));
+        }
+        if rx.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
+async fn link(shared: Arc<Shared>, host: String, port: u16) {
+    loop {
+        if let Err(e) = session(&shared, &host, port).await {
+            tracing::warn!("replication link to {host}:{port}: {e}");
+        }
+        {
+            let mut l = shared.repl.link.lock();
+            l.up = false;
+            l.sync_in_progress = false;
+        }
+        tokio::time::sleep(RETRY).await;
+    }
+}
+
+/// Reads bytes until one line (without CRLF) is complete.
+async fn read_line(stream: &mut TcpStream, buf: &mut BytesMut) -> LinkResult<String> {
+    loop {
+        if let Some(i) = buf.iter().position(|&b| b == b'\n') {
+            let line = buf.split_to(i + 1);
+            let text = String::from_utf8_lossy(&line[..i]);
+            return Ok(text.trim_end_matches('\r').to_string());
+        }
+        read_more(stream, buf).await?;
+    }
+}
+
+async fn read_more(stream: &mut TcpStream, buf: &mut BytesMut) -> LinkResult<usize> {
+    let n = tokio::time::timeout(LINK_TIMEOUT, stream.read_buf(buf))
+        .await
+        .map_err(|_| "timeout reading from the primary".to_string())?
+        .map_err(|e| e.to_string())?;
+    if n == 0 {
+        return Err("connection closed by the primary".into());
+    }
+    Ok(n)
+}
+
+async fn send(stream: &mut TcpStream, args: &[&[u8]]) -> LinkResult<()> {
+    let mut out = Vec::new();
+    resp(&mut out, args);
+    stream.write_all(&out).await.map_err(|e| e.to_string())
+}
+
+/// Sends a handshake command and returns the reply line.
+async fn ask(stream: &mut TcpStream, buf: &mut BytesMut, args: &[&[u8]]) -> LinkResult<String> {
+    send(stream, args).await?;
+    read_line(stream, buf).await
+}
+
+async fn session(shared: &Shared, host: &str, port: u16) -> LinkResult<()> {
+    let mut stream = TcpStream::connect((host, port))
+        .await
+        .map_err(|e| format!("cannot connect: {e}"))?;
+    let _ = stream.set_nodelay(true);
+    let mut buf = BytesMut::with_capacity(64 * 1024);
+    let pong = ask(&mut stream, &mut buf, &[b"PING"]).await?;
+    if pong.starts_with('-') && !pong.starts_with("-NOAUTH") {
+        return Err(format!("PING: {pong}"));
+    }
+    let (user, pass) = {
+        let c = shared.config.read();
+        (
+            c.get("masteruser").filter(|u| !u.is_empty()),
+            c.get("masterauth").filter(|p| !p.is_empty()),
+        )
+    };
+    if let Some(pass) = pass {
+        let reply = match &user {
+            Some(u) => {
+                ask(
+                    &mut stream,
+                    &mut buf,
+                    &[b"AUTH", u.as_bytes(), pass.as_bytes()],
+                )
+                .await?
+            }
+            None => ask(&mut stream, &mut buf, &[b"AUTH", pass.as_bytes()]).await?,
+        };
+        if reply.starts_with('-') {
+            return Err(format!("AUTH: {reply}"));
+        }
+    }
+    let my_port = shared.bound_port.load(Ordering::Acquire).to_string();
+    let r = ask(
+        &mut stream,
+        &mut buf,
+        &[b"REPLCONF", b"listening-port", my_port.as_bytes()],
+    )
+    .await?;
+    if r.starts_with('-') {
+        return Err(format!("REPLCONF listening-port: {r}"));
+    }
+    // Only `eof` and `psync2` are announced: their absence would make a
+    // Redis primary fall back to older formats.
+    let _ = ask(
+        &mut stream,
+        &mut buf,
+        &[b"REPLCONF", b"capa", b"eof", b"capa", b"psync2"],
+    )
+    .await?;
+    let (replid, offset) = {
+        let ids = shared.repl.ids.lock();
+        let synced = shared.repl.link.lock().last_io_ms != 0;
+        if synced {
+            (ids.replid.clone(), (shared.repl.offset() + 1).to_string())
+        } else {
+            ("?".to_string(), "-1".to_string())
+        }
+    };
+    let mut reply = ask(
+        &mut stream,
+        &mut buf,
+        &[b"PSYNC", replid.as_bytes(), offset.as_bytes()],
+    )
+    .await?;
+    // A Redis primary sends newlines to keep the link alive until its
+    // snapshot starts (`repl-diskless-sync-delay`).
+    while reply.is_empty() {
+        reply = read_line(&mut stream, &mut buf).await?;
+    }
+    let words: Vec<&str> = reply.split_whitespace().collect();
+    match words.first().copied() {
+        Some("+FULLRESYNC") if words.len() >= 3 => {
+            let id = words[1].to_string();
+            let off: u64 = words[2].parse().map_err(|_| format!("bad reply {reply}"))?;
+            shared.repl.link.lock().sync_in_progress = true;
+            let file = read_rdb(&mut stream, &mut buf).await?;
+            let started = std::time::Instant::now();
+            let mut master = MasterClient::new(shared, &stream);
+            let keys = crate::checkpointer::blocking(|| load(shared, &file, &mut master))?;
+            tracing::info!(
+                "full sync: loaded {keys} keys ({} bytes of RDB) in {:.3}s",
+                file.len(),
+                started.elapsed().as_secs_f64()
+            );
+            {
+                let mut b = shared.repl.stream.backlog.lock();
+                b.reset_to(off);
+                b.active = true;
+                let mut ids = shared.repl.ids.lock();
+                ids.replid = id;
+                ids.replid2 = super::NO_REPLID.to_string();
+                ids.second_offset = -1;
+            }
+            apply_stream(shared, &mut stream, buf, master).await
+        }
+        Some("+CONTINUE") => {
+            if let Some(id) = words.get(1) {
+                let mut ids = shared.repl.ids.lock();
+                if *id != ids.replid {
+                    ids.replid2 = std::mem::replace(&mut ids.replid, id.to_string());
+                    ids.second_offset = shared.repl.offset() as i64 + 1;
+                }
+            }
+            tracing::info!("partial resync with {host}:{port} accepted");
+            let master = MasterClient::new(shared, &stream);
+            apply_stream(shared, &mut stream, buf, master).await
+        }
+        _ => Err(format!("PSYNC: {reply}")),
+    }
+}
+
+/// The RDB payload after +FULLRESYNC: `$<len>\r\n<bytes>`, or diskless
+/// `$EOF:<40-byte mark>\r\n<bytes><mark>`. Newlines before it are the
+/// primary's keepalives while it prepares the file.
+async fn read_rdb(stream: &mut TcpStream, buf: &mut BytesMut) -> LinkResult<Vec<u8>> {
+    let header = loop {
+        let line = read_line(stream, buf).await?;
+        if !line.is_empty() {
+            break line;
+        }
+    };
+    let Some(spec) = header.strip_prefix('$') else {
+        return Err(format!("expected the RDB payload, got {header:?}"));
+    };
+    if let Some(mark) = spec.strip_prefix("EOF:") {
+        let mark = mark.as_bytes().to_vec();
+        let mut file = Vec::new();
+        loop {
+            file.extend_from_slice(buf);
+            buf.clear();
+            if file.len() >= mark.len() && file.ends_with(&mark) {
+                file.truncate(file.len() - mark.len());
+                return Ok(file);
+            }
+            read_more(stream, buf).await?;
+        }
+    }
+    let len: usize = spec
+        .parse()
+        .map_err(|_| format!("bad RDB length {spec:?}"))?;
+    while buf.len() < len {
+        buf.reserve(len - buf.len());
+        read_more(stream, buf).await?;
+    }
+    let file = buf.split_to(len).to_vec();
+    Ok(file)
+}
+
+/// The privileged client the stream runs as.
+struct MasterClient<'s> {
+    shared: &'s Shared,
+    state: ClientState,
+}
+
+impl<'s> MasterClient<'s> {
+    fn new(shared: &'s Shared, stream: &TcpStream) -> MasterClient<'s> {
+        let fallback = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+        let addr = stream.peer_addr().unwrap_or(fallback);
+        let laddr = stream.local_addr().unwrap_or(fallback);
+        let handle = shared.clients.register(addr, laddr, -1);
+        handle.replication.store(true, Ordering::Release);
+        let mut state = ClientState::new(handle, true);
+        state.is_master = true;
+        state.reply_mode = crate::client::ReplyMode::Off;
+        MasterClient { shared, state }
+    }
+
+    fn run(&mut self, args: &[Bytes]) {
+        let mut ctx = Ctx {
+            shared: self.shared,
+            client: &mut self.state,
+        };
+        let out = crate::dispatch::execute(&mut ctx, args);
+        if let durakv_protocol::Frame::Error(e) = &out.frame {
+            tracing::warn!(
+                "replicated {} failed on this replica: {}",
+                String::from_utf8_lossy(&args[0]),
+                String::from_utf8_lossy(e)
+            );
+        }
+    }
+}
+
+impl Drop for MasterClient<'_> {
+    fn drop(&mut self) {
+        // Not a connection: it leaves the client registry with the link.
+        self.shared.clients.unregister(self.state.id());
+    }
+}
+
+/// Replaces the dataset with the RDB file's. Returns the keys loaded.
+fn load(shared: &Shared, file: &[u8], master: &mut MasterClient<'_>) -> LinkResult<u64> {
+    let ks = &shared.store.keyspace;
+    let wal = shared.store.wal.as_ref();
+    let level = |db: usize| shared.effective_durability(None, db);
+    let mut last_lsn = 0;
+    {
+        let mut txn = ks.lock_all();
+        txn.apply(Mutation::FlushAll).map_err(|e| e.to_string())?;
+        let out = txn.commit(wal, level(0)).map_err(|e| e.to_string())?;
+        last_lsn = last_lsn.max(out.lsn);
+    }
+    master.run(&[
+        Bytes::from_static(b"FUNCTION"),
+        Bytes::from_static(b"FLUSH"),
+    ]);
+    let num_dbs = ks.num_dbs();
+    let loaded = super::rdb::read(file, |db, key, value, expire_at_ms| {
+        if db as usize >= num_dbs {
+            return Err(format!(
+                "the RDB has database {db}, but only {num_dbs} are configured"
+            ));
+        }
+        let mut txn = ks.lock_keys([&key[..]]);
+        txn.apply(Mutation::key(
+            db,
+            key,
+            KeyOp::Restore {
+                value,
+                expire_at_ms,
+            },
+        ))
+        .map_err(|e| e.to_string())?;
+        let out = txn
+            .commit(wal, level(db as usize))
+            .map_err(|e| e.to_string())?;
+        last_lsn = last_lsn.max(out.lsn);
+        Ok(())
+    })?;
+    for code in &loaded.functions {
+        master.run(&[
+            Bytes::from_static(b"FUNCTION"),
+            Bytes::from_static(b"LOAD"),
+            Bytes::from_static(b"REPLACE"),
+            code.clone(),
+        ]);
+    }
+    if last_lsn > 0 {
+        shared.store.wal.request_sync_upto(last_lsn);
+        durakv_engine::store::wait_durable(&shared.store.wal, last_lsn, Duration::from_secs(600))
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(loaded.keys)
+}
+
+/// Applies the command stream, counting its bytes as the offset, and
+/// acknowledges the offset every second and on REPLCONF GETACK.
+async fn apply_stream(
+    shared: &Shared,
+    stream: &mut TcpStream,
+    mut buf: BytesMut,
+    mut master: MasterClient<'_>,
+) -> LinkResult<()> {
+    {
+        let mut l = shared.repl.link.lock();
+        l.up = true;
+        l.sync_in_progress = false;
+        l.last_io_ms = crate::util::now_ms();
+    }
+    let parser = RequestParser::new(RequestLimits {
+        max_bulk_len_bytes: 512 * 1024 * 1024,
+        max_multibulk_len: i32::MAX as u64,
+    });
+    let mut ack_timer = tokio::time::interval(ACK_PERIOD);
+    let result = loop {
+        let mut ack_now = false;
+        loop {
+            let before = buf.len();
+            let args = match parser.parse(&mut buf) {
+                Ok(Some(a)) if !a.is_empty() => a,
+                Ok(Some(_)) => continue,
+                Ok(None) => break,
+                Err(e) => return Err(format!("bad stream from the primary: {e:?}")),
+            };
+            let used = before - buf.len();
+            let getack = args.len() >= 2
+                && args[0].eq_ignore_ascii_case(b"replconf")
+                && args[1].eq_ignore_ascii_case(b"getack");
+            if getack {
+                ack_now = true;
+            } else if !args[0].eq_ignore_ascii_case(b"ping") {
+                master.run(&args);
+            }
+            // The backlog keeps the primary's bytes, so replicas of this
+            // server after a promotion can continue from them.
+            let mut raw = Vec::with_capacity(used);
+            resp(&mut raw, &args.iter().map(|a| &a[..]).collect::<Vec<_>>());
+            shared.repl.stream.backlog.lock().append(&raw);
+        }
+        if ack_now {
+            if let Err(e) = send_ack(shared, stream).await {
+                break Err(e);
+            }
+        }
+        tokio::select! {
+            r = tokio::time::timeout(LINK_TIMEOUT, stream.read_buf(&mut buf)) => {
+                match r {
+                    Err(_) => break Err("primary silent past the link timeout".into()),
+                    Ok(Err(e)) => break Err(e.to_string()),
+                    Ok(Ok(0)) => break Err("connection closed by the primary".into()),
+                    Ok(Ok(_)) => shared.repl.link.lock().last_io_ms = crate::util::now_ms(),
+                }
+            }
+            _ = ack_timer.tick() => {
+                if let Err(e) = send_ack(shared, stream).await {
+                    break Err(e);
+                }
+            }
+        }
+    };
+    drop(master);
+    result
+}
+
+async fn send_ack(shared: &Shared, stream: &mut TcpStream) -> LinkResult<()> {
+    let off = shared.repl.offset().to_string();
+    send(stream, &[b"REPLCONF", b"ACK", off.as_bytes()]).await
+}

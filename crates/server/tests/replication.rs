@@ -1,0 +1,347 @@
+//! Replication over real sockets: durakv to durakv (full sync of every
+//! type with TTLs, live writes, READONLY, WAIT, INFO/ROLE, promotion,
+//! a replica killed with kill -9 and restarted), a real Redis 7 primary
+//! to a durakv replica (the migration path, compact and big encodings),
+//! and a durakv primary to a real Redis replica. The Redis tests skip
+//! with a message when `redis-server` is not installed.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::{eventually, q, Server};
+use redis::Connection;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+const DEBUG: [&str; 2] = ["--enable-debug-command", "yes"];
+
+fn ok(c: &mut Connection, args: &[&str]) {
+    let _: redis::Value = q(c, args);
+}
+
+fn info_field(c: &mut Connection, field: &str) -> String {
+    let info: String = q(c, &["INFO", "replication"]);
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// A key's type and content in a canonical form (sorted where the type is
+/// unordered), so two servers compare whatever their encodings.
+fn content(c: &mut Connection, key: &str) -> String {
+    let t: String = q(c, &["TYPE", key]);
+    let body = match t.as_str() {
+        "string" => q::<String>(c, &["GET", key]),
+        "list" => q::<Vec<String>>(c, &["LRANGE", key, "0", "-1"]).join(","),
+        "set" => {
+            let mut m: Vec<String> = q(c, &["SMEMBERS", key]);
+            m.sort();
+            m.join(",")
+        }
+        "hash" => {
+            let mut m: Vec<String> = q(c, &["HGETALL", key]);
+            let mut pairs: Vec<String> = m.chunks(2).map(|p| p.join("=")).collect();
+            pairs.sort();
+            m.clear();
+            pairs.join(",")
+        }
+        "zset" => q::<Vec<String>>(c, &["ZRANGE", key, "0", "-1", "WITHSCORES"]).join(","),
+        other => other.to_string(),
+    };
+    let ttl: i64 = q(c, &["PTTL", key]);
+    let has_ttl = ttl > 0;
+    format!("{t}:{body}:ttl={has_ttl}")
+}
+
+/// Every key of databases `dbs`, with its content, sorted.
+fn dataset(c: &mut Connection, dbs: &[u32]) -> Vec<String> {
+    let mut out = Vec::new();
+    for db in dbs {
+        ok(c, &["SELECT", &db.to_string()]);
+        let keys: Vec<String> = q(c, &["KEYS", "*"]);
+        for k in keys {
+            let v = content(c, &k);
+            out.push(format!("{db}/{k}={v}"));
+        }
+    }
+    ok(c, &["SELECT", "0"]);
+    out.sort();
+    out
+}
+
+fn converged(p: &mut Connection, r: &mut Connection, dbs: &[u32]) -> bool {
+    dataset(p, dbs) == dataset(r, dbs)
+}
+
+fn wait_converged(p: &mut Connection, r: &mut Connection, dbs: &[u32]) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !converged(p, r, dbs) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "replica did not converge"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn link_up(r: &mut Connection) -> bool {
+    info_field(r, "master_link_status") == "up"
+}
+
+fn populate(c: &mut Connection) {
+    ok(c, &["SET", "s", "hello"]);
+    ok(c, &["SET", "ttl", "v", "PX", "600000"]);
+    ok(c, &["SET", "n", "10"]);
+    ok(c, &["RPUSH", "l", "a", "b", "c"]);
+    ok(c, &["SADD", "ints", "1", "2", "3"]);
+    ok(c, &["SADD", "set", "x", "y"]);
+    ok(c, &["HSET", "h", "f1", "v1", "f2", "v2"]);
+    ok(c, &["ZADD", "z", "1.5", "a", "-2", "b", "inf", "c"]);
+    let big: Vec<String> = (0..300).map(|i| format!("m{i}")).collect();
+    let mut args = vec!["SADD", "bigset"];
+    args.extend(big.iter().map(|s| s.as_str()));
+    ok(c, &args);
+    let mut args = vec!["RPUSH", "biglist"];
+    args.extend(big.iter().map(|s| s.as_str()));
+    ok(c, &args);
+    let mut hargs = vec!["HSET".to_string(), "bighash".to_string()];
+    let mut zargs = vec!["ZADD".to_string(), "bigz".to_string()];
+    for i in 0..300 {
+        hargs.push(format!("f{i}"));
+        hargs.push(format!("v{i}"));
+        zargs.push(format!("{i}"));
+        zargs.push(format!("m{i}"));
+    }
+    ok(c, &hargs.iter().map(|s| s.as_str()).collect::<Vec<_>>());
+    ok(c, &zargs.iter().map(|s| s.as_str()).collect::<Vec<_>>());
+    ok(c, &["SELECT", "3"]);
+    ok(c, &["SET", "db3", "x"]);
+    ok(c, &["SELECT", "0"]);
+}
+
+fn live_writes(c: &mut Connection) {
+    ok(c, &["INCR", "n"]);
+    ok(c, &["APPEND", "s", " world"]);
+    ok(c, &["LPUSH", "l", "z"]);
+    ok(c, &["RPOP", "l"]);
+    ok(c, &["LSET", "l", "0", "zz"]);
+    ok(c, &["HDEL", "h", "f1"]);
+    ok(c, &["SREM", "set", "x"]);
+    ok(c, &["ZINCRBY", "z", "2", "a"]);
+    ok(c, &["EXPIRE", "s", "1000"]);
+    ok(c, &["PERSIST", "ttl"]);
+    ok(c, &["SPOP", "bigset"]);
+    ok(c, &["MULTI"]);
+    ok(c, &["SET", "m1", "1"]);
+    ok(c, &["SET", "m2", "2"]);
+    ok(c, &["EXEC"]);
+    ok(c, &["RENAME", "h", "h2"]);
+    ok(c, &["COPY", "l", "lcopy"]);
+    ok(c, &["SELECT", "5"]);
+    ok(c, &["SET", "db5", "y"]);
+    ok(c, &["SELECT", "0"]);
+    ok(c, &["DEL", "ints"]);
+}
+
+const DBS: [u32; 3] = [0, 3, 5];
+
+/// A populated durakv primary and a durakv replica that caught up with it.
+fn synced_pair() -> (Server, Connection, Server, Connection) {
+    let primary = Server::start(&DEBUG);
+    let mut p = primary.conn();
+    populate(&mut p);
+    let replica = Server::start(&DEBUG);
+    let mut r = replica.conn();
+    ok(
+        &mut r,
+        &["REPLICAOF", "127.0.0.1", &primary.port.to_string()],
+    );
+    eventually("the link is up", || link_up(&mut r));
+    wait_converged(&mut p, &mut r, &DBS);
+    (primary, p, replica, r)
+}
+
+fn stat(c: &mut Connection, field: &str) -> String {
+    let info: String = q(c, &["INFO", "stats"]);
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[test]
+fn durakv_replica_syncs_streams_refuses_writes_and_promotes() {
+    let (_primary, mut p, _replica, mut r) = synced_pair();
+
+    live_writes(&mut p);
+    wait_converged(&mut p, &mut r, &DBS);
+    let digest_p: String = q(&mut p, &["DEBUG", "DIGEST"]);
+    let digest_r: String = q(&mut r, &["DEBUG", "DIGEST"]);
+    assert_eq!(digest_p, digest_r);
+
+    let e = common::err(&mut r, &["SET", "x", "1"]);
+    assert_eq!(e, "READONLY You can't write against a read only replica.");
+    let n: i64 = q(&mut p, &["WAIT", "1", "5000"]);
+    assert_eq!(n, 1);
+
+    assert_eq!(info_field(&mut p, "role"), "master");
+    assert_eq!(info_field(&mut p, "connected_slaves"), "1");
+    assert!(info_field(&mut p, "slave0").contains("state=online"));
+    assert_eq!(info_field(&mut r, "role"), "slave");
+    assert_eq!(
+        info_field(&mut r, "master_replid"),
+        info_field(&mut p, "master_replid")
+    );
+    let role: Vec<redis::Value> = q(&mut r, &["ROLE"]);
+    assert_eq!(role[0], common::bulk("slave"));
+
+    ok(&mut r, &["REPLICAOF", "NO", "ONE"]);
+    assert_eq!(info_field(&mut r, "role"), "master");
+    ok(&mut r, &["SET", "x", "1"]);
+}
+
+#[test]
+fn replica_killed_and_restarted_resumes() {
+    let primary = Server::start(&DEBUG);
+    let mut p = primary.conn();
+    populate(&mut p);
+    let port = primary.port.to_string();
+    let replicaof = format!("127.0.0.1 {port}");
+    let mut replica = Server::start(&["--replicaof", &replicaof]);
+    let mut r = replica.conn();
+    eventually("the link is up", || link_up(&mut r));
+    wait_converged(&mut p, &mut r, &DBS);
+    replica.kill9();
+    live_writes(&mut p);
+    replica.restart();
+    let mut r = replica.conn();
+    eventually("the link is up again", || link_up(&mut r));
+    wait_converged(&mut p, &mut r, &DBS);
+    ok(&mut p, &["SET", "after", "restart"]);
+    wait_converged(&mut p, &mut r, &DBS);
+}
+
+#[test]
+fn link_loss_resumes_with_partial_resync() {
+    let (_primary, mut p, _replica, mut r) = synced_pair();
+    // Kill the replica's link from the primary's side.
+    let killed: i64 = q(&mut p, &["CLIENT", "KILL", "TYPE", "replica"]);
+    assert_eq!(killed, 1);
+    live_writes(&mut p);
+    eventually("the link is up again", || {
+        link_up(&mut r) && stat(&mut p, "sync_partial_ok") == "1"
+    });
+    wait_converged(&mut p, &mut r, &DBS);
+    assert_eq!(stat(&mut p, "sync_full"), "1");
+}
+
+// ---------------------------------------------------------------------------
+// Against a real Redis 7
+// ---------------------------------------------------------------------------
+
+struct Redis {
+    child: Child,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn start_redis(extra: &[&str]) -> Option<Redis> {
+    let bin = "/usr/bin/redis-server";
+    if !std::path::Path::new(bin).exists() {
+        eprintln!("skipping: {bin} is not installed");
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let child = Command::new(bin)
+        .args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+        ])
+        .args([
+            "--appendonly",
+            "no",
+            "--repl-diskless-sync-delay",
+            "0",
+            "--dir",
+        ])
+        .arg(dir.path())
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let r = Redis {
+        child,
+        port,
+        _dir: dir,
+    };
+    eventually("redis-server accepts connections", || {
+        redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+            .and_then(|c| c.get_connection())
+            .is_ok()
+    });
+    Some(r)
+}
+
+fn redis_conn(port: u16) -> Connection {
+    redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+        .unwrap()
+        .get_connection()
+        .unwrap()
+}
+
+#[test]
+fn redis_primary_migrates_into_durakv_replica() {
+    let Some(redis) = start_redis(&[]) else {
+        return;
+    };
+    let mut p = redis_conn(redis.port);
+    populate(&mut p);
+    let replica = Server::start(&DEBUG);
+    let mut r = replica.conn();
+    ok(&mut r, &["REPLICAOF", "127.0.0.1", &redis.port.to_string()]);
+    eventually("the link is up", || link_up(&mut r));
+    wait_converged(&mut p, &mut r, &DBS);
+    live_writes(&mut p);
+    wait_converged(&mut p, &mut r, &DBS);
+    ok(&mut r, &["REPLICAOF", "NO", "ONE"]);
+    ok(&mut r, &["SET", "migrated", "yes"]);
+}
+
+#[test]
+fn durakv_primary_feeds_redis_replica() {
+    let primary = Server::start(&DEBUG);
+    let mut p = primary.conn();
+    populate(&mut p);
+    let Some(redis) = start_redis(&["--replicaof", "127.0.0.1", &primary.port.to_string()]) else {
+        return;
+    };
+    let mut r = redis_conn(redis.port);
+    eventually("the link is up", || link_up(&mut r));
+    wait_converged(&mut p, &mut r, &DBS);
+    live_writes(&mut p);
+    wait_converged(&mut p, &mut r, &DBS);
+    let n: i64 = q(&mut p, &["WAIT", "1", "5000"]);
+    assert_eq!(n, 1);
+}
