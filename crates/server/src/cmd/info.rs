@@ -261,6 +261,10 @@ fn memory_section(shared: &Shared) -> String {
     };
     field(&mut s, "mem_fragmentation_ratio", format!("{ratio:.2}"));
     field(&mut s, "mem_allocator", "libc");
+    // Values are freed where they are removed, never handed to a background
+    // thread, so nothing is ever pending; tools and tests poll these fields.
+    field(&mut s, "lazyfree_pending_objects", 0);
+    field(&mut s, "lazyfreed_objects", 0);
     s
 }
 
