@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{err, q, Server};
+use common::{err, q, RealRedis, Server};
 use durakv_server::rdb_value::primitives::{seal, FOOTER_BYTES};
 use redis::{Connection, Value};
 use std::path::PathBuf;
@@ -582,63 +582,8 @@ fn now_ms() -> u64 {
 
 /// A Redis server on a free loopback port and a temporary directory,
 /// stopped when dropped.
-struct RedisServer {
-    child: std::process::Child,
-    port: u16,
-    _dir: tempfile::TempDir,
-}
-
-impl RedisServer {
-    fn conn(&self) -> Connection {
-        redis::Client::open(format!("redis://127.0.0.1:{}/", self.port))
-            .unwrap()
-            .get_connection()
-            .unwrap()
-    }
-}
-
-impl Drop for RedisServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn redis_server() -> Option<RedisServer> {
-    let dir = tempfile::tempdir().ok()?;
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .ok()?
-        .local_addr()
-        .ok()?
-        .port();
-    let child = std::process::Command::new("redis-server")
-        .args([
-            "--bind",
-            "127.0.0.1",
-            "--port",
-            &port.to_string(),
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-        ])
-        .args(["--enable-debug-command", "yes"])
-        .current_dir(dir.path())
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .ok()?;
-    let srv = RedisServer {
-        child,
-        port,
-        _dir: dir,
-    };
-    for _ in 0..100 {
-        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return Some(srv);
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    None
+fn redis_server() -> Option<RealRedis> {
+    RealRedis::start(&["--enable-debug-command", "yes"])
 }
 
 /// A stream with several nodes, changing field names, deletions, two
@@ -731,7 +676,7 @@ fn stream_picture(c: &mut Connection, key: &str) -> Vec<Value> {
 
 /// A Redis and a durakv server; None (the test skipped) without a
 /// redis-server on the machine.
-fn redis_and_durakv() -> Option<(RedisServer, Server)> {
+fn redis_and_durakv() -> Option<(RealRedis, Server)> {
     let Some(redis) = redis_server() else {
         eprintln!("redis-server not installed: skipped");
         return None;

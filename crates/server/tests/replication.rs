@@ -8,9 +8,8 @@
 
 mod common;
 
-use common::{eventually, q, Server};
+use common::{eventually, q, RealRedis, Server};
 use redis::Connection;
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 const DEBUG: [&str; 2] = ["--enable-debug-command", "yes"];
@@ -240,75 +239,10 @@ fn link_loss_resumes_with_partial_resync() {
 // Against a real Redis 7
 // ---------------------------------------------------------------------------
 
-struct Redis {
-    child: Child,
-    port: u16,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn start_redis(extra: &[&str]) -> Option<Redis> {
-    let bin = "/usr/bin/redis-server";
-    if !std::path::Path::new(bin).exists() {
-        eprintln!("skipping: {bin} is not installed");
-        return None;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let child = Command::new(bin)
-        .args([
-            "--port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-        ])
-        .args([
-            "--appendonly",
-            "no",
-            "--repl-diskless-sync-delay",
-            "0",
-            "--dir",
-        ])
-        .arg(dir.path())
-        .args(extra)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let r = Redis {
-        child,
-        port,
-        _dir: dir,
-    };
-    eventually("redis-server accepts connections", || {
-        redis::Client::open(format!("redis://127.0.0.1:{port}/"))
-            .and_then(|c| c.get_connection())
-            .is_ok()
-    });
-    Some(r)
-}
-
-fn redis_conn(port: u16) -> Connection {
-    redis::Client::open(format!("redis://127.0.0.1:{port}/"))
-        .unwrap()
-        .get_connection()
-        .unwrap()
+fn start_redis(extra: &[&str]) -> Option<RealRedis> {
+    let mut args = vec!["--repl-diskless-sync-delay", "0"];
+    args.extend_from_slice(extra);
+    RealRedis::start(&args)
 }
 
 #[test]
@@ -316,7 +250,7 @@ fn redis_primary_migrates_into_durakv_replica() {
     let Some(redis) = start_redis(&[]) else {
         return;
     };
-    let mut p = redis_conn(redis.port);
+    let mut p = redis.conn();
     populate(&mut p);
     let replica = Server::start(&DEBUG);
     let mut r = replica.conn();
@@ -337,7 +271,7 @@ fn durakv_primary_feeds_redis_replica() {
     let Some(redis) = start_redis(&["--replicaof", "127.0.0.1", &primary.port.to_string()]) else {
         return;
     };
-    let mut r = redis_conn(redis.port);
+    let mut r = redis.conn();
     eventually("the link is up", || link_up(&mut r));
     wait_converged(&mut p, &mut r, &DBS);
     live_writes(&mut p);

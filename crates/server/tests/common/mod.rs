@@ -328,3 +328,63 @@ pub fn resp3(srv: &Server) -> redis::Connection {
         .and_then(|c| c.get_connection())
         .expect("RESP3 connection")
 }
+
+/// A real Redis (Debian's `redis-server`) on an ephemeral loopback port with
+/// a fresh directory and no persistence, for interoperability tests; killed
+/// when dropped.
+pub struct RealRedis {
+    child: Child,
+    pub port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl RealRedis {
+    /// None (with a message) when `redis-server` is not installed or does
+    /// not start, so callers skip their test.
+    pub fn start(extra: &[&str]) -> Option<RealRedis> {
+        let dir = tempfile::tempdir().ok()?;
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .ok()?
+            .local_addr()
+            .ok()?
+            .port();
+        let Ok(child) = Command::new("redis-server")
+            .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+            .args(["--save", "", "--appendonly", "no", "--dir"])
+            .arg(dir.path())
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+        else {
+            eprintln!("skipping: redis-server is not installed");
+            return None;
+        };
+        let srv = RealRedis {
+            child,
+            port,
+            _dir: dir,
+        };
+        for _ in 0..100 {
+            if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return Some(srv);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
+    }
+
+    pub fn conn(&self) -> redis::Connection {
+        redis::Client::open(format!("redis://127.0.0.1:{}/", self.port))
+            .unwrap()
+            .get_connection()
+            .unwrap()
+    }
+}
+
+impl Drop for RealRedis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
