@@ -131,13 +131,17 @@ fn random_ops_at_mixed_levels_recover_a_prefix_after_kills_and_power_losses() {
         match model::run(&mut target, seed, cycles, 30..120, plan) {
             Ok(s) => println!(
                 "model seed {seed}: ok in {:.1}s: {} operations, {} acknowledged at full, \
-                 {} kills, {} power losses, {} operations rolled back",
+                 {} kills, {} power losses, {} operations rolled back; recovered states \
+                 held {} streams, {} groups, {} pending entries",
                 started.elapsed().as_secs_f64(),
                 s.ops,
                 s.acked_full,
                 s.kills,
                 s.power_losses,
-                s.rolled_back
+                s.rolled_back,
+                s.streams,
+                s.groups,
+                s.pending
             ),
             Err(report) => {
                 panic!("model seed {seed} failed (rerun with DURAKV_MODEL_SEED={seed}):\n{report}")

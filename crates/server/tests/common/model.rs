@@ -35,6 +35,17 @@
 //! [`Snapshot`]. `history[i]` is the state after operation `i`; the test never
 //! re-implements Redis.
 //!
+//! Streams are compared by what does not follow the clock: the entries,
+//! last-generated-id, max-deleted-entry-id and entries-added, and per group
+//! its last-delivered-id, entries-read, lag, consumers with their pending
+//! counts, and PEL (id, consumer, delivery count); never idle, delivery or
+//! seen times. After every operation a stream is read with one
+//! `XINFO STREAM key FULL COUNT 0`; a recovered state is read once more with
+//! XRANGE, XINFO STREAM / GROUPS / CONSUMERS and XPENDING, and both reads
+//! must agree. Explicit XADD IDs lie far above the clock, so `*` after one
+//! takes the next sequence number; XCLAIM/XAUTOCLAIM use a min-idle-time of
+//! 0 or an hour, which only entries an `IDLE 7200000` claim aged pass.
+//!
 //! An operation counts as *acknowledged at full* when its reply arrived, it
 //! changed a logged database (seen by comparing snapshots), and its level was
 //! `full`: the connection's `CLIENT DURABILITY full`, or no connection level
@@ -86,6 +97,9 @@ pub const DIRECTIVES: &[(&str, &str)] = &[
     ("checkpoint-wal-size-mb", "1"),
     ("checkpoint-keep", "1"),
     ("hz", "50"),
+    // Small stream nodes: a few entries span several, so XDEL, trims
+    // (`~` ones trim whole nodes) and checkpoints meet node boundaries.
+    ("stream-node-max-entries", "4"),
 ];
 
 /// [`DIRECTIVES`] as command-line flags.
@@ -297,6 +311,79 @@ pub enum Val {
     List(Vec<String>),
     Set(BTreeSet<String>),
     Zset(Vec<(String, String)>),
+    Stream(StreamVal),
+}
+
+/// A stream's state that does not depend on the clock: the entries, the
+/// counters XINFO STREAM shows, and the groups. Numbers and IDs are kept as
+/// the server's reply text. Node layout (radix-tree-*) is left out: it
+/// follows the configuration, not the content.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StreamVal {
+    /// XRANGE - +: (id, flat field/value list).
+    pub entries: Vec<(String, Vec<String>)>,
+    pub last_id: String,
+    pub max_deleted_id: String,
+    pub entries_added: String,
+    pub groups: BTreeMap<String, GroupVal>,
+}
+
+/// A consumer group without idle and seen times (they follow the clock).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GroupVal {
+    pub last_delivered_id: String,
+    pub entries_read: String,
+    pub lag: String,
+    /// Consumer name -> its pending count.
+    pub consumers: BTreeMap<String, i64>,
+    /// XPENDING - +: (id, consumer, delivery count).
+    pub pel: Vec<(String, String, i64)>,
+}
+
+impl std::fmt::Display for StreamVal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "[")?;
+        for (i, (id, fv)) in self.entries.iter().enumerate() {
+            if i > 0 {
+                write!(f, " ")?;
+            }
+            write!(f, "{id}{fv:?}")?;
+        }
+        write!(
+            f,
+            "] last-id {} max-deleted {} added {}",
+            self.last_id, self.max_deleted_id, self.entries_added
+        )?;
+        for (name, g) in &self.groups {
+            write!(
+                f,
+                "; group {name}: last-delivered {} entries-read {} lag {} consumers {:?} pel [",
+                g.last_delivered_id, g.entries_read, g.lag, g.consumers
+            )?;
+            for (i, (id, c, n)) in g.pel.iter().enumerate() {
+                if i > 0 {
+                    write!(f, " ")?;
+                }
+                write!(f, "{id} {c} x{n}")?;
+            }
+            write!(f, "]")?;
+        }
+        Ok(())
+    }
+}
+
+impl Val {
+    /// The name TYPE gives it.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Val::Str(_) => "string",
+            Val::Hash(_) => "hash",
+            Val::List(_) => "list",
+            Val::Set(_) => "set",
+            Val::Zset(_) => "zset",
+            Val::Stream(_) => "stream",
+        }
+    }
 }
 
 impl std::fmt::Display for Val {
@@ -307,6 +394,7 @@ impl std::fmt::Display for Val {
             Val::List(l) => write!(f, "list {l:?}"),
             Val::Set(s) => write!(f, "set {s:?}"),
             Val::Zset(z) => write!(f, "zset {z:?}"),
+            Val::Stream(x) => write!(f, "stream {x}"),
         }
     }
 }
@@ -374,118 +462,363 @@ fn strings(r: &Reply) -> Vec<String> {
         .collect()
 }
 
-/// Reads every key of every logged database. `obs` must be a connection
-/// that nothing else uses (it is re-SELECTed freely).
-pub fn observe(obs: &mut Resp) -> io::Result<Snapshot> {
-    let dbs = logged_dbs();
-    // Round 1: the type of every key.
-    let mut cmds = Vec::new();
-    for &db in &dbs {
-        cmds.push(cmd(&["SELECT", &db.to_string()]));
-        for k in 0..KEYS {
-            cmds.push(cmd(&["TYPE", &key_name(k)]));
+/// How [`observe`] reads a stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StreamRead {
+    /// One `XINFO STREAM key FULL COUNT 0`: the snapshot after every
+    /// operation, where a debug build's per-command cost adds up.
+    Full,
+    /// XRANGE, XINFO STREAM, XINFO GROUPS, and per group XPENDING and XINFO
+    /// CONSUMERS: a recovered state is read both ways and must agree.
+    Commands,
+}
+
+/// The commands that read a key of type `t`, or `None` for a type the model
+/// does not know. Each reads the whole value in one reply, except a stream
+/// read with [`StreamRead::Commands`] ([`STREAM_READS`] replies): its
+/// entries, XINFO STREAM, XINFO GROUPS, and the PEL and consumers of every
+/// group name the generator uses, whether the group exists or not (its
+/// NOGROUP error is ignored then), so that no third round trip is needed.
+fn value_reads(t: &str, k: &str, how: StreamRead) -> Option<Vec<Cmd>> {
+    Some(match t {
+        "string" => vec![cmd(&["GET", k])],
+        "hash" => vec![cmd(&["HGETALL", k])],
+        "list" => vec![cmd(&["LRANGE", k, "0", "-1"])],
+        "set" => vec![cmd(&["SMEMBERS", k])],
+        "zset" => vec![cmd(&["ZRANGE", k, "0", "-1", "WITHSCORES"])],
+        "stream" if how == StreamRead::Full => {
+            vec![cmd(&["XINFO", "STREAM", k, "FULL", "COUNT", "0"])]
         }
+        "stream" => {
+            let mut out = vec![
+                cmd(&["XRANGE", k, "-", "+"]),
+                cmd(&["XINFO", "STREAM", k]),
+                cmd(&["XINFO", "GROUPS", k]),
+            ];
+            for g in GROUPS {
+                out.push(cmd(&["XPENDING", k, g, "-", "+", "1000000"]));
+                out.push(cmd(&["XINFO", "CONSUMERS", k, g]));
+            }
+            out
+        }
+        _ => return None,
+    })
+}
+
+/// The consumer group names the generator uses.
+const GROUPS: [&str; 2] = ["g0", "g1"];
+
+/// Replies per stream key in [`value_reads`].
+const STREAM_READS: usize = 3 + 2 * GROUPS.len();
+
+/// The pairs of a RESP2 map reply (a flat array of names and values).
+fn map_fields(r: &Reply) -> BTreeMap<&str, &Reply> {
+    r.items()
+        .chunks(2)
+        .filter_map(|p| Some((p.first()?.text()?, p.get(1)?)))
+        .collect()
+}
+
+/// Stream entries as XRANGE replies them: (id, flat field/value list).
+fn entries_of(r: &Reply) -> Option<Vec<(String, Vec<String>)>> {
+    r.items()
+        .iter()
+        .map(|e| {
+            let id = e.items().first()?.text()?.to_string();
+            Some((id, strings(e.items().get(1)?)))
+        })
+        .collect()
+}
+
+/// PEL rows as XPENDING and XINFO STREAM FULL reply them (id, consumer,
+/// idle or delivery time, count): (id, consumer, count).
+fn pel_of(r: &Reply) -> Option<Vec<(String, String, i64)>> {
+    r.items()
+        .iter()
+        .map(|p| {
+            let it = p.items();
+            Some((
+                it.first()?.text()?.to_string(),
+                it.get(1)?.text()?.to_string(),
+                it.get(3)?.int()?,
+            ))
+        })
+        .collect()
+}
+
+/// Consumers (maps with a name) -> their pending count, the `count` field.
+fn consumers_of(r: &Reply, count: &str) -> Option<BTreeMap<String, i64>> {
+    r.items()
+        .iter()
+        .map(|c| {
+            let c = map_fields(c);
+            Some((c.get("name")?.text()?.to_string(), c.get(count)?.int()?))
+        })
+        .collect()
+}
+
+/// A scalar reply as plain text: `1-0`, `5`, `(nil)`.
+fn plain(r: &Reply) -> String {
+    match r {
+        Reply::Status(s) | Reply::Bulk(s) => s.clone(),
+        Reply::Int(i) => i.to_string(),
+        other => other.to_string(),
     }
-    let replies = obs.pipeline(&cmds)?;
-    let mut present: Vec<(usize, String, String)> = Vec::new();
-    let mut it = replies.iter();
-    for &db in &dbs {
-        it.next();
-        for k in 0..KEYS {
-            let t = it.next().and_then(Reply::text).unwrap_or("none");
-            if t != "none" {
-                present.push((db, key_name(k), t.to_string()));
+}
+
+/// A stream from its [`STREAM_READS`] replies; `None` if a read failed or a
+/// group exists that the generator does not make.
+fn stream_of(replies: &[&Reply]) -> Option<StreamVal> {
+    let [range, info, groups, per_group @ ..] = replies else {
+        return None;
+    };
+    if [range, info, groups]
+        .iter()
+        .any(|r| !matches!(r, Reply::Array(_)))
+    {
+        return None;
+    }
+    let mut out = StreamVal::new(entries_of(range)?, &map_fields(info))?;
+    for g in groups.items() {
+        let g = map_fields(g);
+        let name = g.get("name")?.text()?.to_string();
+        let at = GROUPS.iter().position(|x| *x == name)?;
+        let [pending, consumers] = [per_group.get(2 * at)?, per_group.get(2 * at + 1)?];
+        if !matches!(pending, Reply::Array(_)) || !matches!(consumers, Reply::Array(_)) {
+            return None;
+        }
+        let group = GroupVal::new(&g, consumers_of(consumers, "pending")?, pel_of(pending)?)?;
+        out.groups.insert(name, group);
+    }
+    Some(out)
+}
+
+/// A stream from its `XINFO STREAM FULL COUNT 0` reply (PEL delivery times
+/// and consumer seen times left out); `None` if it is not one.
+fn stream_of_full(full: &Reply) -> Option<StreamVal> {
+    let info = map_fields(full);
+    let mut out = StreamVal::new(entries_of(info.get("entries")?)?, &info)?;
+    for g in info.get("groups")?.items() {
+        let g = map_fields(g);
+        let group = GroupVal::new(
+            &g,
+            consumers_of(g.get("consumers")?, "pel-count")?,
+            pel_of(g.get("pending")?)?,
+        )?;
+        out.groups.insert(g.get("name")?.text()?.to_string(), group);
+    }
+    Some(out)
+}
+
+impl StreamVal {
+    /// `entries` and the counters of XINFO STREAM's (FULL or not) `info`.
+    fn new(entries: Vec<(String, Vec<String>)>, info: &BTreeMap<&str, &Reply>) -> Option<Self> {
+        Some(StreamVal {
+            entries,
+            last_id: plain(info.get("last-generated-id")?),
+            max_deleted_id: plain(info.get("max-deleted-entry-id")?),
+            entries_added: plain(info.get("entries-added")?),
+            groups: BTreeMap::new(),
+        })
+    }
+}
+
+impl GroupVal {
+    /// A group from its XINFO GROUPS (or FULL) fields `g`.
+    fn new(
+        g: &BTreeMap<&str, &Reply>,
+        consumers: BTreeMap<String, i64>,
+        pel: Vec<(String, String, i64)>,
+    ) -> Option<Self> {
+        Some(GroupVal {
+            last_delivered_id: plain(g.get("last-delivered-id")?),
+            entries_read: plain(g.get("entries-read")?),
+            lag: plain(g.get("lag")?),
+            consumers,
+            pel,
+        })
+    }
+}
+
+/// What a round of [`observe`] asks about one key.
+#[derive(Clone, Debug)]
+enum Probe {
+    /// TYPE: the key is new, or its type changed.
+    Type,
+    /// The reads of this type, then PEXPIRETIME.
+    Read(String),
+}
+
+/// The value of a key of type `t` from its [`value_reads`] replies; `None`
+/// if the key reads as absent (an empty container that expired meanwhile),
+/// `Err(None)` if a reply is WRONGTYPE (the type is not `t` any more).
+fn value_of(t: &str, vs: &[&Reply], how: StreamRead) -> Result<Option<Val>, Option<String>> {
+    if vs
+        .iter()
+        .any(|r| matches!(r, Reply::Error(e) if e.starts_with("WRONGTYPE")))
+    {
+        return Err(None);
+    }
+    let Some(v) = vs.first().copied() else {
+        return Ok(None);
+    };
+    let val = match t {
+        "string" => match v {
+            Reply::Bulk(s) => Val::Str(s.clone()),
+            _ => return Ok(None),
+        },
+        "hash" => Val::Hash(
+            strings(v)
+                .chunks(2)
+                .map(|p| (p[0].clone(), p.get(1).cloned().unwrap_or_default()))
+                .collect(),
+        ),
+        "list" => Val::List(strings(v)),
+        "set" => Val::Set(strings(v).into_iter().collect()),
+        "zset" => Val::Zset(
+            strings(v)
+                .chunks(2)
+                .map(|p| (p[0].clone(), p.get(1).cloned().unwrap_or_default()))
+                .collect(),
+        ),
+        _ => {
+            let s = match how {
+                StreamRead::Full => stream_of_full(v),
+                StreamRead::Commands => stream_of(vs),
+            };
+            match s {
+                Some(s) => Val::Stream(s),
+                None => {
+                    let replies: Vec<String> = vs.iter().map(|r| r.to_string()).collect();
+                    return Err(Some(replies.join("; ")));
+                }
             }
         }
-    }
-    // Round 2: the value and expire time of the keys that exist. No writer
-    // runs meanwhile; a key that expires between the rounds reads as absent.
-    let mut cmds = Vec::new();
-    let mut cur = usize::MAX;
-    for (db, k, t) in &present {
-        if *db != cur {
-            cmds.push(cmd(&["SELECT", &db.to_string()]));
-            cur = *db;
-        }
-        cmds.push(match t.as_str() {
-            "string" => cmd(&["GET", k]),
-            "hash" => cmd(&["HGETALL", k]),
-            "list" => cmd(&["LRANGE", k, "0", "-1"]),
-            "set" => cmd(&["SMEMBERS", k]),
-            "zset" => cmd(&["ZRANGE", k, "0", "-1", "WITHSCORES"]),
-            other => {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    format!("unexpected TYPE {other} for {k} in db {db}"),
-                ))
-            }
-        });
-        cmds.push(cmd(&["PEXPIRETIME", k]));
-    }
-    cmds.push(cmd(&["TIME"]));
-    let replies = obs.pipeline(&cmds)?;
+    };
+    // A stream may exist with no entries; the other containers not.
+    let empty = match &val {
+        Val::Hash(h) => h.is_empty(),
+        Val::List(l) => l.is_empty(),
+        Val::Set(s) => s.is_empty(),
+        Val::Zset(z) => z.is_empty(),
+        _ => false,
+    };
+    Ok((!empty).then_some(val))
+}
+
+/// Reads every key of every logged database, streams the `how` way. `obs`
+/// must be a connection that nothing else uses (it is re-SELECTed freely).
+///
+/// A key `prev` (the previous snapshot) holds is read at once as the type
+/// it had there, since most operations change the type of no key; the
+/// others get a TYPE first. A WRONGTYPE reply sends the key back to TYPE in
+/// the next round. No writer runs meanwhile; a key that expires between the
+/// rounds reads as absent. Every round ends with TIME; the last one is the
+/// snapshot's time.
+pub fn observe(obs: &mut Resp, how: StreamRead, prev: Option<&Snapshot>) -> io::Result<Snapshot> {
     let mut snap = Snapshot::default();
-    for &db in &dbs {
+    let mut todo: Vec<(usize, String, Probe)> = Vec::new();
+    for db in logged_dbs() {
         snap.dbs.insert(db, BTreeMap::new());
-    }
-    let mut it = replies.iter();
-    let mut cur = usize::MAX;
-    for (db, k, t) in &present {
-        if *db != cur {
-            it.next();
-            cur = *db;
+        for k in 0..KEYS {
+            let k = key_name(k);
+            let was = prev.and_then(|p| p.dbs.get(&db)?.get(&k));
+            let probe = match was {
+                Some(it) => Probe::Read(it.val.type_name().to_string()),
+                None => Probe::Type,
+            };
+            todo.push((db, k, probe));
         }
-        let (Some(v), Some(e)) = (it.next(), it.next()) else {
+    }
+    let mut time = None;
+    for _round in 0..4 {
+        if todo.is_empty() && time.is_some() {
             break;
-        };
-        let expire_ms = match e.int() {
-            Some(-2) | None => continue,
-            Some(x) => x,
-        };
-        let val = match t.as_str() {
-            "string" => match v {
-                Reply::Bulk(s) => Val::Str(s.clone()),
-                _ => continue,
-            },
-            "hash" => {
-                let flat = strings(v);
-                if flat.is_empty() {
+        }
+        let mut cmds = Vec::new();
+        let mut cur = usize::MAX;
+        for (db, k, probe) in &todo {
+            if *db != cur {
+                cmds.push(cmd(&["SELECT", &db.to_string()]));
+                cur = *db;
+            }
+            match probe {
+                Probe::Type => cmds.push(cmd(&["TYPE", k])),
+                Probe::Read(t) => {
+                    let Some(reads) = value_reads(t, k, how) else {
+                        return Err(io::Error::new(
+                            io::ErrorKind::InvalidData,
+                            format!("unexpected TYPE {t} for {k} in db {db}"),
+                        ));
+                    };
+                    cmds.extend(reads);
+                    cmds.push(cmd(&["PEXPIRETIME", k]));
+                }
+            }
+        }
+        cmds.push(cmd(&["TIME"]));
+        let replies = obs.pipeline(&cmds)?;
+        time = replies.last().and_then(time_ms);
+        let mut next = Vec::new();
+        let mut it = replies.iter();
+        let mut cur = usize::MAX;
+        for (db, k, probe) in todo.drain(..) {
+            if db != cur {
+                it.next();
+                cur = db;
+            }
+            let t = match probe {
+                Probe::Type => {
+                    let t = it.next().and_then(Reply::text).unwrap_or("none");
+                    if t != "none" {
+                        next.push((db, k, Probe::Read(t.to_string())));
+                    }
                     continue;
                 }
-                Val::Hash(
-                    flat.chunks(2)
-                        .map(|p| (p[0].clone(), p.get(1).cloned().unwrap_or_default()))
-                        .collect(),
-                )
+                Probe::Read(t) => t,
+            };
+            let n = match (t.as_str(), how) {
+                ("stream", StreamRead::Full) => 1,
+                ("stream", StreamRead::Commands) => STREAM_READS,
+                _ => 1,
+            };
+            let vs: Vec<&Reply> = it.by_ref().take(n).collect();
+            let Some(e) = it.next() else {
+                break;
+            };
+            match value_of(&t, &vs, how) {
+                Err(None) => next.push((db, k, Probe::Type)),
+                // PEXPIRETIME, read after them, saw the key: the reads did
+                // too (nothing writes meanwhile, and an expired key stays
+                // expired).
+                Err(Some(replies)) if e.int().is_some_and(|x| x != -2) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        format!("unreadable {t} {k} in db {db}: {replies}"),
+                    ));
+                }
+                Err(Some(_)) | Ok(None) => {}
+                Ok(Some(val)) => {
+                    let expire_ms = match e.int() {
+                        Some(-2) | None => continue,
+                        Some(x) => x,
+                    };
+                    if let Some(m) = snap.dbs.get_mut(&db) {
+                        m.insert(k, Item { val, expire_ms });
+                    }
+                }
             }
-            "list" => Val::List(strings(v)),
-            "set" => Val::Set(strings(v).into_iter().collect()),
-            _ => {
-                let flat = strings(v);
-                Val::Zset(
-                    flat.chunks(2)
-                        .map(|p| (p[0].clone(), p.get(1).cloned().unwrap_or_default()))
-                        .collect(),
-                )
-            }
-        };
-        let empty = match &val {
-            Val::List(l) => l.is_empty(),
-            Val::Set(s) => s.is_empty(),
-            Val::Zset(z) => z.is_empty(),
-            _ => false,
-        };
-        if empty {
-            continue;
         }
-        if let Some(m) = snap.dbs.get_mut(db) {
-            m.insert(k.clone(), Item { val, expire_ms });
-        }
+        todo = next;
     }
-    snap.time_ms = replies
-        .last()
-        .and_then(time_ms)
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "no TIME reply"))?;
+    if !todo.is_empty() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("keys still changing type while nothing writes: {todo:?}"),
+        ));
+    }
+    snap.time_ms =
+        time.ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "no TIME reply"))?;
     Ok(snap)
 }
 
@@ -605,12 +938,25 @@ fn pick<'a, T>(rng: &mut StdRng, xs: &'a [T]) -> &'a T {
     &xs[rng.gen_range(0..xs.len())]
 }
 
-/// Keys are grouped by the family their index prefers (index % 5): string,
-/// hash, list, set, zset. Commands mostly pick keys of their family, so most
-/// writes succeed instead of answering WRONGTYPE.
-fn key_of(rng: &mut StdRng, family: usize) -> String {
+/// The family key `i` prefers: index % 5 (string, hash, list, set, zset),
+/// except `k5`, the one stream key ([`STREAM_FAMILY`]). One is enough:
+/// streams stay when empty, and each costs more to read after every
+/// operation than any other value.
+fn family(i: usize) -> usize {
+    if i == 5 {
+        STREAM_FAMILY
+    } else {
+        i % 5
+    }
+}
+
+const STREAM_FAMILY: usize = 5;
+
+/// Commands mostly pick keys of their family ([`family`]), so most writes
+/// succeed instead of answering WRONGTYPE.
+fn key_of(rng: &mut StdRng, family_of_cmd: usize) -> String {
     if rng.gen_bool(0.85) {
-        let ks: Vec<usize> = (0..KEYS).filter(|i| i % 5 == family).collect();
+        let ks: Vec<usize> = (0..KEYS).filter(|&i| family(i) == family_of_cmd).collect();
         key_name(*pick(rng, &ks))
     } else {
         key_name(rng.gen_range(0..KEYS))
@@ -656,13 +1002,326 @@ macro_rules! v {
     ($($x:expr),* $(,)?) => { vec![$($x.to_string()),*] as Cmd };
 }
 
+/// The milliseconds part of the first explicit XADD ID (the year 2255).
+const EXPLICIT_MS_BASE: u64 = 9_000_000_000_000;
+
+/// Stream IDs for generated commands.
+#[derive(Debug)]
+pub struct StreamIds {
+    /// The IDs in the last snapshot (entries, PELs, last IDs), so that XDEL,
+    /// XACK, XCLAIM, XSETID and MINID mostly name IDs that matter, whether
+    /// `*` (the clock) or an explicit ID made them.
+    pub known: Vec<String>,
+    /// The milliseconds part of explicit XADD IDs: far above the clock, so
+    /// an explicit ID is accepted after `*` ones, and a `*` after it takes
+    /// the next sequence number (the clock is behind the stream).
+    pub next_ms: u64,
+}
+
+impl Default for StreamIds {
+    fn default() -> Self {
+        StreamIds {
+            known: Vec::new(),
+            next_ms: EXPLICIT_MS_BASE,
+        }
+    }
+}
+
+impl StreamIds {
+    /// Collects the IDs of every stream in `snap`.
+    pub fn refresh(&mut self, snap: &Snapshot) {
+        let mut ids = BTreeSet::new();
+        for item in snap.dbs.values().flat_map(|keys| keys.values()) {
+            let Val::Stream(s) = &item.val else { continue };
+            ids.extend(s.entries.iter().map(|(id, _)| id.clone()));
+            ids.insert(s.last_id.clone());
+            for g in s.groups.values() {
+                ids.extend(g.pel.iter().map(|(id, _, _)| id.clone()));
+            }
+        }
+        ids.remove("0-0");
+        self.known = ids.into_iter().collect();
+    }
+
+    /// Mostly an ID some stream has, else a small or an explicit-range one.
+    fn existing(&self, rng: &mut StdRng) -> String {
+        if !self.known.is_empty() && rng.gen_bool(0.85) {
+            return pick(rng, &self.known).clone();
+        }
+        match rng.gen_range(0..3) {
+            0 => "0-1".into(),
+            1 => format!("{}-0", self.next_ms),
+            _ => format!("{}-{}", rng.gen_range(1..5), rng.gen_range(0..3)),
+        }
+    }
+
+    /// An explicit XADD ID: mostly above every ID so far, sometimes `ms-*`,
+    /// sometimes one that is not above the top (rejected).
+    fn for_xadd(&mut self, rng: &mut StdRng) -> String {
+        match rng.gen_range(0..10) {
+            0..=5 => {
+                self.next_ms += 1;
+                format!("{}-{}", self.next_ms, rng.gen_range(0..3))
+            }
+            6 | 7 => {
+                if rng.gen_bool(0.5) {
+                    self.next_ms += 1;
+                }
+                format!("{}-*", self.next_ms)
+            }
+            8 => format!("{}-{}", self.next_ms, rng.gen_range(0..4)),
+            _ => self.existing(rng),
+        }
+    }
+}
+
+/// Mostly `g0`: groups need several commands on the same key (create,
+/// add, read, claim, ack) before they hold anything worth checking.
+fn group(rng: &mut StdRng) -> &'static str {
+    GROUPS[usize::from(rng.gen_bool(0.2))]
+}
+
+fn consumer(rng: &mut StdRng) -> String {
+    format!("c{}", rng.gen_range(0..3))
+}
+
+/// A min-idle-time for XCLAIM/XAUTOCLAIM that gives the same result
+/// whenever it runs: 0 (every pending entry), or an hour, which only the
+/// entries an `IDLE 7200000` claim made two hours old pass.
+fn min_idle(rng: &mut StdRng) -> &'static str {
+    if rng.gen_bool(0.8) {
+        "0"
+    } else {
+        "3600000"
+    }
+}
+
+fn stream_key(rng: &mut StdRng) -> String {
+    key_of(rng, STREAM_FAMILY)
+}
+
+/// A group's whole round in one MULTI: make sure the group exists (a
+/// BUSYGROUP error does not stop the block), add, read. Stream keys change
+/// hands often (RENAME, MOVE, SWAPDB, DEL), so single commands alone rarely
+/// build a PEL that a crash then finds.
+fn consumer_round(rng: &mut StdRng) -> Vec<Cmd> {
+    let k = stream_key(rng);
+    let g = group(rng);
+    let mut out = vec![v!["XGROUP", "CREATE", k, g, "0", "MKSTREAM"]];
+    for _ in 0..rng.gen_range(1..4) {
+        out.push(v!["XADD", k, "*", field(rng), value(rng)]);
+    }
+    out.push(v![
+        "XREADGROUP",
+        "GROUP",
+        g,
+        consumer(rng),
+        "COUNT",
+        rng.gen_range(1..4),
+        "STREAMS",
+        k,
+        ">"
+    ]);
+    out
+}
+
+/// One random stream command on a stream-family key.
+fn gen_stream(rng: &mut StdRng, ids: &mut StreamIds) -> Cmd {
+    let k = stream_key(rng);
+    match rng.gen_range(0..30) {
+        0..=3 => {
+            let mut x = v!["XADD", k, "*", field(rng), value(rng)];
+            if rng.gen_bool(0.3) {
+                x.extend([field(rng), value(rng)]);
+            }
+            x
+        }
+        4 | 5 => v!["XADD", k, ids.for_xadd(rng), field(rng), value(rng)],
+        6 => v!["XADD", k, "NOMKSTREAM", "*", field(rng), value(rng)],
+        7 => v![
+            "XADD",
+            k,
+            "MAXLEN",
+            "=",
+            rng.gen_range(0..6),
+            "*",
+            field(rng),
+            value(rng)
+        ],
+        8 => v![
+            "XADD",
+            k,
+            "MINID",
+            "=",
+            ids.existing(rng),
+            ids.for_xadd(rng),
+            field(rng),
+            value(rng)
+        ],
+        9 => {
+            // Approximate: whole nodes only (the model runs with 4-entry
+            // nodes), and LIMIT.
+            let mut x = v!["XADD", k, "MAXLEN", "~", rng.gen_range(0..8)];
+            if rng.gen_bool(0.5) {
+                x.extend(["LIMIT".into(), rng.gen_range(0..10).to_string()]);
+            }
+            x.extend(["*".into(), field(rng), value(rng)]);
+            x
+        }
+        10 => {
+            let mut x = v!["XDEL", k, ids.existing(rng)];
+            if rng.gen_bool(0.4) {
+                x.push(ids.existing(rng));
+            }
+            x
+        }
+        11 => match rng.gen_range(0..4) {
+            0 => v!["XTRIM", k, "MAXLEN", rng.gen_range(0..6)],
+            1 => v!["XTRIM", k, "MAXLEN", "=", rng.gen_range(0..6)],
+            2 => v!["XTRIM", k, "MINID", "=", ids.existing(rng)],
+            _ => v!["XTRIM", k, "MAXLEN", "~", rng.gen_range(0..8)],
+        },
+        12 => {
+            let id = if rng.gen_bool(0.5) {
+                ids.existing(rng)
+            } else {
+                format!("{}-{}", ids.next_ms, rng.gen_range(5..9))
+            };
+            let mut x = v!["XSETID", k, id];
+            if rng.gen_bool(0.4) {
+                let deleted = if rng.gen_bool(0.5) {
+                    "0-0".to_string()
+                } else {
+                    ids.existing(rng)
+                };
+                x.extend([
+                    "ENTRIESADDED".into(),
+                    rng.gen_range(0..40).to_string(),
+                    "MAXDELETEDID".into(),
+                    deleted,
+                ]);
+            }
+            x
+        }
+        13..=16 => {
+            let id = match rng.gen_range(0..4) {
+                0 => "$".to_string(),
+                1 | 2 => "0".to_string(),
+                _ => ids.existing(rng),
+            };
+            let mut x = v!["XGROUP", "CREATE", k, group(rng), id];
+            if rng.gen_bool(0.8) {
+                x.push("MKSTREAM".into());
+            }
+            if rng.gen_bool(0.15) {
+                x.extend(["ENTRIESREAD".into(), rng.gen_range(0..5).to_string()]);
+            }
+            x
+        }
+        17 => {
+            let id = match rng.gen_range(0..3) {
+                0 => "$".to_string(),
+                1 => "0".to_string(),
+                _ => ids.existing(rng),
+            };
+            let mut x = v!["XGROUP", "SETID", k, group(rng), id];
+            if rng.gen_bool(0.2) {
+                x.extend(["ENTRIESREAD".into(), rng.gen_range(0..5).to_string()]);
+            }
+            x
+        }
+        18 => match rng.gen_range(0..4) {
+            0 => v!["XGROUP", "DESTROY", k, group(rng)],
+            1 => v!["XGROUP", "DELCONSUMER", k, group(rng), consumer(rng)],
+            _ => v!["XGROUP", "CREATECONSUMER", k, group(rng), consumer(rng)],
+        },
+        19..=23 => {
+            let mut x = v!["XREADGROUP", "GROUP", group(rng), consumer(rng)];
+            if rng.gen_bool(0.6) {
+                x.extend(["COUNT".into(), rng.gen_range(1..4).to_string()]);
+            }
+            if rng.gen_bool(0.1) {
+                x.push("NOACK".into());
+            }
+            let from = |rng: &mut StdRng, ids: &StreamIds| match rng.gen_range(0..6) {
+                0..=3 => ">".to_string(),
+                4 => "0".to_string(),
+                _ => ids.existing(rng),
+            };
+            if rng.gen_bool(0.15) {
+                let k2 = stream_key(rng);
+                let (a, b) = (from(rng, ids), from(rng, ids));
+                x.extend(["STREAMS".into(), k, k2, a, b]);
+            } else {
+                let a = from(rng, ids);
+                x.extend(["STREAMS".into(), k, a]);
+            }
+            x
+        }
+        24 | 25 => {
+            let mut x = v!["XACK", k, group(rng), ids.existing(rng)];
+            if rng.gen_bool(0.4) {
+                x.push(ids.existing(rng));
+            }
+            x
+        }
+        26 | 27 => {
+            let mut x = v![
+                "XCLAIM",
+                k,
+                group(rng),
+                consumer(rng),
+                min_idle(rng),
+                ids.existing(rng)
+            ];
+            if rng.gen_bool(0.4) {
+                x.push(ids.existing(rng));
+            }
+            for opt in ["JUSTID", "FORCE"] {
+                if rng.gen_bool(0.3) {
+                    x.push(opt.into());
+                }
+            }
+            match rng.gen_range(0..5) {
+                0 => x.extend(["IDLE".into(), "7200000".into()]),
+                1 => x.extend(["RETRYCOUNT".into(), rng.gen_range(0..5).to_string()]),
+                2 => x.extend(["LASTID".into(), ids.existing(rng)]),
+                _ => {}
+            }
+            x
+        }
+        _ => {
+            let start = if rng.gen_bool(0.6) {
+                "0-0".to_string()
+            } else {
+                ids.existing(rng)
+            };
+            let mut x = v![
+                "XAUTOCLAIM",
+                k,
+                group(rng),
+                consumer(rng),
+                min_idle(rng),
+                start
+            ];
+            if rng.gen_bool(0.5) {
+                x.extend(["COUNT".into(), rng.gen_range(1..4).to_string()]);
+            }
+            if rng.gen_bool(0.4) {
+                x.push("JUSTID".into());
+            }
+            x
+        }
+    }
+}
+
 /// One random data command (no MULTI, no SELECT). `in_multi` leaves out
 /// FLUSHALL, which is generated only on its own.
-pub fn gen_command(rng: &mut StdRng, in_multi: bool) -> Cmd {
+pub fn gen_command(rng: &mut StdRng, ids: &mut StreamIds, in_multi: bool) -> Cmd {
     let roll = rng.gen_range(0..1000);
     match roll {
         // strings
-        0..=199 => {
+        0..=149 => {
             let k = key_of(rng, 0);
             match rng.gen_range(0..11) {
                 0 | 1 => v!["SET", k, value(rng)],
@@ -691,7 +1350,7 @@ pub fn gen_command(rng: &mut StdRng, in_multi: bool) -> Cmd {
             }
         }
         // hashes
-        200..=339 => {
+        150..=269 => {
             let k = key_of(rng, 1);
             match rng.gen_range(0..6) {
                 0 | 1 => v!["HSET", k, field(rng), value(rng)],
@@ -702,7 +1361,7 @@ pub fn gen_command(rng: &mut StdRng, in_multi: bool) -> Cmd {
             }
         }
         // lists
-        340..=519 => {
+        270..=399 => {
             let k = key_of(rng, 2);
             match rng.gen_range(0..13) {
                 0 | 1 => v!["RPUSH", k, value(rng), value(rng)],
@@ -730,7 +1389,7 @@ pub fn gen_command(rng: &mut StdRng, in_multi: bool) -> Cmd {
             }
         }
         // sets
-        520..=639 => {
+        400..=499 => {
             let k = key_of(rng, 3);
             match rng.gen_range(0..8) {
                 0 | 1 => v!["SADD", k, member(rng), member(rng)],
@@ -743,7 +1402,7 @@ pub fn gen_command(rng: &mut StdRng, in_multi: bool) -> Cmd {
             }
         }
         // sorted sets
-        640..=739 => {
+        500..=589 => {
             let k = key_of(rng, 4);
             match rng.gen_range(0..6) {
                 0 | 1 => v!["ZADD", k, rng.gen_range(-5..10), member(rng)],
@@ -760,8 +1419,10 @@ pub fn gen_command(rng: &mut StdRng, in_multi: bool) -> Cmd {
                 _ => v!["ZPOPMIN", k, rng.gen_range(1..3)],
             }
         }
+        // streams
+        590..=789 => gen_stream(rng, ids),
         // generic key commands
-        740..=939 => match rng.gen_range(0..14) {
+        790..=939 => match rng.gen_range(0..14) {
             0 => v!["DEL", any_key(rng)],
             1 => v!["DEL", any_key(rng), any_key(rng)],
             2 => v!["EXPIRE", any_key(rng), rng.gen_range(100..1000)],
@@ -781,12 +1442,15 @@ pub fn gen_command(rng: &mut StdRng, in_multi: bool) -> Cmd {
             _ => v!["MOVE", any_key(rng), db_arg(rng)],
         },
         // reads (a `full` connection's read may be held until durable)
-        940..=979 => match rng.gen_range(0..6) {
+        940..=979 => match rng.gen_range(0..9) {
             0 => v!["GET", key_of(rng, 0)],
             1 => v!["HGETALL", key_of(rng, 1)],
             2 => v!["LRANGE", key_of(rng, 2), 0, -1],
             3 => v!["SMEMBERS", key_of(rng, 3)],
             4 => v!["EXISTS", any_key(rng), any_key(rng)],
+            5 => v!["XRANGE", key_of(rng, STREAM_FAMILY), "-", "+", "COUNT", 3],
+            6 => v!["XPENDING", key_of(rng, STREAM_FAMILY), group(rng)],
+            7 => v!["XINFO", "GROUPS", key_of(rng, STREAM_FAMILY)],
             _ => v!["DBSIZE"],
         },
         // whole databases
@@ -870,6 +1534,23 @@ pub struct RunStats {
     pub power_losses: u64,
     /// Operations after the matched prefix at each crash (rolled back).
     pub rolled_back: u64,
+    /// Summed over the recovered states: streams, their groups, and their
+    /// pending entries (so a run shows it checked stream state at all).
+    pub streams: u64,
+    pub groups: u64,
+    pub pending: u64,
+}
+
+impl RunStats {
+    fn count_streams(&mut self, snap: &Snapshot) {
+        for item in snap.dbs.values().flat_map(|keys| keys.values()) {
+            if let Val::Stream(s) = &item.val {
+                self.streams += 1;
+                self.groups += s.groups.len() as u64;
+                self.pending += s.groups.values().map(|g| g.pel.len() as u64).sum::<u64>();
+            }
+        }
+    }
 }
 
 pub struct Model<'t, T: Target> {
@@ -885,6 +1566,7 @@ pub struct Model<'t, T: Target> {
     power_floor: usize,
     seq: u64,
     cycle: usize,
+    ids: StreamIds,
     pub stats: RunStats,
 }
 
@@ -908,10 +1590,12 @@ impl<'t, T: Target> Model<'t, T> {
             power_floor: 0,
             seq: 0,
             cycle: 0,
+            ids: StreamIds::default(),
             stats: RunStats::default(),
         };
         m.connect_all()?;
-        let snap = observe(&mut m.observer).map_err(|e| io_err("initial snapshot", e))?;
+        let snap = observe(&mut m.observer, StreamRead::Full, None)
+            .map_err(|e| io_err("initial snapshot", e))?;
         m.history.push(Step {
             snap,
             op: None,
@@ -983,7 +1667,7 @@ impl<'t, T: Target> Model<'t, T> {
                 if rng.gen_bool(0.2) {
                     cmds.push(v!["SELECT", rng.gen_range(0..DBS)]);
                 }
-                cmds.push(gen_command(rng, true));
+                cmds.push(gen_command(rng, &mut self.ids, true));
             }
             return OpKind::Multi(cmds);
         }
@@ -996,7 +1680,8 @@ impl<'t, T: Target> Model<'t, T> {
                 OpKind::Single(x)
             }
             3..=4 => OpKind::Single(v!["BGSAVE"]),
-            _ => OpKind::Single(gen_command(rng, false)),
+            5..=7 => OpKind::Multi(consumer_round(rng)),
+            _ => OpKind::Single(gen_command(rng, &mut self.ids, false)),
         }
     }
 
@@ -1004,6 +1689,9 @@ impl<'t, T: Target> Model<'t, T> {
     fn step(&mut self) -> Result<(), String> {
         let ci = self.rng.gen_range(0..CONNS);
         let prelude = self.prelude(ci);
+        if let Some(last) = self.history.last() {
+            self.ids.refresh(&last.snap);
+        }
         let kind = self.gen_op(ci);
         let level = self.conns[ci].level;
         let db = self.conns[ci].db;
@@ -1045,7 +1733,9 @@ impl<'t, T: Target> Model<'t, T> {
                 exec
             }
         };
-        let snap = observe(&mut self.observer).map_err(|e| io_err("snapshot", e))?;
+        let prev = self.history.last().map(|s| &s.snap);
+        let snap = observe(&mut self.observer, StreamRead::Full, prev)
+            .map_err(|e| io_err("snapshot", e))?;
         let prev = &self.history.last().expect("history starts non-empty").snap;
         let wrote = changed_dbs(prev, &snap);
         let acked_full = !wrote.is_empty()
@@ -1134,7 +1824,24 @@ impl<'t, T: Target> Model<'t, T> {
             ));
         }
         self.connect_all()?;
-        let got = observe(&mut self.observer).map_err(|e| io_err("recovered snapshot", e))?;
+        // Read without guesses from the history, so that a wrong guess
+        // cannot hide anything: every key gets a TYPE.
+        let got = observe(&mut self.observer, StreamRead::Full, None)
+            .map_err(|e| io_err("recovered snapshot", e))?;
+        let again = observe(&mut self.observer, StreamRead::Commands, None)
+            .map_err(|e| io_err("recovered snapshot, streams read by command", e))?;
+        let late = again.time_ms + EXPIRY_MARGIN_MS;
+        let lines = diff(&again.view(late), &got.view(late));
+        if !lines.is_empty() {
+            let mut s = format!(
+                "cycle {cycle}: after {kind:?} the recovered streams read differently with \
+                 XRANGE/XPENDING/XINFO (recovered) than with XINFO STREAM FULL (expected):\n"
+            );
+            for (_, _, l) in &lines {
+                let _ = writeln!(s, "  {l}");
+            }
+            return Err(s);
+        }
         let cutoff = got.time_ms + EXPIRY_MARGIN_MS;
         let gv = got.view(cutoff);
         let matched = (lo..self.history.len())
@@ -1144,6 +1851,7 @@ impl<'t, T: Target> Model<'t, T> {
             return Err(self.mismatch_report(cycle, kind, lo, acked, &got, cutoff));
         };
         self.stats.rolled_back += (self.history.len() - 1 - p) as u64;
+        self.stats.count_streams(&got);
         self.history.truncate(p + 1);
         self.history.push(Step {
             snap: got,
