@@ -113,9 +113,9 @@ impl Db {
     }
 
     pub fn get_mut(&mut self, key: &[u8], now_ms: u64) -> Option<&mut Entry> {
-        self.expire_if_due(key, now_ms);
+        let i = self.live_index(key, now_ms)?;
         let now_s = self.now_s;
-        let e = self.map.get_mut(key)?;
+        let e = &mut self.map[i];
         crate::lfu::touch(&mut e.access, now_s);
         Some(e)
     }
@@ -123,8 +123,44 @@ impl Db {
     /// Like [`Db::get`] without counting as an access (TTL, TYPE, EXISTS,
     /// OBJECT).
     pub fn get_untouched(&mut self, key: &[u8], now_ms: u64) -> Option<&Entry> {
-        self.expire_if_due(key, now_ms);
-        self.map.get(key)
+        let i = self.live_index(key, now_ms)?;
+        Some(&self.map[i])
+    }
+
+    /// [`Db::get`] (or [`Db::get_untouched`]) and [`Db::dependency_lsn`]
+    /// with one lookup: reads run on every request, and each lookup in a
+    /// large map is a few cache misses.
+    pub fn get_with_dependency(
+        &mut self,
+        key: &[u8],
+        now_ms: u64,
+        touch: bool,
+    ) -> (Option<&Entry>, u64) {
+        let floor = self.floor_lsn;
+        match self.live_index(key, now_ms) {
+            Some(i) => {
+                let now_s = self.now_s;
+                let e = &mut self.map[i];
+                if touch {
+                    crate::lfu::touch(&mut e.access, now_s);
+                }
+                let dep = e.lsn.max(floor);
+                (Some(&*e), dep)
+            }
+            None => (None, self.miss_lsn.max(floor)),
+        }
+    }
+
+    /// Position of the live entry for `key`, removing it first if it has
+    /// expired; one lookup.
+    fn live_index(&mut self, key: &[u8], now_ms: u64) -> Option<usize> {
+        self.now_s = (now_ms / 1000) as u32;
+        let i = self.map.get_index_of(key)?;
+        if self.map[i].is_expired(now_ms) {
+            self.remove_expired(key);
+            return None;
+        }
+        Some(i)
     }
 
     /// The live entry for `key`, created from `make()` (without a TTL) when
@@ -135,9 +171,10 @@ impl Db {
         now_ms: u64,
         make: fn() -> Value,
     ) -> &mut Entry {
-        self.expire_if_due(key, now_ms);
+        // The lookup first: it sets the clock the new access stamp reads.
+        let found = self.live_index(key, now_ms);
         let access = self.fresh_access(None);
-        let i = match self.map.get_index_of(&key[..]) {
+        let i = match found {
             Some(i) => {
                 crate::lfu::touch(&mut self.map[i].access, access.secs);
                 i
@@ -156,8 +193,8 @@ impl Db {
     /// Like [`Db::get_mut`] without counting as an access (bookkeeping such
     /// as stamping a write's LSN).
     pub fn get_mut_untouched(&mut self, key: &[u8], now_ms: u64) -> Option<&mut Entry> {
-        self.expire_if_due(key, now_ms);
-        self.map.get_mut(key)
+        let i = self.live_index(key, now_ms)?;
+        Some(&mut self.map[i])
     }
 
     /// Reads without expiring (for checkpoints and debugging).
@@ -174,8 +211,13 @@ impl Db {
         own.max(self.floor_lsn)
     }
 
-    fn expire_if_due(&mut self, key: &[u8], now_ms: u64) -> bool {
+    /// Removes `key` if it has expired, without a lookup when no key of
+    /// this database has a TTL (every key with one is in `volatile`).
+    pub(crate) fn expire_if_due(&mut self, key: &[u8], now_ms: u64) -> bool {
         self.now_s = (now_ms / 1000) as u32;
+        if self.volatile.is_empty() {
+            return false;
+        }
         let expired = matches!(self.map.get(key), Some(e) if e.is_expired(now_ms));
         if expired {
             self.remove_expired(key);
@@ -238,11 +280,16 @@ impl Db {
         mut entry: Entry,
         keep: fn(Bytes) -> Bytes,
     ) -> Option<Entry> {
-        entry.access = self.fresh_access(self.map.get(&key[..]));
         let volatile = entry.expire_at_ms != 0;
         let (i, old) = match self.map.get_index_of(&key[..]) {
-            Some(i) => (i, Some(std::mem::replace(&mut self.map[i], entry))),
-            None => (self.map.insert_full(keep(key), entry).0, None),
+            Some(i) => {
+                entry.access = self.fresh_access(Some(&self.map[i]));
+                (i, Some(std::mem::replace(&mut self.map[i], entry)))
+            }
+            None => {
+                entry.access = self.fresh_access(None);
+                (self.map.insert_full(keep(key), entry).0, None)
+            }
         };
         if volatile {
             if let Some((k, _)) = self.map.get_index(i) {

@@ -171,9 +171,9 @@ impl<'a> Txn<'a> {
         let now = self.now_ms;
         let slot = self.slot(key)?;
         let d = self.guards[slot].1.dbs.get_mut(db)?;
-        d.get(key, now);
-        self.dependency_lsn = self.dependency_lsn.max(d.dependency_lsn(key));
-        d.peek(key)
+        let (e, dep) = d.get_with_dependency(key, now, true);
+        self.dependency_lsn = self.dependency_lsn.max(dep);
+        e
     }
 
     /// Like [`Txn::get`], without counting as an access of the key.
@@ -181,8 +181,9 @@ impl<'a> Txn<'a> {
         let now = self.now_ms;
         let slot = self.slot(key)?;
         let d = self.guards[slot].1.dbs.get_mut(db)?;
-        self.dependency_lsn = self.dependency_lsn.max(d.dependency_lsn(key));
-        d.get_untouched(key, now)
+        let (e, dep) = d.get_with_dependency(key, now, false);
+        self.dependency_lsn = self.dependency_lsn.max(dep);
+        e
     }
 
     /// Overrides a key's access bookkeeping (RESTORE ... IDLETIME / FREQ):

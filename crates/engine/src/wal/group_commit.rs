@@ -8,13 +8,15 @@
 //! (still under the mutex, so LSNs increase within a stream), and leaves. It
 //! never does I/O.
 //!
-//! Each stream has `syncs_in_flight` writer threads that take turns. The
-//! thread holding the stream's sink (the write token) seals the pending
-//! buffer into a batch, writes it, passes the token on, and only then
-//! fdatasyncs; the next thread can seal and write the records that arrived
-//! meanwhile while that fsync runs. A record that arrives during an fsync
-//! therefore starts its own at once instead of waiting for the running one
-//! to finish first (which would cost it two fsync periods). Batches complete
+//! Each stream has `syncs_in_flight` writer threads. A writer not busy with
+//! an fsync seals the pending buffer into a batch (one at a time, so that
+//! batches reach the sink in seal order), writes it, and only then
+//! fdatasyncs; another writer can seal and write the records that arrived
+//! meanwhile while that fsync runs. A record that arrives during an old
+//! enough fsync therefore starts its own instead of waiting for the running
+//! one to finish first (which would cost it two fsync periods); during a
+//! young one on a fast disk, the writer of that fsync seals it as soon as it
+//! returns, which costs no thread wake-up. Batches complete
 //! in seal order: a stream's watermark only passes batches whose own fsync
 //! and every earlier one succeeded. Each writer syncs through its own file
 //! description (see `BatchSink`), so a write-back error is reported to every
@@ -151,8 +153,13 @@ struct StreamState {
     /// Outcome of each batch from `durable_seq` on, in seal order: the
     /// watermark its success allows, once its fsync returned.
     completions: VecDeque<Option<u64>>,
-    /// A writer waits on `writer_cv` (only the token holder ever does).
-    writer_waiting: bool,
+    /// Writer threads waiting on `writer_cv`.
+    writers_waiting: u32,
+    /// A writer is between sealing a batch and handing it to the sink:
+    /// batches reach the sink in seal order, so nobody else seals meanwhile.
+    writing: bool,
+    /// Microseconds the most recent fsync of this stream took.
+    last_sync_us: u64,
     /// `BatchSink::finish` ran.
     finished: bool,
     /// When the most recent batch was sealed.
@@ -246,7 +253,9 @@ impl Core {
                     in_flight: 0,
                     durable_seq: 0,
                     completions: VecDeque::new(),
-                    writer_waiting: false,
+                    writers_waiting: 0,
+                    writing: false,
+                    last_sync_us: 0,
                     finished: false,
                     last_seal: Instant::now(),
                     space_waiters: 0,
@@ -318,9 +327,7 @@ impl Core {
             // Backpressure: make the writer drain, wait for space.
             if !st.urgent {
                 st.urgent = true;
-                if st.writer_waiting {
-                    sc.writer_cv.notify_one();
-                }
+                self.nudge_writer(sc, &st);
             }
             st.space_waiters += 1;
             sc.space_cv.wait(&mut st);
@@ -376,13 +383,21 @@ impl Core {
             if !st.urgent {
                 st.urgent = true;
                 wake = true;
+            } else if st.in_flight > 0
+                && st.writers_waiting > 0
+                && !st.writing
+                && Instant::now() >= st.last_seal + self.cfg.sync_overlap
+            {
+                // The running fsync grew old while this batch gathered:
+                // start it now rather than when that fsync returns.
+                sc.writer_cv.notify_one();
             }
         } else if st.records == 1 {
             st.deadline = Some(Instant::now() + Duration::from_millis(self.cfg.delayed_flush_ms));
             wake = true;
         }
-        if wake && st.writer_waiting {
-            sc.writer_cv.notify_one();
+        if wake {
+            self.nudge_writer(sc, &st);
         }
         Ok(lsn)
     }
@@ -406,9 +421,7 @@ impl Core {
             if st.records > 0 || st.in_flight > 0 {
                 if !st.urgent {
                     st.urgent = true;
-                    if st.writer_waiting {
-                        sc.writer_cv.notify_one();
-                    }
+                    self.nudge_writer(sc, &st);
                 }
             } else {
                 self.idle_advance_locked(s, &st);
@@ -448,9 +461,7 @@ impl Core {
                 } else if w < target && !st.urgent {
                     // Holds back an LSN somebody waits for: flush now.
                     st.urgent = true;
-                    if st.writer_waiting {
-                        sc.writer_cv.notify_one();
-                    }
+                    self.nudge_writer(sc, &st);
                 }
             }
         }
@@ -598,31 +609,61 @@ impl Core {
         self.streams[stream].state.lock().in_flight > 0
     }
 
+    /// Wakes a waiting writer of `sc` if it has something to do now. While
+    /// a batch is being written, or a young fsync runs on a fast disk, the
+    /// writer busy with it seals what is pending as soon as it is done, so
+    /// waking another thread would only cost two context switches. When the
+    /// last fsync was slow, a waiting writer is woken to stand by for the
+    /// moment the running one grows old enough to overlap.
+    fn nudge_writer(&self, sc: &StreamCore, st: &StreamState) {
+        if st.writers_waiting == 0 || st.writing {
+            return;
+        }
+        if st.in_flight == 0
+            || st.last_sync_us >= self.cfg.sync_overlap.as_micros() as u64
+            || Instant::now() >= st.last_seal + self.cfg.sync_overlap
+        {
+            sc.writer_cv.notify_one();
+        }
+    }
+
     /// One writer loop of stream `s`, syncing through `slot`; run
     /// `syncs_in_flight` of them per stream on one shared sink. Returns when
     /// shut down or failed.
+    ///
+    /// Any free writer may seal the pending records, one at a time (the
+    /// `writing` flag) so that batches reach the sink in seal order. Under a
+    /// steady load the writer whose fsync just returned finds the records
+    /// that arrived meanwhile and seals them at once, without a wake-up;
+    /// the other writers sleep until a batch needs to start while one is
+    /// still in flight.
     pub fn run_writer(&self, s: usize, slot: usize, sink: &Mutex<Box<dyn BatchSink>>) {
         let sc = &self.streams[s];
         let delay = Duration::from_millis(self.cfg.delayed_flush_ms);
+        let overlap_us = self.cfg.sync_overlap.as_micros() as u64;
         let mut batch = new_buffer();
         loop {
-            // The write token: whoever holds the sink seals and writes next.
-            let mut sink = sink.lock();
             let mut st = sc.state.lock();
             loop {
                 if self.is_failed() {
                     return;
                 }
-                if st.records > 0 {
+                if st.records > 0 && !st.writing {
                     if st.in_flight > 0 && !st.shutdown {
                         // Overlapping a young fsync costs a fast disk more
                         // (CPU, and fsyncs that slow each other) than it
-                        // saves: wait for it to finish or to grow old.
+                        // saves: wait for it to finish or to grow old. On a
+                        // fast disk the writer of that fsync seals next, so
+                        // this one sleeps until woken.
                         let overlap_at = st.last_seal + self.cfg.sync_overlap;
                         if Instant::now() < overlap_at {
-                            st.writer_waiting = true;
-                            sc.writer_cv.wait_until(&mut st, overlap_at);
-                            st.writer_waiting = false;
+                            st.writers_waiting += 1;
+                            if st.last_sync_us >= overlap_us {
+                                sc.writer_cv.wait_until(&mut st, overlap_at);
+                            } else {
+                                sc.writer_cv.wait(&mut st);
+                            }
+                            st.writers_waiting -= 1;
                             continue;
                         }
                     }
@@ -636,9 +677,16 @@ impl Core {
                     if Instant::now() >= deadline {
                         break;
                     }
-                    st.writer_waiting = true;
+                    st.writers_waiting += 1;
                     sc.writer_cv.wait_until(&mut st, deadline);
-                    st.writer_waiting = false;
+                    st.writers_waiting -= 1;
+                } else if st.records > 0 {
+                    // Another writer is handing its batch to the sink; when
+                    // done it wakes a waiter only if one may seal at once,
+                    // and otherwise seals these itself after its fsync.
+                    st.writers_waiting += 1;
+                    sc.writer_cv.wait(&mut st);
+                    st.writers_waiting -= 1;
                 } else {
                     if st.urgent {
                         st.urgent = false;
@@ -649,18 +697,20 @@ impl Core {
                     if st.shutdown {
                         // The last writer out, once nothing is in flight,
                         // closes the sink; the others just leave.
+                        // Others may be waiting for what this one did.
+                        sc.writer_cv.notify_all();
                         if st.in_flight == 0 && !st.finished {
                             st.finished = true;
                             drop(st);
-                            if let Err(e) = sink.finish() {
+                            if let Err(e) = sink.lock().finish() {
                                 self.fail(format!("stream {s}: closing failed: {e}"));
                             }
                         }
                         return;
                     }
-                    st.writer_waiting = true;
+                    st.writers_waiting += 1;
                     sc.writer_cv.wait(&mut st);
-                    st.writer_waiting = false;
+                    st.writers_waiting -= 1;
                 }
             }
 
@@ -681,6 +731,7 @@ impl Core {
             st.urgent = false;
             st.deadline = None;
             st.in_flight += 1;
+            st.writing = true;
             // Every LSN of this stream <= g is in `batch`, in a batch sealed
             // before it, or already durable.
             let g = self.last_lsn();
@@ -695,16 +746,26 @@ impl Core {
             let padded = align_up(batch.len() as u64) as usize;
             batch.resize(padded, 0);
             let t0 = Instant::now();
-            let res = match sink.write_batch(slot, &mut batch, &meta) {
+            let written = sink.lock().write_batch(slot, &mut batch, &meta);
+            let res = match written {
                 Ok(handle) => {
-                    // The next writer may seal and write while this batch
-                    // syncs.
-                    drop(sink);
+                    // The next batch may be sealed and written while this
+                    // one syncs.
+                    let mut st = sc.state.lock();
+                    st.writing = false;
+                    if st.shutdown {
+                        // Writers waiting for `writing` to clear must see the
+                        // shutdown, whatever the overlap rules say.
+                        sc.writer_cv.notify_all();
+                    } else if st.records > 0 {
+                        self.nudge_writer(sc, &st);
+                    }
+                    drop(st);
                     handle.sync()
                 }
                 Err(e) => {
-                    // Fail while still holding the token: the next writer
-                    // must not write where this one may have left a part.
+                    // Fail while still `writing`: the next writer must not
+                    // write where this one may have left a part.
                     sc.state.lock().failed = true;
                     self.fail(format!(
                         "stream {s}: writing the batch of LSNs {}..={} failed: {e}",
@@ -717,9 +778,7 @@ impl Core {
 
             let mut st = sc.state.lock();
             st.in_flight -= 1;
-            if st.writer_waiting {
-                sc.writer_cv.notify_one();
-            }
+            st.last_sync_us = us;
             match res {
                 Ok(()) => {
                     let c = &sc.counters;
@@ -1186,6 +1245,68 @@ mod tests {
         sink.inner.lock().sync_blocked.clear();
         assert!(core.wait_durable(second, None).unwrap());
         assert!(first < second);
+        stop(&core, hs);
+    }
+
+    #[test]
+    fn a_young_fsync_on_a_fast_disk_is_followed_not_overlapped() {
+        let mut c = cfg();
+        c.syncs_in_flight = 3;
+        c.sync_overlap = Duration::from_millis(30);
+        let core = Arc::new(Core::new(1, c, 0));
+        let sink = MemSink::default();
+        sink.inner.lock().sync_blocked = vec![0];
+        let hs = start(&core, std::slice::from_ref(&sink));
+        put(&core, 0, Durability::Full, b"a");
+        while sink.inner.lock().batches.is_empty() {
+            thread::yield_now();
+        }
+        // No fsync was slow yet: a record arriving while batch 0 syncs waits
+        // for it, even past the overlap age, instead of waking a writer.
+        let second = put(&core, 0, Durability::Full, b"b");
+        thread::sleep(Duration::from_millis(60));
+        assert_eq!(sink.inner.lock().batches.len(), 1);
+        sink.inner.lock().sync_blocked.clear();
+        assert!(core.wait_durable(second, None).unwrap());
+        assert_eq!(sink.inner.lock().batches.len(), 2);
+        stop(&core, hs);
+    }
+
+    #[test]
+    fn after_a_slow_fsync_an_old_one_is_overlapped() {
+        let mut c = cfg();
+        c.syncs_in_flight = 3;
+        c.sync_overlap = Duration::from_millis(20);
+        let core = Arc::new(Core::new(1, c, 0));
+        let sink = MemSink::default();
+        sink.inner.lock().sync_blocked = vec![0, 1];
+        let hs = start(&core, std::slice::from_ref(&sink));
+        let a = put(&core, 0, Durability::Full, b"a");
+        while sink.inner.lock().batches.is_empty() {
+            thread::yield_now();
+        }
+        // Batch 0's fsync takes longer than the overlap age.
+        thread::sleep(Duration::from_millis(40));
+        sink.inner.lock().sync_blocked.retain(|&b| b != 0);
+        assert!(core.wait_durable(a, None).unwrap());
+        let b = put(&core, 0, Durability::Full, b"b");
+        while sink.inner.lock().batches.len() < 2 {
+            thread::yield_now();
+        }
+        // Batch 1 hangs; a record arriving now starts batch 2 once batch 1
+        // is old enough, without waiting for it.
+        let c3 = put(&core, 0, Durability::Full, b"c");
+        let t0 = Instant::now();
+        while sink.inner.lock().batches.len() < 3 {
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "batch 2 never started"
+            );
+            thread::sleep(Duration::from_millis(1));
+        }
+        assert!(core.durable_lsn() < b);
+        sink.inner.lock().sync_blocked.clear();
+        assert!(core.wait_durable(c3, None).unwrap());
         stop(&core, hs);
     }
 

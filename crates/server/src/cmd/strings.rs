@@ -150,7 +150,8 @@ fn set(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     } else {
         None
     };
-    let exists = txn.get(db, key).is_some();
+    // A plain SET's reply does not depend on the old value: no lookup.
+    let exists = (nx || xx) && txn.get(db, key).is_some();
     if (nx && exists) || (xx && !exists) {
         return if get_old {
             Ok(old.map(Frame::Bulk).unwrap_or(Frame::Null))
