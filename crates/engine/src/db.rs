@@ -211,9 +211,22 @@ impl Db {
         own.max(self.floor_lsn)
     }
 
+    /// What a read of `key` does before an overwrite, with as few lookups
+    /// as it can: an expired key is removed (which announces its expiry),
+    /// and under an LFU policy the access is counted, since the insert
+    /// carries the count over. Otherwise the insert's own lookup is the
+    /// only one.
+    pub(crate) fn before_overwrite(&mut self, key: &[u8], now_ms: u64) {
+        if crate::lfu::is_on() {
+            self.get(key, now_ms);
+        } else {
+            self.expire_if_due(key, now_ms);
+        }
+    }
+
     /// Removes `key` if it has expired, without a lookup when no key of
     /// this database has a TTL (every key with one is in `volatile`).
-    pub(crate) fn expire_if_due(&mut self, key: &[u8], now_ms: u64) -> bool {
+    fn expire_if_due(&mut self, key: &[u8], now_ms: u64) -> bool {
         self.now_s = (now_ms / 1000) as u32;
         if self.volatile.is_empty() {
             return false;

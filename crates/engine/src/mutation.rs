@@ -251,22 +251,16 @@ fn remove_if_empty(d: &mut Db, key: &[u8]) {
 fn apply_key_op(d: &mut Db, key: &Bytes, op: &KeyOp, now_ms: u64) -> Result<(), &'static str> {
     match op {
         KeyOp::SetString { value, expire } => {
-            // An expired key is removed first, as a read would (which is
-            // what announces its expiry). Only KEEPTTL needs the old entry,
-            // and an LFU policy the access count it carries over; otherwise
-            // the insert's own lookup is the only one.
+            // Only KEEPTTL needs the old entry.
             let expire_at_ms = match expire {
                 ExpireMode::Keep => d.get(key, now_ms).map(|e| e.expire_at_ms).unwrap_or(0),
-                ExpireMode::Clear | ExpireMode::At(_) => {
-                    if crate::lfu::is_on() {
-                        d.get(key, now_ms);
-                    } else {
-                        d.expire_if_due(key, now_ms);
-                    }
-                    match expire {
-                        ExpireMode::At(t) => *t,
-                        _ => 0,
-                    }
+                ExpireMode::Clear => {
+                    d.before_overwrite(key, now_ms);
+                    0
+                }
+                ExpireMode::At(t) => {
+                    d.before_overwrite(key, now_ms);
+                    *t
                 }
             };
             d.insert(

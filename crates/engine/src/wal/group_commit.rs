@@ -386,7 +386,7 @@ impl Core {
             } else if st.in_flight > 0
                 && st.writers_waiting > 0
                 && !st.writing
-                && Instant::now() >= st.last_seal + self.cfg.sync_overlap
+                && self.overlap_due(&st)
             {
                 // The running fsync grew old while this batch gathered:
                 // start it now rather than when that fsync returns.
@@ -619,12 +619,21 @@ impl Core {
         if st.writers_waiting == 0 || st.writing {
             return;
         }
-        if st.in_flight == 0
-            || st.last_sync_us >= self.cfg.sync_overlap.as_micros() as u64
-            || Instant::now() >= st.last_seal + self.cfg.sync_overlap
-        {
+        if st.in_flight == 0 || self.last_sync_was_slow(st) || self.overlap_due(st) {
             sc.writer_cv.notify_one();
         }
+    }
+
+    /// The newest batch in flight is old enough for another to start
+    /// beside it.
+    fn overlap_due(&self, st: &StreamState) -> bool {
+        Instant::now() >= st.last_seal + self.cfg.sync_overlap
+    }
+
+    /// The last fsync outlasted the overlap age (network block storage):
+    /// a writer waiting for it stands by on a timer.
+    fn last_sync_was_slow(&self, st: &StreamState) -> bool {
+        st.last_sync_us >= self.cfg.sync_overlap.as_micros() as u64
     }
 
     /// One writer loop of stream `s`, syncing through `slot`; run
@@ -640,7 +649,6 @@ impl Core {
     pub fn run_writer(&self, s: usize, slot: usize, sink: &Mutex<Box<dyn BatchSink>>) {
         let sc = &self.streams[s];
         let delay = Duration::from_millis(self.cfg.delayed_flush_ms);
-        let overlap_us = self.cfg.sync_overlap.as_micros() as u64;
         let mut batch = new_buffer();
         loop {
             let mut st = sc.state.lock();
@@ -658,7 +666,7 @@ impl Core {
                         let overlap_at = st.last_seal + self.cfg.sync_overlap;
                         if Instant::now() < overlap_at {
                             st.writers_waiting += 1;
-                            if st.last_sync_us >= overlap_us {
+                            if self.last_sync_was_slow(&st) {
                                 sc.writer_cv.wait_until(&mut st, overlap_at);
                             } else {
                                 sc.writer_cv.wait(&mut st);
