@@ -303,13 +303,14 @@ fn line_for(ctx: &Ctx<'_>, h: &ClientHandle) -> String {
 }
 
 /// Client types of CLIENT LIST / KILL TYPE. A connection with
-/// subscriptions is `pubsub`, a replication link `master`/`replica`, any
-/// other `normal`.
+/// subscriptions is `pubsub`, this replica's link to its primary `master`,
+/// a replica's stream `replica` (alias `slave`), any other `normal`.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum ClientType {
     Normal,
     PubSub,
-    Replication,
+    Master,
+    Replica,
 }
 
 fn client_type(t: &[u8]) -> Option<ClientType> {
@@ -317,16 +318,21 @@ fn client_type(t: &[u8]) -> Option<ClientType> {
         Some(ClientType::Normal)
     } else if is(t, "pubsub") {
         Some(ClientType::PubSub)
-    } else if is(t, "master") || is(t, "replica") || is(t, "slave") {
-        Some(ClientType::Replication)
+    } else if is(t, "master") {
+        Some(ClientType::Master)
+    } else if is(t, "replica") || is(t, "slave") {
+        Some(ClientType::Replica)
     } else {
         None
     }
 }
 
 fn type_of(h: &ClientHandle) -> ClientType {
-    if h.replication.load(std::sync::atomic::Ordering::Acquire) {
-        ClientType::Replication
+    use std::sync::atomic::Ordering::Acquire;
+    if h.master_link.load(Acquire) {
+        ClientType::Master
+    } else if h.replication.load(Acquire) {
+        ClientType::Replica
     } else if h.mailbox.is_subscriber() {
         ClientType::PubSub
     } else {
