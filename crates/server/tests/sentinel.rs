@@ -335,9 +335,11 @@ fn sentinel_fails_over_and_old_primary_rejoins() {
         || primary_port(sentinel).filter(|&p| p != old),
     );
     assert!(node_ports[1..].contains(&first), "new primary {first}");
-    wait_for("the new primary takes writes", Duration::from_secs(30), || {
-        try_cmd::<()>(first, &["SET", "after-failover", "1"]).ok()
-    });
+    wait_for(
+        "the new primary takes writes",
+        Duration::from_secs(30),
+        || try_cmd::<()>(first, &["SET", "after-failover", "1"]).ok(),
+    );
     let failover = killed_at.elapsed();
     eprintln!(
         "failover: {:.2} s from kill -9 to the new primary ({first}) accepting writes",
@@ -375,7 +377,7 @@ fn sentinel_fails_over_and_old_primary_rejoins() {
         }
     }
     let want = digest(last).unwrap();
-    assert!(want.0 as usize >= KEYS_BEFORE + KEYS_AFTER + 1, "{want:?}");
+    assert!(want.0 as usize > KEYS_BEFORE + KEYS_AFTER, "{want:?}");
     for &p in node_ports.iter().filter(|&&p| p != last) {
         wait_for(
             &format!("{p} converges with the primary {last}"),
@@ -455,13 +457,18 @@ fn replicaof_survives_config_rewrite_and_restart() {
     let _: () = q(&mut c, &["REPLICAOF", "127.0.0.1", &pp]);
     let _: () = q(&mut c, &["CONFIG", "REWRITE"]);
     let text = std::fs::read_to_string(node.config_path()).unwrap();
-    assert!(text.contains(&format!("replicaof = \"127.0.0.1 {pp}\"")), "{text}");
+    assert!(
+        text.contains(&format!("replicaof = \"127.0.0.1 {pp}\"")),
+        "{text}"
+    );
     node.kill9();
     node.start();
     let port = node.port;
-    wait_for("the restarted server is a replica again", Duration::from_secs(20), || {
-        (role(port)? == ("slave".into(), primary.port, "connected".into())).then_some(())
-    });
+    wait_for(
+        "the restarted server is a replica again",
+        Duration::from_secs(20),
+        || (role(port)? == ("slave".into(), primary.port, "connected".into())).then_some(()),
+    );
     let v: Option<String> = try_cmd(port, &["GET", "k"]).unwrap();
     assert_eq!(v.as_deref(), Some("v"));
     let mut c = connect(port).unwrap();
@@ -508,7 +515,10 @@ fn sentinel_facing_fields_and_kills() {
         acked == 2
     });
     let info: String = q(&mut p, &["INFO", "replication"]);
-    assert!(info.contains("ip=10.1.2.3,port=4242,state=online"), "{info}");
+    assert!(
+        info.contains("ip=10.1.2.3,port=4242,state=online"),
+        "{info}"
+    );
     let mut bc = b.conn();
     let f = info_fields(&mut bc, "replication");
     assert_eq!(f["slave_priority"], "7");
@@ -522,7 +532,9 @@ fn sentinel_facing_fields_and_kills() {
 
     // TYPE master drops only the link; it comes back by partial resync.
     let mut ac = a.conn();
-    let partial_before: i64 = info_fields(&mut p, "stats")["sync_partial_ok"].parse().unwrap();
+    let partial_before: i64 = info_fields(&mut p, "stats")["sync_partial_ok"]
+        .parse()
+        .unwrap();
     let killed: i64 = q(&mut ac, &["CLIENT", "KILL", "TYPE", "master"]);
     assert_eq!(killed, 1);
     let killed: i64 = q(&mut ac, &["CLIENT", "KILL", "TYPE", "replica"]);
