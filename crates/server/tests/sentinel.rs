@@ -535,6 +535,10 @@ fn sentinel_facing_fields_and_kills() {
     let partial_before: i64 = info_fields(&mut p, "stats")["sync_partial_ok"]
         .parse()
         .unwrap();
+    let list: String = q(&mut ac, &["CLIENT", "LIST", "TYPE", "master"]);
+    assert!(list.contains("flags=M "), "{list}");
+    let list: String = q(&mut p, &["CLIENT", "LIST", "TYPE", "replica"]);
+    assert_eq!(list.matches("flags=S ").count(), 2, "{list}");
     let killed: i64 = q(&mut ac, &["CLIENT", "KILL", "TYPE", "master"]);
     assert_eq!(killed, 1);
     let killed: i64 = q(&mut ac, &["CLIENT", "KILL", "TYPE", "replica"]);

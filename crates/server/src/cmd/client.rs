@@ -243,6 +243,11 @@ fn client_line(h: &ClientHandle, info: &ClientInfo, tracking: &(String, i64)) ->
     let age = h.created.elapsed().as_secs();
     let idle = now_ms().saturating_sub(h.last_interaction_ms.load(Ordering::Relaxed)) / 1000;
     let mut flags = String::new();
+    match type_of(h) {
+        ClientType::Replica => flags.push('S'),
+        ClientType::Master => flags.push('M'),
+        _ => {}
+    }
     let mailbox = &h.mailbox;
     if mailbox.is_subscriber() {
         flags.push('P');
