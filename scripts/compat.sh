@@ -164,6 +164,11 @@ done
 note "redis-py"
 python3 "$ROOT/scripts/compat.py" "$PORT" || fail "scripts/compat.py failed (see above)"
 
+# redis-py's Sentinel client following a failover of three durakv servers
+# by three redis-sentinels (its own servers; skips without redis-sentinel).
+note "redis-py Sentinel failover"
+python3 "$ROOT/scripts/sentinel-failover.py" "$BIN" || fail "scripts/sentinel-failover.py failed (see above)"
+
 # --- 4. Redis's own test units -------------------------------------------------
 
 # Redis 7.0.15's units in external-server mode (see ../shared/redis-tests),

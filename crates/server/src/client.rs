@@ -37,6 +37,8 @@ pub struct ClientHandle {
     /// A replication link: a replica's stream, or this replica's primary
     /// (CLIENT KILL TYPE replica/master).
     pub replication: AtomicBool,
+    /// Of those, this replica's link to its primary (TYPE master).
+    pub master_link: AtomicBool,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -139,6 +141,8 @@ pub struct ClientState {
     pub is_master: bool,
     /// REPLCONF listening-port of a replica connecting.
     pub repl_listening_port: u16,
+    /// REPLCONF ip-address (`replica-announce-ip`) of a replica connecting.
+    pub repl_announced_ip: Option<String>,
     /// PSYNC/SYNC was accepted: the connection becomes a replica's stream.
     pub psync: Option<crate::repl::primary::PsyncRequest>,
 }
@@ -172,6 +176,7 @@ impl ClientState {
             tracking: Default::default(),
             is_master: false,
             repl_listening_port: 0,
+            repl_announced_ip: None,
             psync: None,
         }
     }
@@ -243,6 +248,7 @@ impl ClientRegistry {
             created: Instant::now(),
             killed: AtomicBool::new(false),
             replication: AtomicBool::new(false),
+            master_link: AtomicBool::new(false),
             wake: Notify::new(),
             mailbox: Default::default(),
             info: Mutex::new(ClientInfo {

@@ -433,6 +433,51 @@ macro_rules! compat {
     };
 }
 
+/// A directive the replication code reads as text; `$key` is where it is
+/// stored, shared by Redis's old `slave-*` name and the current one.
+macro_rules! repl_text {
+    ($name:literal, $key:literal, $default:literal, $help:literal, $check:expr) => {
+        Directive {
+            name: $name,
+            default: $default,
+            help: $help,
+            runtime: true,
+            repeatable: false,
+            set: |c, v| {
+                let check: fn(&str) -> Result<String, String> = $check;
+                c.compat.insert($key, check(v)?);
+                Ok(())
+            },
+            get: |c| {
+                c.compat
+                    .get($key)
+                    .cloned()
+                    .unwrap_or_else(|| $default.to_string())
+            },
+        }
+    };
+}
+
+fn repl_priority(v: &str) -> Result<String, String> {
+    Ok(bounded(v, 0, i32::MAX as u64)?.to_string())
+}
+
+fn repl_port(v: &str) -> Result<String, String> {
+    Ok(bounded(v, 0, 65_535)?.to_string())
+}
+
+fn repl_ip(v: &str) -> Result<String, String> {
+    Ok(v.to_string())
+}
+
+fn repl_yes_no(v: &str) -> Result<String, String> {
+    match v.to_ascii_lowercase().as_str() {
+        "yes" => Ok("yes".into()),
+        "no" => Ok("no".into()),
+        _ => Err("argument must be 'yes' or 'no'".into()),
+    }
+}
+
 /// A compact-encoding threshold; Redis 7's older `*-ziplist-*` names are
 /// declared as well, setting the same field.
 macro_rules! encoding {
@@ -1056,7 +1101,13 @@ pub static DIRECTIVES: &[Directive] = &[
         get: |c| c.compat.get("replicaof").cloned().unwrap_or_default(),
     },
     compat!("slave-serve-stale-data", "yes"),
-    compat!("replica-priority", "100"),
+    repl_text!("replica-priority", "replica-priority", "100", "Sentinel promotes the replica with the lowest priority first; 0 = never promote it", repl_priority),
+    repl_text!("slave-priority", "replica-priority", "100", "Old name of replica-priority", repl_priority),
+    repl_text!("replica-announced", "replica-announced", "yes", "Whether Sentinel lists this replica (SENTINEL REPLICAS); reported as replica_announced in INFO", repl_yes_no),
+    repl_text!("replica-announce-ip", "replica-announce-ip", "", "Address this replica gives its primary (REPLCONF ip-address) for INFO and Sentinel, when it is reached through another address", repl_ip),
+    repl_text!("slave-announce-ip", "replica-announce-ip", "", "Old name of replica-announce-ip", repl_ip),
+    repl_text!("replica-announce-port", "replica-announce-port", "0", "Port this replica gives its primary (REPLCONF listening-port); 0 = the port it listens on", repl_port),
+    repl_text!("slave-announce-port", "replica-announce-port", "0", "Old name of replica-announce-port", repl_port),
     compat!("masterauth", ""),
     compat!("masteruser", ""),
     compat!("repl-backlog-size", "1048576"),

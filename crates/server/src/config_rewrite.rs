@@ -19,6 +19,9 @@ const ALIASES: &[(&str, &str)] = &[
     ("list-max-ziplist-size", "list-max-listpack-size"),
     ("slave-read-only", "replica-read-only"),
     ("slave-serve-stale-data", "replica-serve-stale-data"),
+    ("slave-priority", "replica-priority"),
+    ("slave-announce-ip", "replica-announce-ip"),
+    ("slave-announce-port", "replica-announce-port"),
 ];
 
 pub fn rewrite(cfg: &Config) -> Result<(), String> {
@@ -43,6 +46,12 @@ fn update(doc: &mut DocumentMut, cfg: &Config) {
     let defaults = Config::default();
     for d in DIRECTIVES {
         let current = (d.get)(cfg);
+        if d.name == "replicaof" && current.is_empty() {
+            // A primary's file names no primary: after REPLICAOF NO ONE the
+            // line goes, as in Redis, so a restart keeps the new role.
+            doc.remove(d.name);
+            continue;
+        }
         let in_file = doc.contains_key(d.name);
         if ALIASES.iter().any(|(old, _)| *old == d.name) {
             // Only a key the file already uses under the old name is kept.

@@ -243,6 +243,11 @@ fn client_line(h: &ClientHandle, info: &ClientInfo, tracking: &(String, i64)) ->
     let age = h.created.elapsed().as_secs();
     let idle = now_ms().saturating_sub(h.last_interaction_ms.load(Ordering::Relaxed)) / 1000;
     let mut flags = String::new();
+    match type_of(h) {
+        ClientType::Replica => flags.push('S'),
+        ClientType::Master => flags.push('M'),
+        _ => {}
+    }
     let mailbox = &h.mailbox;
     if mailbox.is_subscriber() {
         flags.push('P');
@@ -316,13 +321,14 @@ fn line_for(ctx: &Ctx<'_>, h: &ClientHandle) -> String {
 }
 
 /// Client types of CLIENT LIST / KILL TYPE. A connection with
-/// subscriptions is `pubsub`, a replication link `master`/`replica`, any
-/// other `normal`.
+/// subscriptions is `pubsub`, this replica's link to its primary `master`,
+/// a replica's stream `replica` (alias `slave`), any other `normal`.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum ClientType {
     Normal,
     PubSub,
-    Replication,
+    Master,
+    Replica,
 }
 
 fn client_type(t: &[u8]) -> Option<ClientType> {
@@ -330,16 +336,21 @@ fn client_type(t: &[u8]) -> Option<ClientType> {
         Some(ClientType::Normal)
     } else if is(t, "pubsub") {
         Some(ClientType::PubSub)
-    } else if is(t, "master") || is(t, "replica") || is(t, "slave") {
-        Some(ClientType::Replication)
+    } else if is(t, "master") {
+        Some(ClientType::Master)
+    } else if is(t, "replica") || is(t, "slave") {
+        Some(ClientType::Replica)
     } else {
         None
     }
 }
 
 fn type_of(h: &ClientHandle) -> ClientType {
-    if h.replication.load(std::sync::atomic::Ordering::Acquire) {
-        ClientType::Replication
+    use std::sync::atomic::Ordering::Acquire;
+    if h.master_link.load(Acquire) {
+        ClientType::Master
+    } else if h.replication.load(Acquire) {
+        ClientType::Replica
     } else if h.mailbox.is_subscriber() {
         ClientType::PubSub
     } else {

@@ -23,9 +23,10 @@ fn replicaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let repl = &ctx.shared.repl;
     if is(&args[1], "no") && is(&args[2], "one") {
         if repl.is_replica() {
-            repl.promote();
+            repl.promote(ctx.shared);
             tracing::info!("MASTER MODE enabled (user request)");
         }
+        remember_primary(ctx, "");
         return Ok(Frame::ok());
     }
     let port = std::str::from_utf8(&args[2])
@@ -40,11 +41,21 @@ fn replicaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         }
     }
     repl.demote(ctx.shared, host.clone(), port);
+    remember_primary(ctx, &format!("{host} {port}"));
     tracing::info!(
         "REPLICAOF {host}:{port} enabled (user request from client {})",
         ctx.client.id()
     );
     Ok(Frame::ok())
+}
+
+/// Keeps `replicaof` in the running configuration, so CONFIG REWRITE
+/// (which Sentinel sends with every REPLICAOF) makes a restarted server
+/// come back in the role it was given.
+fn remember_primary(ctx: &mut Ctx<'_>, target: &str) {
+    if let Err(e) = ctx.shared.config.write().set("replicaof", target) {
+        tracing::warn!("cannot record replicaof {target:?}: {e}");
+    }
 }
 
 fn replconf(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
@@ -58,12 +69,14 @@ fn replconf(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
                 .ok()
                 .and_then(|p| p.parse().ok())
                 .ok_or_else(|| errors::err(errors::NOT_INTEGER))?;
+        } else if is(opt, "ip-address") {
+            ctx.client.repl_announced_ip = Some(String::from_utf8_lossy(val).into_owned());
         } else if is(opt, "ack") || is(opt, "getack") {
             // Only meaningful on a replication link, which does not come
             // through here; Redis answers nothing either.
             ctx.client.suppress_this_reply = true;
             return Ok(Frame::ok());
-        } else if !(is(opt, "capa") || is(opt, "ip-address") || is(opt, "rdb-only")) {
+        } else if !(is(opt, "capa") || is(opt, "rdb-only")) {
             return Err(Frame::error(format!(
                 "ERR Unrecognized REPLCONF option: {}",
                 String::from_utf8_lossy(opt)

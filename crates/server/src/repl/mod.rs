@@ -122,6 +122,9 @@ pub struct MasterLink {
     pub up: bool,
     pub sync_in_progress: bool,
     pub last_io_ms: u64,
+    /// When an established link was lost (`master_link_down_since_seconds`;
+    /// 0: it never was up since REPLICAOF, reported as -1).
+    pub down_since_ms: u64,
 }
 
 pub struct Replication {
@@ -132,6 +135,13 @@ pub struct Replication {
     pub ids: Mutex<Ids>,
     /// Set while this server replicates another (the one check writes pay).
     pub is_replica: AtomicBool,
+    /// The replication ID and offset describe this dataset, so a PSYNC may
+    /// offer them for a partial resync: false only for a server started as
+    /// a replica that has not synced yet (it sends `PSYNC ? -1`).
+    pub history_known: AtomicBool,
+    /// Bumped by every REPLICAOF: a link task from before it stops
+    /// applying its stream even before it is aborted.
+    pub link_generation: AtomicU64,
     /// REPLICAOF's target; the link task follows it.
     pub target: watch::Sender<Option<(String, u16)>>,
     pub link: Mutex<MasterLink>,
@@ -159,6 +169,8 @@ impl Replication {
                 second_offset: -1,
             }),
             is_replica: AtomicBool::new(false),
+            history_known: AtomicBool::new(true),
+            link_generation: AtomicU64::new(0),
             target: watch::channel(None).0,
             link: Mutex::new(MasterLink::default()),
             sync_full: AtomicU64::new(0),
@@ -203,9 +215,14 @@ impl Replication {
 
     /// Makes this server a primary again (REPLICAOF NO ONE): a new ID,
     /// the old one kept as `replid2` so its replicas can continue.
-    pub fn promote(&self) {
+    pub fn promote(&self, shared: &crate::state::Shared) {
         self.is_replica.store(false, Ordering::Release);
+        self.link_generation.fetch_add(1, Ordering::AcqRel);
+        self.history_known.store(true, Ordering::Release);
         let _ = self.target.send_replace(None);
+        // Its replicas continue from the backlog at once: from here on its
+        // own writes must reach the stream, not only after a full sync.
+        shared.store.keyspace.start_feeding();
         let mut b = self.stream.backlog.lock();
         let mut ids = self.ids.lock();
         ids.replid2 = std::mem::replace(&mut ids.replid, new_replid());
@@ -218,6 +235,7 @@ impl Replication {
     /// are dropped (they resync through the new chain's primary).
     pub fn demote(&self, shared: &crate::state::Shared, host: String, port: u16) {
         self.is_replica.store(true, Ordering::Release);
+        self.link_generation.fetch_add(1, Ordering::AcqRel);
         self.stream.backlog.lock().paused = true;
         for r in self.replicas.lock().iter() {
             if let Some(h) = shared.clients.get(r.client_id) {
@@ -275,16 +293,26 @@ pub fn info_section(shared: &crate::state::Shared) -> String {
         );
         f("slave_read_repl_offset", end.to_string());
         f("slave_repl_offset", end.to_string());
-        f(
-            "slave_priority",
-            shared
-                .config
-                .read()
-                .get("replica-priority")
-                .unwrap_or_else(|| "100".into()),
-        );
+        if !link.up {
+            // Sentinel reads it to skip replicas cut off from the primary
+            // for long when it picks one to promote.
+            let down = if link.down_since_ms == 0 {
+                -1
+            } else {
+                (now.saturating_sub(link.down_since_ms) / 1000) as i64
+            };
+            f("master_link_down_since_seconds", down.to_string());
+        }
+        let (priority, announced) = {
+            let c = shared.config.read();
+            (
+                c.get("replica-priority").unwrap_or_else(|| "100".into()),
+                c.get("replica-announced").is_none_or(|v| v != "no"),
+            )
+        };
+        f("slave_priority", priority);
         f("slave_read_only", u8::from(read_only(shared)).to_string());
-        f("replica_announced", "1".into());
+        f("replica_announced", u8::from(announced).to_string());
     } else {
         f("role", "master".into());
     }

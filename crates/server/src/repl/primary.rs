@@ -90,7 +90,10 @@ pub async fn serve(
 ) -> io::Result<()> {
     let info = Arc::new(ReplicaInfo {
         client_id: client.id(),
-        ip: client.handle.addr.ip().to_string(),
+        ip: client
+            .repl_announced_ip
+            .clone()
+            .unwrap_or_else(|| client.handle.addr.ip().to_string()),
         port: AtomicU64::new(u64::from(client.repl_listening_port)),
         ack: AtomicU64::new(0),
         last_ack_ms: AtomicU64::new(crate::util::now_ms()),

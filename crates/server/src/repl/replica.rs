@@ -35,6 +35,7 @@ pub async fn supervise(shared: Arc<Shared>) {
     let mut parts = initial.split_whitespace();
     if let (Some(h), Some(p)) = (parts.next(), parts.next()) {
         if let Ok(port) = p.parse::<u16>() {
+            shared.repl.history_known.store(false, Ordering::Release);
             shared.repl.demote(&shared, h.to_string(), port);
         }
     }
@@ -55,12 +56,16 @@ pub async fn supervise(shared: Arc<Shared>) {
 }
 
 async fn link(shared: Arc<Shared>, host: String, port: u16) {
+    let generation = shared.repl.link_generation.load(Ordering::Acquire);
     loop {
-        if let Err(e) = session(&shared, &host, port).await {
+        if let Err(e) = session(&shared, &host, port, generation).await {
             tracing::warn!("replication link to {host}:{port}: {e}");
         }
         {
             let mut l = shared.repl.link.lock();
+            if l.up {
+                l.down_since_ms = crate::util::now_ms();
+            }
             l.up = false;
             l.sync_in_progress = false;
         }
@@ -103,7 +108,7 @@ async fn ask(stream: &mut TcpStream, buf: &mut BytesMut, args: &[&[u8]]) -> Link
     read_line(stream, buf).await
 }
 
-async fn session(shared: &Shared, host: &str, port: u16) -> LinkResult<()> {
+async fn session(shared: &Shared, host: &str, port: u16, generation: u64) -> LinkResult<()> {
     let mut stream = TcpStream::connect((host, port))
         .await
         .map_err(|e| format!("cannot connect: {e}"))?;
@@ -136,7 +141,21 @@ async fn session(shared: &Shared, host: &str, port: u16) -> LinkResult<()> {
             return Err(format!("AUTH: {reply}"));
         }
     }
-    let my_port = shared.bound_port.load(Ordering::Acquire).to_string();
+    // What the primary lists in INFO (`slaveN:ip=,port=`), and so where
+    // Sentinel looks for this replica: `replica-announce-ip/port` when this
+    // server is reached through another address (NAT, containers).
+    let (announce_ip, announce_port) = {
+        let c = shared.config.read();
+        (
+            c.get("replica-announce-ip").filter(|ip| !ip.is_empty()),
+            c.get("replica-announce-port")
+                .and_then(|p| p.parse::<u64>().ok())
+                .filter(|&p| p != 0),
+        )
+    };
+    let my_port = announce_port
+        .unwrap_or_else(|| shared.bound_port.load(Ordering::Acquire))
+        .to_string();
     let r = ask(
         &mut stream,
         &mut buf,
@@ -146,6 +165,17 @@ async fn session(shared: &Shared, host: &str, port: u16) -> LinkResult<()> {
     if r.starts_with('-') {
         return Err(format!("REPLCONF listening-port: {r}"));
     }
+    if let Some(ip) = announce_ip {
+        let r = ask(
+            &mut stream,
+            &mut buf,
+            &[b"REPLCONF", b"ip-address", ip.as_bytes()],
+        )
+        .await?;
+        if r.starts_with('-') {
+            return Err(format!("REPLCONF ip-address: {r}"));
+        }
+    }
     // Only `eof` and `psync2` are announced: their absence would make a
     // Redis primary fall back to older formats.
     let _ = ask(
@@ -154,10 +184,12 @@ async fn session(shared: &Shared, host: &str, port: u16) -> LinkResult<()> {
         &[b"REPLCONF", b"capa", b"eof", b"capa", b"psync2"],
     )
     .await?;
+    // A replica switching primaries (or a demoted primary) offers its ID
+    // and offset: a promoted sibling knows them as its `replid2` and
+    // continues instead of sending everything again.
     let (replid, offset) = {
         let ids = shared.repl.ids.lock();
-        let synced = shared.repl.link.lock().last_io_ms != 0;
-        if synced {
+        if shared.repl.history_known.load(Ordering::Acquire) {
             (ids.replid.clone(), (shared.repl.offset() + 1).to_string())
         } else {
             ("?".to_string(), "-1".to_string())
@@ -180,6 +212,9 @@ async fn session(shared: &Shared, host: &str, port: u16) -> LinkResult<()> {
             let id = words[1].to_string();
             let off: u64 = words[2].parse().map_err(|_| format!("bad reply {reply}"))?;
             shared.repl.link.lock().sync_in_progress = true;
+            // The dataset is about to be replaced: until the load is done
+            // the old ID and offset no longer describe it.
+            shared.repl.history_known.store(false, Ordering::Release);
             let file = read_rdb(&mut stream, &mut buf).await?;
             let started = std::time::Instant::now();
             let mut master = MasterClient::new(shared, &stream);
@@ -189,6 +224,9 @@ async fn session(shared: &Shared, host: &str, port: u16) -> LinkResult<()> {
                 file.len(),
                 started.elapsed().as_secs_f64()
             );
+            if shared.repl.link_generation.load(Ordering::Acquire) != generation {
+                return Err("REPLICAOF changed the primary during the full sync".into());
+            }
             {
                 let mut b = shared.repl.stream.backlog.lock();
                 b.reset_to(off);
@@ -198,7 +236,8 @@ async fn session(shared: &Shared, host: &str, port: u16) -> LinkResult<()> {
                 ids.replid2 = super::NO_REPLID.to_string();
                 ids.second_offset = -1;
             }
-            apply_stream(shared, &mut stream, buf, master).await
+            shared.repl.history_known.store(true, Ordering::Release);
+            apply_stream(shared, &mut stream, buf, master, generation).await
         }
         Some("+CONTINUE") => {
             if let Some(id) = words.get(1) {
@@ -210,7 +249,7 @@ async fn session(shared: &Shared, host: &str, port: u16) -> LinkResult<()> {
             }
             tracing::info!("partial resync with {host}:{port} accepted");
             let master = MasterClient::new(shared, &stream);
-            apply_stream(shared, &mut stream, buf, master).await
+            apply_stream(shared, &mut stream, buf, master, generation).await
         }
         _ => Err(format!("PSYNC: {reply}")),
     }
@@ -266,6 +305,7 @@ impl<'s> MasterClient<'s> {
         let laddr = stream.local_addr().unwrap_or(fallback);
         let handle = shared.clients.register(addr, laddr, -1);
         handle.replication.store(true, Ordering::Release);
+        handle.master_link.store(true, Ordering::Release);
         let mut state = ClientState::new(handle, true);
         state.is_master = true;
         state.reply_mode = crate::client::ReplyMode::Off;
@@ -357,6 +397,7 @@ async fn apply_stream(
     stream: &mut TcpStream,
     mut buf: BytesMut,
     mut master: MasterClient<'_>,
+    generation: u64,
 ) -> LinkResult<()> {
     {
         let mut l = shared.repl.link.lock();
@@ -369,7 +410,13 @@ async fn apply_stream(
         max_multibulk_len: i32::MAX as u64,
     });
     let mut ack_timer = tokio::time::interval(ACK_PERIOD);
+    let handle = master.state.handle.clone();
     let result = loop {
+        // CLIENT KILL TYPE master: drop the link; it reconnects and asks
+        // for a partial resync, as Redis's replica does.
+        if handle.is_killed() {
+            break Err("link killed by CLIENT KILL".into());
+        }
         let mut ack_now = false;
         loop {
             let before = buf.len();
@@ -380,6 +427,9 @@ async fn apply_stream(
                 Err(e) => return Err(format!("bad stream from the primary: {e:?}")),
             };
             let used = before - buf.len();
+            if shared.repl.link_generation.load(Ordering::Acquire) != generation {
+                return Err("REPLICAOF changed the primary".into());
+            }
             let getack = args.len() >= 2
                 && args[0].eq_ignore_ascii_case(b"replconf")
                 && args[1].eq_ignore_ascii_case(b"getack");
@@ -408,6 +458,7 @@ async fn apply_stream(
                     Ok(Ok(_)) => shared.repl.link.lock().last_io_ms = crate::util::now_ms(),
                 }
             }
+            _ = handle.wake.notified() => {}
             _ = ack_timer.tick() => {
                 if let Err(e) = send_ack(shared, stream).await {
                     break Err(e);
