@@ -38,8 +38,7 @@ use crate::durability::Durability;
 use crate::io::FileSystem;
 use group_commit::{BatchSink, CommitConfig, Core};
 use segment::{
-    adopt_ready, install_spare, prepare_spare, ActiveSegment, SegmentList, SegmentParams,
-    SegmentWriter, Spares,
+    install_spare, prepare_spare, ActiveSegment, SegmentList, SegmentParams, SegmentWriter, Spares,
 };
 
 /// Default `syncs_in_flight`: a record arriving while two fsyncs run still
@@ -357,42 +356,29 @@ impl Wal {
             })
             .collect();
 
-        // A spare the previous run finished saves preparing one now.
-        let mut adopted: Vec<Option<segment::Spare>> = params
-            .iter()
-            .map(|p| {
-                adopt_ready(p).unwrap_or_else(|e| {
-                    tracing::warn!(dir = %p.dir.display(), error = %e, "WAL: cannot use the spare segments left by the last run");
-                    None
-                })
-            })
-            .collect();
-        // Streams that start a new segment without one get it zero-filled in
-        // parallel: one after another, N throttled volumes would take N
-        // times as long to come up.
+        // Streams that start a new segment get it zero-filled in parallel:
+        // one after another, N throttled volumes would take N times as long
+        // to come up.
         let mut first_spares: Vec<Option<std::io::Result<segment::Spare>>> =
             std::thread::scope(|scope| {
                 let jobs: Vec<_> = rec
                     .plans
                     .iter()
                     .zip(&params)
-                    .zip(&mut adopted)
-                    .map(|((plan, p), adopted)| {
-                        plan.append.is_none().then(|| match adopted.take() {
-                            Some(spare) => Ok(spare),
-                            None => Err(scope.spawn(move || {
+                    .map(|(plan, p)| {
+                        plan.append.is_none().then(|| {
+                            scope.spawn(move || {
                                 prepare_spare(p, "inline", p.zero_fill, &|_, _| true)
-                            })),
+                            })
                         })
                     })
                     .collect();
                 jobs.into_iter()
                     .map(|job| {
-                        job.map(|j| match j {
-                            Ok(spare) => Ok(spare),
-                            Err(h) => h.join().unwrap_or_else(|_| {
+                        job.map(|h| {
+                            h.join().unwrap_or_else(|_| {
                                 Err(std::io::Error::other("segment preparation panicked"))
-                            }),
+                            })
                         })
                     })
                     .collect()
@@ -469,13 +455,6 @@ impl Wal {
                 .spawn(move || spares.run(params))
                 .map_err(|e| WalError::io(&cfg.dirs[0], e))?;
             threads.push(h);
-        }
-        // A stream that appends to its old segment keeps the spare for its
-        // first rotation.
-        for (s, spare) in adopted.into_iter().enumerate() {
-            if let Some(spare) = spare {
-                spares.offer(s, spare);
-            }
         }
         for s in 0..n {
             spares.request(s);
