@@ -109,6 +109,9 @@ pub struct ClientState {
     pub close_after_reply: bool,
     /// Highest LSN this connection's writes produced (WAITAOF waits for it).
     pub last_write_lsn: u64,
+    /// The replication stream's end after this connection's last write
+    /// (WAIT and WAITAOF wait for replicas to acknowledge it).
+    pub last_write_offset: u64,
     pub lib_name: Option<Bytes>,
     pub lib_ver: Option<Bytes>,
     pub last_cmd: String,
@@ -154,6 +157,7 @@ impl ClientState {
             durability: None,
             close_after_reply: false,
             last_write_lsn: 0,
+            last_write_offset: 0,
             lib_name: None,
             lib_ver: None,
             last_cmd: String::new(),

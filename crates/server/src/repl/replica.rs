@@ -350,8 +350,49 @@ fn load(shared: &Shared, file: &[u8], master: &mut MasterClient<'_>) -> LinkResu
     Ok(loaded.keys)
 }
 
+/// Where the replica's own log stands against the stream it applied: the
+/// LSN of the last logged write of each command not yet durable here, with
+/// the offset the stream had before that command.
+struct DurableOffsets {
+    pending: std::collections::VecDeque<(u64, u64)>,
+    /// The stream offset applied so far.
+    applied: u64,
+}
+
+impl DurableOffsets {
+    /// A command that ended the stream at `end` after starting at `start`
+    /// and whose writes, if it logged any, are in records up to `lsn`
+    /// (`None`: it logged nothing).
+    fn applied(&mut self, start: u64, end: u64, lsn: Option<u64>) {
+        if let Some(lsn) = lsn {
+            self.pending.push_back((start, lsn));
+        }
+        self.applied = end;
+    }
+
+    /// `FACK`: the offset up to which every applied write is durable in
+    /// this server's log. The log becomes durable in LSN order, so that is
+    /// the start of the first command whose last record is not durable yet.
+    /// While any database is unlogged (level `none`) its writes are never
+    /// durable, and the replica reports 0.
+    fn durable(&mut self, shared: &Shared) -> u64 {
+        let ks = &shared.store.keyspace;
+        if (0..ks.num_dbs()).any(|d| !ks.is_logged(d)) {
+            return 0;
+        }
+        let durable = shared.durable_lsn();
+        while self.pending.front().is_some_and(|&(_, l)| l <= durable) {
+            self.pending.pop_front();
+        }
+        self.pending
+            .front()
+            .map_or(self.applied, |&(start, _)| start)
+    }
+}
+
 /// Applies the command stream, counting its bytes as the offset, and
-/// acknowledges the offset every second and on REPLCONF GETACK.
+/// acknowledges it (`REPLCONF ACK <offset> FACK <durable offset>`) every
+/// second, on REPLCONF GETACK, and whenever the durable offset advances.
 async fn apply_stream(
     shared: &Shared,
     stream: &mut TcpStream,
@@ -369,6 +410,12 @@ async fn apply_stream(
         max_multibulk_len: i32::MAX as u64,
     });
     let mut ack_timer = tokio::time::interval(ACK_PERIOD);
+    let mut durable_rx = shared.durable_tx.subscribe();
+    let mut offsets = DurableOffsets {
+        pending: std::collections::VecDeque::new(),
+        applied: shared.repl.offset(),
+    };
+    let mut sent_fack = None;
     let result = loop {
         let mut ack_now = false;
         loop {
@@ -383,6 +430,7 @@ async fn apply_stream(
             let getack = args.len() >= 2
                 && args[0].eq_ignore_ascii_case(b"replconf")
                 && args[1].eq_ignore_ascii_case(b"getack");
+            let lsn_before = master.state.last_write_lsn;
             if getack {
                 ack_now = true;
             } else if !args[0].eq_ignore_ascii_case(b"ping") {
@@ -392,12 +440,21 @@ async fn apply_stream(
             // server after a promotion can continue from them.
             let mut raw = Vec::with_capacity(used);
             resp(&mut raw, &args.iter().map(|a| &a[..]).collect::<Vec<_>>());
-            shared.repl.stream.backlog.lock().append(&raw);
+            let (start, end) = {
+                let mut b = shared.repl.stream.backlog.lock();
+                let start = b.end;
+                b.append(&raw);
+                (start, b.end)
+            };
+            let lsn = master.state.last_write_lsn;
+            offsets.applied(start, end, (lsn > lsn_before).then_some(lsn));
         }
-        if ack_now {
-            if let Err(e) = send_ack(shared, stream).await {
+        let fack = offsets.durable(shared);
+        if ack_now || sent_fack.is_none_or(|s| fack > s) {
+            if let Err(e) = send_ack(shared, stream, fack).await {
                 break Err(e);
             }
+            sent_fack = Some(fack);
         }
         tokio::select! {
             r = tokio::time::timeout(LINK_TIMEOUT, stream.read_buf(&mut buf)) => {
@@ -408,10 +465,17 @@ async fn apply_stream(
                     Ok(Ok(_)) => shared.repl.link.lock().last_io_ms = crate::util::now_ms(),
                 }
             }
+            r = durable_rx.changed(), if !offsets.pending.is_empty() => {
+                if r.is_err() {
+                    break Err("shutting down".into());
+                }
+            }
             _ = ack_timer.tick() => {
-                if let Err(e) = send_ack(shared, stream).await {
+                let fack = offsets.durable(shared);
+                if let Err(e) = send_ack(shared, stream, fack).await {
                     break Err(e);
                 }
+                sent_fack = Some(fack);
             }
         }
     };
@@ -419,7 +483,18 @@ async fn apply_stream(
     result
 }
 
-async fn send_ack(shared: &Shared, stream: &mut TcpStream) -> LinkResult<()> {
+async fn send_ack(shared: &Shared, stream: &mut TcpStream, fack: u64) -> LinkResult<()> {
     let off = shared.repl.offset().to_string();
-    send(stream, &[b"REPLCONF", b"ACK", off.as_bytes()]).await
+    let fack = fack.to_string();
+    send(
+        stream,
+        &[
+            b"REPLCONF",
+            b"ACK",
+            off.as_bytes(),
+            b"FACK",
+            fack.as_bytes(),
+        ],
+    )
+    .await
 }
