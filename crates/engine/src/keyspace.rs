@@ -42,6 +42,9 @@ pub struct Keyspace {
     /// `crate::replication`); `feeding` says whether to call it.
     feed: OnceLock<Box<dyn ReplicationFeed>>,
     feeding: AtomicBool,
+    /// On a replica: the primary's stream position the applied writes
+    /// reached, as logged with them (`Mutation::ReplOrigin`).
+    repl_origin: Mutex<Option<crate::mutation::ReplOrigin>>,
 }
 
 /// The wall clock in Unix milliseconds.
@@ -78,7 +81,18 @@ impl Keyspace {
             functions: Mutex::new(FunctionLibraries::default()),
             feed: OnceLock::new(),
             feeding: AtomicBool::new(false),
+            repl_origin: Mutex::new(None),
         }
+    }
+
+    /// The replication stream position the last logged record that had
+    /// one reached (None: none yet, or a full sync began after it).
+    pub fn repl_origin(&self) -> Option<crate::mutation::ReplOrigin> {
+        self.repl_origin.lock().clone()
+    }
+
+    pub(crate) fn set_repl_origin(&self, o: &crate::mutation::ReplOrigin) {
+        *self.repl_origin.lock() = (!o.replid.is_empty()).then(|| o.clone());
     }
 
     /// Installs the replication feed (once; later calls are ignored). It

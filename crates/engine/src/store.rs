@@ -468,7 +468,7 @@ fn mutation_db(m: &Mutation) -> Option<usize> {
     match m {
         Mutation::Key { db, .. } | Mutation::FlushDb { db } => Some(*db as usize),
         Mutation::SwapDb { a, b } => Some((*a).max(*b) as usize),
-        Mutation::FlushAll | Mutation::Function(_) => None,
+        Mutation::FlushAll | Mutation::Function(_) | Mutation::ReplOrigin(_) => None,
     }
 }
 

@@ -302,7 +302,7 @@ impl Blocking {
                     .filter(|(d, _)| *d == *db as usize)
                     .for_each(&mut add),
                 Mutation::FlushAll => reg.by_key.keys().for_each(&mut add),
-                Mutation::Function(_) => {}
+                Mutation::Function(_) | Mutation::ReplOrigin(_) => {}
             }
         }
         ready

@@ -137,6 +137,11 @@ pub struct ClientState {
     pub tracking: crate::tracking::Local,
     /// The replication link's client on a replica: exempt from READONLY.
     pub is_master: bool,
+    /// On the replication link's client: the primary's replication ID and
+    /// the stream offset the current command ends at. Logged with the
+    /// command's writes (`Mutation::ReplOrigin`) so a restarted replica
+    /// knows where its log left the stream.
+    pub repl_origin: Option<(bytes::Bytes, u64)>,
     /// REPLCONF listening-port of a replica connecting.
     pub repl_listening_port: u16,
     /// PSYNC/SYNC was accepted: the connection becomes a replica's stream.
@@ -171,6 +176,7 @@ impl ClientState {
             blocked: None,
             tracking: Default::default(),
             is_master: false,
+            repl_origin: None,
             repl_listening_port: 0,
             psync: None,
         }

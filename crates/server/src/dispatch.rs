@@ -257,6 +257,8 @@ fn reply_level(
             }
             // Libraries belong to no database: the connection's decides.
             Mutation::Function(_) => add(of(db)),
+            // Only the replication link writes it, next to its writes.
+            Mutation::ReplOrigin(_) => {}
         }
     }
     level.unwrap_or_else(|| of(db))
@@ -264,8 +266,20 @@ fn reply_level(
 
 /// Commits what the handler applied, then serves clients blocked on the
 /// keys it wrote, and computes the reply's dependency.
-fn finish(ctx: &mut Ctx<'_>, txn: Txn<'_>, frame: Frame) -> Outcome {
+fn finish(ctx: &mut Ctx<'_>, mut txn: Txn<'_>, frame: Frame) -> Outcome {
     let shared = ctx.shared;
+    if let Some((replid, offset)) = ctx.client.repl_origin.take() {
+        if !txn.mutations().is_empty() {
+            let origin = durakv_engine::mutation::ReplOrigin {
+                replid,
+                offset,
+                db: ctx.client.db as u32,
+            };
+            if let Err(e) = txn.apply(Mutation::ReplOrigin(origin)) {
+                tracing::warn!("replication: the stream position could not be logged: {e}");
+            }
+        }
+    }
     let ready = shared.blocking.ready_keys(txn.mutations());
     match commit(shared, ctx.client.durability, ctx.client.db, txn) {
         Ok(out) => {

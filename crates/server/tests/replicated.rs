@@ -198,3 +198,66 @@ fn acknowledged_replicated_writes_survive_primary_and_replica_crash() {
     }
     ok(&mut r, &["SET", "after", "promotion"]);
 }
+
+fn stat(c: &mut Connection, field: &str) -> String {
+    info_field(c, "stats", field)
+}
+
+fn same_data(p: &mut Connection, r: &mut Connection) -> bool {
+    let dp: String = q(p, &["DEBUG", "DIGEST"]);
+    let dr: String = q(r, &["DEBUG", "DIGEST"]);
+    let sizes = |c: &mut Connection| {
+        (0..4)
+            .map(|db| {
+                ok(c, &["SELECT", &db.to_string()]);
+                let n: i64 = q(c, &["DBSIZE"]);
+                n
+            })
+            .collect::<Vec<_>>()
+    };
+    dp == dr && sizes(p) == sizes(r)
+}
+
+/// A replica killed with kill -9 and restarted continues from the offset
+/// its log recorded (+CONTINUE, counted in `sync_partial_ok`), including
+/// the database the stream had selected, and converges.
+#[test]
+fn replica_restart_resumes_with_partial_resync() {
+    let primary = Server::start(&DEBUG);
+    let mut p = primary.conn();
+    for i in 0..200 {
+        ok(&mut p, &["SET", &format!("k{i}"), &format!("v{i}")]);
+    }
+    ok(&mut p, &["RPUSH", "l", "a", "b"]);
+    let mut replica = replica_of(&primary, &[]);
+    ok(&mut p, &["MULTI"]);
+    ok(&mut p, &["INCR", "n"]);
+    ok(&mut p, &["LPUSH", "l", "z"]);
+    ok(&mut p, &["EXEC"]);
+    ok(&mut p, &["SELECT", "3"]);
+    ok(&mut p, &["SET", "in3", "x"]);
+    let got: Vec<i64> = q(&mut p, &["WAITAOF", "0", "1", "5000"]);
+    assert_eq!(got, vec![1, 1]);
+    assert_eq!(stat(&mut p, "sync_full"), "1");
+
+    replica.kill9();
+    // Still in database 3 on the stream: no SELECT precedes these.
+    ok(&mut p, &["SET", "in3b", "y"]);
+    ok(&mut p, &["INCR", "in3n"]);
+    ok(&mut p, &["SELECT", "0"]);
+    ok(&mut p, &["DEL", "k1"]);
+    ok(&mut p, &["LPOP", "l"]);
+
+    replica.restart();
+    let mut r = replica.conn();
+    eventually("the link is up again", || link_up(&mut r));
+    eventually("partial resync", || stat(&mut p, "sync_partial_ok") == "1");
+    assert_eq!(stat(&mut p, "sync_full"), "1");
+    ok(&mut p, &["SET", "after", "restart"]);
+    let n: i64 = q(&mut p, &["WAIT", "1", "5000"]);
+    assert_eq!(n, 1);
+    eventually("the replica converges", || same_data(&mut p, &mut r));
+    ok(&mut r, &["SELECT", "3"]);
+    let v: String = q(&mut r, &["GET", "in3b"]);
+    assert_eq!(v, "y");
+}

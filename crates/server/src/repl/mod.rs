@@ -21,7 +21,7 @@ use durakv_engine::mutation::Mutation;
 use durakv_engine::replication::ReplicationFeed;
 use durakv_engine::value::EncodingLimits;
 use parking_lot::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use tokio::sync::watch;
 
@@ -146,6 +146,12 @@ pub struct Replication {
     pub sync_full: AtomicU64,
     pub sync_partial_ok: AtomicU64,
     pub sync_partial_err: AtomicU64,
+    /// The database the primary's stream has selected, kept across links
+    /// (a partial resync does not repeat the SELECT).
+    pub master_db: AtomicU32,
+    /// The replication ID and offset were restored from this server's log
+    /// at start-up: the first PSYNC asks to continue from them.
+    pub resumable: AtomicBool,
 }
 
 /// Marks a reply dependency at level `replicated`: the LSN with this bit
@@ -206,6 +212,8 @@ impl Replication {
             sync_full: AtomicU64::new(0),
             sync_partial_ok: AtomicU64::new(0),
             sync_partial_err: AtomicU64::new(0),
+            master_db: AtomicU32::new(0),
+            resumable: AtomicBool::new(false),
         }
     }
 

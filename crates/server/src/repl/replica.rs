@@ -12,7 +12,7 @@ use crate::client::ClientState;
 use crate::command::Ctx;
 use crate::state::Shared;
 use bytes::{Bytes, BytesMut};
-use durakv_engine::mutation::{KeyOp, Mutation};
+use durakv_engine::mutation::{KeyOp, Mutation, ReplOrigin};
 use durakv_protocol::{RequestLimits, RequestParser};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -32,6 +32,9 @@ type LinkResult<T> = Result<T, String>;
 /// Follows REPLICAOF's target: one link task at a time.
 pub async fn supervise(shared: Arc<Shared>) {
     let initial = shared.config.read().get("replicaof").unwrap_or_default();
+    if !initial.trim().is_empty() {
+        restore_origin(&shared);
+    }
     let mut parts = initial.split_whitespace();
     if let (Some(h), Some(p)) = (parts.next(), parts.next()) {
         if let Ok(port) = p.parse::<u16>() {
@@ -156,7 +159,8 @@ async fn session(shared: &Shared, host: &str, port: u16) -> LinkResult<()> {
     .await?;
     let (replid, offset) = {
         let ids = shared.repl.ids.lock();
-        let synced = shared.repl.link.lock().last_io_ms != 0;
+        let synced = shared.repl.link.lock().last_io_ms != 0
+            || shared.repl.resumable.load(Ordering::Acquire);
         if synced {
             (ids.replid.clone(), (shared.repl.offset() + 1).to_string())
         } else {
@@ -182,8 +186,12 @@ async fn session(shared: &Shared, host: &str, port: u16) -> LinkResult<()> {
             shared.repl.link.lock().sync_in_progress = true;
             let file = read_rdb(&mut stream, &mut buf).await?;
             let started = std::time::Instant::now();
+            shared.repl.resumable.store(false, Ordering::Release);
+            shared.repl.master_db.store(0, Ordering::Release);
             let mut master = MasterClient::new(shared, &stream);
-            let keys = crate::checkpointer::blocking(|| load(shared, &file, &mut master))?;
+            let origin = (Bytes::from(id.clone().into_bytes()), off);
+            let keys =
+                crate::checkpointer::blocking(|| load(shared, &file, &mut master, origin))?;
             tracing::info!(
                 "full sync: loaded {keys} keys ({} bytes of RDB) in {:.3}s",
                 file.len(),
@@ -268,6 +276,7 @@ impl<'s> MasterClient<'s> {
         handle.replication.store(true, Ordering::Release);
         let mut state = ClientState::new(handle, true);
         state.is_master = true;
+        state.db = shared.repl.master_db.load(Ordering::Acquire) as usize;
         state.reply_mode = crate::client::ReplyMode::Off;
         MasterClient { shared, state }
     }
@@ -295,8 +304,16 @@ impl Drop for MasterClient<'_> {
     }
 }
 
-/// Replaces the dataset with the RDB file's. Returns the keys loaded.
-fn load(shared: &Shared, file: &[u8], master: &mut MasterClient<'_>) -> LinkResult<u64> {
+/// Replaces the dataset with the RDB file's, and logs `origin` (the
+/// primary's ID and the sync's offset) once all of it is. The first record
+/// forgets any earlier position, so a crash mid-load never resumes from
+/// one. Returns the keys loaded.
+fn load(
+    shared: &Shared,
+    file: &[u8],
+    master: &mut MasterClient<'_>,
+    origin: (Bytes, u64),
+) -> LinkResult<u64> {
     let ks = &shared.store.keyspace;
     let wal = shared.store.wal.as_ref();
     let level = |db: usize| shared.effective_durability(None, db);
@@ -304,6 +321,12 @@ fn load(shared: &Shared, file: &[u8], master: &mut MasterClient<'_>) -> LinkResu
     {
         let mut txn = ks.lock_all();
         txn.apply(Mutation::FlushAll).map_err(|e| e.to_string())?;
+        txn.apply(Mutation::ReplOrigin(ReplOrigin {
+            replid: Bytes::new(),
+            offset: 0,
+            db: 0,
+        }))
+        .map_err(|e| e.to_string())?;
         let out = txn.commit(wal, level(0)).map_err(|e| e.to_string())?;
         last_lsn = last_lsn.max(out.lsn);
     }
@@ -341,6 +364,18 @@ fn load(shared: &Shared, file: &[u8], master: &mut MasterClient<'_>) -> LinkResu
             Bytes::from_static(b"REPLACE"),
             code.clone(),
         ]);
+    }
+    last_lsn = last_lsn.max(master.state.last_write_lsn);
+    {
+        let mut txn = ks.lock_keys(std::iter::empty::<&[u8]>());
+        txn.apply(Mutation::ReplOrigin(ReplOrigin {
+            replid: origin.0,
+            offset: origin.1,
+            db: 0,
+        }))
+        .map_err(|e| e.to_string())?;
+        let out = txn.commit(wal, level(0)).map_err(|e| e.to_string())?;
+        last_lsn = last_lsn.max(out.lsn);
     }
     if last_lsn > 0 {
         shared.store.wal.request_sync_upto(last_lsn);
@@ -416,6 +451,7 @@ async fn apply_stream(
         applied: shared.repl.offset(),
     };
     let mut sent_fack = None;
+    let replid = Bytes::from(shared.repl.ids.lock().replid.clone().into_bytes());
     let result = loop {
         let mut ack_now = false;
         loop {
@@ -431,21 +467,24 @@ async fn apply_stream(
                 && args[0].eq_ignore_ascii_case(b"replconf")
                 && args[1].eq_ignore_ascii_case(b"getack");
             let lsn_before = master.state.last_write_lsn;
-            if getack {
-                ack_now = true;
-            } else if !args[0].eq_ignore_ascii_case(b"ping") {
-                master.run(&args);
-            }
             // The backlog keeps the primary's bytes, so replicas of this
             // server after a promotion can continue from them.
             let mut raw = Vec::with_capacity(used);
             resp(&mut raw, &args.iter().map(|a| &a[..]).collect::<Vec<_>>());
-            let (start, end) = {
-                let mut b = shared.repl.stream.backlog.lock();
-                let start = b.end;
-                b.append(&raw);
-                (start, b.end)
-            };
+            let start = shared.repl.stream.backlog.lock().end;
+            let end = start + raw.len() as u64;
+            if getack {
+                ack_now = true;
+            } else if !args[0].eq_ignore_ascii_case(b"ping") {
+                master.state.repl_origin = Some((replid.clone(), end));
+                master.run(&args);
+                master.state.repl_origin = None;
+                shared
+                    .repl
+                    .master_db
+                    .store(master.state.db as u32, Ordering::Release);
+            }
+            shared.repl.stream.backlog.lock().append(&raw);
             let lsn = master.state.last_write_lsn;
             offsets.applied(start, end, (lsn > lsn_before).then_some(lsn));
         }
@@ -497,4 +536,56 @@ async fn send_ack(shared: &Shared, stream: &mut TcpStream, fack: u64) -> LinkRes
         ],
     )
     .await
+}
+
+/// At start-up as a replica: the primary's ID and the offset this
+/// server's log reached, if the log recorded them with the writes, so the
+/// first PSYNC asks to continue from there. Not when a database is
+/// unlogged: its content after a restart is older than that offset.
+fn restore_origin(shared: &Shared) {
+    let ks = &shared.store.keyspace;
+    let Some(origin) = ks.repl_origin() else {
+        return;
+    };
+    if (0..ks.num_dbs()).any(|d| !ks.is_logged(d)) {
+        return;
+    }
+    let replid = String::from_utf8_lossy(&origin.replid).into_owned();
+    tracing::info!(
+        "the log reached offset {} of replication ID {replid}: asking to continue from there",
+        origin.offset
+    );
+    {
+        let mut b = shared.repl.stream.backlog.lock();
+        b.reset_to(origin.offset);
+        let mut ids = shared.repl.ids.lock();
+        ids.replid = replid;
+        ids.replid2 = super::NO_REPLID.to_string();
+        ids.second_offset = -1;
+    }
+    shared.repl.master_db.store(origin.db, Ordering::Release);
+    shared.repl.resumable.store(true, Ordering::Release);
+}
+
+/// Logs that this server's data no longer follows a primary's stream
+/// position (REPLICAOF NO ONE: it takes its own writes from now on), so a
+/// restart never asks to continue from that position.
+pub fn forget_origin(shared: &Shared) {
+    let ks = &shared.store.keyspace;
+    if ks.repl_origin().is_none() {
+        return;
+    }
+    let mut txn = ks.lock_keys(std::iter::empty::<&[u8]>());
+    let cleared = txn.apply(Mutation::ReplOrigin(ReplOrigin {
+        replid: Bytes::new(),
+        offset: 0,
+        db: 0,
+    }));
+    let level = shared.effective_durability(None, 0);
+    if let Err(e) = cleared
+        .map_err(|e| e.to_string())
+        .and_then(|()| txn.commit(shared.store.wal.as_ref(), level).map(|_| ()).map_err(|e| e.to_string()))
+    {
+        tracing::warn!("could not log the end of the replication position: {e}");
+    }
 }
