@@ -823,6 +823,35 @@ mod tests {
     }
 
     #[test]
+    fn stream_positions_round_trip_in_version_4_payloads_only() {
+        let origin = Mutation::ReplOrigin(ReplOrigin {
+            replid: b("ab"),
+            offset: 258,
+            db: 3,
+        });
+        let muts = vec![Mutation::key(3, b("k"), KeyOp::Del), origin.clone()];
+        let mut out = Vec::new();
+        encode_mutations(&muts, &mut out);
+        assert_eq!(out[0], PAYLOAD_VERSION_REPL_ORIGIN);
+        assert_eq!(decode_mutations(&Bytes::from(out.clone())).unwrap(), muts);
+        let total: u64 = muts.iter().map(encoded_len).sum::<u64>() + RECORD_HEADER_BYTES;
+        assert_eq!(total, out.len() as u64);
+        for cut in 0..out.len() {
+            assert!(decode_mutations(&Bytes::copy_from_slice(&out[..cut])).is_err());
+        }
+        // An older version cannot carry one.
+        out[0] = PAYLOAD_VERSION_STREAMS;
+        assert!(decode_mutations(&Bytes::from(out)).is_err());
+        // The documented bytes (docs/format.md, "Record payload").
+        let mut alone = Vec::new();
+        encode_mutations(&[origin], &mut alone);
+        assert_eq!(
+            alone,
+            [4, 1, 0, 0, 0, 6, 2, 0, 0, 0, b'a', b'b', 2, 1, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0]
+        );
+    }
+
+    #[test]
     fn function_changes_round_trip_in_version_2_payloads_only() {
         let muts = vec![
             Mutation::key(0, b("k"), KeyOp::Del),

@@ -190,8 +190,7 @@ async fn session(shared: &Shared, host: &str, port: u16) -> LinkResult<()> {
             shared.repl.master_db.store(0, Ordering::Release);
             let mut master = MasterClient::new(shared, &stream);
             let origin = (Bytes::from(id.clone().into_bytes()), off);
-            let keys =
-                crate::checkpointer::blocking(|| load(shared, &file, &mut master, origin))?;
+            let keys = crate::checkpointer::blocking(|| load(shared, &file, &mut master, origin))?;
             tracing::info!(
                 "full sync: loaded {keys} keys ({} bytes of RDB) in {:.3}s",
                 file.len(),
@@ -582,10 +581,11 @@ pub fn forget_origin(shared: &Shared) {
         db: 0,
     }));
     let level = shared.effective_durability(None, 0);
-    if let Err(e) = cleared
-        .map_err(|e| e.to_string())
-        .and_then(|()| txn.commit(shared.store.wal.as_ref(), level).map(|_| ()).map_err(|e| e.to_string()))
-    {
+    if let Err(e) = cleared.map_err(|e| e.to_string()).and_then(|()| {
+        txn.commit(shared.store.wal.as_ref(), level)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }) {
         tracing::warn!("could not log the end of the replication position: {e}");
     }
 }
