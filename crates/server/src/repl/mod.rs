@@ -59,6 +59,14 @@ impl ReplicationFeed for Feed {
     fn committed(&self, lsn: u64, _time_ms: u64, muts: &[Mutation]) {
         let cmds = effects::translate(muts, &self.limits);
         if cmds.is_empty() {
+            // Nothing to send, but a reply may still depend on the LSN:
+            // it is covered with what the stream holds so far.
+            if lsn != 0 {
+                let mut b = self.stream.backlog.lock();
+                if b.active && !b.paused {
+                    b.index_commit(lsn);
+                }
+            }
             return;
         }
         let mut b = self.stream.backlog.lock();
