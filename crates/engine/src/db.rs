@@ -91,6 +91,9 @@ pub struct Db {
     /// The latest time a lookup ran at, in seconds: what new entries are
     /// stamped with (0 until the first lookup, e.g. while loading).
     now_s: u32,
+    /// Lookups leave LRU/LFU alone: set by a transaction of a client in
+    /// `CLIENT NO-TOUCH` mode for as long as it holds the shard.
+    no_touch: bool,
 }
 
 impl Db {
@@ -116,8 +119,15 @@ impl Db {
         let i = self.live_index(key, now_ms)?;
         let now_s = self.now_s;
         let e = &mut self.map[i];
-        crate::lfu::touch(&mut e.access, now_s);
+        if !self.no_touch {
+            crate::lfu::touch(&mut e.access, now_s);
+        }
         Some(e)
+    }
+
+    /// See the `no_touch` field.
+    pub(crate) fn set_no_touch(&mut self, on: bool) {
+        self.no_touch = on;
     }
 
     /// Like [`Db::get`] without counting as an access (TTL, TYPE, EXISTS,
@@ -141,7 +151,7 @@ impl Db {
             Some(i) => {
                 let now_s = self.now_s;
                 let e = &mut self.map[i];
-                if touch {
+                if touch && !self.no_touch {
                     crate::lfu::touch(&mut e.access, now_s);
                 }
                 let dep = e.lsn.max(floor);
@@ -176,7 +186,9 @@ impl Db {
         let access = self.fresh_access(None);
         let i = match found {
             Some(i) => {
-                crate::lfu::touch(&mut self.map[i].access, access.secs);
+                if !self.no_touch {
+                    crate::lfu::touch(&mut self.map[i].access, access.secs);
+                }
                 i
             }
             None => {

@@ -95,6 +95,8 @@ pub struct Txn<'a> {
     record: Vec<RecordItem>,
     record_bytes: u64,
     dependency_lsn: u64,
+    /// Lookups leave LRU/LFU alone (`CLIENT NO-TOUCH`); undone on drop.
+    no_touch: bool,
 }
 
 impl<'a> Txn<'a> {
@@ -152,6 +154,27 @@ impl<'a> Txn<'a> {
             record: Vec::new(),
             record_bytes: 0,
             dependency_lsn: 0,
+            no_touch: false,
+        }
+    }
+
+    /// Whether this transaction's lookups leave LRU/LFU alone (`CLIENT
+    /// NO-TOUCH`, except for TOUCH itself). The flag lives in the locked
+    /// databases while the locks are held, and is cleared when the
+    /// transaction ends.
+    pub fn no_touch(&self) -> bool {
+        self.no_touch
+    }
+
+    pub fn set_no_touch(&mut self, on: bool) {
+        if on == self.no_touch {
+            return;
+        }
+        self.no_touch = on;
+        for (_, g) in self.guards.iter_mut() {
+            for d in g.dbs.iter_mut() {
+                d.set_no_touch(on);
+            }
         }
     }
 
@@ -663,6 +686,7 @@ pub fn replay_record(
         record: Vec::new(),
         record_bytes: 0,
         dependency_lsn: 0,
+        no_touch: false,
     };
     for (_, g) in txn.guards.iter_mut() {
         g.tick(time_ms);
@@ -677,4 +701,12 @@ pub fn replay_record(
         g.applied_lsn = lsn;
     }
     Ok(())
+}
+
+impl Drop for Txn<'_> {
+    fn drop(&mut self) {
+        // The shards outlive the transaction; the next one to lock them
+        // must not inherit this client's NO-TOUCH.
+        self.set_no_touch(false);
+    }
 }

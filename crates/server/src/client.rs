@@ -50,6 +50,7 @@ pub struct ClientInfo {
     pub multi: i64,
     pub watch: usize,
     pub durability: Option<Durability>,
+    pub no_touch: bool,
     pub user: String,
     pub qbuf: usize,
     pub omem: usize,
@@ -105,6 +106,8 @@ pub struct ClientState {
     pub watched: Vec<Watched>,
     /// `CLIENT DURABILITY`; None means the database's level.
     pub durability: Option<Durability>,
+    /// `CLIENT NO-TOUCH`: this client's reads leave LRU/LFU alone.
+    pub no_touch: bool,
     /// Close the connection after the current reply (QUIT, protocol error).
     pub close_after_reply: bool,
     /// Highest LSN this connection's writes produced (WAITAOF waits for it).
@@ -160,6 +163,7 @@ impl ClientState {
             multi: None,
             watched: Vec::new(),
             durability: None,
+            no_touch: false,
             close_after_reply: false,
             last_write_lsn: 0,
             last_write_offset: 0,
@@ -199,7 +203,8 @@ impl ClientState {
             self.db,
             self.durability
                 .map(|d| d.strictness() as usize + 1)
-                .unwrap_or(0),
+                .unwrap_or(0)
+                | (self.no_touch as usize) << 8,
             self.protocol.version() as usize,
             self.multi.as_ref().map(|m| m.queued.len() + 1).unwrap_or(0),
             self.watched.len(),
@@ -224,6 +229,7 @@ impl ClientState {
             .unwrap_or(-1);
         i.watch = self.watched.len();
         i.durability = self.durability;
+        i.no_touch = self.no_touch;
         i.user.clone_from(&self.user);
         i.qbuf = qbuf;
         i.omem = omem;

@@ -120,6 +120,7 @@ fn run(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> Outcome {
                 Ok(t) => t,
                 Err(busy) => return Outcome::now(busy),
             };
+            txn.set_no_touch(ctx.client.no_touch);
             ctx.client.may_block = spec.flags & flags::BLOCKING != 0;
             let frame = into_frame(crate::notify::run_data(f, ctx, &mut txn, spec, args));
             ctx.client.may_block = false;
@@ -380,6 +381,7 @@ pub fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
             return Outcome::now(busy);
         }
     };
+    txn.set_no_touch(ctx.client.no_touch);
     let now = txn.now_ms;
     let expired = ctx
         .client

@@ -58,6 +58,21 @@ fn squeeze(c: &mut redis::Connection, keys: u64) {
     let _: () = q(c, &["CONFIG", "SET", "maxmemory", "0"]);
 }
 
+/// LFU factor 0 and no decay: every access adds one to OBJECT FREQ.
+fn count_every_access(c: &mut redis::Connection) {
+    let _: () = q(
+        c,
+        &[
+            "CONFIG",
+            "SET",
+            "lfu-log-factor",
+            "0",
+            "lfu-decay-time",
+            "0",
+        ],
+    );
+}
+
 fn evicted_keys(c: &mut redis::Connection) -> u64 {
     info_field(c, "stats", "evicted_keys").parse().unwrap()
 }
@@ -168,8 +183,11 @@ fn noeviction_refuses_writes_with_redis_error_and_keeps_serving_reads() {
     let srv = Server::start(&["--durability", "none"]);
     let mut c = srv.conn();
     load(&mut c, "k", 100, None);
-    let _: () = q(&mut c, &["CONFIG", "SET", "maxmemory", "1mb"]);
-    assert_eq!(info_field(&mut c, "memory", "maxmemory"), "1048576");
+    // Below what the server uses now by half the keys: a fixed figure
+    // would depend on buffers the server happens to hold at the moment.
+    let limit = used(&mut c) - 50 * VALUE_BYTES as u64;
+    let _: () = q(&mut c, &["CONFIG", "SET", "maxmemory", &limit.to_string()]);
+    assert_eq!(info_field(&mut c, "memory", "maxmemory"), limit.to_string());
     assert_eq!(
         info_field(&mut c, "memory", "maxmemory_policy"),
         "noeviction"
@@ -281,21 +299,48 @@ fn directives_are_real_and_validated() {
     }
     assert!(err(&mut c, &["CONFIG", "SET", "maxmemory-policy", "lru"]).contains("must be one of"));
     assert!(err(&mut c, &["CONFIG", "SET", "maxmemory-samples", "0"]).contains("between 1 and 64"));
-    let _: () = q(
-        &mut c,
-        &[
-            "CONFIG",
-            "SET",
-            "lfu-log-factor",
-            "0",
-            "lfu-decay-time",
-            "0",
-        ],
-    );
+    count_every_access(&mut c);
     let _: () = q(&mut c, &["SET", "f", "1"]);
     for _ in 0..20 {
         let _: String = q(&mut c, &["GET", "f"]);
     }
     // Factor 0: every access counts.
     assert_eq!(q::<i64>(&mut c, &["OBJECT", "FREQ", "f"]), 25);
+}
+
+#[test]
+fn client_no_touch_leaves_lfu_alone_except_for_touch() {
+    let srv = Server::start(&["--maxmemory-policy", "allkeys-lfu"]);
+    let mut c = srv.conn();
+    count_every_access(&mut c);
+    let _: () = q(&mut c, &["SET", "f", "1"]);
+    let _: () = q(&mut c, &["CLIENT", "NO-TOUCH", "ON"]);
+    let flags: String = q(&mut c, &["CLIENT", "INFO"]);
+    assert!(flags.contains("flags=T"), "{flags}");
+    for _ in 0..10 {
+        let _: String = q(&mut c, &["GET", "f"]);
+    }
+    let _: String = q(
+        &mut c,
+        &["EVAL", "return redis.call('GET', KEYS[1])", "1", "f"],
+    );
+    let _: () = q(&mut c, &["MULTI"]);
+    let _: () = q(&mut c, &["GET", "f"]);
+    let _: Vec<String> = q(&mut c, &["EXEC"]);
+    assert_eq!(
+        q::<i64>(&mut c, &["OBJECT", "FREQ", "f"]),
+        5,
+        "reads counted"
+    );
+    // TOUCH is how a NO-TOUCH client asks for an access.
+    assert_eq!(q::<i64>(&mut c, &["TOUCH", "f"]), 1);
+    assert_eq!(q::<i64>(&mut c, &["OBJECT", "FREQ", "f"]), 6);
+    // Another client's reads still count, in the same shard right after.
+    let mut other = srv.conn();
+    let _: String = q(&mut other, &["GET", "f"]);
+    assert_eq!(q::<i64>(&mut c, &["OBJECT", "FREQ", "f"]), 7);
+    let _: () = q(&mut c, &["CLIENT", "NO-TOUCH", "OFF"]);
+    let _: String = q(&mut c, &["GET", "f"]);
+    assert_eq!(q::<i64>(&mut c, &["OBJECT", "FREQ", "f"]), 8);
+    assert!(err(&mut c, &["CLIENT", "NO-TOUCH", "maybe"]).contains("syntax error"));
 }

@@ -356,11 +356,39 @@ impl Wal {
             })
             .collect();
 
+        // Streams that start a new segment get it zero-filled in parallel:
+        // one after another, N throttled volumes would take N times as long
+        // to come up.
+        let mut first_spares: Vec<Option<std::io::Result<segment::Spare>>> =
+            std::thread::scope(|scope| {
+                let jobs: Vec<_> = rec
+                    .plans
+                    .iter()
+                    .zip(&params)
+                    .map(|(plan, p)| {
+                        plan.append.is_none().then(|| {
+                            scope.spawn(move || {
+                                prepare_spare(p, "inline", p.zero_fill, &|_, _| true)
+                            })
+                        })
+                    })
+                    .collect();
+                jobs.into_iter()
+                    .map(|job| {
+                        job.map(|h| {
+                            h.join().unwrap_or_else(|_| {
+                                Err(std::io::Error::other("segment preparation panicked"))
+                            })
+                        })
+                    })
+                    .collect()
+            });
+
         // Make every stream's active segment ready before accepting writes
         // (for a new epoch this is what closes the old one).
         let mut writers = Vec::with_capacity(n);
         let mut lists = Vec::with_capacity(n);
-        for (plan, p) in rec.plans.into_iter().zip(&params) {
+        for ((plan, p), first_spare) in rec.plans.into_iter().zip(&params).zip(&mut first_spares) {
             let mut segments = plan.segments;
             let active = match plan.append {
                 Some(ap) => ActiveSegment::new(
@@ -373,7 +401,9 @@ impl Wal {
                 ),
                 None => {
                     let first_lsn = rec.last_lsn + 1;
-                    let spare = prepare_spare(p, "inline", p.zero_fill, &|_, _| true)
+                    let spare = first_spare
+                        .take()
+                        .unwrap_or_else(|| prepare_spare(p, "inline", p.zero_fill, &|_, _| true))
                         .map_err(|e| WalError::io(&p.dir, e))?;
                     let seg =
                         install_spare(p, spare, first_lsn).map_err(|e| WalError::io(&p.dir, e))?;

@@ -84,15 +84,24 @@ fn client(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         "kill" => Ok(client_kill(ctx, args)),
         "unblock" => super::blocking::client_unblock(ctx, args),
         "setinfo" => Ok(client_setinfo(ctx, args)),
-        "no-evict" | "no-touch" => {
-            // Accepted so client libraries that set them work; durakv never
-            // evicts clients, and NO-TOUCH is not honoured yet: the client's
-            // reads still update LRU/LFU.
+        "no-evict" => {
+            // Accepted so client libraries that set it work: durakv never
+            // evicts clients.
             if is(&args[2], "on") || is(&args[2], "off") {
                 Ok(Frame::ok())
             } else {
                 Err(errors::err(errors::SYNTAX))
             }
+        }
+        "no-touch" => {
+            if is(&args[2], "on") {
+                ctx.client.no_touch = true;
+            } else if is(&args[2], "off") {
+                ctx.client.no_touch = false;
+            } else {
+                return Err(errors::err(errors::SYNTAX));
+            }
+            Ok(Frame::ok())
         }
         "reply" => {
             if is(&args[2], "on") {
@@ -217,6 +226,7 @@ fn caller_info(ctx: &Ctx<'_>) -> ClientInfo {
             .unwrap_or(-1),
         watch: c.watched.len(),
         durability: c.durability,
+        no_touch: c.no_touch,
         user: c.user.clone(),
         qbuf: 0,
         omem: 0,
@@ -249,6 +259,9 @@ fn client_line(h: &ClientHandle, info: &ClientInfo, tracking: &(String, i64)) ->
     }
     if h.blocked.load(Ordering::Acquire) {
         flags.push('b');
+    }
+    if info.no_touch {
+        flags.push('T');
     }
     if flags.is_empty() {
         flags.push('N');

@@ -124,6 +124,7 @@ fn reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
     ctx.client.protocol = Protocol::Resp2;
     ctx.client.name = None;
     ctx.client.durability = None;
+    ctx.client.no_touch = false;
     ctx.client.authenticated = ctx.shared.config.read().requirepass.is_none();
     ctx.client.user = "default".into();
     Ok(Frame::simple("RESET"))

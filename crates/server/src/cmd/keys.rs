@@ -132,7 +132,13 @@ fn exists(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
 }
 
 fn touch(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
-    Ok(count_existing(ctx, txn, &args[1..], true))
+    // TOUCH counts as an access even for a CLIENT NO-TOUCH client: it is
+    // how such a client asks for one.
+    let no_touch = txn.no_touch();
+    txn.set_no_touch(false);
+    let n = count_existing(ctx, txn, &args[1..], true);
+    txn.set_no_touch(no_touch);
+    Ok(n)
 }
 
 fn type_cmd(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
