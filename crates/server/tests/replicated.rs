@@ -276,7 +276,12 @@ fn signal(srv: &Server, sig: &str) {
 /// once the replica runs again the same read is answered.
 #[test]
 fn replicated_reads_wait_for_the_replica() {
-    let primary = Server::start(&["--durability", "replicated", "--replicated-timeout-ms", "400"]);
+    let primary = Server::start(&[
+        "--durability",
+        "replicated",
+        "--replicated-timeout-ms",
+        "400",
+    ]);
     let replica = replica_of(&primary, &[]);
     let mut p = primary.conn();
     ok(&mut p, &["SET", "k", "1"]);
