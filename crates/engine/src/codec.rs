@@ -128,6 +128,13 @@ pub fn encode_record<'m>(
     }
 }
 
+/// Whether a payload holds state that checkpoints do not store, so that
+/// recovery must read it even when a checkpoint covers its record: a
+/// replica's stream position (only version 4 payloads can hold one).
+pub fn covered_state(payload: &[u8]) -> bool {
+    payload.first() == Some(&PAYLOAD_VERSION_REPL_ORIGIN)
+}
+
 /// Whether `m` needs a version 3 payload.
 fn has_stream(m: &Mutation) -> bool {
     matches!(

@@ -486,7 +486,7 @@ impl<'a> Txn<'a> {
         }
         if let Mutation::ReplOrigin(o) = m {
             if !replay {
-                self.ks.set_repl_origin(o);
+                self.ks.set_repl_origin(o, u64::MAX);
             }
             return Ok(());
         }
@@ -646,10 +646,11 @@ pub fn replay_record(
             f.write_lsn = lsn;
         }
     }
-    // Records are replayed in LSN order, so the last position wins.
+    // The highest LSN's position wins (records a checkpoint covers are
+    // met before the rest, stream by stream).
     for m in muts {
         if let Mutation::ReplOrigin(o) = m {
-            ks.set_repl_origin(o);
+            ks.set_repl_origin(o, lsn);
         }
     }
     let shard_muts = muts.iter().filter(|m| !m.is_shardless());

@@ -298,3 +298,32 @@ fn replicated_reads_wait_for_the_replica() {
     let v: String = q(&mut p, &["GET", "k"]);
     assert_eq!(v, "2");
 }
+
+/// A replica shut down cleanly (its final checkpoint covers every record)
+/// still continues from its position: recovery reads the position from
+/// records the checkpoint covers.
+#[test]
+fn replica_restart_after_checkpoint_resumes_with_partial_resync() {
+    let primary = Server::start(&DEBUG);
+    let mut p = primary.conn();
+    let mut replica = replica_of(&primary, &[]);
+    for i in 0..100 {
+        ok(&mut p, &["RPUSH", "l", &i.to_string()]);
+    }
+    let got: Vec<i64> = q(&mut p, &["WAITAOF", "0", "1", "5000"]);
+    assert_eq!(got, vec![1, 1]);
+    let mut r = replica.conn();
+    ok(&mut r, &["SAVE"]);
+    assert_eq!(replica.terminate(), Some(0));
+    ok(&mut p, &["RPUSH", "l", "after"]);
+    replica.restart();
+    let mut r = replica.conn();
+    eventually("partial resync", || stat(&mut p, "sync_partial_ok") == "1");
+    assert_eq!(stat(&mut p, "sync_full"), "1");
+    let n: i64 = q(&mut p, &["WAIT", "1", "5000"]);
+    assert_eq!(n, 1);
+    eventually("the replica converges", || same_data(&mut p, &mut r));
+    ok(&mut r, &["SELECT", "0"]);
+    let n: i64 = q(&mut r, &["LLEN", "l"]);
+    assert_eq!(n, 101);
+}
