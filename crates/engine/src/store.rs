@@ -198,6 +198,7 @@ impl Store {
         wal_cfg.max_record_bytes = cfg.wal_max_record_bytes;
         wal_cfg.syncs_in_flight = cfg.wal_syncs_in_flight;
         wal_cfg.sync_overlap_us = cfg.wal_sync_overlap_us;
+        wal_cfg.read_covered = Some(codec::covered_state);
         let start_after = loaded.as_ref().map_or(0, |l| l.replay_lsn);
         let mut apply = |lsn: u64, time_ms: u64, payload: &[u8]| {
             if lsn <= start_after {
