@@ -153,6 +153,61 @@ fn redis_target_against_in_process_server() {
 }
 
 #[test]
+fn redis_target_sends_reads_and_scans_to_replicas_and_writes_to_the_primary() {
+    let primary = MockServer::start();
+    let empty = MockServer::start();
+    let port = primary.port.to_string();
+    let w = mixed_workload(100, 200);
+    run("redis", Phase::Load, 2, &w, &[("redis.port", &port)]);
+    // A "replica" with no data: every read and scan comes back empty, and
+    // every write still lands on the primary.
+    let replicas = format!("127.0.0.1:{}", empty.port);
+    let r = run(
+        "redis",
+        Phase::Run,
+        4,
+        &w,
+        &[("redis.port", &port), ("redis.replicas", &replicas)],
+    );
+    assert_eq!(r.errors_total, 0, "{:?}", r.error_samples);
+    assert_eq!(returns(&r, "READ", "OK"), 0);
+    assert!(returns(&r, "READ", "NOT_FOUND") > 0);
+    assert_eq!(empty.hash_count(), 0);
+    assert_eq!(empty.zcard("_indices"), 0);
+    let total = 100 + returns(&r, "INSERT", "OK") as usize;
+    assert_eq!(primary.hash_count(), total);
+    // Two replicas with the data (the primary itself, twice): reads find it.
+    let both = format!("127.0.0.1:{port},[127.0.0.1]:{port}");
+    let r = run(
+        "redis",
+        Phase::Run,
+        4,
+        &w,
+        &[("redis.port", &port), ("redis.replicas", &both)],
+    );
+    assert_eq!(returns(&r, "READ", "NOT_FOUND"), 0);
+    assert!(returns(&r, "READ", "OK") > 0);
+    // A bad list is refused before the run starts.
+    let mut p = Props::new();
+    for (k, v) in &w {
+        p.set(k.clone(), v.clone());
+    }
+    p.set("redis.port", port.clone());
+    p.set("redis.replicas", "127.0.0.1");
+    let opts = YcsbOptions {
+        phase: Phase::Run,
+        db: "redis".into(),
+        props: p,
+        threads: 1,
+        target_ops_per_sec: None,
+        status: false,
+        label: String::new(),
+    };
+    let e = run_ycsb(&opts, None).unwrap_err().to_string();
+    assert!(e.contains("redis.replicas"), "{e}");
+}
+
+#[test]
 fn redis_target_counts_errors_when_the_server_goes_away() {
     let server = MockServer::start();
     let port = server.port.to_string();

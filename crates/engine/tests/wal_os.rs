@@ -298,3 +298,78 @@ fn recovery_speed() {
         bytes as f64 / 1048576.0 / el
     );
 }
+
+fn files_ending(dir: &Path, suffix: &str) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(suffix))
+        .collect();
+    v.sort();
+    v
+}
+
+fn inode(p: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(p).unwrap().ino()
+}
+
+#[test]
+fn a_finished_spare_segment_is_used_by_the_next_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let seg = 256 * 1024;
+    let cfg = config(tmp.path(), 1, seg);
+    let dir = cfg.dirs[0].clone();
+    let appended = Appended::default();
+    {
+        let (wal, _, _) = open(Arc::new(OsFs), &cfg, 0).unwrap();
+        let wal = Arc::new(wal);
+        while wal.stats().spare_segments_ready < 1 {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        workload(&wal, &appended, 5, 1, 20, 1.0, 50);
+        wal.close().unwrap();
+    }
+    // A finished spare is named ready; nothing is left half-prepared.
+    let ready = files_ending(&dir, ".ready");
+    assert_eq!(ready.len(), 1, "{ready:?}");
+    assert!(files_ending(&dir, ".spare").is_empty());
+    let kept = inode(&ready[0]);
+
+    // A restart that appends to its old segment keeps it for its first
+    // rotation instead of preparing another one.
+    {
+        let (wal, stats, got) = open(Arc::new(OsFs), &cfg, 0).unwrap();
+        check_recovered("restart with a ready spare", &got, &stats, &appended, 0, 20);
+        assert_eq!(wal.stats().spare_segments_ready, 1);
+        wal.close().unwrap();
+    }
+    let ready = files_ending(&dir, ".ready");
+    assert_eq!(ready.len(), 1, "{ready:?}");
+    assert_eq!(inode(&ready[0]), kept, "the same file is kept");
+
+    // A log that starts a new segment at open uses it as that segment.
+    for s in segment_files(&dir) {
+        std::fs::remove_file(s).unwrap();
+    }
+    // Ready files of another size (the segment size changed) are dropped.
+    std::fs::write(dir.join("wal-000.old.ready"), vec![0u8; 4096]).unwrap();
+    {
+        let (wal, _, got) = open(Arc::new(OsFs), &cfg, 0).unwrap();
+        assert!(got.is_empty());
+        let segs = segment_files(&dir);
+        assert_eq!(segs.len(), 1, "{segs:?}");
+        assert_eq!(inode(&segs[0]), kept, "the ready file became the segment");
+        assert!(!dir.join("wal-000.old.ready").exists());
+        let lsn = wal
+            .append(0, 0, Durability::Full, &mut |b: &mut Vec<u8>| {
+                b.extend_from_slice(b"after")
+            })
+            .unwrap();
+        wal.wait_durable(lsn).unwrap();
+        wal.close().unwrap();
+    }
+    let (_wal, _, got) = open(Arc::new(OsFs), &cfg, 0).unwrap();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].2, b"after");
+}

@@ -6,13 +6,16 @@
 //! `String.hashCode` of the key, which is what scans walk
 //! (`ZRANGEBYSCORE _indices <score> +inf LIMIT 0 n`, then one read per key).
 //! Commands that YCSB issues one after another (HMSET + ZADD, DEL + ZREM,
-//! the reads of a scan) are pipelined into one write.
+//! the reads of a scan) are pipelined into one write. With
+//! `redis.replicas`, each client sends its reads and scans to one of the
+//! replicas (client by client, in turn) and its writes to the primary.
 
 use super::{FieldSel, Schema, Status, TargetInfo, Values};
 use crate::keys::index_score;
 use crate::props::Props;
 use crate::resp::{probe_durability, RespConn, RespEndpoint, RespError};
 use durakv_protocol::Frame;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -26,10 +29,36 @@ const RECONNECT_BACKOFF_MS: u64 = 100;
 
 pub struct RedisTarget {
     pub endpoint: RespEndpoint,
+    /// Where reads go (`redis.replicas`); empty: to `endpoint`.
+    pub replicas: Vec<RespEndpoint>,
+    /// The replica the next client connecting reads from.
+    next_replica: AtomicUsize,
     pub schema: Arc<Schema>,
     /// Per-operation deadline; a request that exceeds it is an error and its
     /// connection is replaced (its replies could no longer be matched).
     pub op_timeout: Duration,
+}
+
+/// `redis.replicas`: `host:port` entries separated by commas (an IPv6
+/// host in brackets).
+pub fn parse_replicas(list: &str) -> Result<Vec<(String, u16)>, String> {
+    list.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|entry| {
+            let (host, port) = entry
+                .rsplit_once(':')
+                .ok_or_else(|| format!("redis.replicas: '{entry}' is not host:port"))?;
+            let host = host.trim_start_matches('[').trim_end_matches(']');
+            let port: u16 = port
+                .parse()
+                .map_err(|_| format!("redis.replicas: bad port in '{entry}'"))?;
+            if host.is_empty() {
+                return Err(format!("redis.replicas: no host in '{entry}'"));
+            }
+            Ok((host.to_string(), port))
+        })
+        .collect()
 }
 
 impl RedisTarget {
@@ -49,41 +78,129 @@ impl RedisTarget {
         let timeout_ms = props
             .u64_or("redis.timeout", 2000)
             .map_err(|e| e.to_string())?;
-        Ok(RedisTarget {
-            endpoint: RespEndpoint {
-                host: props.str_or("redis.host", "127.0.0.1"),
+        let endpoint = RespEndpoint {
+            host: props.str_or("redis.host", "127.0.0.1"),
+            port,
+            username,
+            password,
+            connect_timeout_ms: timeout_ms,
+        };
+        let replicas = parse_replicas(props.get("redis.replicas").unwrap_or(""))?
+            .into_iter()
+            .map(|(host, port)| RespEndpoint {
+                host,
                 port,
-                username,
-                password,
-                connect_timeout_ms: timeout_ms,
-            },
+                ..endpoint.clone()
+            })
+            .collect();
+        Ok(RedisTarget {
+            endpoint,
+            replicas,
+            next_replica: AtomicUsize::new(0),
             schema,
             op_timeout: Duration::from_millis(timeout_ms.max(1)),
         })
     }
 
+    /// Where the next client sends its reads.
+    fn read_endpoint(&self) -> Option<RespEndpoint> {
+        if self.replicas.is_empty() {
+            return None;
+        }
+        let i = self.next_replica.fetch_add(1, Ordering::Relaxed) % self.replicas.len();
+        Some(self.replicas[i].clone())
+    }
+
     pub async fn prepare(&self) -> Result<TargetInfo, String> {
-        let mut conn = RespConn::connect(&self.endpoint)
-            .await
-            .map_err(|e| format!("cannot connect to {}: {e}", self.endpoint.addr()))?;
-        match conn.call(&[b"PING"]).await {
-            Ok(Frame::Error(e)) => {
-                return Err(format!("PING failed: {}", String::from_utf8_lossy(&e)));
-            }
-            Ok(_) => {}
-            Err(e) => return Err(format!("PING failed: {e}")),
+        let mut conn = ping(&self.endpoint).await?;
+        let mut notes = vec![format!("redis target at {}", self.endpoint.addr())];
+        for r in &self.replicas {
+            ping(r).await?;
+        }
+        if !self.replicas.is_empty() {
+            let list: Vec<String> = self.replicas.iter().map(RespEndpoint::addr).collect();
+            notes.push(format!(
+                "reads and scans from replicas {} (one per client, in turn); writes to the primary",
+                list.join(", ")
+            ));
         }
         Ok(TargetInfo {
             durability: probe_durability(&mut conn).await,
-            notes: vec![format!("redis target at {}", self.endpoint.addr())],
+            notes,
         })
     }
 }
 
-pub struct RedisClient {
-    target: Arc<RedisTarget>,
+async fn ping(endpoint: &RespEndpoint) -> Result<RespConn, String> {
+    let mut conn = RespConn::connect(endpoint)
+        .await
+        .map_err(|e| format!("cannot connect to {}: {e}", endpoint.addr()))?;
+    match conn.call(&[b"PING"]).await {
+        Ok(Frame::Error(e)) => Err(format!(
+            "PING {} failed: {}",
+            endpoint.addr(),
+            String::from_utf8_lossy(&e)
+        )),
+        Ok(_) => Ok(conn),
+        Err(e) => Err(format!("PING {} failed: {e}", endpoint.addr())),
+    }
+}
+
+/// One server connection of a client, reconnected after a failure.
+struct Link {
+    endpoint: RespEndpoint,
     conn: Option<RespConn>,
     retry_at: Option<Instant>,
+}
+
+impl Link {
+    async fn open(endpoint: RespEndpoint) -> Result<Link, String> {
+        let conn = RespConn::connect(&endpoint)
+            .await
+            .map_err(|e| format!("cannot connect to {}: {e}", endpoint.addr()))?;
+        Ok(Link {
+            endpoint,
+            conn: Some(conn),
+            retry_at: None,
+        })
+    }
+
+    /// The live connection, reconnecting after a failure.
+    async fn get(&mut self, last_error: &mut Option<String>) -> Option<&mut RespConn> {
+        if self.conn.is_none() {
+            if let Some(at) = self.retry_at {
+                tokio::time::sleep_until(at).await;
+            }
+            match RespConn::connect(&self.endpoint).await {
+                Ok(c) => {
+                    self.conn = Some(c);
+                    self.retry_at = None;
+                }
+                Err(e) => {
+                    *last_error =
+                        Some(format!("reconnect to {} failed: {e}", self.endpoint.addr()));
+                    self.retry_at =
+                        Some(Instant::now() + Duration::from_millis(RECONNECT_BACKOFF_MS));
+                    return None;
+                }
+            }
+        }
+        self.conn.as_mut()
+    }
+}
+
+/// Which connection an operation uses.
+#[derive(Clone, Copy)]
+enum Route {
+    Write,
+    Read,
+}
+
+pub struct RedisClient {
+    target: Arc<RedisTarget>,
+    primary: Link,
+    /// Reads and scans, when `redis.replicas` is set.
+    replica: Option<Link>,
     pub last_error: Option<String>,
 }
 
@@ -94,37 +211,37 @@ enum Outcome {
 
 impl RedisClient {
     pub async fn connect(target: Arc<RedisTarget>) -> Result<RedisClient, String> {
-        let conn = RespConn::connect(&target.endpoint)
-            .await
-            .map_err(|e| format!("cannot connect to {}: {e}", target.endpoint.addr()))?;
+        let primary = Link::open(target.endpoint.clone()).await?;
+        let replica = match target.read_endpoint() {
+            Some(e) => Some(Link::open(e).await?),
+            None => None,
+        };
         Ok(RedisClient {
             target,
-            conn: Some(conn),
-            retry_at: None,
+            primary,
+            replica,
             last_error: None,
         })
     }
 
-    /// The live connection, reconnecting after a failure.
-    async fn conn(&mut self) -> Option<&mut RespConn> {
-        if self.conn.is_none() {
-            if let Some(at) = self.retry_at {
-                tokio::time::sleep_until(at).await;
-            }
-            match RespConn::connect(&self.target.endpoint).await {
-                Ok(c) => {
-                    self.conn = Some(c);
-                    self.retry_at = None;
-                }
-                Err(e) => {
-                    self.last_error = Some(format!("reconnect failed: {e}"));
-                    self.retry_at =
-                        Some(Instant::now() + Duration::from_millis(RECONNECT_BACKOFF_MS));
-                    return None;
-                }
-            }
-        }
-        self.conn.as_mut()
+    fn link(&mut self, route: Route) -> (&mut Link, &mut Option<String>) {
+        let RedisClient {
+            primary,
+            replica,
+            last_error,
+            ..
+        } = self;
+        let link = match (route, replica) {
+            (Route::Read, Some(r)) => r,
+            _ => primary,
+        };
+        (link, last_error)
+    }
+
+    /// The live connection for `route`, reconnecting after a failure.
+    async fn conn(&mut self, route: Route) -> Option<&mut RespConn> {
+        let (link, last_error) = self.link(route);
+        link.get(last_error).await
     }
 
     fn note_server_error(&mut self, status: Status, frame: Option<&Frame>) -> Status {
@@ -136,7 +253,7 @@ impl RedisClient {
 
     pub async fn read(&mut self, key: &str, fields: FieldSel) -> Status {
         let target = self.target.clone();
-        let Some(conn) = self.conn().await else {
+        let Some(conn) = self.conn(Route::Read).await else {
             return Status::Error;
         };
         let res = tokio::time::timeout(target.op_timeout, async {
@@ -150,12 +267,12 @@ impl RedisClient {
             }
         })
         .await;
-        self.settle_with_frame(res)
+        self.settle_with_frame(Route::Read, res)
     }
 
     pub async fn insert(&mut self, key: &str, values: &Values) -> Status {
         let target = self.target.clone();
-        let Some(conn) = self.conn().await else {
+        let Some(conn) = self.conn(Route::Write).await else {
             return Status::Error;
         };
         let res = tokio::time::timeout(target.op_timeout, async {
@@ -182,12 +299,12 @@ impl RedisClient {
             (Outcome::Done(Status::Ok), None)
         })
         .await;
-        self.settle_with_frame(res)
+        self.settle_with_frame(Route::Write, res)
     }
 
     pub async fn update(&mut self, key: &str, values: &Values) -> Status {
         let target = self.target.clone();
-        let Some(conn) = self.conn().await else {
+        let Some(conn) = self.conn(Route::Write).await else {
             return Status::Error;
         };
         let res = tokio::time::timeout(target.op_timeout, async {
@@ -199,12 +316,12 @@ impl RedisClient {
             }
         })
         .await;
-        self.settle_with_frame(res)
+        self.settle_with_frame(Route::Write, res)
     }
 
     pub async fn scan(&mut self, start_key: &str, count: usize, fields: FieldSel) -> Status {
         let target = self.target.clone();
-        let Some(conn) = self.conn().await else {
+        let Some(conn) = self.conn(Route::Read).await else {
             return Status::Error;
         };
         let res = tokio::time::timeout(target.op_timeout, async {
@@ -251,12 +368,12 @@ impl RedisClient {
             (Outcome::Done(status), bad)
         })
         .await;
-        self.settle_with_frame(res)
+        self.settle_with_frame(Route::Read, res)
     }
 
     pub async fn delete(&mut self, key: &str) -> Status {
         let target = self.target.clone();
-        let Some(conn) = self.conn().await else {
+        let Some(conn) = self.conn(Route::Write).await else {
             return Status::Error;
         };
         let res = tokio::time::timeout(target.op_timeout, async {
@@ -282,7 +399,7 @@ impl RedisClient {
             }
         })
         .await;
-        self.settle_with_frame(res)
+        self.settle_with_frame(Route::Write, res)
     }
 
     /// Turns an operation's outcome into its status, remembering why it
@@ -290,13 +407,14 @@ impl RedisClient {
     /// step with its requests.
     fn settle_with_frame(
         &mut self,
+        route: Route,
         res: Result<(Outcome, Option<Frame>), tokio::time::error::Elapsed>,
     ) -> Status {
         match res {
             Ok((Outcome::Done(s), frame)) => self.note_server_error(s, frame.as_ref()),
             Ok((Outcome::Failed(e), _)) => {
                 self.last_error = Some(e.to_string());
-                self.conn = None;
+                self.link(route).0.conn = None;
                 Status::Error
             }
             Err(_) => {
@@ -304,7 +422,7 @@ impl RedisClient {
                     "request timed out after {} ms (redis.timeout)",
                     self.target.op_timeout.as_millis()
                 ));
-                self.conn = None;
+                self.link(route).0.conn = None;
                 Status::Error
             }
         }
@@ -366,6 +484,18 @@ fn push_hmset(conn: &mut RespConn, key: &str, values: &Values, schema: &Schema) 
 mod tests {
     use super::*;
     use bytes::Bytes;
+
+    #[test]
+    fn replica_lists_parse() {
+        assert_eq!(
+            parse_replicas("10.0.0.1:6380, [::1]:6381,").unwrap(),
+            vec![("10.0.0.1".to_string(), 6380), ("::1".to_string(), 6381)]
+        );
+        assert!(parse_replicas("").unwrap().is_empty());
+        assert!(parse_replicas("host").is_err());
+        assert!(parse_replicas("host:99999").is_err());
+        assert!(parse_replicas(":6379").is_err());
+    }
 
     #[test]
     fn read_status_classifies_replies() {

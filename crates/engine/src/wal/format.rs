@@ -335,11 +335,28 @@ pub fn parse_segment_file_name(name: &str) -> Option<(u32, u64, u64)> {
     Some((stream, epoch, first))
 }
 
-/// A pre-allocated segment not yet in use (`wal-<stream>.<tag>.spare`).
-/// Never contains log data that matters: recovery deletes it. The tag keeps
-/// the background preparer and an inline preparation apart.
+/// A segment file being preallocated (`wal-<stream>.<tag>.spare`). Never
+/// contains log data that matters: recovery deletes it. The tag keeps the
+/// background preparer and an inline preparation apart.
 pub fn spare_file_name(stream: u32, tag: &str) -> String {
     format!("wal-{stream:03}.{tag}.spare")
+}
+
+/// A preallocated segment file, complete and synced, not yet in use
+/// (`wal-<stream>.<tag>.ready`): a spare is renamed to this once it is
+/// whole, so the next run can use it instead of preparing one.
+pub fn ready_file_name(stream: u32, tag: &str) -> String {
+    format!("wal-{stream:03}.{tag}.ready")
+}
+
+/// The stream a ready file was prepared for, from its name.
+pub fn parse_ready_file_name(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix("wal-")?.strip_suffix(".ready")?;
+    let (stream, tag) = rest.split_once('.')?;
+    if stream.len() != 3 || tag.is_empty() || tag.contains('.') {
+        return None;
+    }
+    stream.parse().ok()
 }
 
 pub fn is_spare_file_name(name: &str) -> bool {
@@ -500,6 +517,12 @@ mod tests {
         assert_eq!(parse_segment_file_name("wal-001.bg.spare"), None);
         assert_eq!(parse_segment_file_name("wal-1-2-3-4.log"), None);
         assert!(is_spare_file_name(&spare_file_name(3, "bg")));
+        assert_eq!(parse_ready_file_name(&ready_file_name(3, "bg7")), Some(3));
+        assert_eq!(parse_ready_file_name("wal-003.bg7.spare"), None);
+        assert_eq!(parse_ready_file_name("wal-3.bg7.ready"), None);
+        assert_eq!(parse_ready_file_name("wal-003..ready"), None);
+        assert_eq!(parse_segment_file_name(&ready_file_name(3, "bg")), None);
+        assert!(!is_spare_file_name(&ready_file_name(3, "bg")));
         assert_eq!(align_up(0), 0);
         assert_eq!(align_up(1), 64);
         assert_eq!(align_up(64), 64);

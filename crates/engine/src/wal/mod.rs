@@ -38,7 +38,8 @@ use crate::durability::Durability;
 use crate::io::FileSystem;
 use group_commit::{BatchSink, CommitConfig, Core};
 use segment::{
-    install_spare, prepare_spare, ActiveSegment, SegmentList, SegmentParams, SegmentWriter, Spares,
+    adopt_ready, install_spare, prepare_spare, ActiveSegment, SegmentList, SegmentParams,
+    SegmentWriter, Spares,
 };
 
 /// Default `syncs_in_flight`: a record arriving while two fsyncs run still
@@ -361,29 +362,42 @@ impl Wal {
             })
             .collect();
 
-        // Streams that start a new segment get it zero-filled in parallel:
-        // one after another, N throttled volumes would take N times as long
-        // to come up.
+        // A spare the previous run finished saves preparing one now.
+        let mut adopted: Vec<Option<segment::Spare>> = params
+            .iter()
+            .map(|p| {
+                adopt_ready(p).unwrap_or_else(|e| {
+                    tracing::warn!(dir = %p.dir.display(), error = %e, "WAL: cannot use the spare segments left by the last run");
+                    None
+                })
+            })
+            .collect();
+        // Streams that start a new segment without one get it zero-filled in
+        // parallel: one after another, N throttled volumes would take N
+        // times as long to come up.
         let mut first_spares: Vec<Option<std::io::Result<segment::Spare>>> =
             std::thread::scope(|scope| {
                 let jobs: Vec<_> = rec
                     .plans
                     .iter()
                     .zip(&params)
-                    .map(|(plan, p)| {
-                        plan.append.is_none().then(|| {
-                            scope.spawn(move || {
+                    .zip(&mut adopted)
+                    .map(|((plan, p), adopted)| {
+                        plan.append.is_none().then(|| match adopted.take() {
+                            Some(spare) => Ok(spare),
+                            None => Err(scope.spawn(move || {
                                 prepare_spare(p, "inline", p.zero_fill, &|_, _| true)
-                            })
+                            })),
                         })
                     })
                     .collect();
                 jobs.into_iter()
                     .map(|job| {
-                        job.map(|h| {
-                            h.join().unwrap_or_else(|_| {
+                        job.map(|j| match j {
+                            Ok(spare) => Ok(spare),
+                            Err(h) => h.join().unwrap_or_else(|_| {
                                 Err(std::io::Error::other("segment preparation panicked"))
-                            })
+                            }),
                         })
                     })
                     .collect()
@@ -460,6 +474,13 @@ impl Wal {
                 .spawn(move || spares.run(params))
                 .map_err(|e| WalError::io(&cfg.dirs[0], e))?;
             threads.push(h);
+        }
+        // A stream that appends to its old segment keeps the spare for its
+        // first rotation.
+        for (s, spare) in adopted.into_iter().enumerate() {
+            if let Some(spare) = spare {
+                spares.offer(s, spare);
+            }
         }
         for s in 0..n {
             spares.request(s);

@@ -7,16 +7,20 @@
 //! fallocate'd-but-unwritten extents also commits the extent conversion,
 //! which measured ~1.5x slower on our disk. Zero-filling 64 MiB is slow, so
 //! it happens ahead of time on a background thread: each stream keeps one
-//! *spare* file ready (`wal-<stream>.bg<n>.spare`). It zeroes (and syncs) a
+//! *spare* file ready (`wal-<stream>.bg<n>.spare`, renamed `.ready` once
+//! whole, and kept across restarts). It zeroes (and syncs) a
 //! chunk at a time, and falls back to fallocate for the rest of the file
 //! when zeroing runs at less than four times the rate the log writes: on a
 //! bandwidth-capped volume the zeros would otherwise take half of the log's
 //! bandwidth. A rotation that finds no spare ready fallocates one inline
-//! rather than stall the stream while a whole segment of zeros is written. Rotation writes the header into
-//! the spare, fdatasyncs it, renames it to its final name and fsyncs the
-//! directory, all before the first batch goes in. A crash at any point
-//! leaves either a spare (deleted at start-up), a segment with a torn header
-//! and zeros behind it (deleted at start-up), or a valid empty segment.
+//! rather than stall the stream while a whole segment of zeros is written.
+//! Rotation writes the header into the ready spare, fdatasyncs it, renames
+//! it to its final name and fsyncs the directory, all before the first
+//! batch goes in. A crash at any point leaves either a half-prepared spare
+//! (deleted at start-up), a ready spare (kept for the next segment, perhaps
+//! with a header the next rotation overwrites), a segment with a torn
+//! header and zeros behind it (deleted at start-up), or a valid empty
+//! segment.
 //!
 //! Several batches of a segment may be between write and fsync at once
 //! (pipelined group commit). Each batch header records its *sync base*, the
@@ -37,8 +41,8 @@ use std::time::{Duration, Instant};
 
 use super::error::WalError;
 use super::format::{
-    segment_file_name, spare_file_name, BatchHeader, SegmentHeader, BATCH_FLAG_SYNC_BASE,
-    BATCH_HEADER_BYTES, FORMAT_VERSION, SEGMENT_HEADER_BYTES,
+    parse_ready_file_name, ready_file_name, segment_file_name, spare_file_name, BatchHeader,
+    SegmentHeader, BATCH_FLAG_SYNC_BASE, BATCH_HEADER_BYTES, FORMAT_VERSION, SEGMENT_HEADER_BYTES,
 };
 use super::group_commit::{BatchMeta, BatchSink, BatchSync};
 use crate::io::{FileSystem, FsFile};
@@ -87,7 +91,10 @@ pub(crate) struct Spare {
 /// Creates `wal-<stream>.<tag>.spare`, preallocated to the segment size and
 /// synced: with zeros written if `zero_fill`, otherwise with fallocate.
 /// `keep_filling` is asked after every zeroed chunk (with the bytes zeroed
-/// and the time it took); once it says no, fallocate covers the rest.
+/// and the time it took); once it says no, fallocate covers the rest. The
+/// finished file is renamed to `wal-<stream>.<tag>.ready`, so a restart
+/// (after a crash too) can start its next segment without preparing one:
+/// on a volume of a few MB/s, zero-filling a segment takes seconds.
 pub(crate) fn prepare_spare(
     p: &SegmentParams,
     tag: &str,
@@ -116,12 +123,47 @@ pub(crate) fn prepare_spare(
         file.allocate(p.segment_size_bytes)?;
         file.sync_data()
     };
-    if let Err(e) = fill() {
+    let ready = p.dir.join(ready_file_name(p.stream_id, tag));
+    let finish = || -> io::Result<()> {
+        fill()?;
+        p.fs.rename(&path, &ready)?;
+        p.fs.sync_dir(&p.dir)
+    };
+    if let Err(e) = finish() {
         drop(file);
         let _ = p.fs.remove_file(&path);
+        let _ = p.fs.remove_file(&ready);
         return Err(e);
     }
-    Ok(Spare { path, file })
+    Ok(Spare { path: ready, file })
+}
+
+/// The ready file a previous run left for this stream, if it has the
+/// segment size this run uses; any other ready file in the directory is
+/// deleted. Its content is what [`prepare_spare`] synced before naming it
+/// ready (zeros, or unwritten extents that read as zeros); a crash in
+/// [`install_spare`] may also have left a header at its start, which the
+/// next install overwrites whole.
+pub(crate) fn adopt_ready(p: &SegmentParams) -> io::Result<Option<Spare>> {
+    let mut found = None;
+    for path in p.fs.list_dir(&p.dir)? {
+        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        let Some(stream) = parse_ready_file_name(name) else {
+            continue;
+        };
+        if found.is_none() && stream == p.stream_id {
+            let file = p.fs.open_file(&path)?;
+            if file.len()? == p.segment_size_bytes {
+                tracing::debug!(path = %path.display(), "WAL: using the spare segment a previous run prepared");
+                found = Some(Spare { path, file });
+                continue;
+            }
+        }
+        p.fs.remove_file(&path)?;
+    }
+    Ok(found)
 }
 
 /// The segment currently appended to.
@@ -265,6 +307,14 @@ impl Spares {
 
     pub fn take(&self, stream: usize) -> Option<Spare> {
         self.slots[stream].lock().take()
+    }
+
+    /// Puts a spare found at start-up into an empty slot.
+    pub fn offer(&self, stream: usize, spare: Spare) {
+        let mut slot = self.slots[stream].lock();
+        if slot.is_none() {
+            *slot = Some(spare);
+        }
     }
 
     /// Notes that `stream` started a new segment.
