@@ -49,7 +49,7 @@ OUT=${OUT:-}
 ALL_MEASURES=(local slowsync volumes ycsb conns reads)
 SLOWSYNC_SO=$PWD/../shared/slowsync/slowsync.so
 VOLUMES_SH=$PWD/../shared/volumes/volumes.sh
-DURAKV=target/release/durakv
+DURAKV=${DURAKV:-target/release/durakv}
 # memtier's key and value shape from the second seed report.
 MEMTIER_KEYS=(--key-prefix=kv_ --key-minimum=1 --key-maximum=5000000 --distinct-client-seed
     --random-data --hide-histogram --print-percentiles=50,99)

@@ -3,7 +3,7 @@
 //! the byte layout is documented in `docs/format.md` ("Record payload").
 //! Decoding is bounds-checked and never panics on arbitrary bytes.
 
-use crate::mutation::{ExpireMode, FunctionOp, KeyOp, Mutation};
+use crate::mutation::{ExpireMode, FunctionOp, KeyOp, Mutation, ReplOrigin};
 use crate::value::{ListValue, Value};
 use crate::zset::ZSet;
 use bytes::Bytes;
@@ -18,6 +18,9 @@ pub const PAYLOAD_VERSION_FUNCTIONS: u8 = 2;
 /// Version 3: version 2 plus operation tag 19 (stream write) and value tag
 /// 5 (stream). Written only for payloads that hold one.
 pub const PAYLOAD_VERSION_STREAMS: u8 = 3;
+/// Version 4: version 3 plus mutation tag 6 (a replica's stream position).
+/// Written only for payloads that hold one.
+pub const PAYLOAD_VERSION_REPL_ORIGIN: u8 = 4;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("malformed payload at byte {offset}: {reason}")]
@@ -32,6 +35,7 @@ mod tag {
     pub const FLUSHALL: u8 = 3;
     pub const SWAPDB: u8 = 4;
     pub const FUNCTION: u8 = 5;
+    pub const REPL_ORIGIN: u8 = 6;
 
     pub const FN_LOAD: u8 = 1;
     pub const FN_DELETE: u8 = 2;
@@ -108,16 +112,27 @@ pub fn encode_record<'m>(
     put_u32(out, count as u32);
     let mut functions = false;
     let mut streams = false;
+    let mut origin = false;
     for m in muts {
         functions |= m.is_function();
         streams |= has_stream(m);
+        origin |= matches!(m, Mutation::ReplOrigin(_));
         encode_mutation(m, out);
     }
-    if streams {
+    if origin {
+        out[start] = PAYLOAD_VERSION_REPL_ORIGIN;
+    } else if streams {
         out[start] = PAYLOAD_VERSION_STREAMS;
     } else if functions {
         out[start] = PAYLOAD_VERSION_FUNCTIONS;
     }
+}
+
+/// Whether a payload holds state that checkpoints do not store, so that
+/// recovery must read it even when a checkpoint covers its record: a
+/// replica's stream position (only version 4 payloads can hold one).
+pub fn covered_state(payload: &[u8]) -> bool {
+    payload.first() == Some(&PAYLOAD_VERSION_REPL_ORIGIN)
 }
 
 /// Whether `m` needs a version 3 payload.
@@ -184,6 +199,7 @@ pub fn encoded_len(m: &Mutation) -> u64 {
                 FunctionOp::Flush => 0,
             }
         }
+        Mutation::ReplOrigin(o) => 1 + bytes(&o.replid) + U64 + U32,
     }
 }
 
@@ -237,6 +253,12 @@ pub fn encode_mutation(m: &Mutation, out: &mut Vec<u8>) {
                 }
                 FunctionOp::Flush => out.push(tag::FN_FLUSH),
             }
+        }
+        Mutation::ReplOrigin(o) => {
+            out.push(tag::REPL_ORIGIN);
+            put_bytes(out, &o.replid);
+            out.extend_from_slice(&o.offset.to_le_bytes());
+            put_u32(out, o.db);
         }
     }
 }
@@ -514,7 +536,7 @@ impl<'a> Reader<'a> {
 pub fn decode_mutations(payload: &Bytes) -> Result<Vec<Mutation>, DecodeError> {
     let mut r = Reader::shared(payload);
     let version = r.u8()?;
-    if !(PAYLOAD_VERSION..=PAYLOAD_VERSION_STREAMS).contains(&version) {
+    if !(PAYLOAD_VERSION..=PAYLOAD_VERSION_REPL_ORIGIN).contains(&version) {
         return r.fail("unknown payload version");
     }
     let functions = version >= PAYLOAD_VERSION_FUNCTIONS;
@@ -527,6 +549,9 @@ pub fn decode_mutations(payload: &Bytes) -> Result<Vec<Mutation>, DecodeError> {
         }
         if has_stream(&m) && version < PAYLOAD_VERSION_STREAMS {
             return r.fail("stream mutation in a payload older than version 3");
+        }
+        if matches!(m, Mutation::ReplOrigin(_)) && version < PAYLOAD_VERSION_REPL_ORIGIN {
+            return r.fail("stream position in a payload older than version 4");
         }
         out.push(m);
     }
@@ -558,6 +583,11 @@ pub fn decode_mutation(r: &mut Reader<'_>) -> Result<Mutation, DecodeError> {
             tag::FN_DELETE => FunctionOp::Delete { name: r.bytes()? },
             tag::FN_FLUSH => FunctionOp::Flush,
             _ => return r.fail("unknown function operation"),
+        }),
+        tag::REPL_ORIGIN => Mutation::ReplOrigin(ReplOrigin {
+            replid: r.bytes()?,
+            offset: r.u64()?,
+            db: r.u32()?,
         }),
         _ => return r.fail("unknown mutation tag"),
     })
@@ -797,6 +827,35 @@ mod tests {
             total += encoded_len(m);
         }
         assert_eq!(total, out.len() as u64);
+    }
+
+    #[test]
+    fn stream_positions_round_trip_in_version_4_payloads_only() {
+        let origin = Mutation::ReplOrigin(ReplOrigin {
+            replid: b("ab"),
+            offset: 258,
+            db: 3,
+        });
+        let muts = vec![Mutation::key(3, b("k"), KeyOp::Del), origin.clone()];
+        let mut out = Vec::new();
+        encode_mutations(&muts, &mut out);
+        assert_eq!(out[0], PAYLOAD_VERSION_REPL_ORIGIN);
+        assert_eq!(decode_mutations(&Bytes::from(out.clone())).unwrap(), muts);
+        let total: u64 = muts.iter().map(encoded_len).sum::<u64>() + RECORD_HEADER_BYTES;
+        assert_eq!(total, out.len() as u64);
+        for cut in 0..out.len() {
+            assert!(decode_mutations(&Bytes::copy_from_slice(&out[..cut])).is_err());
+        }
+        // An older version cannot carry one.
+        out[0] = PAYLOAD_VERSION_STREAMS;
+        assert!(decode_mutations(&Bytes::from(out)).is_err());
+        // The documented bytes (docs/format.md, "Record payload").
+        let mut alone = Vec::new();
+        encode_mutations(&[origin], &mut alone);
+        assert_eq!(
+            alone,
+            [4, 1, 0, 0, 0, 6, 2, 0, 0, 0, b'a', b'b', 2, 1, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0]
+        );
     }
 
     #[test]

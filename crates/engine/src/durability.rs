@@ -16,6 +16,10 @@ pub enum Durability {
     Delayed,
     /// Not logged at all: memory (and checkpoints) only.
     None,
+    /// As `Full` in this engine (the record is fsynced before the reply);
+    /// the server also holds the reply until enough replicas report the
+    /// write durable in their own logs (`min-replicas-to-ack`).
+    Replicated,
 }
 
 impl Durability {
@@ -24,6 +28,7 @@ impl Durability {
             Durability::Full => "full",
             Durability::Delayed => "delayed",
             Durability::None => "none",
+            Durability::Replicated => "replicated",
         }
     }
 
@@ -33,7 +38,13 @@ impl Durability {
             Durability::None => 0,
             Durability::Delayed => 1,
             Durability::Full => 2,
+            Durability::Replicated => 3,
         }
+    }
+
+    /// The local log must be fsynced before the reply (`full`, `replicated`).
+    pub fn syncs(self) -> bool {
+        matches!(self, Durability::Full | Durability::Replicated)
     }
 
     pub fn is_logged(self) -> bool {
@@ -55,8 +66,9 @@ impl FromStr for Durability {
             "full" => Ok(Durability::Full),
             "delayed" => Ok(Durability::Delayed),
             "none" => Ok(Durability::None),
+            "replicated" => Ok(Durability::Replicated),
             other => Err(format!(
-                "invalid durability level '{other}' (expected full, delayed or none)"
+                "invalid durability level '{other}' (expected full, delayed, none or replicated)"
             )),
         }
     }

@@ -42,6 +42,10 @@ pub struct Keyspace {
     /// `crate::replication`); `feeding` says whether to call it.
     feed: OnceLock<Box<dyn ReplicationFeed>>,
     feeding: AtomicBool,
+    /// On a replica: the primary's stream position the applied writes
+    /// reached, as logged with them (`Mutation::ReplOrigin`).
+    /// With the LSN of its record (recovery may meet them out of order).
+    repl_origin: Mutex<(u64, Option<crate::mutation::ReplOrigin>)>,
 }
 
 /// The wall clock in Unix milliseconds.
@@ -78,7 +82,33 @@ impl Keyspace {
             functions: Mutex::new(FunctionLibraries::default()),
             feed: OnceLock::new(),
             feeding: AtomicBool::new(false),
+            repl_origin: Mutex::new((0, None)),
         }
+    }
+
+    /// The replication stream position the last logged record that had
+    /// one reached (None: none yet, or a full sync began after it).
+    pub fn repl_origin(&self) -> Option<crate::mutation::ReplOrigin> {
+        self.repl_origin.lock().1.clone()
+    }
+
+    /// The LSN of the record the position came from (0: none seen).
+    pub fn repl_origin_lsn(&self) -> u64 {
+        self.repl_origin.lock().0
+    }
+
+    /// Takes `o`, logged at `lsn`, unless a later record's is known
+    /// (live commits pass `u64::MAX`: they are always the latest).
+    pub fn set_repl_origin(&self, o: &crate::mutation::ReplOrigin, lsn: u64) {
+        let mut cur = self.repl_origin.lock();
+        if lsn >= cur.0 {
+            *cur = (lsn, (!o.replid.is_empty()).then(|| o.clone()));
+        }
+    }
+
+    /// Forgets the position (recovery could not prove it is the latest).
+    pub fn clear_repl_origin(&self) {
+        *self.repl_origin.lock() = (0, None);
     }
 
     /// Installs the replication feed (once; later calls are ignored). It

@@ -104,6 +104,21 @@ pub enum Mutation {
     },
     /// A change to the function libraries: no shard holds them.
     Function(FunctionOp),
+    /// On a replica, where the replication stream this record's writes came
+    /// from stands after them; no shard holds it either.
+    ReplOrigin(ReplOrigin),
+}
+
+/// A replica's position in its primary's stream, logged in the same record
+/// as the writes that brought it there, so a crash never separates them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReplOrigin {
+    /// The primary's replication ID; empty: no position (a full sync began).
+    pub replid: Bytes,
+    /// The last stream byte applied.
+    pub offset: u64,
+    /// The database the stream had selected.
+    pub db: u32,
 }
 
 /// A mutation that does not fit the state it is applied to. Live, this is a
@@ -167,6 +182,12 @@ impl Mutation {
         matches!(self, Mutation::Function(_))
     }
 
+    /// True for what no shard holds: function libraries, a replica's
+    /// stream position.
+    pub fn is_shardless(&self) -> bool {
+        matches!(self, Mutation::Function(_) | Mutation::ReplOrigin(_))
+    }
+
     /// The key this mutation touches, if it touches exactly one.
     pub fn target_key(&self) -> Option<&Bytes> {
         match self {
@@ -206,8 +227,9 @@ impl Mutation {
                 }
                 Ok(())
             }
-            // Applied to the libraries by the transaction, never to a shard.
-            Mutation::Function(_) => Ok(()),
+            // Applied to the libraries (or the keyspace's stream position)
+            // by the transaction, never to a shard.
+            Mutation::Function(_) | Mutation::ReplOrigin(_) => Ok(()),
         }
     }
 }

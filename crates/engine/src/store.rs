@@ -198,10 +198,23 @@ impl Store {
         wal_cfg.max_record_bytes = cfg.wal_max_record_bytes;
         wal_cfg.syncs_in_flight = cfg.wal_syncs_in_flight;
         wal_cfg.sync_overlap_us = cfg.wal_sync_overlap_us;
+        wal_cfg.read_covered = Some(codec::covered_state);
         let start_after = loaded.as_ref().map_or(0, |l| l.replay_lsn);
-        let mut apply =
-            |lsn: u64, time_ms: u64, payload: &[u8]| replay(&keyspace, lsn, time_ms, payload);
+        let mut apply = |lsn: u64, time_ms: u64, payload: &[u8]| {
+            if lsn <= start_after {
+                replay_covered(&keyspace, lsn, payload)
+            } else {
+                replay(&keyspace, lsn, time_ms, payload)
+            }
+        };
         let (wal, recovery) = Wal::open(fs, wal_cfg, start_after, &mut apply)?;
+        // A damaged batch the checkpoint covers was stepped over: it may
+        // have held a later stream position than the one found.
+        if !recovery.skipped_checkpointed_damage.is_empty()
+            && keyspace.repl_origin_lsn() <= start_after
+        {
+            keyspace.clear_repl_origin();
+        }
 
         if let Some(l) = &loaded {
             if recovery.last_lsn < l.max_shard_lsn {
@@ -247,6 +260,9 @@ impl Store {
                 )?;
                 resharded = true;
                 load_duration += started.elapsed();
+                if let Some(o) = keyspace.repl_origin() {
+                    ks.set_repl_origin(&o, keyspace.repl_origin_lsn());
+                }
                 ks
             }
             _ => keyspace,
@@ -447,6 +463,19 @@ fn reshard(
     Ok(new)
 }
 
+/// A record a checkpoint covers, read only for the state checkpoints do not
+/// store (`codec::covered_state`): a replica's stream position.
+fn replay_covered(keyspace: &Keyspace, lsn: u64, payload: &[u8]) -> Result<(), String> {
+    let muts = codec::decode_mutations(&Bytes::copy_from_slice(payload))
+        .map_err(|e| format!("record {lsn}: {e}"))?;
+    for m in &muts {
+        if let Mutation::ReplOrigin(o) = m {
+            keyspace.set_repl_origin(o, lsn);
+        }
+    }
+    Ok(())
+}
+
 /// Decodes one recovered record and applies it ([`txn::replay_record`]).
 pub fn replay(keyspace: &Keyspace, lsn: u64, time_ms: u64, payload: &[u8]) -> Result<(), String> {
     let payload = Bytes::copy_from_slice(payload);
@@ -468,7 +497,7 @@ fn mutation_db(m: &Mutation) -> Option<usize> {
     match m {
         Mutation::Key { db, .. } | Mutation::FlushDb { db } => Some(*db as usize),
         Mutation::SwapDb { a, b } => Some((*a).max(*b) as usize),
-        Mutation::FlushAll | Mutation::Function(_) => None,
+        Mutation::FlushAll | Mutation::Function(_) | Mutation::ReplOrigin(_) => None,
     }
 }
 

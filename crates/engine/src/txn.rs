@@ -405,7 +405,7 @@ impl<'a> Txn<'a> {
         Ok(match m {
             // Libraries are logged whatever the databases' levels: they are
             // the server's, not a database's.
-            Mutation::Function(_) => same(),
+            Mutation::Function(_) | Mutation::ReplOrigin(_) => same(),
             Mutation::Key { db, .. } | Mutation::FlushDb { db } => {
                 if logged(*db) {
                     same()
@@ -484,6 +484,12 @@ impl<'a> Txn<'a> {
             }
             return Ok(());
         }
+        if let Mutation::ReplOrigin(o) = m {
+            if !replay {
+                self.ks.set_repl_origin(o, u64::MAX);
+            }
+            return Ok(());
+        }
         match m.target_key() {
             Some(key) => match self.slot(key) {
                 Some(slot) => m.apply(&mut self.guards[slot].1, now)?,
@@ -541,6 +547,7 @@ impl<'a> Txn<'a> {
         let applied = if lsn == UNLOGGED_FAILED_LSN { 0 } else { lsn };
         let now = self.now_ms;
         match m {
+            Mutation::ReplOrigin(_) => {}
             Mutation::Function(_) => {
                 if let Some(f) = self.functions.as_mut() {
                     f.applied_lsn = f.applied_lsn.max(applied);
@@ -639,7 +646,14 @@ pub fn replay_record(
             f.write_lsn = lsn;
         }
     }
-    let shard_muts = muts.iter().filter(|m| !m.is_function());
+    // The highest LSN's position wins (records a checkpoint covers are
+    // met before the rest, stream by stream).
+    for m in muts {
+        if let Mutation::ReplOrigin(o) = m {
+            ks.set_repl_origin(o, lsn);
+        }
+    }
+    let shard_muts = muts.iter().filter(|m| !m.is_shardless());
     if shard_muts.clone().next().is_none() {
         return Ok(());
     }

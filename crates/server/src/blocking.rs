@@ -302,7 +302,7 @@ impl Blocking {
                     .filter(|(d, _)| *d == *db as usize)
                     .for_each(&mut add),
                 Mutation::FlushAll => reg.by_key.keys().for_each(&mut add),
-                Mutation::Function(_) => {}
+                Mutation::Function(_) | Mutation::ReplOrigin(_) => {}
             }
         }
         ready
@@ -525,6 +525,9 @@ pub fn resume(shared: &Shared, client: &mut ClientState) -> Option<(Frame, u64)>
     };
     let b = client.blocked.take()?;
     client.last_write_lsn = client.last_write_lsn.max(u.lsn);
+    if u.lsn != 0 {
+        client.last_write_offset = shared.repl.end_offset();
+    }
     if b.silent {
         return None;
     }
@@ -538,7 +541,10 @@ pub fn resume(shared: &Shared, client: &mut ClientState) -> Option<(Frame, u64)>
             shared.cmdstats.failed_after_block(spec);
         }
     }
-    Some((u.frame, u.dependency_lsn.max(b.read_dependency)))
+    Some((
+        u.frame,
+        crate::repl::combine_deps(u.dependency_lsn, b.read_dependency),
+    ))
 }
 
 /// Resolves when a blocked client's wait may be over (never if `blocked` is

@@ -114,6 +114,9 @@ pub struct ClientState {
     pub close_after_reply: bool,
     /// Highest LSN this connection's writes produced (WAITAOF waits for it).
     pub last_write_lsn: u64,
+    /// The replication stream's end after this connection's last write
+    /// (WAIT and WAITAOF wait for replicas to acknowledge it).
+    pub last_write_offset: u64,
     pub lib_name: Option<Bytes>,
     pub lib_ver: Option<Bytes>,
     pub last_cmd: String,
@@ -139,6 +142,11 @@ pub struct ClientState {
     pub tracking: crate::tracking::Local,
     /// The replication link's client on a replica: exempt from READONLY.
     pub is_master: bool,
+    /// On the replication link's client: the primary's replication ID and
+    /// the stream offset the current command ends at. Logged with the
+    /// command's writes (`Mutation::ReplOrigin`) so a restarted replica
+    /// knows where its log left the stream.
+    pub repl_origin: Option<(bytes::Bytes, u64)>,
     /// REPLCONF listening-port of a replica connecting.
     pub repl_listening_port: u16,
     /// REPLCONF ip-address (`replica-announce-ip`) of a replica connecting.
@@ -162,6 +170,7 @@ impl ClientState {
             no_touch: false,
             close_after_reply: false,
             last_write_lsn: 0,
+            last_write_offset: 0,
             lib_name: None,
             lib_ver: None,
             last_cmd: String::new(),
@@ -175,6 +184,7 @@ impl ClientState {
             blocked: None,
             tracking: Default::default(),
             is_master: false,
+            repl_origin: None,
             repl_listening_port: 0,
             repl_announced_ip: None,
             psync: None,

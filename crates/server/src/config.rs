@@ -76,6 +76,14 @@ pub struct Config {
     pub durability: Durability,
     pub durability_db: BTreeMap<usize, Durability>,
     pub durability_policy: DurabilityPolicy,
+    /// `min-replicas-to-ack`: replicas a `replicated` write must be durable on.
+    pub min_replicas_to_ack: u64,
+    /// `replicated-timeout-ms`: how long a `replicated` reply waits for them.
+    pub replicated_timeout_ms: u64,
+    /// `min-replicas-to-write` / `min-replicas-max-lag` (Redis's): writes are
+    /// refused with fewer replicas than this that acknowledged recently.
+    pub min_replicas_to_write: u64,
+    pub min_replicas_max_lag: u64,
     pub wal_dir: Vec<PathBuf>,
     pub wal_segment_size_mb: u64,
     pub wal_max_record_size_mb: u64,
@@ -137,6 +145,10 @@ impl Default for Config {
             durability: Durability::Full,
             durability_db: BTreeMap::new(),
             durability_policy: DurabilityPolicy::Connection,
+            min_replicas_to_ack: 1,
+            replicated_timeout_ms: 5000,
+            min_replicas_to_write: 0,
+            min_replicas_max_lag: 10,
             wal_dir: Vec::new(),
             wal_segment_size_mb: 64,
             wal_max_record_size_mb: 1024,
@@ -813,7 +825,7 @@ pub static DIRECTIVES: &[Directive] = &[
     Directive {
         name: "durability",
         default: "full",
-        help: "Default durability: full (reply after fsync, shared by concurrent writers), delayed (reply at once, flush within delayed-flush-ms), none (memory only)",
+        help: "Default durability: full (reply after fsync, shared by concurrent writers), delayed (reply at once, flush within delayed-flush-ms), none (memory only), replicated (as full, and durable on min-replicas-to-ack replicas)",
         runtime: true,
         repeatable: false,
         set: |c, v| {
@@ -821,6 +833,54 @@ pub static DIRECTIVES: &[Directive] = &[
             Ok(())
         },
         get: |c| c.durability.to_string(),
+    },
+    Directive {
+        name: "min-replicas-to-ack",
+        default: "1",
+        help: "Replicas a write at durability 'replicated' must be durable on before its reply",
+        runtime: true,
+        repeatable: false,
+        set: |c, v| {
+            c.min_replicas_to_ack = bounded(v, 0, 1024)?;
+            Ok(())
+        },
+        get: |c| c.min_replicas_to_ack.to_string(),
+    },
+    Directive {
+        name: "replicated-timeout-ms",
+        default: "5000",
+        help: "How long a 'replicated' reply waits for min-replicas-to-ack replicas before it fails with -NOREPLICAS",
+        runtime: true,
+        repeatable: false,
+        set: |c, v| {
+            c.replicated_timeout_ms = bounded(v, 1, 86_400_000)?;
+            Ok(())
+        },
+        get: |c| c.replicated_timeout_ms.to_string(),
+    },
+    Directive {
+        name: "min-replicas-to-write",
+        default: "0",
+        help: "Refuse writes with -NOREPLICAS unless this many replicas acknowledged within min-replicas-max-lag seconds (0 = off)",
+        runtime: true,
+        repeatable: false,
+        set: |c, v| {
+            c.min_replicas_to_write = bounded(v, 0, i32::MAX as u64)?;
+            Ok(())
+        },
+        get: |c| c.min_replicas_to_write.to_string(),
+    },
+    Directive {
+        name: "min-replicas-max-lag",
+        default: "10",
+        help: "Seconds since its last acknowledgement within which a replica counts for min-replicas-to-write",
+        runtime: true,
+        repeatable: false,
+        set: |c, v| {
+            c.min_replicas_max_lag = bounded(v, 0, i32::MAX as u64)?;
+            Ok(())
+        },
+        get: |c| c.min_replicas_max_lag.to_string(),
     },
     Directive {
         name: "durability-policy",
@@ -1085,8 +1145,6 @@ pub static DIRECTIVES: &[Directive] = &[
     compat!("lazyfree-lazy-server-del", "no"),
     compat!("lazyfree-lazy-user-del", "no"),
     compat!("lazyfree-lazy-user-flush", "no"),
-    compat!("min-replicas-to-write", "0"),
-    compat!("min-replicas-max-lag", "10"),
     compat!("replica-serve-stale-data", "yes"),
     Directive {
         name: "replicaof",

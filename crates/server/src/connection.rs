@@ -80,12 +80,14 @@ mod scratch {
 
 /// Replies waiting for their LSN to become durable, in order: their bytes
 /// back to back in one buffer (no allocation per reply), and per reply its
-/// length, dependency and whether it is a pub/sub message rather than a
-/// reply. Both are freed whenever the queue empties.
+/// length, dependency, whether it is a pub/sub message rather than a
+/// reply, and for a `replicated` dependency when it was queued (unix ms;
+/// `replicated-timeout-ms` runs from there). Both are freed whenever the
+/// queue empties.
 #[derive(Default)]
 struct Held {
     bytes: BytesMut,
-    replies: VecDeque<(usize, u64, bool)>,
+    replies: VecDeque<(usize, u64, bool, u64)>,
 }
 
 impl Held {
@@ -95,6 +97,12 @@ impl Held {
 
     fn len(&self) -> usize {
         self.replies.len()
+    }
+
+    /// When the oldest reply waiting for replicas was queued (they are
+    /// queued in time order), if any waits for them.
+    fn first_replicated_ms(&self) -> Option<u64> {
+        self.replies.iter().find(|r| r.3 != 0).map(|r| r.3)
     }
 
     /// Frees the buffers once nothing is held, so an idle connection owns none.
@@ -244,6 +252,7 @@ async fn run(shared: &Shared, stream: &mut TcpStream, client: &mut ClientState) 
                     return Ok(());
                 }
             }
+            _ = replicated_timeout(shared, held.first_replicated_ms()), if !held.is_empty() => {}
             _ = crate::blocking::unblocked(client.blocked.as_ref()), if client.blocked.is_some() => {}
             _ = idle, if held.is_empty() && client.multi.is_none() && client.blocked.is_none() => {
                 return Ok(());
@@ -372,11 +381,14 @@ fn process(
                 .total_error_replies
                 .fetch_add(1, Ordering::Relaxed);
         }
-        let dep = if outcome.dependency_lsn > durable {
-            if outcome.dependency_lsn > asked_upto {
-                shared.store.wal.request_sync_upto(outcome.dependency_lsn);
-                asked_upto = outcome.dependency_lsn;
+        let (lsn, replicated) = crate::repl::dep_parts(outcome.dependency_lsn);
+        let dep = if lsn > durable {
+            if lsn > asked_upto {
+                shared.store.wal.request_sync_upto(lsn);
+                asked_upto = lsn;
             }
+            outcome.dependency_lsn
+        } else if replicated && lsn > replicated_upto(shared) {
             outcome.dependency_lsn
         } else {
             0
@@ -403,8 +415,11 @@ fn resume_blocked(
     held: &mut Held,
 ) -> bool {
     if let Some((frame, dep)) = crate::blocking::resume(shared, client) {
-        let dep = if dep > shared.durable_lsn() {
-            shared.store.wal.request_sync_upto(dep);
+        let (lsn, replicated) = crate::repl::dep_parts(dep);
+        let dep = if lsn > shared.durable_lsn() {
+            shared.store.wal.request_sync_upto(lsn);
+            dep
+        } else if replicated && lsn > replicated_upto(shared) {
             dep
         } else {
             0
@@ -436,8 +451,35 @@ fn push_with(
     }
     let before = held.bytes.len();
     encode(&mut held.bytes);
+    let queued_ms = if crate::repl::dep_parts(dep).1 {
+        crate::util::now_ms().max(1)
+    } else {
+        0
+    };
     held.replies
-        .push_back((held.bytes.len() - before, dep, message));
+        .push_back((held.bytes.len() - before, dep, message, queued_ms));
+}
+
+/// The LSN up to which `replicated` dependencies are met: every logged
+/// write up to it is durable on `min-replicas-to-ack` replicas. On a
+/// replica (which has none of its own) and with `min-replicas-to-ack 0`,
+/// `replicated` is `full`.
+fn replicated_upto(shared: &Shared) -> u64 {
+    if shared.repl.is_replica() || shared.config.read().min_replicas_to_ack == 0 {
+        return u64::MAX;
+    }
+    shared.repl.replicated_lsn.load(Ordering::Acquire)
+}
+
+/// Resolves when the oldest held `replicated` reply queued at
+/// `queued_ms` reaches `replicated-timeout-ms` (never if there is none).
+async fn replicated_timeout(shared: &Shared, queued_ms: Option<u64>) {
+    let Some(queued) = queued_ms else {
+        return std::future::pending().await;
+    };
+    let timeout = shared.config.read().replicated_timeout_ms;
+    let wait = (queued + timeout).saturating_sub(crate::util::now_ms());
+    tokio::time::sleep(Duration::from_millis(wait)).await;
 }
 
 /// Moves published messages from the connection's mailbox into its output.
@@ -460,8 +502,12 @@ fn deliver_messages(
     let durable = shared.durable_lsn();
     let (batch, more) = mailbox.take_batch(before_reply);
     let subscribed = !client.subscriptions.is_empty();
+    let mut repl_upto = None;
     for m in &batch {
-        let dep = if m.dependency_lsn > durable {
+        let (lsn, replicated) = crate::repl::dep_parts(m.dependency_lsn);
+        let dep = if lsn > durable
+            || (replicated && lsn > *repl_upto.get_or_insert_with(|| replicated_upto(shared)))
+        {
             m.dependency_lsn
         } else {
             0
@@ -486,17 +532,41 @@ fn release(shared: &Shared, out: &mut BytesMut, held: &mut Held) {
     }
     let durable = shared.durable_lsn();
     let failed = shared.log_failure().is_some();
+    // Read once per call, and only if some reply waits for replicas.
+    let mut repl: Option<(u64, u64, u64)> = None;
+    let mut repl_state = || {
+        *repl.get_or_insert_with(|| {
+            (
+                replicated_upto(shared),
+                shared.config.read().replicated_timeout_ms,
+                crate::util::now_ms(),
+            )
+        })
+    };
     let mut ready = 0;
-    while let Some(&(len, dep, message)) = held.replies.front() {
-        if dep <= durable {
+    while let Some(&(len, dep, message, queued_ms)) = held.replies.front() {
+        let (lsn, replicated) = crate::repl::dep_parts(dep);
+        let local = lsn <= durable;
+        let (covered, timed_out) = if replicated && local {
+            let (upto, timeout, now) = repl_state();
+            (lsn <= upto, now >= queued_ms + timeout)
+        } else {
+            (local, false)
+        };
+        if covered {
             ready += len;
-        } else if failed || dep == UNLOGGED_FAILED_LSN {
+        } else if failed || lsn == UNLOGGED_FAILED_LSN || timed_out {
             out.extend_from_slice(&held.bytes[..ready]);
             held.bytes.advance(ready + len);
             ready = 0;
             // Each entry is exactly one reply, so substituting keeps order.
             if !message {
-                errors::err(errors::NOT_DURABLE).encode(durakv_protocol::Protocol::Resp2, out);
+                let e = if timed_out && !failed {
+                    errors::NOREPLICAS_TIMEOUT
+                } else {
+                    errors::NOT_DURABLE
+                };
+                errors::err(e).encode(durakv_protocol::Protocol::Resp2, out);
             }
         } else {
             break;

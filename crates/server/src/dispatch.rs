@@ -163,6 +163,15 @@ pub(crate) fn refuse_write(ctx: &Ctx<'_>, cmd_flags: u32) -> Option<Frame> {
     if cmd_flags & flags::DENYOOM != 0 && crate::evict::over_limit(ctx.shared) {
         return Some(errors::err(errors::OOM));
     }
+    if !ctx.shared.repl.is_replica() {
+        let (min, lag) = {
+            let c = ctx.shared.config.read();
+            (c.min_replicas_to_write, c.min_replicas_max_lag)
+        };
+        if min > 0 && (ctx.shared.repl.good_replicas(lag) as u64) < min {
+            return Some(Frame::error(errors::NOREPLICAS));
+        }
+    }
     None
 }
 
@@ -249,6 +258,8 @@ fn reply_level(
             }
             // Libraries belong to no database: the connection's decides.
             Mutation::Function(_) => add(of(db)),
+            // Only the replication link writes it, next to its writes.
+            Mutation::ReplOrigin(_) => {}
         }
     }
     level.unwrap_or_else(|| of(db))
@@ -256,13 +267,28 @@ fn reply_level(
 
 /// Commits what the handler applied, then serves clients blocked on the
 /// keys it wrote, and computes the reply's dependency.
-fn finish(ctx: &mut Ctx<'_>, txn: Txn<'_>, frame: Frame) -> Outcome {
+fn finish(ctx: &mut Ctx<'_>, mut txn: Txn<'_>, frame: Frame) -> Outcome {
     let shared = ctx.shared;
+    if let Some((replid, offset)) = ctx.client.repl_origin.take() {
+        if !txn.mutations().is_empty() {
+            let origin = durakv_engine::mutation::ReplOrigin {
+                replid,
+                offset,
+                db: ctx.client.db as u32,
+            };
+            if let Err(e) = txn.apply(Mutation::ReplOrigin(origin)) {
+                tracing::warn!("replication: the stream position could not be logged: {e}");
+            }
+        }
+    }
     let ready = shared.blocking.ready_keys(txn.mutations());
     match commit(shared, ctx.client.durability, ctx.client.db, txn) {
         Ok(out) => {
             if out.lsn != 0 {
                 ctx.client.last_write_lsn = ctx.client.last_write_lsn.max(out.lsn);
+            }
+            if out.mutations > 0 {
+                ctx.client.last_write_offset = shared.repl.end_offset();
             }
             // The locks are released: a subscriber that reacts to an event
             // sees the change.
@@ -304,9 +330,14 @@ pub(crate) fn commit(
     let mut out = txn
         .commit(shared.store.wal.as_ref(), level)
         .map_err(|e| errors::commit_error(&e))?;
-    // Only `full` replies wait; `delayed` and `none` answer at once.
-    if level != Durability::Full {
-        out.dependency_lsn = 0;
+    // Only `full` and `replicated` replies wait; `delayed` and `none`
+    // answer at once.
+    match level {
+        Durability::Full => {}
+        Durability::Replicated => {
+            out.dependency_lsn = crate::repl::replicated_dep(out.dependency_lsn)
+        }
+        Durability::Delayed | Durability::None => out.dependency_lsn = 0,
     }
     Ok(out)
 }
@@ -387,7 +418,7 @@ pub fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
                 Handler::Conn(f) => f(ctx, args),
                 Handler::Outcome(f) => {
                     let out = f(ctx, args);
-                    txn.depend_on(out.dependency_lsn);
+                    txn.depend_on(crate::repl::dep_parts(out.dependency_lsn).0);
                     Ok(out.frame)
                 }
             });

@@ -89,4 +89,9 @@ pub fn err(msg: &'static str) -> Frame {
     Frame::Error(bytes::Bytes::from_static(msg.as_bytes()))
 }
 
+/// `min-replicas-to-write` not met (Redis's words).
+pub const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
+/// A `replicated` reply whose write was not confirmed durable by
+/// `min-replicas-to-ack` replicas within `replicated-timeout-ms`.
+pub const NOREPLICAS_TIMEOUT: &str = "NOREPLICAS Not enough replicas confirmed the write as durable within replicated-timeout-ms; it is applied and durable on this server, but a failover may lose it";
 pub const READONLY_REPLICA: &str = "READONLY You can't write against a read only replica.";

@@ -581,7 +581,7 @@ pub fn run_data(
             match m {
                 Mutation::Key { key, .. } => local.written.push((key.clone(), true)),
                 Mutation::FlushDb { .. } | Mutation::FlushAll => local.flushed = true,
-                Mutation::SwapDb { .. } | Mutation::Function(_) => {}
+                Mutation::SwapDb { .. } | Mutation::Function(_) | Mutation::ReplOrigin(_) => {}
             }
         }
         if !crate::notify::wants_expired(notify_flags) {

@@ -67,7 +67,10 @@ impl WatchRegistry {
                 // existed before they ran (`touch_flushed`); a watched key
                 // that was absent is not touched by emptying the database.
                 // Libraries are no key a client can watch.
-                Mutation::FlushDb { .. } | Mutation::FlushAll | Mutation::Function(_) => {}
+                Mutation::FlushDb { .. }
+                | Mutation::FlushAll
+                | Mutation::Function(_)
+                | Mutation::ReplOrigin(_) => {}
                 Mutation::SwapDb { a, b } => {
                     mark_db(&keys, *a as usize);
                     mark_db(&keys, *b as usize);

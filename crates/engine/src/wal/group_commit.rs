@@ -376,8 +376,8 @@ impl Core {
         sc.counters.pending_bytes.store(pending, SeqCst);
 
         let mut wake = false;
-        if level == Durability::Full || pending >= self.cfg.delayed_flush_bytes {
-            if level == Durability::Full {
+        if level.syncs() || pending >= self.cfg.delayed_flush_bytes {
+            if level.syncs() {
                 self.sync_target.fetch_max(lsn, SeqCst);
             }
             if !st.urgent {

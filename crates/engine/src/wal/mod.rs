@@ -121,6 +121,10 @@ pub struct WalConfig {
     /// nearly halves the wait. Default `DEFAULT_SYNC_OVERLAP_US`, bounds
     /// 0..=1,000,000.
     pub sync_overlap_us: u64,
+    /// Recovery also hands a record at or below `start_after_lsn` to its
+    /// `apply` when this says its payload holds state the checkpoint does
+    /// not (the engine's `codec::covered_state`). None: never.
+    pub read_covered: Option<fn(&[u8]) -> bool>,
 }
 
 impl WalConfig {
@@ -137,6 +141,7 @@ impl WalConfig {
             zero_fill_segments: true,
             syncs_in_flight: DEFAULT_SYNCS_IN_FLIGHT,
             sync_overlap_us: DEFAULT_SYNC_OVERLAP_US,
+            read_covered: None,
         }
     }
 

@@ -155,14 +155,28 @@ fn discover_stream(
     Ok(segs)
 }
 
+/// The next record past `start_after`. A covered record that
+/// `WalConfig::read_covered` selects (state no checkpoint stores) is still
+/// handed to `apply`.
 fn pull(
     r: &mut StreamReader,
     start_after: u64,
     skipped: &mut u64,
+    read_covered: Option<fn(&[u8]) -> bool>,
+    apply: &mut RecoveryApply<'_>,
 ) -> Result<Option<Rec>, WalError> {
     loop {
         match r.next()? {
-            Some(rec) if rec.lsn <= start_after => *skipped += 1,
+            Some(rec) if rec.lsn <= start_after => {
+                *skipped += 1;
+                let payload = r.payload(&rec);
+                if read_covered.is_some_and(|f| f(payload)) {
+                    apply(rec.lsn, rec.time_ms, payload).map_err(|reason| WalError::Apply {
+                        lsn: rec.lsn,
+                        reason,
+                    })?;
+                }
+            }
             other => return Ok(other),
         }
     }
@@ -301,7 +315,7 @@ pub(crate) fn recover(
     let mut skipped = 0u64;
     let mut heads = Vec::with_capacity(n);
     for r in readers.iter_mut() {
-        heads.push(pull(r, start_after, &mut skipped)?);
+        heads.push(pull(r, start_after, &mut skipped, cfg.read_covered, apply)?);
     }
     let mut expected = start_after + 1;
     let mut applied = 0u64;
@@ -320,7 +334,13 @@ pub(crate) fn recover(
         })?;
         applied += 1;
         expected += 1;
-        heads[i] = pull(&mut readers[i], start_after, &mut skipped)?;
+        heads[i] = pull(
+            &mut readers[i],
+            start_after,
+            &mut skipped,
+            cfg.read_covered,
+            apply,
+        )?;
         if applied & 4095 == 0 && last_progress.elapsed() >= Duration::from_secs(1) {
             last_progress = Instant::now();
             let secs = t0.elapsed().as_secs_f64().max(1e-9);
@@ -357,7 +377,7 @@ pub(crate) fn recover(
                 None => (rec.lsn, rec.lsn),
                 Some((a, b)) => (a.min(rec.lsn), b.max(rec.lsn)),
             });
-            head = pull(r, start_after, &mut skipped)?;
+            head = pull(r, start_after, &mut skipped, cfg.read_covered, apply)?;
         }
         if let Some(c) = r.corruption() {
             corruptions.push(c.clone());

@@ -52,7 +52,7 @@ pub(super) const CLIENT_SUBS: &[SubSpec] = &[
     sub("tracking", -3, NOSCRIPT | LOADING | STALE, "Controls server-assisted client-side caching for the connection."),
     sub("caching", 3, NOSCRIPT | LOADING | STALE, "Instructs the server whether to track the keys in the next request."),
     sub("trackinginfo", 2, NOSCRIPT | LOADING | STALE, "Returns information about server-assisted client-side caching for the connection."),
-    sub("durability", 3, NOSCRIPT | LOADING | STALE, "Sets this connection's durability level: full, delayed, none, or default (the database's level)."),
+    sub("durability", 3, NOSCRIPT | LOADING | STALE, "Sets this connection's durability level: full, delayed, none, replicated, or default (the database's level)."),
     sub("help", 2, LOADING | STALE, "Returns helpful text about the different subcommands."),
 ];
 
@@ -140,7 +140,7 @@ fn client(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
                     Ok(Frame::ok())
                 }
                 None => Err(Frame::error(format!(
-                    "ERR invalid durability level '{}': expected full, delayed, none or default",
+                    "ERR invalid durability level '{}': expected full, delayed, none, replicated or default",
                     lossy(v)
                 ))),
             }

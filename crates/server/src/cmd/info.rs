@@ -47,16 +47,17 @@ const SECTIONS: &[(&str, bool)] = &[
 /// the writes it counts, like DBSIZE.
 fn info(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let (frame, counts_keys) = info_text(ctx, args);
-    let full = ctx
+    let level = ctx
         .shared
-        .effective_durability(ctx.client.durability, ctx.client.db)
-        == Durability::Full;
+        .effective_durability(ctx.client.durability, ctx.client.db);
+    let lsn = ctx.shared.store.keyspace.max_write_lsn();
     Outcome {
         frame,
-        dependency_lsn: if counts_keys && full {
-            ctx.shared.store.keyspace.max_write_lsn()
-        } else {
-            0
+        dependency_lsn: match level {
+            _ if !counts_keys => 0,
+            Durability::Full => lsn,
+            Durability::Replicated => crate::repl::replicated_dep(lsn),
+            Durability::Delayed | Durability::None => 0,
         },
     }
 }

@@ -89,9 +89,12 @@ fn parse_timeout(arg: &[u8]) -> Result<i64, Frame> {
     }
 }
 
-/// WAITAOF: the reply is held by the connection until this connection's
-/// last logged write is durable, so `[1, 0]` is true when it is delivered.
-/// The timeout cannot shorten the wait: durakv has no timer on held replies.
+/// WAITAOF: with `numreplicas` 0 the reply is held by the connection until
+/// this connection's last logged write is durable, so `[1, 0]` is true when
+/// it is delivered (the timeout cannot shorten that wait: durakv has no
+/// timer on held replies). With replicas wanted it waits here, like WAIT,
+/// for replicas whose acknowledged durable offset (REPLCONF ACK ... FACK)
+/// covers the connection's last write, and for the local log if asked.
 fn waitaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let checked = (|| {
         let numlocal = parse_i64(&args[1]).ok_or_else(|| errors::err(errors::NOT_INTEGER))?;
@@ -104,42 +107,97 @@ fn waitaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         if numreplicas < 0 {
             return Err(Frame::error("ERR value is out of range, must be positive"));
         }
-        parse_timeout(&args[3])?;
-        if numreplicas > 0 {
+        let timeout = parse_timeout(&args[3])?;
+        if ctx.shared.repl.is_replica() {
             return Err(Frame::error(
-                "ERR WAITAOF cannot be used when numreplicas > 0: durakv has no replicas",
+                "ERR WAITAOF cannot be used with replica instances. Please also note that writes to replicas are just local and are not propagated.",
             ));
         }
-        Ok(numlocal)
+        Ok((numlocal, numreplicas, timeout))
     })();
-    let numlocal = match checked {
+    let (numlocal, numreplicas, timeout_ms) = match checked {
         Ok(n) => n,
         Err(e) => return Outcome::now(e),
     };
-    let pair = |local: i64| Frame::Array(vec![Frame::Integer(local), Frame::Integer(0)]);
+    let pair = |local: i64, replicas: usize| {
+        Frame::Array(vec![Frame::Integer(local), Frame::Integer(replicas as i64)])
+    };
     let level = ctx
         .shared
         .effective_durability(ctx.client.durability, ctx.client.db);
     // In a database the log does not cover, nothing this connection writes
     // is ever fsynced (in a logged one, even a `none` connection's writes are).
-    if level == Durability::None && !ctx.shared.store.keyspace.is_logged(ctx.client.db) {
-        return Outcome::now(pair(0));
-    }
+    let unlogged = level == Durability::None && !ctx.shared.store.keyspace.is_logged(ctx.client.db);
     let lsn = ctx.client.last_write_lsn;
-    if numlocal == 0 {
-        let done = i64::from(lsn <= ctx.shared.durable_lsn());
-        return Outcome::now(pair(done));
+    let repl = &ctx.shared.repl;
+    let target = ctx.client.last_write_offset;
+    if numreplicas == 0 {
+        if unlogged {
+            return Outcome::now(pair(0, repl.facked(target)));
+        }
+        if numlocal == 0 {
+            let done = i64::from(lsn <= ctx.shared.durable_lsn());
+            return Outcome::now(pair(done, repl.facked(target)));
+        }
+        return Outcome {
+            frame: pair(1, repl.facked(target)),
+            dependency_lsn: lsn,
+        };
     }
-    Outcome {
-        frame: pair(1),
-        dependency_lsn: lsn,
+    if numlocal == 1 && !unlogged && lsn > ctx.shared.durable_lsn() {
+        ctx.shared.store.wal.request_sync_upto(lsn);
     }
+    ask_for_acks(ctx.shared);
+    let local_done = |shared: &crate::state::Shared| !unlogged && lsn <= shared.durable_lsn();
+    let (local, count) = poll_until(ctx, timeout_ms, |shared| {
+        let local = local_done(shared);
+        let n = shared.repl.facked(target);
+        let done = (numlocal == 0 || local) && n as i64 >= numreplicas;
+        (done, (local, n))
+    });
+    Outcome::now(pair(i64::from(local), count))
 }
 
-/// WAIT: replicas that acknowledged the stream up to where it stood when
-/// WAIT began (which covers this connection's writes). Asks them for an
-/// acknowledgement at once, then polls until enough answered or the
-/// timeout passes (0: no timeout), holding this connection's thread.
+/// Asks the replicas for an acknowledgement now (REPLCONF GETACK *).
+fn ask_for_acks(shared: &crate::state::Shared) {
+    if shared.repl.replicas.lock().is_empty() {
+        return;
+    }
+    let mut getack = Vec::new();
+    crate::repl::effects::resp(&mut getack, &[b"REPLCONF", b"GETACK", b"*"]);
+    shared.repl.stream.append_raw(&getack);
+}
+
+/// Polls `check` until it says done, the timeout passes (0: none), the
+/// client is killed or the server shuts down, holding this connection's
+/// thread; returns the last value it computed.
+fn poll_until<T>(
+    ctx: &Ctx<'_>,
+    timeout_ms: i64,
+    check: impl Fn(&crate::state::Shared) -> (bool, T),
+) -> T {
+    let deadline = (timeout_ms > 0)
+        .then(|| std::time::Instant::now() + std::time::Duration::from_millis(timeout_ms as u64));
+    crate::checkpointer::blocking(|| loop {
+        let (done, v) = check(ctx.shared);
+        if done
+            || deadline.is_some_and(|d| std::time::Instant::now() >= d)
+            || ctx.client.handle.is_killed()
+            || ctx
+                .shared
+                .shutting_down
+                .load(std::sync::atomic::Ordering::Acquire)
+        {
+            return v;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    })
+}
+
+/// WAIT: replicas whose acknowledged offset covers this connection's last
+/// write. Asks them for an acknowledgement at once, then polls until
+/// enough answered or the timeout passes (0: no timeout), holding this
+/// connection's thread.
 fn wait(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let Some(wanted) = parse_i64(&args[1]) else {
         return Err(errors::err(errors::NOT_INTEGER));
@@ -151,29 +209,15 @@ fn wait(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             "ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated.",
         ));
     }
-    let target = repl.offset();
+    let target = ctx.client.last_write_offset;
     let count = repl.acked(target);
     if count as i64 >= wanted || repl.replicas.lock().is_empty() {
         return Ok(Frame::Integer(count as i64));
     }
-    let mut getack = Vec::new();
-    crate::repl::effects::resp(&mut getack, &[b"REPLCONF", b"GETACK", b"*"]);
-    repl.stream.append_raw(&getack);
-    let deadline = (timeout_ms > 0)
-        .then(|| std::time::Instant::now() + std::time::Duration::from_millis(timeout_ms as u64));
-    let count = crate::checkpointer::blocking(|| loop {
-        let n = repl.acked(target);
-        if n as i64 >= wanted
-            || deadline.is_some_and(|d| std::time::Instant::now() >= d)
-            || ctx.client.handle.is_killed()
-            || ctx
-                .shared
-                .shutting_down
-                .load(std::sync::atomic::Ordering::Acquire)
-        {
-            return n;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(2));
+    ask_for_acks(ctx.shared);
+    let count = poll_until(ctx, timeout_ms, |shared| {
+        let n = shared.repl.acked(target);
+        (n as i64 >= wanted, n)
     });
     Ok(Frame::Integer(count as i64))
 }

@@ -331,10 +331,10 @@ fn publisher_dependency(ctx: &Ctx<'_>) -> u64 {
     let level = ctx
         .shared
         .effective_durability(ctx.client.durability, ctx.client.db);
-    if level == Durability::Full {
-        lsn
-    } else {
-        0
+    match level {
+        Durability::Full => lsn,
+        Durability::Replicated => crate::repl::replicated_dep(lsn),
+        Durability::Delayed | Durability::None => 0,
     }
 }
 

@@ -24,6 +24,7 @@ fn replicaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     if is(&args[1], "no") && is(&args[2], "one") {
         if repl.is_replica() {
             repl.promote(ctx.shared);
+            crate::repl::replica::forget_origin(ctx.shared);
             tracing::info!("MASTER MODE enabled (user request)");
         }
         remember_primary(ctx, "");

@@ -7,6 +7,9 @@
 
 use std::collections::VecDeque;
 
+/// Entries the LSN -> offset index keeps; past it the oldest two merge.
+const INDEX_CAP: usize = 1 << 16;
+
 pub struct Backlog {
     buf: VecDeque<u8>,
     cap: usize,
@@ -20,6 +23,13 @@ pub struct Backlog {
     /// This server is a replica: the stream it applies is its primary's,
     /// and its own writes (none, it is read-only) are not streamed.
     pub paused: bool,
+    /// Logged commits not yet known to be on enough replicas, in stream
+    /// order: (offset of the commit's last byte, its LSN). LSNs are not in
+    /// order here (commits in different shards race to the stream); see
+    /// [`Backlog::covered_lsn`].
+    index: VecDeque<(u64, u64)>,
+    /// The highest LSN fed (or covered by a full sync's snapshot).
+    max_lsn: u64,
 }
 
 impl Backlog {
@@ -31,6 +41,8 @@ impl Backlog {
             seldb: None,
             active: false,
             paused: false,
+            index: VecDeque::new(),
+            max_lsn: 0,
         }
     }
 
@@ -41,6 +53,45 @@ impl Backlog {
             self.buf.drain(..excess);
         }
         self.end += bytes.len() as u64;
+    }
+
+    /// Records that the commit `lsn` ends at the stream's current end. The
+    /// index stays bounded: its oldest two entries merge into one that
+    /// waits for the later offset and the lower LSN, which only delays.
+    pub fn index_commit(&mut self, lsn: u64) {
+        if lsn == 0 {
+            return;
+        }
+        self.max_lsn = self.max_lsn.max(lsn);
+        if self.index.len() >= INDEX_CAP {
+            if let (Some((_, l0)), Some((o1, l1))) =
+                (self.index.pop_front(), self.index.pop_front())
+            {
+                self.index.push_front((o1, l0.min(l1)));
+            }
+        }
+        self.index.push_back((self.end, lsn));
+    }
+
+    /// A full sync's snapshot at the stream's current end holds every
+    /// commit up to `lsn`.
+    pub fn index_snapshot(&mut self, lsn: u64) {
+        self.max_lsn = self.max_lsn.max(lsn);
+    }
+
+    /// Once the stream up to `offset` is durable somewhere: the highest LSN
+    /// L such that every logged commit with LSN <= L is in that prefix (or
+    /// in a snapshot before it). A commit reaches the stream while it still
+    /// holds its shard locks, so no reply can depend on an LSN that has not
+    /// been fed yet; fed ones past `offset` are still in the index.
+    pub fn covered_lsn(&mut self, offset: u64) -> u64 {
+        while self.index.front().is_some_and(|&(o, _)| o <= offset) {
+            self.index.pop_front();
+        }
+        match self.index.iter().map(|&(_, l)| l).min() {
+            Some(l) => l - 1,
+            None => self.max_lsn,
+        }
     }
 
     pub fn histlen(&self) -> u64 {

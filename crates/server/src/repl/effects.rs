@@ -63,6 +63,9 @@ pub fn translate(muts: &[Mutation], limits: &EncodingLimits) -> Vec<Effect> {
             Mutation::FlushAll => out.push((None, cmd(&[b"FLUSHALL"]))),
             Mutation::SwapDb { a, b } => out.push((None, cmd(&[b"SWAPDB", &num(a), &num(b)]))),
             Mutation::Function(op) => out.push((None, function_op(op))),
+            // This server's position in its own primary's stream: not a
+            // change for its replicas.
+            Mutation::ReplOrigin(_) => {}
         }
     }
     out

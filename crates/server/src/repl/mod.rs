@@ -21,7 +21,7 @@ use durakv_engine::mutation::Mutation;
 use durakv_engine::replication::ReplicationFeed;
 use durakv_engine::value::EncodingLimits;
 use parking_lot::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use tokio::sync::watch;
 
@@ -56,9 +56,17 @@ pub struct Feed {
 }
 
 impl ReplicationFeed for Feed {
-    fn committed(&self, _lsn: u64, _time_ms: u64, muts: &[Mutation]) {
+    fn committed(&self, lsn: u64, _time_ms: u64, muts: &[Mutation]) {
         let cmds = effects::translate(muts, &self.limits);
         if cmds.is_empty() {
+            // Nothing to send, but a reply may still depend on the LSN:
+            // it is covered with what the stream holds so far.
+            if lsn != 0 {
+                let mut b = self.stream.backlog.lock();
+                if b.active && !b.paused {
+                    b.index_commit(lsn);
+                }
+            }
             return;
         }
         let mut b = self.stream.backlog.lock();
@@ -87,6 +95,7 @@ impl ReplicationFeed for Feed {
             effects::resp(&mut out, &[b"EXEC"]);
         }
         b.append(&out);
+        b.index_commit(lsn);
         let end = b.end;
         drop(b);
         self.stream.end_tx.send_replace(end);
@@ -100,6 +109,9 @@ pub struct ReplicaInfo {
     pub port: AtomicU64,
     /// Offset the replica acknowledged (REPLCONF ACK).
     pub ack: AtomicU64,
+    /// Offset whose writes the replica reports durable in its own log
+    /// (REPLCONF ACK ... FACK); 0 for replicas that do not say (Redis 7.0).
+    pub fack: AtomicU64,
     pub last_ack_ms: AtomicU64,
     /// Past its full sync: receiving the command stream.
     pub online: AtomicBool,
@@ -132,6 +144,9 @@ pub struct Replication {
     pub replicas: Mutex<Vec<Arc<ReplicaInfo>>>,
     /// Bumped on every REPLCONF ACK (WAIT waits on it).
     pub acks: AtomicU64,
+    /// Every logged write with an LSN up to this is durable on at least
+    /// `min-replicas-to-ack` replicas (as they were when it was computed).
+    pub replicated_lsn: AtomicU64,
     pub ids: Mutex<Ids>,
     /// Set while this server replicates another (the one check writes pay).
     pub is_replica: AtomicBool,
@@ -149,6 +164,46 @@ pub struct Replication {
     pub sync_full: AtomicU64,
     pub sync_partial_ok: AtomicU64,
     pub sync_partial_err: AtomicU64,
+    /// The database the primary's stream has selected, kept across links
+    /// (a partial resync does not repeat the SELECT).
+    pub master_db: AtomicU32,
+    /// The replication ID and offset were restored from this server's log
+    /// at start-up: the first PSYNC asks to continue from them.
+    pub resumable: AtomicBool,
+}
+
+/// Marks a reply dependency at level `replicated`: the LSN with this bit
+/// set must be durable here and on `min-replicas-to-ack` replicas. LSNs
+/// never come near it; `UNLOGGED_FAILED_LSN` (all ones) is not a flagged LSN.
+pub const REPLICATED_DEP: u64 = 1 << 62;
+
+/// A dependency's LSN, and whether it waits for replicas too.
+pub fn dep_parts(dep: u64) -> (u64, bool) {
+    if dep == durakv_engine::txn::UNLOGGED_FAILED_LSN {
+        return (dep, false);
+    }
+    (dep & !REPLICATED_DEP, dep & REPLICATED_DEP != 0)
+}
+
+/// `lsn` as a dependency at level `replicated` (0 stays 0: nothing to wait for).
+pub fn replicated_dep(lsn: u64) -> u64 {
+    if lsn == 0 || lsn == durakv_engine::txn::UNLOGGED_FAILED_LSN {
+        lsn
+    } else {
+        lsn | REPLICATED_DEP
+    }
+}
+
+/// A dependency covering both `a` and `b`.
+pub fn combine_deps(a: u64, b: u64) -> u64 {
+    let (la, ra) = dep_parts(a);
+    let (lb, rb) = dep_parts(b);
+    let lsn = la.max(lb);
+    if ra || rb {
+        replicated_dep(lsn)
+    } else {
+        lsn
+    }
 }
 
 pub const NO_REPLID: &str = "0000000000000000000000000000000000000000";
@@ -163,6 +218,7 @@ impl Replication {
             }),
             replicas: Mutex::new(Vec::new()),
             acks: AtomicU64::new(0),
+            replicated_lsn: AtomicU64::new(0),
             ids: Mutex::new(Ids {
                 replid: replid.to_string(),
                 replid2: NO_REPLID.to_string(),
@@ -176,6 +232,8 @@ impl Replication {
             sync_full: AtomicU64::new(0),
             sync_partial_ok: AtomicU64::new(0),
             sync_partial_err: AtomicU64::new(0),
+            master_db: AtomicU32::new(0),
+            resumable: AtomicBool::new(false),
         }
     }
 
@@ -203,6 +261,60 @@ impl Replication {
             .iter()
             .filter(|r| r.online.load(Ordering::Acquire) && r.ack.load(Ordering::Acquire) >= offset)
             .count()
+    }
+
+    /// Replicas whose reported durable offset reached `offset`.
+    pub fn facked(&self, offset: u64) -> usize {
+        self.replicas
+            .lock()
+            .iter()
+            .filter(|r| {
+                r.online.load(Ordering::Acquire) && r.fack.load(Ordering::Acquire) >= offset
+            })
+            .count()
+    }
+
+    /// The stream's end as the feed last published it (no backlog lock).
+    pub fn end_offset(&self) -> u64 {
+        *self.stream.end_tx.borrow()
+    }
+
+    /// Replicas whose last acknowledgement is at most `max_lag_secs` old
+    /// (`min-replicas-max-lag`).
+    pub fn good_replicas(&self, max_lag_secs: u64) -> usize {
+        let now = crate::util::now_ms();
+        self.replicas
+            .lock()
+            .iter()
+            .filter(|r| {
+                r.online.load(Ordering::Acquire)
+                    && now.saturating_sub(r.last_ack_ms.load(Ordering::Acquire))
+                        <= max_lag_secs * 1000
+            })
+            .count()
+    }
+
+    /// Recomputes [`Replication::replicated_lsn`] after an acknowledgement:
+    /// the `k`-th highest durable offset among online replicas, mapped to
+    /// LSNs. True when it advanced.
+    pub fn advance_replicated(&self, k: usize) -> bool {
+        if k == 0 {
+            return false;
+        }
+        let mut facks: Vec<u64> = self
+            .replicas
+            .lock()
+            .iter()
+            .filter(|r| r.online.load(Ordering::Acquire))
+            .map(|r| r.fack.load(Ordering::Acquire))
+            .collect();
+        if facks.len() < k {
+            return false;
+        }
+        facks.sort_unstable_by(|a, b| b.cmp(a));
+        let offset = facks[k - 1];
+        let lsn = self.stream.backlog.lock().covered_lsn(offset);
+        self.replicated_lsn.fetch_max(lsn, Ordering::AcqRel) < lsn
     }
 
     /// DEBUG CHANGE-REPL-ID: a new ID, and no previous one.
@@ -318,6 +430,16 @@ pub fn info_section(shared: &crate::state::Shared) -> String {
     }
     let replicas = repl.replicas.lock().clone();
     f("connected_slaves", replicas.len().to_string());
+    let (min_write, max_lag) = {
+        let c = shared.config.read();
+        (c.min_replicas_to_write, c.min_replicas_max_lag)
+    };
+    if min_write > 0 && max_lag > 0 {
+        f(
+            "min_slaves_good_slaves",
+            repl.good_replicas(max_lag).to_string(),
+        );
+    }
     for (i, r) in replicas.iter().enumerate() {
         let state = if r.online.load(Ordering::Acquire) {
             "online"

@@ -40,6 +40,9 @@ fn snapshot(shared: &Shared) -> (u64, Snapshot) {
         let mut b = shared.repl.stream.backlog.lock();
         b.active = true;
         b.seldb = None;
+        // Every LSN handed out so far is in the snapshot: its commit holds
+        // its shard locks until it is stamped, and this holds them all.
+        b.index_snapshot(shared.store.wal.last_lsn());
         b.end
     };
     let mut snap = Snapshot {
@@ -96,6 +99,7 @@ pub async fn serve(
             .unwrap_or_else(|| client.handle.addr.ip().to_string()),
         port: AtomicU64::new(u64::from(client.repl_listening_port)),
         ack: AtomicU64::new(0),
+        fack: AtomicU64::new(0),
         last_ack_ms: AtomicU64::new(crate::util::now_ms()),
         online: AtomicBool::new(false),
     });
@@ -207,7 +211,7 @@ async fn stream_to(
     }
 }
 
-/// A replica's REPLCONF ACK <offset>.
+/// A replica's `REPLCONF ACK <offset> [FACK <durable offset>]`.
 fn acknowledge(shared: &Shared, info: &ReplicaInfo, args: &[bytes::Bytes]) {
     let is = |i: usize, w: &str| {
         args.get(i)
@@ -224,9 +228,27 @@ fn acknowledge(shared: &Shared, info: &ReplicaInfo, args: &[bytes::Bytes]) {
         return;
     };
     info.ack.fetch_max(off, Ordering::AcqRel);
+    let fack = is(3, "fack")
+        .then(|| {
+            args.get(4)
+                .and_then(|a| std::str::from_utf8(a).ok())
+                .and_then(|a| a.parse::<u64>().ok())
+        })
+        .flatten();
+    if let Some(fack) = fack {
+        // A replica never reports more durable than it applied.
+        info.fack.fetch_max(fack.min(off), Ordering::AcqRel);
+    }
     info.last_ack_ms
         .store(crate::util::now_ms(), Ordering::Release);
     shared.repl.acks.fetch_add(1, Ordering::AcqRel);
+    if fack.is_some() {
+        let k = shared.config.read().min_replicas_to_ack as usize;
+        if shared.repl.advance_replicated(k) {
+            // Connections holding `replicated` replies re-check.
+            shared.durable_tx.send_modify(|_| {});
+        }
+    }
 }
 
 /// Sends PING down the stream every `repl-ping-replica-period` while

@@ -12,7 +12,7 @@ use crate::client::ClientState;
 use crate::command::Ctx;
 use crate::state::Shared;
 use bytes::{Bytes, BytesMut};
-use durakv_engine::mutation::{KeyOp, Mutation};
+use durakv_engine::mutation::{KeyOp, Mutation, ReplOrigin};
 use durakv_protocol::{RequestLimits, RequestParser};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -32,6 +32,9 @@ type LinkResult<T> = Result<T, String>;
 /// Follows REPLICAOF's target: one link task at a time.
 pub async fn supervise(shared: Arc<Shared>) {
     let initial = shared.config.read().get("replicaof").unwrap_or_default();
+    if !initial.trim().is_empty() {
+        restore_origin(&shared);
+    }
     let mut parts = initial.split_whitespace();
     if let (Some(h), Some(p)) = (parts.next(), parts.next()) {
         if let Ok(port) = p.parse::<u16>() {
@@ -189,7 +192,10 @@ async fn session(shared: &Shared, host: &str, port: u16, generation: u64) -> Lin
     // continues instead of sending everything again.
     let (replid, offset) = {
         let ids = shared.repl.ids.lock();
-        if shared.repl.history_known.load(Ordering::Acquire) {
+        // Or a position its log recorded (a restart), when it has one.
+        if shared.repl.history_known.load(Ordering::Acquire)
+            || shared.repl.resumable.load(Ordering::Acquire)
+        {
             (ids.replid.clone(), (shared.repl.offset() + 1).to_string())
         } else {
             ("?".to_string(), "-1".to_string())
@@ -217,8 +223,11 @@ async fn session(shared: &Shared, host: &str, port: u16, generation: u64) -> Lin
             shared.repl.history_known.store(false, Ordering::Release);
             let file = read_rdb(&mut stream, &mut buf).await?;
             let started = std::time::Instant::now();
+            shared.repl.resumable.store(false, Ordering::Release);
+            shared.repl.master_db.store(0, Ordering::Release);
             let mut master = MasterClient::new(shared, &stream);
-            let keys = crate::checkpointer::blocking(|| load(shared, &file, &mut master))?;
+            let origin = (Bytes::from(id.clone().into_bytes()), off);
+            let keys = crate::checkpointer::blocking(|| load(shared, &file, &mut master, origin))?;
             tracing::info!(
                 "full sync: loaded {keys} keys ({} bytes of RDB) in {:.3}s",
                 file.len(),
@@ -308,6 +317,7 @@ impl<'s> MasterClient<'s> {
         handle.master_link.store(true, Ordering::Release);
         let mut state = ClientState::new(handle, true);
         state.is_master = true;
+        state.db = shared.repl.master_db.load(Ordering::Acquire) as usize;
         state.reply_mode = crate::client::ReplyMode::Off;
         MasterClient { shared, state }
     }
@@ -335,8 +345,16 @@ impl Drop for MasterClient<'_> {
     }
 }
 
-/// Replaces the dataset with the RDB file's. Returns the keys loaded.
-fn load(shared: &Shared, file: &[u8], master: &mut MasterClient<'_>) -> LinkResult<u64> {
+/// Replaces the dataset with the RDB file's, and logs `origin` (the
+/// primary's ID and the sync's offset) once all of it is. The first record
+/// forgets any earlier position, so a crash mid-load never resumes from
+/// one. Returns the keys loaded.
+fn load(
+    shared: &Shared,
+    file: &[u8],
+    master: &mut MasterClient<'_>,
+    origin: (Bytes, u64),
+) -> LinkResult<u64> {
     let ks = &shared.store.keyspace;
     let wal = shared.store.wal.as_ref();
     let level = |db: usize| shared.effective_durability(None, db);
@@ -344,6 +362,12 @@ fn load(shared: &Shared, file: &[u8], master: &mut MasterClient<'_>) -> LinkResu
     {
         let mut txn = ks.lock_all();
         txn.apply(Mutation::FlushAll).map_err(|e| e.to_string())?;
+        txn.apply(Mutation::ReplOrigin(ReplOrigin {
+            replid: Bytes::new(),
+            offset: 0,
+            db: 0,
+        }))
+        .map_err(|e| e.to_string())?;
         let out = txn.commit(wal, level(0)).map_err(|e| e.to_string())?;
         last_lsn = last_lsn.max(out.lsn);
     }
@@ -382,6 +406,18 @@ fn load(shared: &Shared, file: &[u8], master: &mut MasterClient<'_>) -> LinkResu
             code.clone(),
         ]);
     }
+    last_lsn = last_lsn.max(master.state.last_write_lsn);
+    {
+        let mut txn = ks.lock_keys(std::iter::empty::<&[u8]>());
+        txn.apply(Mutation::ReplOrigin(ReplOrigin {
+            replid: origin.0,
+            offset: origin.1,
+            db: 0,
+        }))
+        .map_err(|e| e.to_string())?;
+        let out = txn.commit(wal, level(0)).map_err(|e| e.to_string())?;
+        last_lsn = last_lsn.max(out.lsn);
+    }
     if last_lsn > 0 {
         shared.store.wal.request_sync_upto(last_lsn);
         durakv_engine::store::wait_durable(&shared.store.wal, last_lsn, Duration::from_secs(600))
@@ -390,8 +426,49 @@ fn load(shared: &Shared, file: &[u8], master: &mut MasterClient<'_>) -> LinkResu
     Ok(loaded.keys)
 }
 
+/// Where the replica's own log stands against the stream it applied: the
+/// LSN of the last logged write of each command not yet durable here, with
+/// the offset the stream had before that command.
+struct DurableOffsets {
+    pending: std::collections::VecDeque<(u64, u64)>,
+    /// The stream offset applied so far.
+    applied: u64,
+}
+
+impl DurableOffsets {
+    /// A command that ended the stream at `end` after starting at `start`
+    /// and whose writes, if it logged any, are in records up to `lsn`
+    /// (`None`: it logged nothing).
+    fn applied(&mut self, start: u64, end: u64, lsn: Option<u64>) {
+        if let Some(lsn) = lsn {
+            self.pending.push_back((start, lsn));
+        }
+        self.applied = end;
+    }
+
+    /// `FACK`: the offset up to which every applied write is durable in
+    /// this server's log. The log becomes durable in LSN order, so that is
+    /// the start of the first command whose last record is not durable yet.
+    /// While any database is unlogged (level `none`) its writes are never
+    /// durable, and the replica reports 0.
+    fn durable(&mut self, shared: &Shared) -> u64 {
+        let ks = &shared.store.keyspace;
+        if (0..ks.num_dbs()).any(|d| !ks.is_logged(d)) {
+            return 0;
+        }
+        let durable = shared.durable_lsn();
+        while self.pending.front().is_some_and(|&(_, l)| l <= durable) {
+            self.pending.pop_front();
+        }
+        self.pending
+            .front()
+            .map_or(self.applied, |&(start, _)| start)
+    }
+}
+
 /// Applies the command stream, counting its bytes as the offset, and
-/// acknowledges the offset every second and on REPLCONF GETACK.
+/// acknowledges it (`REPLCONF ACK <offset> FACK <durable offset>`) every
+/// second, on REPLCONF GETACK, and whenever the durable offset advances.
 async fn apply_stream(
     shared: &Shared,
     stream: &mut TcpStream,
@@ -411,6 +488,13 @@ async fn apply_stream(
     });
     let mut ack_timer = tokio::time::interval(ACK_PERIOD);
     let handle = master.state.handle.clone();
+    let mut durable_rx = shared.durable_tx.subscribe();
+    let mut offsets = DurableOffsets {
+        pending: std::collections::VecDeque::new(),
+        applied: shared.repl.offset(),
+    };
+    let mut sent_fack = None;
+    let replid = Bytes::from(shared.repl.ids.lock().replid.clone().into_bytes());
     let result = loop {
         // CLIENT KILL TYPE master: drop the link; it reconnects and asks
         // for a partial resync, as Redis's replica does.
@@ -433,21 +517,34 @@ async fn apply_stream(
             let getack = args.len() >= 2
                 && args[0].eq_ignore_ascii_case(b"replconf")
                 && args[1].eq_ignore_ascii_case(b"getack");
-            if getack {
-                ack_now = true;
-            } else if !args[0].eq_ignore_ascii_case(b"ping") {
-                master.run(&args);
-            }
+            let lsn_before = master.state.last_write_lsn;
             // The backlog keeps the primary's bytes, so replicas of this
             // server after a promotion can continue from them.
             let mut raw = Vec::with_capacity(used);
             resp(&mut raw, &args.iter().map(|a| &a[..]).collect::<Vec<_>>());
+            let start = shared.repl.stream.backlog.lock().end;
+            let end = start + raw.len() as u64;
+            if getack {
+                ack_now = true;
+            } else if !args[0].eq_ignore_ascii_case(b"ping") {
+                master.state.repl_origin = Some((replid.clone(), end));
+                master.run(&args);
+                master.state.repl_origin = None;
+                shared
+                    .repl
+                    .master_db
+                    .store(master.state.db as u32, Ordering::Release);
+            }
             shared.repl.stream.backlog.lock().append(&raw);
+            let lsn = master.state.last_write_lsn;
+            offsets.applied(start, end, (lsn > lsn_before).then_some(lsn));
         }
-        if ack_now {
-            if let Err(e) = send_ack(shared, stream).await {
+        let fack = offsets.durable(shared);
+        if ack_now || sent_fack.is_none_or(|s| fack > s) {
+            if let Err(e) = send_ack(shared, stream, fack).await {
                 break Err(e);
             }
+            sent_fack = Some(fack);
         }
         tokio::select! {
             r = tokio::time::timeout(LINK_TIMEOUT, stream.read_buf(&mut buf)) => {
@@ -459,10 +556,17 @@ async fn apply_stream(
                 }
             }
             _ = handle.wake.notified() => {}
+            r = durable_rx.changed(), if !offsets.pending.is_empty() => {
+                if r.is_err() {
+                    break Err("shutting down".into());
+                }
+            }
             _ = ack_timer.tick() => {
-                if let Err(e) = send_ack(shared, stream).await {
+                let fack = offsets.durable(shared);
+                if let Err(e) = send_ack(shared, stream, fack).await {
                     break Err(e);
                 }
+                sent_fack = Some(fack);
             }
         }
     };
@@ -470,7 +574,71 @@ async fn apply_stream(
     result
 }
 
-async fn send_ack(shared: &Shared, stream: &mut TcpStream) -> LinkResult<()> {
+async fn send_ack(shared: &Shared, stream: &mut TcpStream, fack: u64) -> LinkResult<()> {
     let off = shared.repl.offset().to_string();
-    send(stream, &[b"REPLCONF", b"ACK", off.as_bytes()]).await
+    let fack = fack.to_string();
+    send(
+        stream,
+        &[
+            b"REPLCONF",
+            b"ACK",
+            off.as_bytes(),
+            b"FACK",
+            fack.as_bytes(),
+        ],
+    )
+    .await
+}
+
+/// At start-up as a replica: the primary's ID and the offset this
+/// server's log reached, if the log recorded them with the writes, so the
+/// first PSYNC asks to continue from there. Not when a database is
+/// unlogged: its content after a restart is older than that offset.
+fn restore_origin(shared: &Shared) {
+    let ks = &shared.store.keyspace;
+    let Some(origin) = ks.repl_origin() else {
+        return;
+    };
+    if (0..ks.num_dbs()).any(|d| !ks.is_logged(d)) {
+        return;
+    }
+    let replid = String::from_utf8_lossy(&origin.replid).into_owned();
+    tracing::info!(
+        "the log reached offset {} of replication ID {replid}: asking to continue from there",
+        origin.offset
+    );
+    {
+        let mut b = shared.repl.stream.backlog.lock();
+        b.reset_to(origin.offset);
+        let mut ids = shared.repl.ids.lock();
+        ids.replid = replid;
+        ids.replid2 = super::NO_REPLID.to_string();
+        ids.second_offset = -1;
+    }
+    shared.repl.master_db.store(origin.db, Ordering::Release);
+    shared.repl.resumable.store(true, Ordering::Release);
+}
+
+/// Logs that this server's data no longer follows a primary's stream
+/// position (REPLICAOF NO ONE: it takes its own writes from now on), so a
+/// restart never asks to continue from that position.
+pub fn forget_origin(shared: &Shared) {
+    let ks = &shared.store.keyspace;
+    if ks.repl_origin().is_none() {
+        return;
+    }
+    let mut txn = ks.lock_keys(std::iter::empty::<&[u8]>());
+    let cleared = txn.apply(Mutation::ReplOrigin(ReplOrigin {
+        replid: Bytes::new(),
+        offset: 0,
+        db: 0,
+    }));
+    let level = shared.effective_durability(None, 0);
+    if let Err(e) = cleared.map_err(|e| e.to_string()).and_then(|()| {
+        txn.commit(shared.store.wal.as_ref(), level)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }) {
+        tracing::warn!("could not log the end of the replication position: {e}");
+    }
 }
