@@ -574,3 +574,211 @@ fn sentinel_facing_fields_and_kills() {
                 .is_some_and(|s| s.parse::<i64>().unwrap() >= 0)
     });
 }
+
+/// Writers on `replicated` whose acknowledged writes must all survive
+/// Sentinel failovers: how many rounds (kill -9 of whichever server is
+/// primary) the test runs; `DURAKV_FAILOVER_ROUNDS` asks for more.
+fn failover_rounds() -> usize {
+    std::env::var("DURAKV_FAILOVER_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2)
+}
+
+/// One writer's progress: keys `w{id}:{i}` written one after another, each
+/// retried (SET is idempotent) until it is acknowledged.
+struct Writer {
+    acked: std::sync::atomic::AtomicUsize,
+    errors: std::sync::atomic::AtomicUsize,
+}
+
+/// Sends `w{id}:0, 1, ...` to whichever server Sentinel names primary,
+/// until `stop`; a write counts only once its reply is +OK.
+fn write_until(id: usize, sentinel: u16, w: &Writer, stop: &std::sync::atomic::AtomicBool) {
+    use std::sync::atomic::Ordering::SeqCst;
+    let mut conn: Option<Connection> = None;
+    let mut i = 0usize;
+    while !stop.load(SeqCst) {
+        if conn.is_none() {
+            conn = primary_port(sentinel).and_then(|p| connect(p).ok());
+            if conn.is_none() {
+                std::thread::sleep(Duration::from_millis(50));
+                continue;
+            }
+        }
+        let Some(c) = conn.as_mut() else { continue };
+        let key = format!("w{id}:{i}");
+        match common::cmd(&["SET", &key, &i.to_string()]).query::<String>(c) {
+            Ok(ok) if ok == "OK" => {
+                i += 1;
+                w.acked.store(i, SeqCst);
+            }
+            _ => {
+                // Refused, timed out waiting for a replica, or the server
+                // is gone: not acknowledged; ask Sentinel again.
+                w.errors.fetch_add(1, SeqCst);
+                conn = None;
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    }
+}
+
+#[test]
+fn replicated_writes_survive_sentinel_failovers() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+    use std::sync::Arc;
+    if !sentinel_installed() {
+        eprintln!("skipping: redis-sentinel is not installed (apt-get install redis-sentinel)");
+        return;
+    }
+    let ports = free_ports(6);
+    let (node_ports, sentinel_ports) = ports.split_at(3);
+    let root = tempfile::tempdir().unwrap();
+    let mut cl = Cluster {
+        nodes: Vec::new(),
+        sentinels: Vec::new(),
+        root,
+    };
+    for (i, &port) in node_ports.iter().enumerate() {
+        let dir = cl.root.path().join(format!("node{i}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let node = Node {
+            port,
+            dir,
+            child: None,
+        };
+        node.write_config((i > 0).then_some(node_ports[0]));
+        // Acknowledged once durable here and on both replicas: whichever
+        // one Sentinel promotes has every acknowledged write, whatever
+        // replica offsets it last read. A write that finds too few replicas
+        // for 2 s (one is dead until it rejoins) fails and is retried.
+        let text = std::fs::read_to_string(node.config_path())
+            .unwrap()
+            .replace("durability = \"full\"", "durability = \"replicated\"");
+        std::fs::write(
+            node.config_path(),
+            format!("{text}min-replicas-to-ack = 2\nreplicated-timeout-ms = 2000\n"),
+        )
+        .unwrap();
+        cl.nodes.push(node);
+    }
+    for n in &mut cl.nodes {
+        n.start();
+    }
+    let first = node_ports[0];
+    wait_for("both replicas online", Duration::from_secs(20), || {
+        let info: String = try_cmd(first, &["INFO", "replication"]).ok()?;
+        (info.matches("state=online").count() == 2).then_some(())
+    });
+    cl.start_sentinels(sentinel_ports, first);
+    for &s in sentinel_ports {
+        wait_for(
+            &format!("sentinel {s} knows 2 replicas and 2 sentinels"),
+            Duration::from_secs(30),
+            || {
+                let up = sentinel_list(s, "REPLICAS")
+                    .iter()
+                    .filter(|r| r.get("flags").is_some_and(|f| f == "slave"))
+                    .count();
+                (up == 2 && sentinel_list(s, "SENTINELS").len() == 2).then_some(())
+            },
+        );
+    }
+
+    const WRITERS: usize = 4;
+    let sentinel = cl.sentinel_port();
+    let stop = Arc::new(AtomicBool::new(false));
+    let writers: Vec<Arc<Writer>> = (0..WRITERS)
+        .map(|_| {
+            Arc::new(Writer {
+                acked: AtomicUsize::new(0),
+                errors: AtomicUsize::new(0),
+            })
+        })
+        .collect();
+    let threads: Vec<_> = writers
+        .iter()
+        .enumerate()
+        .map(|(id, w)| {
+            let (w, stop) = (w.clone(), stop.clone());
+            std::thread::spawn(move || write_until(id, sentinel, &w, &stop))
+        })
+        .collect();
+    let total = |ws: &[Arc<Writer>]| ws.iter().map(|w| w.acked.load(SeqCst)).sum::<usize>();
+
+    let mut alive: Vec<u16> = node_ports.to_vec();
+    let mut primary = first;
+    for round in 0..failover_rounds() {
+        // Under load: the kill lands while writes are in flight.
+        let before = total(&writers);
+        wait_for("writers make progress", Duration::from_secs(20), || {
+            (total(&writers) >= before + 200).then_some(())
+        });
+        let idx = cl.nodes.iter().position(|n| n.port == primary).unwrap();
+        cl.nodes[idx].kill9();
+        alive.retain(|&p| p != primary);
+        let killed_at = Instant::now();
+        let next = settle(&cl, &alive);
+        assert_ne!(next, primary);
+        let failover_s = killed_at.elapsed().as_secs_f64();
+        let at_failover = total(&writers);
+        // The killed server comes back and rejoins as a replica: with both
+        // replicas required, writes are acknowledged again only then.
+        cl.nodes[idx].start();
+        alive.push(cl.nodes[idx].port);
+        primary = settle(&cl, &alive);
+        wait_for(
+            "writers continue on the new primary",
+            Duration::from_secs(30),
+            || (total(&writers) >= at_failover + 100).then_some(()),
+        );
+        eprintln!(
+            "round {round}: {next} primary {failover_s:.2} s after the kill, \
+             replicated writes acknowledged again {:.2} s after it, {} acknowledged so far",
+            killed_at.elapsed().as_secs_f64(),
+            total(&writers)
+        );
+    }
+    stop.store(true, SeqCst);
+    for t in threads {
+        t.join().unwrap();
+    }
+
+    // Every acknowledged write is on the primary, and each writer's keys
+    // are a prefix of what it sent: all it was told about, plus at most
+    // the one write in flight when its server died.
+    let mut c = connect(primary).unwrap();
+    for (id, w) in writers.iter().enumerate() {
+        let acked = w.acked.load(SeqCst);
+        assert!(acked > 0, "writer {id} never got an acknowledgement");
+        for i in 0..acked {
+            let v: Option<String> = q(&mut c, &["GET", &format!("w{id}:{i}")]);
+            assert_eq!(v, Some(i.to_string()), "w{id}:{i} acknowledged but lost");
+        }
+        let keys: Vec<String> = q(&mut c, &["KEYS", &format!("w{id}:*")]);
+        assert!(
+            keys.len() == acked || keys.len() == acked + 1,
+            "writer {id}: {} keys for {acked} acknowledged writes",
+            keys.len()
+        );
+        if keys.len() == acked + 1 {
+            let v: Option<String> = q(&mut c, &["GET", &format!("w{id}:{acked}")]);
+            assert_eq!(v, Some(acked.to_string()), "writer {id}: a gap");
+        }
+        eprintln!(
+            "writer {id}: {acked} acknowledged, {} refused or lost connections",
+            w.errors.load(SeqCst)
+        );
+    }
+    // The replicas converge on the primary's data.
+    let _: i64 = q(&mut c, &["WAIT", "2", "10000"]);
+    let want = digest(primary).unwrap();
+    for &p in alive.iter().filter(|&&p| p != primary) {
+        wait_for(
+            &format!("{p} converges with the primary {primary}"),
+            Duration::from_secs(20),
+            || (digest(p)? == want).then_some(()),
+        );
+    }
+}

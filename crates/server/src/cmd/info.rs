@@ -44,7 +44,12 @@ const SECTIONS: &[(&str, bool)] = &[
 ];
 
 /// INFO. Its keyspace section counts keys, so under `full` it waits for
-/// the writes it counts, like DBSIZE.
+/// the writes it counts, like DBSIZE. Under `replicated` it waits for
+/// nothing more than that: INFO is how Sentinel watches a server, and a
+/// freshly promoted primary has no replica to confirm anything until
+/// Sentinel, having read `role:master` in its INFO, repoints them. Held
+/// for replicas, INFO (and every PING queued behind it) would stall for
+/// `replicated-timeout-ms`, and Sentinel would judge the server down.
 fn info(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let (frame, counts_keys) = info_text(ctx, args);
     let level = ctx
@@ -55,8 +60,7 @@ fn info(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         frame,
         dependency_lsn: match level {
             _ if !counts_keys => 0,
-            Durability::Full => lsn,
-            Durability::Replicated => crate::repl::replicated_dep(lsn),
+            Durability::Full | Durability::Replicated => lsn,
             Durability::Delayed | Durability::None => 0,
         },
     }
