@@ -170,16 +170,20 @@ async fn stream_to(
     let mut end_rx = shared.repl.stream.end_tx.subscribe();
     let mut rbuf = BytesMut::with_capacity(1024);
     let handle = client.handle.clone();
+    let _unpin = Unpin(shared, info.client_id);
     loop {
         loop {
-            let chunk = shared
-                .repl
-                .stream
-                .backlog
-                .lock()
-                .read_from(pos, SEND_CHUNK_BYTES);
+            let chunk = {
+                let mut b = shared.repl.stream.backlog.lock();
+                b.pin(info.client_id, pos);
+                b.read_from(pos, SEND_CHUNK_BYTES)
+            };
             let Some(chunk) = chunk else {
-                tracing::warn!(replica = %info.ip, "replica fell behind the backlog; disconnecting it");
+                tracing::warn!(
+                    replica = %info.ip,
+                    "replica fell {} MiB behind the stream; disconnecting it",
+                    crate::repl::backlog::REPLICA_BUFFER_LIMIT >> 20
+                );
                 return Ok(());
             };
             if chunk.is_empty() {
@@ -208,6 +212,15 @@ async fn stream_to(
             _ = handle.wake.notified() => {}
             _ = tokio::time::sleep(Duration::from_secs(1)) => {}
         }
+    }
+}
+
+/// Releases a replica's hold on the stream when its sender ends.
+struct Unpin<'a>(&'a Shared, u64);
+
+impl Drop for Unpin<'_> {
+    fn drop(&mut self) {
+        self.0.repl.stream.backlog.lock().unpin(self.1);
     }
 }
 
