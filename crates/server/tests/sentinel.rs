@@ -70,10 +70,11 @@ impl Node {
         self.dir.join("durakv.toml")
     }
 
-    fn write_config(&self, replicaof: Option<u16>) {
+    /// `settings`: the durability directives, as TOML lines.
+    fn write_config(&self, replicaof: Option<u16>, settings: &str) {
         let mut text = format!(
             "port = {}\ndir = \"{}\"\nloglevel = \"verbose\"\n\
-             durability = \"full\"\nenable-debug-command = \"yes\"\n",
+             enable-debug-command = \"yes\"\n{settings}",
             self.port,
             self.dir.join("data").display(),
         );
@@ -264,12 +265,14 @@ fn digest(port: u16) -> Option<(i64, String)> {
     Some((n, d))
 }
 
-#[test]
-fn sentinel_fails_over_and_old_primary_rejoins() {
-    if !sentinel_installed() {
-        eprintln!("skipping: redis-sentinel is not installed (apt-get install redis-sentinel)");
-        return;
-    }
+/// The durability directives of a server at `full`.
+const FULL: &str = "durability = \"full\"\n";
+
+/// A primary and two replicas, each with `settings`, and three Sentinels
+/// monitoring them, started and settled: the primary sees both replicas
+/// online, and every Sentinel knows both replicas and the other two
+/// Sentinels. Returns the cluster and the servers' ports, primary first.
+fn start_cluster(settings: &str) -> (Cluster, Vec<u16>) {
     let ports = free_ports(6);
     let (node_ports, sentinel_ports) = ports.split_at(3);
     let root = tempfile::tempdir().unwrap();
@@ -286,28 +289,27 @@ fn sentinel_fails_over_and_old_primary_rejoins() {
             dir,
             child: None,
         };
-        node.write_config((i > 0).then_some(node_ports[0]));
+        node.write_config((i > 0).then_some(node_ports[0]), settings);
         cl.nodes.push(node);
     }
     for n in &mut cl.nodes {
         n.start();
     }
-    let old = node_ports[0];
+    let primary = node_ports[0];
     wait_for("both replicas online", Duration::from_secs(20), || {
-        let info: String = try_cmd(old, &["INFO", "replication"]).ok()?;
+        let info: String = try_cmd(primary, &["INFO", "replication"]).ok()?;
         (info.matches("state=online").count() == 2).then_some(())
     });
-    cl.start_sentinels(sentinel_ports, old);
+    cl.start_sentinels(sentinel_ports, primary);
     // Sentinel learns replicas from the primary's INFO (every 10 s, and
     // at once on connecting) and other Sentinels from hello messages
-    // (every 2 s): the kill waits until each one knows the whole set.
+    // (every 2 s): a kill waits until each one knows the whole set.
     for &s in sentinel_ports {
         wait_for(
             &format!("sentinel {s} knows 2 replicas and 2 sentinels"),
             Duration::from_secs(30),
             || {
-                let replicas = sentinel_list(s, "REPLICAS");
-                let up = replicas
+                let up = sentinel_list(s, "REPLICAS")
                     .iter()
                     .filter(|r| r.get("flags").is_some_and(|f| f == "slave"))
                     .count();
@@ -315,6 +317,18 @@ fn sentinel_fails_over_and_old_primary_rejoins() {
             },
         );
     }
+    (cl, node_ports.to_vec())
+}
+
+#[test]
+fn sentinel_fails_over_and_old_primary_rejoins() {
+    if !sentinel_installed() {
+        eprintln!("skipping: redis-sentinel is not installed (apt-get install redis-sentinel)");
+        return;
+    }
+    let (mut cl, node_ports) = start_cluster(FULL);
+    let node_ports = &node_ports[..];
+    let old = node_ports[0];
 
     let mut c = connect(old).unwrap();
     for i in 0..KEYS_BEFORE {
@@ -448,7 +462,7 @@ fn replicaof_survives_config_rewrite_and_restart() {
         dir: root.path().to_path_buf(),
         child: None,
     };
-    node.write_config(None);
+    node.write_config(None, FULL);
     node.start();
     let mut p = primary.conn();
     let _: () = q(&mut p, &["SET", "k", "v"]);
@@ -632,59 +646,14 @@ fn replicated_writes_survive_sentinel_failovers() {
         eprintln!("skipping: redis-sentinel is not installed (apt-get install redis-sentinel)");
         return;
     }
-    let ports = free_ports(6);
-    let (node_ports, sentinel_ports) = ports.split_at(3);
-    let root = tempfile::tempdir().unwrap();
-    let mut cl = Cluster {
-        nodes: Vec::new(),
-        sentinels: Vec::new(),
-        root,
-    };
-    for (i, &port) in node_ports.iter().enumerate() {
-        let dir = cl.root.path().join(format!("node{i}"));
-        std::fs::create_dir_all(&dir).unwrap();
-        let node = Node {
-            port,
-            dir,
-            child: None,
-        };
-        node.write_config((i > 0).then_some(node_ports[0]));
-        // Acknowledged once durable here and on both replicas: whichever
-        // one Sentinel promotes has every acknowledged write, whatever
-        // replica offsets it last read. A write that finds too few replicas
-        // for 2 s (one is dead until it rejoins) fails and is retried.
-        let text = std::fs::read_to_string(node.config_path())
-            .unwrap()
-            .replace("durability = \"full\"", "durability = \"replicated\"");
-        std::fs::write(
-            node.config_path(),
-            format!("{text}min-replicas-to-ack = 2\nreplicated-timeout-ms = 2000\n"),
-        )
-        .unwrap();
-        cl.nodes.push(node);
-    }
-    for n in &mut cl.nodes {
-        n.start();
-    }
+    // Acknowledged once durable here and on both replicas: whichever one
+    // Sentinel promotes has every acknowledged write, whatever replica
+    // offsets it last read. A write that finds too few replicas for 2 s
+    // (one is dead until it rejoins) fails and is retried.
+    let (mut cl, node_ports) = start_cluster(
+        "durability = \"replicated\"\nmin-replicas-to-ack = 2\nreplicated-timeout-ms = 2000\n",
+    );
     let first = node_ports[0];
-    wait_for("both replicas online", Duration::from_secs(20), || {
-        let info: String = try_cmd(first, &["INFO", "replication"]).ok()?;
-        (info.matches("state=online").count() == 2).then_some(())
-    });
-    cl.start_sentinels(sentinel_ports, first);
-    for &s in sentinel_ports {
-        wait_for(
-            &format!("sentinel {s} knows 2 replicas and 2 sentinels"),
-            Duration::from_secs(30),
-            || {
-                let up = sentinel_list(s, "REPLICAS")
-                    .iter()
-                    .filter(|r| r.get("flags").is_some_and(|f| f == "slave"))
-                    .count();
-                (up == 2 && sentinel_list(s, "SENTINELS").len() == 2).then_some(())
-            },
-        );
-    }
 
     const WRITERS: usize = 4;
     let sentinel = cl.sentinel_port();
