@@ -92,13 +92,20 @@ impl Keyspace {
         self.repl_origin.lock().1.clone()
     }
 
+    /// The position and the LSN of its record, read together (a
+    /// checkpoint stores both).
+    pub fn repl_position(&self) -> (u64, Option<crate::mutation::ReplOrigin>) {
+        self.repl_origin.lock().clone()
+    }
+
     /// The LSN of the record the position came from (0: none seen).
     pub fn repl_origin_lsn(&self) -> u64 {
         self.repl_origin.lock().0
     }
 
     /// Takes `o`, logged at `lsn`, unless a later record's is known
-    /// (live commits pass `u64::MAX`: they are always the latest).
+    /// (recovery meets records out of LSN order; live commits stamp the
+    /// LSN their record got).
     pub fn set_repl_origin(&self, o: &crate::mutation::ReplOrigin, lsn: u64) {
         let mut cur = self.repl_origin.lock();
         if lsn >= cur.0 {

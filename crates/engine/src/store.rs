@@ -209,9 +209,11 @@ impl Store {
         };
         let (wal, recovery) = Wal::open(fs, wal_cfg, start_after, &mut apply)?;
         // A damaged batch the checkpoint covers was stepped over: it may
-        // have held a later stream position than the one found.
+        // have held a later stream position than the one found, unless
+        // that one's record is at or past the replay start (a version 4
+        // checkpoint's position always is: replay starts at its record).
         if !recovery.skipped_checkpointed_damage.is_empty()
-            && keyspace.repl_origin_lsn() <= start_after
+            && keyspace.repl_origin_lsn() < start_after
         {
             keyspace.clear_repl_origin();
         }
@@ -235,6 +237,10 @@ impl Store {
                 }
                 let mut f = keyspace.functions().lock();
                 f.applied_lsn = f.applied_lsn.min(recovery.last_lsn);
+                drop(f);
+                // The data is no longer a prefix of any stream: a replica
+                // must resync fully.
+                keyspace.clear_repl_origin();
             }
         }
         let mut resharded = false;

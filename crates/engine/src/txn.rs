@@ -484,10 +484,9 @@ impl<'a> Txn<'a> {
             }
             return Ok(());
         }
-        if let Mutation::ReplOrigin(o) = m {
-            if !replay {
-                self.ks.set_repl_origin(o, u64::MAX);
-            }
+        if let Mutation::ReplOrigin(_) = m {
+            // Taken with its record's LSN once logged (`stamp`): a
+            // checkpoint stores the two together.
             return Ok(());
         }
         match m.target_key() {
@@ -547,7 +546,11 @@ impl<'a> Txn<'a> {
         let applied = if lsn == UNLOGGED_FAILED_LSN { 0 } else { lsn };
         let now = self.now_ms;
         match m {
-            Mutation::ReplOrigin(_) => {}
+            Mutation::ReplOrigin(o) => {
+                if lsn != UNLOGGED_FAILED_LSN {
+                    self.ks.set_repl_origin(o, lsn);
+                }
+            }
             Mutation::Function(_) => {
                 if let Some(f) = self.functions.as_mut() {
                     f.applied_lsn = f.applied_lsn.max(applied);

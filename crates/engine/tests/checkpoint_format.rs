@@ -1,7 +1,8 @@
 //! The checkpoint format is a promise: files written by a released version
 //! must load forever. `checkpoint_fixtures/v1.dkcp` was written by format
 //! version 1, `v2.dkcp` by version 2, which adds function libraries, and
-//! `v3.dkcp` by version 3, which adds streams (write the current version's with
+//! `v3.dkcp` by version 3, which adds streams, and `v4.dkcp` by version 4,
+//! which adds a replica's stream position (write the current version's with
 //! `cargo test -p durakv-engine --test checkpoint_format -- --ignored`;
 //! never regenerate an older one), and these tests load them and check every
 //! key, type, value, TTL and library. It also pins the documented byte
@@ -13,7 +14,7 @@ use durakv_engine::checkpoint::format::{self, FileHeader, Footer};
 use durakv_engine::checkpoint::{self, CheckpointConfig, Checkpointer};
 use durakv_engine::io::OsFs;
 use durakv_engine::keyspace::Keyspace;
-use durakv_engine::mutation::{ExpireMode, FunctionOp, KeyOp, Mutation, StreamOp};
+use durakv_engine::mutation::{ExpireMode, FunctionOp, KeyOp, Mutation, ReplOrigin, StreamOp};
 use durakv_engine::stream::{NodeLimits, StreamId};
 use durakv_engine::stream_op::Claimed;
 use durakv_engine::value::Value;
@@ -233,6 +234,7 @@ fn write_fixture() {
             f.apply(&FunctionOp::Load { name, code });
         }
     }
+    ks.set_repl_origin(&position(), 0);
     let st = ck.checkpoint(&ks, None).unwrap();
     let to = fixture_path(format::FORMAT_VERSION);
     std::fs::create_dir_all(to.parent().unwrap()).unwrap();
@@ -275,6 +277,35 @@ fn version_3_fixture_loads_streams() {
     assert_eq!(g.pel[&StreamId::new(NOW_MS + 4, 4)].consumer, b("bob"));
     assert_eq!(g.consumers.len(), 3);
     assert_eq!(ks.function_libraries(), libraries());
+}
+
+/// The version 4 fixture's replication position.
+fn position() -> ReplOrigin {
+    ReplOrigin {
+        replid: b("5e3a1c0f9b7d2e4a6c8b0d1f3e5a7c9b1d3f5e7a"),
+        offset: 1_234_567,
+        db: 2,
+    }
+}
+
+#[test]
+fn version_4_fixture_loads_the_replication_position() {
+    let path = fixture_path(4);
+    let summary = checkpoint::read_summary(&OsFs, &path).unwrap();
+    assert_eq!(summary.header.version, 4);
+    let ks = Keyspace::new(3, 4);
+    let loaded = checkpoint::load_into(&OsFs, &path, &ks, 2).unwrap();
+    assert_eq!(loaded.keys, 10);
+    assert_eq!(entries(&ks), entries(&build(4)));
+    assert_eq!(ks.function_libraries(), libraries());
+    let r = loaded.repl.expect("a replication section");
+    assert_eq!((r.lsn, r.offset, r.db), (0, 1_234_567, 2));
+    assert_eq!(ks.repl_origin(), Some(position()));
+    // Older versions have none.
+    let ks3 = Keyspace::new(3, 4);
+    let loaded3 = checkpoint::load_into(&OsFs, &fixture_path(3), &ks3, 2).unwrap();
+    assert!(loaded3.repl.is_none());
+    assert_eq!(ks3.repl_origin(), None);
 }
 
 #[test]
@@ -338,6 +369,22 @@ fn header_and_footer_bytes_are_as_documented() {
     assert_eq!(&b[16..24], &77u64.to_le_bytes());
     assert_eq!(&b[24..28], &0xdead_beefu32.to_le_bytes());
     assert_eq!(&b[28..32], &crc32c::crc32c(&b[0..28]).to_le_bytes());
+    let rs = format::ReplSection {
+        lsn: 0x0d0e,
+        replid: Bytes::from_static(b"ab"),
+        offset: 258,
+        db: 3,
+    };
+    let b = rs.encode();
+    assert_eq!(b.len(), 34);
+    assert_eq!(&b[0..4], b"DKRP");
+    assert_eq!(&b[4..8], &2u32.to_le_bytes());
+    assert_eq!(&b[8..16], &0x0d0eu64.to_le_bytes());
+    assert_eq!(&b[16..24], &258u64.to_le_bytes());
+    assert_eq!(&b[24..28], &3u32.to_le_bytes());
+    let crc = crc32c::crc32c_append(crc32c::crc32c(&b[0..28]), b"ab");
+    assert_eq!(&b[28..32], &crc.to_le_bytes());
+    assert_eq!(&b[32..34], b"ab");
     assert_eq!(
         format::FILE_HEADER_BYTES
             + format::FUNCTIONS_HEADER_BYTES

@@ -221,6 +221,91 @@ fn replica_killed_and_restarted_resumes() {
     wait_converged(&mut p, &mut r, &DBS);
 }
 
+fn wal_segments(dir: &std::path::Path) -> usize {
+    std::fs::read_dir(dir.join("wal"))
+        .map(|rd| {
+            rd.filter_map(Result::ok)
+                .filter(|e| e.file_name().to_string_lossy().ends_with(".log"))
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+/// Leaves what looks like a batch cut short by a power loss after the
+/// last batch of the newest log segment, so recovery ends the log there
+/// and opens a new epoch: the segments holding the replica's position stop
+/// being active, and the next checkpoint may remove them.
+fn tear_log_tail(dir: &std::path::Path) {
+    let wal = dir.join("wal");
+    let mut segs: Vec<_> = std::fs::read_dir(&wal)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "log"))
+        .collect();
+    segs.sort();
+    let last = segs.last().expect("a log segment");
+    let mut bytes = std::fs::read(last).unwrap();
+    let end = bytes.iter().rposition(|&b| b != 0).expect("a batch") + 1;
+    let at = end.div_ceil(64) * 64;
+    // A batch header whose magic (bytes 44..48) is still zero.
+    bytes[at..at + 44].fill(0x5a);
+    std::fs::write(last, bytes).unwrap();
+}
+
+/// The replica's stream position survives a checkpoint that removes every
+/// log record carrying it. A torn tail makes the restarted replica write a
+/// new epoch; the primary is idle, so no record of that epoch carries a
+/// position, and SAVE removes the old epoch's segments. The position is
+/// then only in the checkpoint; without it the replica would resync fully.
+#[test]
+fn replica_position_survives_checkpoint_and_log_truncation() {
+    let primary = Server::start(&DEBUG);
+    let mut p = primary.conn();
+    populate(&mut p);
+    let replicaof = format!("127.0.0.1 {}", primary.port);
+    let mut replica = Server::start(&[
+        "--replicaof",
+        &replicaof,
+        "--wal-segment-size-mb",
+        "1",
+        "--enable-debug-command",
+        "yes",
+    ]);
+    let mut r = replica.conn();
+    eventually("the link is up", || link_up(&mut r));
+    live_writes(&mut p);
+    wait_converged(&mut p, &mut r, &DBS);
+
+    replica.kill9();
+    tear_log_tail(replica.dir.path());
+    replica.restart();
+    let mut r = replica.conn();
+    eventually("the link is up again", || link_up(&mut r));
+    assert_eq!(stat(&mut p, "sync_partial_ok"), "1", "no partial resync");
+    let before = wal_segments(replica.dir.path());
+    ok(&mut r, &["SAVE"]);
+    let after = wal_segments(replica.dir.path());
+    assert!(
+        after < before,
+        "SAVE removed no segment ({before} -> {after})"
+    );
+
+    replica.kill9();
+    ok(&mut p, &["INCR", "n"]);
+    ok(&mut p, &["RPUSH", "l", "after-save"]);
+    ok(&mut p, &["HSET", "h2", "f9", "v9"]);
+    replica.restart();
+    let mut r = replica.conn();
+    eventually("the link is up again", || link_up(&mut r));
+    assert_eq!(stat(&mut p, "sync_partial_ok"), "2", "no partial resync");
+    assert_eq!(stat(&mut p, "sync_full"), "1", "a needless full sync");
+    wait_converged(&mut p, &mut r, &DBS);
+    let digest_p: String = q(&mut p, &["DEBUG", "DIGEST"]);
+    let digest_r: String = q(&mut r, &["DEBUG", "DIGEST"]);
+    assert_eq!(digest_p, digest_r);
+}
+
 #[test]
 fn link_loss_resumes_with_partial_resync() {
     let (_primary, mut p, _replica, mut r) = synced_pair();

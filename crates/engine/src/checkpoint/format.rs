@@ -22,13 +22,19 @@ use std::path::{Path, PathBuf};
 /// ASCII `DURAKVCP`: first 8 bytes of every checkpoint file.
 pub const FILE_MAGIC: [u8; 8] = *b"DURAKVCP";
 /// Format version written by this code. Version 3 adds stream values
-/// (value tag 5); its layout is otherwise version 2's.
-pub const FORMAT_VERSION: u32 = 3;
+/// (value tag 5); version 4 the replication-position section after the
+/// function libraries.
+pub const FORMAT_VERSION: u32 = 4;
 /// The oldest version the reader accepts (no function-library section).
 pub const MIN_FORMAT_VERSION: u32 = 1;
 /// ASCII `DKFN`: first 4 bytes of the function-library section.
 pub const FUNCTIONS_MAGIC: [u8; 4] = *b"DKFN";
 pub const FUNCTIONS_HEADER_BYTES: usize = 32;
+/// ASCII `DKRP`: first 4 bytes of the replication-position section.
+pub const REPL_MAGIC: [u8; 4] = *b"DKRP";
+pub const REPL_HEADER_BYTES: usize = 32;
+/// Longest replication ID the section holds (Redis's are 40 characters).
+pub const MAX_REPLID_BYTES: u32 = 256;
 /// ASCII `DKCB`: first 4 bytes of every block header.
 pub const BLOCK_MAGIC: [u8; 4] = *b"DKCB";
 /// ASCII `DKCPFOOT`: first 8 bytes of the footer.
@@ -336,6 +342,79 @@ impl FunctionsHeader {
     }
 }
 
+/// The replication-position section (version 4), after the function
+/// libraries: a 32-byte header, then the replication ID. On a replica it
+/// is the position in its primary's stream that the last logged record
+/// carrying one reached (`Mutation::ReplOrigin`), with that record's LSN.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplSection {
+    /// The LSN of the record the position came from (0: none seen).
+    pub lsn: u64,
+    /// Empty: no position (never a replica, a full sync began, or
+    /// REPLICAOF NO ONE).
+    pub replid: Bytes,
+    pub offset: u64,
+    pub db: u32,
+}
+
+impl ReplSection {
+    /// Header and replication ID.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut b = vec![0u8; REPL_HEADER_BYTES];
+        b[0..4].copy_from_slice(&REPL_MAGIC);
+        put_u32(&mut b, 4, self.replid.len() as u32);
+        put_u64(&mut b, 8, self.lsn);
+        put_u64(&mut b, 16, self.offset);
+        put_u32(&mut b, 24, self.db);
+        b.extend_from_slice(&self.replid);
+        let mut crc = crc32c::crc32c(&b[0..28]);
+        crc = crc32c::crc32c_append(crc, &b[REPL_HEADER_BYTES..]);
+        put_u32(&mut b, 28, crc);
+        b
+    }
+
+    /// The replication ID's length, from a header whose magic is right
+    /// (the checksum covers the ID too, so it is checked by `decode`).
+    pub fn replid_len(h: &[u8]) -> Result<u32, &'static str> {
+        if h.len() < REPL_HEADER_BYTES {
+            return Err("replication section header cut short");
+        }
+        if h[0..4] != REPL_MAGIC {
+            return Err("bad replication section magic");
+        }
+        let n = get_u32(h, 4);
+        if n > MAX_REPLID_BYTES {
+            return Err("replication ID longer than MAX_REPLID_BYTES");
+        }
+        Ok(n)
+    }
+
+    /// `b`: the header followed by exactly the replication ID.
+    pub fn decode(b: &[u8]) -> Result<ReplSection, &'static str> {
+        let n = Self::replid_len(b)? as usize;
+        if b.len() != REPL_HEADER_BYTES + n {
+            return Err("replication section cut short");
+        }
+        let mut crc = crc32c::crc32c(&b[0..28]);
+        crc = crc32c::crc32c_append(crc, &b[REPL_HEADER_BYTES..]);
+        if crc != get_u32(b, 28) {
+            return Err("replication section checksum mismatch");
+        }
+        Ok(ReplSection {
+            lsn: get_u64(b, 8),
+            replid: Bytes::copy_from_slice(&b[REPL_HEADER_BYTES..]),
+            offset: get_u64(b, 16),
+            db: get_u32(b, 24),
+        })
+    }
+
+    /// The LSN replay must start at or before: the position's, so every
+    /// later record that may carry a newer one stays in the log.
+    pub fn replay_bound(&self) -> Option<u64> {
+        (!self.replid.is_empty()).then_some(self.lsn)
+    }
+}
+
 /// The function-library section's body for `libs` (name order).
 pub fn encode_functions<'a>(libs: impl Iterator<Item = (&'a Bytes, &'a Bytes)>) -> (u32, Vec<u8>) {
     let mut out = Vec::new();
@@ -566,6 +645,34 @@ mod tests {
             c[i] ^= 0x04;
             assert!(FunctionsHeader::decode(&c).is_err(), "flip at {i} accepted");
         }
+    }
+
+    #[test]
+    fn replication_section_round_trips_and_rejects_flips() {
+        let r = ReplSection {
+            lsn: 41,
+            replid: Bytes::from_static(b"0123456789abcdef0123456789abcdef01234567"),
+            offset: 1_000_000,
+            db: 3,
+        };
+        let e = r.encode();
+        assert_eq!(e.len(), REPL_HEADER_BYTES + 40);
+        assert_eq!(ReplSection::decode(&e), Ok(r.clone()));
+        assert_eq!(r.replay_bound(), Some(41));
+        for i in 0..e.len() {
+            let mut c = e.clone();
+            c[i] ^= 0x02;
+            assert!(ReplSection::decode(&c).is_err(), "flip at {i} accepted");
+        }
+        assert!(ReplSection::decode(&e[..e.len() - 1]).is_err());
+        let none = ReplSection {
+            lsn: 9,
+            replid: Bytes::new(),
+            offset: 0,
+            db: 0,
+        };
+        assert_eq!(ReplSection::decode(&none.encode()), Ok(none.clone()));
+        assert_eq!(none.replay_bound(), None);
     }
 
     #[test]

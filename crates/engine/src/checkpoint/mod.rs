@@ -391,7 +391,29 @@ impl Checkpointer {
             .cfg
             .block_target_bytes
             .clamp(MIN_BLOCK_TARGET_BYTES, MAX_BLOCK_TARGET_BYTES);
-        // The libraries first, so replay (which starts after the smallest
+        // A replica's stream position, before anything else: replay starts
+        // at or before its record, so every later record (which may carry
+        // a newer position, or the empty one a full sync starts with)
+        // stays in the log and recovery reads it. Reading it earlier than
+        // the shards can only make it older, never ahead of the data.
+        let repl = {
+            let (lsn, origin) = ks.repl_position();
+            match origin {
+                Some(o) => format::ReplSection {
+                    lsn,
+                    replid: o.replid,
+                    offset: o.offset,
+                    db: o.db,
+                },
+                None => format::ReplSection {
+                    lsn,
+                    replid: bytes::Bytes::new(),
+                    offset: 0,
+                    db: 0,
+                },
+            }
+        };
+        // The libraries next, so replay (which starts after the smallest
         // LSN in the file) reaches every change to them made after this.
         let (libs, functions_lsn) = {
             let f = ks.functions().lock();
@@ -401,8 +423,13 @@ impl Checkpointer {
         };
         w.write_functions(functions_lsn, &libs)?;
         drop(libs);
+        w.write_repl(&repl)?;
         let mut replay_lsn = functions_lsn;
         let mut max_lsn = functions_lsn;
+        if let Some(lsn) = repl.replay_bound() {
+            replay_lsn = replay_lsn.min(lsn);
+            max_lsn = max_lsn.max(lsn);
+        }
         let pace_start = Instant::now();
         let mut serialized_bytes = 0u64;
         let mut pool: Vec<Vec<u8>> = Vec::new();

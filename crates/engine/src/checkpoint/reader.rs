@@ -10,8 +10,8 @@
 //! caller discards it.
 
 use super::format::{
-    self, BlockHeader, FileHeader, Footer, FunctionsHeader, BLOCK_HEADER_BYTES, FILE_HEADER_BYTES,
-    FOOTER_BYTES, FUNCTIONS_HEADER_BYTES,
+    self, BlockHeader, FileHeader, Footer, FunctionsHeader, ReplSection, BLOCK_HEADER_BYTES,
+    FILE_HEADER_BYTES, FOOTER_BYTES, FUNCTIONS_HEADER_BYTES, REPL_HEADER_BYTES,
 };
 use super::CheckpointError;
 use crate::db::Entry;
@@ -49,6 +49,9 @@ pub struct LoadedCheckpoint {
     /// The function libraries' LSN (version 2 files), and how many there are.
     pub functions_lsn: Option<u64>,
     pub libraries: usize,
+    /// The replication-position section (version 4 files). Loading also
+    /// hands it to the keyspace (`Keyspace::set_repl_origin`).
+    pub repl: Option<ReplSection>,
     pub keys: u64,
     pub file_bytes: u64,
     /// Uncompressed entry bytes.
@@ -170,6 +173,12 @@ pub fn load_into(
         let (lsn, n, end) = load_functions(file.as_ref(), path, ks, footer_at)?;
         functions_lsn = Some(lsn);
         libraries = n;
+        blocks_at = end;
+    }
+    let mut repl = None;
+    if h.version >= 4 {
+        let (r, end) = load_repl(file.as_ref(), path, ks, blocks_at, footer_at)?;
+        repl = Some(r);
         blocks_at = end;
     }
 
@@ -332,7 +341,14 @@ pub fn load_into(
             ),
         ));
     }
-    let lsns = || c.shard_lsns.iter().copied().chain(functions_lsn);
+    let repl_lsn = repl.as_ref().and_then(ReplSection::replay_bound);
+    let lsns = || {
+        c.shard_lsns
+            .iter()
+            .copied()
+            .chain(functions_lsn)
+            .chain(repl_lsn)
+    };
     let replay_lsn = lsns().min().unwrap_or(0);
     let max_shard_lsn = lsns().max().unwrap_or(0);
     if replay_lsn != summary.footer.replay_lsn || max_shard_lsn != summary.footer.max_shard_lsn {
@@ -353,6 +369,7 @@ pub fn load_into(
         max_shard_lsn,
         functions_lsn,
         libraries,
+        repl,
         keys,
         file_bytes: len,
         raw_bytes: raw_bytes.into_inner(),
@@ -410,6 +427,50 @@ fn load_functions(
     }
     f.applied_lsn = h.functions_lsn;
     Ok((h.functions_lsn, n, body_at + h.body_len))
+}
+
+/// Verifies the replication-position section of a version 4 file (at
+/// `at`, after the libraries) and gives the keyspace its position.
+/// Returns it and where blocks start.
+fn load_repl(
+    file: &dyn FsFile,
+    path: &Path,
+    ks: &Keyspace,
+    at: u64,
+    footer_at: u64,
+) -> Result<(ReplSection, u64), CheckpointError> {
+    if at + REPL_HEADER_BYTES as u64 > footer_at {
+        return Err(CheckpointError::corrupt(
+            path,
+            at,
+            "replication section overlaps the footer",
+        ));
+    }
+    let mut b = vec![0u8; REPL_HEADER_BYTES];
+    file.read_exact_at(&mut b, at)
+        .map_err(|e| CheckpointError::io(path, e))?;
+    let n = ReplSection::replid_len(&b).map_err(|r| CheckpointError::corrupt(path, at, r))?;
+    let end = at + (REPL_HEADER_BYTES as u64) + u64::from(n);
+    if end > footer_at {
+        return Err(CheckpointError::corrupt(
+            path,
+            at,
+            "replication section runs past the footer",
+        ));
+    }
+    b.resize(REPL_HEADER_BYTES + n as usize, 0);
+    file.read_exact_at(&mut b[REPL_HEADER_BYTES..], at + REPL_HEADER_BYTES as u64)
+        .map_err(|e| CheckpointError::io(path, e))?;
+    let r = ReplSection::decode(&b).map_err(|reason| CheckpointError::corrupt(path, at, reason))?;
+    ks.set_repl_origin(
+        &crate::mutation::ReplOrigin {
+            replid: r.replid.clone(),
+            offset: r.offset,
+            db: r.db,
+        },
+        r.lsn,
+    );
+    Ok((r, end))
 }
 
 /// Verifies, decompresses and inserts one block. Returns (keys, raw bytes).

@@ -267,6 +267,11 @@ impl FileWriter {
         self.write(&body)
     }
 
+    /// The replication-position section (right after the libraries).
+    pub fn write_repl(&mut self, r: &format::ReplSection) -> Result<(), CheckpointError> {
+        self.write(&r.encode())
+    }
+
     pub fn write_footer(&mut self, f: &Footer) -> Result<(), CheckpointError> {
         debug_assert_eq!(f.footer_offset, self.offset);
         self.write(&f.encode())

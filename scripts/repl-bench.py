@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+"""Replication measurements for docs/replication.md ("Measured").
+
+  scripts/repl-bench.py [--bin target/release/durakv] [--records N]
+      [--threads 64] [--seconds 30] [--runs 3] [--skip-fullsync]
+      [--skip-levels]
+
+1. Loads N records (`durakv bench ycsb load`) into a primary at `full`,
+   attaches a replica (`--replicaof`), and times it until
+   `master_link_status:up` and until DBSIZE and DEBUG DIGEST match.
+2. Runs YCSB workload A against the primary for --seconds, sampling the
+   replication lag every 0.5 s (the primary's `master_repl_offset` minus
+   the replica's `master_repl_offset` in INFO replication), and how long the
+   replica needs to catch up after the run.
+3. Unless --skip-levels: --runs runs each at `full` and at `replicated`
+   (CONFIG SET durability on the primary), alternating, with the lag
+   sampled during each.
+
+Prints one line per figure. Servers and their directories are removed at
+the end.
+"""
+import argparse
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import redis
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+class Node:
+    def __init__(self, binary, root, name, extra):
+        self.port = free_port()
+        self.dir = os.path.join(root, name)
+        os.makedirs(self.dir)
+        self.log = open(os.path.join(root, name + ".log"), "w")
+        args = [
+            "nice", "-n", "19", binary, "serve", "--port", str(self.port),
+            "--dir", self.dir, "--enable-debug-command", "yes",
+        ] + extra
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.time() + 60
+        while True:
+            try:
+                self.conn().ping()
+                break
+            except redis.exceptions.ConnectionError:
+                if time.time() > deadline or self.proc.poll() is not None:
+                    raise RuntimeError(f"{name} did not start")
+                time.sleep(0.05)
+
+    def conn(self):
+        return redis.Redis(port=self.port, socket_timeout=120)
+
+    def stop(self):
+        self.proc.kill()
+        self.proc.wait()
+
+
+def repl_offset(c):
+    return int(c.info("replication").get("master_repl_offset", 0))
+
+
+def ycsb(binary, phase, port, records, threads, seconds=0):
+    args = [
+        "nice", "-n", "19", binary, "bench", "ycsb", phase, "redis",
+        "-P", "workloads/workloada",
+        "-p", f"recordcount={records}",
+        "-p", f"redis.port={port}",
+        "-threads", str(threads),
+    ]
+    if phase == "run":
+        args += ["-p", "operationcount=0", "-p", f"maxexecutiontime={seconds}"]
+    out = subprocess.run(args, capture_output=True, text=True, check=True).stdout
+    for line in out.splitlines():
+        if line.startswith("[OVERALL], Throughput(ops/sec)"):
+            return float(line.split(",")[2])
+    raise RuntimeError("no throughput in:\n" + out[-2000:])
+
+
+def sample_lag(p, r, stop, out):
+    while not stop.is_set():
+        try:
+            out.append(repl_offset(p) - repl_offset(r))
+        except redis.exceptions.RedisError:
+            pass
+        time.sleep(0.5)
+
+
+def loaded_run(binary, p_node, r_node, threads, seconds, records):
+    p, r = p_node.conn(), r_node.conn()
+    samples, stop = [], threading.Event()
+    t = threading.Thread(target=sample_lag, args=(p, r, stop, samples))
+    t.start()
+    ops = ycsb(binary, "run", p_node.port, records, threads, seconds)
+    stop.set()
+    t.join()
+    end = repl_offset(p)
+    started = time.time()
+    while repl_offset(r) < end:
+        time.sleep(0.05)
+    catch_up = time.time() - started
+    return ops, samples, catch_up
+
+
+def describe(samples):
+    if not samples:
+        return "no samples"
+    s = sorted(samples)
+    return (f"median {statistics.median(s) / 1024:.1f} KiB, "
+            f"p95 {s[int(len(s) * 0.95) - 1] / 1024:.1f} KiB, "
+            f"max {s[-1] / 1024:.1f} KiB, last {samples[-1] / 1024:.1f} KiB "
+            f"({len(s)} samples)")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", default="target/release/durakv")
+    ap.add_argument("--records", type=int, default=200_000)
+    ap.add_argument("--threads", type=int, default=64)
+    ap.add_argument("--seconds", type=int, default=30)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--skip-levels", action="store_true")
+    args = ap.parse_args()
+    binary = os.path.abspath(args.bin)
+    root = tempfile.mkdtemp(prefix="repl-bench-")
+    nodes = []
+    try:
+        primary = Node(binary, root, "primary", ["--durability", "full"])
+        nodes.append(primary)
+        t0 = time.time()
+        ycsb(binary, "load", primary.port, args.records, args.threads)
+        print(f"load {args.records} records: {time.time() - t0:.1f} s", flush=True)
+        p = primary.conn()
+        t0 = time.time()
+        replica = Node(binary, root, "replica",
+                       ["--replicaof", f"127.0.0.1 {primary.port}"])
+        nodes.append(replica)
+        r = replica.conn()
+        while r.info("replication").get("master_link_status") != "up":
+            time.sleep(0.05)
+        up = time.time() - t0
+        want = p.dbsize()
+        while r.dbsize() != want:
+            time.sleep(0.05)
+        digest_p = p.execute_command("DEBUG", "DIGEST")
+        while r.execute_command("DEBUG", "DIGEST") != digest_p:
+            time.sleep(0.1)
+        print(f"full sync of {want} keys: link up after {up:.1f} s, "
+              f"converged (DBSIZE and DEBUG DIGEST) after {time.time() - t0:.1f} s",
+              flush=True)
+        print(f"load average: {os.getloadavg()}", flush=True)
+        ops, samples, catch_up = loaded_run(
+            binary, primary, replica, args.threads, args.seconds, args.records)
+        print(f"workload A at full: {ops:.0f} ops/s; lag {describe(samples)}; "
+              f"caught up {catch_up:.2f} s after the run", flush=True)
+        if not args.skip_levels:
+            res = {"full": [], "replicated": []}
+            for i in range(args.runs):
+                for level in ("full", "replicated"):
+                    p.config_set("durability", level)
+                    ops, samples, catch_up = loaded_run(
+                        binary, primary, replica, args.threads, args.seconds,
+                        args.records)
+                    res[level].append(ops)
+                    print(f"run {i + 1} {level}: {ops:.0f} ops/s; lag "
+                          f"{describe(samples)}; caught up {catch_up:.2f} s; "
+                          f"load average {os.getloadavg()[0]:.1f}", flush=True)
+            for level, v in res.items():
+                print(f"{level}: {', '.join(f'{x:.0f}' for x in v)} ops/s, "
+                      f"median {statistics.median(v):.0f}", flush=True)
+        digest_p = p.execute_command("DEBUG", "DIGEST")
+        deadline = time.time() + 120
+        while r.execute_command("DEBUG", "DIGEST") != digest_p:
+            if time.time() > deadline:
+                print("replica did NOT converge", flush=True)
+                sys.exit(1)
+            time.sleep(0.1)
+        print("replica converged (DEBUG DIGEST equal)", flush=True)
+    finally:
+        for n in nodes:
+            n.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
