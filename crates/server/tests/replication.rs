@@ -306,6 +306,116 @@ fn replica_position_survives_checkpoint_and_log_truncation() {
     assert_eq!(digest_p, digest_r);
 }
 
+/// `n` string keys `{prefix}{i}`, pipelined.
+fn fill(c: &mut Connection, prefix: &str, n: usize) {
+    let value = "v".repeat(200);
+    for chunk in (0..n).collect::<Vec<_>>().chunks(1000) {
+        let mut pipe = redis::pipe();
+        for i in chunk {
+            pipe.cmd("SET")
+                .arg(format!("{prefix}{i}"))
+                .arg(&value)
+                .ignore();
+        }
+        let _: () = pipe.query(c).unwrap();
+    }
+}
+
+/// A replica killed with kill -9 while it loads a full sync comes back by
+/// itself (it was started with `replicaof`), resyncs fully rather than
+/// continuing from the half-loaded dataset or from the position it had
+/// before the sync, and converges; the primary serves writes throughout
+/// and lists exactly one replica, online, at the end.
+#[test]
+fn replica_killed_mid_full_sync_recovers() {
+    let primary = Server::start(&DEBUG);
+    let mut p = primary.conn();
+    populate(&mut p);
+    let replicaof = format!("127.0.0.1 {}", primary.port);
+    // Checkpoints every MiB of log, so some run during the load: what they
+    // store must not pass for a complete dataset either.
+    let mut replica = Server::start(&[
+        "--replicaof",
+        &replicaof,
+        "--checkpoint-wal-size-mb",
+        "1",
+        "--enable-debug-command",
+        "yes",
+    ]);
+    let mut r = replica.conn();
+    eventually("the link is up", || link_up(&mut r));
+    wait_converged(&mut p, &mut r, &DBS);
+    // The replica now has a position; make the next sync a full one that
+    // takes a while to load, by cutting the link while the primary writes
+    // more than its backlog holds.
+    replica.kill9();
+    fill(&mut p, "big:", 40_000);
+    replica.restart();
+    let mut r = replica.conn();
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    loop {
+        let loading = info_field(&mut r, "master_sync_in_progress") == "1";
+        let n: i64 = q(&mut r, &["DBSIZE"]);
+        if loading && n > 100 {
+            break;
+        }
+        assert!(
+            !link_up(&mut r),
+            "the full sync finished before it could be interrupted"
+        );
+        assert!(std::time::Instant::now() < deadline, "no full sync seen");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Let a checkpoint or two run during the load.
+    let checkpoints = |dir: &std::path::Path| {
+        std::fs::read_dir(dir.join("checkpoints"))
+            .map(|rd| {
+                rd.filter_map(Result::ok)
+                    .filter(|e| e.file_name().to_string_lossy().ends_with(".dkcp"))
+                    .count()
+            })
+            .unwrap_or(0)
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while checkpoints(replica.dir.path()) == 0 && !link_up(&mut r) {
+        assert!(std::time::Instant::now() < deadline, "no checkpoint ran");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!link_up(&mut r), "the full sync finished before the kill");
+    replica.kill9();
+    assert!(checkpoints(replica.dir.path()) > 0);
+    assert_eq!(stat(&mut p, "sync_full"), "2");
+    // The primary keeps serving while the replica is down and reloading.
+    ok(&mut p, &["SET", "during", "1"]);
+    replica.restart();
+    let mut r = replica.conn();
+    ok(&mut p, &["INCR", "n"]);
+    let deadline = std::time::Instant::now() + Duration::from_secs(180);
+    while !link_up(&mut r) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the link never came up"
+        );
+        ok(&mut p, &["INCR", "counter"]);
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Not a partial resync from a half-applied snapshot.
+    assert_eq!(stat(&mut p, "sync_partial_ok"), "0");
+    assert_eq!(stat(&mut p, "sync_full"), "3");
+    wait_converged(&mut p, &mut r, &DBS);
+    let digest_p: String = q(&mut p, &["DEBUG", "DIGEST"]);
+    let digest_r: String = q(&mut r, &["DEBUG", "DIGEST"]);
+    assert_eq!(digest_p, digest_r);
+    let np: i64 = q(&mut p, &["DBSIZE"]);
+    let nr: i64 = q(&mut r, &["DBSIZE"]);
+    assert_eq!(np, nr);
+    eventually("one online replica on the primary", || {
+        info_field(&mut p, "connected_slaves") == "1"
+            && info_field(&mut p, "slave0").contains("state=online")
+            && info_field(&mut p, "slave1").is_empty()
+    });
+}
+
 #[test]
 fn link_loss_resumes_with_partial_resync() {
     let (_primary, mut p, _replica, mut r) = synced_pair();
