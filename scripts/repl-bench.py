@@ -134,6 +134,7 @@ def main():
     ap.add_argument("--seconds", type=int, default=30)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--skip-levels", action="store_true")
+    ap.add_argument("--only-fullsync", action="store_true")
     args = ap.parse_args()
     binary = os.path.abspath(args.bin)
     root = tempfile.mkdtemp(prefix="repl-bench-")
@@ -163,6 +164,13 @@ def main():
               f"converged (DBSIZE and DEBUG DIGEST) after {time.time() - t0:.1f} s",
               flush=True)
         print(f"load average: {os.getloadavg()}", flush=True)
+        for name in ("primary", "replica"):
+            with open(os.path.join(root, name + ".log")) as f:
+                for line in f:
+                    if "full sync" in line or "full resync" in line:
+                        print(f"{name} log: {line.strip()[-160:]}", flush=True)
+        if args.only_fullsync:
+            return
         ops, samples, catch_up = loaded_run(
             binary, primary, replica, args.threads, args.seconds, args.records)
         print(f"workload A at full: {ops:.0f} ops/s; lag {describe(samples)}; "
