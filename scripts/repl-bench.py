@@ -10,11 +10,18 @@
    `master_link_status:up` and until DBSIZE and DEBUG DIGEST match.
 2. Runs YCSB workload A against the primary for --seconds, sampling the
    replication lag every 0.5 s (the primary's `master_repl_offset` minus
-   the replica's `master_repl_offset` in INFO replication), and how long the
+   the replica's `master_repl_offset` in INFO replication, read first, so
+   the figure is an upper bound), and how long the
    replica needs to catch up after the run.
 3. Unless --skip-levels: --runs runs each at `full` and at `replicated`
    (CONFIG SET durability on the primary), alternating, with the lag
    sampled during each.
+4. With --stall S: one more run at `full` during which the replica is
+   stopped (SIGSTOP) for S seconds from the 5th second; after SIGCONT it
+   must drain what piled up while the primary keeps producing: the time it
+   takes and the rate it applies the stream at.
+5. With --attach-under-load: a second replica attaches while workload A
+   runs; how long until its link is up and its lag is back under 1 MiB.
 
 Prints one line per figure. Servers and their directories are removed at
 the end.
@@ -22,6 +29,7 @@ the end.
 import argparse
 import os
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
@@ -94,7 +102,9 @@ def ycsb(binary, phase, port, records, threads, seconds=0):
 def sample_lag(p, r, stop, out):
     while not stop.is_set():
         try:
-            out.append(repl_offset(p) - repl_offset(r))
+            # The replica first: the difference is then an upper bound.
+            behind = repl_offset(r)
+            out.append(repl_offset(p) - behind)
         except redis.exceptions.RedisError:
             pass
         time.sleep(0.5)
@@ -126,6 +136,75 @@ def describe(samples):
             f"({len(s)} samples)")
 
 
+def stall_run(binary, p_node, r_node, args):
+    p, r = p_node.conn(), r_node.conn()
+    result = {}
+
+    def load():
+        result["ops"] = ycsb(binary, "run", p_node.port, args.records,
+                             args.threads, 5 + args.stall + 20)
+
+    t = threading.Thread(target=load)
+    t.start()
+    time.sleep(5)
+    applied_from = repl_offset(r)
+    os.kill(r_node.proc.pid, signal.SIGSTOP)
+    time.sleep(args.stall)
+    produced_from = repl_offset(p)
+    behind = produced_from - applied_from
+    os.kill(r_node.proc.pid, signal.SIGCONT)
+    resumed = time.time()
+    while repl_offset(p) - repl_offset(r) > 1 << 20:
+        if time.time() - resumed > 120:
+            break
+        time.sleep(0.05)
+    took = time.time() - resumed
+    applied = repl_offset(r) - applied_from
+    produced = repl_offset(p) - produced_from
+    t.join()
+    print(f"replica stopped {args.stall} s under load: {behind / 2**20:.1f} MiB "
+          f"behind; back under 1 MiB {took:.1f} s after SIGCONT, applying "
+          f"{applied / took / 2**20:.1f} MiB/s while the primary produced "
+          f"{produced / took / 2**20:.1f} MiB/s; run {result.get('ops', 0):.0f} ops/s",
+          flush=True)
+
+
+def attach_run(binary, root, p_node, nodes, args):
+    p = p_node.conn()
+    result = {}
+
+    def load():
+        result["ops"] = ycsb(binary, "run", p_node.port, args.records,
+                             args.threads, 60)
+
+    t = threading.Thread(target=load)
+    t.start()
+    time.sleep(5)
+    t0 = time.time()
+    r_node = Node(binary, root, "replica2",
+                  ["--replicaof", f"127.0.0.1 {p_node.port}"])
+    nodes.append(r_node)
+    r = r_node.conn()
+    while r.info("replication").get("master_link_status") != "up":
+        if time.time() - t0 > 120:
+            print("second replica: link not up after 120 s", flush=True)
+            t.join()
+            return
+        time.sleep(0.05)
+    up = time.time() - t0
+    samples = []
+    while t.is_alive():
+        behind = repl_offset(r)
+        samples.append(repl_offset(p) - behind)
+        if samples[-1] < 1 << 20 and "caught" not in result:
+            result["caught"] = time.time() - t0
+        time.sleep(0.5)
+    t.join()
+    print(f"replica attached under load: link up after {up:.1f} s, lag under "
+          f"1 MiB after {result.get('caught', -1):.1f} s; lag while up "
+          f"{describe(samples)}; run {result.get('ops', 0):.0f} ops/s", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", default="target/release/durakv")
@@ -135,6 +214,9 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--skip-levels", action="store_true")
     ap.add_argument("--only-fullsync", action="store_true")
+    ap.add_argument("--stall", type=int, default=0)
+    ap.add_argument("--attach-under-load", action="store_true")
+    ap.add_argument("--keep-logs", action="store_true")
     args = ap.parse_args()
     binary = os.path.abspath(args.bin)
     root = tempfile.mkdtemp(prefix="repl-bench-")
@@ -190,6 +272,11 @@ def main():
             for level, v in res.items():
                 print(f"{level}: {', '.join(f'{x:.0f}' for x in v)} ops/s, "
                       f"median {statistics.median(v):.0f}", flush=True)
+        p.config_set("durability", "full")
+        if args.stall:
+            stall_run(binary, primary, replica, args)
+        if args.attach_under_load:
+            attach_run(binary, root, primary, nodes, args)
         digest_p = p.execute_command("DEBUG", "DIGEST")
         deadline = time.time() + 120
         while r.execute_command("DEBUG", "DIGEST") != digest_p:
@@ -201,7 +288,12 @@ def main():
     finally:
         for n in nodes:
             n.stop()
-        shutil.rmtree(root, ignore_errors=True)
+        if args.keep_logs:
+            for n in nodes:
+                shutil.rmtree(n.dir, ignore_errors=True)
+            print(f"logs in {root}", flush=True)
+        else:
+            shutil.rmtree(root, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -416,6 +416,72 @@ fn replica_killed_mid_full_sync_recovers() {
     });
 }
 
+/// A full sync completes while the primary keeps writing faster than its
+/// backlog (`repl-backlog-size`, 16 KiB here) holds for the time the sync
+/// takes: the stream after the snapshot is kept for the new replica from
+/// the moment the snapshot is taken. Before, the replica was cut off as
+/// "behind" once its snapshot was sent, and resynced fully again, for as
+/// long as the writes went on.
+#[test]
+fn full_sync_completes_under_continuous_writes() {
+    let primary = Server::start(&[
+        "--repl-backlog-size",
+        "16384",
+        "--enable-debug-command",
+        "yes",
+    ]);
+    let mut p = primary.conn();
+    populate(&mut p);
+    fill(&mut p, "big:", 20_000);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let stop = stop.clone();
+        let mut c = primary.conn();
+        std::thread::spawn(move || {
+            let value = "w".repeat(1000);
+            let mut n = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let mut pipe = redis::pipe();
+                for _ in 0..20 {
+                    pipe.cmd("SET")
+                        .arg(format!("w:{}", n % 5000))
+                        .arg(&value)
+                        .ignore();
+                    n += 1;
+                }
+                let _: () = pipe.query(&mut c).unwrap();
+            }
+            n
+        })
+    };
+    let replica = Server::start(&["--enable-debug-command", "yes"]);
+    let mut r = replica.conn();
+    ok(
+        &mut r,
+        &["REPLICAOF", "127.0.0.1", &primary.port.to_string()],
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    while !link_up(&mut r) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no full sync completed under writes ({} started)",
+            stat(&mut p, "sync_full")
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Stays up while the writes go on.
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(link_up(&mut r));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let written = writer.join().unwrap();
+    assert!(written > 0);
+    assert_eq!(stat(&mut p, "sync_full"), "1");
+    wait_converged(&mut p, &mut r, &DBS);
+    let digest_p: String = q(&mut p, &["DEBUG", "DIGEST"]);
+    let digest_r: String = q(&mut r, &["DEBUG", "DIGEST"]);
+    assert_eq!(digest_p, digest_r);
+}
+
 #[test]
 fn link_loss_resumes_with_partial_resync() {
     let (_primary, mut p, _replica, mut r) = synced_pair();

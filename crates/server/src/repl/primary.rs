@@ -31,7 +31,13 @@ pub struct PsyncRequest {
 /// Takes a consistent copy of the keyspace, and the stream offset it
 /// corresponds to. The feed is on before every shard is locked, so every
 /// commit is either in the copy or in the stream after that offset.
-fn snapshot(shared: &Shared) -> (u64, Snapshot) {
+///
+/// The replica (client `id`) is pinned at the byte after that offset at
+/// once: encoding and sending the snapshot takes seconds, and under load
+/// the stream passes `repl-backlog-size` well before the replica starts
+/// reading it (it was then cut off as "behind" as soon as its snapshot
+/// was sent, and no full sync could finish while writes went on).
+fn snapshot(shared: &Shared, id: u64) -> (u64, Snapshot) {
     let ks = &shared.store.keyspace;
     ks.start_feeding();
     let mut txn = ks.lock_all();
@@ -43,7 +49,9 @@ fn snapshot(shared: &Shared) -> (u64, Snapshot) {
         // Every LSN handed out so far is in the snapshot: its commit holds
         // its shard locks until it is stamped, and this holds them all.
         b.index_snapshot(shared.store.wal.last_lsn());
-        b.end
+        let end = b.end;
+        b.pin(id, end + 1);
+        end
     };
     let mut snap = Snapshot {
         dbs: (0..ks.num_dbs()).map(|_| Vec::new()).collect(),
@@ -72,17 +80,23 @@ fn snapshot(shared: &Shared) -> (u64, Snapshot) {
     (offset, snap)
 }
 
-/// Whether the replica can continue from the backlog; the ID to announce.
-fn can_continue(shared: &Shared, req: &PsyncRequest) -> Option<String> {
+/// Whether the replica (client `id`) can continue from the backlog; the ID
+/// to announce. If it can, it is pinned there under the same lock, so the
+/// bytes it needs cannot be trimmed before its sender starts.
+fn can_continue(shared: &Shared, req: &PsyncRequest, id: u64) -> Option<String> {
     if req.offset < 0 {
         return None;
     }
     let pos = req.offset as u64;
-    let b = shared.repl.stream.backlog.lock();
+    let mut b = shared.repl.stream.backlog.lock();
     let ids = shared.repl.ids.lock();
     let known =
         req.replid == ids.replid || (req.replid == ids.replid2 && req.offset <= ids.second_offset);
-    (known && b.can_continue_from(pos)).then(|| ids.replid.clone())
+    if !(known && b.can_continue_from(pos)) {
+        return None;
+    }
+    b.pin(id, pos);
+    Some(ids.replid.clone())
 }
 
 pub async fn serve(
@@ -121,7 +135,8 @@ async fn stream_to(
     req: PsyncRequest,
     info: &ReplicaInfo,
 ) -> io::Result<()> {
-    let mut pos = match can_continue(shared, &req) {
+    let _unpin = Unpin(shared, info.client_id);
+    let mut pos = match can_continue(shared, &req, info.client_id) {
         Some(replid) => {
             stream
                 .write_all(format!("+CONTINUE {replid}\r\n").as_bytes())
@@ -136,7 +151,7 @@ async fn stream_to(
                 shared.repl.sync_partial_err.fetch_add(1, Ordering::Relaxed);
             }
             let started = std::time::Instant::now();
-            let (offset, snap) = crate::checkpointer::blocking(|| snapshot(shared));
+            let (offset, snap) = crate::checkpointer::blocking(|| snapshot(shared, info.client_id));
             let copied = started.elapsed();
             let replid = shared.repl.ids.lock().replid.clone();
             stream
@@ -177,7 +192,6 @@ async fn stream_to(
     let mut end_rx = shared.repl.stream.end_tx.subscribe();
     let mut rbuf = BytesMut::with_capacity(1024);
     let handle = client.handle.clone();
-    let _unpin = Unpin(shared, info.client_id);
     loop {
         loop {
             let chunk = {
