@@ -7,6 +7,7 @@
 //! text, so the three paths cannot disagree.
 
 use durakv_engine::value::EncodingLimits;
+use durakv_engine::wal::Preallocate;
 use durakv_engine::Durability;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -89,6 +90,7 @@ pub struct Config {
     pub wal_max_record_size_mb: u64,
     pub wal_syncs_in_flight: u64,
     pub wal_sync_overlap_us: u64,
+    pub wal_preallocate: Preallocate,
     pub delayed_flush_ms: u64,
     pub delayed_flush_bytes: u64,
     pub wal_recovery_mode: WalRecoveryMode,
@@ -154,6 +156,7 @@ impl Default for Config {
             wal_max_record_size_mb: 1024,
             wal_syncs_in_flight: 3,
             wal_sync_overlap_us: 500,
+            wal_preallocate: Preallocate::Auto,
             delayed_flush_ms: 10,
             delayed_flush_bytes: 1024 * 1024,
             wal_recovery_mode: WalRecoveryMode::Strict,
@@ -966,6 +969,27 @@ pub static DIRECTIVES: &[Directive] = &[
             Ok(())
         },
         get: |c| c.wal_sync_overlap_us.to_string(),
+    },
+    Directive {
+        name: "wal-preallocate",
+        default: "auto",
+        help: "How new log segments are preallocated: 'zeros' (every later fsync is cheaper), 'fallocate' (no extra disk bandwidth), or 'auto' (zeros while the disk has bandwidth to spare, as on a local disk; fallocate on a bandwidth-capped volume)",
+        runtime: false,
+        repeatable: false,
+        set: |c, v| {
+            c.wal_preallocate = match v.to_ascii_lowercase().as_str() {
+                "auto" => Preallocate::Auto,
+                "zeros" => Preallocate::Zeros,
+                "fallocate" => Preallocate::Fallocate,
+                _ => return Err("argument must be 'auto', 'zeros' or 'fallocate'".into()),
+            };
+            Ok(())
+        },
+        get: |c| match c.wal_preallocate {
+            Preallocate::Auto => "auto".into(),
+            Preallocate::Zeros => "zeros".into(),
+            Preallocate::Fallocate => "fallocate".into(),
+        },
     },
     Directive {
         name: "delayed-flush-ms",
