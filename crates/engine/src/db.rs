@@ -5,6 +5,7 @@
 //! expiry) is O(1) and SCAN can walk it by position with a stable guarantee
 //! (see [`Db::scan`]).
 
+use crate::key::Key;
 use crate::value::{HashBuilder, Value};
 use bytes::Bytes;
 use indexmap::{IndexMap, IndexSet};
@@ -65,19 +66,19 @@ impl Entry {
     }
 }
 
-/// A key as the map keeps it: in an allocation of its own. The caller's
+/// A key as the map keeps it: a copy, inline when short. The caller's
 /// handle usually shares its allocation with the request or the logged
 /// mutation, and keeping a share would cost a reference-count block per key
 /// for as long as the key lives.
-fn own(key: &Bytes) -> Bytes {
-    Bytes::copy_from_slice(key)
+fn own(key: &[u8]) -> Key {
+    Key::new(key)
 }
 
 #[derive(Clone, Debug, Default)]
 pub struct Db {
-    map: IndexMap<Bytes, Entry, HashBuilder>,
+    map: IndexMap<Key, Entry, HashBuilder>,
     /// Keys that carry a TTL, sampled by active expiry.
-    volatile: IndexSet<Bytes, HashBuilder>,
+    volatile: IndexSet<Key, HashBuilder>,
     /// LSN of the latest logged write that removed keys from this database
     /// (DEL, expiry of a logged key, FLUSHDB): a reply that reports a key as
     /// missing depends on it.
@@ -253,7 +254,7 @@ impl Db {
     fn remove_expired(&mut self, key: &[u8]) {
         if let Some(log) = self.expired.as_mut() {
             if let Some((k, _)) = self.map.get_key_value(key) {
-                log.push(k.clone());
+                log.push(k.to_bytes());
             }
         }
         self.remove(key);
@@ -289,22 +290,16 @@ impl Db {
         }
     }
 
-    pub fn insert(&mut self, key: Bytes, entry: Entry) -> Option<Entry> {
-        self.insert_with(key, entry, |k| own(&k))
+    pub fn insert(&mut self, key: impl AsRef<[u8]>, entry: Entry) -> Option<Entry> {
+        self.insert_with(key.as_ref(), entry)
     }
 
-    /// [`Db::insert`] for a key already in an allocation of its own (one
-    /// decoded from a checkpoint), which the map keeps as it is.
+    /// [`Db::insert`] for a key decoded from a checkpoint.
     pub fn insert_owned(&mut self, key: Bytes, entry: Entry) -> Option<Entry> {
-        self.insert_with(key, entry, |k| k)
+        self.insert_with(&key, entry)
     }
 
-    fn insert_with(
-        &mut self,
-        key: Bytes,
-        mut entry: Entry,
-        keep: fn(Bytes) -> Bytes,
-    ) -> Option<Entry> {
+    fn insert_with(&mut self, key: &[u8], mut entry: Entry) -> Option<Entry> {
         let volatile = entry.expire_at_ms != 0;
         let (i, old) = match self.map.get_index_of(&key[..]) {
             Some(i) => {
@@ -313,7 +308,7 @@ impl Db {
             }
             None => {
                 entry.access = self.fresh_access(None);
-                (self.map.insert_full(keep(key), entry).0, None)
+                (self.map.insert_full(own(key), entry).0, None)
             }
         };
         if volatile {
@@ -362,11 +357,11 @@ impl Db {
     }
 
     /// Entry at position `i` (for sampling); may be expired.
-    pub fn get_index(&self, i: usize) -> Option<(&Bytes, &Entry)> {
+    pub fn get_index(&self, i: usize) -> Option<(&Key, &Entry)> {
         self.map.get_index(i)
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = (&Bytes, &Entry)> {
+    pub fn iter(&self) -> impl Iterator<Item = (&Key, &Entry)> {
         self.map.iter()
     }
 
@@ -382,7 +377,7 @@ impl Db {
         cursor: usize,
         count: usize,
         now_ms: u64,
-        mut visit: impl FnMut(&Bytes, &Entry),
+        mut visit: impl FnMut(&Key, &Entry),
     ) -> usize {
         let mut pos = cursor.min(self.map.len());
         let mut seen = 0;
@@ -431,7 +426,7 @@ impl Db {
         volatile_only: bool,
         n: usize,
         rng: &mut impl rand::Rng,
-        mut visit: impl FnMut(&Bytes, &Entry),
+        mut visit: impl FnMut(&Key, &Entry),
     ) {
         let len = if volatile_only {
             self.volatile.len()
@@ -466,7 +461,7 @@ impl Db {
             let i = rng.gen_range(0..self.map.len());
             let (k, e) = self.map.get_index(i)?;
             if !e.is_expired(now_ms) {
-                return Some(k.clone());
+                return Some(k.to_bytes());
             }
             let k = k.clone();
             self.remove_expired(&k);

@@ -367,7 +367,7 @@ fn apply_key_op(d: &mut Db, key: &Bytes, op: &KeyOp, now_ms: u64) -> Result<(), 
             }
         }
         KeyOp::Push { left, items } => {
-            let e = collection(d, key, now_ms, || Value::List(ListValue::new()));
+            let e = collection(d, key, now_ms, || Value::List(Box::default()));
             let Value::List(l) = &mut e.value else {
                 return Err(WRONG_TYPE);
             };
@@ -469,7 +469,7 @@ fn apply_key_op(d: &mut Db, key: &Bytes, op: &KeyOp, now_ms: u64) -> Result<(), 
                 if score.is_nan() {
                     return Err("NaN score");
                 }
-                z.insert(owned(m), *score);
+                z.insert(m, *score);
             }
         }
         KeyOp::ZRem(members) => {

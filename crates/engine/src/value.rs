@@ -68,9 +68,9 @@ impl EncodingLimits {
 pub enum Value {
     Str(Bytes),
     Hash(HashValue),
-    List(ListValue),
     // Boxed: every key's entry is as large as the largest variant, and most
     // keys are strings or small hashes.
+    List(Box<ListValue>),
     Set(Box<SetValue>),
     ZSet(Box<ZSet>),
     Stream(Box<Stream>),
@@ -308,7 +308,9 @@ mod tests {
     #[test]
     fn encodings_follow_the_limits() {
         let mut l = EncodingLimits::default();
-        let list = Value::List((0..10).map(|i| Bytes::from(i.to_string())).collect());
+        let list = Value::List(Box::new(
+            (0..10).map(|i| Bytes::from(i.to_string())).collect(),
+        ));
         assert_eq!(list.encoding_name(&l), "listpack");
         l.list_size = 4;
         assert_eq!(list.encoding_name(&l), "quicklist");

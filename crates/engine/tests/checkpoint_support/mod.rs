@@ -184,7 +184,7 @@ fn random_value(rng: &mut StdRng, ty: u8) -> Value {
             }
             Value::Hash(h)
         }
-        2 => Value::List((0..n).map(|_| small(rng)).collect::<ListValue>()),
+        2 => Value::List(Box::new((0..n).map(|_| small(rng)).collect::<ListValue>())),
         3 => {
             let mut s = durakv_engine::value::SetValue::default();
             for _ in 0..n {

@@ -18,8 +18,10 @@ fn samples() -> Vec<Value> {
         Value::Str(b("-9223372036854775808")),
         Value::Str(b("x".repeat(1000))),
         Value::Str(Bytes::from_static(b"")),
-        Value::List((0..5).map(b).collect()),
-        Value::List((0..5000).map(|i| b(format!("item-{i}"))).collect()),
+        Value::List(Box::new((0..5).map(b).collect())),
+        Value::List(Box::new(
+            (0..5000).map(|i| b(format!("item-{i}"))).collect(),
+        )),
         Value::Set(Box::new((0..10).map(b).collect())),
         Value::Set(Box::new((0..10).map(|i| b(format!("m{i}"))).collect())),
         Value::Set(Box::new((0..1000).map(b).collect())),
@@ -209,7 +211,7 @@ fn small_list_node_limits_split_nodes() {
     };
     let l: ListValue = (0..10).map(b).collect();
     assert_eq!(list_nodes(&l, &lim), 3);
-    let v = Value::List(l);
+    let v = Value::List(Box::new(l));
     assert_eq!(restore(&dump(&v, &lim)).unwrap(), v);
 }
 

@@ -220,7 +220,7 @@ mod tests {
                 vec![],
                 vec![SnapKey {
                     key: Bytes::from("l"),
-                    value: Value::List(list),
+                    value: Value::List(Box::new(list)),
                     expire_at_ms: 0,
                 }],
             ],
