@@ -673,7 +673,7 @@ fn decode_op(r: &mut Reader<'_>) -> Result<KeyOp, DecodeError> {
 
 pub fn decode_value(r: &mut Reader<'_>) -> Result<Value, DecodeError> {
     Ok(match r.u8()? {
-        tag::V_STR => Value::Str(r.bytes()?),
+        tag::V_STR => Value::Str(r.bytes()?.into()),
         tag::V_HASH => {
             let n = r.count(8)?;
             let mut pairs = Vec::with_capacity(n);

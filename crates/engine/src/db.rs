@@ -51,6 +51,21 @@ fn wall_secs() -> u32 {
         .unwrap_or(0)
 }
 
+/// What a key costs: its map bucket (the cached hash, the key and the
+/// entry), a slot of the map's index, the key's block when it is too long
+/// to be inline, and the value's heap (for `MEMORY USAGE` and INFO).
+pub fn key_memory_bytes(key: &[u8], value: &Value) -> usize {
+    const BUCKET: usize = 8 + std::mem::size_of::<Key>() + std::mem::size_of::<Entry>();
+    // A slot and its control byte, at the index's typical load.
+    const INDEX_SLOT: usize = 12;
+    let key_heap = if key.len() > crate::key::INLINE_MAX {
+        key.len()
+    } else {
+        0
+    };
+    BUCKET + INDEX_SLOT + key_heap + value.approx_size_bytes()
+}
+
 impl Entry {
     pub fn new(value: Value) -> Entry {
         Entry {
@@ -475,9 +490,17 @@ mod tests {
     use super::*;
 
     fn volatile(db: &mut Db, key: &'static str, at_ms: u64) {
-        let mut e = Entry::new(Value::Str(Bytes::from_static(b"v")));
+        let mut e = Entry::new(Value::Str(crate::value::Str::new(b"v")));
         e.expire_at_ms = at_ms;
         db.insert(Bytes::from_static(key.as_bytes()), e);
+    }
+
+    /// Every key pays for these in its map bucket (with the hash and its
+    /// 24-byte key): keep them from growing unnoticed.
+    #[test]
+    fn an_entry_is_56_bytes() {
+        assert_eq!(std::mem::size_of::<Value>(), 32);
+        assert_eq!(std::mem::size_of::<Entry>(), 56);
     }
 
     #[test]

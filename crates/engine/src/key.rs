@@ -177,6 +177,158 @@ impl fmt::Debug for Key {
     }
 }
 
+/// Strings past this are shared rather than copied: replies and the log
+/// then hand them on without a copy, and a SETRANGE on a large bitmap
+/// writes in place. Up to it, a copy costs less than the 32-byte shared
+/// handle and its reference-count block would for as long as it lives.
+pub const SHARED_MIN: usize = 4097;
+
+/// A string value: inline up to [`INLINE_MAX`] bytes (so every integer
+/// Redis would encode as `int` costs no heap allocation), an exact-size
+/// block up to 4 KiB, and a shared `Bytes` past that. 24 bytes.
+#[derive(Clone)]
+pub struct Str(StrRepr);
+
+#[derive(Clone)]
+enum StrRepr {
+    Owned(Key),
+    Shared(Box<Bytes>),
+}
+
+impl Str {
+    pub fn new(b: &[u8]) -> Str {
+        Str(StrRepr::Owned(Key::new(b)))
+    }
+
+    /// Keeps `b` itself when it is large, copies it otherwise.
+    pub fn from_bytes(b: &Bytes) -> Str {
+        if b.len() >= SHARED_MIN {
+            Str(StrRepr::Shared(Box::new(b.clone())))
+        } else {
+            Str::new(b)
+        }
+    }
+
+    /// Like [`Str::from_bytes`] without a copy of a block it can keep.
+    pub fn from_vec(v: Vec<u8>) -> Str {
+        if v.len() >= SHARED_MIN {
+            Str(StrRepr::Shared(Box::new(Bytes::from(v))))
+        } else if v.len() <= INLINE_MAX {
+            Str::new(&v)
+        } else {
+            Str(StrRepr::Owned(Key(Repr::Heap(v.into_boxed_slice()))))
+        }
+    }
+
+    /// Bytes on the heap besides the 24 bytes of the string itself.
+    pub fn heap_bytes(&self) -> usize {
+        match &self.0 {
+            StrRepr::Owned(k) => k.heap_bytes(),
+            // The handle's box, its shared block's header, the data.
+            StrRepr::Shared(b) => 32 + 32 + b.len(),
+        }
+    }
+
+    pub fn as_slice(&self) -> &[u8] {
+        match &self.0 {
+            StrRepr::Owned(k) => k.as_slice(),
+            StrRepr::Shared(b) => b,
+        }
+    }
+
+    /// The value as `Bytes`, for replies and logged mutations: a share of
+    /// a large value, a copy of a small one.
+    pub fn to_bytes(&self) -> Bytes {
+        match &self.0 {
+            StrRepr::Owned(k) => k.to_bytes(),
+            StrRepr::Shared(b) => (**b).clone(),
+        }
+    }
+
+    /// The bytes, to be changed, as a vector (without a copy when this
+    /// string owns an exact-size block, or is the only holder of a shared
+    /// one); [`Str::from_vec`] puts it back.
+    pub fn take_vec(&mut self) -> Vec<u8> {
+        match std::mem::take(self).0 {
+            StrRepr::Owned(Key(Repr::Heap(b))) => b.into_vec(),
+            StrRepr::Owned(k) => k.as_slice().to_vec(),
+            StrRepr::Shared(b) => match (*b).try_into_mut() {
+                Ok(m) => m.into(),
+                Err(shared) => shared.to_vec(),
+            },
+        }
+    }
+}
+
+impl Default for Str {
+    fn default() -> Str {
+        Str::new(b"")
+    }
+}
+
+impl From<Bytes> for Str {
+    fn from(b: Bytes) -> Str {
+        Str::from_bytes(&b)
+    }
+}
+
+impl From<&Bytes> for Str {
+    fn from(b: &Bytes) -> Str {
+        Str::from_bytes(b)
+    }
+}
+
+impl From<&[u8]> for Str {
+    fn from(b: &[u8]) -> Str {
+        Str::new(b)
+    }
+}
+
+impl From<&Str> for Bytes {
+    fn from(s: &Str) -> Bytes {
+        s.to_bytes()
+    }
+}
+
+impl Deref for Str {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        self.as_slice()
+    }
+}
+
+impl AsRef<[u8]> for Str {
+    fn as_ref(&self) -> &[u8] {
+        self.as_slice()
+    }
+}
+
+impl PartialEq for Str {
+    fn eq(&self, other: &Str) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+
+impl Eq for Str {}
+
+impl PartialEq<[u8]> for Str {
+    fn eq(&self, other: &[u8]) -> bool {
+        self.as_slice() == other
+    }
+}
+
+impl PartialEq<Bytes> for Str {
+    fn eq(&self, other: &Bytes) -> bool {
+        self.as_slice() == &other[..]
+    }
+}
+
+impl fmt::Debug for Str {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&Bytes::copy_from_slice(self.as_slice()), f)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -195,5 +347,23 @@ mod tests {
         let mut set = std::collections::HashSet::new();
         set.insert(Key::new(b"abc"));
         assert!(set.contains(&b"abc"[..]));
+    }
+
+    #[test]
+    fn strings_are_24_bytes_inline_exact_or_shared() {
+        assert_eq!(std::mem::size_of::<Str>(), 24);
+        for n in [0, 20, 23, 24, 128, 4096, 4097, 100_000] {
+            let b = Bytes::from((0..n).map(|i| i as u8).collect::<Vec<u8>>());
+            let mut s = Str::from_bytes(&b);
+            assert_eq!(&s[..], &b[..]);
+            assert_eq!(s.to_bytes(), b);
+            if n >= SHARED_MIN {
+                assert_eq!(s.to_bytes().as_ptr(), b.as_ptr(), "shared, not copied");
+            }
+            let mut v = s.take_vec();
+            v.push(1);
+            s = Str::from_vec(v);
+            assert_eq!(s.len(), n + 1);
+        }
     }
 }

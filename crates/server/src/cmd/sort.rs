@@ -360,7 +360,7 @@ fn lookup(txn: &mut Txn<'_>, db: usize, pattern: &[u8], element: &Bytes) -> Opti
     let value = &txn.get(db, &key)?.value;
     match field {
         Some(f) => value.as_hash()?.get(f),
-        None => value.as_str().cloned(),
+        None => value.as_str().map(|s| s.to_bytes()),
     }
 }
 

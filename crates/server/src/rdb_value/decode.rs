@@ -23,7 +23,7 @@ pub fn value(body: &[u8]) -> Option<Value> {
 /// RDB file has the key between the type byte and the value).
 pub fn typed(t: u8, r: &mut Reader<'_>) -> Option<Value> {
     Some(match t {
-        ty::STRING => Value::Str(r.string()?),
+        ty::STRING => Value::Str(r.string()?.into()),
         ty::LIST => Value::List(Box::new(counted(r, |r| r.string())?.into())),
         ty::LIST_ZIPLIST => Value::List(Box::new(legacy::ziplist(&r.string()?)?.into())),
         ty::LIST_QUICKLIST | ty::LIST_QUICKLIST_2 => {

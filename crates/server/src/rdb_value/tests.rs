@@ -13,11 +13,11 @@ fn b(s: impl ToString) -> Bytes {
 fn samples() -> Vec<Value> {
     let lim = EncodingLimits::default();
     let mut v = vec![
-        Value::Str(b("hello")),
-        Value::Str(b("12345")),
-        Value::Str(b("-9223372036854775808")),
-        Value::Str(b("x".repeat(1000))),
-        Value::Str(Bytes::from_static(b"")),
+        Value::Str(b("hello").into()),
+        Value::Str(b("12345").into()),
+        Value::Str(b("-9223372036854775808").into()),
+        Value::Str(b("x".repeat(1000)).into()),
+        Value::Str(Bytes::from_static(b"").into()),
         Value::List(Box::new((0..5).map(b).collect())),
         Value::List(Box::new(
             (0..5000).map(|i| b(format!("item-{i}"))).collect(),
@@ -218,7 +218,7 @@ fn small_list_node_limits_split_nodes() {
 #[test]
 fn trailer_damage_and_empty_collections() {
     let lim = EncodingLimits::default();
-    let p = dump(&Value::Str(b("v")), &lim);
+    let p = dump(&Value::Str(b("v").into()), &lim);
     let mut newer = p.clone();
     let n = newer.len();
     newer[n - 10] = 11;

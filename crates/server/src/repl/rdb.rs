@@ -214,7 +214,7 @@ mod tests {
             dbs: vec![
                 vec![SnapKey {
                     key: Bytes::from("s"),
-                    value: Value::Str(Bytes::from("v")),
+                    value: Value::Str(Bytes::from("v").into()),
                     expire_at_ms: 4_000_000_000_000,
                 }],
                 vec![],
