@@ -316,7 +316,7 @@ impl Db {
 
     fn insert_with(&mut self, key: &[u8], mut entry: Entry) -> Option<Entry> {
         let volatile = entry.expire_at_ms != 0;
-        let (i, old) = match self.map.get_index_of(&key[..]) {
+        let (i, old) = match self.map.get_index_of(key) {
             Some(i) => {
                 entry.access = self.fresh_access(Some(&self.map[i]));
                 (i, Some(std::mem::replace(&mut self.map[i], entry)))
