@@ -74,6 +74,8 @@ pub struct Config {
     pub lfu_decay_time: u64,
     pub hz: u64,
     pub keyspace_shards: usize,
+    /// Redis's `disable-thp`: transparent huge pages off for the process.
+    pub disable_thp: bool,
     pub durability: Durability,
     pub durability_db: BTreeMap<usize, Durability>,
     pub durability_policy: DurabilityPolicy,
@@ -144,6 +146,7 @@ impl Default for Config {
             lfu_decay_time: 1,
             hz: 10,
             keyspace_shards: durakv_engine::keyspace::DEFAULT_SHARD_COUNT,
+            disable_thp: true,
             durability: Durability::Full,
             durability_db: BTreeMap::new(),
             durability_policy: DurabilityPolicy::Connection,
@@ -1144,6 +1147,18 @@ pub static DIRECTIVES: &[Directive] = &[
             Ok(())
         },
         get: |c| c.hll_sparse_max_bytes.to_string(),
+    },
+    Directive {
+        name: "disable-thp",
+        default: "yes",
+        help: "Turn transparent huge pages off for the process, as Redis does: the allocator asks for them on its arenas, and then every 4 KiB page touched makes 2 MiB resident",
+        runtime: false,
+        repeatable: false,
+        set: |c, v| {
+            c.disable_thp = parse_bool(v)?;
+            Ok(())
+        },
+        get: |c| yes_no(c.disable_thp),
     },
     compat!("activedefrag", "no"),
     compat!("active-defrag-ignore-bytes", "104857600"),
