@@ -29,6 +29,7 @@
 #   VOL_MBPS=8          write bandwidth cap per volume; VOL_SIZE_MB=1024 per volume
 #   CLIENT_TIMEOUT=600  seconds after which any one client run is killed
 #   OUT=FILE            also write the report to FILE
+#   DURAKV_ARGS=        extra flags for every durakv server, e.g. "--wal-preallocate fallocate"
 set -euo pipefail
 shopt -s inherit_errexit # a failing client inside $(...) stops the script too
 cd "$(dirname "$0")/.."
@@ -125,7 +126,7 @@ start_server() {
     SRV_PORT=$(free_port)
     if [ "$kind" = durakv ]; then
         "${WRAP[@]}" "$DURAKV" serve --bind 127.0.0.1 --port "$SRV_PORT" --dir "$SRV_DIR/data" \
-            --maxclients 10000 --loglevel warning "$@" >"$SRV_DIR/log" 2>&1 &
+            --maxclients 10000 --loglevel warning "$@" ${DURAKV_ARGS:-} >"$SRV_DIR/log" 2>&1 &
     else
         # --save '': no RDB snapshots, so only the AOF setting decides durability.
         "${WRAP[@]}" redis-server --bind 127.0.0.1 --port "$SRV_PORT" --dir "$SRV_DIR" --save '' \

@@ -391,7 +391,7 @@ pub fn encode_value(v: &Value, out: &mut Vec<u8>) {
         Value::List(l) => {
             out.push(tag::V_LIST);
             put_u32(out, l.len() as u32);
-            for it in l {
+            for it in l.iter() {
                 put_bytes(out, it);
             }
         }
@@ -673,7 +673,7 @@ fn decode_op(r: &mut Reader<'_>) -> Result<KeyOp, DecodeError> {
 
 pub fn decode_value(r: &mut Reader<'_>) -> Result<Value, DecodeError> {
     Ok(match r.u8()? {
-        tag::V_STR => Value::Str(r.bytes()?),
+        tag::V_STR => Value::Str(r.bytes()?.into()),
         tag::V_HASH => {
             let n = r.count(8)?;
             let mut pairs = Vec::with_capacity(n);
@@ -688,7 +688,7 @@ pub fn decode_value(r: &mut Reader<'_>) -> Result<Value, DecodeError> {
             for _ in 0..n {
                 l.push_back(r.bytes()?);
             }
-            Value::List(l)
+            Value::List(Box::new(l))
         }
         tag::V_SET => {
             let n = r.count(4)?;

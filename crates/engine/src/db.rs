@@ -5,6 +5,7 @@
 //! expiry) is O(1) and SCAN can walk it by position with a stable guarantee
 //! (see [`Db::scan`]).
 
+use crate::key::Key;
 use crate::value::{HashBuilder, Value};
 use bytes::Bytes;
 use indexmap::{IndexMap, IndexSet};
@@ -50,6 +51,21 @@ fn wall_secs() -> u32 {
         .unwrap_or(0)
 }
 
+/// What a key costs: its map bucket (the cached hash, the key and the
+/// entry), a slot of the map's index, the key's block when it is too long
+/// to be inline, and the value's heap (for `MEMORY USAGE` and INFO).
+pub fn key_memory_bytes(key: &[u8], value: &Value) -> usize {
+    const BUCKET: usize = 8 + std::mem::size_of::<Key>() + std::mem::size_of::<Entry>();
+    // A slot and its control byte, at the index's typical load.
+    const INDEX_SLOT: usize = 12;
+    let key_heap = if key.len() > crate::key::INLINE_MAX {
+        key.len()
+    } else {
+        0
+    };
+    BUCKET + INDEX_SLOT + key_heap + value.approx_size_bytes()
+}
+
 impl Entry {
     pub fn new(value: Value) -> Entry {
         Entry {
@@ -65,19 +81,19 @@ impl Entry {
     }
 }
 
-/// A key as the map keeps it: in an allocation of its own. The caller's
+/// A key as the map keeps it: a copy, inline when short. The caller's
 /// handle usually shares its allocation with the request or the logged
 /// mutation, and keeping a share would cost a reference-count block per key
 /// for as long as the key lives.
-fn own(key: &Bytes) -> Bytes {
-    Bytes::copy_from_slice(key)
+fn own(key: &[u8]) -> Key {
+    Key::new(key)
 }
 
 #[derive(Clone, Debug, Default)]
 pub struct Db {
-    map: IndexMap<Bytes, Entry, HashBuilder>,
+    map: IndexMap<Key, Entry, HashBuilder>,
     /// Keys that carry a TTL, sampled by active expiry.
-    volatile: IndexSet<Bytes, HashBuilder>,
+    volatile: IndexSet<Key, HashBuilder>,
     /// LSN of the latest logged write that removed keys from this database
     /// (DEL, expiry of a logged key, FLUSHDB): a reply that reports a key as
     /// missing depends on it.
@@ -253,7 +269,7 @@ impl Db {
     fn remove_expired(&mut self, key: &[u8]) {
         if let Some(log) = self.expired.as_mut() {
             if let Some((k, _)) = self.map.get_key_value(key) {
-                log.push(k.clone());
+                log.push(k.to_bytes());
             }
         }
         self.remove(key);
@@ -289,31 +305,25 @@ impl Db {
         }
     }
 
-    pub fn insert(&mut self, key: Bytes, entry: Entry) -> Option<Entry> {
-        self.insert_with(key, entry, |k| own(&k))
+    pub fn insert(&mut self, key: impl AsRef<[u8]>, entry: Entry) -> Option<Entry> {
+        self.insert_with(key.as_ref(), entry)
     }
 
-    /// [`Db::insert`] for a key already in an allocation of its own (one
-    /// decoded from a checkpoint), which the map keeps as it is.
+    /// [`Db::insert`] for a key decoded from a checkpoint.
     pub fn insert_owned(&mut self, key: Bytes, entry: Entry) -> Option<Entry> {
-        self.insert_with(key, entry, |k| k)
+        self.insert_with(&key, entry)
     }
 
-    fn insert_with(
-        &mut self,
-        key: Bytes,
-        mut entry: Entry,
-        keep: fn(Bytes) -> Bytes,
-    ) -> Option<Entry> {
+    fn insert_with(&mut self, key: &[u8], mut entry: Entry) -> Option<Entry> {
         let volatile = entry.expire_at_ms != 0;
-        let (i, old) = match self.map.get_index_of(&key[..]) {
+        let (i, old) = match self.map.get_index_of(key) {
             Some(i) => {
                 entry.access = self.fresh_access(Some(&self.map[i]));
                 (i, Some(std::mem::replace(&mut self.map[i], entry)))
             }
             None => {
                 entry.access = self.fresh_access(None);
-                (self.map.insert_full(keep(key), entry).0, None)
+                (self.map.insert_full(own(key), entry).0, None)
             }
         };
         if volatile {
@@ -362,11 +372,11 @@ impl Db {
     }
 
     /// Entry at position `i` (for sampling); may be expired.
-    pub fn get_index(&self, i: usize) -> Option<(&Bytes, &Entry)> {
+    pub fn get_index(&self, i: usize) -> Option<(&Key, &Entry)> {
         self.map.get_index(i)
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = (&Bytes, &Entry)> {
+    pub fn iter(&self) -> impl Iterator<Item = (&Key, &Entry)> {
         self.map.iter()
     }
 
@@ -382,7 +392,7 @@ impl Db {
         cursor: usize,
         count: usize,
         now_ms: u64,
-        mut visit: impl FnMut(&Bytes, &Entry),
+        mut visit: impl FnMut(&Key, &Entry),
     ) -> usize {
         let mut pos = cursor.min(self.map.len());
         let mut seen = 0;
@@ -431,7 +441,7 @@ impl Db {
         volatile_only: bool,
         n: usize,
         rng: &mut impl rand::Rng,
-        mut visit: impl FnMut(&Bytes, &Entry),
+        mut visit: impl FnMut(&Key, &Entry),
     ) {
         let len = if volatile_only {
             self.volatile.len()
@@ -466,7 +476,7 @@ impl Db {
             let i = rng.gen_range(0..self.map.len());
             let (k, e) = self.map.get_index(i)?;
             if !e.is_expired(now_ms) {
-                return Some(k.clone());
+                return Some(k.to_bytes());
             }
             let k = k.clone();
             self.remove_expired(&k);
@@ -480,9 +490,17 @@ mod tests {
     use super::*;
 
     fn volatile(db: &mut Db, key: &'static str, at_ms: u64) {
-        let mut e = Entry::new(Value::Str(Bytes::from_static(b"v")));
+        let mut e = Entry::new(Value::Str(crate::value::Str::new(b"v")));
         e.expire_at_ms = at_ms;
         db.insert(Bytes::from_static(key.as_bytes()), e);
+    }
+
+    /// Every key pays for these in its map bucket (with the hash and its
+    /// 24-byte key): keep them from growing unnoticed.
+    #[test]
+    fn an_entry_is_56_bytes() {
+        assert_eq!(std::mem::size_of::<Value>(), 32);
+        assert_eq!(std::mem::size_of::<Entry>(), 56);
     }
 
     #[test]

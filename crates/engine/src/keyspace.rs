@@ -308,7 +308,6 @@ impl Keyspace {
 
     /// Approximate bytes held by values, for INFO memory.
     pub fn approx_memory_bytes(&self) -> usize {
-        const PER_KEY_OVERHEAD_BYTES: usize = 64;
         self.shards
             .iter()
             .map(|s| {
@@ -316,7 +315,7 @@ impl Keyspace {
                 s.dbs
                     .iter()
                     .flat_map(|d| d.iter())
-                    .map(|(k, e)| k.len() + e.value.approx_size_bytes() + PER_KEY_OVERHEAD_BYTES)
+                    .map(|(k, e)| crate::db::key_memory_bytes(k, &e.value))
                     .sum::<usize>()
             })
             .sum()

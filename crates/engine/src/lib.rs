@@ -32,6 +32,7 @@ pub mod durability;
 pub mod functions;
 pub mod hash;
 pub mod io;
+pub mod key;
 pub mod keyspace;
 pub mod lfu;
 pub mod lock;

@@ -16,8 +16,8 @@ use crate::db::{Db, Entry};
 pub use crate::functions::FunctionOp;
 use crate::shard::Shard;
 pub use crate::stream_op::StreamOp;
-use crate::value::{ListValue, Value};
-use bytes::{Bytes, BytesMut};
+use crate::value::{ListValue, Str, Value};
+use bytes::Bytes;
 
 /// What happens to an existing TTL when a string is written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -288,7 +288,7 @@ fn apply_key_op(d: &mut Db, key: &Bytes, op: &KeyOp, now_ms: u64) -> Result<(), 
             d.insert(
                 key.clone(),
                 Entry {
-                    value: Value::Str(owned(value)),
+                    value: Value::Str(Str::from_bytes(value)),
                     expire_at_ms,
                     lsn: 0,
                     access: Default::default(),
@@ -321,32 +321,29 @@ fn apply_key_op(d: &mut Db, key: &Bytes, op: &KeyOp, now_ms: u64) -> Result<(), 
             }
         }
         KeyOp::Append(data) => {
-            let e = collection(d, key, now_ms, || Value::Str(Bytes::new()));
+            let e = collection(d, key, now_ms, || Value::Str(Str::default()));
             let Value::Str(s) = &mut e.value else {
                 return Err(WRONG_TYPE);
             };
-            let mut buf = BytesMut::with_capacity(s.len() + data.len());
-            buf.extend_from_slice(s);
+            let mut buf = s.take_vec();
             buf.extend_from_slice(data);
-            *s = buf.freeze();
+            *s = Str::from_vec(buf);
         }
         KeyOp::SetRange { offset, data } => {
-            let e = collection(d, key, now_ms, || Value::Str(Bytes::new()));
+            let e = collection(d, key, now_ms, || Value::Str(Str::default()));
             let Value::Str(s) = &mut e.value else {
                 return Err(WRONG_TYPE);
             };
             let offset = usize::try_from(*offset).map_err(|_| "offset out of range")?;
             // In place when nothing else holds the value: a SETBIT on a big
             // bitmap must not copy it.
-            let mut buf = std::mem::take(s)
-                .try_into_mut()
-                .unwrap_or_else(|shared| BytesMut::from(&shared[..]));
+            let mut buf = s.take_vec();
             let end = offset + data.len();
             if buf.len() < end {
                 buf.resize(end, 0);
             }
             buf[offset..end].copy_from_slice(data);
-            *s = buf.freeze();
+            *s = Str::from_vec(buf);
         }
         KeyOp::HSet(pairs) => {
             let e = collection(d, key, now_ms, Value::new_hash);
@@ -367,7 +364,7 @@ fn apply_key_op(d: &mut Db, key: &Bytes, op: &KeyOp, now_ms: u64) -> Result<(), 
             }
         }
         KeyOp::Push { left, items } => {
-            let e = collection(d, key, now_ms, || Value::List(ListValue::new()));
+            let e = collection(d, key, now_ms, || Value::List(Box::default()));
             let Value::List(l) = &mut e.value else {
                 return Err(WRONG_TYPE);
             };
@@ -469,7 +466,7 @@ fn apply_key_op(d: &mut Db, key: &Bytes, op: &KeyOp, now_ms: u64) -> Result<(), 
                 if score.is_nan() {
                     return Err("NaN score");
                 }
-                z.insert(owned(m), *score);
+                z.insert(m, *score);
             }
         }
         KeyOp::ZRem(members) => {

@@ -53,6 +53,8 @@ pub struct StoreConfig {
     pub wal_syncs_in_flight: usize,
     /// See `WalConfig::sync_overlap_us`.
     pub wal_sync_overlap_us: u64,
+    /// See `WalConfig::preallocate`.
+    pub wal_preallocate: crate::wal::Preallocate,
     pub recovery_mode: RecoveryMode,
     /// Checkpoint directory; `None` means `<dir>/checkpoints`.
     pub checkpoint_dir: Option<PathBuf>,
@@ -77,6 +79,7 @@ impl StoreConfig {
             wal_max_record_bytes: crate::wal::MAX_RECORD_BYTES,
             wal_syncs_in_flight: crate::wal::DEFAULT_SYNCS_IN_FLIGHT,
             wal_sync_overlap_us: crate::wal::DEFAULT_SYNC_OVERLAP_US,
+            wal_preallocate: crate::wal::Preallocate::Auto,
             recovery_mode: RecoveryMode::Strict,
             checkpoint_dir: None,
             checkpoint_keep: checkpoint::DEFAULT_KEEP,
@@ -198,6 +201,7 @@ impl Store {
         wal_cfg.max_record_bytes = cfg.wal_max_record_bytes;
         wal_cfg.syncs_in_flight = cfg.wal_syncs_in_flight;
         wal_cfg.sync_overlap_us = cfg.wal_sync_overlap_us;
+        wal_cfg.preallocate = cfg.wal_preallocate;
         wal_cfg.read_covered = Some(codec::covered_state);
         let start_after = loaded.as_ref().map_or(0, |l| l.replay_lsn);
         let mut apply = |lsn: u64, time_ms: u64, payload: &[u8]| {

@@ -448,7 +448,7 @@ impl<'a> Txn<'a> {
                 }
                 out.push(Mutation::key(
                     to as u32,
-                    k.clone(),
+                    k.to_bytes(),
                     KeyOp::Restore {
                         value: e.value.clone(),
                         expire_at_ms: e.expire_at_ms,

@@ -1,6 +1,7 @@
 //! The data types a key can hold, and the names Redis reports for them.
 
 pub use crate::hash::HashValue;
+pub use crate::key::Str;
 use crate::stream::Stream;
 use crate::zset::ZSet;
 use bytes::Bytes;
@@ -66,11 +67,11 @@ impl EncodingLimits {
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
-    Str(Bytes),
+    Str(Str),
     Hash(HashValue),
-    List(ListValue),
     // Boxed: every key's entry is as large as the largest variant, and most
     // keys are strings or small hashes.
+    List(Box<ListValue>),
     Set(Box<SetValue>),
     ZSet(Box<ZSet>),
     Stream(Box<Stream>),
@@ -124,7 +125,7 @@ impl Value {
         }
     }
 
-    pub fn as_str(&self) -> Option<&Bytes> {
+    pub fn as_str(&self) -> Option<&Str> {
         match self {
             Value::Str(s) => Some(s),
             _ => None,
@@ -191,11 +192,23 @@ impl Value {
     pub fn approx_size_bytes(&self) -> usize {
         const PER_ELEMENT_OVERHEAD: usize = 48;
         match self {
-            Value::Str(s) => s.len() + 16,
+            Value::Str(s) => s.heap_bytes(),
             Value::Hash(h) => h.heap_bytes(),
             Value::List(l) => l.iter().map(|v| v.len() + 24).sum(),
             Value::Set(s) => s.iter().map(|v| v.len() + PER_ELEMENT_OVERHEAD).sum(),
-            Value::ZSet(z) => z.iter().map(|(m, _)| 2 * m.len() + 80).sum(),
+            // A bucket and an index slot of the member map, and a B-tree
+            // element at typical fill; a long member's two copies.
+            Value::ZSet(z) => z
+                .iter()
+                .map(|(m, _)| {
+                    let heap = if m.len() > crate::key::INLINE_MAX {
+                        2 * m.len()
+                    } else {
+                        0
+                    };
+                    40 + 12 + 48 + heap
+                })
+                .sum(),
             Value::Stream(s) => s.approx_size_bytes(),
         }
     }
@@ -291,24 +304,17 @@ mod tests {
     #[test]
     fn encodings() {
         let l = EncodingLimits::default();
-        assert_eq!(
-            Value::Str(Bytes::from_static(b"12")).encoding_name(&l),
-            "int"
-        );
-        assert_eq!(
-            Value::Str(Bytes::from_static(b"abc")).encoding_name(&l),
-            "embstr"
-        );
-        assert_eq!(
-            Value::Str(Bytes::from(vec![b'a'; 45])).encoding_name(&l),
-            "raw"
-        );
+        assert_eq!(Value::Str(Str::new(b"12")).encoding_name(&l), "int");
+        assert_eq!(Value::Str(Str::new(b"abc")).encoding_name(&l), "embstr");
+        assert_eq!(Value::Str(Str::new(&[b'a'; 45])).encoding_name(&l), "raw");
     }
 
     #[test]
     fn encodings_follow_the_limits() {
         let mut l = EncodingLimits::default();
-        let list = Value::List((0..10).map(|i| Bytes::from(i.to_string())).collect());
+        let list = Value::List(Box::new(
+            (0..10).map(|i| Bytes::from(i.to_string())).collect(),
+        ));
         assert_eq!(list.encoding_name(&l), "listpack");
         l.list_size = 4;
         assert_eq!(list.encoding_name(&l), "quicklist");

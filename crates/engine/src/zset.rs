@@ -6,6 +6,7 @@
 //! `IndexMap` so members can be reached by position: ZSCAN walks positions
 //! (with the same guarantee as `Db::scan`) and ZRANDMEMBER samples them.
 
+use crate::key::Key;
 use bytes::Bytes;
 use indexmap::IndexMap;
 use std::cmp::Ordering;
@@ -32,8 +33,10 @@ impl Ord for Score {
 
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ZSet {
-    scores: IndexMap<Bytes, f64, ahash::RandomState>,
-    order: BTreeSet<(Score, Bytes)>,
+    // Members are compact keys, each stored twice: short ones (most
+    // members) are inline, so a member costs no heap block of its own.
+    scores: IndexMap<Key, f64, ahash::RandomState>,
+    order: BTreeSet<(Score, Key)>,
 }
 
 impl ZSet {
@@ -50,7 +53,8 @@ impl ZSet {
     }
 
     /// Inserts or updates; returns true if the member is new.
-    pub fn insert(&mut self, member: Bytes, score: f64) -> bool {
+    pub fn insert(&mut self, member: impl AsRef<[u8]>, score: f64) -> bool {
+        let member = Key::new(member.as_ref());
         debug_assert!(!score.is_nan());
         // -0.0 and 0.0 compare differently under total_cmp; Redis treats them alike.
         let score = if score == 0.0 { 0.0 } else { score };
@@ -82,37 +86,33 @@ impl ZSet {
     /// The member at position `i` of the hash index (not rank order), for
     /// cursor walks and random sampling. Removal moves the last position
     /// into the hole, as `IndexMap::swap_remove` does.
-    pub fn get_index(&self, i: usize) -> Option<(&Bytes, f64)> {
+    pub fn get_index(&self, i: usize) -> Option<(&Key, f64)> {
         self.scores.get_index(i).map(|(m, s)| (m, *s))
     }
 
     /// 0-based rank in ascending order.
     pub fn rank(&self, member: &[u8]) -> Option<usize> {
         let s = self.score(member)?;
-        Some(
-            self.order
-                .range(..(Score(s), Bytes::copy_from_slice(member)))
-                .count(),
-        )
+        Some(self.order.range(..(Score(s), Key::new(member))).count())
     }
 
     /// Members in ascending (score, member) order.
-    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (&Bytes, f64)> + '_ {
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (&Key, f64)> + '_ {
         self.order.iter().map(|(s, m)| (m, s.0))
     }
 
     /// Members whose score lies within the bounds, ascending.
     pub fn range_by_score(&self, min: Bound<f64>, max: Bound<f64>) -> ScoreRange<'_> {
         let lo = match min {
-            Bound::Included(v) => Bound::Included((Score(v), Bytes::new())),
+            Bound::Included(v) => Bound::Included((Score(v), Key::default())),
             Bound::Excluded(v) if v == f64::INFINITY => return empty_range(self),
-            Bound::Excluded(v) => Bound::Included((Score(v.next_up()), Bytes::new())),
+            Bound::Excluded(v) => Bound::Included((Score(v.next_up()), Key::default())),
             Bound::Unbounded => Bound::Unbounded,
         };
         let hi = match max {
             Bound::Included(v) if v == f64::INFINITY => Bound::Unbounded,
-            Bound::Included(v) => Bound::Excluded((Score(v.next_up()), Bytes::new())),
-            Bound::Excluded(v) => Bound::Excluded((Score(v), Bytes::new())),
+            Bound::Included(v) => Bound::Excluded((Score(v.next_up()), Key::default())),
+            Bound::Excluded(v) => Bound::Excluded((Score(v), Key::default())),
             Bound::Unbounded => Bound::Unbounded,
         };
         let empty = match (&lo, &hi) {
@@ -158,7 +158,7 @@ impl ZSet {
         {
             return Box::new(std::iter::empty());
         }
-        let pair = |(s, m): &'a (Score, Bytes)| (m, s.0);
+        let pair = |(s, m): &'a (Score, Key)| (m, s.0);
         if first.0.cmp(&last.0) != Ordering::Equal {
             let (min, max) = (own(min), own(max));
             let (near, far) = if rev { (max, min) } else { (min, max) };
@@ -169,7 +169,7 @@ impl ZSet {
                     lex_in_bounds(m, as_ref(b), Bound::Unbounded)
                 }
             };
-            let it: Box<dyn Iterator<Item = &'a (Score, Bytes)>> = if rev {
+            let it: Box<dyn Iterator<Item = &'a (Score, Key)>> = if rev {
                 Box::new(self.order.iter().rev())
             } else {
                 Box::new(self.order.iter())
@@ -181,7 +181,7 @@ impl ZSet {
             );
         }
         let score = first.0;
-        let at = |b: Bound<&[u8]>| b.map(|m| (score, Bytes::copy_from_slice(m)));
+        let at = |b: Bound<&[u8]>| b.map(|m| (score, Key::new(m)));
         let range = self.order.range((at(min), at(max)));
         if rev {
             Box::new(range.rev().map(pair))
@@ -239,10 +239,10 @@ fn in_bounds(v: f64, min: Bound<f64>, max: Bound<f64>) -> bool {
     lo_ok && hi_ok
 }
 
-pub type ScoreRange<'a> = Box<dyn DoubleEndedIterator<Item = (&'a Bytes, f64)> + 'a>;
+pub type ScoreRange<'a> = Box<dyn DoubleEndedIterator<Item = (&'a Key, f64)> + 'a>;
 
 /// Members in a lex range, in the direction asked for.
-pub type LexRange<'a> = Box<dyn Iterator<Item = (&'a Bytes, f64)> + 'a>;
+pub type LexRange<'a> = Box<dyn Iterator<Item = (&'a Key, f64)> + 'a>;
 
 fn empty_range(z: &ZSet) -> ScoreRange<'_> {
     Box::new(z.order.iter().take(0).map(|(s, m)| (m, s.0)))
@@ -263,14 +263,14 @@ mod tests {
         assert!(z.insert(b("a"), 2.0));
         assert!(z.insert(b("c"), 1.0));
         assert!(!z.insert(b("c"), 3.0));
-        let names: Vec<_> = z.iter().map(|(m, _)| m.clone()).collect();
+        let names: Vec<_> = z.iter().map(|(m, _)| m.to_bytes()).collect();
         assert_eq!(names, vec![b("a"), b("b"), b("c")]);
         assert_eq!(z.rank(b"c"), Some(2));
         assert!(z.remove(b"a"));
         assert_eq!(z.len(), 2);
         let r: Vec<_> = z
             .range_by_score(Bound::Excluded(2.0), Bound::Unbounded)
-            .map(|(m, _)| m.clone())
+            .map(|(m, _)| m.to_bytes())
             .collect();
         assert_eq!(r, vec![b("c")]);
         assert_eq!(
@@ -286,8 +286,8 @@ mod tests {
         for m in ["a", "b", "c", "d"] {
             z.insert(b(m), 0.0);
         }
-        fn names<'a>(r: impl Iterator<Item = (&'a Bytes, f64)>) -> Vec<Bytes> {
-            r.map(|(m, _)| m.clone()).collect()
+        fn names<'a>(r: impl Iterator<Item = (&'a Key, f64)>) -> Vec<Bytes> {
+            r.map(|(m, _)| m.to_bytes()).collect()
         }
         let lex = |z: &ZSet, min: Bound<&[u8]>, max: Bound<&[u8]>, rev: bool| {
             names(z.range_by_lex(min, max, rev))
@@ -313,7 +313,7 @@ mod tests {
         // The first member (b) is above max "a": nothing.
         assert!(lex(&z, Un, In(b"a"), false).is_empty());
         let at: Vec<_> = (0..z.len())
-            .filter_map(|i| z.get_index(i).map(|(m, _)| m.clone()))
+            .filter_map(|i| z.get_index(i).map(|(m, _)| m.to_bytes()))
             .collect();
         assert_eq!(at.len(), 4);
         z.remove(b"b");

@@ -56,7 +56,7 @@ fn a_write_with_a_stale_clock_replays_as_it_ran() {
     let out = txn.commit(&*store.wal, Durability::Full).unwrap();
     store.wal.wait_durable(out.lsn).unwrap();
     let live = read(&store, T0 + 3_000);
-    assert_eq!(live, Some((Value::Str(Bytes::from_static(b"1")), 0)));
+    assert_eq!(live, Some((Value::Str(Bytes::from_static(b"1").into()), 0)));
     store.close().unwrap();
     drop(store);
 

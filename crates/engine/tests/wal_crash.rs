@@ -21,7 +21,7 @@
 mod wal_support;
 
 use durakv_engine::io::{CrashMode, CrashReport, CrashSpec, FaultFs};
-use durakv_engine::wal::RecoveryMode;
+use durakv_engine::wal::{Preallocate, RecoveryMode};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::sync::Arc;
@@ -47,7 +47,11 @@ fn run_seed(seed: u64) {
     let streams = rng.gen_range(1..=3);
     let segment_size = [4096u64, 8192, 32768][rng.gen_range(0..3)];
     let mut cfg = sim_config(streams, segment_size);
-    cfg.zero_fill_segments = rng.gen_bool(0.5);
+    cfg.preallocate = [
+        Preallocate::Auto,
+        Preallocate::Zeros,
+        Preallocate::Fallocate,
+    ][rng.gen_range(0..3)];
     let payload_max = [64usize, 700, 3000][rng.gen_range(0..3)];
     // Pipelined group commit, from its own generator so that the choices
     // above stay what they were for each seed: up to four batches between

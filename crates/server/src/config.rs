@@ -7,6 +7,7 @@
 //! text, so the three paths cannot disagree.
 
 use durakv_engine::value::EncodingLimits;
+use durakv_engine::wal::Preallocate;
 use durakv_engine::Durability;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -73,6 +74,8 @@ pub struct Config {
     pub lfu_decay_time: u64,
     pub hz: u64,
     pub keyspace_shards: usize,
+    /// Redis's `disable-thp`: transparent huge pages off for the process.
+    pub disable_thp: bool,
     pub durability: Durability,
     pub durability_db: BTreeMap<usize, Durability>,
     pub durability_policy: DurabilityPolicy,
@@ -89,6 +92,7 @@ pub struct Config {
     pub wal_max_record_size_mb: u64,
     pub wal_syncs_in_flight: u64,
     pub wal_sync_overlap_us: u64,
+    pub wal_preallocate: Preallocate,
     pub delayed_flush_ms: u64,
     pub delayed_flush_bytes: u64,
     pub wal_recovery_mode: WalRecoveryMode,
@@ -142,6 +146,7 @@ impl Default for Config {
             lfu_decay_time: 1,
             hz: 10,
             keyspace_shards: durakv_engine::keyspace::DEFAULT_SHARD_COUNT,
+            disable_thp: true,
             durability: Durability::Full,
             durability_db: BTreeMap::new(),
             durability_policy: DurabilityPolicy::Connection,
@@ -154,6 +159,7 @@ impl Default for Config {
             wal_max_record_size_mb: 1024,
             wal_syncs_in_flight: 3,
             wal_sync_overlap_us: 500,
+            wal_preallocate: Preallocate::Auto,
             delayed_flush_ms: 10,
             delayed_flush_bytes: 1024 * 1024,
             wal_recovery_mode: WalRecoveryMode::Strict,
@@ -968,6 +974,27 @@ pub static DIRECTIVES: &[Directive] = &[
         get: |c| c.wal_sync_overlap_us.to_string(),
     },
     Directive {
+        name: "wal-preallocate",
+        default: "auto",
+        help: "How new log segments are preallocated: 'zeros' (every later fsync is cheaper), 'fallocate' (no extra disk bandwidth), or 'auto' (zeros while the disk has bandwidth to spare, as on a local disk; fallocate on a bandwidth-capped volume)",
+        runtime: false,
+        repeatable: false,
+        set: |c, v| {
+            c.wal_preallocate = match v.to_ascii_lowercase().as_str() {
+                "auto" => Preallocate::Auto,
+                "zeros" => Preallocate::Zeros,
+                "fallocate" => Preallocate::Fallocate,
+                _ => return Err("argument must be 'auto', 'zeros' or 'fallocate'".into()),
+            };
+            Ok(())
+        },
+        get: |c| match c.wal_preallocate {
+            Preallocate::Auto => "auto".into(),
+            Preallocate::Zeros => "zeros".into(),
+            Preallocate::Fallocate => "fallocate".into(),
+        },
+    },
+    Directive {
         name: "delayed-flush-ms",
         default: "10",
         help: "Under 'delayed', the longest an acknowledged write waits before it is fsynced (1..10000)",
@@ -1120,6 +1147,18 @@ pub static DIRECTIVES: &[Directive] = &[
             Ok(())
         },
         get: |c| c.hll_sparse_max_bytes.to_string(),
+    },
+    Directive {
+        name: "disable-thp",
+        default: "yes",
+        help: "Turn transparent huge pages off for the process, as Redis does: the allocator asks for them on its arenas, and then every 4 KiB page touched makes 2 MiB resident",
+        runtime: false,
+        repeatable: false,
+        set: |c, v| {
+            c.disable_thp = parse_bool(v)?;
+            Ok(())
+        },
+        get: |c| yes_no(c.disable_thp),
     },
     compat!("activedefrag", "no"),
     compat!("active-defrag-ignore-bytes", "104857600"),

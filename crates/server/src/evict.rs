@@ -304,15 +304,13 @@ fn score(policy: Policy, e: &Entry, now_s: u32) -> u64 {
 }
 
 /// Keeps the pool sorted by score, best last, with each key once.
-fn offer(pool: &mut Vec<Candidate>, score: u64, db: usize, key: &Bytes) {
+fn offer(pool: &mut Vec<Candidate>, score: u64, db: usize, key: &[u8]) {
     if pool.len() >= POOL_SIZE && pool.first().is_some_and(|c| c.score >= score) {
         return;
     }
-    if pool.iter().any(|c| c.db == db && c.key == *key) {
+    if pool.iter().any(|c| c.db == db && c.key[..] == *key) {
         return;
     }
-    // A copy, not a share: a shared handle would give the map's key a
-    // reference-count block for the rest of its life.
     let c = Candidate {
         score,
         db,

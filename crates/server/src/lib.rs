@@ -69,6 +69,9 @@ use std::sync::Arc;
 
 /// Opens the store described by `config` and serves until shutdown.
 pub fn run(config: Config) -> Result<(), String> {
+    if config.disable_thp {
+        memory::disable_thp();
+    }
     let store = Store::open(&config)?;
     serve_until_shutdown(prepare(config, store))
 }

@@ -101,3 +101,23 @@ pub fn peak_memory_bytes() -> u64 {
         .load(Ordering::Relaxed)
         .max(used_memory_bytes())
 }
+
+/// Turns transparent huge pages off for this process (Redis's
+/// `disable-thp`). mimalloc advises huge pages on the arenas it reserves;
+/// with the kernel in `madvise` mode, a touched page then makes 2 MiB
+/// resident, which cost about a fifth of the resident set per record in a
+/// bulk load. Faults after this call get normal pages.
+pub fn disable_thp() {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: PR_SET_THP_DISABLE takes integer arguments only and
+        // changes nothing but the process's THP flag.
+        let r = unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) };
+        if r != 0 {
+            tracing::warn!(
+                "could not disable transparent huge pages: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+    }
+}

@@ -96,6 +96,7 @@ impl Store {
         sc.delayed_flush_ms = config.delayed_flush_ms;
         sc.wal_syncs_in_flight = config.wal_syncs_in_flight as usize;
         sc.wal_sync_overlap_us = config.wal_sync_overlap_us;
+        sc.wal_preallocate = config.wal_preallocate;
         sc.delayed_flush_bytes = config.delayed_flush_bytes;
         sc.recovery_mode = match config.wal_recovery_mode {
             WalRecoveryMode::Strict => RecoveryMode::Strict,

@@ -69,6 +69,11 @@ impl InProcess {
                 .set("wal-sync-overlap-us", "0")
                 .unwrap_or_else(|e| panic!("wal-sync-overlap-us: {e}"));
         }
+        // Segments preallocated every way the configuration allows.
+        let preallocate = ["auto", "zeros", "fallocate"][(disk_seed / 2 % 3) as usize];
+        config
+            .set("wal-preallocate", preallocate)
+            .unwrap_or_else(|e| panic!("wal-preallocate: {e}"));
         let server = start(&config, &fs).unwrap_or_else(|e| panic!("start: {e}"));
         InProcess {
             _dir: dir,

@@ -25,7 +25,7 @@ mod recovery;
 mod segment;
 
 pub use error::WalError;
-pub use segment::TruncateStats;
+pub use segment::{Preallocate, TruncateStats};
 
 use parking_lot::Mutex;
 use std::path::PathBuf;
@@ -108,9 +108,8 @@ pub struct WalConfig {
     pub max_record_bytes: u64,
     /// See [`RecoveryMode`]. Default `Strict`.
     pub recovery_mode: RecoveryMode,
-    /// Preallocate segments by writing zeros (default `true`), which makes
-    /// every later fdatasync cheaper; `false` uses fallocate.
-    pub zero_fill_segments: bool,
+    /// How segments are preallocated (`wal-preallocate`). Default `Auto`.
+    pub preallocate: Preallocate,
     /// Batches per stream that may be written and awaiting their fdatasync
     /// at once (`wal-syncs-in-flight`). Default 3, bounds
     /// 1..=`MAX_SYNCS_IN_FLIGHT`.
@@ -138,7 +137,7 @@ impl WalConfig {
             max_pending_bytes: DEFAULT_MAX_PENDING_BYTES,
             max_record_bytes: MAX_RECORD_BYTES,
             recovery_mode: RecoveryMode::Strict,
-            zero_fill_segments: true,
+            preallocate: Preallocate::Auto,
             syncs_in_flight: DEFAULT_SYNCS_IN_FLIGHT,
             sync_overlap_us: DEFAULT_SYNC_OVERLAP_US,
             read_covered: None,
@@ -357,7 +356,7 @@ impl Wal {
                 epoch: rec.epoch,
                 epoch_start_lsn: rec.epoch_start_lsn,
                 segment_size_bytes: cfg.segment_size_bytes,
-                zero_fill: cfg.zero_fill_segments,
+                preallocate: cfg.preallocate,
             })
             .collect();
 
@@ -373,7 +372,12 @@ impl Wal {
                     .map(|(plan, p)| {
                         plan.append.is_none().then(|| {
                             scope.spawn(move || {
-                                prepare_spare(p, "inline", p.zero_fill, &|_, _| true)
+                                prepare_spare(
+                                    p,
+                                    "inline",
+                                    p.preallocate,
+                                    &segment::zeroing_fast_enough,
+                                )
                             })
                         })
                     })
@@ -408,7 +412,9 @@ impl Wal {
                     let first_lsn = rec.last_lsn + 1;
                     let spare = first_spare
                         .take()
-                        .unwrap_or_else(|| prepare_spare(p, "inline", p.zero_fill, &|_, _| true))
+                        .unwrap_or_else(|| {
+                            prepare_spare(p, "inline", p.preallocate, &segment::zeroing_fast_enough)
+                        })
                         .map_err(|e| WalError::io(&p.dir, e))?;
                     let seg =
                         install_spare(p, spare, first_lsn).map_err(|e| WalError::io(&p.dir, e))?;

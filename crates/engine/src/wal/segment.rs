@@ -2,21 +2,23 @@
 //!
 //! A stream's log is a sequence of segment files, each preallocated to
 //! `segment_size_bytes` so that appending never has to allocate blocks and
-//! fdatasync only has data to flush. Preallocation writes zeros by default
-//! (`zero_fill_segments`): on ext4, an fdatasync after writing into
-//! fallocate'd-but-unwritten extents also commits the extent conversion,
-//! which measured ~1.5x slower on our disk. Zero-filling 64 MiB is slow, so
-//! it happens ahead of time on a background thread: each stream keeps one
-//! *spare* file ready (`wal-<stream>.bg<n>.spare`). It zeroes (and syncs) a
-//! chunk at a time, and falls back to fallocate for the rest of the file
-//! when zeroing runs at less than four times the rate the log writes: on a
-//! bandwidth-capped volume the zeros would otherwise take half of the log's
-//! bandwidth. A rotation that finds no spare ready fallocates one inline
-//! rather than stall the stream while a whole segment of zeros is written. Rotation writes the header into
-//! the spare, fdatasyncs it, renames it to its final name and fsyncs the
-//! directory, all before the first batch goes in. A crash at any point
-//! leaves either a spare (deleted at start-up), a segment with a torn header
-//! and zeros behind it (deleted at start-up), or a valid empty segment.
+//! fdatasync only has data to flush. How is [`Preallocate`]'s choice. Zeros
+//! make every later fdatasync cheaper: on ext4, an fdatasync after writing
+//! into fallocate'd-but-unwritten extents also commits the extent
+//! conversion, which measured ~1.5x slower on a local disk. But zeros cost
+//! the whole segment's size in disk bandwidth once more, in bursts, and on a
+//! bandwidth-capped volume every fsync of the log queues behind them. So
+//! `Auto` zero-fills only while zeroing runs fast in absolute terms and many
+//! times faster than the log writes, and fallocates the rest otherwise.
+//! Preparation happens ahead of time on a background thread: each stream
+//! keeps one *spare* file ready (`wal-<stream>.bg<n>.spare`), zeroed (and
+//! synced) a chunk at a time. A rotation that finds no spare ready
+//! fallocates one inline rather than stall the stream while a whole segment
+//! of zeros is written. Rotation writes the header into the spare,
+//! fdatasyncs it, renames it to its final name and fsyncs the directory, all
+//! before the first batch goes in. A crash at any point leaves either a
+//! spare (deleted at start-up), a segment with a torn header and zeros
+//! behind it (deleted at start-up), or a valid empty segment.
 //!
 //! Several batches of a segment may be between write and fsync at once
 //! (pipelined group commit). Each batch header records its *sync base*, the
@@ -31,7 +33,7 @@ use parking_lot::{Condvar, Mutex};
 use std::collections::VecDeque;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -49,6 +51,47 @@ use crate::io::{FileSystem, FsFile};
 /// half the throughput of 128 KiB chunks, measured with bench/durable.sh
 /// volumes).
 const ZERO_CHUNK_BYTES: usize = 128 * 1024;
+
+/// After `Auto` found zeroing too slow for a stream, its next spares are
+/// fallocated without trying, except every this many: a probe costs
+/// `ZERO_JUDGE_AFTER_BYTES` of zeros, which on a capped volume hold the
+/// log's fsyncs as long as they take.
+const ZERO_REPROBE_EVERY: u32 = 8;
+/// `Auto` judges zeroing only once this much is zeroed: single chunks are
+/// timed unreliably when the CPUs are busy (as they are under load on a
+/// small machine), and a capped volume passes its first chunks at once
+/// from its burst allowance.
+const ZERO_JUDGE_AFTER_BYTES: u64 = 8 * ZERO_CHUNK_BYTES as u64;
+/// `Auto` stops zeroing below this rate (bytes/s). A local disk zeroes at
+/// 200+ MB/s and network block storage with a 1 ms fsync at about 100 MB/s;
+/// a volume capped at 8 MB/s zeroes at its cap, and there the zeros' bursts
+/// held the log's fsyncs for 100 ms at a time: four such volumes gave
+/// 6,037 writes/s zeroing and 17,450 fallocating (bench/durable.sh volumes).
+const ZERO_MIN_BYTES_PER_SEC: f64 = 32.0 * 1024.0 * 1024.0;
+/// `Auto` also stops zeroing unless it runs this many times faster than the
+/// stream's log writes into its active segment: slower, the zeros would take
+/// a large share of the disk's time. (A higher factor gave up zeros on a
+/// local disk under 1 KB writes at 30 MB/s of log, where they are worth
+/// 1.4-1.6x in throughput.)
+const ZERO_MIN_LOG_RATE_FACTOR: f64 = 4.0;
+
+/// `Auto`'s test for a file being prepared while no log runs yet (at
+/// open): whether zeroing is fast enough in absolute terms.
+pub(crate) fn zeroing_fast_enough(zeroed: u64, took: Duration) -> bool {
+    zeroed < ZERO_JUDGE_AFTER_BYTES
+        || zeroed as f64 / took.as_secs_f64().max(1e-6) >= ZERO_MIN_BYTES_PER_SEC
+}
+
+/// How a segment file is preallocated (`wal-preallocate`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Preallocate {
+    /// Zeros while the disk has bandwidth to spare, fallocate otherwise.
+    Auto,
+    /// Always zeros (the whole segment).
+    Zeros,
+    /// Always fallocate.
+    Fallocate,
+}
 
 /// What the WAL knows about one segment file.
 #[derive(Debug, Clone)]
@@ -75,7 +118,7 @@ pub(crate) struct SegmentParams {
     pub epoch: u64,
     pub epoch_start_lsn: u64,
     pub segment_size_bytes: u64,
-    pub zero_fill: bool,
+    pub preallocate: Preallocate,
 }
 
 /// A preallocated file waiting to become a segment.
@@ -84,16 +127,17 @@ pub(crate) struct Spare {
     file: Box<dyn FsFile>,
 }
 
-/// Creates `wal-<stream>.<tag>.spare`, preallocated to the segment size and
-/// synced: with zeros written if `zero_fill`, otherwise with fallocate.
-/// `keep_filling` is asked after every zeroed chunk (with the bytes zeroed
-/// and the time it took); once it says no, fallocate covers the rest.
+/// Creates `wal-<stream>.<tag>.spare`, preallocated to the segment size as
+/// `mode` says, and synced. Under `Auto`, `keep_filling` is asked after
+/// every zeroed chunk (with the bytes zeroed and the time it took); once it
+/// says no, fallocate covers the rest.
 pub(crate) fn prepare_spare(
     p: &SegmentParams,
     tag: &str,
-    zero_fill: bool,
+    mode: Preallocate,
     keep_filling: &dyn Fn(u64, Duration) -> bool,
 ) -> io::Result<Spare> {
+    let zero_fill = mode != Preallocate::Fallocate;
     let path = p.dir.join(spare_file_name(p.stream_id, tag));
     let file = p.fs.create_file(&path)?;
     let fill = || -> io::Result<()> {
@@ -108,7 +152,10 @@ pub(crate) fn prepare_spare(
                 // a whole segment of zeros.
                 file.sync_data()?;
                 off += n as u64;
-                if off < p.segment_size_bytes && !keep_filling(off, t0.elapsed()) {
+                if off < p.segment_size_bytes
+                    && mode == Preallocate::Auto
+                    && !keep_filling(off, t0.elapsed())
+                {
                     break;
                 }
             }
@@ -231,6 +278,9 @@ pub(crate) struct Spares {
     slots: Vec<Mutex<Option<Spare>>>,
     /// Per stream: bytes written into the active segment since when.
     progress: Vec<Mutex<Progress>>,
+    /// Per stream: spares prepared since `Auto` last found zeroing too slow
+    /// (0: it did not).
+    since_too_slow: Vec<AtomicU32>,
     queue: Mutex<Vec<usize>>,
     cv: Condvar,
     stop: AtomicBool,
@@ -256,6 +306,7 @@ impl Spares {
                     })
                 })
                 .collect(),
+            since_too_slow: (0..streams).map(|_| AtomicU32::new(0)).collect(),
             queue: Mutex::new(Vec::new()),
             cv: Condvar::new(),
             stop: AtomicBool::new(false),
@@ -280,22 +331,23 @@ impl Spares {
         self.progress[stream].lock().bytes += bytes;
     }
 
-    /// Zero-filling makes every later fdatasync cheaper, but writes the
-    /// whole segment once more. While zeroing runs at less than four times
-    /// the rate the log itself writes, the disk is bandwidth-bound (a
-    /// throttled cloud volume) and the zeros would take a large share of
-    /// the log's bandwidth: better fallocate the rest.
+    /// `Auto`'s test while the stream's log runs: zeroing must be fast in
+    /// absolute terms and many times faster than the log writes (see the
+    /// constants).
     fn zeroing_affordable(&self, stream: usize, zeroed: u64, took: Duration) -> bool {
+        if !zeroing_fast_enough(zeroed, took) {
+            return false;
+        }
         let (bytes, since) = {
             let p = self.progress[stream].lock();
             (p.bytes, p.since.elapsed())
         };
-        if since < Duration::from_millis(100) || bytes == 0 {
+        if since < Duration::from_millis(100) || bytes == 0 || zeroed < ZERO_JUDGE_AFTER_BYTES {
             return true;
         }
         let log_rate = bytes as f64 / since.as_secs_f64();
         let zero_rate = zeroed as f64 / took.as_secs_f64().max(1e-6);
-        zero_rate >= 4.0 * log_rate
+        zero_rate >= ZERO_MIN_LOG_RATE_FACTOR * log_rate
     }
 
     pub fn request(&self, stream: usize) {
@@ -336,10 +388,28 @@ impl Spares {
             }
             let tag = format!("bg{}", self.generation.fetch_add(1, SeqCst));
             let p = &params[stream];
+            let slow = &self.since_too_slow[stream];
+            let mut mode = p.preallocate;
+            if mode == Preallocate::Auto {
+                let since = slow.load(SeqCst);
+                if since > 0 && !since.is_multiple_of(ZERO_REPROBE_EVERY) {
+                    mode = Preallocate::Fallocate;
+                    slow.fetch_add(1, SeqCst);
+                } else {
+                    slow.store(0, SeqCst);
+                }
+            }
             let keep = |zeroed, took| {
-                !self.stop.load(SeqCst) && self.zeroing_affordable(stream, zeroed, took)
+                if self.stop.load(SeqCst) {
+                    return false;
+                }
+                let affordable = self.zeroing_affordable(stream, zeroed, took);
+                if !affordable {
+                    slow.store(1, SeqCst);
+                }
+                affordable
             };
-            match prepare_spare(p, &tag, p.zero_fill, &keep) {
+            match prepare_spare(p, &tag, mode, &keep) {
                 Ok(spare) => {
                     let mut slot = self.slots[stream].lock();
                     if slot.is_none() {
@@ -384,7 +454,9 @@ impl SegmentWriter {
                 // Zero-filling here would stall every write of the stream
                 // for as long as writing a whole segment takes.
                 tracing::debug!(stream = s, "no spare segment ready; preallocating inline");
-                prepare_spare(&self.params, "inline", false, &|_, _| false)?
+                prepare_spare(&self.params, "inline", Preallocate::Fallocate, &|_, _| {
+                    false
+                })?
             }
         };
         // Batches of the old segment may still be in flight: make it whole
@@ -544,4 +616,138 @@ pub(crate) fn remove_durably(fs: &dyn FileSystem, path: &Path) -> Result<(), Wal
         fs.sync_dir(dir).map_err(|e| WalError::io(dir, e))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::OsFs;
+
+    /// The real file system, with every fdatasync taking `sync_delay` (and
+    /// nothing else: durability is not under test) and the bytes written
+    /// counted: a disk whose bandwidth is capped, or an infinitely fast one.
+    struct CappedFs {
+        sync_delay: Duration,
+        written: Arc<AtomicU64>,
+    }
+
+    struct CappedFile {
+        inner: Box<dyn FsFile>,
+        sync_delay: Duration,
+        written: Arc<AtomicU64>,
+    }
+
+    impl FsFile for CappedFile {
+        fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+            self.inner.read_at(buf, offset)
+        }
+        fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+            self.written.fetch_add(buf.len() as u64, SeqCst);
+            self.inner.write_all_at(buf, offset)
+        }
+        fn len(&self) -> io::Result<u64> {
+            self.inner.len()
+        }
+        fn set_len(&self, len: u64) -> io::Result<()> {
+            self.inner.set_len(len)
+        }
+        fn allocate(&self, len: u64) -> io::Result<()> {
+            self.inner.allocate(len)
+        }
+        fn sync_data(&self) -> io::Result<()> {
+            std::thread::sleep(self.sync_delay);
+            Ok(())
+        }
+        fn sync_all(&self) -> io::Result<()> {
+            self.sync_data()
+        }
+    }
+
+    impl FileSystem for CappedFs {
+        fn create_file(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
+            Ok(Box::new(CappedFile {
+                inner: OsFs.create_file(path)?,
+                sync_delay: self.sync_delay,
+                written: self.written.clone(),
+            }))
+        }
+        fn open_file(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
+            OsFs.open_file(path)
+        }
+        fn list_dir(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
+            OsFs.list_dir(dir)
+        }
+        fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+            OsFs.create_dir_all(dir)
+        }
+        fn remove_file(&self, path: &Path) -> io::Result<()> {
+            OsFs.remove_file(path)
+        }
+        fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+            OsFs.rename(from, to)
+        }
+        fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+            OsFs.sync_dir(dir)
+        }
+        fn exists(&self, path: &Path) -> bool {
+            OsFs.exists(path)
+        }
+        fn now_ms(&self) -> u64 {
+            OsFs.now_ms()
+        }
+        fn random_u64(&self) -> u64 {
+            OsFs.random_u64()
+        }
+    }
+
+    const SEGMENT: u64 = 4 << 20;
+
+    /// Prepares one spare at open (no log running yet) and returns the
+    /// zeros written and the spare's length.
+    fn prepare(mode: Preallocate, sync_delay: Duration) -> (u64, u64) {
+        let dir = tempfile::tempdir().unwrap();
+        let written = Arc::new(AtomicU64::new(0));
+        let p = SegmentParams {
+            fs: Arc::new(CappedFs {
+                sync_delay,
+                written: written.clone(),
+            }),
+            dir: dir.path().to_path_buf(),
+            stream_id: 0,
+            stream_count: 1,
+            epoch: 1,
+            epoch_start_lsn: 1,
+            segment_size_bytes: SEGMENT,
+            preallocate: mode,
+        };
+        let spare = prepare_spare(&p, "t", mode, &zeroing_fast_enough).unwrap();
+        let len = spare.file.len().unwrap();
+        (written.load(SeqCst), len)
+    }
+
+    /// 128 KiB per 20 ms is 6.4 MB/s: a capped volume.
+    const CAPPED: Duration = Duration::from_millis(20);
+
+    #[test]
+    fn auto_zeroes_a_fast_disk_and_probes_a_capped_one() {
+        assert_eq!(
+            prepare(Preallocate::Auto, Duration::ZERO),
+            (SEGMENT, SEGMENT)
+        );
+        // On the capped disk it stops after the judging probe and
+        // fallocates the rest: the spare is still whole.
+        assert_eq!(
+            prepare(Preallocate::Auto, CAPPED),
+            (ZERO_JUDGE_AFTER_BYTES, SEGMENT)
+        );
+    }
+
+    #[test]
+    fn zeros_and_fallocate_do_what_they_say_whatever_the_disk() {
+        assert_eq!(prepare(Preallocate::Zeros, CAPPED), (SEGMENT, SEGMENT));
+        assert_eq!(
+            prepare(Preallocate::Fallocate, Duration::ZERO),
+            (0, SEGMENT)
+        );
+    }
 }

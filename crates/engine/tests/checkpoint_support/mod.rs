@@ -68,7 +68,7 @@ pub const LIBRARIES: usize = usize::MAX;
 pub fn dump(ks: &Keyspace) -> Dump {
     let mut out = Dump::new();
     for (name, code) in ks.function_libraries() {
-        out.insert((LIBRARIES, name.to_vec()), (Value::Str(code), 0));
+        out.insert((LIBRARIES, name.to_vec()), (Value::Str(code.into()), 0));
     }
     for i in 0..ks.num_shards() {
         let s = ks.shard(i).lock();
@@ -176,7 +176,7 @@ fn random_value(rng: &mut StdRng, ty: u8) -> Value {
     let n = rng.gen_range(1..6);
     match ty {
         5 => Value::Stream(Box::new(random_stream(rng, n))),
-        0 => Value::Str(small(rng)),
+        0 => Value::Str(small(rng).into()),
         1 => {
             let mut h = durakv_engine::value::HashValue::default();
             for _ in 0..n {
@@ -184,7 +184,7 @@ fn random_value(rng: &mut StdRng, ty: u8) -> Value {
             }
             Value::Hash(h)
         }
-        2 => Value::List((0..n).map(|_| small(rng)).collect::<ListValue>()),
+        2 => Value::List(Box::new((0..n).map(|_| small(rng)).collect::<ListValue>())),
         3 => {
             let mut s = durakv_engine::value::SetValue::default();
             for _ in 0..n {

@@ -306,7 +306,7 @@ fn bitop(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     for key in sources {
         values.push(
             read_as(txn, db, key, Value::as_str)?
-                .cloned()
+                .map(|s| s.to_bytes())
                 .unwrap_or_default(),
         );
     }

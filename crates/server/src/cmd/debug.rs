@@ -155,7 +155,7 @@ fn digest(ctx: &mut Ctx<'_>) -> Reply {
                 shard.dbs[db]
                     .iter()
                     .filter(|(_, e)| !e.is_expired(now))
-                    .map(|(k, e)| (k.clone(), e.clone())),
+                    .map(|(k, e)| (k.to_bytes(), e.clone())),
             );
         }
         if keys.is_empty() {

@@ -506,7 +506,7 @@ fn scan(z: &ZSet, s: &Search, limit: usize) -> Vec<Found> {
                 continue;
             };
             out.push(Found {
-                member: member.clone(),
+                member: member.to_bytes(),
                 score,
                 dist,
                 lon,

@@ -48,7 +48,7 @@ fn invalid(e: Invalid) -> Frame {
 
 /// The string at `key`, if any (WRONGTYPE for other types).
 fn read_string(txn: &mut Txn<'_>, db: usize, key: &[u8]) -> Result<Option<Bytes>, Frame> {
-    Ok(read_as(txn, db, key, Value::as_str)?.cloned())
+    Ok(read_as(txn, db, key, Value::as_str)?.map(|s| s.to_bytes()))
 }
 
 fn read_hll(txn: &mut Txn<'_>, db: usize, key: &[u8]) -> Result<Option<(Hll, Bytes)>, Frame> {

@@ -409,7 +409,7 @@ fn keys(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     for shard in txn.shards_mut() {
         for (k, e) in shard.dbs[db].iter() {
             if !e.is_expired(now) && (everything || glob_match(pattern, k, false)) {
-                out.push(Frame::Bulk(k.clone()));
+                out.push(Frame::Bulk(k.to_bytes()));
             }
         }
     }
@@ -498,7 +498,7 @@ fn scan(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
                 Some(p) => glob_match(p, k, false),
             };
             if type_ok && name_ok {
-                found.push(Frame::Bulk(k.clone()));
+                found.push(Frame::Bulk(k.to_bytes()));
                 if track {
                     dependency = dependency.max(e.lsn);
                 }

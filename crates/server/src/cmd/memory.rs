@@ -53,10 +53,6 @@ fn memory_keys(args: &[Bytes]) -> Vec<usize> {
     }
 }
 
-/// Per-key bookkeeping beyond key and value bytes (matches the keyspace's
-/// own estimate for INFO).
-const PER_KEY_OVERHEAD_BYTES: usize = 64;
-
 fn memory(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let s = find_sub("memory", args)?;
     note_subcommand(ctx, "memory", s);
@@ -74,7 +70,7 @@ fn memory(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
             let db = ctx.db();
             match txn.get(db, &args[2]) {
                 Some(e) => Ok(Frame::Integer(
-                    (args[2].len() + e.value.approx_size_bytes() + PER_KEY_OVERHEAD_BYTES) as i64,
+                    durakv_engine::db::key_memory_bytes(&args[2], &e.value) as i64,
                 )),
                 None => Ok(Frame::Null),
             }

@@ -314,13 +314,13 @@ fn load(
             .rev()
             .skip(skip)
             .take(take)
-            .map(|(m, _)| m.clone())
+            .map(|(m, _)| m.to_bytes())
             .collect(),
         (Kind::ZSet, Value::ZSet(z)) => z
             .iter()
             .skip(skip)
             .take(take)
-            .map(|(m, _)| m.clone())
+            .map(|(m, _)| m.to_bytes())
             .collect(),
         _ => Vec::new(),
     }
@@ -360,7 +360,7 @@ fn lookup(txn: &mut Txn<'_>, db: usize, pattern: &[u8], element: &Bytes) -> Opti
     let value = &txn.get(db, &key)?.value;
     match field {
         Some(f) => value.as_hash()?.get(f),
-        None => value.as_str().cloned(),
+        None => value.as_str().map(|s| s.to_bytes()),
     }
 }
 
@@ -419,7 +419,7 @@ fn store(txn: &mut Txn<'_>, db: usize, dest: &Bytes, gets: &[&[u8]], window: &[B
             apply(txn, db, dest, KeyOp::Del)?;
         }
     } else {
-        let value = Value::List(list);
+        let value = Value::List(Box::new(list));
         apply(
             txn,
             db,

@@ -59,7 +59,7 @@ pub fn commands() -> Vec<CommandSpec> {
 
 /// The string at `key`: Ok(None) if missing, Err(WRONGTYPE) if not a string.
 pub fn read_string(txn: &mut Txn<'_>, db: usize, key: &[u8]) -> Result<Option<Bytes>, Frame> {
-    Ok(super::read_as(txn, db, key, Value::as_str)?.cloned())
+    Ok(super::read_as(txn, db, key, Value::as_str)?.map(|s| s.to_bytes()))
 }
 
 fn get(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
@@ -323,7 +323,7 @@ fn mget(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let out = args[1..]
         .iter()
         .map(|k| match txn.get(db, k).map(|e| &e.value) {
-            Some(Value::Str(s)) => Frame::Bulk(s.clone()),
+            Some(Value::Str(s)) => Frame::Bulk(s.to_bytes()),
             _ => Frame::Null,
         })
         .collect();
@@ -576,7 +576,7 @@ fn lcs(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     for (t, key) in texts.iter_mut().zip(&args[1..3]) {
         match txn.get(db, key).map(|e| &e.value) {
             None => {}
-            Some(Value::Str(s)) => *t = s.clone(),
+            Some(Value::Str(s)) => *t = s.to_bytes(),
             Some(_) => return Err(Frame::error(LCS_NOT_STRINGS)),
         }
     }

@@ -201,7 +201,7 @@ fn parse<'a>(
 fn input(txn: &mut Txn<'_>, db: usize, key: &[u8]) -> Result<Vec<(Bytes, f64)>, Frame> {
     Ok(match txn.get(db, key).map(|e| &e.value) {
         None => Vec::new(),
-        Some(Value::ZSet(z)) => z.iter().map(|(m, s)| (m.clone(), s)).collect(),
+        Some(Value::ZSet(z)) => z.iter().map(|(m, s)| (m.to_bytes(), s)).collect(),
         Some(Value::Set(s)) => s.iter().map(|m| (m.clone(), 1.0)).collect(),
         Some(_) => return Err(wrongtype()),
     })

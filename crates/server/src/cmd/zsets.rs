@@ -130,7 +130,7 @@ fn select(z: &ZSet, range: &Range, rev: bool, offset: i64, limit: i64) -> Vec<(B
     }
     let offset = usize::try_from(offset).unwrap_or(usize::MAX);
     let limit = usize::try_from(limit).unwrap_or(usize::MAX);
-    let it: Box<dyn Iterator<Item = (&Bytes, f64)>> = match range {
+    let it: Box<dyn Iterator<Item = (&durakv_engine::key::Key, f64)>> = match range {
         Range::Rank(start, stop) => {
             let Some((s, e)) = list_range(z.len(), *start, *stop) else {
                 return Vec::new();
@@ -157,7 +157,7 @@ fn select(z: &ZSet, range: &Range, rev: bool, offset: i64, limit: i64) -> Vec<(B
     };
     it.skip(offset)
         .take(limit)
-        .map(|(m, s)| (m.clone(), s))
+        .map(|(m, s)| (m.to_bytes(), s))
         .collect()
 }
 
@@ -560,10 +560,10 @@ pub(crate) fn pop_zset(
         z.iter()
             .rev()
             .take(n)
-            .map(|(m, s)| (m.clone(), s))
+            .map(|(m, s)| (m.to_bytes(), s))
             .collect()
     } else {
-        z.iter().take(n).map(|(m, s)| (m.clone(), s)).collect()
+        z.iter().take(n).map(|(m, s)| (m.to_bytes(), s)).collect()
     };
     if !items.is_empty() {
         apply(
@@ -690,7 +690,7 @@ fn zscan(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
         |i| {
             if let Some((m, s)) = z.get_index(i) {
                 if opts.matches(m) {
-                    items.push(Frame::Bulk(m.clone()));
+                    items.push(Frame::Bulk(m.to_bytes()));
                     items.push(Frame::Bulk(Bytes::from(format_float(s))));
                 }
             }
@@ -704,7 +704,7 @@ fn zrandmember(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     if args.len() == 2 {
         let z = read_zset(txn, db, &args[1])?;
         let m = z.and_then(|z| random_position(z.len()).and_then(|i| z.get_index(i)));
-        return Ok(m.map_or(Frame::Null, |(m, _)| Frame::Bulk(m.clone())));
+        return Ok(m.map_or(Frame::Null, |(m, _)| Frame::Bulk(m.to_bytes())));
     }
     let count = random_count(&args[2])?;
     let withscores = args.len() == 4;
@@ -720,7 +720,7 @@ fn zrandmember(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     };
     let items = random_positions(z.len(), count)?
         .into_iter()
-        .filter_map(|i| z.get_index(i).map(|(m, s)| (m.clone(), s)))
+        .filter_map(|i| z.get_index(i).map(|(m, s)| (m.to_bytes(), s)))
         .collect();
     Ok(scored_reply(items, withscores, resp3))
 }

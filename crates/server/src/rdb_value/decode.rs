@@ -23,11 +23,11 @@ pub fn value(body: &[u8]) -> Option<Value> {
 /// RDB file has the key between the type byte and the value).
 pub fn typed(t: u8, r: &mut Reader<'_>) -> Option<Value> {
     Some(match t {
-        ty::STRING => Value::Str(r.string()?),
-        ty::LIST => Value::List(counted(r, |r| r.string())?.into()),
-        ty::LIST_ZIPLIST => Value::List(legacy::ziplist(&r.string()?)?.into()),
+        ty::STRING => Value::Str(r.string()?.into()),
+        ty::LIST => Value::List(Box::new(counted(r, |r| r.string())?.into())),
+        ty::LIST_ZIPLIST => Value::List(Box::new(legacy::ziplist(&r.string()?)?.into())),
         ty::LIST_QUICKLIST | ty::LIST_QUICKLIST_2 => {
-            Value::List(quicklist(r, t == ty::LIST_QUICKLIST_2)?)
+            Value::List(Box::new(quicklist(r, t == ty::LIST_QUICKLIST_2)?))
         }
         ty::SET => set(counted(r, |r| r.string())?)?,
         ty::SET_INTSET => {

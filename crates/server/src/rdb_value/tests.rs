@@ -13,13 +13,15 @@ fn b(s: impl ToString) -> Bytes {
 fn samples() -> Vec<Value> {
     let lim = EncodingLimits::default();
     let mut v = vec![
-        Value::Str(b("hello")),
-        Value::Str(b("12345")),
-        Value::Str(b("-9223372036854775808")),
-        Value::Str(b("x".repeat(1000))),
-        Value::Str(Bytes::from_static(b"")),
-        Value::List((0..5).map(b).collect()),
-        Value::List((0..5000).map(|i| b(format!("item-{i}"))).collect()),
+        Value::Str(b("hello").into()),
+        Value::Str(b("12345").into()),
+        Value::Str(b("-9223372036854775808").into()),
+        Value::Str(b("x".repeat(1000)).into()),
+        Value::Str(Bytes::from_static(b"").into()),
+        Value::List(Box::new((0..5).map(b).collect())),
+        Value::List(Box::new(
+            (0..5000).map(|i| b(format!("item-{i}"))).collect(),
+        )),
         Value::Set(Box::new((0..10).map(b).collect())),
         Value::Set(Box::new((0..10).map(|i| b(format!("m{i}"))).collect())),
         Value::Set(Box::new((0..1000).map(b).collect())),
@@ -209,14 +211,14 @@ fn small_list_node_limits_split_nodes() {
     };
     let l: ListValue = (0..10).map(b).collect();
     assert_eq!(list_nodes(&l, &lim), 3);
-    let v = Value::List(l);
+    let v = Value::List(Box::new(l));
     assert_eq!(restore(&dump(&v, &lim)).unwrap(), v);
 }
 
 #[test]
 fn trailer_damage_and_empty_collections() {
     let lim = EncodingLimits::default();
-    let p = dump(&Value::Str(b("v")), &lim);
+    let p = dump(&Value::Str(b("v").into()), &lim);
     let mut newer = p.clone();
     let n = newer.len();
     newer[n - 10] = 11;

@@ -64,7 +64,7 @@ fn snapshot(shared: &Shared, id: u64) -> (u64, Snapshot) {
                     continue;
                 }
                 snap.dbs[i].push(SnapKey {
-                    key: k.clone(),
+                    key: k.to_bytes(),
                     value: e.value.clone(),
                     expire_at_ms: e.expire_at_ms,
                 });

@@ -214,13 +214,13 @@ mod tests {
             dbs: vec![
                 vec![SnapKey {
                     key: Bytes::from("s"),
-                    value: Value::Str(Bytes::from("v")),
+                    value: Value::Str(Bytes::from("v").into()),
                     expire_at_ms: 4_000_000_000_000,
                 }],
                 vec![],
                 vec![SnapKey {
                     key: Bytes::from("l"),
-                    value: Value::List(list),
+                    value: Value::List(Box::new(list)),
                     expire_at_ms: 0,
                 }],
             ],
