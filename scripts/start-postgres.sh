@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Starts a throwaway PostgreSQL on 127.0.0.1:$1 (default 15432) with its data
 # in a temp directory, for the benchmark's postgres target tests. Prints the
-# URL to use as DURAKV_TEST_PG_URL, then the command that stops it. PostgreSQL refuses to run as root, so it
+# URL to use as DURAKV_TEST_PG_URL, then the command that stops it, then the
+# directory to remove after that. PostgreSQL refuses to run as root, so it
 # runs as the `postgres` user when started by root.
 set -euo pipefail
 port="${1:-15432}"
@@ -25,3 +26,4 @@ fi
     -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=on" start >/dev/null
 echo "postgresql://postgres@127.0.0.1:$port/postgres"
 echo "${run[*]} $bin/pg_ctl -D $dir/data -m fast stop"
+echo "$dir"
