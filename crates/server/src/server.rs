@@ -48,6 +48,7 @@ pub async fn serve(shared: Arc<Shared>) -> std::io::Result<()> {
     // Tests and scripts read this line to learn an ephemeral port.
     println!("durakv listening on port {port}");
 
+    crate::repl::replica::adopt_configured_primary(&shared);
     let background = tokio::spawn(expiry::run(shared.clone()));
     let replication = [
         tokio::spawn(crate::repl::replica::supervise(shared.clone())),

@@ -29,19 +29,25 @@ const LINK_TIMEOUT: Duration = Duration::from_secs(60);
 
 type LinkResult<T> = Result<T, String>;
 
-/// Follows REPLICAOF's target: one link task at a time.
-pub async fn supervise(shared: Arc<Shared>) {
+/// Takes the role `replicaof` configures. Called before connections are
+/// accepted: done later, by a task, it could undo a REPLICAOF NO ONE that a
+/// client (Sentinel, say) sent right after start-up.
+pub fn adopt_configured_primary(shared: &Arc<Shared>) {
     let initial = shared.config.read().get("replicaof").unwrap_or_default();
     if !initial.trim().is_empty() {
-        restore_origin(&shared);
+        restore_origin(shared);
     }
     let mut parts = initial.split_whitespace();
     if let (Some(h), Some(p)) = (parts.next(), parts.next()) {
         if let Ok(port) = p.parse::<u16>() {
             shared.repl.history_known.store(false, Ordering::Release);
-            shared.repl.demote(&shared, h.to_string(), port);
+            shared.repl.demote(shared, h.to_string(), port);
         }
     }
+}
+
+/// Follows REPLICAOF's target: one link task at a time.
+pub async fn supervise(shared: Arc<Shared>) {
     let mut rx = shared.repl.target.subscribe();
     let mut task: Option<tokio::task::JoinHandle<()>> = None;
     loop {
