@@ -161,6 +161,14 @@ fn synced_pair() -> (Server, Connection, Server, Connection) {
     (primary, p, replica, r)
 }
 
+/// A server started with `replicaof` pointing at `primary`, plus `extra`.
+fn replica_of(primary: &Server, extra: &[&str]) -> Server {
+    let replicaof = format!("127.0.0.1 {}", primary.port);
+    let mut args = vec!["--replicaof", replicaof.as_str()];
+    args.extend_from_slice(extra);
+    Server::start(&args)
+}
+
 fn stat(c: &mut Connection, field: &str) -> String {
     let info: String = q(c, &["INFO", "stats"]);
     info.lines()
@@ -205,9 +213,7 @@ fn replica_killed_and_restarted_resumes() {
     let primary = Server::start(&DEBUG);
     let mut p = primary.conn();
     populate(&mut p);
-    let port = primary.port.to_string();
-    let replicaof = format!("127.0.0.1 {port}");
-    let mut replica = Server::start(&["--replicaof", &replicaof]);
+    let mut replica = replica_of(&primary, &[]);
     let mut r = replica.conn();
     eventually("the link is up", || link_up(&mut r));
     wait_converged(&mut p, &mut r, &DBS);
@@ -263,15 +269,15 @@ fn replica_position_survives_checkpoint_and_log_truncation() {
     let primary = Server::start(&DEBUG);
     let mut p = primary.conn();
     populate(&mut p);
-    let replicaof = format!("127.0.0.1 {}", primary.port);
-    let mut replica = Server::start(&[
-        "--replicaof",
-        &replicaof,
-        "--wal-segment-size-mb",
-        "1",
-        "--enable-debug-command",
-        "yes",
-    ]);
+    let mut replica = replica_of(
+        &primary,
+        &[
+            "--wal-segment-size-mb",
+            "1",
+            "--enable-debug-command",
+            "yes",
+        ],
+    );
     let mut r = replica.conn();
     eventually("the link is up", || link_up(&mut r));
     live_writes(&mut p);
@@ -331,17 +337,17 @@ fn replica_killed_mid_full_sync_recovers() {
     let primary = Server::start(&DEBUG);
     let mut p = primary.conn();
     populate(&mut p);
-    let replicaof = format!("127.0.0.1 {}", primary.port);
     // Checkpoints every MiB of log, so some run during the load: what they
     // store must not pass for a complete dataset either.
-    let mut replica = Server::start(&[
-        "--replicaof",
-        &replicaof,
-        "--checkpoint-wal-size-mb",
-        "1",
-        "--enable-debug-command",
-        "yes",
-    ]);
+    let mut replica = replica_of(
+        &primary,
+        &[
+            "--checkpoint-wal-size-mb",
+            "1",
+            "--enable-debug-command",
+            "yes",
+        ],
+    );
     let mut r = replica.conn();
     eventually("the link is up", || link_up(&mut r));
     wait_converged(&mut p, &mut r, &DBS);
