@@ -7,7 +7,10 @@
 
 1. Loads N records (`durakv bench ycsb load`) into a primary at `full`,
    attaches a replica (`--replicaof`), and times it until
-   `master_link_status:up` and until DBSIZE and DEBUG DIGEST match.
+   `master_link_status:up` and until DBSIZE and DEBUG DIGEST match; and
+   what the sync cost in memory: how far the primary's peak RSS (VmHWM)
+   rose above both its RSS and its peak before the sync, and the
+   replica's peak RSS against its RSS once synced.
 2. Runs YCSB workload A against the primary for --seconds, sampling the
    replication lag every 0.5 s (the primary's `master_repl_offset` minus
    the replica's `master_repl_offset` in INFO replication, read first, so
@@ -21,7 +24,11 @@
    must drain what piled up while the primary keeps producing: the time it
    takes and the rate it applies the stream at.
 5. With --attach-under-load: a second replica attaches while workload A
-   runs; how long until its link is up and its lag is back under 1 MiB.
+   runs; how long until its link is up and its lag is back under 1 MiB,
+   and what the attach costs the primary's clients: the longest time in
+   which the primary processed no more than 5 commands (INFO stats'
+   `total_commands_processed`, sampled every 0.1 s), and the slowest 1 s
+   against the median second.
 
 Prints one line per figure. Servers and their directories are removed at
 the end.
@@ -76,6 +83,15 @@ class Node:
     def stop(self):
         self.proc.kill()
         self.proc.wait()
+
+
+def proc_kib(pid, field):
+    """A /proc/<pid>/status field in KiB (VmRSS, VmHWM)."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return 0
 
 
 def repl_offset(c):
@@ -169,9 +185,48 @@ def stall_run(binary, p_node, r_node, args):
           flush=True)
 
 
+def sample_commands(c, stop, out):
+    while not stop.is_set():
+        try:
+            n = int(c.info("stats")["total_commands_processed"])
+            out.append((time.time(), n))
+        except redis.exceptions.RedisError:
+            pass
+        time.sleep(0.1)
+
+
+def longest_stall(samples):
+    """The longest span over which at most 5 commands were processed."""
+    best = 0.0
+    j = 0
+    for i in range(len(samples)):
+        j = max(j, i)
+        while j + 1 < len(samples) and samples[j + 1][1] - samples[i][1] <= 5:
+            j += 1
+        if j + 1 < len(samples):
+            best = max(best, samples[j + 1][0] - samples[i][0])
+    return best
+
+
+def per_second(samples, since, until):
+    """Commands per whole second between two times."""
+    rates = []
+    t = since
+    while t + 1 <= until:
+        inside = [n for (ts, n) in samples if t <= ts <= t + 1]
+        if len(inside) >= 2:
+            rates.append(inside[-1] - inside[0])
+        t += 1
+    return rates
+
+
 def attach_run(binary, root, p_node, nodes, args):
     p = p_node.conn()
     result = {}
+    counts, stop = [], threading.Event()
+    sampler = threading.Thread(target=sample_commands,
+                               args=(p_node.conn(), stop, counts))
+    sampler.start()
 
     def load():
         result["ops"] = ycsb(binary, "run", p_node.port, args.records,
@@ -200,9 +255,19 @@ def attach_run(binary, root, p_node, nodes, args):
             result["caught"] = time.time() - t0
         time.sleep(0.5)
     t.join()
+    stop.set()
+    sampler.join()
+    before = per_second(counts, counts[0][0], t0)
+    during = per_second(counts, t0, t0 + up)
+    attach = [c for c in counts if t0 - 0.5 <= c[0] <= t0 + up + 0.5]
     print(f"replica attached under load: link up after {up:.1f} s, lag under "
           f"1 MiB after {result.get('caught', -1):.1f} s; lag while up "
           f"{describe(samples)}; run {result.get('ops', 0):.0f} ops/s", flush=True)
+    if before and during:
+        print(f"primary while the replica attached: longest stall "
+              f"{longest_stall(attach):.2f} s; slowest second {min(during)} "
+              f"commands against a median of {statistics.median(before):.0f} "
+              f"before the attach", flush=True)
 
 
 def main():
@@ -228,6 +293,8 @@ def main():
         ycsb(binary, "load", primary.port, args.records, args.threads)
         print(f"load {args.records} records: {time.time() - t0:.1f} s", flush=True)
         p = primary.conn()
+        primary_rss = proc_kib(primary.proc.pid, "VmRSS")
+        primary_hwm = proc_kib(primary.proc.pid, "VmHWM")
         t0 = time.time()
         replica = Node(binary, root, "replica",
                        ["--replicaof", f"127.0.0.1 {primary.port}"])
@@ -239,6 +306,12 @@ def main():
         want = p.dbsize()
         while r.dbsize() != want:
             time.sleep(0.05)
+        # Before DEBUG DIGEST, which takes memory of its own.
+        print(f"memory during the full sync: primary peak RSS "
+              f"{(proc_kib(primary.proc.pid, 'VmHWM') - max(primary_rss, primary_hwm)) / 1024:+.0f} MiB "
+              f"over its {primary_rss / 1024:.0f} MiB (and over its peak while "
+              f"loading); replica peak {proc_kib(replica.proc.pid, 'VmHWM') / 1024:.0f} MiB, "
+              f"{proc_kib(replica.proc.pid, 'VmRSS') / 1024:.0f} MiB after", flush=True)
         digest_p = p.execute_command("DEBUG", "DIGEST")
         while r.execute_command("DEBUG", "DIGEST") != digest_p:
             time.sleep(0.1)

@@ -6,6 +6,7 @@
 //! (see [`Db::scan`]).
 
 use crate::key::Key;
+use crate::snapshot::{Cursor, SnapKey};
 use crate::value::{HashBuilder, Value};
 use bytes::Bytes;
 use indexmap::{IndexMap, IndexSet};
@@ -110,6 +111,19 @@ pub struct Db {
     /// Lookups leave LRU/LFU alone: set by a transaction of a client in
     /// `CLIENT NO-TOUCH` mode for as long as it holds the shard.
     no_touch: bool,
+    /// Snapshots being copied out of this database (see `crate::snapshot`);
+    /// usually none, and then every write checks one length.
+    snapshots: Snapshots,
+}
+
+/// A copy of a database is not part of the original's snapshots.
+#[derive(Debug, Default)]
+struct Snapshots(Vec<Cursor>);
+
+impl Clone for Snapshots {
+    fn clone(&self) -> Snapshots {
+        Snapshots(Vec::new())
+    }
 }
 
 impl Db {
@@ -128,11 +142,19 @@ impl Db {
     /// The live entry for `key`, removing it first if it has expired; a
     /// found key counts as accessed.
     pub fn get(&mut self, key: &[u8], now_ms: u64) -> Option<&Entry> {
-        self.get_mut(key, now_ms).map(|e| &*e)
+        let i = self.live_index(key, now_ms)?;
+        let now_s = self.now_s;
+        let e = &mut self.map[i];
+        if !self.no_touch {
+            crate::lfu::touch(&mut e.access, now_s);
+        }
+        Some(e)
     }
 
+    /// The live entry for `key`, to change.
     pub fn get_mut(&mut self, key: &[u8], now_ms: u64) -> Option<&mut Entry> {
         let i = self.live_index(key, now_ms)?;
+        self.before_change(i);
         let now_s = self.now_s;
         let e = &mut self.map[i];
         if !self.no_touch {
@@ -202,6 +224,7 @@ impl Db {
         let access = self.fresh_access(None);
         let i = match found {
             Some(i) => {
+                self.before_change(i);
                 if !self.no_touch {
                     crate::lfu::touch(&mut self.map[i].access, access.secs);
                 }
@@ -212,7 +235,9 @@ impl Db {
                     access,
                     ..Entry::new(make())
                 };
-                self.map.insert_full(own(key), e).0
+                let i = self.map.insert_full(own(key), e).0;
+                self.arrived(i);
+                i
             }
         };
         &mut self.map[i]
@@ -222,6 +247,7 @@ impl Db {
     /// as stamping a write's LSN).
     pub fn get_mut_untouched(&mut self, key: &[u8], now_ms: u64) -> Option<&mut Entry> {
         let i = self.live_index(key, now_ms)?;
+        self.before_change(i);
         Some(&mut self.map[i])
     }
 
@@ -318,12 +344,15 @@ impl Db {
         let volatile = entry.expire_at_ms != 0;
         let (i, old) = match self.map.get_index_of(key) {
             Some(i) => {
+                self.before_change(i);
                 entry.access = self.fresh_access(Some(&self.map[i]));
                 (i, Some(std::mem::replace(&mut self.map[i], entry)))
             }
             None => {
                 entry.access = self.fresh_access(None);
-                (self.map.insert_full(own(key), entry).0, None)
+                let i = self.map.insert_full(own(key), entry).0;
+                self.arrived(i);
+                (i, None)
             }
         };
         if volatile {
@@ -340,7 +369,18 @@ impl Db {
 
     /// Removes `key`, remembering the removed write's LSN as a miss dependency.
     pub fn remove(&mut self, key: &[u8]) -> Option<Entry> {
-        let old = self.map.swap_remove(key)?;
+        let (i, k, old) = self.map.swap_remove_full(key)?;
+        if !self.snapshots.0.is_empty() {
+            // The last entry (at the new length) moved into the hole.
+            let last = self.map.len();
+            let moved = self.map.get_index(i).map(|(m, _)| m);
+            for c in self.snapshots.0.iter_mut() {
+                c.before_change(i, &k, &old);
+                if let Some(m) = moved {
+                    c.moved(last, i, m);
+                }
+            }
+        }
         if old.expire_at_ms != 0 {
             self.volatile.swap_remove(key);
         }
@@ -350,7 +390,11 @@ impl Db {
 
     /// Sets or clears (`at_ms == 0`) the expiry of an existing key.
     pub fn set_expire(&mut self, key: &[u8], at_ms: u64) -> bool {
-        let Some((_, k, e)) = self.map.get_full_mut(key) else {
+        let Some(i) = self.map.get_index_of(key) else {
+            return false;
+        };
+        self.before_change(i);
+        let Some((k, e)) = self.map.get_index_mut(i) else {
             return false;
         };
         e.expire_at_ms = at_ms;
@@ -367,8 +411,77 @@ impl Db {
         for e in self.map.values() {
             self.miss_lsn = self.miss_lsn.max(e.lsn);
         }
+        if !self.snapshots.0.is_empty() {
+            let gone: Vec<(usize, Key, Entry)> = std::mem::take(&mut self.map)
+                .into_iter()
+                .enumerate()
+                .map(|(i, (k, e))| (i, k, e))
+                .collect();
+            for c in self.snapshots.0.iter_mut() {
+                c.detach(gone.iter().cloned());
+            }
+        }
         self.map.clear();
         self.volatile.clear();
+    }
+
+    /// The entry at `i` is about to change: snapshots that have not taken
+    /// it yet keep its value first.
+    fn before_change(&mut self, i: usize) {
+        if self.snapshots.0.is_empty() {
+            return;
+        }
+        if let Some((k, e)) = self.map.get_index(i) {
+            for c in self.snapshots.0.iter_mut() {
+                c.before_change(i, k, e);
+            }
+        }
+    }
+
+    /// A new key landed at `i`: snapshots leave it out.
+    fn arrived(&mut self, i: usize) {
+        if self.snapshots.0.is_empty() {
+            return;
+        }
+        if let Some((k, _)) = self.map.get_index(i) {
+            for c in self.snapshots.0.iter_mut() {
+                c.arrived(i, k);
+            }
+        }
+    }
+
+    pub(crate) fn start_snapshot(&mut self, c: Cursor) {
+        self.snapshots.0.push(c);
+    }
+
+    #[cfg(test)]
+    pub(crate) fn snapshots_in_progress(&self) -> usize {
+        self.snapshots.0.len()
+    }
+
+    /// Snapshot `job` was given up: its cursor goes.
+    pub(crate) fn end_snapshot(&mut self, job: u64) {
+        self.snapshots.0.retain(|c| c.job() != job);
+    }
+
+    /// Copies up to `budget` positions for snapshot `job` into `out` (by
+    /// database number). Returns the budget left and whether this
+    /// database's part is complete.
+    pub(crate) fn snapshot_step(
+        &mut self,
+        job: u64,
+        budget: usize,
+        out: &mut [Vec<SnapKey>],
+    ) -> (usize, bool) {
+        let Some(at) = self.snapshots.0.iter().position(|c| c.job() == job) else {
+            return (budget, true);
+        };
+        let map = &self.map;
+        let (used, done) = self.snapshots.0[at].step(budget, |i| map.get_index(i), out);
+        if done {
+            self.snapshots.0.swap_remove(at);
+        }
+        (budget - used, done)
     }
 
     /// Entry at position `i` (for sampling); may be expired.

@@ -19,7 +19,9 @@
 //!   collects mutations and commits them as one log record.
 //! - [`functions`]: the server's function libraries (opaque name → code),
 //!   logged and checkpointed beside the shards.
-//! - [`replication`]: the hook that hands committed writes to replicas.
+//! - [`replication`]: the hook that hands committed writes to replicas;
+//!   [`snapshot`]: a point-in-time copy of the keyspace that writers do not
+//!   wait for (a replica's full sync).
 //! - [`io`]: the file-system trait and its OS and fault-injecting implementations.
 //! - [`wal`]: segments, records, group commit, parallel streams, recovery.
 //! - [`checkpoint`]: snapshots of the keyspace that bound recovery time and
@@ -39,6 +41,7 @@ pub mod lock;
 pub mod mutation;
 pub mod replication;
 pub mod shard;
+pub mod snapshot;
 pub mod store;
 pub mod stream;
 mod stream_codec;

@@ -151,6 +151,9 @@ pub struct ClientState {
     pub repl_listening_port: u16,
     /// REPLCONF ip-address (`replica-announce-ip`) of a replica connecting.
     pub repl_announced_ip: Option<String>,
+    /// REPLCONF capa eof: the replica takes a full sync's RDB of unknown
+    /// length (ended by a mark), so it can be sent while it is produced.
+    pub repl_capa_eof: bool,
     /// PSYNC/SYNC was accepted: the connection becomes a replica's stream.
     pub psync: Option<crate::repl::primary::PsyncRequest>,
 }
@@ -187,6 +190,7 @@ impl ClientState {
             repl_origin: None,
             repl_listening_port: 0,
             repl_announced_ip: None,
+            repl_capa_eof: false,
             psync: None,
         }
     }

@@ -139,7 +139,11 @@ pub async fn serve(
     shared.clients.unregister(id);
 }
 
-async fn run(shared: &Shared, stream: &mut TcpStream, client: &mut ClientState) -> io::Result<()> {
+async fn run(
+    shared: &Arc<Shared>,
+    stream: &mut TcpStream,
+    client: &mut ClientState,
+) -> io::Result<()> {
     let (limits, query_limit, timeout_secs) = {
         let c = shared.config.read();
         (

@@ -80,6 +80,12 @@ fn check_and_run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     {
         return reject(ctx, spec, Frame::error(errors::READONLY_REPLICA));
     }
+    if spec.flags & flags::LOADING == 0
+        && !ctx.client.is_master
+        && ctx.shared.repl.loading.load(Ordering::Relaxed)
+    {
+        return reject(ctx, spec, Frame::error(errors::LOADING));
+    }
     if ctx.client.multi.is_some() && spec.flags & flags::MULTI_CONTROL == 0 {
         if let Some(m) = ctx.client.multi.as_mut() {
             m.queued.push(args.to_vec());

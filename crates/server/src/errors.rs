@@ -94,4 +94,6 @@ pub const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
 /// A `replicated` reply whose write was not confirmed durable by
 /// `min-replicas-to-ack` replicas within `replicated-timeout-ms`.
 pub const NOREPLICAS_TIMEOUT: &str = "NOREPLICAS Not enough replicas confirmed the write as durable within replicated-timeout-ms; it is applied and durable on this server, but a failover may lose it";
+/// While a replica loads its primary's dataset (Redis's `shared.loadingerr`).
+pub const LOADING: &str = "LOADING Redis is loading the dataset in memory";
 pub const READONLY_REPLICA: &str = "READONLY You can't write against a read only replica.";

@@ -24,7 +24,7 @@ pub fn commands() -> Vec<CommandSpec> {
         spec(
             "echo",
             2,
-            FAST,
+            FAST | LOADING | STALE,
             NO_KEYS,
             Handler::Conn(echo),
             "connection",

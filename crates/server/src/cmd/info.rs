@@ -285,7 +285,16 @@ pub(super) fn last_save_unix(shared: &Shared) -> u64 {
 pub fn persistence_section(shared: &Shared) -> String {
     let cfg = shared.config.read();
     let mut s = String::new();
-    field(&mut s, "loading", 0);
+    field(
+        &mut s,
+        "loading",
+        u8::from(
+            shared
+                .repl
+                .loading
+                .load(std::sync::atomic::Ordering::Relaxed),
+        ),
+    );
     field(&mut s, "async_loading", 0);
     crate::checkpointer::rdb_fields(shared, &mut s);
     field(&mut s, "aof_enabled", 0);

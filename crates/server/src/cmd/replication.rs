@@ -77,7 +77,9 @@ fn replconf(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             // through here; Redis answers nothing either.
             ctx.client.suppress_this_reply = true;
             return Ok(Frame::ok());
-        } else if !(is(opt, "capa") || is(opt, "rdb-only")) {
+        } else if is(opt, "capa") {
+            ctx.client.repl_capa_eof |= is(val, "eof");
+        } else if !is(opt, "rdb-only") {
             return Err(Frame::error(format!(
                 "ERR Unrecognized REPLCONF option: {}",
                 String::from_utf8_lossy(opt)
@@ -107,7 +109,14 @@ fn psync(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         .and_then(|o| o.parse::<i64>().ok())
         .ok_or_else(|| errors::err(errors::NOT_INTEGER))?;
     let replid = String::from_utf8_lossy(&args[1]).into_owned();
-    begin_sync(ctx, PsyncRequest { replid, offset })
+    begin_sync(
+        ctx,
+        PsyncRequest {
+            replid,
+            offset,
+            legacy: false,
+        },
+    )
 }
 
 fn sync(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
@@ -116,6 +125,7 @@ fn sync(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
         PsyncRequest {
             replid: "?".into(),
             offset: -1,
+            legacy: true,
         },
     )
 }

@@ -21,6 +21,30 @@ pub fn value(body: &[u8]) -> Option<Value> {
 
 /// The value of RDB type `t` at `r`'s position, leaving `r` after it (an
 /// RDB file has the key between the type byte and the value).
+/// Whether [`typed`] reads values of RDB type `t`.
+pub fn known(t: u8) -> bool {
+    matches!(
+        t,
+        ty::STRING
+            | ty::LIST
+            | ty::LIST_ZIPLIST
+            | ty::LIST_QUICKLIST
+            | ty::LIST_QUICKLIST_2
+            | ty::SET
+            | ty::SET_INTSET
+            | ty::HASH
+            | ty::HASH_ZIPMAP
+            | ty::HASH_ZIPLIST
+            | ty::HASH_LISTPACK
+            | ty::ZSET
+            | ty::ZSET_2
+            | ty::ZSET_ZIPLIST
+            | ty::ZSET_LISTPACK
+            | ty::STREAM_LISTPACKS
+            | ty::STREAM_LISTPACKS_2
+    )
+}
+
 pub fn typed(t: u8, r: &mut Reader<'_>) -> Option<Value> {
     Some(match t {
         ty::STRING => Value::Str(r.string()?.into()),

@@ -88,6 +88,11 @@ pub(crate) fn read_rdb_object(t: u8, r: &mut primitives::Reader<'_>) -> Option<V
     decode::typed(t, r).filter(|v| !v.is_empty_collection())
 }
 
+/// Whether values of RDB type `t` can be read at all.
+pub(crate) fn is_known_type(t: u8) -> bool {
+    decode::known(t)
+}
+
 /// The serialized length of `value` without the trailer (DEBUG OBJECT's
 /// `serializedlength`).
 pub fn serialized_length(value: &Value, limits: &EncodingLimits) -> usize {

@@ -137,6 +137,11 @@ impl<'a> Reader<'a> {
         self.pos >= self.buf.len()
     }
 
+    /// Bytes read so far.
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
     pub fn remaining(&self) -> usize {
         self.buf.len() - self.pos
     }

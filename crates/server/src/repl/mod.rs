@@ -170,6 +170,9 @@ pub struct Replication {
     /// The replication ID and offset were restored from this server's log
     /// at start-up: the first PSYNC asks to continue from them.
     pub resumable: AtomicBool,
+    /// A full sync is replacing the dataset (INFO's `loading`): clients get
+    /// `-LOADING` except for the commands Redis allows then.
+    pub loading: AtomicBool,
 }
 
 /// Marks a reply dependency at level `replicated`: the LSN with this bit
@@ -234,6 +237,7 @@ impl Replication {
             sync_partial_err: AtomicU64::new(0),
             master_db: AtomicU32::new(0),
             resumable: AtomicBool::new(false),
+            loading: AtomicBool::new(false),
         }
     }
 

@@ -3,11 +3,14 @@
 //! an RDB snapshot, and the stream from the snapshot's offset; then the
 //! stream as it grows, while its REPLCONF ACKs are read.
 
-use super::rdb::{self, Origin, SnapKey, Snapshot};
+use super::rdb::{self, Origin, Snapshot};
 use super::ReplicaInfo;
 use crate::client::ClientState;
+use crate::rdb_value::primitives::without_lzf;
 use crate::state::Shared;
+use bytes::Bytes;
 use bytes::BytesMut;
+use durakv_engine::snapshot::{self, Walk};
 use durakv_protocol::{RequestLimits, RequestParser};
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -26,58 +29,152 @@ pub struct PsyncRequest {
     pub replid: String,
     /// The first byte the replica wants (its offset + 1); -1: none.
     pub offset: i64,
+    /// Sent as SYNC, the form before PSYNC: the RDB comes without a
+    /// `+FULLRESYNC` line first, as Redis sends it.
+    pub legacy: bool,
 }
 
-/// Takes a consistent copy of the keyspace, and the stream offset it
-/// corresponds to. The feed is on before every shard is locked, so every
-/// commit is either in the copy or in the stream after that offset.
+/// Fixes a full sync's point: the stream offset it corresponds to, the
+/// function libraries then, and the walk that copies the keyspace as it
+/// was. The feed is on before the point is fixed (with every shard
+/// locked), so every commit is either in the copy or in the stream after
+/// that offset. Writers go on while the copy is made.
 ///
 /// The replica (client `id`) is pinned at the byte after that offset at
 /// once: encoding and sending the snapshot takes seconds, and under load
 /// the stream passes `repl-backlog-size` well before the replica starts
 /// reading it (it was then cut off as "behind" as soon as its snapshot
 /// was sent, and no full sync could finish while writes went on).
-fn snapshot(shared: &Shared, id: u64) -> (u64, Snapshot) {
+fn snapshot_point(shared: &Shared, id: u64) -> (u64, Vec<Bytes>, Walk<'_>) {
     let ks = &shared.store.keyspace;
     ks.start_feeding();
-    let mut txn = ks.lock_all();
-    let now = txn.now_ms;
-    let offset = {
+    let ((offset, functions), walk) = snapshot::begin(ks, |_| {
         let mut b = shared.repl.stream.backlog.lock();
         b.active = true;
         b.seldb = None;
         // Every LSN handed out so far is in the snapshot: its commit holds
-        // its shard locks until it is stamped, and this holds them all.
+        // its shard locks until it is stamped, and this runs with them all.
         b.index_snapshot(shared.store.wal.last_lsn());
         let end = b.end;
         b.pin(id, end + 1);
-        end
+        let functions: Vec<Bytes> = ks
+            .function_libraries()
+            .into_iter()
+            .map(|(_, code)| code)
+            .collect();
+        (end, functions)
+    });
+    (offset, functions, walk)
+}
+
+/// Positions the copy walks per batch it hands to the encoder.
+const KEYS_PER_BATCH: usize = 2048;
+/// Encoded pieces queued between the thread that copies and encodes and
+/// the socket, so neither waits for the other (and a replica that loads
+/// as the file arrives keeps a third stage busy).
+const QUEUED_PIECES: usize = 16;
+
+/// Sends a full sync's RDB: `$EOF:<mark>`, the file in pieces while a
+/// blocking thread copies and encodes it, then the mark (Redis's diskless
+/// form) when the replica announced `capa eof`; otherwise the file whole
+/// after its length. After SYNC (`legacy`), without `+FULLRESYNC` first.
+/// Returns the sync's offset and the file's size.
+async fn full_sync(
+    shared: &Arc<Shared>,
+    stream: &mut TcpStream,
+    id: u64,
+    legacy: bool,
+    streamed: bool,
+) -> io::Result<(u64, u64)> {
+    let (point_tx, point_rx) = tokio::sync::oneshot::channel();
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<u8>>(QUEUED_PIECES);
+    let producer = {
+        let shared = shared.clone();
+        tokio::task::spawn_blocking(move || produce(&shared, id, streamed, point_tx, tx))
     };
-    let mut snap = Snapshot {
-        dbs: (0..ks.num_dbs()).map(|_| Vec::new()).collect(),
-        functions: Vec::new(),
+    let failed = || io::Error::other("the full sync's snapshot failed");
+    let (replid, offset) = point_rx.await.map_err(|_| failed())?;
+    if !legacy {
+        stream
+            .write_all(format!("+FULLRESYNC {replid} {offset}\r\n").as_bytes())
+            .await?;
+    }
+    let mark = streamed.then(super::new_replid);
+    if let Some(m) = &mark {
+        stream.write_all(format!("$EOF:{m}\r\n").as_bytes()).await?;
+    }
+    let mut bytes = 0u64;
+    while let Some(piece) = rx.recv().await {
+        if mark.is_none() {
+            stream
+                .write_all(format!("${}\r\n", piece.len()).as_bytes())
+                .await?;
+        }
+        stream.write_all(&piece).await?;
+        bytes += piece.len() as u64;
+    }
+    // A file cut short must not be ended with the mark as if whole.
+    if !producer.await.map_err(|_| failed())? {
+        return Err(failed());
+    }
+    if let Some(m) = mark {
+        stream.write_all(m.as_bytes()).await?;
+    }
+    Ok((offset, bytes))
+}
+
+/// The blocking half of [`full_sync`]: fixes the point, reports it, and
+/// hands over the encoded file. False if the socket side went away first
+/// (the walk is then dropped, and writers stop keeping values for it).
+fn produce(
+    shared: &Shared,
+    id: u64,
+    streamed: bool,
+    point_tx: tokio::sync::oneshot::Sender<(String, u64)>,
+    tx: tokio::sync::mpsc::Sender<Vec<u8>>,
+) -> bool {
+    let (offset, functions, mut walk) = snapshot_point(shared, id);
+    let replid = shared.repl.ids.lock().replid.clone();
+    if point_tx.send((replid.clone(), offset)).is_err() {
+        return false;
+    }
+    let limits = shared.config.read().encodings;
+    let origin = Origin {
+        replid: &replid,
+        offset,
+        used_mem: crate::memory::used_memory_bytes(),
     };
-    for shard in txn.shards_mut() {
-        for (i, d) in shard.dbs.iter().enumerate() {
-            for (k, e) in d.iter() {
-                if e.is_expired(now) {
-                    continue;
+    without_lzf(|| {
+        if !streamed {
+            let mut snap = Snapshot {
+                dbs: Vec::new(),
+                functions,
+            };
+            while let Some(batch) = walk.next_batch(usize::MAX) {
+                snap.dbs.resize_with(batch.len(), Vec::new);
+                for (db, keys) in batch.into_iter().enumerate() {
+                    snap.dbs[db].extend(keys);
                 }
-                snap.dbs[i].push(SnapKey {
-                    key: k.to_bytes(),
-                    value: e.value.clone(),
-                    expire_at_ms: e.expire_at_ms,
-                });
+            }
+            return tx
+                .blocking_send(rdb::write(&snap, &origin, &limits))
+                .is_ok();
+        }
+        let (mut enc, head) = rdb::Encoder::start(&origin, &functions, &limits);
+        if tx.blocking_send(head).is_err() {
+            return false;
+        }
+        while let Some(batch) = walk.next_batch(KEYS_PER_BATCH) {
+            let mut piece = Vec::new();
+            for (db, keys) in batch.iter().enumerate() {
+                piece.extend(enc.keys(db, keys, None));
+            }
+            if tx.blocking_send(piece).is_err() {
+                return false;
             }
         }
-    }
-    snap.functions = ks
-        .function_libraries()
-        .into_iter()
-        .map(|(_, code)| code)
-        .collect();
-    drop(txn);
-    (offset, snap)
+        tx.blocking_send(enc.finish()).is_ok()
+    })
 }
 
 /// Whether the replica (client `id`) can continue from the backlog; the ID
@@ -100,7 +197,7 @@ fn can_continue(shared: &Shared, req: &PsyncRequest, id: u64) -> Option<String> 
 }
 
 pub async fn serve(
-    shared: &Shared,
+    shared: &Arc<Shared>,
     stream: &mut TcpStream,
     client: &mut ClientState,
     req: PsyncRequest,
@@ -129,7 +226,7 @@ pub async fn serve(
 }
 
 async fn stream_to(
-    shared: &Shared,
+    shared: &Arc<Shared>,
     stream: &mut TcpStream,
     client: &mut ClientState,
     req: PsyncRequest,
@@ -151,35 +248,14 @@ async fn stream_to(
                 shared.repl.sync_partial_err.fetch_add(1, Ordering::Relaxed);
             }
             let started = std::time::Instant::now();
-            let (offset, snap) = crate::checkpointer::blocking(|| snapshot(shared, info.client_id));
-            let copied = started.elapsed();
-            let replid = shared.repl.ids.lock().replid.clone();
-            stream
-                .write_all(format!("+FULLRESYNC {replid} {offset}\r\n").as_bytes())
-                .await?;
-            let limits = shared.config.read().encodings;
-            let origin = Origin {
-                replid: &replid,
-                offset,
-                used_mem: crate::memory::used_memory_bytes(),
-            };
-            let file = crate::checkpointer::blocking(|| {
-                crate::rdb_value::primitives::without_lzf(|| rdb::write(&snap, &origin, &limits))
-            });
-            drop(snap);
-            let encoded = started.elapsed();
-            stream
-                .write_all(format!("${}\r\n", file.len()).as_bytes())
-                .await?;
-            stream.write_all(&file).await?;
+            let streamed = client.repl_capa_eof;
+            let (offset, bytes) =
+                full_sync(shared, stream, info.client_id, req.legacy, streamed).await?;
             tracing::info!(
                 replica = %info.ip,
-                "full resync: {} bytes of RDB at offset {offset} in {:.3}s (copy {:.3}s, encode {:.3}s, send {:.3}s)",
-                file.len(),
+                "full resync: {bytes} bytes of RDB at offset {offset} in {:.3}s ({})",
                 started.elapsed().as_secs_f64(),
-                copied.as_secs_f64(),
-                (encoded - copied).as_secs_f64(),
-                (started.elapsed() - encoded).as_secs_f64()
+                if streamed { "sent while copied" } else { "copied, then sent" },
             );
             offset + 1
         }

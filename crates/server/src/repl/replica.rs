@@ -227,16 +227,37 @@ async fn session(shared: &Shared, host: &str, port: u16, generation: u64) -> Lin
             // The dataset is about to be replaced: until the load is done
             // the old ID and offset no longer describe it.
             shared.repl.history_known.store(false, Ordering::Release);
-            let file = read_rdb(&mut stream, &mut buf).await?;
             let started = std::time::Instant::now();
             shared.repl.resumable.store(false, Ordering::Release);
             shared.repl.master_db.store(0, Ordering::Release);
             let mut master = MasterClient::new(shared, &stream);
             let origin = (Bytes::from(id.clone().into_bytes()), off);
-            let keys = crate::checkpointer::blocking(|| load(shared, &file, &mut master, origin))?;
+            // Clients get -LOADING until the dataset is whole again: it is
+            // replaced as the file arrives.
+            shared.repl.loading.store(true, Ordering::Release);
+            let _loading = ClearOnDrop(&shared.repl.loading);
+            let mut load = crate::checkpointer::blocking(|| Load::begin(shared, &mut master))?;
+            let received = receive_rdb(&mut stream, &mut buf, |piece| {
+                crate::checkpointer::blocking(|| load.feed(piece))
+            })
+            .await;
+            let loaded = received.and_then(|bytes| {
+                let keys = crate::checkpointer::blocking(|| load.finish(&mut master, origin))?;
+                Ok((bytes, keys))
+            });
+            let (bytes, keys) = match loaded {
+                Ok(done) => done,
+                Err(e) => {
+                    // Part of a dataset would answer reads wrongly without
+                    // saying so: none is left instead, as Redis does when
+                    // a diskless load fails.
+                    crate::checkpointer::blocking(|| empty_dataset(shared));
+                    return Err(e);
+                }
+            };
+            drop(_loading);
             tracing::info!(
-                "full sync: loaded {keys} keys ({} bytes of RDB) in {:.3}s",
-                file.len(),
+                "full sync: loaded {keys} keys ({bytes} bytes of RDB, read as it arrived) in {:.3}s",
                 started.elapsed().as_secs_f64()
             );
             if shared.repl.link_generation.load(Ordering::Acquire) != generation {
@@ -270,10 +291,20 @@ async fn session(shared: &Shared, host: &str, port: u16, generation: u64) -> Lin
     }
 }
 
-/// The RDB payload after +FULLRESYNC: `$<len>\r\n<bytes>`, or diskless
-/// `$EOF:<40-byte mark>\r\n<bytes><mark>`. Newlines before it are the
-/// primary's keepalives while it prepares the file.
-async fn read_rdb(stream: &mut TcpStream, buf: &mut BytesMut) -> LinkResult<Vec<u8>> {
+/// Bytes the link asks the socket for at a time while a full sync arrives.
+const RECEIVE_CHUNK: usize = 256 * 1024;
+
+/// Receives the RDB payload after +FULLRESYNC, `$<len>\r\n<bytes>` or
+/// diskless `$EOF:<40-byte mark>\r\n<bytes><mark>`, handing its bytes to
+/// `sink` as they arrive; returns how many there were. Newlines before it
+/// are the primary's keepalives while it prepares the file. What follows
+/// the payload (the stream, which a durakv primary sends at once) stays in
+/// `buf`.
+async fn receive_rdb(
+    stream: &mut TcpStream,
+    buf: &mut BytesMut,
+    mut sink: impl FnMut(&[u8]) -> LinkResult<()>,
+) -> LinkResult<u64> {
     let header = loop {
         let line = read_line(stream, buf).await?;
         if !line.is_empty() {
@@ -284,27 +315,45 @@ async fn read_rdb(stream: &mut TcpStream, buf: &mut BytesMut) -> LinkResult<Vec<
         return Err(format!("expected the RDB payload, got {header:?}"));
     };
     if let Some(mark) = spec.strip_prefix("EOF:") {
-        let mark = mark.as_bytes().to_vec();
-        let mut file = Vec::new();
+        let mark = mark.as_bytes();
+        if mark.is_empty() {
+            return Err("empty end mark for the RDB payload".into());
+        }
+        let mut total = 0u64;
         loop {
-            file.extend_from_slice(buf);
-            buf.clear();
-            if file.len() >= mark.len() && file.ends_with(&mark) {
-                file.truncate(file.len() - mark.len());
-                return Ok(file);
+            if let Some(i) = buf.windows(mark.len()).position(|w| w == mark) {
+                sink(&buf[..i])?;
+                let _ = buf.split_to(i + mark.len());
+                return Ok(total + i as u64);
             }
+            // All but what could be the start of the mark.
+            let n = buf.len().saturating_sub(mark.len() - 1);
+            if n > 0 {
+                sink(&buf[..n])?;
+                let _ = buf.split_to(n);
+                total += n as u64;
+            }
+            buf.reserve(RECEIVE_CHUNK);
             read_more(stream, buf).await?;
         }
     }
-    let len: usize = spec
+    let len: u64 = spec
         .parse()
         .map_err(|_| format!("bad RDB length {spec:?}"))?;
-    while buf.len() < len {
-        buf.reserve(len - buf.len());
+    let mut left = len;
+    loop {
+        let n = (buf.len() as u64).min(left) as usize;
+        if n > 0 {
+            sink(&buf[..n])?;
+            let _ = buf.split_to(n);
+            left -= n as u64;
+        }
+        if left == 0 {
+            return Ok(len);
+        }
+        buf.reserve(RECEIVE_CHUNK);
         read_more(stream, buf).await?;
     }
-    let file = buf.split_to(len).to_vec();
-    Ok(file)
 }
 
 /// The privileged client the stream runs as.
@@ -351,21 +400,29 @@ impl Drop for MasterClient<'_> {
     }
 }
 
-/// Replaces the dataset with the RDB file's, and logs `origin` (the
-/// primary's ID and the sync's offset) once all of it is. The first record
+/// Clears a flag when dropped (however the full sync ends).
+struct ClearOnDrop<'a>(&'a std::sync::atomic::AtomicBool);
+
+impl Drop for ClearOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
+}
+
+/// Replaces the dataset with an RDB file's as it arrives, and logs the
+/// primary's ID and the sync's offset once all of it is. The first record
 /// forgets any earlier position, so a crash mid-load never resumes from
-/// one. Returns the keys loaded.
-fn load(
-    shared: &Shared,
-    file: &[u8],
-    master: &mut MasterClient<'_>,
-    origin: (Bytes, u64),
-) -> LinkResult<u64> {
-    let ks = &shared.store.keyspace;
-    let wal = shared.store.wal.as_ref();
-    let level = |db: usize| shared.effective_durability(None, db);
-    let mut last_lsn = 0;
-    {
+/// one.
+struct Load<'s> {
+    shared: &'s Shared,
+    reader: super::rdb::Loader,
+    last_lsn: u64,
+}
+
+impl<'s> Load<'s> {
+    /// Empties the dataset (keys and functions).
+    fn begin(shared: &'s Shared, master: &mut MasterClient<'_>) -> LinkResult<Load<'s>> {
+        let ks = &shared.store.keyspace;
         let mut txn = ks.lock_all();
         txn.apply(Mutation::FlushAll).map_err(|e| e.to_string())?;
         txn.apply(Mutation::ReplOrigin(ReplOrigin {
@@ -374,62 +431,128 @@ fn load(
             db: 0,
         }))
         .map_err(|e| e.to_string())?;
-        let out = txn.commit(wal, level(0)).map_err(|e| e.to_string())?;
-        last_lsn = last_lsn.max(out.lsn);
-    }
-    master.run(&[
-        Bytes::from_static(b"FUNCTION"),
-        Bytes::from_static(b"FLUSH"),
-    ]);
-    let num_dbs = ks.num_dbs();
-    let loaded = super::rdb::read(file, |db, key, value, expire_at_ms| {
-        if db as usize >= num_dbs {
-            return Err(format!(
-                "the RDB has database {db}, but only {num_dbs} are configured"
-            ));
-        }
-        let mut txn = ks.lock_keys([&key[..]]);
-        txn.apply(Mutation::key(
-            db,
-            key,
-            KeyOp::Restore {
-                value,
-                expire_at_ms,
-            },
-        ))
-        .map_err(|e| e.to_string())?;
+        let level = shared.effective_durability(None, 0);
         let out = txn
-            .commit(wal, level(db as usize))
+            .commit(shared.store.wal.as_ref(), level)
             .map_err(|e| e.to_string())?;
-        last_lsn = last_lsn.max(out.lsn);
-        Ok(())
-    })?;
-    for code in &loaded.functions {
         master.run(&[
             Bytes::from_static(b"FUNCTION"),
-            Bytes::from_static(b"LOAD"),
-            Bytes::from_static(b"REPLACE"),
-            code.clone(),
+            Bytes::from_static(b"FLUSH"),
         ]);
+        Ok(Load {
+            shared,
+            reader: super::rdb::Loader::default(),
+            last_lsn: out.lsn,
+        })
     }
-    last_lsn = last_lsn.max(master.state.last_write_lsn);
-    {
-        let mut txn = ks.lock_keys(std::iter::empty::<&[u8]>());
-        txn.apply(Mutation::ReplOrigin(ReplOrigin {
-            replid: origin.0,
-            offset: origin.1,
-            db: 0,
-        }))
-        .map_err(|e| e.to_string())?;
-        let out = txn.commit(wal, level(0)).map_err(|e| e.to_string())?;
-        last_lsn = last_lsn.max(out.lsn);
+
+    /// Loads the keys the next bytes of the file complete, one logged
+    /// record per key.
+    fn feed(&mut self, bytes: &[u8]) -> LinkResult<()> {
+        let shared = self.shared;
+        let last_lsn = &mut self.last_lsn;
+        self.reader
+            .feed(bytes, &mut |db, key, value, expire_at_ms| {
+                restore(shared, db, key, value, expire_at_ms, last_lsn)
+            })
     }
-    if last_lsn > 0 {
-        shared.store.wal.request_sync_upto(last_lsn);
-        durakv_engine::store::wait_durable(&shared.store.wal, last_lsn, Duration::from_secs(600))
+
+    /// The file is complete: its checksum is checked, the functions it
+    /// held are loaded, the position is logged, and all of it is waited
+    /// for to be durable. Returns the keys loaded.
+    fn finish(self, master: &mut MasterClient<'_>, origin: (Bytes, u64)) -> LinkResult<u64> {
+        let Load {
+            shared,
+            reader,
+            mut last_lsn,
+        } = self;
+        let loaded = reader.finish(&mut |db, key, value, expire_at_ms| {
+            restore(shared, db, key, value, expire_at_ms, &mut last_lsn)
+        })?;
+        for code in &loaded.functions {
+            master.run(&[
+                Bytes::from_static(b"FUNCTION"),
+                Bytes::from_static(b"LOAD"),
+                Bytes::from_static(b"REPLACE"),
+                code.clone(),
+            ]);
+        }
+        last_lsn = last_lsn.max(master.state.last_write_lsn);
+        let ks = &shared.store.keyspace;
+        let wal = shared.store.wal.as_ref();
+        {
+            let mut txn = ks.lock_keys(std::iter::empty::<&[u8]>());
+            txn.apply(Mutation::ReplOrigin(ReplOrigin {
+                replid: origin.0,
+                offset: origin.1,
+                db: 0,
+            }))
             .map_err(|e| e.to_string())?;
+            let level = shared.effective_durability(None, 0);
+            let out = txn.commit(wal, level).map_err(|e| e.to_string())?;
+            last_lsn = last_lsn.max(out.lsn);
+        }
+        if last_lsn > 0 {
+            shared.store.wal.request_sync_upto(last_lsn);
+            durakv_engine::store::wait_durable(
+                &shared.store.wal,
+                last_lsn,
+                Duration::from_secs(600),
+            )
+            .map_err(|e| e.to_string())?;
+        }
+        Ok(loaded.keys)
     }
-    Ok(loaded.keys)
+}
+
+/// Empties every database after a full sync failed part-way.
+fn empty_dataset(shared: &Shared) {
+    let mut txn = shared.store.keyspace.lock_all();
+    let level = shared.effective_durability(None, 0);
+    let emptied = txn
+        .apply(Mutation::FlushAll)
+        .map_err(|e| e.to_string())
+        .and_then(|()| {
+            txn.commit(shared.store.wal.as_ref(), level)
+                .map_err(|e| e.to_string())
+        });
+    if let Err(e) = emptied {
+        tracing::warn!("cannot empty the dataset after a failed full sync: {e}");
+    }
+}
+
+/// One key of a full sync, as its own logged record.
+fn restore(
+    shared: &Shared,
+    db: u32,
+    key: Bytes,
+    value: durakv_engine::value::Value,
+    expire_at_ms: u64,
+    last_lsn: &mut u64,
+) -> Result<(), String> {
+    let ks = &shared.store.keyspace;
+    let num_dbs = ks.num_dbs();
+    if db as usize >= num_dbs {
+        return Err(format!(
+            "the RDB has database {db}, but only {num_dbs} are configured"
+        ));
+    }
+    let mut txn = ks.lock_keys([&key[..]]);
+    txn.apply(Mutation::key(
+        db,
+        key,
+        KeyOp::Restore {
+            value,
+            expire_at_ms,
+        },
+    ))
+    .map_err(|e| e.to_string())?;
+    let level = shared.effective_durability(None, db as usize);
+    let out = txn
+        .commit(shared.store.wal.as_ref(), level)
+        .map_err(|e| e.to_string())?;
+    *last_lsn = (*last_lsn).max(out.lsn);
+    Ok(())
 }
 
 /// Where the replica's own log stands against the stream it applied: the

@@ -1,0 +1,145 @@
+//! A snapshot taken while writers run on every shard (key writes, expiry,
+//! SWAPDB and FLUSHDB among them) holds exactly the keyspace at its point.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use bytes::Bytes;
+use durakv_engine::keyspace::Keyspace;
+use durakv_engine::mutation::{ExpireMode, KeyOp, Mutation};
+use durakv_engine::snapshot;
+use durakv_engine::txn::CommitLog;
+use durakv_engine::value::Value;
+use durakv_engine::wal::WalError;
+use durakv_engine::Durability;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+const DBS: usize = 3;
+
+/// Hands out LSNs and keeps nothing: only the keyspace is under test.
+struct Counter(AtomicU64);
+
+impl CommitLog for Counter {
+    fn num_streams(&self) -> usize {
+        1
+    }
+    fn append(
+        &self,
+        _stream: usize,
+        _time_ms: u64,
+        _level: Durability,
+        encode: &mut dyn FnMut(&mut Vec<u8>),
+    ) -> Result<u64, WalError> {
+        encode(&mut Vec::new());
+        Ok(self.0.fetch_add(1, Ordering::Relaxed) + 1)
+    }
+}
+
+type State = BTreeMap<(usize, Vec<u8>), (Value, u64)>;
+
+fn random_write(rng: &mut StdRng, now: u64) -> Mutation {
+    let db = rng.gen_range(0..DBS) as u32;
+    let r = rng.gen_range(0..10_000);
+    if r < 20 {
+        return Mutation::SwapDb {
+            a: rng.gen_range(0..DBS) as u32,
+            b: rng.gen_range(0..DBS) as u32,
+        };
+    }
+    if r < 21 {
+        return Mutation::FlushDb { db };
+    }
+    let key = Bytes::from(format!("key:{}", rng.gen_range(0..40_000)));
+    let op = match r % 6 {
+        0..=2 => KeyOp::SetString {
+            value: Bytes::from(rng.gen::<u64>().to_string()),
+            expire: if rng.gen_bool(0.1) {
+                ExpireMode::At(now + rng.gen_range(1..30))
+            } else {
+                ExpireMode::Clear
+            },
+        },
+        3 => KeyOp::Del,
+        4 => KeyOp::HSet(vec![(
+            Bytes::from(format!("f{}", rng.gen_range(0..4))),
+            Bytes::from(rng.gen::<u32>().to_string()),
+        )]),
+        _ => KeyOp::Append(Bytes::from_static(b"+")),
+    };
+    Mutation::Key { db, key, op }
+}
+
+fn write(ks: &Keyspace, log: &Counter, rng: &mut StdRng) {
+    let m = random_write(rng, durakv_engine::keyspace::wall_clock_ms());
+    let mut txn = match &m {
+        Mutation::Key { key, .. } => ks.lock_keys([&key[..]]),
+        _ => ks.lock_all(),
+    };
+    // A wrong type (HSET on a string) is refused, as it is live.
+    if txn.apply(m).is_ok() {
+        txn.commit(log, Durability::None).expect("commit");
+    }
+}
+
+#[test]
+fn a_snapshot_is_the_keyspace_at_its_point_while_writers_run() {
+    let ks = Arc::new(Keyspace::new(DBS, 16));
+    let log = Arc::new(Counter(AtomicU64::new(0)));
+    let mut rng = StdRng::seed_from_u64(7);
+    for _ in 0..60_000 {
+        write(&ks, &log, &mut rng);
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let writes = Arc::new(AtomicU64::new(0));
+    let writers: Vec<_> = (0..3)
+        .map(|t| {
+            let (ks, log, stop, writes) = (ks.clone(), log.clone(), stop.clone(), writes.clone());
+            std::thread::spawn(move || {
+                let mut rng = StdRng::seed_from_u64(100 + t);
+                while !stop.load(Ordering::Relaxed) {
+                    write(&ks, &log, &mut rng);
+                    writes.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        })
+        .collect();
+    for round in 0..6 {
+        let before = writes.load(Ordering::Relaxed);
+        let (expected, dbs) = snapshot::take(&ks, |txn| {
+            let now = txn.now_ms;
+            let mut s = State::new();
+            for shard in txn.shards_mut() {
+                for (db, d) in shard.dbs.iter().enumerate() {
+                    for (k, e) in d.iter().filter(|(_, e)| !e.is_expired(now)) {
+                        s.insert((db, k.to_vec()), (e.value.clone(), e.expire_at_ms));
+                    }
+                }
+            }
+            s
+        });
+        let during = writes.load(Ordering::Relaxed) - before;
+        let mut got = State::new();
+        for (db, keys) in dbs.into_iter().enumerate() {
+            for k in keys {
+                let dup = got.insert((db, k.key.to_vec()), (k.value, k.expire_at_ms));
+                assert!(dup.is_none(), "round {round}: {:?} copied twice", k.key);
+            }
+        }
+        assert!(!expected.is_empty());
+        assert_eq!(got.len(), expected.len(), "round {round}");
+        assert!(
+            got == expected,
+            "round {round}: the copy differs from its point"
+        );
+        eprintln!(
+            "round {round}: {} keys, {during} writes during the copy",
+            got.len()
+        );
+    }
+    stop.store(true, Ordering::Relaxed);
+    for w in writers {
+        w.join().unwrap();
+    }
+}
