@@ -15,6 +15,7 @@
 #
 # usage: bench/checkpoint_impact.sh [RECORDS] [ROUNDS]   (defaults 1000000 3)
 # env:   DURAKV=target/release/durakv  TEST_TIME=20
+#        DURAKV_ARGS="..."  extra flags for the server
 set -euo pipefail
 RECORDS=${1:-1000000}
 ROUNDS=${2:-3}
@@ -23,7 +24,8 @@ cd "$(dirname "$0")/.."
 . bench/peers.sh
 
 port=$(free_port)
-"$DURAKV" serve --port "$port" --dir "$TMP/data" >"$TMP/server.log" 2>&1 &
+# shellcheck disable=SC2086
+"$DURAKV" serve --port "$port" --dir "$TMP/data" ${DURAKV_ARGS:-} >"$TMP/server.log" 2>&1 &
 PID=$!
 until [ "$(redis-cli -p "$port" ping 2>/dev/null)" = PONG ]; do
     kill -0 "$PID" 2>/dev/null || { cat "$TMP/server.log"; exit 1; }

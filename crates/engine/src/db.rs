@@ -6,7 +6,7 @@
 //! (see [`Db::scan`]).
 
 use crate::key::Key;
-use crate::snapshot::{Cursor, SnapKey};
+use crate::snapshot::Cursor;
 use crate::value::{HashBuilder, Value};
 use bytes::Bytes;
 use indexmap::{IndexMap, IndexSet};
@@ -464,20 +464,20 @@ impl Db {
         self.snapshots.0.retain(|c| c.job() != job);
     }
 
-    /// Copies up to `budget` positions for snapshot `job` into `out` (by
-    /// database number). Returns the budget left and whether this
+    /// Walks up to `budget` positions for snapshot `job`, handing the keys
+    /// of its point to `visit`. Returns the budget left and whether this
     /// database's part is complete.
     pub(crate) fn snapshot_step(
         &mut self,
         job: u64,
         budget: usize,
-        out: &mut [Vec<SnapKey>],
+        visit: &mut dyn FnMut(usize, &Key, &Entry),
     ) -> (usize, bool) {
         let Some(at) = self.snapshots.0.iter().position(|c| c.job() == job) else {
             return (budget, true);
         };
         let map = &self.map;
-        let (used, done) = self.snapshots.0[at].step(budget, |i| map.get_index(i), out);
+        let (used, done) = self.snapshots.0[at].step(budget, |i| map.get_index(i), visit);
         if done {
             self.snapshots.0.swap_remove(at);
         }

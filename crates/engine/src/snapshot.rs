@@ -18,11 +18,13 @@
 use crate::db::Entry;
 use crate::key::Key;
 use crate::keyspace::Keyspace;
+use crate::shard::Shard;
 use crate::txn::Txn;
 use crate::value::{HashBuilder, Value};
 use bytes::Bytes;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 /// Keys copied per shard lock: a few milliseconds of hold for large values.
 const KEYS_PER_LOCK: usize = 256;
@@ -102,25 +104,22 @@ impl Cursor {
         self.job
     }
 
-    fn emit(&self, key: &Key, e: &Entry, out: &mut [Vec<SnapKey>]) {
-        if e.is_expired(self.now_ms) {
-            return;
+    /// Hands `e` to `visit` unless it had expired at the point.
+    fn emit(&self, key: &Key, e: &Entry, visit: &mut dyn FnMut(usize, &Key, &Entry)) {
+        if !e.is_expired(self.now_ms) {
+            visit(self.db, key, e);
         }
-        out[self.db].push(SnapKey {
-            key: key.to_bytes(),
-            value: e.value.clone(),
-            expire_at_ms: e.expire_at_ms,
-        });
     }
 
-    /// Takes up to `budget` positions from `entry_at`. Returns how many it
-    /// took, and true once the walk is over (the saved values of the point
-    /// are then emitted too).
+    /// Takes up to `budget` positions from `entry_at`, handing each key of
+    /// the point to `visit` (database number at the point, key, entry).
+    /// Returns how many it took, and true once the walk is over (the saved
+    /// values of the point are then visited too).
     pub(crate) fn step<'a>(
         &mut self,
         budget: usize,
         entry_at: impl Fn(usize) -> Option<(&'a Key, &'a Entry)>,
-        out: &mut [Vec<SnapKey>],
+        visit: &mut dyn FnMut(usize, &Key, &Entry),
     ) -> (usize, bool) {
         let mut n = 0;
         while self.pos > 0 && n < budget {
@@ -129,7 +128,7 @@ impl Cursor {
             if let Some((k, e)) = entry_at(self.pos) {
                 // Most walks meet no write: skip hashing every key then.
                 if self.saved.is_empty() || !self.saved.contains_key(k) {
-                    self.emit(k, e, out);
+                    self.emit(k, e, visit);
                 }
             }
         }
@@ -138,7 +137,7 @@ impl Cursor {
         }
         for (k, e) in self.saved.iter() {
             if let Some(e) = e {
-                self.emit(k, e, out);
+                self.emit(k, e, visit);
             }
         }
         (n, true)
@@ -186,15 +185,25 @@ impl Walk<'_> {
             let mut shard = self.ks.shard(self.shard).lock();
             let mut budget = KEYS_PER_LOCK;
             let mut done = true;
+            let mut copy = |db: usize, key: &Key, e: &Entry| {
+                out[db].push(SnapKey {
+                    key: key.to_bytes(),
+                    value: e.value.clone(),
+                    expire_at_ms: e.expire_at_ms,
+                });
+            };
             for d in shard.dbs.iter_mut() {
                 if budget == 0 {
                     done = false;
                     break;
                 }
-                let (left, finished) = d.snapshot_step(self.job, budget, &mut out);
+                let (left, finished) = d.snapshot_step(self.job, budget, &mut copy);
                 budget = left;
                 done &= finished;
             }
+            // Writers waiting for the shard go first: a plain unlock lets
+            // this thread take the lock straight back.
+            parking_lot::MutexGuard::unlock_fair(shard);
             walked += KEYS_PER_LOCK - budget;
             if done {
                 self.shard += 1;
@@ -210,6 +219,53 @@ impl Drop for Walk<'_> {
             for d in self.ks.shard(i).lock().dbs.iter_mut() {
                 d.end_snapshot(self.job);
             }
+        }
+    }
+}
+
+/// One shard's keys at one point, for a checkpoint: the point is fixed
+/// under that shard's lock alone, where `at_point` reads what must match
+/// it (the shard's LSN); then every entry of the point, expired ones
+/// included (replay needs them), goes to `visit` (database number, key,
+/// entry), a few hundred per hold of the lock, while writers go on.
+/// Returns `at_point`'s result and the longest hold of the lock.
+pub fn walk_shard<T>(
+    ks: &Keyspace,
+    shard: usize,
+    at_point: impl FnOnce(&Shard) -> T,
+    visit: &mut dyn FnMut(usize, &Key, &Entry),
+) -> (T, Duration) {
+    let job = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+    let m = ks.shard(shard);
+    let (t, mut longest) = {
+        let mut g = m.lock();
+        let held = Instant::now();
+        let t = at_point(&g);
+        for (db, d) in g.dbs.iter_mut().enumerate() {
+            // No clock: an expired entry is still written, as replay
+            // expects it there.
+            d.start_snapshot(Cursor::new(job, db, 0, d.len()));
+        }
+        (t, held.elapsed())
+    };
+    loop {
+        let mut g = m.lock();
+        let held = Instant::now();
+        let mut budget = KEYS_PER_LOCK;
+        let mut done = true;
+        for d in g.dbs.iter_mut() {
+            if budget == 0 {
+                done = false;
+                break;
+            }
+            let (left, finished) = d.snapshot_step(job, budget, visit);
+            budget = left;
+            done &= finished;
+        }
+        longest = longest.max(held.elapsed());
+        parking_lot::MutexGuard::unlock_fair(g);
+        if done {
+            return (t, longest);
         }
     }
 }
@@ -258,6 +314,17 @@ mod tests {
             assert!(old.is_none(), "key {:?} copied twice", k.key);
         }
         s
+    }
+
+    /// A walk step that copies what it visits, as a full sync does.
+    fn walk(db: &mut Db, job: u64, budget: usize, out: &mut [Vec<SnapKey>]) -> (usize, bool) {
+        db.snapshot_step(job, budget, &mut |d, k, e| {
+            out[d].push(SnapKey {
+                key: k.to_bytes(),
+                value: e.value.clone(),
+                expire_at_ms: e.expire_at_ms,
+            })
+        })
     }
 
     fn value(rng: &mut StdRng) -> Entry {
@@ -338,7 +405,7 @@ mod tests {
                     let (job, _, out, fin) = &mut jobs[j];
                     if !*fin {
                         let budget = rng.gen_range(1..8);
-                        let (left, done) = db.snapshot_step(*job, budget, out);
+                        let (left, done) = walk(&mut db, *job, budget, out);
                         assert!(left <= budget);
                         *fin = done;
                     }
@@ -346,7 +413,7 @@ mod tests {
             }
             for (job, expected, mut out, fin) in jobs {
                 if !fin {
-                    while !db.snapshot_step(job, 5, &mut out).1 {}
+                    while !walk(&mut db, job, 5, &mut out).1 {}
                 }
                 assert_eq!(collected(&out), expected, "seed {seed}, job {job}");
             }

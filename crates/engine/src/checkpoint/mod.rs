@@ -434,15 +434,16 @@ impl Checkpointer {
         let mut serialized_bytes = 0u64;
         let mut pool: Vec<Vec<u8>> = Vec::new();
         for i in 0..ks.num_shards() {
-            let mut image = {
-                let shard = ks.shard(i).lock();
-                let held = Instant::now();
-                // Read under the lock: see `writer` for why this is exact.
-                let lsn = shard.applied_lsn.max(wal.map_or(0, Wal::last_lsn));
-                let image = writer::serialize_shard(&shard, lsn, block_target, &mut pool);
-                stats.max_shard_lock = stats.max_shard_lock.max(held.elapsed());
-                image
-            };
+            // Read under the lock at the point: see `writer` for why this
+            // is exact.
+            let (mut image, held) = writer::serialize_shard(
+                ks,
+                i,
+                |shard| shard.applied_lsn.max(wal.map_or(0, Wal::last_lsn)),
+                block_target,
+                &mut pool,
+            );
+            stats.max_shard_lock = stats.max_shard_lock.max(held);
             stats.max_shard_image_bytes = stats.max_shard_image_bytes.max(image.raw_bytes);
             replay_lsn = replay_lsn.min(image.lsn);
             max_lsn = max_lsn.max(image.lsn);

@@ -1,15 +1,20 @@
 //! Writing one checkpoint file while the server keeps serving.
 //!
-//! The keyspace is copied one shard at a time: the shard is locked only
-//! while its entries are serialized into memory (cut into blocks of about
-//! `block_target_bytes`), together with the LSN that describes exactly what
-//! it contains. Compression, checksumming and writing happen after the lock
-//! is released, so a shard blocks writers for one memcpy-speed pass over its
-//! data, and the extra memory is one shard's serialized size (with the
-//! default 64 shards, about 1/64 of the data; raise `keyspace-shards` to
-//! lower it).
+//! The keyspace is copied one shard at a time, each as it was at its own
+//! point: the point is fixed under the shard's lock, together with the LSN
+//! that describes exactly what it contains, and the entries of that point
+//! are then serialized into memory (cut into blocks of about
+//! `block_target_bytes`) a few hundred at a time under the lock, while
+//! writes that reach a key not yet taken save its value first
+//! (`crate::snapshot`). Compression, checksumming and writing happen after
+//! the lock is released. Holding the lock for a whole shard's pass stopped
+//! every writer that reached the shard (and, through them, the server's
+//! worker threads) for 20-40 ms per 19 MB shard. The extra memory is one
+//! shard's serialized size (with the default 64 shards, about 1/64 of the
+//! data) and the values writers change during its pass.
 //!
-//! Why the LSN read under the lock is the right one: every logged commit
+//! Why the LSN read under the lock at the point is the right one: every
+//! logged commit
 //! takes its LSN while it still holds the locks of the shards it changed
 //! (`Txn::commit`). So while we hold a shard's lock, every LSN handed out so
 //! far that touches the shard belongs to a commit whose changes are already
@@ -25,8 +30,11 @@ use super::format::{
 };
 use super::CheckpointError;
 use crate::io::FsFile;
+use crate::keyspace::Keyspace;
 use crate::shard::Shard;
+use crate::snapshot;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// One block's worth of serialized entries. `buf` starts with
 /// `BLOCK_HEADER_BYTES` reserved for the block header, so a block stored
@@ -61,53 +69,60 @@ pub(crate) struct ShardImage {
     pub raw_bytes: u64,
 }
 
-/// Serializes every entry of every database of `shard` (expired-but-present
-/// keys included: a command that started before they expired may still be
-/// replayed against them). Always returns at least one chunk, so every
-/// shard has a block recording its LSN. Chunk buffers come from `pool`
-/// (and go back to it once written), so their memory is touched once per
-/// checkpoint, not once per shard, and the lock is not held while the
-/// kernel hands out fresh pages.
+/// Serializes every entry of every database of shard `index` as it was at
+/// one point (expired-but-present keys included: a command that started
+/// before they expired may still be replayed against them), with the LSN
+/// `lsn_at_point` reads under the shard's lock at that point. The lock is
+/// held for a few hundred keys at a time (see `crate::snapshot`), not for
+/// the shard. Always returns at least one chunk, so every shard has a
+/// block recording its LSN. Chunk buffers come from `pool` (and go back to
+/// it once written), so their memory is touched once per checkpoint, not
+/// once per shard. Also returns the longest hold of the lock.
 pub(crate) fn serialize_shard(
-    shard: &Shard,
-    lsn: u64,
+    ks: &Keyspace,
+    index: usize,
+    lsn_at_point: impl FnOnce(&Shard) -> u64,
     block_target_bytes: usize,
     pool: &mut Vec<Vec<u8>>,
-) -> ShardImage {
+) -> (ShardImage, Duration) {
     // Slack so the entry that crosses the target rarely reallocates.
     let capacity = BLOCK_HEADER_BYTES + block_target_bytes + block_target_bytes / 8;
-    let mut take = |hint: usize| {
-        pool.pop()
-            .unwrap_or_else(|| Vec::with_capacity(capacity.min(hint)))
-    };
     let mut chunks = Vec::new();
-    let mut cur = Chunk::new(take(shard_estimate_bytes(shard)));
+    // Made at the first entry, so an empty shard does not take a block.
+    let mut cur: Option<Chunk> = None;
     let mut keys = 0u64;
     let mut raw_bytes = 0u64;
-    for (db, d) in shard.dbs.iter().enumerate() {
-        for (key, entry) in d.iter() {
-            format::encode_entry(db as u32, key, entry, &mut cur.buf);
-            cur.entries += 1;
-            keys += 1;
-            if cur.body_len() >= block_target_bytes || cur.entries == u32::MAX {
-                raw_bytes += cur.body_len() as u64;
-                let next = Chunk::new(take(capacity));
-                chunks.push(std::mem::replace(&mut cur, next));
-            }
+    let (lsn, longest) = snapshot::walk_shard(ks, index, lsn_at_point, &mut |db, key, entry| {
+        let c = cur.get_or_insert_with(|| {
+            Chunk::new(pool.pop().unwrap_or_else(|| Vec::with_capacity(capacity)))
+        });
+        format::encode_entry(db as u32, key, entry, &mut c.buf);
+        c.entries += 1;
+        keys += 1;
+        if c.body_len() >= block_target_bytes || c.entries == u32::MAX {
+            raw_bytes += c.body_len() as u64;
+            let next = Chunk::new(pool.pop().unwrap_or_else(|| Vec::with_capacity(capacity)));
+            chunks.push(std::mem::replace(c, next));
         }
+    });
+    match cur {
+        Some(c) if c.entries > 0 => {
+            raw_bytes += c.body_len() as u64;
+            chunks.push(c);
+        }
+        Some(c) => pool.push(c.buf),
+        None => {}
     }
-    if cur.entries > 0 || chunks.is_empty() {
-        raw_bytes += cur.body_len() as u64;
-        chunks.push(cur);
-    } else {
-        pool.push(cur.buf);
+    if chunks.is_empty() {
+        chunks.push(Chunk::new(Vec::with_capacity(BLOCK_HEADER_BYTES)));
     }
-    ShardImage {
+    let image = ShardImage {
         lsn,
         chunks,
         keys,
         raw_bytes,
-    }
+    };
+    (image, longest)
 }
 
 /// Returns a written image's buffers to the pool.
@@ -115,13 +130,6 @@ pub(crate) fn recycle(image: ShardImage, pool: &mut Vec<Vec<u8>>) {
     for c in image.chunks {
         pool.push(c.buf);
     }
-}
-
-/// A cheap upper bound for small shards, so an empty shard does not
-/// allocate a whole block.
-fn shard_estimate_bytes(shard: &Shard) -> usize {
-    const ENTRY_GUESS_BYTES: usize = 64;
-    shard.key_count().saturating_mul(ENTRY_GUESS_BYTES).max(64)
 }
 
 /// A block that LZ4 shrinks by less than 1/this is "incompressible".
