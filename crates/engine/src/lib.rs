@@ -21,7 +21,7 @@
 //!   logged and checkpointed beside the shards.
 //! - [`replication`]: the hook that hands committed writes to replicas;
 //!   [`snapshot`]: a point-in-time copy of the keyspace that writers do not
-//!   wait for (a replica's full sync).
+//!   wait for (a replica's full sync, and each shard of a checkpoint).
 //! - [`io`]: the file-system trait and its OS and fault-injecting implementations.
 //! - [`wal`]: segments, records, group commit, parallel streams, recovery.
 //! - [`checkpoint`]: snapshots of the keyspace that bound recovery time and

@@ -1,5 +1,5 @@
 //! A point-in-time copy of the keyspace that writers do not wait for (a
-//! replica's full sync).
+//! replica's full sync), or of one shard (a checkpoint).
 //!
 //! Copying every value under every shard lock stalled all writes for the
 //! whole copy: 6 s for a million YCSB records. Instead, the point is fixed
@@ -46,7 +46,8 @@ pub(crate) struct Cursor {
     /// The database's number at the point (SWAPDB moves databases, and
     /// their cursors with them).
     db: usize,
-    /// Keys expired at the point are left out.
+    /// Keys expired at the point are left out (0: none are; checkpoints
+    /// keep them for replay).
     now_ms: u64,
     /// Positions below this have not been taken yet.
     pos: usize,
