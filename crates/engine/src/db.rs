@@ -371,15 +371,7 @@ impl Db {
     pub fn remove(&mut self, key: &[u8]) -> Option<Entry> {
         let (i, k, old) = self.map.swap_remove_full(key)?;
         if !self.snapshots.0.is_empty() {
-            // The last entry (at the new length) moved into the hole.
-            let last = self.map.len();
-            let moved = self.map.get_index(i).map(|(m, _)| m);
-            for c in self.snapshots.0.iter_mut() {
-                c.before_change(i, &k, &old);
-                if let Some(m) = moved {
-                    c.moved(last, i, m);
-                }
-            }
+            self.removed_for_snapshots(i, &k, &old);
         }
         if old.expire_at_ms != 0 {
             self.volatile.swap_remove(key);
@@ -427,10 +419,17 @@ impl Db {
 
     /// The entry at `i` is about to change: snapshots that have not taken
     /// it yet keep its value first.
+    #[inline(always)]
     fn before_change(&mut self, i: usize) {
-        if self.snapshots.0.is_empty() {
-            return;
+        if !self.snapshots.0.is_empty() {
+            self.save_for_snapshots(i);
         }
+    }
+
+    // Out of line: every write passes the check above, few ever get here.
+    #[cold]
+    #[inline(never)]
+    fn save_for_snapshots(&mut self, i: usize) {
         if let Some((k, e)) = self.map.get_index(i) {
             for c in self.snapshots.0.iter_mut() {
                 c.before_change(i, k, e);
@@ -439,10 +438,31 @@ impl Db {
     }
 
     /// A new key landed at `i`: snapshots leave it out.
-    fn arrived(&mut self, i: usize) {
-        if self.snapshots.0.is_empty() {
-            return;
+    /// The entry `(k, old)` at `i` was removed, and the last entry (at the
+    /// new length) moved into the hole.
+    #[cold]
+    #[inline(never)]
+    fn removed_for_snapshots(&mut self, i: usize, k: &Key, old: &Entry) {
+        let last = self.map.len();
+        let moved = self.map.get_index(i).map(|(m, _)| m);
+        for c in self.snapshots.0.iter_mut() {
+            c.before_change(i, k, old);
+            if let Some(m) = moved {
+                c.moved(last, i, m);
+            }
         }
+    }
+
+    #[inline(always)]
+    fn arrived(&mut self, i: usize) {
+        if !self.snapshots.0.is_empty() {
+            self.skip_for_snapshots(i);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn skip_for_snapshots(&mut self, i: usize) {
         if let Some((k, _)) = self.map.get_index(i) {
             for c in self.snapshots.0.iter_mut() {
                 c.arrived(i, k);
