@@ -437,7 +437,6 @@ impl Db {
         }
     }
 
-    /// A new key landed at `i`: snapshots leave it out.
     /// The entry `(k, old)` at `i` was removed, and the last entry (at the
     /// new length) moved into the hole.
     #[cold]
@@ -453,6 +452,7 @@ impl Db {
         }
     }
 
+    /// A new key landed at `i`: snapshots leave it out.
     #[inline(always)]
     fn arrived(&mut self, i: usize) {
         if !self.snapshots.0.is_empty() {

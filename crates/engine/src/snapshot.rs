@@ -212,6 +212,13 @@ impl Walk<'_> {
         }
         Some(out)
     }
+
+    /// Everything the walk has not handed out yet, by database number.
+    pub fn rest(mut self) -> Vec<Vec<SnapKey>> {
+        let dbs = self.ks.num_dbs();
+        self.next_batch(usize::MAX)
+            .unwrap_or_else(|| (0..dbs).map(|_| Vec::new()).collect())
+    }
 }
 
 impl Drop for Walk<'_> {
@@ -273,14 +280,8 @@ pub fn walk_shard<T>(
 
 /// [`begin`], walked to the end: every database's keys at the point.
 pub fn take<T>(ks: &Keyspace, at_point: impl FnOnce(&mut Txn<'_>) -> T) -> (T, Vec<Vec<SnapKey>>) {
-    let (t, mut walk) = begin(ks, at_point);
-    let mut all: Vec<Vec<SnapKey>> = (0..ks.num_dbs()).map(|_| Vec::new()).collect();
-    while let Some(batch) = walk.next_batch(usize::MAX) {
-        for (db, keys) in batch.into_iter().enumerate() {
-            all[db].extend(keys);
-        }
-    }
-    (t, all)
+    let (t, walk) = begin(ks, at_point);
+    (t, walk.rest())
 }
 
 #[cfg(test)]

@@ -146,16 +146,10 @@ fn produce(
     };
     without_lzf(|| {
         if !streamed {
-            let mut snap = Snapshot {
-                dbs: Vec::new(),
+            let snap = Snapshot {
+                dbs: walk.rest(),
                 functions,
             };
-            while let Some(batch) = walk.next_batch(usize::MAX) {
-                snap.dbs.resize_with(batch.len(), Vec::new);
-                for (db, keys) in batch.into_iter().enumerate() {
-                    snap.dbs[db].extend(keys);
-                }
-            }
             return tx
                 .blocking_send(rdb::write(&snap, &origin, &limits))
                 .is_ok();
