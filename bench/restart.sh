@@ -60,7 +60,9 @@ for kind in durakv redis; do
     wait_ready "$(date +%s.%N)" "$port" >/dev/null
     "$DURAKV" bench ycsb load redis -threads 16 -p recordcount="$RECORDS" \
         -p redis.port="$port" >/dev/null
-    redis-cli -p "$port" save >/dev/null
+    # A checkpoint the load started may still be running, and SAVE then
+    # answers an error (as Redis does during a BGSAVE); wait it out.
+    until [ "$(redis-cli -p "$port" save)" = OK ]; do sleep 1; done
     stop
     loads=() readies=()
     for _ in $(seq "$ROUNDS"); do
@@ -80,4 +82,6 @@ for kind in durakv redis; do
     ready=$(printf '%s\n' "${readies[@]}" | median)
     rate=$(python3 -c "print(int($RECORDS / $load))")
     printf '%-7s %9s %9s %9s %12s\n' "$kind" "$RECORDS" "$load" "$ready" "$rate"
+    eval "load_$kind=$load ready_$kind=$ready"
 done
+python3 -c "print(f'durakv / Redis: load {$load_durakv / $load_redis:.2f}x, ready {$ready_durakv / $ready_redis:.2f}x')"

@@ -700,12 +700,12 @@ pub fn decode_value(r: &mut Reader<'_>) -> Result<Value, DecodeError> {
         }
         tag::V_ZSET => {
             let n = r.count(12)?;
-            let mut z = ZSet::default();
+            let mut pairs = Vec::with_capacity(n);
             for _ in 0..n {
                 let s = r.score()?;
-                z.insert(r.bytes()?, s);
+                pairs.push((s, r.slice()?));
             }
-            Value::ZSet(Box::new(z))
+            Value::ZSet(Box::new(ZSet::from_pairs(&pairs)))
         }
         tag::V_STREAM => Value::Stream(Box::new(crate::stream_codec::decode_stream(r)?)),
         _ => return r.fail("unknown value type"),

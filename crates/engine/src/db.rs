@@ -45,6 +45,17 @@ pub struct Access {
     pub freq: u8,
 }
 
+impl Access {
+    /// What a key loaded now is stamped with, as a new key would be; read
+    /// once per batch of loaded keys rather than from the clock per key.
+    pub fn loaded_now() -> Access {
+        Access {
+            secs: wall_secs(),
+            freq: LFU_INIT,
+        }
+    }
+}
+
 fn wall_secs() -> u32 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -335,9 +346,31 @@ impl Db {
         self.insert_with(key.as_ref(), entry)
     }
 
-    /// [`Db::insert`] for a key decoded from a checkpoint.
-    pub fn insert_owned(&mut self, key: Bytes, entry: Entry) -> Option<Entry> {
-        self.insert_with(&key, entry)
+    /// Makes room for `additional` more keys at once (a restart knows
+    /// about how many a shard holds), rather than growing step by step,
+    /// each step moving every entry.
+    pub fn reserve(&mut self, additional: usize) {
+        self.map.reserve(additional);
+    }
+
+    /// Adds a key decoded from a checkpoint, with the access stamp it
+    /// brings ([`Access::loaded_now`]); false, changing nothing, if the key
+    /// is already there (a damaged file). A restart adds every key this
+    /// way, so it hashes and probes once where `insert` looks first.
+    pub fn insert_loaded(&mut self, key: Key, entry: Entry) -> bool {
+        let volatile = entry.expire_at_ms != 0;
+        match self.map.entry(key) {
+            indexmap::map::Entry::Occupied(_) => false,
+            indexmap::map::Entry::Vacant(v) => {
+                let i = v.index();
+                if volatile {
+                    self.volatile.insert(v.key().clone());
+                }
+                v.insert(entry);
+                self.arrived(i);
+                true
+            }
+        }
     }
 
     fn insert_with(&mut self, key: &[u8], mut entry: Entry) -> Option<Entry> {

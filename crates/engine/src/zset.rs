@@ -52,6 +52,34 @@ impl ZSet {
         self.scores.get(member).copied()
     }
 
+    /// A set of `pairs` (score, member), as a checkpoint or the log holds
+    /// them: in order and each member once, so the map is sized once and
+    /// the tree built bottom-up from sorted input rather than by an insert
+    /// per member. Any other input gives what inserting each pair in turn
+    /// gives (a repeated member keeps its last score).
+    pub fn from_pairs(pairs: &[(f64, &[u8])]) -> ZSet {
+        let score_of = |s: f64| {
+            debug_assert!(!s.is_nan());
+            if s == 0.0 {
+                0.0
+            } else {
+                s
+            }
+        };
+        let Some(scores) = unique_members(pairs, score_of) else {
+            let mut z = ZSet::default();
+            for &(score, member) in pairs {
+                z.insert(member, score);
+            }
+            return z;
+        };
+        let order = pairs
+            .iter()
+            .map(|&(s, m)| (Score(score_of(s)), Key::new(m)))
+            .collect();
+        ZSet { scores, order }
+    }
+
     /// Inserts or updates; returns true if the member is new.
     pub fn insert(&mut self, member: impl AsRef<[u8]>, score: f64) -> bool {
         let member = Key::new(member.as_ref());
@@ -248,6 +276,75 @@ fn empty_range(z: &ZSet) -> ScoreRange<'_> {
     Box::new(z.order.iter().take(0).map(|(s, m)| (m, s.0)))
 }
 
+/// Hints that `b` is about to be read.
+#[inline(always)]
+fn prefetch(b: &[u8]) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is only a hint; it never faults, whatever the
+    // address.
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>(b.as_ptr().cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = b;
+}
+
+/// Sets past this many members are indexed in the order of their slots in
+/// the map's table rather than in score order: a table larger than the
+/// caches then fills front to back instead of one cache miss per member.
+const SLOT_ORDER_MIN: usize = 1 << 16;
+
+/// The score map of `pairs`, or None if a member repeats.
+fn unique_members(
+    pairs: &[(f64, &[u8])],
+    score_of: impl Fn(f64) -> f64,
+) -> Option<IndexMap<Key, f64, ahash::RandomState>> {
+    let mut scores: IndexMap<Key, f64, ahash::RandomState> =
+        IndexMap::with_capacity_and_hasher(pairs.len(), Default::default());
+    if pairs.len() < SLOT_ORDER_MIN {
+        for &(s, m) in pairs {
+            match scores.entry(Key::new(m)) {
+                indexmap::map::Entry::Vacant(e) => {
+                    e.insert(score_of(s));
+                }
+                indexmap::map::Entry::Occupied(_) => return None,
+            }
+        }
+        return Some(scores);
+    }
+    use indexmap::map::raw_entry_v1::{RawEntryApiV1, RawEntryMut};
+    // The table's slot for a hash is its low bits, masked by the bucket
+    // count, a power of two past the capacity by hashbrown's 8/7 load
+    // factor. Were this guess off, the order would still be correct, only
+    // slower.
+    let mask = (pairs.len() * 8 / 7).next_power_of_two() as u64 - 1;
+    let hasher = scores.hasher().clone();
+    let mut by_slot: Vec<(u64, f64, &[u8])> = pairs
+        .iter()
+        .map(|&(s, m)| (hasher.hash_one(m), s, m))
+        .collect();
+    by_slot.sort_unstable_by_key(|&(h, _, _)| h & mask);
+    // The members' bytes are now read out of order; ask for each a few
+    // steps ahead.
+    const AHEAD: usize = 8;
+    for (j, &(h, s, m)) in by_slot.iter().enumerate() {
+        if let Some(&(_, _, next)) = by_slot.get(j + AHEAD) {
+            prefetch(next);
+        }
+        match scores
+            .raw_entry_mut_v1()
+            .from_hash(h, |k| k.as_slice() == m)
+        {
+            RawEntryMut::Vacant(e) => {
+                e.insert_hashed_nocheck(h, Key::new(m), score_of(s));
+            }
+            RawEntryMut::Occupied(_) => return None,
+        }
+    }
+    Some(scores)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -318,5 +415,35 @@ mod tests {
         assert_eq!(at.len(), 4);
         z.remove(b"b");
         assert!(z.get_index(3).is_none());
+    }
+
+    #[test]
+    fn built_from_pairs_equals_built_by_inserts() {
+        let m = |i: usize| format!("member-{i:06}-{}", "x".repeat(i % 30));
+        // Past SLOT_ORDER_MIN members the map is filled in table order.
+        let sorted: Vec<(f64, String)> = (0..SLOT_ORDER_MIN + 5000)
+            .map(|i| ((i / 3) as f64, m(i)))
+            .collect();
+        let mut shuffled = sorted.clone();
+        shuffled.reverse();
+        shuffled.swap(10, 4000);
+        let small: Vec<(f64, String)> = sorted[..5000].to_vec();
+        let mut repeated = sorted.clone();
+        repeated.push((-0.0, m(17)));
+        repeated.push((7.5, m(3)));
+        for pairs in [sorted, shuffled, repeated, small] {
+            let slices: Vec<(f64, &[u8])> = pairs.iter().map(|(s, m)| (*s, m.as_bytes())).collect();
+            let mut by_inserts = ZSet::default();
+            for (s, m) in &slices {
+                by_inserts.insert(m, *s);
+            }
+            let built = ZSet::from_pairs(&slices);
+            assert_eq!(built, by_inserts);
+            assert!(built.iter().eq(by_inserts.iter()));
+            assert_eq!(
+                built.rank(m(17).as_bytes()),
+                by_inserts.rank(m(17).as_bytes())
+            );
+        }
     }
 }

@@ -15,6 +15,7 @@
 
 use crate::codec::{self, Reader};
 use crate::db::Entry;
+use crate::key::Key;
 use crate::value::Value;
 use bytes::Bytes;
 use std::path::{Path, PathBuf};
@@ -500,7 +501,7 @@ pub fn parse_file_name(path: &Path) -> Option<(u64, FileKind)> {
 
 /// Smallest encoded entry: length, db, key length, expiry, value tag and
 /// an empty string's length.
-const MIN_ENTRY_BYTES: usize = 4 + 4 + 4 + 8 + 1 + 4;
+pub(crate) const MIN_ENTRY_BYTES: usize = 4 + 4 + 4 + 8 + 1 + 4;
 
 /// Appends one entry to a block body: `entry_len u32 | db u32 | key_len u32
 /// | key | expire_at_ms u64 | value` (value as `codec::encode_value`;
@@ -520,7 +521,7 @@ pub fn encode_entry(db: u32, key: &[u8], entry: &Entry, out: &mut Vec<u8>) {
 /// One decoded entry.
 pub struct DecodedEntry {
     pub db: u32,
-    pub key: Bytes,
+    pub key: Key,
     pub expire_at_ms: u64,
     pub value: Value,
 }
@@ -546,7 +547,7 @@ pub fn decode_entry(body: &[u8], pos: &mut usize) -> Result<DecodedEntry, (usize
     let mut r = Reader::new(&body[start..start + len]);
     let fail = |e: codec::DecodeError| (start + e.offset, e.reason);
     let db = r.u32().map_err(fail)?;
-    let key = r.bytes().map_err(fail)?;
+    let key = Key::new(r.slice().map_err(fail)?);
     let expire_at_ms = r.u64().map_err(fail)?;
     let value = codec::decode_value(&mut r).map_err(fail)?;
     if !r.is_empty() {

@@ -14,7 +14,7 @@ use super::format::{
     FILE_HEADER_BYTES, FOOTER_BYTES, FUNCTIONS_HEADER_BYTES, REPL_HEADER_BYTES,
 };
 use super::CheckpointError;
-use crate::db::Entry;
+use crate::db::{Access, Entry};
 use crate::io::{FileSystem, FsFile};
 use crate::keyspace::Keyspace;
 use parking_lot::Mutex;
@@ -135,11 +135,10 @@ struct Cursor {
     done: bool,
 }
 
-/// One block handed to a worker.
+/// One block handed to a worker (its body is in the worker's buffer).
 struct Job {
     offset: u64,
     header: BlockHeader,
-    body: Vec<u8>,
 }
 
 /// Loads `path` into `ks`, which must be empty and have exactly the file's
@@ -203,7 +202,9 @@ pub fn load_into(
         }
     };
 
-    let next_job = || -> Result<Option<Job>, CheckpointError> {
+    // Each worker reads bodies into a buffer of its own, kept across
+    // blocks: a fresh one per block would be fresh pages to fault in.
+    let next_job = |body: &mut Vec<u8>| -> Result<Option<Job>, CheckpointError> {
         let mut c = cursor.lock();
         if c.done || failed.load(Ordering::SeqCst) {
             return Ok(None);
@@ -265,8 +266,10 @@ pub fn load_into(
         }
         let stored = usize::try_from(header.stored_len)
             .map_err(|_| CheckpointError::corrupt(path, at, "block too large for this machine"))?;
-        let mut body = vec![0u8; stored];
-        file.read_exact_at(&mut body, body_at)
+        if body.len() < stored {
+            body.resize(stored, 0);
+        }
+        file.read_exact_at(&mut body[..stored], body_at)
             .map_err(|e| CheckpointError::io(path, e))?;
         c.offset = body_at + header.stored_len;
         c.blocks += 1;
@@ -287,22 +290,25 @@ pub fn load_into(
                 "more shards than the header declares",
             ));
         }
-        Ok(Some(Job {
-            offset: at,
-            header,
-            body,
-        }))
+        Ok(Some(Job { offset: at, header }))
     };
 
+    let expected = Expected {
+        db_count: h.db_count,
+        keys_per_shard: (summary.footer.key_count / u64::from(h.shard_count.max(1)))
+            .min(len / format::MIN_ENTRY_BYTES as u64),
+    };
     let worker = || {
         let mut scratch: Vec<u8> = Vec::new();
+        let mut body: Vec<u8> = Vec::new();
         loop {
-            let job = match next_job() {
+            let job = match next_job(&mut body) {
                 Ok(Some(j)) => j,
                 Ok(None) => return,
                 Err(e) => return fail(e),
             };
-            match load_block(path, ks, h.db_count, job, &mut scratch) {
+            let stored = job.header.stored_len as usize;
+            match load_block(path, ks, &expected, job, &body[..stored], &mut scratch) {
                 Ok((n, raw)) => {
                     keys.fetch_add(n, Ordering::Relaxed);
                     raw_bytes.fetch_add(raw, Ordering::Relaxed);
@@ -473,17 +479,26 @@ fn load_repl(
     Ok((r, end))
 }
 
+/// What the file's header and footer say to expect of each shard.
+struct Expected {
+    db_count: u32,
+    /// The footer's key count over the shard count (bounded by what the
+    /// file could hold, so a bad count cannot reserve gigabytes).
+    keys_per_shard: u64,
+}
+
 /// Verifies, decompresses and inserts one block. Returns (keys, raw bytes).
 fn load_block(
     path: &Path,
     ks: &Keyspace,
-    db_count: u32,
+    expected: &Expected,
     job: Job,
+    body: &[u8],
     scratch: &mut Vec<u8>,
 ) -> Result<(u64, u64), CheckpointError> {
     let h = &job.header;
     let body_at = job.offset + BLOCK_HEADER_BYTES as u64;
-    if crc32c::crc32c(&job.body) != h.body_crc {
+    if crc32c::crc32c(body) != h.body_crc {
         return Err(CheckpointError::corrupt(
             path,
             body_at,
@@ -497,10 +512,13 @@ fn load_block(
         let raw_len = usize::try_from(h.raw_len).map_err(|_| {
             CheckpointError::corrupt(path, job.offset, "block too large for this machine")
         })?;
-        scratch.clear();
-        scratch.resize(raw_len, 0);
-        match lz4_flex::block::decompress_into(&job.body, scratch) {
-            Ok(n) if n == raw_len => &scratch[..],
+        // Decompression overwrites what it uses, so only a larger block
+        // than any before pays for zeroing.
+        if scratch.len() < raw_len {
+            scratch.resize(raw_len, 0);
+        }
+        match lz4_flex::block::decompress_into(body, &mut scratch[..raw_len]) {
+            Ok(n) if n == raw_len => &scratch[..raw_len],
             Ok(_) => {
                 return Err(CheckpointError::corrupt(
                     path,
@@ -517,7 +535,7 @@ fn load_block(
             }
         }
     } else {
-        &job.body
+        body
     };
     let bad = |pos: usize, reason: &str| {
         CheckpointError::corrupt(
@@ -536,7 +554,7 @@ fn load_block(
     for _ in 0..h.entry_count {
         let entry_at = pos;
         let e = format::decode_entry(raw, &mut pos).map_err(|(at, reason)| bad(at, reason))?;
-        if e.db >= db_count {
+        if e.db >= expected.db_count {
             return Err(bad(
                 entry_at,
                 "entry names a database beyond the header's count",
@@ -551,21 +569,143 @@ fn load_block(
         return Err(bad(pos, "trailing bytes after the last entry"));
     }
     let raw_len = raw.len() as u64;
+    let access = Access::loaded_now();
     let mut shard = ks.shard(h.shard as usize).lock();
+    if h.chunk == 0 && !h.is_last() {
+        // A shard's first block shows how its keys spread over databases;
+        // size each map for its share of the shard's expected keys, so it
+        // does not grow (moving every entry) a dozen times.
+        let mut per_db: Vec<u64> = vec![0; expected.db_count as usize];
+        for (_, e) in &decoded {
+            per_db[e.db as usize] += 1;
+        }
+        let n = decoded.len().max(1) as u64;
+        for (db, &k) in shard.dbs.iter_mut().zip(&per_db) {
+            if k > 0 && db.is_empty() {
+                db.reserve((expected.keys_per_shard * k / n) as usize);
+            }
+        }
+    }
     for (entry_at, e) in decoded {
         let entry = Entry {
             value: e.value,
             expire_at_ms: e.expire_at_ms,
             lsn: 0,
-            access: Default::default(),
+            access,
         };
-        if shard.dbs[e.db as usize]
-            .insert_owned(e.key, entry)
-            .is_some()
-        {
+        if !shard.dbs[e.db as usize].insert_loaded(e.key, entry) {
             return Err(bad(entry_at, "duplicate key"));
         }
     }
     shard.applied_lsn = h.shard_lsn;
     Ok((u64::from(h.entry_count), raw_len))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checkpoint::writer::{Chunk, FileWriter};
+    use crate::io::OsFs;
+    use crate::value::{HashValue, Value};
+    use crate::zset::ZSet;
+    use bytes::Bytes;
+
+    fn entry(value: Value) -> Entry {
+        Entry {
+            value,
+            expire_at_ms: 0,
+            lsn: 0,
+            access: Default::default(),
+        }
+    }
+
+    /// A version 1 file of one shard in two blocks (the first sizes the
+    /// maps), holding `blocks`' keys.
+    fn write_file(path: &Path, blocks: [&[(&str, Value)]; 2]) {
+        let mut w = FileWriter::new(OsFs.create_file(path).unwrap(), path, 0);
+        w.write_header(&FileHeader {
+            version: 1,
+            seq: 1,
+            created_ms: 1,
+            shard_count: 1,
+            db_count: 1,
+            wal_last_lsn: 9,
+        })
+        .unwrap();
+        let mut keys = 0;
+        for (i, entries) in blocks.iter().enumerate() {
+            let mut chunk = Chunk::new(Vec::new());
+            for (k, v) in entries.iter() {
+                format::encode_entry(0, k.as_bytes(), &entry(v.clone()), &mut chunk.buf);
+                chunk.entries += 1;
+                keys += 1;
+            }
+            w.write_block(0, i as u32, i == 1, 9, &mut chunk).unwrap();
+        }
+        let footer_offset = w.offset();
+        w.write_footer(&Footer {
+            replay_lsn: 9,
+            max_shard_lsn: 9,
+            block_count: 2,
+            key_count: keys,
+            seq: 1,
+            footer_offset,
+        })
+        .unwrap();
+    }
+
+    fn record(n: usize) -> Value {
+        let fields: Vec<(String, Vec<u8>)> = (0..n)
+            .map(|i| (format!("field{i}"), vec![b'a' + i as u8; 100]))
+            .collect();
+        let pairs: Vec<(&[u8], &[u8])> =
+            fields.iter().map(|(f, v)| (f.as_bytes(), &v[..])).collect();
+        Value::Hash(HashValue::from_slices(&pairs))
+    }
+
+    fn zset() -> Value {
+        let mut z = ZSet::default();
+        for i in 0..100 {
+            z.insert(format!("user{i}"), f64::from(i % 7));
+        }
+        Value::ZSet(Box::new(z))
+    }
+
+    #[test]
+    fn blocks_load_into_their_shard_and_a_repeated_key_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(format::file_name(1));
+        let s = |v: &str| Value::Str(Bytes::copy_from_slice(v.as_bytes()).into());
+        write_file(
+            &path,
+            [
+                &[("a", record(10)), ("b", s("1")), ("_indices", zset())],
+                &[("c", record(3)), ("d", s("2"))],
+            ],
+        );
+        let ks = Keyspace::new(1, 1);
+        let l = load_into(&OsFs, &path, &ks, 2).unwrap();
+        assert_eq!(l.keys, 5);
+        let mut shard = ks.shard(0).lock();
+        let db = &mut shard.dbs[0];
+        assert_eq!(db.len(), 5);
+        assert_eq!(db.get(b"a", 0).map(|e| e.value.clone()), Some(record(10)));
+        assert_eq!(db.get(b"c", 0).map(|e| e.value.clone()), Some(record(3)));
+        assert_eq!(
+            db.get(b"_indices", 0).map(|e| e.value.clone()),
+            Some(zset())
+        );
+        drop(shard);
+
+        write_file(
+            &path,
+            [
+                &[("a", s("1")), ("b", s("2"))],
+                &[("c", s("3")), ("a", s("4"))],
+            ],
+        );
+        let err = load_into(&OsFs, &path, &Keyspace::new(1, 1), 1).unwrap_err();
+        assert!(err.to_string().contains("duplicate key"), "{err}");
+        assert!(err.is_corruption());
+    }
 }

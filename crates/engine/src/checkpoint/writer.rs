@@ -45,7 +45,7 @@ pub(crate) struct Chunk {
 }
 
 impl Chunk {
-    fn new(mut buf: Vec<u8>) -> Chunk {
+    pub(crate) fn new(mut buf: Vec<u8>) -> Chunk {
         buf.clear();
         buf.resize(BLOCK_HEADER_BYTES, 0);
         Chunk { buf, entries: 0 }
