@@ -12,11 +12,19 @@
 #   rec/s    RECORDS / load_s
 # The runs are repeated ROUNDS times and the median is printed.
 #
+# Between restarts each server is stopped as STOP says:
+#   crash  kill -9 (the default): a restart after a crash, from the saved
+#          snapshot (durakv also scans its log; there is nothing after it)
+#   clean  SIGTERM: durakv takes a shutdown checkpoint first (Redis with
+#          `--save ''` saves nothing), and the next start loads that
+#
 # usage: bench/restart.sh [RECORDS] [ROUNDS]     (defaults 1000000 3)
-# env:   DURAKV=target/release/durakv
+# env:   DURAKV=target/release/durakv  STOP=crash|clean
 set -euo pipefail
 RECORDS=${1:-1000000}
 ROUNDS=${2:-3}
+STOP=${STOP:-crash}
+case "$STOP" in crash | clean) ;; *) echo "STOP must be crash or clean" >&2; exit 2 ;; esac
 cd "$(dirname "$0")/.."
 . bench/peers.sh
 
@@ -44,8 +52,14 @@ wait_ready() {
     done
 }
 
+# stop [clean]: stops the server as STOP says (clean: always SIGTERM).
 stop() {
-    kill "$PID"; wait "$PID" 2>/dev/null || true
+    if [ "${1:-$STOP}" = crash ]; then
+        kill -9 "$PID"
+    else
+        kill "$PID"
+    fi
+    wait "$PID" 2>/dev/null || true
     PID=
 }
 
