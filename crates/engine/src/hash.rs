@@ -185,31 +185,37 @@ fn fingerprint(b: &[u8]) -> (usize, u64, u64) {
     }
 }
 
+/// Bytes one field and value take in a packed buffer.
+fn entry_len(f: &[u8], v: &[u8]) -> usize {
+    varint_len(f.len()) + f.len() + varint_len(v.len()) + v.len()
+}
+
 /// Where to split a packed buffer of `total` bytes whose entries end at
 /// `ends`: in two when that wastes less to the allocator's rounding than
 /// one block would. A YCSB record (ten 100-byte fields, 1,080 bytes) would
 /// take a 1,280-byte block; split 8 + 2 it takes 896 + 224 bytes and a
-/// 32-byte pair of pointers.
-fn split_point(ends: impl Iterator<Item = usize>, total: usize) -> Option<usize> {
+/// 32-byte pair of pointers. Returns (entries before the split, its byte
+/// offset).
+fn split_point(ends: impl Iterator<Item = usize>, total: usize) -> Option<(usize, usize)> {
     const PAIR_BYTES: usize = 2 * std::mem::size_of::<Box<[u8]>>();
     if total <= SPLIT_MIN_BYTES {
         return None;
     }
-    let mut best: Option<(usize, usize)> = None;
-    for at in ends.take_while(|&at| at < total) {
+    let mut best: Option<(usize, usize, usize)> = None;
+    for (n, at) in ends.take_while(|&at| at < total).enumerate() {
         let cost = rounded(at) + rounded(total - at) + PAIR_BYTES;
-        if cost < best.map_or(rounded(total), |b| b.1) {
-            best = Some((at, cost));
+        if cost < best.map_or(rounded(total), |b| b.2) {
+            best = Some((n + 1, at, cost));
         }
     }
-    best.map(|b| b.0)
+    best.map(|(n, at, _)| (n, at))
 }
 
 fn packed_repr(buf: Vec<u8>, len: u32) -> Repr {
     let mut it = packed(&buf);
     let ends = std::iter::from_fn(|| it.next().map(|_| it.pos));
     match split_point(ends, buf.len()) {
-        Some(at) => Repr::Split {
+        Some((_, at)) => Repr::Split {
             parts: Box::new([buf[..at].into(), buf[at..].into()]),
             len,
         },
@@ -224,10 +230,8 @@ fn packed_repr(buf: Vec<u8>, len: u32) -> Repr {
 /// its blocks: a restart builds every small hash this way, so it saves a
 /// copy and an allocation per record.
 fn packed_repr_of(pairs: &[(&[u8], &[u8])], size: usize) -> Repr {
-    let entry_bytes =
-        |(f, v): &(&[u8], &[u8])| varint_len(f.len()) + f.len() + varint_len(v.len()) + v.len();
-    let ends = pairs.iter().scan(0, |end, p| {
-        *end += entry_bytes(p);
+    let ends = pairs.iter().scan(0, |end, (f, v)| {
+        *end += entry_len(f, v);
         Some(*end)
     });
     let fill = |pairs: &[(&[u8], &[u8])], cap: usize| {
@@ -240,18 +244,10 @@ fn packed_repr_of(pairs: &[(&[u8], &[u8])], size: usize) -> Repr {
     };
     let len = pairs.len() as u32;
     match split_point(ends, size) {
-        Some(at) => {
-            let mut n = 0;
-            let mut end = 0;
-            while end < at {
-                end += entry_bytes(&pairs[n]);
-                n += 1;
-            }
-            Repr::Split {
-                parts: Box::new([fill(&pairs[..n], at), fill(&pairs[n..], size - at)]),
-                len,
-            }
-        }
+        Some((n, at)) => Repr::Split {
+            parts: Box::new([fill(&pairs[..n], at), fill(&pairs[n..], size - at)]),
+            len,
+        },
         None => Repr::Packed {
             buf: fill(pairs, size),
             len,
@@ -318,10 +314,7 @@ impl HashValue {
             && pairs
                 .iter()
                 .all(|(f, v)| f.len() <= PACKED_MAX_ITEM_BYTES && v.len() <= PACKED_MAX_ITEM_BYTES);
-        let size: usize = pairs
-            .iter()
-            .map(|(f, v)| varint_len(f.len()) + f.len() + varint_len(v.len()) + v.len())
-            .sum();
+        let size: usize = pairs.iter().map(|(f, v)| entry_len(f, v)).sum();
         // Fields compared pairwise, by a cheap fingerprint first (length
         // and edge bytes): most fields of a record share a length, and a
         // restart checks every record.
@@ -554,7 +547,7 @@ fn packed_with(buf: &[u8], len: usize, pairs: &[(Bytes, Bytes)]) -> Option<(Vec<
         if !last_for(i) {
             continue;
         }
-        let entry = varint_len(f.len()) + f.len() + varint_len(v.len()) + v.len();
+        let entry = entry_len(f, v);
         match packed_span(buf, f) {
             Some((start, end)) => size = size + entry - (end - start),
             None => {
