@@ -1,15 +1,15 @@
 //! One logical database within one shard: a map from key to [`Entry`], with
 //! lazy expiry and the bookkeeping that lets replies wait for durability.
 //!
-//! The map is an `IndexMap` so that random sampling (RANDOMKEY, active
-//! expiry) is O(1) and SCAN can walk it by position with a stable guarantee
-//! (see [`Db::scan`]).
+//! The map keeps entries by position (see `crate::keymap`) so that random
+//! sampling (RANDOMKEY, active expiry) is O(1) and SCAN can walk it by
+//! position with a stable guarantee (see [`Db::scan`]).
 
 use crate::key::Key;
+use crate::keymap::KeyMap;
 use crate::snapshot::Cursor;
-use crate::value::{HashBuilder, Value};
+use crate::value::Value;
 use bytes::Bytes;
-use indexmap::{IndexMap, IndexSet};
 
 /// A key's value, its absolute expiry time and the LSN of the last logged
 /// write that produced it (0 when the write was never logged).
@@ -63,13 +63,13 @@ fn wall_secs() -> u32 {
         .unwrap_or(0)
 }
 
-/// What a key costs: its map bucket (the cached hash, the key and the
-/// entry), a slot of the map's index, the key's block when it is too long
-/// to be inline, and the value's heap (for `MEMORY USAGE` and INFO).
+/// What a key costs: its slot in the map (the key and the entry), a slot
+/// of the map's index, the key's block when it is too long to be inline,
+/// and the value's heap (for `MEMORY USAGE` and INFO).
 pub fn key_memory_bytes(key: &[u8], value: &Value) -> usize {
-    const BUCKET: usize = 8 + std::mem::size_of::<Key>() + std::mem::size_of::<Entry>();
-    // A slot and its control byte, at the index's typical load.
-    const INDEX_SLOT: usize = 12;
+    const BUCKET: usize = std::mem::size_of::<Key>() + std::mem::size_of::<Entry>();
+    // A 4-byte position and its control byte, at the index's typical load.
+    const INDEX_SLOT: usize = 7;
     let key_heap = if key.len() > crate::key::INLINE_MAX {
         key.len()
     } else {
@@ -103,9 +103,9 @@ fn own(key: &[u8]) -> Key {
 
 #[derive(Clone, Debug, Default)]
 pub struct Db {
-    map: IndexMap<Key, Entry, HashBuilder>,
+    map: KeyMap<Entry>,
     /// Keys that carry a TTL, sampled by active expiry.
-    volatile: IndexSet<Key, HashBuilder>,
+    volatile: KeyMap<()>,
     /// LSN of the latest logged write that removed keys from this database
     /// (DEL, expiry of a logged key, FLUSHDB): a reply that reports a key as
     /// missing depends on it.
@@ -359,14 +359,13 @@ impl Db {
     /// way, so it hashes and probes once where `insert` looks first.
     pub fn insert_loaded(&mut self, key: Key, entry: Entry) -> bool {
         let volatile = entry.expire_at_ms != 0;
-        match self.map.entry(key) {
-            indexmap::map::Entry::Occupied(_) => false,
-            indexmap::map::Entry::Vacant(v) => {
-                let i = v.index();
+        match self.map.find(key.as_slice()) {
+            Ok(_) => false,
+            Err(slot) => {
                 if volatile {
-                    self.volatile.insert(v.key().clone());
+                    self.volatile.insert(key.clone());
                 }
-                v.insert(entry);
+                let i = self.map.insert_new(slot, key, entry);
                 self.arrived(i);
                 true
             }
@@ -375,15 +374,15 @@ impl Db {
 
     fn insert_with(&mut self, key: &[u8], mut entry: Entry) -> Option<Entry> {
         let volatile = entry.expire_at_ms != 0;
-        let (i, old) = match self.map.get_index_of(key) {
-            Some(i) => {
+        let (i, old) = match self.map.find(key) {
+            Ok(i) => {
                 self.before_change(i);
                 entry.access = self.fresh_access(Some(&self.map[i]));
                 (i, Some(std::mem::replace(&mut self.map[i], entry)))
             }
-            None => {
+            Err(slot) => {
                 entry.access = self.fresh_access(None);
-                let i = self.map.insert_full(own(key), entry).0;
+                let i = self.map.insert_new(slot, own(key), entry);
                 self.arrived(i);
                 (i, None)
             }
@@ -549,7 +548,7 @@ impl Db {
     /// Visits live entries from position `cursor - 1` downwards, at most `count`
     /// of them, and returns the next cursor (0 when done).
     ///
-    /// Walking downwards is what makes SCAN's guarantee hold on an IndexMap:
+    /// Walking downwards is what makes SCAN's guarantee hold on this map:
     /// removal moves the last element into the hole, and the last element has
     /// already been visited, so no element present for the whole scan is
     /// missed (some may be returned twice, which SCAN allows).
@@ -589,7 +588,7 @@ impl Db {
                 break;
             }
             let i = rng.gen_range(0..self.volatile.len());
-            let Some(key) = self.volatile.get_index(i).cloned() else {
+            let Some(key) = self.volatile.get_index(i).map(|(k, _)| k.clone()) else {
                 break;
             };
             if self.expire_if_due(&key, now_ms) {
@@ -622,7 +621,7 @@ impl Db {
             let found = if volatile_only {
                 self.volatile
                     .get_index(i)
-                    .and_then(|k| self.map.get_key_value(&k[..]))
+                    .and_then(|(k, _)| self.map.get_key_value(k.as_slice()))
             } else {
                 self.map.get_index(i)
             };
@@ -661,12 +660,15 @@ mod tests {
         db.insert(Bytes::from_static(key.as_bytes()), e);
     }
 
-    /// Every key pays for these in its map bucket (with the hash and its
-    /// 24-byte key): keep them from growing unnoticed.
+    /// Every key pays for these in its map slot (with its 24-byte key):
+    /// keep them from growing unnoticed.
     #[test]
-    fn an_entry_is_56_bytes() {
-        assert_eq!(std::mem::size_of::<Value>(), 32);
-        assert_eq!(std::mem::size_of::<Entry>(), 56);
+    fn an_entry_is_48_bytes() {
+        // A string's first byte has unused values that tag the others,
+        // which fit beside it: a hash is 16 bytes, the rest a pointer.
+        assert_eq!(std::mem::size_of::<crate::hash::HashValue>(), 16);
+        assert_eq!(std::mem::size_of::<Value>(), 24);
+        assert_eq!(std::mem::size_of::<Entry>(), 48);
     }
 
     #[test]

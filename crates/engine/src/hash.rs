@@ -32,30 +32,31 @@ pub struct HashValue {
     repr: Repr,
 }
 
+/// 16 bytes, so that a value of any type fits in 24 (see
+/// `crate::value::Value`): the entry count of a packed hash is not kept
+/// but counted (a packed hash has at most `PACKED_MAX_ENTRIES`), and the
+/// rarer shapes share one pointer.
 #[derive(Clone, Debug)]
 enum Repr {
     /// Entries in insertion order, each `varint(len) field varint(len)
-    /// value`; `len` is the number of entries.
-    Packed {
-        buf: Box<[u8]>,
-        len: u32,
-    },
+    /// value`.
+    Packed(Box<[u8]>),
+    Other(Box<Other>),
+}
+
+#[derive(Clone, Debug)]
+enum Other {
     /// A packed buffer split in two at an entry boundary (see
-    /// [`packed_repr`]): the same entries in the same order.
-    Split {
-        parts: Box<[Box<[u8]>; 2]>,
-        len: u32,
-    },
+    /// [`packed_repr`]): the same entries in the same order. 32 bytes, as
+    /// large as the pair of pointers it is.
+    Split([Box<[u8]>; 2]),
     Table(Box<Table>),
 }
 
 impl Default for HashValue {
     fn default() -> Self {
         HashValue {
-            repr: Repr::Packed {
-                buf: Box::default(),
-                len: 0,
-            },
+            repr: Repr::Packed(Box::default()),
         }
     }
 }
@@ -211,18 +212,12 @@ fn split_point(ends: impl Iterator<Item = usize>, total: usize) -> Option<(usize
     best.map(|(n, at, _)| (n, at))
 }
 
-fn packed_repr(buf: Vec<u8>, len: u32) -> Repr {
+fn packed_repr(buf: Vec<u8>) -> Repr {
     let mut it = packed(&buf);
     let ends = std::iter::from_fn(|| it.next().map(|_| it.pos));
     match split_point(ends, buf.len()) {
-        Some((_, at)) => Repr::Split {
-            parts: Box::new([buf[..at].into(), buf[at..].into()]),
-            len,
-        },
-        None => Repr::Packed {
-            buf: buf.into_boxed_slice(),
-            len,
-        },
+        Some((_, at)) => Repr::Other(Box::new(Other::Split([buf[..at].into(), buf[at..].into()]))),
+        None => Repr::Packed(buf.into_boxed_slice()),
     }
 }
 
@@ -242,16 +237,12 @@ fn packed_repr_of(pairs: &[(&[u8], &[u8])], size: usize) -> Repr {
         debug_assert_eq!(b.len(), cap);
         b.into_boxed_slice()
     };
-    let len = pairs.len() as u32;
     match split_point(ends, size) {
-        Some((n, at)) => Repr::Split {
-            parts: Box::new([fill(&pairs[..n], at), fill(&pairs[n..], size - at)]),
-            len,
-        },
-        None => Repr::Packed {
-            buf: fill(pairs, size),
-            len,
-        },
+        Some((n, at)) => Repr::Other(Box::new(Other::Split([
+            fill(&pairs[..n], at),
+            fill(&pairs[n..], size - at),
+        ]))),
+        None => Repr::Packed(fill(pairs, size)),
     }
 }
 
@@ -301,7 +292,7 @@ impl HashValue {
         if n > PACKED_MAX_ENTRIES || bytes > PACKED_MAX_BYTES {
             let t = Table::with_capacity_and_hasher(n, Default::default());
             return HashValue {
-                repr: Repr::Table(Box::new(t)),
+                repr: Repr::Other(Box::new(Other::Table(Box::new(t)))),
             };
         }
         HashValue::default()
@@ -346,9 +337,29 @@ impl HashValue {
     }
 
     pub fn len(&self) -> usize {
+        match (self.table(), self.parts()) {
+            (Some(t), _) => t.len(),
+            (None, parts) => parts_iter(parts.unwrap_or(&[])).count(),
+        }
+    }
+
+    fn table(&self) -> Option<&Table> {
         match &self.repr {
-            Repr::Packed { len, .. } | Repr::Split { len, .. } => *len as usize,
-            Repr::Table(t) => t.len(),
+            Repr::Other(o) => match &**o {
+                Other::Table(t) => Some(t),
+                Other::Split(_) => None,
+            },
+            Repr::Packed(_) => None,
+        }
+    }
+
+    fn table_mut(&mut self) -> Option<&mut Table> {
+        match &mut self.repr {
+            Repr::Other(o) => match &mut **o {
+                Other::Table(t) => Some(t),
+                Other::Split(_) => None,
+            },
+            Repr::Packed(_) => None,
         }
     }
 
@@ -358,24 +369,25 @@ impl HashValue {
 
     /// Whether it is kept as one buffer (for tests and memory reports).
     pub fn is_packed(&self) -> bool {
-        !matches!(self.repr, Repr::Table(_))
+        self.table().is_none()
     }
 
     /// The parts of a packed hash; None for a table.
     fn parts(&self) -> Option<&[Box<[u8]>]> {
         match &self.repr {
-            Repr::Packed { buf, .. } => Some(std::slice::from_ref(buf)),
-            Repr::Split { parts, .. } => Some(&parts[..]),
-            Repr::Table(_) => None,
+            Repr::Packed(buf) => Some(std::slice::from_ref(buf)),
+            Repr::Other(o) => match &**o {
+                Other::Split(parts) => Some(&parts[..]),
+                Other::Table(_) => None,
+            },
         }
     }
 
     /// A packed hash's buffer in one piece (a copy when it is split).
     fn flat(&self) -> Option<Cow<'_, [u8]>> {
-        match &self.repr {
-            Repr::Packed { buf, .. } => Some(Cow::Borrowed(buf)),
-            Repr::Split { parts, .. } => Some(Cow::Owned(parts.concat())),
-            Repr::Table(_) => None,
+        match self.parts()? {
+            [buf] => Some(Cow::Borrowed(buf)),
+            parts => Some(Cow::Owned(parts.concat())),
         }
     }
 
@@ -384,16 +396,16 @@ impl HashValue {
     }
 
     pub fn get_slice(&self, field: &[u8]) -> Option<&[u8]> {
-        match &self.repr {
-            Repr::Table(t) => t.get(field).map(|v| &v[..]),
-            _ => self.packed_entries()?.find(|e| e.0 == field).map(|e| e.1),
+        match self.table() {
+            Some(t) => t.get(field).map(|v| &v[..]),
+            None => self.packed_entries()?.find(|e| e.0 == field).map(|e| e.1),
         }
     }
 
     pub fn get(&self, field: &[u8]) -> Option<Bytes> {
-        match &self.repr {
-            Repr::Table(t) => t.get(field).cloned(),
-            _ => self.get_slice(field).map(Bytes::copy_from_slice),
+        match self.table() {
+            Some(t) => t.get(field).cloned(),
+            None => self.get_slice(field).map(Bytes::copy_from_slice),
         }
     }
 
@@ -404,9 +416,9 @@ impl HashValue {
     /// The `i`th entry in iteration order (linear in a packed hash, which
     /// is small).
     pub fn get_index(&self, i: usize) -> Option<(Bytes, Bytes)> {
-        match &self.repr {
-            Repr::Table(t) => t.get_index(i).map(|(f, v)| (f.clone(), v.clone())),
-            _ => self
+        match self.table() {
+            Some(t) => t.get_index(i).map(|(f, v)| (f.clone(), v.clone())),
+            None => self
                 .packed_entries()?
                 .nth(i)
                 .map(|(f, v)| (Bytes::copy_from_slice(f), Bytes::copy_from_slice(v))),
@@ -426,9 +438,9 @@ impl HashValue {
     }
 
     fn iter_inner(&self) -> IterInner<'_> {
-        match (&self.repr, self.parts()) {
-            (Repr::Table(t), _) => IterInner::Table(t.iter()),
-            (_, parts) => IterInner::Packed(parts_iter(parts.unwrap_or(&[]))),
+        match (self.table(), self.parts()) {
+            (Some(t), _) => IterInner::Table(t.iter()),
+            (None, parts) => IterInner::Packed(parts_iter(parts.unwrap_or(&[]))),
         }
     }
 
@@ -451,12 +463,12 @@ impl HashValue {
         if let Some(buf) = self.flat() {
             let len = self.len();
             if let Some((new_buf, new_len)) = packed_with(&buf, len, pairs) {
-                self.repr = packed_repr(new_buf, new_len as u32);
+                self.repr = packed_repr(new_buf);
                 return new_len - len;
             }
             self.make_table(pairs.len());
         }
-        let Repr::Table(t) = &mut self.repr else {
+        let Some(t) = self.table_mut() else {
             return 0;
         };
         let mut added = 0;
@@ -471,7 +483,7 @@ impl HashValue {
     /// Removes `field`; true if it was there. A packed hash keeps the order
     /// of the rest; a table moves its last entry into the gap.
     pub fn swap_remove(&mut self, field: &[u8]) -> bool {
-        if let Repr::Table(t) = &mut self.repr {
+        if let Some(t) = self.table_mut() {
             return t.swap_remove(field).is_some();
         }
         let Some(buf) = self.flat() else {
@@ -483,24 +495,24 @@ impl HashValue {
         let mut v = Vec::with_capacity(buf.len() - (end - start));
         v.extend_from_slice(&buf[..start]);
         v.extend_from_slice(&buf[end..]);
-        let len = self.len() as u32 - 1;
-        self.repr = packed_repr(v, len);
+        self.repr = packed_repr(v);
         true
     }
 
     /// Heap bytes held, approximately (for `used_memory` and MEMORY USAGE).
     pub fn heap_bytes(&self) -> usize {
-        match &self.repr {
-            Repr::Packed { buf, .. } => buf.len(),
-            Repr::Split { parts, .. } => {
-                parts.iter().map(|p| p.len()).sum::<usize>() + std::mem::size_of_val(&**parts)
-            }
+        match (&self.repr, self.table()) {
+            (Repr::Packed(buf), _) => buf.len(),
             // A bucket (hash and two handles), an index slot, and the two
             // blocks behind the handles.
-            Repr::Table(t) => t
+            (_, Some(t)) => t
                 .iter()
                 .map(|(f, v)| f.len() + v.len() + 8 + 64 + 8 + 32)
                 .sum(),
+            (Repr::Other(_), None) => {
+                let parts = self.parts().unwrap_or(&[]);
+                parts.iter().map(|p| p.len()).sum::<usize>() + std::mem::size_of::<Other>()
+            }
         }
     }
 
@@ -509,7 +521,7 @@ impl HashValue {
         for (f, v) in self.iter() {
             t.insert(f, v);
         }
-        self.repr = Repr::Table(Box::new(t));
+        self.repr = Repr::Other(Box::new(Other::Table(Box::new(t))));
     }
 }
 
@@ -650,7 +662,7 @@ mod tests {
         let mut h = HashValue::default();
         let pairs: Vec<_> = (0..10).map(|i| (field(i), value(i))).collect();
         assert_eq!(h.extend_counting(&pairs), 10);
-        assert!(matches!(h.repr, Repr::Split { .. }));
+        assert!(matches!(h.parts(), Some([_, _])));
         assert!(h.is_packed());
         assert!(h.heap_bytes() < 1280);
         let order: Vec<_> = h.keys().collect();

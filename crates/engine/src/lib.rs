@@ -35,6 +35,7 @@ pub mod functions;
 pub mod hash;
 pub mod io;
 pub mod key;
+pub mod keymap;
 pub mod keyspace;
 pub mod lfu;
 pub mod lock;

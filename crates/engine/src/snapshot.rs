@@ -9,7 +9,7 @@
 //! yet first saves the key's value as it was at the point (copy before
 //! write), so writers pay for the keys they change, not for the keyspace.
 //!
-//! The cursor relies on how the database's `IndexMap` moves entries: new
+//! The cursor relies on how the database's map (`crate::keymap`) moves entries: new
 //! keys are appended, and a removal moves the last entry into the hole. The
 //! copy walks positions downwards from the length at the point, so every
 //! position below the cursor is either a key of the point not yet taken, or

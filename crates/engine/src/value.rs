@@ -70,7 +70,8 @@ pub enum Value {
     Str(Str),
     Hash(HashValue),
     // Boxed: every key's entry is as large as the largest variant, and most
-    // keys are strings or small hashes.
+    // keys are strings or small hashes. A value is 24 bytes: the other
+    // variants' tags are spare values of a string's first byte.
     List(Box<ListValue>),
     Set(Box<SetValue>),
     ZSet(Box<ZSet>),
