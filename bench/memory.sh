@@ -9,6 +9,10 @@
 #            100-byte fields (one HSET plus `ZADD _indices` per record)
 #   memtier  `durakv bench memtier`: RECORDS SETs of 128-byte values on keys
 #            memtier-0 .. memtier-(RECORDS-1)
+#   set      `redis-benchmark -t sadd`: one set, members element:N for
+#            random N below RECORDS (5 x RECORDS adds, so nearly all of them)
+#   zset     `redis-benchmark -t zadd`: one sorted set, members as above
+# The growth is divided by the records (keys, or members of the one set).
 # MEMORY USAGE of one sample key of each load is printed beside it.
 #
 # usage: bench/memory.sh [RECORDS]          (default 200000)
@@ -48,23 +52,38 @@ load() {
     if [ "$loader" = ycsb ]; then
         "$DURAKV" bench ycsb load redis -threads 8 -p recordcount="$RECORDS" \
             -p redis.port="$port" >/dev/null
-    else
+    elif [ "$loader" = memtier ]; then
         "$DURAKV" bench memtier -p "$port" -t 1 -c 8 --ratio 1:0 -d 128 --key-pattern P:P \
             --key-minimum 0 --key-maximum $((RECORDS - 1)) -n allkeys --hide-histogram >/dev/null 2>&1
+    else
+        local cmd=sadd
+        [ "$loader" = zset ] && cmd=zadd
+        redis-benchmark -p "$port" -t "$cmd" -c 20 -P 16 -n $((5 * RECORDS)) \
+            -r "$RECORDS" -q >/dev/null 2>&1
     fi
+}
+
+# Records loaded: keys, or the members of the one (sorted) set.
+records() {
+    case "$1" in
+    set) redis-cli -p "$2" scard myset ;;
+    zset) redis-cli -p "$2" zcard myzset ;;
+    *) redis-cli -p "$2" dbsize ;;
+    esac
 }
 
 sample_key() {
-    if [ "$1" = ycsb ]; then
-        # Only the first line is wanted: the scan's SIGPIPE is no failure.
-        { redis-cli -p "$2" --scan --pattern 'user*' || true; } | head -1
-    else
-        echo memtier-1
-    fi
+    case "$1" in
+    # Only the first line is wanted: the scan's SIGPIPE is no failure.
+    ycsb) { redis-cli -p "$2" --scan --pattern 'user*' || true; } | head -1 ;;
+    memtier) echo memtier-1 ;;
+    set) echo myset ;;
+    zset) echo myzset ;;
+    esac
 }
 
 printf '%-8s %-7s %10s %12s %14s %s\n' loader server records "rss_growth" "bytes/record" "MEMORY USAGE (sample key)"
-for loader in ycsb memtier; do
+for loader in ycsb memtier set zset; do
     for kind in durakv redis; do
         port=$(free_port)
         start "$kind" "$port"
@@ -73,12 +92,12 @@ for loader in ycsb memtier; do
         load "$loader" "$port"
         sleep 1
         after=$(rss_kib "$PID")
-        n=$(redis-cli -p "$port" dbsize)
+        n=$(records "$loader" "$port")
         key=$(sample_key "$loader" "$port")
         usage=$(redis-cli -p "$port" memory usage "$key")
         growth=$(( (after - before) * 1024 ))
         printf '%-8s %-7s %10s %12s %14s %s\n' "$loader" "$kind" "$n" "$growth" \
-            "$((growth / RECORDS))" "$usage ($key)"
+            "$((growth / n))" "$usage ($key)"
         stop
     done
 done

@@ -692,7 +692,7 @@ pub fn decode_value(r: &mut Reader<'_>) -> Result<Value, DecodeError> {
         }
         tag::V_SET => {
             let n = r.count(4)?;
-            let mut s = crate::value::SetValue::with_capacity_and_hasher(n, Default::default());
+            let mut s = crate::value::SetValue::with_capacity(n);
             for _ in 0..n {
                 s.insert(r.bytes()?);
             }

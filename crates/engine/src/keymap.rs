@@ -58,13 +58,25 @@ impl<V> KeyMap<V> {
         self.entries.is_empty()
     }
 
-    fn hash(&self, key: &[u8]) -> u64 {
+    /// An empty map with room for `n` keys.
+    pub fn with_capacity(n: usize) -> Self {
+        let mut m = KeyMap::default();
+        m.reserve(n);
+        m
+    }
+
+    /// The hash this map files `key` under (for [`KeyMap::find_hashed`]).
+    pub fn hash(&self, key: &[u8]) -> u64 {
         self.hasher.hash_one(key)
     }
 
     /// The position of `key`, or where it would be inserted.
     pub fn find(&self, key: &[u8]) -> Result<usize, Vacant> {
-        let hash = self.hash(key);
+        self.find_hashed(self.hash(key), key)
+    }
+
+    /// [`KeyMap::find`] with the hash already computed ([`KeyMap::hash`]).
+    pub fn find_hashed(&self, hash: u64, key: &[u8]) -> Result<usize, Vacant> {
         let entries = &self.entries;
         match self
             .index
@@ -158,6 +170,24 @@ impl<V> KeyMap<V> {
     pub fn clear(&mut self) {
         self.entries.clear();
         self.index.clear();
+    }
+
+    /// Keeps the entries `keep` accepts, in their order (positions close
+    /// up, so the index is rebuilt).
+    pub fn retain(&mut self, mut keep: impl FnMut(&Key) -> bool) {
+        let before = self.entries.len();
+        self.entries.retain(|(k, _)| keep(k));
+        if self.entries.len() == before {
+            return;
+        }
+        self.index.clear();
+        let (entries, hasher) = (&self.entries, &self.hasher);
+        for (i, (k, _)) in entries.iter().enumerate() {
+            self.index
+                .insert_unique(hasher.hash_one(k.as_slice()), i as u32, |&j| {
+                    hasher.hash_one(entries[j as usize].0.as_slice())
+                });
+        }
     }
 
     /// Entries in position order.

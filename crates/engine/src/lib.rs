@@ -41,6 +41,7 @@ pub mod lfu;
 pub mod lock;
 pub mod mutation;
 pub mod replication;
+pub mod set;
 pub mod shard;
 pub mod snapshot;
 pub mod store;

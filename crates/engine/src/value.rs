@@ -2,14 +2,13 @@
 
 pub use crate::hash::HashValue;
 pub use crate::key::Str;
+pub use crate::set::SetValue;
 use crate::stream::Stream;
 use crate::zset::ZSet;
 use bytes::Bytes;
-use indexmap::IndexSet;
 use std::collections::VecDeque;
 
 pub type HashBuilder = ahash::RandomState;
-pub type SetValue = IndexSet<Bytes, HashBuilder>;
 pub type ListValue = VecDeque<Bytes>;
 
 /// Strings up to this long are `embstr` in Redis.
@@ -191,14 +190,16 @@ impl Value {
 
     /// Approximate heap footprint, for INFO memory and `maxmemory` accounting.
     pub fn approx_size_bytes(&self) -> usize {
-        const PER_ELEMENT_OVERHEAD: usize = 48;
         match self {
             Value::Str(s) => s.heap_bytes(),
             Value::Hash(h) => h.heap_bytes(),
             Value::List(l) => l.iter().map(|v| v.len() + 24).sum(),
-            Value::Set(s) => s.iter().map(|v| v.len() + PER_ELEMENT_OVERHEAD).sum(),
-            // A bucket and an index slot of the member map, and a B-tree
-            // element at typical fill; a long member's two copies.
+            // A member's slot in the map and in its index, and its block
+            // when it is too long to be inline.
+            Value::Set(s) => s.iter().map(|m| 24 + 7 + m.heap_bytes()).sum(),
+            // A slot of the member map (key and score) and of its index,
+            // and a B-tree element at typical fill; a long member's two
+            // copies.
             Value::ZSet(z) => z
                 .iter()
                 .map(|(m, _)| {
@@ -207,7 +208,7 @@ impl Value {
                     } else {
                         0
                     };
-                    40 + 12 + 48 + heap
+                    32 + 7 + 48 + heap
                 })
                 .sum(),
             Value::Stream(s) => s.approx_size_bytes(),

@@ -2,13 +2,14 @@
 //!
 //! A hash map answers `ZSCORE` in O(1); an ordered tree of (score, member)
 //! serves ranges. Rank lookups walk the tree (O(rank)); Redis's skiplist is
-//! O(log n) there, which matters only for very large sets. The map is an
-//! `IndexMap` so members can be reached by position: ZSCAN walks positions
-//! (with the same guarantee as `Db::scan`) and ZRANDMEMBER samples them.
+//! O(log n) there, which matters only for very large sets. The map keeps
+//! members by position (`crate::keymap`, as the keyspace does) so ZSCAN
+//! walks positions (with the same guarantee as `Db::scan`) and ZRANDMEMBER
+//! samples them.
 
 use crate::key::Key;
+use crate::keymap::KeyMap;
 use bytes::Bytes;
-use indexmap::IndexMap;
 use std::cmp::Ordering;
 use std::collections::BTreeSet;
 use std::ops::Bound;
@@ -31,12 +32,20 @@ impl Ord for Score {
     }
 }
 
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default)]
 pub struct ZSet {
     // Members are compact keys, each stored twice: short ones (most
     // members) are inline, so a member costs no heap block of its own.
-    scores: IndexMap<Key, f64, ahash::RandomState>,
+    scores: KeyMap<f64>,
     order: BTreeSet<(Score, Key)>,
+}
+
+/// Equal members with equal scores, wherever they sit in the map: the
+/// tree holds every (score, member) pair.
+impl PartialEq for ZSet {
+    fn eq(&self, other: &ZSet) -> bool {
+        self.order == other.order
+    }
 }
 
 impl ZSet {
@@ -86,7 +95,7 @@ impl ZSet {
         debug_assert!(!score.is_nan());
         // -0.0 and 0.0 compare differently under total_cmp; Redis treats them alike.
         let score = if score == 0.0 { 0.0 } else { score };
-        match self.scores.insert(member.clone(), score) {
+        match self.scores.insert_full(member.clone(), score).1 {
             Some(old) => {
                 if old.total_cmp(&score) != Ordering::Equal {
                     self.order.remove(&(Score(old), member.clone()));
@@ -102,8 +111,8 @@ impl ZSet {
     }
 
     pub fn remove(&mut self, member: &[u8]) -> bool {
-        match self.scores.swap_remove_entry(member) {
-            Some((m, s)) => {
+        match self.scores.swap_remove_full(member) {
+            Some((_, m, s)) => {
                 self.order.remove(&(Score(s), m));
                 true
             }
@@ -113,7 +122,7 @@ impl ZSet {
 
     /// The member at position `i` of the hash index (not rank order), for
     /// cursor walks and random sampling. Removal moves the last position
-    /// into the hole, as `IndexMap::swap_remove` does.
+    /// into the hole (`KeyMap::swap_remove_full`).
     pub fn get_index(&self, i: usize) -> Option<(&Key, f64)> {
         self.scores.get_index(i).map(|(m, s)| (m, *s))
     }
@@ -296,34 +305,22 @@ fn prefetch(b: &[u8]) {
 const SLOT_ORDER_MIN: usize = 1 << 16;
 
 /// The score map of `pairs`, or None if a member repeats.
-fn unique_members(
-    pairs: &[(f64, &[u8])],
-    score_of: impl Fn(f64) -> f64,
-) -> Option<IndexMap<Key, f64, ahash::RandomState>> {
-    let mut scores: IndexMap<Key, f64, ahash::RandomState> =
-        IndexMap::with_capacity_and_hasher(pairs.len(), Default::default());
+fn unique_members(pairs: &[(f64, &[u8])], score_of: impl Fn(f64) -> f64) -> Option<KeyMap<f64>> {
+    let mut scores: KeyMap<f64> = KeyMap::with_capacity(pairs.len());
     if pairs.len() < SLOT_ORDER_MIN {
         for &(s, m) in pairs {
-            match scores.entry(Key::new(m)) {
-                indexmap::map::Entry::Vacant(e) => {
-                    e.insert(score_of(s));
-                }
-                indexmap::map::Entry::Occupied(_) => return None,
-            }
+            let slot = scores.find(m).err()?;
+            scores.insert_new(slot, Key::new(m), score_of(s));
         }
         return Some(scores);
     }
-    use indexmap::map::raw_entry_v1::{RawEntryApiV1, RawEntryMut};
     // The table's slot for a hash is its low bits, masked by the bucket
     // count, a power of two past the capacity by hashbrown's 8/7 load
     // factor. Were this guess off, the order would still be correct, only
     // slower.
     let mask = (pairs.len() * 8 / 7).next_power_of_two() as u64 - 1;
-    let hasher = scores.hasher().clone();
-    let mut by_slot: Vec<(u64, f64, &[u8])> = pairs
-        .iter()
-        .map(|&(s, m)| (hasher.hash_one(m), s, m))
-        .collect();
+    let mut by_slot: Vec<(u64, f64, &[u8])> =
+        pairs.iter().map(|&(s, m)| (scores.hash(m), s, m)).collect();
     by_slot.sort_unstable_by_key(|&(h, _, _)| h & mask);
     // The members' bytes are now read out of order; ask for each a few
     // steps ahead.
@@ -332,15 +329,8 @@ fn unique_members(
         if let Some(&(_, _, next)) = by_slot.get(j + AHEAD) {
             prefetch(next);
         }
-        match scores
-            .raw_entry_mut_v1()
-            .from_hash(h, |k| k.as_slice() == m)
-        {
-            RawEntryMut::Vacant(e) => {
-                e.insert_hashed_nocheck(h, Key::new(m), score_of(s));
-            }
-            RawEntryMut::Occupied(_) => return None,
-        }
+        let slot = scores.find_hashed(h, m).err()?;
+        scores.insert_new(slot, Key::new(m), score_of(s));
     }
     Some(scores)
 }

@@ -8,6 +8,7 @@ use crate::command::{
     flags::*, spec, CommandSpec, Ctx, Handler, Keys, Reply, ALL_ARGS_KEYS, FIRST_KEY, TWO_KEYS,
 };
 use bytes::Bytes;
+use durakv_engine::key::Key;
 use durakv_engine::mutation::{KeyOp, Mutation};
 use durakv_engine::txn::Txn;
 use durakv_engine::value::{parse_i64, EncodingLimits, SetValue, Value};
@@ -44,11 +45,11 @@ fn read_set<'t>(
     super::read_as(txn, db, key, Value::as_set)
 }
 
-fn members_frame<'a>(members: impl IntoIterator<Item = &'a Bytes>) -> Frame {
+fn members_frame<'a, M: AsRef<[u8]> + 'a>(members: impl IntoIterator<Item = &'a M>) -> Frame {
     Frame::Set(
         members
             .into_iter()
-            .map(|m| Frame::Bulk(m.clone()))
+            .map(|m| Frame::Bulk(Bytes::copy_from_slice(m.as_ref())))
             .collect(),
     )
 }
@@ -89,9 +90,9 @@ fn srem(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
 
 /// Members in the order Redis lists them: ascending for a set it would
 /// hold as an intset (small, all integers), insertion order otherwise.
-fn listing_order<'s>(s: &'s SetValue, limits: &EncodingLimits) -> Vec<&'s Bytes> {
+fn listing_order<'s>(s: &'s SetValue, limits: &EncodingLimits) -> Vec<&'s Key> {
     if s.len() <= limits.set_intset_entries {
-        let ints: Option<Vec<(i64, &Bytes)>> =
+        let ints: Option<Vec<(i64, &Key)>> =
             s.iter().map(|m| parse_i64(m).map(|n| (n, m))).collect();
         if let Some(mut ints) = ints {
             ints.sort_unstable_by_key(|(n, _)| *n);
@@ -141,7 +142,7 @@ fn spop(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
         let s = read_set(txn, db, key)?;
         let Some(m) = s
             .and_then(|s| random_position(s.len()).and_then(|i| s.get_index(i)))
-            .cloned()
+            .map(Key::to_bytes)
         else {
             return Ok(Frame::Null);
         };
@@ -155,7 +156,7 @@ fn spop(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let count = i64::try_from(count).unwrap_or(i64::MAX);
     let popped: Vec<Bytes> = random_positions(s.len(), count)?
         .into_iter()
-        .filter_map(|i| s.get_index(i).cloned())
+        .filter_map(|i| s.get_index(i).map(Key::to_bytes))
         .collect();
     let reply = members_frame(&popped);
     if !popped.is_empty() {
@@ -172,7 +173,7 @@ fn srandmember(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     if args.len() == 2 {
         let s = read_set(txn, db, &args[1])?;
         let m = s.and_then(|s| random_position(s.len()).and_then(|i| s.get_index(i)));
-        return Ok(m.map_or(Frame::Null, |m| Frame::Bulk(m.clone())));
+        return Ok(m.map_or(Frame::Null, |m| Frame::Bulk(m.to_bytes())));
     }
     let count = random_count(&args[2])?;
     let Some(s) = read_set(txn, db, &args[1])? else {
@@ -181,7 +182,7 @@ fn srandmember(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     Ok(Frame::Array(
         random_positions(s.len(), count)?
             .into_iter()
-            .filter_map(|i| s.get_index(i).map(|m| Frame::Bulk(m.clone())))
+            .filter_map(|i| s.get_index(i).map(|m| Frame::Bulk(m.to_bytes())))
             .collect(),
     ))
 }
@@ -200,7 +201,7 @@ fn sscan(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
         let items = listing_order(s, &limits)
             .into_iter()
             .filter(|m| opts.matches(m))
-            .map(|m| Frame::Bulk(m.clone()))
+            .map(|m| Frame::Bulk(m.to_bytes()))
             .collect();
         return Ok(scan_reply(0, items));
     }
@@ -208,7 +209,7 @@ fn sscan(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let next = scan_walk(s.len(), cursor, opts.count, false, |i| {
         if let Some(m) = s.get_index(i) {
             if opts.matches(m) {
-                items.push(Frame::Bulk(m.clone()));
+                items.push(Frame::Bulk(m.to_bytes()));
             }
         }
     });
@@ -241,7 +242,7 @@ fn intersect(
     let mut out: Vec<Bytes> = read_set(txn, db, &keys[smallest])?
         .into_iter()
         .flatten()
-        .cloned()
+        .map(Key::to_bytes)
         .collect();
     for (i, k) in keys.iter().enumerate() {
         if i == smallest || k == &keys[smallest] {
@@ -266,7 +267,7 @@ fn union(txn: &mut Txn<'_>, db: usize, keys: &[Bytes]) -> Result<SetValue, Frame
     let mut out = SetValue::default();
     for k in keys {
         if let Some(s) = read_set(txn, db, k)? {
-            out.extend(s.iter().cloned());
+            out.extend(s.iter());
         }
     }
     Ok(out)

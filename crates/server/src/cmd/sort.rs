@@ -308,7 +308,7 @@ fn load(
             l.iter().rev().skip(skip).take(take).cloned().collect()
         }
         (Kind::List, Value::List(l)) => l.iter().skip(skip).take(take).cloned().collect(),
-        (Kind::Set, Value::Set(s)) => s.iter().cloned().collect(),
+        (Kind::Set, Value::Set(s)) => s.iter().map(|m| m.to_bytes()).collect(),
         (Kind::ZSet, Value::ZSet(z)) if desc => z
             .iter()
             .rev()

@@ -202,7 +202,7 @@ fn input(txn: &mut Txn<'_>, db: usize, key: &[u8]) -> Result<Vec<(Bytes, f64)>, 
     Ok(match txn.get(db, key).map(|e| &e.value) {
         None => Vec::new(),
         Some(Value::ZSet(z)) => z.iter().map(|(m, s)| (m.to_bytes(), s)).collect(),
-        Some(Value::Set(s)) => s.iter().map(|m| (m.clone(), 1.0)).collect(),
+        Some(Value::Set(s)) => s.iter().map(|m| (m.to_bytes(), 1.0)).collect(),
         Some(_) => return Err(wrongtype()),
     })
 }
