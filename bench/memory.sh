@@ -12,7 +12,10 @@
 #   set      `redis-benchmark -t sadd`: one set, members element:N for
 #            random N below RECORDS (5 x RECORDS adds, so nearly all of them)
 #   zset     `redis-benchmark -t zadd`: one sorted set, members as above
-# The growth is divided by the records (keys, or members of the one set).
+#   list     `redis-benchmark -t lpush -d 16`: one list of 5 x RECORDS
+#            16-byte elements
+# The growth is divided by the records (keys, or members or elements of
+# the one collection).
 # MEMORY USAGE of one sample key of each load is printed beside it.
 #
 # usage: bench/memory.sh [RECORDS]          (default 200000)
@@ -58,16 +61,18 @@ load() {
     else
         local cmd=sadd
         [ "$loader" = zset ] && cmd=zadd
+        [ "$loader" = list ] && cmd=lpush
         redis-benchmark -p "$port" -t "$cmd" -c 20 -P 16 -n $((5 * RECORDS)) \
-            -r "$RECORDS" -q >/dev/null 2>&1
+            -r "$RECORDS" -d 16 -q >/dev/null 2>&1
     fi
 }
 
-# Records loaded: keys, or the members of the one (sorted) set.
+# Records loaded: keys, or the members or elements of the one collection.
 records() {
     case "$1" in
     set) redis-cli -p "$2" scard myset ;;
     zset) redis-cli -p "$2" zcard myzset ;;
+    list) redis-cli -p "$2" llen mylist ;;
     *) redis-cli -p "$2" dbsize ;;
     esac
 }
@@ -79,11 +84,12 @@ sample_key() {
     memtier) echo memtier-1 ;;
     set) echo myset ;;
     zset) echo myzset ;;
+    list) echo mylist ;;
     esac
 }
 
 printf '%-8s %-7s %10s %12s %14s %s\n' loader server records "rss_growth" "bytes/record" "MEMORY USAGE (sample key)"
-for loader in ycsb memtier set zset; do
+for loader in ycsb memtier set zset list; do
     for kind in durakv redis; do
         port=$(free_port)
         start "$kind" "$port"

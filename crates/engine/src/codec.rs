@@ -4,7 +4,7 @@
 //! Decoding is bounds-checked and never panics on arbitrary bytes.
 
 use crate::mutation::{ExpireMode, FunctionOp, KeyOp, Mutation, ReplOrigin};
-use crate::value::{ListValue, Value};
+use crate::value::{ListValue, Str, Value};
 use crate::zset::ZSet;
 use bytes::Bytes;
 
@@ -686,7 +686,7 @@ pub fn decode_value(r: &mut Reader<'_>) -> Result<Value, DecodeError> {
             let n = r.count(4)?;
             let mut l = ListValue::with_capacity(n);
             for _ in 0..n {
-                l.push_back(r.bytes()?);
+                l.push_back(Str::from_bytes(&r.bytes()?));
             }
             Value::List(Box::new(l))
         }

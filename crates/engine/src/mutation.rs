@@ -234,20 +234,6 @@ impl Mutation {
     }
 }
 
-/// Values up to this long are copied into the keyspace rather than shared
-/// with the logged mutation: a shared handle costs a reference-count block
-/// per value for as long as it lives, which for small values is a large
-/// part of their size. Larger ones are shared, so they are never copied.
-const OWN_MAX_BYTES: usize = 4096;
-
-fn owned(b: &Bytes) -> Bytes {
-    if b.len() <= OWN_MAX_BYTES {
-        Bytes::copy_from_slice(b)
-    } else {
-        b.clone()
-    }
-}
-
 fn err(db: u32, key: &[u8], op: &KeyOp, reason: &'static str) -> ApplyError {
     ApplyError {
         db,
@@ -370,9 +356,9 @@ fn apply_key_op(d: &mut Db, key: &Bytes, op: &KeyOp, now_ms: u64) -> Result<(), 
             };
             for it in items {
                 if *left {
-                    l.push_front(owned(it));
+                    l.push_front(Str::from_bytes(it));
                 } else {
-                    l.push_back(owned(it));
+                    l.push_back(Str::from_bytes(it));
                 }
             }
         }
@@ -396,7 +382,7 @@ fn apply_key_op(d: &mut Db, key: &Bytes, op: &KeyOp, now_ms: u64) -> Result<(), 
                 return Err(WRONG_TYPE);
             };
             let i = list_index(l.len(), *index).ok_or("index out of range")?;
-            l[i] = owned(item);
+            l[i] = Str::from_bytes(item);
         }
         KeyOp::LRem { count, item } => {
             if let Some(e) = d.get_mut(key, now_ms) {
@@ -433,7 +419,7 @@ fn apply_key_op(d: &mut Db, key: &Bytes, op: &KeyOp, now_ms: u64) -> Result<(), 
                 };
                 if let Some(pos) = l.iter().position(|x| x == pivot) {
                     let at = if *before { pos } else { pos + 1 };
-                    l.insert(at, owned(item));
+                    l.insert(at, Str::from_bytes(item));
                 }
             }
         }
@@ -443,7 +429,7 @@ fn apply_key_op(d: &mut Db, key: &Bytes, op: &KeyOp, now_ms: u64) -> Result<(), 
                 return Err(WRONG_TYPE);
             };
             for m in members {
-                s.insert(owned(m));
+                s.insert(m);
             }
         }
         KeyOp::SRem(members) => {
@@ -538,7 +524,7 @@ pub fn list_remove(l: &mut ListValue, count: i64, item: &[u8]) -> usize {
     if count >= 0 {
         let mut i = 0;
         while i < l.len() && removed < limit {
-            if l[i] == item {
+            if l[i].as_slice() == item {
                 l.remove(i);
                 removed += 1;
             } else {
@@ -549,7 +535,7 @@ pub fn list_remove(l: &mut ListValue, count: i64, item: &[u8]) -> usize {
         let mut i = l.len();
         while i > 0 && removed < limit {
             i -= 1;
-            if l[i] == item {
+            if l[i].as_slice() == item {
                 l.remove(i);
                 removed += 1;
             }

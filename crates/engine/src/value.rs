@@ -5,11 +5,10 @@ pub use crate::key::Str;
 pub use crate::set::SetValue;
 use crate::stream::Stream;
 use crate::zset::ZSet;
-use bytes::Bytes;
 use std::collections::VecDeque;
 
 pub type HashBuilder = ahash::RandomState;
-pub type ListValue = VecDeque<Bytes>;
+pub type ListValue = VecDeque<Str>;
 
 /// Strings up to this long are `embstr` in Redis.
 pub const EMBSTR_MAX_BYTES: usize = 44;
@@ -193,7 +192,9 @@ impl Value {
         match self {
             Value::Str(s) => s.heap_bytes(),
             Value::Hash(h) => h.heap_bytes(),
-            Value::List(l) => l.iter().map(|v| v.len() + 24).sum(),
+            // An element's 24 bytes in the ring, and its block when it is
+            // too long to be inline.
+            Value::List(l) => l.iter().map(|v| 24 + v.heap_bytes()).sum(),
             // A member's slot in the map and in its index, and its block
             // when it is too long to be inline.
             Value::Set(s) => s.iter().map(|m| 24 + 7 + m.heap_bytes()).sum(),
@@ -292,6 +293,7 @@ pub fn parse_i64(b: &[u8]) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bytes::Bytes;
 
     #[test]
     fn integers_parse_like_redis() {
@@ -315,7 +317,9 @@ mod tests {
     fn encodings_follow_the_limits() {
         let mut l = EncodingLimits::default();
         let list = Value::List(Box::new(
-            (0..10).map(|i| Bytes::from(i.to_string())).collect(),
+            (0..10)
+                .map(|i| Str::new(i.to_string().as_bytes()))
+                .collect(),
         ));
         assert_eq!(list.encoding_name(&l), "listpack");
         l.list_size = 4;

@@ -12,7 +12,7 @@ use durakv_engine::mutation::{ExpireMode, FunctionOp, KeyOp, Mutation, StreamOp}
 use durakv_engine::store::{Store, StoreConfig};
 use durakv_engine::stream::{Group, NodeLimits, PendingEntry, Stream, StreamId};
 use durakv_engine::txn::CommitLog;
-use durakv_engine::value::{ListValue, Value};
+use durakv_engine::value::{ListValue, Str, Value};
 use durakv_engine::zset::ZSet;
 use durakv_engine::Durability;
 use rand::rngs::StdRng;
@@ -184,7 +184,9 @@ fn random_value(rng: &mut StdRng, ty: u8) -> Value {
             }
             Value::Hash(h)
         }
-        2 => Value::List(Box::new((0..n).map(|_| small(rng)).collect::<ListValue>())),
+        2 => Value::List(Box::new(
+            (0..n).map(|_| Str::from(small(rng))).collect::<ListValue>(),
+        )),
         3 => {
             let mut s = durakv_engine::value::SetValue::default();
             for _ in 0..n {

@@ -7,7 +7,7 @@ use crate::util::{arg_i64, is};
 use bytes::Bytes;
 use durakv_engine::mutation::{list_index, list_range, KeyOp, Mutation};
 use durakv_engine::txn::Txn;
-use durakv_engine::value::{parse_i64, ListValue, Value};
+use durakv_engine::value::{parse_i64, ListValue, Str, Value};
 use durakv_protocol::Frame;
 
 pub fn commands() -> Vec<CommandSpec> {
@@ -118,9 +118,9 @@ pub(crate) fn pop_list(
     };
     let n = count.min(l.len() as u64) as usize;
     let popped: Vec<Bytes> = if left {
-        l.iter().take(n).cloned().collect()
+        l.iter().take(n).map(Str::to_bytes).collect()
     } else {
-        l.iter().rev().take(n).cloned().collect()
+        l.iter().rev().take(n).map(Str::to_bytes).collect()
     };
     if n > 0 {
         apply(
@@ -169,7 +169,7 @@ fn lrange(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
         return Ok(Frame::Array(Vec::new()));
     };
     Ok(Frame::Array(match list_range(l.len(), start, stop) {
-        Some((s, e)) => l.range(s..=e).map(|v| Frame::Bulk(v.clone())).collect(),
+        Some((s, e)) => l.range(s..=e).map(|v| Frame::Bulk(v.to_bytes())).collect(),
         None => Vec::new(),
     }))
 }
@@ -183,7 +183,7 @@ fn lindex(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
         return Ok(Frame::Null);
     };
     let index = arg_i64(&args[2])?;
-    Ok(list_index(l.len(), index).map_or(Frame::Null, |i| Frame::Bulk(l[i].clone())))
+    Ok(list_index(l.len(), index).map_or(Frame::Null, |i| Frame::Bulk(l[i].to_bytes())))
 }
 
 fn lset(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
@@ -254,7 +254,7 @@ fn linsert(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let Some(l) = read_list(txn, db, &args[1])? else {
         return Ok(Frame::Integer(0));
     };
-    if !l.contains(&args[3]) {
+    if !l.iter().any(|v| *v == args[3]) {
         return Ok(Frame::Integer(-1));
     }
     let len = l.len();
@@ -367,7 +367,7 @@ pub(crate) fn move_element(
     let Some(l) = read_list(txn, db, src)? else {
         return Ok(Frame::Null);
     };
-    let Some(item) = (if from_left { l.front() } else { l.back() }).cloned() else {
+    let Some(item) = (if from_left { l.front() } else { l.back() }).map(Str::to_bytes) else {
         return Ok(Frame::Null);
     };
     read_list(txn, db, dst)?;

@@ -16,7 +16,7 @@ use crate::util::{arg_i64, is};
 use bytes::Bytes;
 use durakv_engine::mutation::KeyOp;
 use durakv_engine::txn::Txn;
-use durakv_engine::value::{ListValue, Value};
+use durakv_engine::value::{ListValue, Str, Value};
 use durakv_protocol::Frame;
 use std::cmp::Ordering;
 
@@ -304,10 +304,14 @@ fn load(
         None => (0, usize::MAX, false),
     };
     match (kind, v) {
-        (Kind::List, Value::List(l)) if desc => {
-            l.iter().rev().skip(skip).take(take).cloned().collect()
-        }
-        (Kind::List, Value::List(l)) => l.iter().skip(skip).take(take).cloned().collect(),
+        (Kind::List, Value::List(l)) if desc => l
+            .iter()
+            .rev()
+            .skip(skip)
+            .take(take)
+            .map(Str::to_bytes)
+            .collect(),
+        (Kind::List, Value::List(l)) => l.iter().skip(skip).take(take).map(Str::to_bytes).collect(),
         (Kind::Set, Value::Set(s)) => s.iter().map(|m| m.to_bytes()).collect(),
         (Kind::ZSet, Value::ZSet(z)) if desc => z
             .iter()
@@ -411,7 +415,7 @@ fn reply(txn: &mut Txn<'_>, db: usize, gets: &[&[u8]], window: &[Bytes]) -> Repl
 fn store(txn: &mut Txn<'_>, db: usize, dest: &Bytes, gets: &[&[u8]], window: &[Bytes]) -> Reply {
     let list: ListValue = outputs(txn, db, gets, window)
         .into_iter()
-        .map(Option::unwrap_or_default)
+        .map(|v| Str::from_bytes(&v.unwrap_or_default()))
         .collect();
     let n = list.len();
     if n == 0 {

@@ -4,7 +4,7 @@
 use super::primitives::Reader;
 use super::{legacy, listpack, stream, ty};
 use bytes::Bytes;
-use durakv_engine::value::{HashValue, ListValue, SetValue, Value};
+use durakv_engine::value::{HashValue, ListValue, SetValue, Str, Value};
 use durakv_engine::zset::ZSet;
 
 /// Quicklist node container kinds (Redis's `QUICKLIST_NODE_CONTAINER_*`).
@@ -48,8 +48,8 @@ pub fn known(t: u8) -> bool {
 pub fn typed(t: u8, r: &mut Reader<'_>) -> Option<Value> {
     Some(match t {
         ty::STRING => Value::Str(r.string()?.into()),
-        ty::LIST => Value::List(Box::new(counted(r, |r| r.string())?.into())),
-        ty::LIST_ZIPLIST => Value::List(Box::new(legacy::ziplist(&r.string()?)?.into())),
+        ty::LIST => Value::List(Box::new(list_of(counted(r, |r| r.string())?))),
+        ty::LIST_ZIPLIST => Value::List(Box::new(list_of(legacy::ziplist(&r.string()?)?))),
         ty::LIST_QUICKLIST | ty::LIST_QUICKLIST_2 => {
             Value::List(Box::new(quicklist(r, t == ty::LIST_QUICKLIST_2)?))
         }
@@ -100,13 +100,18 @@ fn quicklist(r: &mut Reader<'_>, v2: bool) -> Option<ListValue> {
         let container = if v2 { r.length()? } else { CONTAINER_PACKED };
         let blob = r.string()?;
         match container {
-            CONTAINER_PLAIN => out.push_back(blob),
-            CONTAINER_PACKED if v2 => out.extend(listpack::decode(&blob)?),
-            CONTAINER_PACKED => out.extend(legacy::ziplist(&blob)?),
+            CONTAINER_PLAIN => out.push_back(Str::from_bytes(&blob)),
+            CONTAINER_PACKED if v2 => out.extend(list_of(listpack::decode(&blob)?)),
+            CONTAINER_PACKED => out.extend(list_of(legacy::ziplist(&blob)?)),
             _ => return None,
         }
     }
     Some(out)
+}
+
+/// List elements as the keyspace keeps them (copies of small ones).
+fn list_of(items: Vec<Bytes>) -> ListValue {
+    items.iter().map(Str::from_bytes).collect()
 }
 
 fn pairs(items: Vec<Bytes>) -> Option<Vec<(Bytes, Bytes)>> {

@@ -3,7 +3,7 @@ use bytes::Bytes;
 use durakv_engine::stream::{
     Group, NodeLimits, PendingEntry, Stream, StreamId, ENTRIES_READ_INVALID,
 };
-use durakv_engine::value::{HashValue, ListValue, SetValue};
+use durakv_engine::value::{HashValue, ListValue, SetValue, Str};
 use durakv_engine::zset::ZSet;
 
 fn b(s: impl ToString) -> Bytes {
@@ -18,9 +18,11 @@ fn samples() -> Vec<Value> {
         Value::Str(b("-9223372036854775808").into()),
         Value::Str(b("x".repeat(1000)).into()),
         Value::Str(Bytes::from_static(b"").into()),
-        Value::List(Box::new((0..5).map(b).collect())),
+        Value::List(Box::new((0..5).map(|i| Str::from(b(i))).collect())),
         Value::List(Box::new(
-            (0..5000).map(|i| b(format!("item-{i}"))).collect(),
+            (0..5000)
+                .map(|i| Str::from(b(format!("item-{i}"))))
+                .collect(),
         )),
         Value::Set(Box::new((0..10).map(b).collect())),
         Value::Set(Box::new((0..10).map(|i| b(format!("m{i}"))).collect())),
@@ -209,7 +211,7 @@ fn small_list_node_limits_split_nodes() {
         list_size: 4,
         ..EncodingLimits::default()
     };
-    let l: ListValue = (0..10).map(b).collect();
+    let l: ListValue = (0..10).map(|i| Str::from(b(i))).collect();
     assert_eq!(list_nodes(&l, &lim), 3);
     let v = Value::List(Box::new(l));
     assert_eq!(restore(&dump(&v, &lim)).unwrap(), v);

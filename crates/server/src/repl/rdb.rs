@@ -361,10 +361,10 @@ impl Loader {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use durakv_engine::value::ListValue;
+    use durakv_engine::value::{ListValue, Str};
 
     fn sample() -> Snapshot {
-        let list: ListValue = vec![Bytes::from("a"), Bytes::from("b")].into();
+        let list: ListValue = [Str::new(b"a"), Str::new(b"b")].into();
         Snapshot {
             dbs: vec![
                 vec![SnapKey {
