@@ -363,8 +363,14 @@ impl HashValue {
         }
     }
 
+    /// O(1), where `len` counts a packed hash's entries: a split hash is
+    /// never empty (it splits only past `SPLIT_MIN_BYTES`).
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        match (&self.repr, self.table()) {
+            (Repr::Packed(buf), _) => buf.is_empty(),
+            (_, Some(t)) => t.is_empty(),
+            (Repr::Other(_), None) => false,
+        }
     }
 
     /// Whether it is kept as one buffer (for tests and memory reports).
@@ -608,6 +614,9 @@ mod tests {
         assert!(!h.swap_remove(b"a"));
         assert_eq!(h.len(), 1);
         assert_eq!(h.get_index(0), Some((b("b"), b("2"))));
+        assert!(!h.is_empty());
+        assert!(h.swap_remove(b"b"));
+        assert!(h.is_empty());
     }
 
     #[test]
@@ -664,6 +673,7 @@ mod tests {
         assert_eq!(h.extend_counting(&pairs), 10);
         assert!(matches!(h.parts(), Some([_, _])));
         assert!(h.is_packed());
+        assert!(!h.is_empty());
         assert!(h.heap_bytes() < 1280);
         let order: Vec<_> = h.keys().collect();
         assert_eq!(order, (0..10).map(field).collect::<Vec<_>>());

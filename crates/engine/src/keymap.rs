@@ -145,7 +145,9 @@ impl<V> KeyMap<V> {
         if i != last {
             // The last entry moves to `i`: repoint its index slot.
             let moved = self.hash(self.entries[last].0.as_slice());
-            if let Some(slot) = self.index.find_mut(moved, |&j| j as usize == last) {
+            let slot = self.index.find_mut(moved, |&j| j as usize == last);
+            debug_assert!(slot.is_some(), "the last entry is indexed");
+            if let Some(slot) = slot {
                 *slot = i as u32;
             }
         }
