@@ -382,11 +382,18 @@ pub fn encode_value(v: &Value, out: &mut Vec<u8>) {
         }
         Value::Hash(h) => {
             out.push(tag::V_HASH);
-            put_u32(out, h.len() as u32);
+            // The count goes in after the walk: a packed hash knows its
+            // count only by walking its entries, and a checkpoint encodes
+            // every hash.
+            let at = out.len();
+            put_u32(out, 0);
+            let mut n = 0u32;
             for (f, val) in h.slices() {
                 put_bytes(out, f);
                 put_bytes(out, val);
+                n += 1;
             }
+            out[at..at + 4].copy_from_slice(&n.to_le_bytes());
         }
         Value::List(l) => {
             out.push(tag::V_LIST);
