@@ -363,7 +363,7 @@ impl Db {
             Ok(_) => false,
             Err(slot) => {
                 if volatile {
-                    self.volatile.insert(key.clone());
+                    self.volatile.insert(key.as_slice());
                 }
                 let i = self.map.insert_new(slot, key, entry);
                 self.arrived(i);
@@ -388,9 +388,7 @@ impl Db {
             }
         };
         if volatile {
-            if let Some((k, _)) = self.map.get_index(i) {
-                self.volatile.insert(k.clone());
-            }
+            self.volatile.insert(key);
         } else if old.is_some() && !self.volatile.is_empty() {
             if let Some((k, _)) = self.map.get_index(i) {
                 self.volatile.swap_remove(&k[..]);
@@ -418,13 +416,9 @@ impl Db {
             return false;
         };
         self.before_change(i);
-        let Some((k, e)) = self.map.get_index_mut(i) else {
-            return false;
-        };
-        e.expire_at_ms = at_ms;
+        self.map[i].expire_at_ms = at_ms;
         if at_ms != 0 {
-            let k = k.clone();
-            self.volatile.insert(k);
+            self.volatile.insert(key);
         } else {
             self.volatile.swap_remove(key);
         }

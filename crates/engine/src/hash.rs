@@ -467,10 +467,9 @@ impl HashValue {
     /// fields were new.
     pub fn extend_counting(&mut self, pairs: &[(Bytes, Bytes)]) -> usize {
         if let Some(buf) = self.flat() {
-            let len = self.len();
-            if let Some((new_buf, new_len)) = packed_with(&buf, len, pairs) {
+            if let Some((new_buf, added)) = packed_with(&buf, pairs) {
                 self.repr = packed_repr(new_buf);
-                return new_len - len;
+                return added;
             }
             self.make_table(pairs.len());
         }
@@ -550,9 +549,9 @@ fn packed_span(buf: &[u8], field: &[u8]) -> Option<(usize, usize)> {
 }
 
 /// A packed buffer with `pairs` applied (existing fields keep their place,
-/// new ones go at the end), with its entry count; None if the result
-/// would pass the packed bounds.
-fn packed_with(buf: &[u8], len: usize, pairs: &[(Bytes, Bytes)]) -> Option<(Vec<u8>, usize)> {
+/// new ones go at the end), with how many fields are new; None if the
+/// result would pass the packed bounds.
+fn packed_with(buf: &[u8], pairs: &[(Bytes, Bytes)]) -> Option<(Vec<u8>, usize)> {
     // Later pairs win over earlier ones for the same field, as repeated
     // inserts would.
     let last_for = |i: usize| !pairs[i + 1..].iter().any(|p| p.0 == pairs[i].0);
@@ -574,20 +573,27 @@ fn packed_with(buf: &[u8], len: usize, pairs: &[(Bytes, Bytes)]) -> Option<(Vec<
             }
         }
     }
-    if len + new_fields > PACKED_MAX_ENTRIES || size > PACKED_MAX_BYTES {
+    if size > PACKED_MAX_BYTES {
         return None;
     }
     let value_of = |f: &[u8]| pairs.iter().rev().find(|p| p.0 == f).map(|p| &p.1);
     let mut out = Vec::with_capacity(size);
+    // The buffer does not keep its entry count: it is counted here, in the
+    // walk the rewrite makes anyway.
+    let mut len = 0;
     for (_, f, v) in packed(buf) {
         put_entry(&mut out, f, value_of(f).map_or(v, |n| &n[..]));
+        len += 1;
+    }
+    if len + new_fields > PACKED_MAX_ENTRIES {
+        return None;
     }
     for (i, (f, v)) in pairs.iter().enumerate() {
         if last_for(i) && packed_span(buf, f).is_none() {
             put_entry(&mut out, f, v);
         }
     }
-    Some((out, len + new_fields))
+    Some((out, new_fields))
 }
 
 #[cfg(test)]

@@ -104,19 +104,13 @@ impl<V> KeyMap<V> {
         self.entries.get(i).map(|(k, v)| (k, v))
     }
 
-    pub fn get_index_mut(&mut self, i: usize) -> Option<(&Key, &mut V)> {
-        self.entries.get_mut(i).map(|(k, v)| (&*k, v))
-    }
-
     /// Appends `key`, which [`KeyMap::find`] found missing (with no
     /// insertion since), and returns its position.
     pub fn insert_new(&mut self, slot: Vacant, key: Key, value: V) -> usize {
         let i = self.entries.len();
         assert!(i < MAX_LEN, "a keyspace map holds at most {MAX_LEN} keys");
-        let (entries, hasher) = (&self.entries, &self.hasher);
-        self.index.insert_unique(slot.0, i as u32, |&j| {
-            hasher.hash_one(entries[j as usize].0.as_slice())
-        });
+        self.index
+            .insert_unique(slot.0, i as u32, rehash(&self.entries, &self.hasher));
         self.entries.push((key, value));
         i
     }
@@ -163,10 +157,8 @@ impl<V> KeyMap<V> {
     /// Room for `additional` more keys without growing.
     pub fn reserve(&mut self, additional: usize) {
         self.entries.reserve(additional);
-        let (entries, hasher) = (&self.entries, &self.hasher);
-        self.index.reserve(additional, |&j| {
-            hasher.hash_one(entries[j as usize].0.as_slice())
-        });
+        self.index
+            .reserve(additional, rehash(&self.entries, &self.hasher));
     }
 
     pub fn clear(&mut self) {
@@ -183,12 +175,10 @@ impl<V> KeyMap<V> {
             return;
         }
         self.index.clear();
-        let (entries, hasher) = (&self.entries, &self.hasher);
-        for (i, (k, _)) in entries.iter().enumerate() {
+        for (i, (k, _)) in self.entries.iter().enumerate() {
+            let hash = self.hasher.hash_one(k.as_slice());
             self.index
-                .insert_unique(hasher.hash_one(k.as_slice()), i as u32, |&j| {
-                    hasher.hash_one(entries[j as usize].0.as_slice())
-                });
+                .insert_unique(hash, i as u32, rehash(&self.entries, &self.hasher));
         }
     }
 
@@ -207,13 +197,19 @@ impl<V> KeyMap<V> {
     }
 }
 
+/// How the index finds the hash of the entry at a position when it grows:
+/// hashes are not stored, so the key is hashed again.
+fn rehash<'a, V>(entries: &'a [(Key, V)], hasher: &'a HashBuilder) -> impl Fn(&u32) -> u64 + 'a {
+    move |&j| hasher.hash_one(entries[j as usize].0.as_slice())
+}
+
 impl KeyMap<()> {
-    /// Adds `key` if missing; true if it was.
-    pub fn insert(&mut self, key: Key) -> bool {
-        match self.find(key.as_slice()) {
+    /// Adds `key` if missing (copying it only then); true if it was.
+    pub fn insert(&mut self, key: &[u8]) -> bool {
+        match self.find(key) {
             Ok(_) => false,
             Err(slot) => {
-                self.insert_new(slot, key, ());
+                self.insert_new(slot, Key::new(key), ());
                 true
             }
         }
@@ -312,8 +308,8 @@ mod tests {
         m[0] = "y";
         assert_eq!(m.get(b"a"), Some(&"y"));
         let mut set: KeyMap<()> = KeyMap::default();
-        assert!(set.insert(Key::new(b"s")));
-        assert!(!set.insert(Key::new(b"s")));
+        assert!(set.insert(b"s"));
+        assert!(!set.insert(b"s"));
         assert_eq!(set.len(), 1);
     }
 

@@ -34,20 +34,13 @@ impl SetValue {
 
     /// Adds `member`; true if it is new.
     pub fn insert(&mut self, member: impl AsRef<[u8]>) -> bool {
-        let m = member.as_ref();
-        match self.0.find(m) {
-            Ok(_) => false,
-            Err(slot) => {
-                self.0.insert_new(slot, Key::new(m), ());
-                true
-            }
-        }
+        self.0.insert(member.as_ref())
     }
 
     /// Removes `member`, moving the last member into its position; true if
     /// it was there.
     pub fn swap_remove(&mut self, member: &[u8]) -> bool {
-        self.0.swap_remove_full(member).is_some()
+        self.0.swap_remove(member).is_some()
     }
 
     /// The member at position `i` (not sorted), for cursors and sampling.
@@ -86,14 +79,6 @@ impl<T: AsRef<[u8]>> Extend<T> for SetValue {
         for m in iter {
             self.insert(m);
         }
-    }
-}
-
-impl<'a> IntoIterator for &'a SetValue {
-    type Item = &'a Key;
-    type IntoIter = Box<dyn Iterator<Item = &'a Key> + 'a>;
-    fn into_iter(self) -> Self::IntoIter {
-        Box::new(self.iter())
     }
 }
 

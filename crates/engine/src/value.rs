@@ -203,14 +203,7 @@ impl Value {
             // copies.
             Value::ZSet(z) => z
                 .iter()
-                .map(|(m, _)| {
-                    let heap = if m.len() > crate::key::INLINE_MAX {
-                        2 * m.len()
-                    } else {
-                        0
-                    };
-                    32 + 7 + 48 + heap
-                })
+                .map(|(m, _)| 32 + 7 + 48 + 2 * m.heap_bytes())
                 .sum(),
             Value::Stream(s) => s.approx_size_bytes(),
         }

@@ -45,13 +45,8 @@ fn read_set<'t>(
     super::read_as(txn, db, key, Value::as_set)
 }
 
-fn members_frame<'a, M: AsRef<[u8]> + 'a>(members: impl IntoIterator<Item = &'a M>) -> Frame {
-    Frame::Set(
-        members
-            .into_iter()
-            .map(|m| Frame::Bulk(Bytes::copy_from_slice(m.as_ref())))
-            .collect(),
-    )
+fn members_frame(members: impl IntoIterator<Item = Bytes>) -> Frame {
+    Frame::Set(members.into_iter().map(Frame::Bulk).collect())
 }
 
 fn sadd(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
@@ -106,7 +101,10 @@ fn smembers(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let limits = super::encoding_limits(ctx);
     let s = read_set(txn, ctx.db(), &args[1])?;
     Ok(members_frame(
-        s.map(|s| listing_order(s, &limits)).unwrap_or_default(),
+        s.map(|s| listing_order(s, &limits))
+            .unwrap_or_default()
+            .into_iter()
+            .map(Key::to_bytes),
     ))
 }
 
@@ -158,7 +156,7 @@ fn spop(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
         .into_iter()
         .filter_map(|i| s.get_index(i).map(Key::to_bytes))
         .collect();
-    let reply = members_frame(&popped);
+    let reply = members_frame(popped.iter().cloned());
     if !popped.is_empty() {
         apply(txn, db, key, KeyOp::SRem(popped))?;
     }
@@ -240,10 +238,7 @@ fn intersect(
         return Ok(Vec::new());
     }
     let mut out: Vec<Bytes> = read_set(txn, db, &keys[smallest])?
-        .into_iter()
-        .flatten()
-        .map(Key::to_bytes)
-        .collect();
+        .map_or_else(Vec::new, |s| s.iter().map(Key::to_bytes).collect());
     for (i, k) in keys.iter().enumerate() {
         if i == smallest || k == &keys[smallest] {
             continue;
@@ -291,15 +286,21 @@ fn difference(txn: &mut Txn<'_>, db: usize, keys: &[Bytes]) -> Result<SetValue, 
 }
 
 fn sinter(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
-    Ok(members_frame(&intersect(txn, ctx.db(), &args[1..], 0)?))
+    Ok(members_frame(intersect(txn, ctx.db(), &args[1..], 0)?))
 }
 
 fn sunion(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
-    Ok(members_frame(&union(txn, ctx.db(), &args[1..])?))
+    Ok(members_frame(
+        union(txn, ctx.db(), &args[1..])?.iter().map(Key::to_bytes),
+    ))
 }
 
 fn sdiff(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
-    Ok(members_frame(&difference(txn, ctx.db(), &args[1..])?))
+    Ok(members_frame(
+        difference(txn, ctx.db(), &args[1..])?
+            .iter()
+            .map(Key::to_bytes),
+    ))
 }
 
 /// Replaces `dest` (whatever it held, and its TTL) with `result`; an empty

@@ -14,6 +14,7 @@ use super::{apply, syntax, wrongtype};
 use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Keys, Reply, FIRST_KEY};
 use crate::util::{arg_i64, is};
 use bytes::Bytes;
+use durakv_engine::key::Key;
 use durakv_engine::mutation::KeyOp;
 use durakv_engine::txn::Txn;
 use durakv_engine::value::{ListValue, Str, Value};
@@ -312,7 +313,7 @@ fn load(
             .map(Str::to_bytes)
             .collect(),
         (Kind::List, Value::List(l)) => l.iter().skip(skip).take(take).map(Str::to_bytes).collect(),
-        (Kind::Set, Value::Set(s)) => s.iter().map(|m| m.to_bytes()).collect(),
+        (Kind::Set, Value::Set(s)) => s.iter().map(Key::to_bytes).collect(),
         (Kind::ZSet, Value::ZSet(z)) if desc => z
             .iter()
             .rev()

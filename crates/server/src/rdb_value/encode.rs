@@ -88,7 +88,7 @@ fn set(out: &mut Vec<u8>, s: &SetValue, limits: &EncodingLimits) {
     // Redis 7.0 has no listpack sets: anything else is a plain set.
     out.push(ty::SET);
     put_length(out, s.len() as u64);
-    for m in s {
+    for m in s.iter() {
         put_string(out, m);
     }
 }
