@@ -11,34 +11,38 @@ use crate::snapshot::Cursor;
 use crate::value::Value;
 use bytes::Bytes;
 
-/// A key's value, its absolute expiry time and the LSN of the last logged
-/// write that produced it (0 when the write was never logged).
+/// LSN stamped on entries whose write could not be logged because the log
+/// failed: no reply that depends on them can ever be released as durable,
+/// and the server turns such replies into errors.
+pub const UNLOGGED_FAILED_LSN: u64 = u64::MAX;
+
+/// A key's value and its bookkeeping, in 32 bytes: every key pays for them
+/// in its map slot, so the rest is packed into one word. A key's expiry
+/// time lives in the database's map of keys with a TTL (as Redis keeps an
+/// `expires` dictionary); the entry only says whether it has one.
 #[derive(Clone, Debug)]
 pub struct Entry {
     pub value: Value,
-    /// Unix time in milliseconds at which the key expires; 0 means never.
-    pub expire_at_ms: u64,
-    pub lsn: u64,
-    /// When the key was last read or written (OBJECT IDLETIME). Not logged
-    /// or checkpointed: like Redis's LRU field, it is a hint.
-    pub access: Access,
+    meta: Meta,
 }
 
 /// Equal data, whenever it was last touched.
 impl PartialEq for Entry {
     fn eq(&self, other: &Entry) -> bool {
-        self.value == other.value
-            && self.expire_at_ms == other.expire_at_ms
-            && self.lsn == other.lsn
+        self.value == other.value && self.meta.same_data(other.meta)
     }
 }
 
 /// Redis's initial LFU counter for a new key.
 pub const LFU_INIT: u8 = 5;
 
-/// Access bookkeeping per key: seconds since the Unix epoch of the last
-/// access, and Redis's LFU counter (counted by [`crate::lfu`] while an LFU
-/// policy is chosen; RESTORE ... FREQ sets it).
+/// Redis's LRU clock: 24 bits of seconds, wrapping every 194 days.
+pub const LRU_MASK: u32 = (1 << 24) - 1;
+
+/// Access bookkeeping per key: the LRU clock (seconds, 24 bits) of the
+/// last access, and Redis's LFU counter (counted by [`crate::lfu`] while an
+/// LFU policy is chosen; RESTORE ... FREQ sets it). Not logged or
+/// checkpointed: like Redis's LRU field, it is a hint.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Access {
     pub secs: u32,
@@ -50,9 +54,15 @@ impl Access {
     /// once per batch of loaded keys rather than from the clock per key.
     pub fn loaded_now() -> Access {
         Access {
-            secs: wall_secs(),
+            secs: wall_secs() & LRU_MASK,
             freq: LFU_INIT,
         }
+    }
+
+    /// Seconds since the last access, as of `now_s` (Unix seconds); wraps
+    /// as Redis's LRU clock does.
+    pub fn idle_secs(self, now_s: u32) -> u32 {
+        now_s.wrapping_sub(self.secs) & LRU_MASK
     }
 }
 
@@ -61,6 +71,87 @@ fn wall_secs() -> u32 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs() as u32)
         .unwrap_or(0)
+}
+
+/// An entry's bookkeeping in one word, low bits first:
+/// - 29 bits: the low bits of the LSN of the last logged write;
+/// - 2 bits: what the LSN is (never logged, logged, or failed to log);
+/// - 1 bit: the key has a TTL;
+/// - 24 bits: the LRU clock of the last access;
+/// - 8 bits: the LFU counter.
+///
+/// The LSN's high bits are the database's: it keeps the highest LSN it
+/// stamped, and a stored LSN reads as the highest one at or below that with
+/// the same low bits ([`Db`]'s `lsn_of`). That is exact for the last 2^29
+/// (half a billion) records, and for an older write an LSN at most as high
+/// as one already handed out, so a reply waits at worst for a record that
+/// is already durable or soon will be: never for one that will not come.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Meta(u64);
+
+const LSN_BITS: u32 = 29;
+const LSN_LOW: u64 = (1 << LSN_BITS) - 1;
+const KIND_SHIFT: u32 = LSN_BITS;
+const KIND_MASK: u64 = 0b11 << KIND_SHIFT;
+const KIND_LOGGED: u64 = 1 << KIND_SHIFT;
+const KIND_FAILED: u64 = 2 << KIND_SHIFT;
+const TTL_BIT: u64 = 1 << 31;
+const SECS_SHIFT: u32 = 32;
+const FREQ_SHIFT: u32 = 56;
+const DATA_MASK: u64 = LSN_LOW | KIND_MASK | TTL_BIT;
+
+impl Meta {
+    fn same_data(self, other: Meta) -> bool {
+        self.0 & DATA_MASK == other.0 & DATA_MASK
+    }
+
+    fn access(self) -> Access {
+        Access {
+            secs: ((self.0 >> SECS_SHIFT) as u32) & LRU_MASK,
+            freq: (self.0 >> FREQ_SHIFT) as u8,
+        }
+    }
+
+    fn set_access(&mut self, a: Access) {
+        self.0 = (self.0 & DATA_MASK)
+            | (u64::from(a.secs & LRU_MASK) << SECS_SHIFT)
+            | (u64::from(a.freq) << FREQ_SHIFT);
+    }
+
+    fn has_ttl(self) -> bool {
+        self.0 & TTL_BIT != 0
+    }
+
+    fn set_ttl(&mut self, on: bool) {
+        if on {
+            self.0 |= TTL_BIT;
+        } else {
+            self.0 &= !TTL_BIT;
+        }
+    }
+
+    fn set_lsn(&mut self, lsn: u64) {
+        let bits = match lsn {
+            0 => 0,
+            UNLOGGED_FAILED_LSN => KIND_FAILED,
+            l => KIND_LOGGED | (l & LSN_LOW),
+        };
+        self.0 = (self.0 & !(LSN_LOW | KIND_MASK)) | bits;
+    }
+
+    /// The LSN, given the highest LSN stamped where it was (`reference`).
+    fn lsn(self, reference: u64) -> u64 {
+        match self.0 & KIND_MASK {
+            KIND_LOGGED => {
+                let low = self.0 & LSN_LOW;
+                let back = reference.wrapping_sub(low) & LSN_LOW;
+                debug_assert!(back <= reference, "an LSN above its database's highest");
+                reference.saturating_sub(back).max(1)
+            }
+            KIND_FAILED => UNLOGGED_FAILED_LSN,
+            _ => 0,
+        }
+    }
 }
 
 /// What a key costs: its slot in the map (the key and the entry), a slot
@@ -79,17 +170,32 @@ pub fn key_memory_bytes(key: &[u8], value: &Value) -> usize {
 }
 
 impl Entry {
+    /// A value with no TTL, never logged, not yet accessed.
     pub fn new(value: Value) -> Entry {
         Entry {
             value,
-            expire_at_ms: 0,
-            lsn: 0,
-            access: Access::default(),
+            meta: Meta::default(),
         }
     }
 
-    pub fn is_expired(&self, now_ms: u64) -> bool {
-        self.expire_at_ms != 0 && self.expire_at_ms <= now_ms
+    /// Whether the key has a TTL ([`Db::expire_at`] says when).
+    pub fn has_ttl(&self) -> bool {
+        self.meta.has_ttl()
+    }
+
+    pub fn access(&self) -> Access {
+        self.meta.access()
+    }
+
+    pub(crate) fn set_access(&mut self, a: Access) {
+        self.meta.set_access(a);
+    }
+
+    /// Counts an access at `now_s` (LRU clock, and the LFU counter when on).
+    fn touch(&mut self, now_s: u32) {
+        let mut a = self.meta.access();
+        crate::lfu::touch(&mut a, now_s);
+        self.meta.set_access(a);
     }
 }
 
@@ -104,8 +210,12 @@ fn own(key: &[u8]) -> Key {
 #[derive(Clone, Debug, Default)]
 pub struct Db {
     map: KeyMap<Entry>,
-    /// Keys that carry a TTL, sampled by active expiry.
-    volatile: KeyMap<()>,
+    /// Keys that carry a TTL, with their expiry time (Unix milliseconds),
+    /// sampled by active expiry.
+    volatile: KeyMap<u64>,
+    /// The highest LSN stamped on an entry here: what a stored LSN's high
+    /// bits are read against (see `Meta`).
+    max_lsn: u64,
     /// LSN of the latest logged write that removed keys from this database
     /// (DEL, expiry of a logged key, FLUSHDB): a reply that reports a key as
     /// missing depends on it.
@@ -157,7 +267,7 @@ impl Db {
         let now_s = self.now_s;
         let e = &mut self.map[i];
         if !self.no_touch {
-            crate::lfu::touch(&mut e.access, now_s);
+            e.touch(now_s);
         }
         Some(e)
     }
@@ -169,7 +279,7 @@ impl Db {
         let now_s = self.now_s;
         let e = &mut self.map[i];
         if !self.no_touch {
-            crate::lfu::touch(&mut e.access, now_s);
+            e.touch(now_s);
         }
         Some(e)
     }
@@ -195,16 +305,36 @@ impl Db {
         now_ms: u64,
         touch: bool,
     ) -> (Option<&Entry>, u64) {
+        let (i, dep) = self.lookup(key, now_ms, touch);
+        (i.map(|i| &self.map[i]), dep)
+    }
+
+    /// [`Db::get_with_dependency`], with the key's expiry time (0: none).
+    pub fn get_with_expiry(
+        &mut self,
+        key: &[u8],
+        now_ms: u64,
+        touch: bool,
+    ) -> (Option<(&Entry, u64)>, u64) {
+        let (i, dep) = self.lookup(key, now_ms, touch);
+        let found = i.map(|i| {
+            let e = &self.map[i];
+            (e, self.expire_of(key, e))
+        });
+        (found, dep)
+    }
+
+    fn lookup(&mut self, key: &[u8], now_ms: u64, touch: bool) -> (Option<usize>, u64) {
         let floor = self.floor_lsn;
         match self.live_index(key, now_ms) {
             Some(i) => {
                 let now_s = self.now_s;
+                let reference = self.max_lsn;
                 let e = &mut self.map[i];
                 if touch && !self.no_touch {
-                    crate::lfu::touch(&mut e.access, now_s);
+                    e.touch(now_s);
                 }
-                let dep = e.lsn.max(floor);
-                (Some(&*e), dep)
+                (Some(i), e.meta.lsn(reference).max(floor))
             }
             None => (None, self.miss_lsn.max(floor)),
         }
@@ -215,11 +345,65 @@ impl Db {
     fn live_index(&mut self, key: &[u8], now_ms: u64) -> Option<usize> {
         self.now_s = (now_ms / 1000) as u32;
         let i = self.map.get_index_of(key)?;
-        if self.map[i].is_expired(now_ms) {
+        if self.map[i].has_ttl() && self.due(key, now_ms) {
             self.remove_expired(key);
             return None;
         }
         Some(i)
+    }
+
+    /// Whether `key`, which has a TTL, has expired by `now_ms`.
+    fn due(&self, key: &[u8], now_ms: u64) -> bool {
+        self.volatile.get(key).is_some_and(|&at| at <= now_ms)
+    }
+
+    /// When `key` expires (Unix milliseconds), 0 if it has no TTL or is
+    /// missing; does not check whether it has expired already.
+    pub fn expire_at(&self, key: &[u8]) -> u64 {
+        self.volatile.get(key).copied().unwrap_or(0)
+    }
+
+    /// [`Db::expire_at`] for an entry already found: no lookup unless it
+    /// has a TTL.
+    pub fn expire_of(&self, key: &[u8], e: &Entry) -> u64 {
+        if e.has_ttl() {
+            self.expire_at(key)
+        } else {
+            0
+        }
+    }
+
+    /// Whether the entry `e` of `key` had expired by `now_ms` (a stored
+    /// entry, which sampling and walks may meet expired).
+    pub fn is_expired(&self, key: &[u8], e: &Entry, now_ms: u64) -> bool {
+        e.has_ttl() && self.due(key, now_ms)
+    }
+
+    /// The LSN of the last logged write of `e` (0: never logged).
+    pub fn lsn_of(&self, e: &Entry) -> u64 {
+        e.meta.lsn(self.max_lsn)
+    }
+
+    /// Records that `key`'s value was produced by the write logged at `lsn`
+    /// ([`UNLOGGED_FAILED_LSN`]: one that failed to log); false if the key
+    /// is not there.
+    pub fn stamp(&mut self, key: &[u8], lsn: u64, now_ms: u64) -> bool {
+        let Some(i) = self.live_index(key, now_ms) else {
+            return false;
+        };
+        self.before_change(i);
+        if lsn != UNLOGGED_FAILED_LSN {
+            self.max_lsn = self.max_lsn.max(lsn);
+        }
+        self.map[i].meta.set_lsn(lsn);
+        true
+    }
+
+    /// Overrides `key`'s access bookkeeping (RESTORE ... IDLETIME / FREQ).
+    pub fn set_access(&mut self, key: &[u8], now_ms: u64, a: Access) {
+        if let Some(i) = self.live_index(key, now_ms) {
+            self.map[i].set_access(a);
+        }
     }
 
     /// The live entry for `key`, created from `make()` (without a TTL) when
@@ -237,15 +421,13 @@ impl Db {
             Some(i) => {
                 self.before_change(i);
                 if !self.no_touch {
-                    crate::lfu::touch(&mut self.map[i].access, access.secs);
+                    self.map[i].touch(access.secs);
                 }
                 i
             }
             None => {
-                let e = Entry {
-                    access,
-                    ..Entry::new(make())
-                };
+                let mut e = Entry::new(make());
+                e.set_access(access);
                 let i = self.map.insert_full(own(key), e).0;
                 self.arrived(i);
                 i
@@ -270,7 +452,7 @@ impl Db {
     /// The LSN a reply about `key` depends on, whether it exists or not.
     pub fn dependency_lsn(&self, key: &[u8]) -> u64 {
         let own = match self.map.get(key) {
-            Some(e) => e.lsn,
+            Some(e) => self.lsn_of(e),
             None => self.miss_lsn,
         };
         own.max(self.floor_lsn)
@@ -296,7 +478,7 @@ impl Db {
         if self.volatile.is_empty() {
             return false;
         }
-        let expired = matches!(self.map.get(key), Some(e) if e.is_expired(now_ms));
+        let expired = self.due(key, now_ms);
         if expired {
             self.remove_expired(key);
         }
@@ -338,12 +520,23 @@ impl Db {
             } else {
                 self.now_s
             },
-            freq: old.map_or(LFU_INIT, |e| e.access.freq),
+            freq: old.map_or(LFU_INIT, |e| e.access().freq),
         }
     }
 
+    /// Sets `key` to `entry` with no TTL; returns the entry replaced.
     pub fn insert(&mut self, key: impl AsRef<[u8]>, entry: Entry) -> Option<Entry> {
-        self.insert_with(key.as_ref(), entry)
+        self.insert_with(key.as_ref(), entry, 0)
+    }
+
+    /// Sets `key` to `entry`, expiring at `expire_at_ms` (0: never).
+    pub fn insert_expiring(
+        &mut self,
+        key: impl AsRef<[u8]>,
+        entry: Entry,
+        expire_at_ms: u64,
+    ) -> Option<Entry> {
+        self.insert_with(key.as_ref(), entry, expire_at_ms)
     }
 
     /// Makes room for `additional` more keys at once (a restart knows
@@ -357,13 +550,14 @@ impl Db {
     /// brings ([`Access::loaded_now`]); false, changing nothing, if the key
     /// is already there (a damaged file). A restart adds every key this
     /// way, so it hashes and probes once where `insert` looks first.
-    pub fn insert_loaded(&mut self, key: Key, entry: Entry) -> bool {
-        let volatile = entry.expire_at_ms != 0;
+    pub fn insert_loaded(&mut self, key: Key, mut entry: Entry, expire_at_ms: u64) -> bool {
         match self.map.find(key.as_slice()) {
             Ok(_) => false,
             Err(slot) => {
-                if volatile {
-                    self.volatile.insert(key.as_slice());
+                entry.meta.set_lsn(0);
+                entry.meta.set_ttl(expire_at_ms != 0);
+                if expire_at_ms != 0 {
+                    self.volatile.insert_full(key.clone(), expire_at_ms);
                 }
                 let i = self.map.insert_new(slot, key, entry);
                 self.arrived(i);
@@ -372,29 +566,44 @@ impl Db {
         }
     }
 
-    fn insert_with(&mut self, key: &[u8], mut entry: Entry) -> Option<Entry> {
-        let volatile = entry.expire_at_ms != 0;
+    // An entry comes in unstamped: its LSN is stamped here, after the
+    // write is logged, and read against this database's highest.
+    fn insert_with(&mut self, key: &[u8], mut entry: Entry, expire_at_ms: u64) -> Option<Entry> {
+        entry.meta.set_lsn(0);
+        entry.meta.set_ttl(expire_at_ms != 0);
         let (i, old) = match self.map.find(key) {
             Ok(i) => {
                 self.before_change(i);
-                entry.access = self.fresh_access(Some(&self.map[i]));
+                entry.set_access(self.fresh_access(Some(&self.map[i])));
                 (i, Some(std::mem::replace(&mut self.map[i], entry)))
             }
             Err(slot) => {
-                entry.access = self.fresh_access(None);
+                entry.set_access(self.fresh_access(None));
                 let i = self.map.insert_new(slot, own(key), entry);
                 self.arrived(i);
                 (i, None)
             }
         };
-        if volatile {
-            self.volatile.insert(key);
-        } else if old.is_some() && !self.volatile.is_empty() {
-            if let Some((k, _)) = self.map.get_index(i) {
-                self.volatile.swap_remove(&k[..]);
-            }
+        if expire_at_ms != 0 {
+            self.set_volatile(i, expire_at_ms);
+        } else if old.as_ref().is_some_and(Entry::has_ttl) {
+            self.volatile.swap_remove(key);
         }
         old
+    }
+
+    /// Files the key at position `i` as expiring at `at_ms`, copying the
+    /// key only when it is not filed yet.
+    fn set_volatile(&mut self, i: usize, at_ms: u64) {
+        let Some((k, _)) = self.map.get_index(i) else {
+            return;
+        };
+        match self.volatile.find(k.as_slice()) {
+            Ok(v) => self.volatile[v] = at_ms,
+            Err(slot) => {
+                self.volatile.insert_new(slot, k.clone(), at_ms);
+            }
+        }
     }
 
     /// Removes `key`, remembering the removed write's LSN as a miss dependency.
@@ -403,10 +612,10 @@ impl Db {
         if !self.snapshots.0.is_empty() {
             self.removed_for_snapshots(i, &k, &old);
         }
-        if old.expire_at_ms != 0 {
+        if old.has_ttl() {
             self.volatile.swap_remove(key);
         }
-        self.miss_lsn = self.miss_lsn.max(old.lsn);
+        self.miss_lsn = self.miss_lsn.max(self.lsn_of(&old));
         Some(old)
     }
 
@@ -416,9 +625,9 @@ impl Db {
             return false;
         };
         self.before_change(i);
-        self.map[i].expire_at_ms = at_ms;
+        self.map[i].meta.set_ttl(at_ms != 0);
         if at_ms != 0 {
-            self.volatile.insert(key);
+            self.set_volatile(i, at_ms);
         } else {
             self.volatile.swap_remove(key);
         }
@@ -427,13 +636,21 @@ impl Db {
 
     pub fn clear(&mut self) {
         for e in self.map.values() {
-            self.miss_lsn = self.miss_lsn.max(e.lsn);
+            self.miss_lsn = self.miss_lsn.max(e.meta.lsn(self.max_lsn));
         }
         if !self.snapshots.0.is_empty() {
-            let gone: Vec<(usize, Key, Entry)> = std::mem::take(&mut self.map)
+            let volatile = std::mem::take(&mut self.volatile);
+            let gone: Vec<(usize, Key, Entry, u64)> = std::mem::take(&mut self.map)
                 .into_iter()
                 .enumerate()
-                .map(|(i, (k, e))| (i, k, e))
+                .map(|(i, (k, e))| {
+                    let at = if e.has_ttl() {
+                        volatile.get(k.as_slice()).copied().unwrap_or(0)
+                    } else {
+                        0
+                    };
+                    (i, k, e, at)
+                })
                 .collect();
             for c in self.snapshots.0.iter_mut() {
                 c.detach(gone.iter().cloned());
@@ -457,8 +674,9 @@ impl Db {
     #[inline(never)]
     fn save_for_snapshots(&mut self, i: usize) {
         if let Some((k, e)) = self.map.get_index(i) {
+            let at = self.expire_of(k, e);
             for c in self.snapshots.0.iter_mut() {
-                c.before_change(i, k, e);
+                c.before_change(i, k, e, at);
             }
         }
     }
@@ -468,10 +686,11 @@ impl Db {
     #[cold]
     #[inline(never)]
     fn removed_for_snapshots(&mut self, i: usize, k: &Key, old: &Entry) {
+        let at = self.expire_of(k, old);
         let last = self.map.len();
         let moved = self.map.get_index(i).map(|(m, _)| m);
         for c in self.snapshots.0.iter_mut() {
-            c.before_change(i, k, old);
+            c.before_change(i, k, old, at);
             if let Some(m) = moved {
                 c.moved(last, i, m);
             }
@@ -517,13 +736,22 @@ impl Db {
         &mut self,
         job: u64,
         budget: usize,
-        visit: &mut dyn FnMut(usize, &Key, &Entry),
+        visit: &mut dyn FnMut(usize, &Key, &Entry, u64),
     ) -> (usize, bool) {
         let Some(at) = self.snapshots.0.iter().position(|c| c.job() == job) else {
             return (budget, true);
         };
-        let map = &self.map;
-        let (used, done) = self.snapshots.0[at].step(budget, |i| map.get_index(i), visit);
+        let (map, volatile) = (&self.map, &self.volatile);
+        let entry_at = |i| {
+            let (k, e) = map.get_index(i)?;
+            let at = if e.has_ttl() {
+                volatile.get(k.as_slice()).copied().unwrap_or(0)
+            } else {
+                0
+            };
+            Some((k, e, at))
+        };
+        let (used, done) = self.snapshots.0[at].step(budget, entry_at, visit);
         if done {
             self.snapshots.0.swap_remove(at);
         }
@@ -558,7 +786,7 @@ impl Db {
         while pos > 0 && seen < count {
             pos -= 1;
             if let Some((k, e)) = self.map.get_index(pos) {
-                if !e.is_expired(now_ms) {
+                if !self.is_expired(k, e, now_ms) {
                     visit(k, e);
                 }
             }
@@ -600,7 +828,7 @@ impl Db {
         volatile_only: bool,
         n: usize,
         rng: &mut impl rand::Rng,
-        mut visit: impl FnMut(&Key, &Entry),
+        mut visit: impl FnMut(&Key, &Entry, u64),
     ) {
         let len = if volatile_only {
             self.volatile.len()
@@ -613,14 +841,17 @@ impl Db {
         for _ in 0..n {
             let i = rng.gen_range(0..len);
             let found = if volatile_only {
-                self.volatile
-                    .get_index(i)
-                    .and_then(|(k, _)| self.map.get_key_value(k.as_slice()))
+                self.volatile.get_index(i).and_then(|(k, &at)| {
+                    let (k, e) = self.map.get_key_value(k.as_slice())?;
+                    Some((k, e, at))
+                })
             } else {
-                self.map.get_index(i)
+                self.map
+                    .get_index(i)
+                    .map(|(k, e)| (k, e, self.expire_of(k, e)))
             };
-            if let Some((k, e)) = found {
-                visit(k, e);
+            if let Some((k, e, at)) = found {
+                visit(k, e, at);
             }
         }
     }
@@ -634,7 +865,7 @@ impl Db {
             }
             let i = rng.gen_range(0..self.map.len());
             let (k, e) = self.map.get_index(i)?;
-            if !e.is_expired(now_ms) {
+            if !self.is_expired(k, e, now_ms) {
                 return Some(k.to_bytes());
             }
             let k = k.clone();
@@ -647,22 +878,103 @@ impl Db {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rand::Rng;
 
     fn volatile(db: &mut Db, key: &'static str, at_ms: u64) {
-        let mut e = Entry::new(Value::Str(crate::value::Str::new(b"v")));
-        e.expire_at_ms = at_ms;
-        db.insert(Bytes::from_static(key.as_bytes()), e);
+        let e = Entry::new(Value::Str(crate::value::Str::new(b"v")));
+        db.insert_expiring(Bytes::from_static(key.as_bytes()), e, at_ms);
     }
 
     /// Every key pays for these in its map slot (with its 24-byte key):
     /// keep them from growing unnoticed.
     #[test]
-    fn an_entry_is_48_bytes() {
+    fn an_entry_is_32_bytes() {
         // A string's first byte has unused values that tag the others,
         // which fit beside it: a hash is 16 bytes, the rest a pointer.
         assert_eq!(std::mem::size_of::<crate::hash::HashValue>(), 16);
         assert_eq!(std::mem::size_of::<Value>(), 24);
-        assert_eq!(std::mem::size_of::<Entry>(), 48);
+        assert_eq!(std::mem::size_of::<Entry>(), 32);
+    }
+
+    /// A stored LSN keeps its low bits and reads back against the highest
+    /// LSN stamped: exactly within the window, and never below the real
+    /// one (a reply may wait longer, never too little) nor above the
+    /// highest (it never waits for a record that was not handed out).
+    #[test]
+    fn lsns_read_back_exact_in_the_window_and_safe_beyond() {
+        let mut rng = rand::thread_rng();
+        let window = 1u64 << LSN_BITS;
+        for _ in 0..100_000 {
+            let lsn = rng.gen_range(1..u64::MAX / 4);
+            let reference = lsn + rng.gen_range(0..window * 4);
+            let mut m = Meta::default();
+            m.set_access(Access {
+                secs: rng.gen(),
+                freq: rng.gen(),
+            });
+            m.set_ttl(rng.gen());
+            let before = (m.access().secs, m.access().freq, m.has_ttl());
+            m.set_lsn(lsn);
+            assert_eq!(before, (m.access().secs, m.access().freq, m.has_ttl()));
+            let got = m.lsn(reference);
+            assert!(
+                got >= lsn && got <= reference,
+                "{lsn} at {reference}: {got}"
+            );
+            if reference - lsn < window {
+                assert_eq!(got, lsn);
+            }
+        }
+        let mut m = Meta::default();
+        assert_eq!(m.lsn(12345), 0, "never logged");
+        m.set_lsn(UNLOGGED_FAILED_LSN);
+        assert_eq!(m.lsn(12345), UNLOGGED_FAILED_LSN);
+        m.set_lsn(0);
+        assert_eq!(m.lsn(12345), 0);
+    }
+
+    #[test]
+    fn a_database_reads_its_entries_lsns_and_ttls() {
+        let mut db = Db::default();
+        let now = 1_000;
+        let v = || Entry::new(Value::Str(crate::value::Str::new(b"v")));
+        db.insert(b"a", v());
+        db.insert_expiring(b"b", v(), 5_000);
+        assert_eq!(db.dependency_lsn(b"a"), 0);
+        let far = 3 << LSN_BITS;
+        assert!(db.stamp(b"a", 7, now));
+        assert!(db.stamp(b"b", far + 9, now));
+        assert!(!db.stamp(b"c", 10, now));
+        assert_eq!(db.dependency_lsn(b"b"), far + 9);
+        // Half a billion records on, `a`'s write is older than the window:
+        // a reply waits for a later record, never for one not handed out.
+        assert!(db.dependency_lsn(b"a") >= 7);
+        assert!(db.dependency_lsn(b"a") <= far + 9);
+        assert_eq!(db.expire_at(b"a"), 0);
+        assert_eq!(db.expire_at(b"b"), 5_000);
+        let (e, at) = db.get_with_expiry(b"b", now, true).0.unwrap();
+        assert!(e.has_ttl());
+        assert_eq!(at, 5_000);
+        // Overwriting without a TTL drops it; removing forgets it.
+        db.insert(b"b", v());
+        assert_eq!(db.expire_at(b"b"), 0);
+        assert_eq!(db.volatile_len(), 0);
+        assert!(db.set_expire(b"a", 2_000));
+        assert_eq!(db.volatile_len(), 1);
+        assert!(db.get(b"a", 2_000).is_none(), "expired");
+        assert_eq!(db.volatile_len(), 0);
+        assert!(db.stamp(b"b", UNLOGGED_FAILED_LSN, now));
+        assert_eq!(db.dependency_lsn(b"b"), UNLOGGED_FAILED_LSN);
+    }
+
+    #[test]
+    fn the_lru_clock_wraps_as_redis_s_does() {
+        let a = Access {
+            secs: (u32::MAX - 5) & LRU_MASK,
+            freq: 0,
+        };
+        assert_eq!(a.idle_secs(u32::MAX), 5);
+        assert_eq!(a.idle_secs(u32::MAX.wrapping_add(10)), 15);
     }
 
     #[test]

@@ -50,7 +50,7 @@ fn decay(a: Access, now_s: u32, p: u32) -> u8 {
     if decay_minutes == 0 {
         return a.freq;
     }
-    let periods = now_s.saturating_sub(a.secs) / 60 / decay_minutes;
+    let periods = a.idle_secs(now_s) / 60 / decay_minutes;
     a.freq.saturating_sub(periods.min(255) as u8)
 }
 

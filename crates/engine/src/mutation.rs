@@ -261,7 +261,10 @@ fn apply_key_op(d: &mut Db, key: &Bytes, op: &KeyOp, now_ms: u64) -> Result<(), 
         KeyOp::SetString { value, expire } => {
             // Only KEEPTTL needs the old entry.
             let expire_at_ms = match expire {
-                ExpireMode::Keep => d.get(key, now_ms).map(|e| e.expire_at_ms).unwrap_or(0),
+                ExpireMode::Keep => match d.get(key, now_ms) {
+                    Some(e) if e.has_ttl() => d.expire_at(key),
+                    _ => 0,
+                },
                 ExpireMode::Clear => {
                     d.before_overwrite(key, now_ms);
                     0
@@ -271,14 +274,10 @@ fn apply_key_op(d: &mut Db, key: &Bytes, op: &KeyOp, now_ms: u64) -> Result<(), 
                     *t
                 }
             };
-            d.insert(
+            d.insert_expiring(
                 key.clone(),
-                Entry {
-                    value: Value::Str(Str::from_bytes(value)),
-                    expire_at_ms,
-                    lsn: 0,
-                    access: Default::default(),
-                },
+                Entry::new(Value::Str(Str::from_bytes(value))),
+                expire_at_ms,
             );
         }
         KeyOp::Restore {
@@ -286,15 +285,7 @@ fn apply_key_op(d: &mut Db, key: &Bytes, op: &KeyOp, now_ms: u64) -> Result<(), 
             expire_at_ms,
         } => {
             d.get(key, now_ms);
-            d.insert(
-                key.clone(),
-                Entry {
-                    value: value.clone(),
-                    expire_at_ms: *expire_at_ms,
-                    lsn: 0,
-                    access: Default::default(),
-                },
-            );
+            d.insert_expiring(key.clone(), Entry::new(value.clone()), *expire_at_ms);
             remove_if_empty(d, key);
         }
         KeyOp::Del => {

@@ -51,10 +51,10 @@ pub(crate) struct Cursor {
     now_ms: u64,
     /// Positions below this have not been taken yet.
     pos: usize,
-    /// Keys below `pos` the walk must not take from the map: Some(value at
-    /// the point) for a key changed or removed since, None for a key that
-    /// was not there at the point or was already taken.
-    saved: HashMap<Key, Option<Entry>, HashBuilder>,
+    /// Keys below `pos` the walk must not take from the map: Some(entry
+    /// and expiry time at the point) for a key changed or removed since,
+    /// None for a key that was not there at the point or was already taken.
+    saved: HashMap<Key, Option<(Entry, u64)>, HashBuilder>,
 }
 
 impl Cursor {
@@ -69,9 +69,10 @@ impl Cursor {
     }
 
     /// The entry at `i` is about to change or go.
-    pub(crate) fn before_change(&mut self, i: usize, key: &Key, e: &Entry) {
+    pub(crate) fn before_change(&mut self, i: usize, key: &Key, e: &Entry, expire_at_ms: u64) {
         if i < self.pos && !self.saved.contains_key(key) {
-            self.saved.insert(key.clone(), Some(e.clone()));
+            self.saved
+                .insert(key.clone(), Some((e.clone(), expire_at_ms)));
         }
     }
 
@@ -92,10 +93,10 @@ impl Cursor {
     }
 
     /// The database is emptied: what the walk has not taken moves here.
-    pub(crate) fn detach(&mut self, taken: impl Iterator<Item = (usize, Key, Entry)>) {
-        for (i, k, e) in taken {
+    pub(crate) fn detach(&mut self, taken: impl Iterator<Item = (usize, Key, Entry, u64)>) {
+        for (i, k, e, at) in taken {
             if i < self.pos {
-                self.saved.entry(k).or_insert(Some(e));
+                self.saved.entry(k).or_insert(Some((e, at)));
             }
         }
         self.pos = 0;
@@ -106,9 +107,15 @@ impl Cursor {
     }
 
     /// Hands `e` to `visit` unless it had expired at the point.
-    fn emit(&self, key: &Key, e: &Entry, visit: &mut dyn FnMut(usize, &Key, &Entry)) {
-        if !e.is_expired(self.now_ms) {
-            visit(self.db, key, e);
+    fn emit(
+        &self,
+        key: &Key,
+        e: &Entry,
+        expire_at_ms: u64,
+        visit: &mut dyn FnMut(usize, &Key, &Entry, u64),
+    ) {
+        if expire_at_ms == 0 || expire_at_ms > self.now_ms {
+            visit(self.db, key, e, expire_at_ms);
         }
     }
 
@@ -119,17 +126,17 @@ impl Cursor {
     pub(crate) fn step<'a>(
         &mut self,
         budget: usize,
-        entry_at: impl Fn(usize) -> Option<(&'a Key, &'a Entry)>,
-        visit: &mut dyn FnMut(usize, &Key, &Entry),
+        entry_at: impl Fn(usize) -> Option<(&'a Key, &'a Entry, u64)>,
+        visit: &mut dyn FnMut(usize, &Key, &Entry, u64),
     ) -> (usize, bool) {
         let mut n = 0;
         while self.pos > 0 && n < budget {
             self.pos -= 1;
             n += 1;
-            if let Some((k, e)) = entry_at(self.pos) {
+            if let Some((k, e, at)) = entry_at(self.pos) {
                 // Most walks meet no write: skip hashing every key then.
                 if self.saved.is_empty() || !self.saved.contains_key(k) {
-                    self.emit(k, e, visit);
+                    self.emit(k, e, at, visit);
                 }
             }
         }
@@ -137,8 +144,8 @@ impl Cursor {
             return (n, false);
         }
         for (k, e) in self.saved.iter() {
-            if let Some(e) = e {
-                self.emit(k, e, visit);
+            if let Some((e, at)) = e {
+                self.emit(k, e, *at, visit);
             }
         }
         (n, true)
@@ -186,11 +193,11 @@ impl Walk<'_> {
             let mut shard = self.ks.shard(self.shard).lock();
             let mut budget = KEYS_PER_LOCK;
             let mut done = true;
-            let mut copy = |db: usize, key: &Key, e: &Entry| {
+            let mut copy = |db: usize, key: &Key, e: &Entry, expire_at_ms: u64| {
                 out[db].push(SnapKey {
                     key: key.to_bytes(),
                     value: e.value.clone(),
-                    expire_at_ms: e.expire_at_ms,
+                    expire_at_ms,
                 });
             };
             for d in shard.dbs.iter_mut() {
@@ -235,13 +242,14 @@ impl Drop for Walk<'_> {
 /// under that shard's lock alone, where `at_point` reads what must match
 /// it (the shard's LSN); then every entry of the point, expired ones
 /// included (replay needs them), goes to `visit` (database number, key,
-/// entry), a few hundred per hold of the lock, while writers go on.
+/// entry, expiry time), a few hundred per hold of the lock, while writers
+/// go on.
 /// Returns `at_point`'s result and the longest hold of the lock.
 pub fn walk_shard<T>(
     ks: &Keyspace,
     shard: usize,
     at_point: impl FnOnce(&Shard) -> T,
-    visit: &mut dyn FnMut(usize, &Key, &Entry),
+    visit: &mut dyn FnMut(usize, &Key, &Entry, u64),
 ) -> (T, Duration) {
     let job = NEXT_ID.fetch_add(1, Ordering::Relaxed);
     let m = ks.shard(shard);
@@ -304,8 +312,8 @@ mod tests {
 
     fn live(db: &Db, now: u64) -> State {
         db.iter()
-            .filter(|(_, e)| !e.is_expired(now))
-            .map(|(k, e)| (k.to_vec(), (string(&e.value), e.expire_at_ms)))
+            .filter(|(k, e)| !db.is_expired(k, e, now))
+            .map(|(k, e)| (k.to_vec(), (string(&e.value), db.expire_of(k, e))))
             .collect()
     }
 
@@ -320,11 +328,11 @@ mod tests {
 
     /// A walk step that copies what it visits, as a full sync does.
     fn walk(db: &mut Db, job: u64, budget: usize, out: &mut [Vec<SnapKey>]) -> (usize, bool) {
-        db.snapshot_step(job, budget, &mut |d, k, e| {
+        db.snapshot_step(job, budget, &mut |d, k, e, expire_at_ms| {
             out[d].push(SnapKey {
                 key: k.to_bytes(),
                 value: e.value.clone(),
-                expire_at_ms: e.expire_at_ms,
+                expire_at_ms,
             })
         })
     }
@@ -339,11 +347,13 @@ mod tests {
         let key = format!("k{}", rng.gen_range(0..300));
         match rng.gen_range(0..100) {
             0..=29 => {
-                let mut e = value(rng);
-                if rng.gen_bool(0.2) {
-                    e.expire_at_ms = now + rng.gen_range(1..50);
-                }
-                db.insert(key.as_bytes(), e);
+                let e = value(rng);
+                let at = if rng.gen_bool(0.2) {
+                    now + rng.gen_range(1..50)
+                } else {
+                    0
+                };
+                db.insert_expiring(key.as_bytes(), e, at);
             }
             30..=54 => {
                 db.remove(key.as_bytes());
@@ -356,8 +366,9 @@ mod tests {
             }
             70..=79 => {
                 let k = Bytes::from(key);
-                let e = db.get_or_insert_with(&k, now, || Value::Str(Str::new(b"new")));
-                e.lsn += 1;
+                db.get_or_insert_with(&k, now, || Value::Str(Str::new(b"new")));
+                let lsn = rng.gen_range(1..1_000_000);
+                db.stamp(&k, lsn, now);
             }
             80..=89 => {
                 let at = if rng.gen_bool(0.5) { 0 } else { now + 20 };

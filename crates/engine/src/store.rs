@@ -460,7 +460,8 @@ fn reshard(
             }
             for (k, e) in d.iter() {
                 let j = new.shard_index(k);
-                new.shard(j).lock().dbs[db].insert(k.clone(), e.clone());
+                let at = d.expire_of(k, e);
+                new.shard(j).lock().dbs[db].insert_expiring(k.clone(), e.clone(), at);
             }
         }
     }

@@ -44,10 +44,7 @@ pub trait CommitLog: Send + Sync {
     ) -> Result<u64, WalError>;
 }
 
-/// LSN stamped on entries whose write could not be logged because the log
-/// failed: no reply that depends on them can ever be released as durable,
-/// and the server turns such replies into errors.
-pub const UNLOGGED_FAILED_LSN: u64 = u64::MAX;
+pub use crate::db::UNLOGGED_FAILED_LSN;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CommitOutcome {
@@ -209,6 +206,23 @@ impl<'a> Txn<'a> {
         e
     }
 
+    /// [`Txn::get`] (or, without `touch`, [`Txn::get_untouched`]), with
+    /// the key's expiry time (Unix milliseconds, 0: none).
+    pub fn get_with_expiry(&mut self, db: usize, key: &[u8], touch: bool) -> Option<(&Entry, u64)> {
+        let now = self.now_ms;
+        let slot = self.slot(key)?;
+        let d = self.guards[slot].1.dbs.get_mut(db)?;
+        let (e, dep) = d.get_with_expiry(key, now, touch);
+        self.dependency_lsn = self.dependency_lsn.max(dep);
+        e
+    }
+
+    /// When `key` expires, as [`Txn::get_with_expiry`] finds it: None when
+    /// it is missing, Some(0) when it has no TTL.
+    pub fn expire_at(&mut self, db: usize, key: &[u8], touch: bool) -> Option<u64> {
+        self.get_with_expiry(db, key, touch).map(|(_, at)| at)
+    }
+
     /// Overrides a key's access bookkeeping (RESTORE ... IDLETIME / FREQ):
     /// `idle_s` seconds ago, and the LFU counter. Not a logged change.
     pub fn set_access(&mut self, db: usize, key: &[u8], idle_s: Option<u64>, freq: Option<u8>) {
@@ -218,13 +232,14 @@ impl<'a> Txn<'a> {
         let Some(d) = self.guards[slot].1.dbs.get_mut(db) else {
             return;
         };
-        if let Some(e) = d.get_mut_untouched(key, now) {
+        if let Some(mut a) = d.get_untouched(key, now).map(|e| e.access()) {
             if let Some(idle) = idle_s {
-                e.access.secs = now_s.saturating_sub(idle) as u32;
+                a.secs = now_s.saturating_sub(idle) as u32;
             }
             if let Some(f) = freq {
-                e.access.freq = f;
+                a.freq = f;
             }
+            d.set_access(key, now, a);
         }
     }
 
@@ -443,7 +458,7 @@ impl<'a> Txn<'a> {
         for (_, g) in &self.guards {
             let Some(d) = g.dbs.get(from) else { continue };
             for (k, e) in d.iter() {
-                if e.is_expired(self.now_ms) {
+                if d.is_expired(k, e, self.now_ms) {
                     continue;
                 }
                 out.push(Mutation::key(
@@ -451,7 +466,7 @@ impl<'a> Txn<'a> {
                     k.to_bytes(),
                     KeyOp::Restore {
                         value: e.value.clone(),
-                        expire_at_ms: e.expire_at_ms,
+                        expire_at_ms: d.expire_of(k, e),
                     },
                 ));
             }
@@ -565,9 +580,8 @@ impl<'a> Txn<'a> {
                 let Some(d) = shard.dbs.get_mut(*db as usize) else {
                     return;
                 };
-                match d.get_mut_untouched(key, now) {
-                    Some(e) => e.lsn = lsn,
-                    None => d.miss_lsn = d.miss_lsn.max(lsn),
+                if !d.stamp(key, lsn, now) {
+                    d.miss_lsn = d.miss_lsn.max(lsn);
                 }
             }
             Mutation::FlushDb { db } => {

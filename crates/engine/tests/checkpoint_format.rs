@@ -214,7 +214,7 @@ fn entries(ks: &Keyspace) -> Vec<(usize, Vec<u8>, Value, u64)> {
         let s = ks.shard(i).lock();
         for (db, d) in s.dbs.iter().enumerate() {
             for (k, e) in d.iter() {
-                v.push((db, k.to_vec(), e.value.clone(), e.expire_at_ms));
+                v.push((db, k.to_vec(), e.value.clone(), d.expire_of(k, e)));
             }
         }
     }

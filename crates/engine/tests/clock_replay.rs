@@ -27,7 +27,8 @@ fn set(store: &Store, now: u64, value: &str, expire: ExpireMode) {
 
 fn read(store: &Store, now: u64) -> Option<(Value, u64)> {
     let mut txn = store.keyspace.lock_keys_at([&b"k"[..]], now);
-    txn.get(0, b"k").map(|e| (e.value.clone(), e.expire_at_ms))
+    txn.get_with_expiry(0, b"k", true)
+        .map(|(e, at)| (e.value.clone(), at))
 }
 
 #[test]

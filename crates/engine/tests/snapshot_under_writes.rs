@@ -112,8 +112,8 @@ fn a_snapshot_is_the_keyspace_at_its_point_while_writers_run() {
             let mut s = State::new();
             for shard in txn.shards_mut() {
                 for (db, d) in shard.dbs.iter().enumerate() {
-                    for (k, e) in d.iter().filter(|(_, e)| !e.is_expired(now)) {
-                        s.insert((db, k.to_vec()), (e.value.clone(), e.expire_at_ms));
+                    for (k, e) in d.iter().filter(|(k, e)| !d.is_expired(k, e, now)) {
+                        s.insert((db, k.to_vec()), (e.value.clone(), d.expire_of(k, e)));
                     }
                 }
             }
@@ -150,7 +150,7 @@ fn everything(ks: &Keyspace) -> State {
     for i in 0..ks.num_shards() {
         for (db, d) in ks.shard(i).lock().dbs.iter().enumerate() {
             for (k, e) in d.iter() {
-                s.insert((db, k.to_vec()), (e.value.clone(), e.expire_at_ms));
+                s.insert((db, k.to_vec()), (e.value.clone(), d.expire_of(k, e)));
             }
         }
     }

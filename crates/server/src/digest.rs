@@ -102,7 +102,7 @@ fn fold(d: &mut Digest, e: &Entry) {
             }
         }
     }
-    if e.expire_at_ms != 0 {
+    if e.has_ttl() {
         xor(d, b"!!expire!!");
     }
 }

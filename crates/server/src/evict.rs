@@ -280,10 +280,15 @@ fn refill(
         };
         let mut any = false;
         for (db, d) in shard.dbs.iter().enumerate() {
-            d.sample(policy.volatile_only(), samples, rng, |k, e| {
-                any = true;
-                offer(pool, score(policy, e, now_s), db, k);
-            });
+            d.sample(
+                policy.volatile_only(),
+                samples,
+                rng,
+                |k, e, expire_at_ms| {
+                    any = true;
+                    offer(pool, score(policy, e, expire_at_ms, now_s), db, k);
+                },
+            );
         }
         if any {
             found += 1;
@@ -292,13 +297,13 @@ fn refill(
     found > 0
 }
 
-fn score(policy: Policy, e: &Entry, now_s: u32) -> u64 {
+fn score(policy: Policy, e: &Entry, expire_at_ms: u64, now_s: u32) -> u64 {
     match policy {
         Policy::AllKeysLfu | Policy::VolatileLfu => {
-            255 - u64::from(durakv_engine::lfu::decayed(e.access, now_s))
+            255 - u64::from(durakv_engine::lfu::decayed(e.access(), now_s))
         }
-        Policy::VolatileTtl => u64::MAX - e.expire_at_ms,
-        Policy::AllKeysLru | Policy::VolatileLru => u64::from(now_s.saturating_sub(e.access.secs)),
+        Policy::VolatileTtl => u64::MAX - expire_at_ms,
+        Policy::AllKeysLru | Policy::VolatileLru => u64::from(e.access().idle_secs(now_s)),
         _ => 0,
     }
 }
@@ -333,7 +338,7 @@ fn delete(shared: &Shared, policy: Policy, db: usize, key: &Bytes) -> bool {
         return false;
     };
     match txn.get_untouched(db, key) {
-        Some(e) if !policy.volatile_only() || e.expire_at_ms != 0 => {}
+        Some(e) if !policy.volatile_only() || e.has_ttl() => {}
         _ => return false,
     }
     if txn

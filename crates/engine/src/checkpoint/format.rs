@@ -506,13 +506,13 @@ pub(crate) const MIN_ENTRY_BYTES: usize = 4 + 4 + 4 + 8 + 1 + 4;
 /// Appends one entry to a block body: `entry_len u32 | db u32 | key_len u32
 /// | key | expire_at_ms u64 | value` (value as `codec::encode_value`;
 /// `entry_len` counts the bytes after itself).
-pub fn encode_entry(db: u32, key: &[u8], entry: &Entry, out: &mut Vec<u8>) {
+pub fn encode_entry(db: u32, key: &[u8], entry: &Entry, expire_at_ms: u64, out: &mut Vec<u8>) {
     let start = out.len();
     out.extend_from_slice(&[0u8; 4]);
     out.extend_from_slice(&db.to_le_bytes());
     out.extend_from_slice(&(key.len() as u32).to_le_bytes());
     out.extend_from_slice(key);
-    out.extend_from_slice(&entry.expire_at_ms.to_le_bytes());
+    out.extend_from_slice(&expire_at_ms.to_le_bytes());
     codec::encode_value(&entry.value, out);
     let len = (out.len() - start - 4) as u32;
     out[start..start + 4].copy_from_slice(&len.to_le_bytes());

@@ -587,13 +587,9 @@ fn load_block(
         }
     }
     for (entry_at, e) in decoded {
-        let entry = Entry {
-            value: e.value,
-            expire_at_ms: e.expire_at_ms,
-            lsn: 0,
-            access,
-        };
-        if !shard.dbs[e.db as usize].insert_loaded(e.key, entry) {
+        let mut entry = Entry::new(e.value);
+        entry.set_access(access);
+        if !shard.dbs[e.db as usize].insert_loaded(e.key, entry, e.expire_at_ms) {
             return Err(bad(entry_at, "duplicate key"));
         }
     }
@@ -611,12 +607,7 @@ mod tests {
     use bytes::Bytes;
 
     fn entry(value: Value) -> Entry {
-        Entry {
-            value,
-            expire_at_ms: 0,
-            lsn: 0,
-            access: Default::default(),
-        }
+        Entry::new(value)
     }
 
     /// A version 1 file of one shard in two blocks (the first sizes the
@@ -636,7 +627,7 @@ mod tests {
         for (i, entries) in blocks.iter().enumerate() {
             let mut chunk = Chunk::new(Vec::new());
             for (k, v) in entries.iter() {
-                format::encode_entry(0, k.as_bytes(), &entry(v.clone()), &mut chunk.buf);
+                format::encode_entry(0, k.as_bytes(), &entry(v.clone()), 0, &mut chunk.buf);
                 chunk.entries += 1;
                 keys += 1;
             }

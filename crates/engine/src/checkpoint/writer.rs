@@ -92,19 +92,24 @@ pub(crate) fn serialize_shard(
     let mut cur: Option<Chunk> = None;
     let mut keys = 0u64;
     let mut raw_bytes = 0u64;
-    let (lsn, longest) = snapshot::walk_shard(ks, index, lsn_at_point, &mut |db, key, entry| {
-        let c = cur.get_or_insert_with(|| {
-            Chunk::new(pool.pop().unwrap_or_else(|| Vec::with_capacity(capacity)))
-        });
-        format::encode_entry(db as u32, key, entry, &mut c.buf);
-        c.entries += 1;
-        keys += 1;
-        if c.body_len() >= block_target_bytes || c.entries == u32::MAX {
-            raw_bytes += c.body_len() as u64;
-            let next = Chunk::new(pool.pop().unwrap_or_else(|| Vec::with_capacity(capacity)));
-            chunks.push(std::mem::replace(c, next));
-        }
-    });
+    let (lsn, longest) = snapshot::walk_shard(
+        ks,
+        index,
+        lsn_at_point,
+        &mut |db, key, entry, expire_at_ms| {
+            let c = cur.get_or_insert_with(|| {
+                Chunk::new(pool.pop().unwrap_or_else(|| Vec::with_capacity(capacity)))
+            });
+            format::encode_entry(db as u32, key, entry, expire_at_ms, &mut c.buf);
+            c.entries += 1;
+            keys += 1;
+            if c.body_len() >= block_target_bytes || c.entries == u32::MAX {
+                raw_bytes += c.body_len() as u64;
+                let next = Chunk::new(pool.pop().unwrap_or_else(|| Vec::with_capacity(capacity)));
+                chunks.push(std::mem::replace(c, next));
+            }
+        },
+    );
     match cur {
         Some(c) if c.entries > 0 => {
             raw_bytes += c.body_len() as u64;

@@ -74,7 +74,7 @@ pub fn dump(ks: &Keyspace) -> Dump {
         let s = ks.shard(i).lock();
         for (db, d) in s.dbs.iter().enumerate() {
             for (k, e) in d.iter() {
-                out.insert((db, k.to_vec()), (e.value.clone(), e.expire_at_ms));
+                out.insert((db, k.to_vec()), (e.value.clone(), d.expire_of(k, e)));
             }
         }
     }

@@ -112,9 +112,6 @@ fn sleep(arg: &[u8]) -> Reply {
     Ok(Frame::ok())
 }
 
-/// Redis's LRU clock is 24 bits of seconds.
-const LRU_MASK: u64 = (1 << 24) - 1;
-
 fn object(ctx: &mut Ctx<'_>, key: &Bytes) -> Reply {
     let limits = super::encoding_limits(ctx);
     let mut txn = crate::dispatch::lock(ctx.shared, false, std::iter::once(&key[..]))?;
@@ -122,14 +119,14 @@ fn object(ctx: &mut Ctx<'_>, key: &Bytes) -> Reply {
     let Some(e) = txn.get_untouched(ctx.db(), key) else {
         return Err(errors::err(errors::NO_SUCH_KEY));
     };
-    let idle = now_s.saturating_sub(u64::from(e.access.secs));
+    let idle = e.access().idle_secs(now_s as u32);
     let v = &e.value;
     let encoding = v.encoding_name(&limits);
     let mut s = format!(
         "Value at:{:p} refcount:1 encoding:{encoding} serializedlength:{} lru:{} lru_seconds_idle:{idle}",
         v as *const Value,
         crate::rdb_value::serialized_length(v, &limits),
-        u64::from(e.access.secs) & LRU_MASK,
+        e.access().secs,
     );
     if let Value::List(l) = v {
         let nodes = crate::rdb_value::list_nodes(l, &limits).max(1);
@@ -151,10 +148,10 @@ fn digest(ctx: &mut Ctx<'_>) -> Reply {
     for db in 0..dbs {
         let mut keys: Vec<(Bytes, durakv_engine::db::Entry)> = Vec::new();
         for shard in txn.shards_mut() {
+            let d = &shard.dbs[db];
             keys.extend(
-                shard.dbs[db]
-                    .iter()
-                    .filter(|(_, e)| !e.is_expired(now))
+                d.iter()
+                    .filter(|(k, e)| !d.is_expired(k, e, now))
                     .map(|(k, e)| (k.to_bytes(), e.clone())),
             );
         }
@@ -212,10 +209,14 @@ fn reload(ctx: &mut Ctx<'_>) -> Reply {
         let copy = scratch.shard(i).lock();
         for (db, live_db) in shard.dbs.iter().enumerate() {
             let loaded = &copy.dbs[db];
-            let alive = live_db.iter().filter(|(_, e)| !e.is_expired(now));
+            let alive = live_db
+                .iter()
+                .filter(|(k, e)| !live_db.is_expired(k, e, now));
             for (k, e) in alive {
                 match loaded.peek(k) {
-                    Some(c) if c.value == e.value && c.expire_at_ms == e.expire_at_ms => {}
+                    Some(c)
+                        if c.value == e.value
+                            && loaded.expire_of(k, c) == live_db.expire_of(k, e) => {}
                     _ => mismatches += 1,
                 }
             }

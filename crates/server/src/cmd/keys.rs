@@ -212,7 +212,7 @@ fn expire_generic(
     };
     let db = ctx.db();
     let key = &args[1];
-    let Some(current) = txn.get(db, key).map(|e| e.expire_at_ms) else {
+    let Some(current) = txn.expire_at(db, key, true) else {
         return Frame::Integer(0);
     };
     // A key without a TTL counts as expiring never: GT can't beat it, LT always does.
@@ -255,7 +255,7 @@ fn pexpireat(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
 /// TTL. Seconds are rounded to nearest, as Redis does.
 fn ttl_generic(ctx: &Ctx<'_>, txn: &mut Txn<'_>, key: &[u8], in_ms: bool, absolute: bool) -> Frame {
     let now = txn.now_ms;
-    let Some(at) = txn.get_untouched(ctx.db(), key).map(|e| e.expire_at_ms) else {
+    let Some(at) = txn.expire_at(ctx.db(), key, false) else {
         return Frame::Integer(-2);
     };
     if at == 0 {
@@ -290,7 +290,7 @@ fn persist(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let db = ctx.db();
     let key = &args[1];
     match txn.get(db, key) {
-        Some(e) if e.expire_at_ms != 0 => {}
+        Some(e) if e.has_ttl() => {}
         _ => return Ok(Frame::Integer(0)),
     }
     let m = Mutation::key(db as u32, key.clone(), KeyOp::Expire { at_ms: 0 });
@@ -307,14 +307,14 @@ fn relocate(
     dst: &Bytes,
     keep_source: bool,
 ) -> Result<(), Frame> {
-    let Some(e) = txn.get(src_db, src) else {
+    let Some((e, expire_at_ms)) = txn.get_with_expiry(src_db, src, true) else {
         return Ok(());
     };
     // The whole value, never a reference to the source: the source may be
     // in a database the log does not cover.
     let op = KeyOp::Restore {
         value: e.value.clone(),
-        expire_at_ms: e.expire_at_ms,
+        expire_at_ms,
     };
     let mut muts = vec![Mutation::key(dst_db as u32, dst.clone(), op)];
     if !keep_source {
@@ -407,8 +407,9 @@ fn keys(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let mut out = Vec::new();
     txn.depend_on_db(db);
     for shard in txn.shards_mut() {
-        for (k, e) in shard.dbs[db].iter() {
-            if !e.is_expired(now) && (everything || glob_match(pattern, k, false)) {
+        let d = &shard.dbs[db];
+        for (k, e) in d.iter() {
+            if !d.is_expired(k, e, now) && (everything || glob_match(pattern, k, false)) {
                 out.push(Frame::Bulk(k.to_bytes()));
             }
         }
@@ -500,7 +501,7 @@ fn scan(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
             if type_ok && name_ok {
                 found.push(Frame::Bulk(k.to_bytes()));
                 if track {
-                    dependency = dependency.max(e.lsn);
+                    dependency = dependency.max(d.lsn_of(e));
                 }
             }
         });
@@ -666,12 +667,12 @@ fn object(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
         ("freq", false) => Err(Frame::error(LFU_NOT_SELECTED)),
         ("idletime", true) => Err(Frame::error(LRU_NOT_SELECTED)),
         ("freq", true) => Ok(Frame::Integer(i64::from(durakv_engine::lfu::decayed(
-            e.access,
+            e.access(),
             now_s as u32,
         )))),
-        _ => Ok(Frame::Integer(
-            now_s.saturating_sub(u64::from(e.access.secs)) as i64,
-        )),
+        _ => Ok(Frame::Integer(i64::from(
+            e.access().idle_secs(now_s as u32),
+        ))),
     }
 }
 

@@ -114,8 +114,10 @@ fn migrate(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     }
     command(&mut wire, &[b"SELECT", dest_db.to_string().as_bytes()]);
     for key in &args[keys] {
-        let Some(e) = txn.get(db, key) else { continue };
-        let ttl = match e.expire_at_ms {
+        let Some((e, expire_at_ms)) = txn.get_with_expiry(db, key, true) else {
+            continue;
+        };
+        let ttl = match expire_at_ms {
             0 => 0,
             at => at.saturating_sub(now).max(1),
         };

@@ -306,7 +306,7 @@ fn getex(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let op = match action {
         GetexAction::Nothing => None,
         GetexAction::Persist => {
-            let has_ttl = txn.get(db, key).is_some_and(|e| e.expire_at_ms != 0);
+            let has_ttl = txn.get(db, key).is_some_and(|e| e.has_ttl());
             has_ttl.then_some(KeyOp::Expire { at_ms: 0 })
         }
         GetexAction::At { ms, absolute } if absolute && ms <= txn.now_ms => Some(KeyOp::Del),

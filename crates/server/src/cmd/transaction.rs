@@ -95,7 +95,7 @@ fn watch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         {
             continue;
         }
-        let expire_at_ms = txn.get(db, key).map(|e| e.expire_at_ms).unwrap_or(0);
+        let expire_at_ms = txn.expire_at(db, key, true).unwrap_or(0);
         ctx.shared.watches.watch(
             ctx.client.id(),
             &ctx.client.handle.watch_dirty,
