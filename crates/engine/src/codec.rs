@@ -4,7 +4,7 @@
 //! Decoding is bounds-checked and never panics on arbitrary bytes.
 
 use crate::mutation::{ExpireMode, FunctionOp, KeyOp, Mutation, ReplOrigin};
-use crate::value::{ListValue, Str, Value};
+use crate::value::{ListValue, Value};
 use crate::zset::ZSet;
 use bytes::Bytes;
 
@@ -210,7 +210,7 @@ fn value_len(v: &Value) -> u64 {
         + match v {
             Value::Str(s) => return 1 + bytes(s),
             Value::Hash(h) => h.slices().map(|(f, v)| bytes(f) + bytes(v)).sum::<u64>(),
-            Value::List(l) => l.iter().map(|b| bytes(b)).sum(),
+            Value::List(l) => l.iter().map(bytes).sum(),
             Value::Set(s) => s.iter().map(|b| bytes(b)).sum(),
             Value::ZSet(z) => z.iter().map(|(m, _)| 8 + bytes(m)).sum(),
             Value::Stream(st) => {
@@ -691,9 +691,9 @@ pub fn decode_value(r: &mut Reader<'_>) -> Result<Value, DecodeError> {
         }
         tag::V_LIST => {
             let n = r.count(4)?;
-            let mut l = ListValue::with_capacity(n);
+            let mut l = ListValue::new();
             for _ in 0..n {
-                l.push_back(Str::from_bytes(&r.bytes()?));
+                l.push_back(r.slice()?);
             }
             Value::List(Box::new(l))
         }

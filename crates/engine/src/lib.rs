@@ -38,6 +38,7 @@ pub mod key;
 pub mod keymap;
 pub mod keyspace;
 pub mod lfu;
+pub mod list;
 pub mod lock;
 pub mod mutation;
 pub mod replication;

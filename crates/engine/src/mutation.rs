@@ -16,7 +16,7 @@ use crate::db::{Db, Entry};
 pub use crate::functions::FunctionOp;
 use crate::shard::Shard;
 pub use crate::stream_op::StreamOp;
-use crate::value::{ListValue, Str, Value};
+use crate::value::{Str, Value};
 use bytes::Bytes;
 
 /// What happens to an existing TTL when a string is written.
@@ -347,9 +347,9 @@ fn apply_key_op(d: &mut Db, key: &Bytes, op: &KeyOp, now_ms: u64) -> Result<(), 
             };
             for it in items {
                 if *left {
-                    l.push_front(Str::from_bytes(it));
+                    l.push_front(it);
                 } else {
-                    l.push_back(Str::from_bytes(it));
+                    l.push_back(it);
                 }
             }
         }
@@ -360,7 +360,7 @@ fn apply_key_op(d: &mut Db, key: &Bytes, op: &KeyOp, now_ms: u64) -> Result<(), 
                 };
                 for _ in 0..*count {
                     let popped = if *left { l.pop_front() } else { l.pop_back() };
-                    if popped.is_none() {
+                    if !popped {
                         break;
                     }
                 }
@@ -373,14 +373,14 @@ fn apply_key_op(d: &mut Db, key: &Bytes, op: &KeyOp, now_ms: u64) -> Result<(), 
                 return Err(WRONG_TYPE);
             };
             let i = list_index(l.len(), *index).ok_or("index out of range")?;
-            l[i] = Str::from_bytes(item);
+            l.set(i, item);
         }
         KeyOp::LRem { count, item } => {
             if let Some(e) = d.get_mut(key, now_ms) {
                 let Value::List(l) = &mut e.value else {
                     return Err(WRONG_TYPE);
                 };
-                list_remove(l, *count, item);
+                l.remove_matching(*count, item);
                 remove_if_empty(d, key);
             }
         }
@@ -392,7 +392,7 @@ fn apply_key_op(d: &mut Db, key: &Bytes, op: &KeyOp, now_ms: u64) -> Result<(), 
                 match list_range(l.len(), *start, *stop) {
                     Some((s, e)) => {
                         l.truncate(e + 1);
-                        l.drain(..s);
+                        l.remove_front(s);
                     }
                     None => l.clear(),
                 }
@@ -408,9 +408,9 @@ fn apply_key_op(d: &mut Db, key: &Bytes, op: &KeyOp, now_ms: u64) -> Result<(), 
                 let Value::List(l) = &mut e.value else {
                     return Err(WRONG_TYPE);
                 };
-                if let Some(pos) = l.iter().position(|x| x == pivot) {
+                if let Some(pos) = l.iter().position(|x| x == &pivot[..]) {
                     let at = if *before { pos } else { pos + 1 };
-                    l.insert(at, Str::from_bytes(item));
+                    l.insert(at, item);
                 }
             }
         }
@@ -501,36 +501,4 @@ pub fn list_range(len: usize, start: i64, stop: i64) -> Option<(usize, usize)> {
         e = len - 1;
     }
     Some((s as usize, e as usize))
-}
-
-/// LREM: removes up to |count| occurrences (from the head if count > 0, from
-/// the tail if < 0, all if 0). Returns how many were removed.
-pub fn list_remove(l: &mut ListValue, count: i64, item: &[u8]) -> usize {
-    let limit = if count == 0 {
-        usize::MAX
-    } else {
-        count.unsigned_abs() as usize
-    };
-    let mut removed = 0;
-    if count >= 0 {
-        let mut i = 0;
-        while i < l.len() && removed < limit {
-            if l[i].as_slice() == item {
-                l.remove(i);
-                removed += 1;
-            } else {
-                i += 1;
-            }
-        }
-    } else {
-        let mut i = l.len();
-        while i > 0 && removed < limit {
-            i -= 1;
-            if l[i].as_slice() == item {
-                l.remove(i);
-                removed += 1;
-            }
-        }
-    }
-    removed
 }

@@ -2,13 +2,12 @@
 
 pub use crate::hash::HashValue;
 pub use crate::key::Str;
+pub use crate::list::ListValue;
 pub use crate::set::SetValue;
 use crate::stream::Stream;
 use crate::zset::ZSet;
-use std::collections::VecDeque;
 
 pub type HashBuilder = ahash::RandomState;
-pub type ListValue = VecDeque<Str>;
 
 /// Strings up to this long are `embstr` in Redis.
 pub const EMBSTR_MAX_BYTES: usize = 44;
@@ -192,9 +191,7 @@ impl Value {
         match self {
             Value::Str(s) => s.heap_bytes(),
             Value::Hash(h) => h.heap_bytes(),
-            // An element's 24 bytes in the ring, and its block when it is
-            // too long to be inline.
-            Value::List(l) => l.iter().map(|v| 24 + v.heap_bytes()).sum(),
+            Value::List(l) => l.heap_bytes(),
             // A member's slot in the map and in its index, and its block
             // when it is too long to be inline.
             Value::Set(s) => s.iter().map(|m| 24 + 7 + m.heap_bytes()).sum(),
@@ -309,11 +306,7 @@ mod tests {
     #[test]
     fn encodings_follow_the_limits() {
         let mut l = EncodingLimits::default();
-        let list = Value::List(Box::new(
-            (0..10)
-                .map(|i| Str::new(i.to_string().as_bytes()))
-                .collect(),
-        ));
+        let list = Value::List(Box::new((0..10).map(|i| i.to_string()).collect()));
         assert_eq!(list.encoding_name(&l), "listpack");
         l.list_size = 4;
         assert_eq!(list.encoding_name(&l), "quicklist");

@@ -7,7 +7,7 @@ use crate::util::{arg_i64, is};
 use bytes::Bytes;
 use durakv_engine::mutation::{list_index, list_range, KeyOp, Mutation};
 use durakv_engine::txn::Txn;
-use durakv_engine::value::{parse_i64, ListValue, Str, Value};
+use durakv_engine::value::{parse_i64, ListValue, Value};
 use durakv_protocol::Frame;
 
 pub fn commands() -> Vec<CommandSpec> {
@@ -118,9 +118,9 @@ pub(crate) fn pop_list(
     };
     let n = count.min(l.len() as u64) as usize;
     let popped: Vec<Bytes> = if left {
-        l.iter().take(n).map(Str::to_bytes).collect()
+        l.iter().take(n).map(Bytes::copy_from_slice).collect()
     } else {
-        l.iter().rev().take(n).map(Str::to_bytes).collect()
+        l.iter().rev().take(n).map(Bytes::copy_from_slice).collect()
     };
     if n > 0 {
         apply(
@@ -169,9 +169,29 @@ fn lrange(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
         return Ok(Frame::Array(Vec::new()));
     };
     Ok(Frame::Array(match list_range(l.len(), start, stop) {
-        Some((s, e)) => l.range(s..=e).map(|v| Frame::Bulk(v.to_bytes())).collect(),
+        Some((s, e)) => bulk_all(l.range(s, e)),
         None => Vec::new(),
     }))
+}
+
+/// Copies `items` into one buffer and replies with slices of it: a reply of
+/// many elements then costs one allocation rather than one per element.
+fn bulk_all<'a>(items: impl ExactSizeIterator<Item = &'a [u8]>) -> Vec<Frame> {
+    let mut buf = Vec::new();
+    let mut ends = Vec::with_capacity(items.len());
+    for v in items {
+        buf.extend_from_slice(v);
+        ends.push(buf.len());
+    }
+    let all = Bytes::from(buf);
+    let mut start = 0;
+    ends.into_iter()
+        .map(|end| {
+            let b = all.slice(start..end);
+            start = end;
+            Frame::Bulk(b)
+        })
+        .collect()
 }
 
 fn llen(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
@@ -183,7 +203,8 @@ fn lindex(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
         return Ok(Frame::Null);
     };
     let index = arg_i64(&args[2])?;
-    Ok(list_index(l.len(), index).map_or(Frame::Null, |i| Frame::Bulk(l[i].to_bytes())))
+    let item = list_index(l.len(), index).and_then(|i| l.get(i));
+    Ok(item.map_or(Frame::Null, |v| Frame::Bulk(Bytes::copy_from_slice(v))))
 }
 
 fn lset(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
@@ -218,7 +239,7 @@ fn lrem(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     } else {
         usize::try_from(count.unsigned_abs()).unwrap_or(usize::MAX)
     };
-    let found = l.iter().filter(|v| **v == args[3]).take(limit).count();
+    let found = l.iter().filter(|v| *v == &args[3][..]).take(limit).count();
     if found > 0 {
         apply(
             txn,
@@ -254,7 +275,7 @@ fn linsert(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let Some(l) = read_list(txn, db, &args[1])? else {
         return Ok(Frame::Integer(0));
     };
-    if !l.iter().any(|v| *v == args[3]) {
+    if !l.iter().any(|v| v == &args[3][..]) {
         return Ok(Frame::Integer(-1));
     }
     let len = l.len();
@@ -317,9 +338,13 @@ fn lpos(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     };
     let mut skip = rank.unsigned_abs() - 1;
     let mut found = Vec::new();
-    for k in 0..scan {
-        let i = if rank > 0 { k } else { len - 1 - k };
-        if l[i] != args[2] {
+    let items: Box<dyn Iterator<Item = (usize, &[u8])>> = if rank > 0 {
+        Box::new(l.iter().enumerate())
+    } else {
+        Box::new(l.iter().rev().enumerate().map(|(k, v)| (len - 1 - k, v)))
+    };
+    for (i, v) in items.take(scan) {
+        if v != &args[2][..] {
             continue;
         }
         if skip > 0 {
@@ -367,7 +392,8 @@ pub(crate) fn move_element(
     let Some(l) = read_list(txn, db, src)? else {
         return Ok(Frame::Null);
     };
-    let Some(item) = (if from_left { l.front() } else { l.back() }).map(Str::to_bytes) else {
+    let Some(item) = (if from_left { l.front() } else { l.back() }).map(Bytes::copy_from_slice)
+    else {
         return Ok(Frame::Null);
     };
     read_list(txn, db, dst)?;

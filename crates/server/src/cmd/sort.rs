@@ -310,9 +310,14 @@ fn load(
             .rev()
             .skip(skip)
             .take(take)
-            .map(Str::to_bytes)
+            .map(Bytes::copy_from_slice)
             .collect(),
-        (Kind::List, Value::List(l)) => l.iter().skip(skip).take(take).map(Str::to_bytes).collect(),
+        (Kind::List, Value::List(l)) => l
+            .iter()
+            .skip(skip)
+            .take(take)
+            .map(Bytes::copy_from_slice)
+            .collect(),
         (Kind::Set, Value::Set(s)) => s.iter().map(Key::to_bytes).collect(),
         (Kind::ZSet, Value::ZSet(z)) if desc => z
             .iter()

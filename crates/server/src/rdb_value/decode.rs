@@ -4,7 +4,7 @@
 use super::primitives::Reader;
 use super::{legacy, listpack, stream, ty};
 use bytes::Bytes;
-use durakv_engine::value::{HashValue, ListValue, SetValue, Str, Value};
+use durakv_engine::value::{HashValue, ListValue, SetValue, Value};
 use durakv_engine::zset::ZSet;
 
 /// Quicklist node container kinds (Redis's `QUICKLIST_NODE_CONTAINER_*`).
@@ -100,18 +100,17 @@ fn quicklist(r: &mut Reader<'_>, v2: bool) -> Option<ListValue> {
         let container = if v2 { r.length()? } else { CONTAINER_PACKED };
         let blob = r.string()?;
         match container {
-            CONTAINER_PLAIN => out.push_back(Str::from_bytes(&blob)),
-            CONTAINER_PACKED if v2 => out.extend(list_of(listpack::decode(&blob)?)),
-            CONTAINER_PACKED => out.extend(list_of(legacy::ziplist(&blob)?)),
+            CONTAINER_PLAIN => out.push_back(&blob),
+            CONTAINER_PACKED if v2 => out.extend(listpack::decode(&blob)?),
+            CONTAINER_PACKED => out.extend(legacy::ziplist(&blob)?),
             _ => return None,
         }
     }
     Some(out)
 }
 
-/// List elements as the keyspace keeps them (copies of small ones).
 fn list_of(items: Vec<Bytes>) -> ListValue {
-    items.iter().map(Str::from_bytes).collect()
+    items.into_iter().collect()
 }
 
 fn pairs(items: Vec<Bytes>) -> Option<Vec<(Bytes, Bytes)>> {

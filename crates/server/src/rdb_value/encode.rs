@@ -73,7 +73,7 @@ fn list(out: &mut Vec<u8>, l: &ListValue, limits: &EncodingLimits) {
     let mut items = l.iter();
     for n in nodes {
         put_length(out, CONTAINER_PACKED);
-        let lp = listpack::encode(items.by_ref().take(n).map(|b| &b[..]));
+        let lp = listpack::encode(items.by_ref().take(n));
         put_string(out, &lp);
     }
 }

@@ -361,10 +361,10 @@ impl Loader {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use durakv_engine::value::{ListValue, Str};
+    use durakv_engine::value::ListValue;
 
     fn sample() -> Snapshot {
-        let list: ListValue = [Str::new(b"a"), Str::new(b"b")].into();
+        let list: ListValue = [b"a", b"b"].into_iter().collect();
         Snapshot {
             dbs: vec![
                 vec![SnapKey {
