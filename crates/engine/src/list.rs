@@ -292,13 +292,19 @@ impl ListValue {
         if i >= self.len {
             return false;
         }
-        let (bi, j) = self.locate(i);
-        let b = &mut self.blocks[bi];
-        let at = b.offset_of(j);
-        let next = read_at(&b.buf, at).1;
-        b.splice(at, next, Some(item));
+        let (bi, at, next) = self.span(i);
+        self.blocks[bi].splice(at, next, Some(item));
         self.split_if_large(bi);
         true
+    }
+
+    /// The block of element `i` (< len), and where in it the element
+    /// starts and ends.
+    fn span(&self, i: usize) -> (usize, usize, usize) {
+        let (bi, j) = self.locate(i);
+        let b = &self.blocks[bi];
+        let at = b.offset_of(j);
+        (bi, at, read_at(&b.buf, at).1)
     }
 
     /// Inserts `item` so that it becomes element `i` (i <= len).
@@ -330,10 +336,8 @@ impl ListValue {
         if i >= self.len {
             return false;
         }
-        let (bi, j) = self.locate(i);
+        let (bi, at, next) = self.span(i);
         let b = &mut self.blocks[bi];
-        let at = b.offset_of(j);
-        let next = read_at(&b.buf, at).1;
         b.splice(at, next, None);
         if b.count == 0 {
             self.blocks.remove(bi);
