@@ -566,8 +566,8 @@ impl Db {
         }
     }
 
-    // An entry comes in unstamped: its LSN is stamped here, after the
-    // write is logged, and read against this database's highest.
+    // An entry comes in unstamped: `Db::stamp` sets its LSN once the write
+    // is logged, so that it is read against this database's highest.
     fn insert_with(&mut self, key: &[u8], mut entry: Entry, expire_at_ms: u64) -> Option<Entry> {
         entry.meta.set_lsn(0);
         entry.meta.set_ttl(expire_at_ms != 0);
