@@ -154,6 +154,21 @@ impl Meta {
     }
 }
 
+/// Whether a key expiring at `at_ms` (0: never) has expired by `now_ms`.
+pub(crate) fn is_due(at_ms: u64, now_ms: u64) -> bool {
+    at_ms != 0 && at_ms <= now_ms
+}
+
+/// When the entry `e` of `key` expires (0: never), from the map of keys
+/// with a TTL: no lookup unless the entry says it has one.
+fn expiry_in(volatile: &KeyMap<u64>, key: &[u8], e: &Entry) -> u64 {
+    if e.has_ttl() {
+        volatile.get(key).copied().unwrap_or(0)
+    } else {
+        0
+    }
+}
+
 /// What a key costs: its slot in the map (the key and the entry), a slot
 /// of the map's index, the key's block when it is too long to be inline,
 /// and the value's heap (for `MEMORY USAGE` and INFO).
@@ -354,7 +369,7 @@ impl Db {
 
     /// Whether `key`, which has a TTL, has expired by `now_ms`.
     fn due(&self, key: &[u8], now_ms: u64) -> bool {
-        self.volatile.get(key).is_some_and(|&at| at <= now_ms)
+        is_due(self.expire_at(key), now_ms)
     }
 
     /// When `key` expires (Unix milliseconds), 0 if it has no TTL or is
@@ -366,11 +381,7 @@ impl Db {
     /// [`Db::expire_at`] for an entry already found: no lookup unless it
     /// has a TTL.
     pub fn expire_of(&self, key: &[u8], e: &Entry) -> u64 {
-        if e.has_ttl() {
-            self.expire_at(key)
-        } else {
-            0
-        }
+        expiry_in(&self.volatile, key, e)
     }
 
     /// Whether the entry `e` of `key` had expired by `now_ms` (a stored
@@ -399,10 +410,14 @@ impl Db {
         true
     }
 
-    /// Overrides `key`'s access bookkeeping (RESTORE ... IDLETIME / FREQ).
-    pub fn set_access(&mut self, key: &[u8], now_ms: u64, a: Access) {
+    /// Changes `key`'s access bookkeeping with `change` (RESTORE ...
+    /// IDLETIME / FREQ), if the key is there.
+    pub fn update_access(&mut self, key: &[u8], now_ms: u64, change: impl FnOnce(&mut Access)) {
         if let Some(i) = self.live_index(key, now_ms) {
-            self.map[i].set_access(a);
+            let e = &mut self.map[i];
+            let mut a = e.access();
+            change(&mut a);
+            e.set_access(a);
         }
     }
 
@@ -557,7 +572,7 @@ impl Db {
                 entry.meta.set_lsn(0);
                 entry.meta.set_ttl(expire_at_ms != 0);
                 if expire_at_ms != 0 {
-                    self.volatile.insert_full(key.clone(), expire_at_ms);
+                    self.volatile.set(&key, expire_at_ms);
                 }
                 let i = self.map.insert_new(slot, key, entry);
                 self.arrived(i);
@@ -592,17 +607,10 @@ impl Db {
         old
     }
 
-    /// Files the key at position `i` as expiring at `at_ms`, copying the
-    /// key only when it is not filed yet.
+    /// Files the key at position `i` as expiring at `at_ms`.
     fn set_volatile(&mut self, i: usize, at_ms: u64) {
-        let Some((k, _)) = self.map.get_index(i) else {
-            return;
-        };
-        match self.volatile.find(k.as_slice()) {
-            Ok(v) => self.volatile[v] = at_ms,
-            Err(slot) => {
-                self.volatile.insert_new(slot, k.clone(), at_ms);
-            }
+        if let Some((k, _)) = self.map.get_index(i) {
+            self.volatile.set(k, at_ms);
         }
     }
 
@@ -644,11 +652,7 @@ impl Db {
                 .into_iter()
                 .enumerate()
                 .map(|(i, (k, e))| {
-                    let at = if e.has_ttl() {
-                        volatile.get(k.as_slice()).copied().unwrap_or(0)
-                    } else {
-                        0
-                    };
+                    let at = expiry_in(&volatile, &k, &e);
                     (i, k, e, at)
                 })
                 .collect();
@@ -744,12 +748,7 @@ impl Db {
         let (map, volatile) = (&self.map, &self.volatile);
         let entry_at = |i| {
             let (k, e) = map.get_index(i)?;
-            let at = if e.has_ttl() {
-                volatile.get(k.as_slice()).copied().unwrap_or(0)
-            } else {
-                0
-            };
-            Some((k, e, at))
+            Some((k, e, expiry_in(volatile, k, e)))
         };
         let (used, done) = self.snapshots.0[at].step(budget, entry_at, visit);
         if done {

@@ -203,13 +203,17 @@ fn rehash<'a, V>(entries: &'a [(Key, V)], hasher: &'a HashBuilder) -> impl Fn(&u
     move |&j| hasher.hash_one(entries[j as usize].0.as_slice())
 }
 
-impl KeyMap<()> {
-    /// Adds `key` if missing (copying it only then); true if it was.
-    pub fn insert(&mut self, key: &[u8]) -> bool {
+impl<V> KeyMap<V> {
+    /// Sets `key` to `value`, copying the key only when it is new; true if
+    /// it was.
+    pub fn set(&mut self, key: &[u8], value: V) -> bool {
         match self.find(key) {
-            Ok(_) => false,
+            Ok(i) => {
+                self.entries[i].1 = value;
+                false
+            }
             Err(slot) => {
-                self.insert_new(slot, Key::new(key), ());
+                self.insert_new(slot, Key::new(key), value);
                 true
             }
         }
@@ -308,8 +312,8 @@ mod tests {
         m[0] = "y";
         assert_eq!(m.get(b"a"), Some(&"y"));
         let mut set: KeyMap<()> = KeyMap::default();
-        assert!(set.insert(b"s"));
-        assert!(!set.insert(b"s"));
+        assert!(set.set(b"s", ()));
+        assert!(!set.set(b"s", ()));
         assert_eq!(set.len(), 1);
     }
 

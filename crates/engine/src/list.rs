@@ -150,16 +150,10 @@ impl Block {
 
     /// Replaces bytes `from..to` with `item`'s entry (or nothing).
     fn splice(&mut self, from: usize, to: usize, item: Option<&[u8]>) {
-        match item {
-            None => {
-                self.buf.drain(from..to);
-                self.count -= 1;
-            }
-            Some(item) => {
-                self.buf.drain(from..to);
-                self.count -= 1;
-                self.insert_at(from, item);
-            }
+        self.buf.drain(from..to);
+        self.count -= 1;
+        if let Some(item) = item {
+            self.insert_at(from, item);
         }
     }
 
@@ -221,31 +215,12 @@ impl ListValue {
 
     /// Removes the first element; false if there was none.
     pub fn pop_front(&mut self) -> bool {
-        let Some(b) = self.blocks.front_mut() else {
-            return false;
-        };
-        let next = read_at(&b.buf, 0).1;
-        b.splice(0, next, None);
-        if b.count == 0 {
-            self.blocks.pop_front();
-        }
-        self.len -= 1;
-        true
+        self.remove(0)
     }
 
     /// Removes the last element; false if there was none.
     pub fn pop_back(&mut self) -> bool {
-        let Some(b) = self.blocks.back_mut() else {
-            return false;
-        };
-        let start = read_back(&b.buf, b.buf.len()).1;
-        b.buf.truncate(start);
-        b.count -= 1;
-        if b.count == 0 {
-            self.blocks.pop_back();
-        }
-        self.len -= 1;
-        true
+        self.len.checked_sub(1).is_some_and(|i| self.remove(i))
     }
 
     pub fn front(&self) -> Option<&[u8]> {

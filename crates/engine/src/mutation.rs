@@ -261,10 +261,10 @@ fn apply_key_op(d: &mut Db, key: &Bytes, op: &KeyOp, now_ms: u64) -> Result<(), 
         KeyOp::SetString { value, expire } => {
             // Only KEEPTTL needs the old entry.
             let expire_at_ms = match expire {
-                ExpireMode::Keep => match d.get(key, now_ms) {
-                    Some(e) if e.has_ttl() => d.expire_at(key),
-                    _ => 0,
-                },
+                ExpireMode::Keep => d
+                    .get_with_expiry(key, now_ms, true)
+                    .0
+                    .map_or(0, |(_, at)| at),
                 ExpireMode::Clear => {
                     d.before_overwrite(key, now_ms);
                     0

@@ -34,7 +34,7 @@ impl SetValue {
 
     /// Adds `member`; true if it is new.
     pub fn insert(&mut self, member: impl AsRef<[u8]>) -> bool {
-        self.0.insert(member.as_ref())
+        self.0.set(member.as_ref(), ())
     }
 
     /// Removes `member`, moving the last member into its position; true if

@@ -114,7 +114,7 @@ impl Cursor {
         expire_at_ms: u64,
         visit: &mut dyn FnMut(usize, &Key, &Entry, u64),
     ) {
-        if expire_at_ms == 0 || expire_at_ms > self.now_ms {
+        if !crate::db::is_due(expire_at_ms, self.now_ms) {
             visit(self.db, key, e, expire_at_ms);
         }
     }

@@ -232,15 +232,14 @@ impl<'a> Txn<'a> {
         let Some(d) = self.guards[slot].1.dbs.get_mut(db) else {
             return;
         };
-        if let Some(mut a) = d.get_untouched(key, now).map(|e| e.access()) {
+        d.update_access(key, now, |a| {
             if let Some(idle) = idle_s {
                 a.secs = now_s.saturating_sub(idle) as u32;
             }
             if let Some(f) = freq {
                 a.freq = f;
             }
-            d.set_access(key, now, a);
-        }
+        });
     }
 
     /// Records an extra dependency (e.g. a whole-database read).

@@ -48,8 +48,10 @@ pub fn known(t: u8) -> bool {
 pub fn typed(t: u8, r: &mut Reader<'_>) -> Option<Value> {
     Some(match t {
         ty::STRING => Value::Str(r.string()?.into()),
-        ty::LIST => Value::List(Box::new(list_of(counted(r, |r| r.string())?))),
-        ty::LIST_ZIPLIST => Value::List(Box::new(list_of(legacy::ziplist(&r.string()?)?))),
+        ty::LIST => Value::List(Box::new(counted(r, |r| r.string())?.into_iter().collect())),
+        ty::LIST_ZIPLIST => Value::List(Box::new(
+            legacy::ziplist(&r.string()?)?.into_iter().collect(),
+        )),
         ty::LIST_QUICKLIST | ty::LIST_QUICKLIST_2 => {
             Value::List(Box::new(quicklist(r, t == ty::LIST_QUICKLIST_2)?))
         }
@@ -107,10 +109,6 @@ fn quicklist(r: &mut Reader<'_>, v2: bool) -> Option<ListValue> {
         }
     }
     Some(out)
-}
-
-fn list_of(items: Vec<Bytes>) -> ListValue {
-    items.into_iter().collect()
 }
 
 fn pairs(items: Vec<Bytes>) -> Option<Vec<(Bytes, Bytes)>> {
