@@ -95,6 +95,9 @@ const KIND_SHIFT: u32 = LSN_BITS;
 const KIND_MASK: u64 = 0b11 << KIND_SHIFT;
 const KIND_LOGGED: u64 = 1 << KIND_SHIFT;
 const KIND_FAILED: u64 = 2 << KIND_SHIFT;
+/// Logged, by a record in another WAL stream than the key's own (a
+/// multi-key write): a reply that reads it waits for every stream.
+const KIND_OTHER_STREAM: u64 = 3 << KIND_SHIFT;
 const TTL_BIT: u64 = 1 << 31;
 const SECS_SHIFT: u32 = 32;
 const FREQ_SHIFT: u32 = 56;
@@ -130,10 +133,11 @@ impl Meta {
         }
     }
 
-    fn set_lsn(&mut self, lsn: u64) {
+    fn set_lsn(&mut self, lsn: u64, other_stream: bool) {
         let bits = match lsn {
             0 => 0,
             UNLOGGED_FAILED_LSN => KIND_FAILED,
+            l if other_stream => KIND_OTHER_STREAM | (l & LSN_LOW),
             l => KIND_LOGGED | (l & LSN_LOW),
         };
         self.0 = (self.0 & !(LSN_LOW | KIND_MASK)) | bits;
@@ -142,7 +146,7 @@ impl Meta {
     /// The LSN, given the highest LSN stamped where it was (`reference`).
     fn lsn(self, reference: u64) -> u64 {
         match self.0 & KIND_MASK {
-            KIND_LOGGED => {
+            KIND_LOGGED | KIND_OTHER_STREAM => {
                 let low = self.0 & LSN_LOW;
                 let back = reference.wrapping_sub(low) & LSN_LOW;
                 debug_assert!(back <= reference, "an LSN above its database's highest");
@@ -185,6 +189,13 @@ pub fn key_memory_bytes(key: &[u8], value: &Value) -> usize {
 }
 
 impl Entry {
+    /// Whether the record that last wrote this entry went to another WAL
+    /// stream than its key's own shard uses (a multi-key write): what
+    /// depends on it then needs every stream, not only that one.
+    pub fn written_through_other_stream(&self) -> bool {
+        self.meta.0 & KIND_MASK == KIND_OTHER_STREAM
+    }
+
     /// A value with no TTL, never logged, not yet accessed.
     pub fn new(value: Value) -> Entry {
         Entry {
@@ -399,6 +410,12 @@ impl Db {
     /// ([`UNLOGGED_FAILED_LSN`]: one that failed to log); false if the key
     /// is not there.
     pub fn stamp(&mut self, key: &[u8], lsn: u64, now_ms: u64) -> bool {
+        self.stamp_from(key, lsn, now_ms, false)
+    }
+
+    /// [`Db::stamp`], saying whether the record is in another WAL stream
+    /// than the key's own (see [`Entry::written_through_other_stream`]).
+    pub fn stamp_from(&mut self, key: &[u8], lsn: u64, now_ms: u64, other_stream: bool) -> bool {
         let Some(i) = self.live_index(key, now_ms) else {
             return false;
         };
@@ -406,7 +423,7 @@ impl Db {
         if lsn != UNLOGGED_FAILED_LSN {
             self.max_lsn = self.max_lsn.max(lsn);
         }
-        self.map[i].meta.set_lsn(lsn);
+        self.map[i].meta.set_lsn(lsn, other_stream);
         true
     }
 
@@ -569,7 +586,7 @@ impl Db {
         match self.map.find(key.as_slice()) {
             Ok(_) => false,
             Err(slot) => {
-                entry.meta.set_lsn(0);
+                entry.meta.set_lsn(0, false);
                 entry.meta.set_ttl(expire_at_ms != 0);
                 if expire_at_ms != 0 {
                     self.volatile.set(&key, expire_at_ms);
@@ -584,7 +601,7 @@ impl Db {
     // An entry comes in unstamped: `Db::stamp` sets its LSN once the write
     // is logged, so that it is read against this database's highest.
     fn insert_with(&mut self, key: &[u8], mut entry: Entry, expire_at_ms: u64) -> Option<Entry> {
-        entry.meta.set_lsn(0);
+        entry.meta.set_lsn(0, false);
         entry.meta.set_ttl(expire_at_ms != 0);
         let (i, old) = match self.map.find(key) {
             Ok(i) => {
@@ -913,7 +930,7 @@ mod tests {
             });
             m.set_ttl(rng.gen());
             let before = (m.access().secs, m.access().freq, m.has_ttl());
-            m.set_lsn(lsn);
+            m.set_lsn(lsn, false);
             assert_eq!(before, (m.access().secs, m.access().freq, m.has_ttl()));
             let got = m.lsn(reference);
             assert!(
@@ -926,9 +943,9 @@ mod tests {
         }
         let mut m = Meta::default();
         assert_eq!(m.lsn(12345), 0, "never logged");
-        m.set_lsn(UNLOGGED_FAILED_LSN);
+        m.set_lsn(UNLOGGED_FAILED_LSN, false);
         assert_eq!(m.lsn(12345), UNLOGGED_FAILED_LSN);
-        m.set_lsn(0);
+        m.set_lsn(0, false);
         assert_eq!(m.lsn(12345), 0);
     }
 

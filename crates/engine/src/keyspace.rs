@@ -13,7 +13,7 @@ use crate::shard::Shard;
 use crate::txn::Txn;
 use bytes::Bytes;
 use parking_lot::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -46,6 +46,8 @@ pub struct Keyspace {
     /// reached, as logged with them (`Mutation::ReplOrigin`).
     /// With the LSN of its record (recovery may meet them out of order).
     repl_origin: Mutex<(u64, Option<crate::mutation::ReplOrigin>)>,
+    /// WAL streams: shard `i` logs to stream `i % num_streams`.
+    num_streams: AtomicUsize,
 }
 
 /// The wall clock in Unix milliseconds.
@@ -83,7 +85,17 @@ impl Keyspace {
             feed: OnceLock::new(),
             feeding: AtomicBool::new(false),
             repl_origin: Mutex::new((0, None)),
+            num_streams: AtomicUsize::new(1),
         }
+    }
+
+    /// The WAL's stream count (set once the log is open; 1 before).
+    pub fn num_streams(&self) -> usize {
+        self.num_streams.load(Ordering::Relaxed)
+    }
+
+    pub fn set_num_streams(&self, n: usize) {
+        self.num_streams.store(n.max(1), Ordering::Relaxed);
     }
 
     /// The replication stream position the last logged record that had

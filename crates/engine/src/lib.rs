@@ -30,6 +30,7 @@
 pub mod checkpoint;
 pub mod codec;
 pub mod db;
+pub mod dep;
 pub mod durability;
 pub mod functions;
 pub mod hash;

@@ -11,6 +11,10 @@ pub struct Shard {
     pub dbs: Vec<Db>,
     /// Highest LSN applied to this shard (live or during replay).
     pub applied_lsn: u64,
+    /// Highest LSN of a record in another WAL stream than this shard's
+    /// that wrote here (a multi-key write): a later record of this shard
+    /// depends on it (see `Txn::commit`).
+    pub other_stream_lsn: u64,
     /// The latest "now" any command used in this shard. Commands take
     /// `max(wall clock, clock_ms)`, so the times of the records touching a
     /// shard never decrease in LSN order. That is what makes expiry replay
@@ -24,6 +28,7 @@ impl Shard {
         Shard {
             dbs: (0..num_dbs).map(|_| Db::default()).collect(),
             applied_lsn: 0,
+            other_stream_lsn: 0,
             clock_ms: 0,
         }
     }

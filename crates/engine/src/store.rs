@@ -55,6 +55,8 @@ pub struct StoreConfig {
     pub wal_sync_overlap_us: u64,
     /// See `WalConfig::preallocate`.
     pub wal_preallocate: crate::wal::Preallocate,
+    /// See `WalConfig::total_order`.
+    pub wal_total_order: bool,
     pub recovery_mode: RecoveryMode,
     /// Checkpoint directory; `None` means `<dir>/checkpoints`.
     pub checkpoint_dir: Option<PathBuf>,
@@ -79,6 +81,7 @@ impl StoreConfig {
             wal_max_record_bytes: crate::wal::MAX_RECORD_BYTES,
             wal_syncs_in_flight: crate::wal::DEFAULT_SYNCS_IN_FLIGHT,
             wal_sync_overlap_us: crate::wal::DEFAULT_SYNC_OVERLAP_US,
+            wal_total_order: false,
             wal_preallocate: crate::wal::Preallocate::Auto,
             recovery_mode: RecoveryMode::Strict,
             checkpoint_dir: None,
@@ -201,6 +204,7 @@ impl Store {
         wal_cfg.max_record_bytes = cfg.wal_max_record_bytes;
         wal_cfg.syncs_in_flight = cfg.wal_syncs_in_flight;
         wal_cfg.sync_overlap_us = cfg.wal_sync_overlap_us;
+        wal_cfg.total_order = cfg.wal_total_order;
         wal_cfg.preallocate = cfg.wal_preallocate;
         wal_cfg.read_covered = Some(codec::covered_state);
         let start_after = loaded.as_ref().map_or(0, |l| l.replay_lsn);
@@ -278,6 +282,7 @@ impl Store {
             _ => keyspace,
         };
         keyspace.set_max_record_bytes(cfg.wal_max_record_bytes);
+        keyspace.set_num_streams(wal.num_streams());
         Ok(Store {
             keyspace,
             wal: Arc::new(wal),
@@ -522,9 +527,20 @@ impl CommitLog for Wal {
         stream: usize,
         time_ms: u64,
         level: Durability,
+        depends_on: u64,
         encode: &mut dyn FnMut(&mut Vec<u8>),
     ) -> Result<u64, WalError> {
-        Wal::append(self, stream, time_ms, level, encode)
+        Wal::append_after(self, stream, time_ms, level, depends_on, encode)
+    }
+
+    fn is_met(&self, dep: u64) -> bool {
+        crate::dep::is_met(dep, self.durable_lsn(), |s| {
+            if s < self.num_streams() {
+                self.acked_lsn(s)
+            } else {
+                0
+            }
+        })
     }
 }
 

@@ -21,6 +21,7 @@
 
 use crate::codec;
 use crate::db::Entry;
+use crate::dep;
 use crate::durability::Durability;
 use crate::functions::{FunctionLibraries, FunctionOp};
 use crate::keyspace::{wall_clock_ms, Keyspace};
@@ -35,13 +36,18 @@ use std::time::{Duration, Instant};
 pub trait CommitLog: Send + Sync {
     fn num_streams(&self) -> usize;
     /// Appends one record and returns its LSN. `encode` writes the payload.
+    /// The record must not be recovered without every LSN <= `depends_on`
+    /// (0: nothing outside its stream; see `Wal::append_after`).
     fn append(
         &self,
         stream: usize,
         time_ms: u64,
         level: Durability,
+        depends_on: u64,
         encode: &mut dyn FnMut(&mut Vec<u8>),
     ) -> Result<u64, WalError>;
+    /// Whether a dependency (`crate::dep`) is met already.
+    fn is_met(&self, dep: u64) -> bool;
 }
 
 pub use crate::db::UNLOGGED_FAILED_LSN;
@@ -50,11 +56,13 @@ pub use crate::db::UNLOGGED_FAILED_LSN;
 pub struct CommitOutcome {
     /// LSN of the record written, 0 if nothing was logged.
     pub lsn: u64,
-    /// The highest LSN this command's reply depends on (its own write, or a
-    /// not-yet-durable write it read).
+    /// What this command's reply waits for (its own write, or a write it
+    /// read), encoded as in `crate::dep`.
     pub dependency_lsn: u64,
     /// Number of mutations applied.
     pub mutations: usize,
+    /// The WAL stream the record went to (0 if none).
+    pub stream: usize,
 }
 
 /// Why a mutation or a commit was refused.
@@ -71,6 +79,19 @@ pub enum CommitError {
     /// log refuses writes until restart.
     #[error(transparent)]
     Log(#[from] WalError),
+}
+
+/// What a reply that read `dep` (the key's entry `e`, or a missing key)
+/// waits for: only the shard's own stream when the entry was last written
+/// through it; every stream for a missing key, a database-wide change
+/// (`floor`), or an entry a record of another stream wrote.
+fn read_dep(stream: Option<usize>, floor: u64, e: Option<&Entry>, dep: u64) -> u64 {
+    match (stream, e) {
+        (Some(s), Some(e)) if dep > floor && !e.written_through_other_stream() => {
+            dep::on_stream(s, dep)
+        }
+        _ => dep,
+    }
 }
 
 /// One entry of the record being built.
@@ -91,7 +112,16 @@ pub struct Txn<'a> {
     applied: Vec<Mutation>,
     record: Vec<RecordItem>,
     record_bytes: u64,
+    /// What the reply waits for (`crate::dep`).
     dependency_lsn: u64,
+    /// Dependencies beyond the locked shards' keys (functions, whole
+    /// databases): the record needs every LSN up to this.
+    extra_dep: u64,
+    /// The client's previous write (`crate::dep`), which this one follows.
+    after: u64,
+    /// Stream of the record being stamped, and the stream count (None:
+    /// replay).
+    record_stream: Option<(usize, usize)>,
     /// Lookups leave LRU/LFU alone (`CLIENT NO-TOUCH`); undone on drop.
     no_touch: bool,
 }
@@ -151,6 +181,9 @@ impl<'a> Txn<'a> {
             record: Vec::new(),
             record_bytes: 0,
             dependency_lsn: 0,
+            extra_dep: 0,
+            after: 0,
+            record_stream: None,
             no_touch: false,
         }
     }
@@ -190,9 +223,11 @@ impl<'a> Txn<'a> {
     pub fn get(&mut self, db: usize, key: &[u8]) -> Option<&Entry> {
         let now = self.now_ms;
         let slot = self.slot(key)?;
+        let stream = self.home_stream(slot);
         let d = self.guards[slot].1.dbs.get_mut(db)?;
+        let floor = d.floor_lsn;
         let (e, dep) = d.get_with_dependency(key, now, true);
-        self.dependency_lsn = self.dependency_lsn.max(dep);
+        self.dependency_lsn = dep::combine(self.dependency_lsn, read_dep(stream, floor, e, dep));
         e
     }
 
@@ -200,9 +235,11 @@ impl<'a> Txn<'a> {
     pub fn get_untouched(&mut self, db: usize, key: &[u8]) -> Option<&Entry> {
         let now = self.now_ms;
         let slot = self.slot(key)?;
+        let stream = self.home_stream(slot);
         let d = self.guards[slot].1.dbs.get_mut(db)?;
+        let floor = d.floor_lsn;
         let (e, dep) = d.get_with_dependency(key, now, false);
-        self.dependency_lsn = self.dependency_lsn.max(dep);
+        self.dependency_lsn = dep::combine(self.dependency_lsn, read_dep(stream, floor, e, dep));
         e
     }
 
@@ -211,9 +248,12 @@ impl<'a> Txn<'a> {
     pub fn get_with_expiry(&mut self, db: usize, key: &[u8], touch: bool) -> Option<(&Entry, u64)> {
         let now = self.now_ms;
         let slot = self.slot(key)?;
+        let stream = self.home_stream(slot);
         let d = self.guards[slot].1.dbs.get_mut(db)?;
+        let floor = d.floor_lsn;
         let (e, dep) = d.get_with_expiry(key, now, touch);
-        self.dependency_lsn = self.dependency_lsn.max(dep);
+        let dep = read_dep(stream, floor, e.map(|(e, _)| e), dep);
+        self.dependency_lsn = dep::combine(self.dependency_lsn, dep);
         e
     }
 
@@ -242,9 +282,26 @@ impl<'a> Txn<'a> {
         });
     }
 
-    /// Records an extra dependency (e.g. a whole-database read).
-    pub fn depend_on(&mut self, lsn: u64) {
-        self.dependency_lsn = self.dependency_lsn.max(lsn);
+    /// Records an extra dependency (e.g. a whole-database read), an LSN or
+    /// a `crate::dep` value: the reply waits for it, and a record written
+    /// by this transaction is never recovered without it.
+    pub fn depend_on(&mut self, dep: u64) {
+        self.dependency_lsn = dep::combine(self.dependency_lsn, dep::lsn(dep));
+        self.extra_dep = self.extra_dep.max(dep::lsn(dep));
+    }
+
+    /// This write follows `dep` (`crate::dep`), the same client's previous
+    /// one: it is never recovered without it, so a client's writes come
+    /// back after a crash as a prefix of the order it sent them in.
+    pub fn after_write(&mut self, dep: u64) {
+        self.after = dep;
+    }
+
+    /// The WAL stream of the shard in `slot` when there are several (None
+    /// with one: every dependency is then simply an LSN).
+    fn home_stream(&self, slot: usize) -> Option<usize> {
+        let n = self.ks.num_streams();
+        (n > 1).then(|| self.guards[slot].0 % n)
     }
 
     /// A reply about all of database `db` (DBSIZE, KEYS, SCAN, RANDOMKEY)
@@ -343,33 +400,53 @@ impl<'a> Txn<'a> {
                 lsn: 0,
                 dependency_lsn: self.dependency_lsn,
                 mutations,
+                stream: 0,
             });
         }
         let record = std::mem::take(&mut self.record);
+        let n = log.num_streams().max(1);
         // One record in one stream keeps a multi-key commit all-or-nothing;
         // the stream of the first key spreads single-key load across streams.
         let stream = record
             .iter()
             .find_map(|it| self.item(it).target_key())
-            .map_or(0, |k| self.ks.shard_index(k) % log.num_streams().max(1));
+            .map_or(0, |k| self.ks.shard_index(k) % n);
+        let depends_on = self.record_dependency(log, stream, n);
         let result = {
             let this = &self;
-            log.append(stream, self.now_ms, level, &mut |buf| {
+            log.append(stream, self.now_ms, level, depends_on, &mut |buf| {
                 codec::encode_record(record.iter().map(|it| this.item(it)), record.len(), buf)
             })
         };
         match result {
             Ok(lsn) => {
+                self.record_stream = Some((stream, n));
                 self.stamp_items(&record, lsn);
+                if n > 1 {
+                    for (i, g) in self.guards.iter_mut() {
+                        if *i % n != stream {
+                            g.other_stream_lsn = g.other_stream_lsn.max(lsn);
+                        }
+                    }
+                }
                 // Still under the shard locks: the feed sees each key's
                 // writes in LSN order.
                 if let Some(feed) = self.ks.feed() {
                     feed.committed(lsn, self.now_ms, &self.applied);
                 }
+                // Once its stream has it, the record's dependencies are
+                // durable too, and they cover everything this transaction
+                // read (`record_dependency`).
+                let dependency_lsn = if n > 1 {
+                    dep::on_stream(stream, lsn)
+                } else {
+                    self.dependency_lsn.max(lsn)
+                };
                 Ok(CommitOutcome {
                     lsn,
-                    dependency_lsn: self.dependency_lsn.max(lsn),
+                    dependency_lsn,
                     mutations,
+                    stream,
                 })
             }
             Err(e) => {
@@ -380,6 +457,31 @@ impl<'a> Txn<'a> {
                 Err(CommitError::Log(e))
             }
         }
+    }
+
+    /// Every LSN the record to `stream` must not be recovered without,
+    /// besides the earlier records of its own stream (which always come
+    /// with it): everything written to a locked shard of another stream
+    /// (this transaction may have read it or overwrites it), writes to a
+    /// locked shard of its own through another stream, the extra
+    /// dependencies, and the client's previous write if that one is in
+    /// another stream and not yet acknowledged.
+    fn record_dependency(&self, log: &dyn CommitLog, stream: usize, n: usize) -> u64 {
+        let mut d = self.extra_dep;
+        if n == 1 {
+            return d;
+        }
+        for (i, g) in &self.guards {
+            d = d.max(if i % n == stream {
+                g.other_stream_lsn
+            } else {
+                g.applied_lsn
+            });
+        }
+        if self.after != 0 && dep::stream(self.after) != Some(stream) && !log.is_met(self.after) {
+            d = d.max(dep::lsn(self.after));
+        }
+        d
     }
 
     fn item<'m>(&'m self, it: &'m RecordItem) -> &'m Mutation {
@@ -574,12 +676,15 @@ impl<'a> Txn<'a> {
             Mutation::Key { db, key, .. } => {
                 self.ks.note_write(*db as usize, lsn);
                 let Some(slot) = self.slot(key) else { return };
+                let other = self
+                    .record_stream
+                    .is_some_and(|(s, n)| self.guards[slot].0 % n != s);
                 let shard = &mut self.guards[slot].1;
                 shard.applied_lsn = shard.applied_lsn.max(applied);
                 let Some(d) = shard.dbs.get_mut(*db as usize) else {
                     return;
                 };
-                if !d.stamp(key, lsn, now) {
+                if !d.stamp_from(key, lsn, now, other) {
                     d.miss_lsn = d.miss_lsn.max(lsn);
                 }
             }
@@ -703,6 +808,9 @@ pub fn replay_record(
         record: Vec::new(),
         record_bytes: 0,
         dependency_lsn: 0,
+        extra_dep: 0,
+        after: 0,
+        record_stream: None,
         no_touch: false,
     };
     for (_, g) in txn.guards.iter_mut() {

@@ -206,7 +206,10 @@ fn snapshot(store: &Store) -> State {
 }
 
 /// Commits `ops` as one record; returns its LSN.
-fn commit(store: &Store, ops: &[Op], level: Durability, now_ms: u64) -> u64 {
+/// Commits as one client: each commit follows the previous one (`prev`,
+/// as the server passes a connection's last write), so a crash leaves a
+/// prefix of them.
+fn commit(store: &Store, ops: &[Op], level: Durability, now_ms: u64, prev: &mut u64) -> u64 {
     let whole = ops.iter().any(|o| matches!(o, Op::FlushDb(_)));
     let muts: Vec<Mutation> = ops.iter().map(Op::mutation).collect();
     let mut txn = if whole {
@@ -220,12 +223,18 @@ fn commit(store: &Store, ops: &[Op], level: Durability, now_ms: u64) -> u64 {
     for m in muts {
         txn.apply(m).expect("apply");
     }
+    txn.after_write(*prev);
     let log: &dyn CommitLog = &*store.wal;
-    txn.commit(log, level).expect("commit").lsn
+    let out = txn.commit(log, level).expect("commit");
+    if out.lsn != 0 {
+        *prev = durakv_engine::dep::on_stream(out.stream, out.lsn);
+    }
+    out.lsn
 }
 
 fn run_seed(seed: u64) {
     let mut rng = StdRng::seed_from_u64(seed);
+    let mut prev = 0u64;
     let lockdir = tempfile::tempdir().unwrap();
     let mut fs = FaultFs::new(seed);
     let mut store = Store::open_with(
@@ -248,7 +257,7 @@ fn run_seed(seed: u64) {
             } else {
                 Durability::Delayed
             };
-            let lsn = commit(&store, &ops, level, now_ms);
+            let lsn = commit(&store, &ops, level, now_ms, &mut prev);
             if level == Durability::Full {
                 assert!(
                     store
@@ -275,6 +284,7 @@ fn run_seed(seed: u64) {
             let (image, _) = fs.crash_with(&CrashSpec::new(mode));
             drop(store);
             fs = image;
+            prev = 0;
             store = Store::open_with(
                 &config(lockdir.path()),
                 Arc::new(fs.clone()) as Arc<dyn FileSystem>,
@@ -308,6 +318,7 @@ fn run_seed(seed: u64) {
             let (image, _) = fs.crash_with(&CrashSpec::new(CrashMode::DropUnsynced));
             drop(store);
             fs = image;
+            prev = 0;
             store = Store::open_with(
                 &config(lockdir.path()),
                 Arc::new(fs.clone()) as Arc<dyn FileSystem>,

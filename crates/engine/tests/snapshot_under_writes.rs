@@ -30,10 +30,15 @@ impl CommitLog for Counter {
         _stream: usize,
         _time_ms: u64,
         _level: Durability,
+        _depends_on: u64,
         encode: &mut dyn FnMut(&mut Vec<u8>),
     ) -> Result<u64, WalError> {
         encode(&mut Vec::new());
         Ok(self.0.fetch_add(1, Ordering::Relaxed) + 1)
+    }
+
+    fn is_met(&self, _dep: u64) -> bool {
+        true
     }
 }
 

@@ -215,17 +215,19 @@ fn full_disk_fails_the_wal_and_keeps_acknowledged_records() {
     assert!(got.len() as u64 >= acked);
 }
 
-#[test]
-fn gap_between_streams_discards_unacknowledged_records_then_reuses_lsns() {
+/// Stream 0 holds LSN 1 (small, `Delayed`, waiting for its timer) and
+/// stream 1 LSN 2 (big, written at once), which depends on LSN 1 or not;
+/// then the power fails. Returns the disk after it.
+fn crash_with_a_gap(cfg: &WalConfig, depends: bool) -> FaultFs {
     let fs = FaultFs::new(5);
-    let mut cfg = sim_config(2, 64 * 1024);
-    cfg.delayed_flush_ms = 10_000;
-    cfg.delayed_flush_bytes = 1000;
-    let (wal, _, _) = open(Arc::new(fs.clone()), &cfg, 0).unwrap();
-    // LSN 1: small Delayed record on stream 0, waits for its 10 s timer.
+    let (wal, _, _) = open(Arc::new(fs.clone()), cfg, 0).unwrap();
     let l1 = put(&wal, 0, Durability::Delayed, b"small");
-    // LSN 2: big Delayed record on stream 1, over the byte threshold.
-    let l2 = put(&wal, 1, Durability::Delayed, &[9u8; 2000]);
+    let dep = if depends { l1 } else { 0 };
+    let l2 = wal
+        .append_after(1, 7, Durability::Delayed, dep, &mut |b: &mut Vec<u8>| {
+            b.extend_from_slice(&[9u8; 2000])
+        })
+        .unwrap();
     assert_eq!((l1, l2), (1, 2));
     while wal.stats().streams[1].fsyncs == 0 {
         std::thread::sleep(Duration::from_millis(1));
@@ -235,11 +237,29 @@ fn gap_between_streams_discards_unacknowledged_records_then_reuses_lsns() {
         0,
         "LSN 2 is on disk but not durable: LSN 1 is not"
     );
+    // Its stream acknowledges it only if it depends on nothing missing.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while !depends && wal.acked_lsn(1) < 2 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(wal.acked_lsn(1) >= 2, !depends);
     // Power loss first: the old WAL's final flush on drop hits a dead disk.
     let after = quiet_crash(&fs);
     drop(wal);
-    let fs = after;
+    after
+}
 
+fn gap_config() -> WalConfig {
+    let mut cfg = sim_config(2, 64 * 1024);
+    cfg.delayed_flush_ms = 10_000;
+    cfg.delayed_flush_bytes = 1000;
+    cfg
+}
+
+#[test]
+fn gap_between_streams_discards_dependent_records_then_reuses_lsns() {
+    let cfg = gap_config();
+    let fs = crash_with_a_gap(&cfg, true);
     let (wal, stats, got) = open(Arc::new(fs.clone()), &cfg, 0).unwrap();
     assert!(got.is_empty());
     assert_eq!(stats.discarded_unacknowledged, 1);
@@ -255,6 +275,30 @@ fn gap_between_streams_discards_unacknowledged_records_then_reuses_lsns() {
     assert_eq!(payloads, vec![&b"again one"[..], b"again two"]);
     assert_eq!(stats.superseded_records, 1);
     assert!(!stats.new_epoch);
+}
+
+#[test]
+fn a_record_past_a_gap_that_needs_nothing_missing_is_kept_under_a_new_lsn() {
+    let cfg = gap_config();
+    let fs = crash_with_a_gap(&cfg, false);
+    let (wal, stats, got) = open(Arc::new(fs.clone()), &cfg, 0).unwrap();
+    assert_eq!(got, vec![(1, 7, vec![9u8; 2000])]);
+    assert_eq!(stats.discarded_unacknowledged, 0);
+    assert!(stats.new_epoch);
+    let n2 = put_full(&wal, 1, b"after");
+    assert_eq!(n2, 2);
+    wal.close().unwrap();
+    drop(wal);
+    // Its copy in the new epoch is what counts from now on: the old one is
+    // superseded, whatever crashes follow.
+    for round in 0..2 {
+        let (w, stats, got) = open(Arc::new(fs.clone()), &cfg, 0).unwrap();
+        let payloads: Vec<&[u8]> = got.iter().map(|r| r.2.as_slice()).collect();
+        assert_eq!(payloads, vec![&[9u8; 2000][..], b"after"], "round {round}");
+        assert_eq!(stats.superseded_records, 1);
+        assert!(!stats.new_epoch);
+        drop(w);
+    }
 }
 
 #[test]

@@ -8,7 +8,9 @@
 mod wal_support;
 
 use durakv_engine::io::{FaultFs, FileSystem};
-use durakv_engine::wal::format::{align_up, BatchHeader, SegmentHeader, SEGMENT_HEADER_BYTES};
+use durakv_engine::wal::format::{
+    align_up, BatchHeader, SegmentHeader, FORMAT_VERSION, SEGMENT_HEADER_BYTES,
+};
 use durakv_engine::wal::{RecoveryMode, Wal, WalConfig, WalError};
 use durakv_engine::Durability;
 use std::path::{Path, PathBuf};
@@ -19,6 +21,12 @@ use std::sync::Arc;
 const STREAM0_V1: &str = "445552414b56574c0100000000000000020000007025e7110100000000000000010000000000000001000000000000000068e5cf8b01000000000000714607a26116e88121000000010000000000000001000000000000000100000000000000000000000000000000000000444b574209000000d5b37b8f01000000000000000168e5cf8b010000534554206b31207631e55ea77ac33c9669000000000000000000000000000000000000000000000000000000000000000000000000000000b929432d18000000010000000000000003000000000000000300000000000000020000000000000000000000444b5742000000005765e0e003000000000000000368e5cf8b010000e55ea77ac33c9669";
 /// Same for `/data/wal1/wal-001-000001-00000000000000000001.log`.
 const STREAM1_V1: &str = "445552414b56574c010000000100000002000000ce0621360100000000000000010000000000000001000000000000000068e5cf8b01000000000000bf7283e9b2fdbc5234000000010000000000000002000000000000000200000000000000010000000000000000000000444b57421c00000000141b2c02000000000000000268e5cf8b0100004d554c54492f455845433a20534554206120313b2053455420622032e55ea77ac33c966900000000000000000000000000000000000000000b7fe3531e000000010000000000000004000000000000000400000000000000030000000000000000000000444b5742060000006bf5eec204000000000000000468e5cf8b01000044454c206b31e55ea77ac33c9669";
+
+/// The same four records written by format version 2 (2026-11-24, before
+/// version 3): `/data/wal0/wal-000-000001-00000000000000000001.log`.
+const STREAM0_V2: &str = "445552414b56574c0200000000000000020000007a19fb2d0100000000000000010000000000000001000000000000000068e5cf8b01000000000000238afdec43f1ddd021000000010000000100000001000000000000000100000000000000000000000000000040000000444b574209000000d5b37b8f01000000000000000168e5cf8b010000534554206b31207631e55ea77ac33c9669000000000000000000000000000000000000000000000000000000000000000000000000000000ff587748180000000100000001000000030000000000000003000000000000000200000000000000c0000000444b5742000000005765e0e003000000000000000368e5cf8b010000e55ea77ac33c9669";
+/// Same for `/data/wal1/wal-001-000001-00000000000000000001.log`.
+const STREAM1_V2: &str = "445552414b56574c020000000100000002000000f7c10c2e0100000000000000010000000000000001000000000000000068e5cf8b01000000000000e22a76f97baf027c34000000010000000100000002000000000000000200000000000000010000000000000040000000444b57421c00000000141b2c02000000000000000268e5cf8b0100004d554c54492f455845433a20534554206120313b2053455420622032e55ea77ac33c96690000000000000000000000000000000000000000a6bb5c491e0000000100000001000000040000000000000004000000000000000300000000000000c0000000444b5742060000006bf5eec204000000000000000468e5cf8b01000044454c206b31e55ea77ac33c9669";
 
 fn unhex(s: &str) -> Vec<u8> {
     (0..s.len())
@@ -130,6 +138,44 @@ fn v1_fixture_recovers_exactly() {
     assert_eq!(wal.last_lsn(), 4);
 }
 
+#[test]
+fn v2_fixture_recovers_exactly() {
+    let b = unhex(STREAM0_V2);
+    assert_eq!(u32_at(&b, 8), 2, "format_version");
+    // First batch header: durable hint as a whole u64 at 32..40.
+    let batch = &b[SEGMENT_HEADER_BYTES..];
+    assert_eq!(&batch[44..48], b"DKWB");
+    assert_eq!(u64_at(batch, 16), 1, "first_lsn");
+    assert_eq!(u64_at(batch, 32), 0, "durable_hint");
+    let fs = FaultFs::new(2);
+    install(
+        &fs,
+        "/data/wal0/wal-000-000001-00000000000000000001.log",
+        STREAM0_V2,
+    );
+    install(
+        &fs,
+        "/data/wal1/wal-001-000001-00000000000000000001.log",
+        STREAM1_V2,
+    );
+    let mut cfg = WalConfig::new(vec!["/data/wal0".into(), "/data/wal1".into()]);
+    cfg.segment_size_bytes = 4096;
+    let (wal, stats, got) = wal_support::open(Arc::new(fs.clone()), &cfg, 0).unwrap();
+    let want: Vec<(u64, u64, Vec<u8>)> = vec![
+        (1, 1_700_000_000_001, b"SET k1 v1".to_vec()),
+        (
+            2,
+            1_700_000_000_002,
+            b"MULTI/EXEC: SET a 1; SET b 2".to_vec(),
+        ),
+        (3, 1_700_000_000_003, b"".to_vec()),
+        (4, 1_700_000_000_004, b"DEL k1".to_vec()),
+    ];
+    assert_eq!(got, want);
+    assert!(stats.truncated_tail.is_empty() && !stats.new_epoch);
+    assert_eq!(wal.last_lsn(), 4);
+}
+
 /// A one-stream log of `n` batches (one `Full` record each), closed cleanly.
 /// Returns the segment and the offsets of its batches.
 fn written_log(fs: &FaultFs, n: u32) -> (WalConfig, PathBuf, Vec<u64>) {
@@ -154,7 +200,7 @@ fn written_log(fs: &FaultFs, n: u32) -> (WalConfig, PathBuf, Vec<u64>) {
     let salt = SegmentHeader::decode(&bytes).unwrap().salt;
     let mut batches = Vec::new();
     let mut pos = SEGMENT_HEADER_BYTES as u64;
-    while let Some(h) = BatchHeader::decode(salt, &bytes[pos as usize..]) {
+    while let Some(h) = BatchHeader::decode(salt, FORMAT_VERSION, &bytes[pos as usize..]) {
         batches.push(pos);
         pos += align_up(h.total_len());
     }
@@ -167,7 +213,7 @@ fn written_log(fs: &FaultFs, n: u32) -> (WalConfig, PathBuf, Vec<u64>) {
 fn forge_batch(fs: &FaultFs, seg: &Path, pos: u64, change: impl Fn(&mut BatchHeader)) {
     let bytes = fs.read_file(seg).unwrap();
     let salt = SegmentHeader::decode(&bytes).unwrap().salt;
-    let mut h = BatchHeader::decode(salt, &bytes[pos as usize..]).unwrap();
+    let mut h = BatchHeader::decode(salt, FORMAT_VERSION, &bytes[pos as usize..]).unwrap();
     change(&mut h);
     let mut b = bytes[pos as usize..pos as usize + 48].to_vec();
     h.encode_into(salt, &mut b);

@@ -113,6 +113,9 @@ pub struct ClientState {
     /// Close the connection after the current reply (QUIT, protocol error).
     pub close_after_reply: bool,
     /// Highest LSN this connection's writes produced (WAITAOF waits for it).
+    /// The last write's record as a dependency (`durakv_engine::dep`):
+    /// the next write of this connection is never recovered without it.
+    pub last_write_dep: u64,
     pub last_write_lsn: u64,
     /// The replication stream's end after this connection's last write
     /// (WAIT and WAITAOF wait for replicas to acknowledge it).
@@ -173,6 +176,7 @@ impl ClientState {
             no_touch: false,
             close_after_reply: false,
             last_write_lsn: 0,
+            last_write_dep: 0,
             last_write_offset: 0,
             lib_name: None,
             lib_ver: None,

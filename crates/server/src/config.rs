@@ -93,6 +93,8 @@ pub struct Config {
     pub wal_syncs_in_flight: u64,
     pub wal_sync_overlap_us: u64,
     pub wal_preallocate: Preallocate,
+    /// `wal-ordering total`: see `WalConfig::total_order`.
+    pub wal_total_order: bool,
     pub delayed_flush_ms: u64,
     pub delayed_flush_bytes: u64,
     pub wal_recovery_mode: WalRecoveryMode,
@@ -159,6 +161,7 @@ impl Default for Config {
             wal_max_record_size_mb: 1024,
             wal_syncs_in_flight: 3,
             wal_sync_overlap_us: 500,
+            wal_total_order: false,
             wal_preallocate: Preallocate::Auto,
             delayed_flush_ms: 10,
             delayed_flush_bytes: 1024 * 1024,
@@ -993,6 +996,22 @@ pub static DIRECTIVES: &[Directive] = &[
             Preallocate::Zeros => "zeros".into(),
             Preallocate::Fallocate => "fallocate".into(),
         },
+    },
+    Directive {
+        name: "wal-ordering",
+        default: "causal",
+        help: "With several WAL directories, what a crash keeps besides every acknowledged write: 'causal' (each write comes back with the earlier writes to the keys it read or wrote and its connection's earlier writes; a `full` reply waits only for its own directory's fsync) or 'total' (a prefix of the whole commit order; every reply waits for every directory). The same with one directory",
+        runtime: false,
+        repeatable: false,
+        set: |c, v| {
+            c.wal_total_order = match v.to_ascii_lowercase().as_str() {
+                "causal" => false,
+                "total" => true,
+                _ => return Err("argument must be 'causal' or 'total'".into()),
+            };
+            Ok(())
+        },
+        get: |c| if c.wal_total_order { "total" } else { "causal" }.into(),
     },
     Directive {
         name: "delayed-flush-ms",

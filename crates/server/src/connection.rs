@@ -335,8 +335,7 @@ fn process(
     out: &mut BytesMut,
     held: &mut Held,
 ) -> bool {
-    let durable = shared.durable_lsn();
-    let mut asked_upto = 0;
+    let mut asked = 0;
     loop {
         let args = match parser.parse(rbuf) {
             Ok(Some(args)) => args,
@@ -386,13 +385,13 @@ fn process(
                 .fetch_add(1, Ordering::Relaxed);
         }
         let (lsn, replicated) = crate::repl::dep_parts(outcome.dependency_lsn);
-        let dep = if lsn > durable {
-            if lsn > asked_upto {
-                shared.store.wal.request_sync_upto(lsn);
-                asked_upto = lsn;
+        let dep = if lsn != 0 && !shared.dep_met(lsn) {
+            if lsn != asked {
+                shared.hurry(lsn);
+                asked = lsn;
             }
             outcome.dependency_lsn
-        } else if replicated && lsn > replicated_upto(shared) {
+        } else if replicated && durakv_engine::dep::lsn(lsn) > replicated_upto(shared) {
             outcome.dependency_lsn
         } else {
             0
@@ -420,10 +419,10 @@ fn resume_blocked(
 ) -> bool {
     if let Some((frame, dep)) = crate::blocking::resume(shared, client) {
         let (lsn, replicated) = crate::repl::dep_parts(dep);
-        let dep = if lsn > shared.durable_lsn() {
-            shared.store.wal.request_sync_upto(lsn);
+        let dep = if lsn != 0 && !shared.dep_met(lsn) {
+            shared.hurry(lsn);
             dep
-        } else if replicated && lsn > replicated_upto(shared) {
+        } else if replicated && durakv_engine::dep::lsn(lsn) > replicated_upto(shared) {
             dep
         } else {
             0
@@ -503,14 +502,15 @@ fn deliver_messages(
     if !mailbox.has_mail() {
         return;
     }
-    let durable = shared.durable_lsn();
     let (batch, more) = mailbox.take_batch(before_reply);
     let subscribed = !client.subscriptions.is_empty();
     let mut repl_upto = None;
     for m in &batch {
         let (lsn, replicated) = crate::repl::dep_parts(m.dependency_lsn);
-        let dep = if lsn > durable
-            || (replicated && lsn > *repl_upto.get_or_insert_with(|| replicated_upto(shared)))
+        let dep = if (lsn != 0 && !shared.dep_met(lsn))
+            || (replicated
+                && durakv_engine::dep::lsn(lsn)
+                    > *repl_upto.get_or_insert_with(|| replicated_upto(shared)))
         {
             m.dependency_lsn
         } else {
@@ -534,7 +534,6 @@ fn release(shared: &Shared, out: &mut BytesMut, held: &mut Held) {
     if held.is_empty() {
         return;
     }
-    let durable = shared.durable_lsn();
     let failed = shared.log_failure().is_some();
     // Read once per call, and only if some reply waits for replicas.
     let mut repl: Option<(u64, u64, u64)> = None;
@@ -550,10 +549,13 @@ fn release(shared: &Shared, out: &mut BytesMut, held: &mut Held) {
     let mut ready = 0;
     while let Some(&(len, dep, message, queued_ms)) = held.replies.front() {
         let (lsn, replicated) = crate::repl::dep_parts(dep);
-        let local = lsn <= durable;
+        let local = shared.dep_met(lsn);
         let (covered, timed_out) = if replicated && local {
             let (upto, timeout, now) = repl_state();
-            (lsn <= upto, now >= queued_ms + timeout)
+            (
+                durakv_engine::dep::lsn(lsn) <= upto,
+                now >= queued_ms + timeout,
+            )
         } else {
             (local, false)
         };

@@ -288,10 +288,12 @@ fn finish(ctx: &mut Ctx<'_>, mut txn: Txn<'_>, frame: Frame) -> Outcome {
         }
     }
     let ready = shared.blocking.ready_keys(txn.mutations());
+    txn.after_write(ctx.client.last_write_dep);
     match commit(shared, ctx.client.durability, ctx.client.db, txn) {
         Ok(out) => {
             if out.lsn != 0 {
                 ctx.client.last_write_lsn = ctx.client.last_write_lsn.max(out.lsn);
+                ctx.client.last_write_dep = durakv_engine::dep::on_stream(out.stream, out.lsn);
             }
             if out.mutations > 0 {
                 ctx.client.last_write_offset = shared.repl.end_offset();

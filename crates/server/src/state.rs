@@ -96,6 +96,7 @@ impl Store {
         sc.delayed_flush_ms = config.delayed_flush_ms;
         sc.wal_syncs_in_flight = config.wal_syncs_in_flight as usize;
         sc.wal_sync_overlap_us = config.wal_sync_overlap_us;
+        sc.wal_total_order = config.wal_total_order;
         sc.wal_preallocate = config.wal_preallocate;
         sc.delayed_flush_bytes = config.delayed_flush_bytes;
         sc.recovery_mode = match config.wal_recovery_mode {
@@ -223,6 +224,31 @@ impl Shared {
 
     pub fn durable_lsn(&self) -> u64 {
         self.store.wal.durable_lsn()
+    }
+
+    /// Whether a reply's local dependency (`durakv_engine::dep`, without
+    /// the replicated flag) is met: its stream, or every stream, has it.
+    pub fn dep_met(&self, dep: u64) -> bool {
+        let wal = &self.store.wal;
+        durakv_engine::dep::is_met(dep, wal.durable_lsn(), |s| {
+            if s < wal.num_streams() {
+                wal.acked_lsn(s)
+            } else {
+                0
+            }
+        })
+    }
+
+    /// Asks the log to meet a local dependency soon: only its stream's
+    /// records when it names one.
+    pub fn hurry(&self, dep: u64) {
+        let wal = &self.store.wal;
+        match durakv_engine::dep::stream(dep) {
+            Some(s) if s < wal.num_streams() => {
+                wal.request_stream_sync(s, durakv_engine::dep::lsn(dep))
+            }
+            _ => wal.request_sync_upto(durakv_engine::dep::lsn(dep)),
+        }
     }
 
     pub fn log_failure(&self) -> Option<String> {

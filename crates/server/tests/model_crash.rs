@@ -97,6 +97,30 @@ fn random_ops_at_mixed_levels_recover_a_prefix_after_kill9() {
     }
 }
 
+/// The same with three WAL directories in `wal-ordering total`: the whole
+/// state is still a prefix of the commit order across directories.
+#[test]
+fn random_ops_recover_a_prefix_with_three_wal_dirs_in_total_order() {
+    let cycles = model::cycles(CI_CYCLES);
+    for seed in model::seeds(2) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut flags = model::server_flags();
+        for i in 0..3 {
+            flags.push("--wal-dir".into());
+            flags.push(dir.path().join(format!("wal{i}")).display().to_string());
+        }
+        flags.extend(["--wal-ordering".into(), "total".into()]);
+        let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+        let mut target = Process {
+            srv: Server::start_in(dir, &flags),
+        };
+        if let Err(report) = model::run(&mut target, seed, cycles, 30..120, |_, _| CrashKind::Kill)
+        {
+            panic!("model seed {seed} failed (rerun with DURAKV_MODEL_SEED={seed}):\n{report}")
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Regression tests: one tiny scenario each, same database levels as above.
 

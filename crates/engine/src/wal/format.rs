@@ -15,7 +15,7 @@ pub const SEGMENT_MAGIC: [u8; 8] = *b"DURAKVWL";
 /// Bumped on any incompatible change of anything in this file. New segments
 /// are written in this version; every version from `OLDEST_FORMAT_VERSION`
 /// on is read.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 /// Version 1 segments (written before pipelined group commit) still load.
 pub const OLDEST_FORMAT_VERSION: u32 = 1;
 /// Size of the segment header; the first batch starts right after it.
@@ -29,6 +29,9 @@ pub const BATCH_HEADER_BYTES: usize = 48;
 /// offset of the oldest batch of this segment not yet known durable when
 /// this one was written (its own offset if there was none). Version 2 only.
 pub const BATCH_FLAG_SYNC_BASE: u32 = 1;
+/// Version from which a batch header carries `depends_on` and stores its
+/// durable hint as a distance below `first_lsn` (bytes 32..40).
+pub const DEPENDS_FORMAT_VERSION: u32 = 3;
 /// Batch header flag bits a version understands: none in version 1. A
 /// reader that ignored a bit it does not know could misread a batch whose
 /// meaning the bit changes, so unknown bits make the batch unreadable.
@@ -193,64 +196,91 @@ pub struct BatchHeader {
     pub last_lsn: u64,
     /// The WAL's durable LSN when the batch was sealed: every LSN <= this
     /// was already on disk in every stream. Recovery uses it to detect lost
-    /// acknowledged records.
+    /// acknowledged records. Always below `first_lsn`.
     pub durable_hint: u64,
+    /// Every record of the batch needs every LSN <= this recovered with it
+    /// (0: nothing outside its own stream); below `last_lsn`. Version 3
+    /// stores it; for older versions `decode` gives `first_lsn - 1` (their
+    /// rule is that each record needs every LSN below its own).
+    pub depends_on: u64,
     /// Zero in version 1; see [`batch_flags_known`].
     pub flags: u32,
     /// Bytes 40..44: the sync base if `flags` has [`BATCH_FLAG_SYNC_BASE`],
-    /// otherwise zero. Decoded rather than skipped so the reader can refuse
-    /// a header that sets them.
+    /// else zero.
     pub sync_base: u32,
 }
 
 impl BatchHeader {
-    /// Header + body + trailer, without alignment padding.
     pub fn total_len(&self) -> u64 {
         (BATCH_HEADER_BYTES + BATCH_TRAILER_BYTES) as u64 + self.body_len as u64
     }
 
-    /// Writes the header into `b[0..48]`.
+    /// Encodes in the current format version.
     pub fn encode_into(&self, salt: u32, b: &mut [u8]) {
+        self.encode_version(FORMAT_VERSION, salt, b)
+    }
+
+    /// Encodes as `version` writes it (older versions: for tests and
+    /// fixtures).
+    pub fn encode_version(&self, version: u32, salt: u32, b: &mut [u8]) {
         b[4..8].copy_from_slice(&self.body_len.to_le_bytes());
         b[8..12].copy_from_slice(&self.record_count.to_le_bytes());
         b[12..16].copy_from_slice(&self.flags.to_le_bytes());
         b[16..24].copy_from_slice(&self.first_lsn.to_le_bytes());
         b[24..32].copy_from_slice(&self.last_lsn.to_le_bytes());
-        b[32..40].copy_from_slice(&self.durable_hint.to_le_bytes());
+        if version >= DEPENDS_FORMAT_VERSION {
+            b[32..36]
+                .copy_from_slice(&hint_distance(self.first_lsn, self.durable_hint).to_le_bytes());
+            b[36..40]
+                .copy_from_slice(&depends_distance(self.last_lsn, self.depends_on).to_le_bytes());
+        } else {
+            b[32..40].copy_from_slice(&self.durable_hint.to_le_bytes());
+        }
         b[40..44].copy_from_slice(&self.sync_base.to_le_bytes());
         b[44..48].copy_from_slice(&BATCH_MAGIC);
         let crc = salted_crc(salt, &b[4..48]);
         b[0..4].copy_from_slice(&crc.to_le_bytes());
     }
 
-    /// `None` if the magic or the (salted) checksum is wrong.
-    pub fn decode(salt: u32, b: &[u8]) -> Option<BatchHeader> {
+    /// Decodes a header of a segment of format `version`.
+    pub fn decode(salt: u32, version: u32, b: &[u8]) -> Option<BatchHeader> {
         if b.len() < BATCH_HEADER_BYTES || b[44..48] != BATCH_MAGIC {
             return None;
         }
         if u32_at(b, 0) != salted_crc(salt, &b[4..48]) {
             return None;
         }
+        let first_lsn = u64_at(b, 16);
+        let last_lsn = u64_at(b, 24);
+        let (durable_hint, depends_on) = if version >= DEPENDS_FORMAT_VERSION {
+            let dep = u32_at(b, 36) as u64;
+            (
+                first_lsn.saturating_sub(u32_at(b, 32) as u64),
+                if dep == 0 {
+                    0
+                } else {
+                    last_lsn.saturating_sub(dep)
+                },
+            )
+        } else {
+            (u64_at(b, 32), first_lsn.saturating_sub(1))
+        };
         Some(BatchHeader {
             body_len: u32_at(b, 4),
             record_count: u32_at(b, 8),
-            first_lsn: u64_at(b, 16),
-            last_lsn: u64_at(b, 24),
-            durable_hint: u64_at(b, 32),
+            first_lsn,
+            last_lsn,
+            durable_hint,
+            depends_on,
             flags: u32_at(b, 12),
             sync_base: u32_at(b, 40),
         })
     }
 
-    /// The sync base, if this batch records one.
     pub fn sync_base(&self) -> Option<u64> {
         (self.flags & BATCH_FLAG_SYNC_BASE != 0).then_some(self.sync_base as u64)
     }
 
-    /// Whether the fields segment format `version` leaves unused are unused.
-    /// A header that verified its checksum but fails this was written by
-    /// something else than that format version, so it is damage (never a
-    /// torn write).
     pub fn check_unused_fields(&self, version: u32) -> Result<(), String> {
         let unknown = self.flags & !batch_flags_known(version);
         if unknown != 0 {
@@ -268,9 +298,26 @@ impl BatchHeader {
     }
 }
 
-/// Whether the 48 bytes at a batch position look like a write that was cut
-/// short rather than like damage to a complete header: a prefix-torn header
-/// ends in zeros, and the magic is its last field.
+/// How far below `first_lsn` the durable hint lies. A hint further back
+/// than a u32 reaches is stored as that far: an older hint claims less, so
+/// it is still true.
+fn hint_distance(first_lsn: u64, hint: u64) -> u32 {
+    u32::try_from(first_lsn.saturating_sub(hint)).unwrap_or(u32::MAX)
+}
+
+/// How far below `last_lsn` the dependency lies (0: none; a record only
+/// depends on earlier ones, so it is at least 1). One further back than a
+/// u32 reaches is stored as 1, "everything before the last record": a
+/// later dependency demands more, so it is still safe.
+fn depends_distance(last_lsn: u64, depends_on: u64) -> u32 {
+    if depends_on == 0 {
+        return 0;
+    }
+    u32::try_from(last_lsn.saturating_sub(depends_on))
+        .unwrap_or(1)
+        .max(1)
+}
+
 pub fn header_looks_torn(b: &[u8]) -> bool {
     b.len() < BATCH_HEADER_BYTES || b[44..48].contains(&0)
 }
@@ -318,6 +365,43 @@ pub fn record_crc(rec: &[u8]) -> u32 {
 
 /// Segment file name: `wal-<stream>-<epoch>-<first_lsn>.log`, zero-padded so
 /// names sort in log order within a stream.
+/// One record to frame with [`frame_batch`]: (LSN, time_ms, payload).
+pub type FramedRecord<'a> = (u64, u64, &'a [u8]);
+
+/// A whole batch of the current version, as a writer puts it on disk at
+/// segment offset `at`: header, records, trailer, zero padding. Records
+/// must be in increasing LSN order; `durable_hint` below the first.
+pub fn frame_batch(
+    salt: u32,
+    at: u64,
+    records: &[FramedRecord<'_>],
+    durable_hint: u64,
+    depends_on: u64,
+) -> Vec<u8> {
+    let mut b = vec![0u8; BATCH_HEADER_BYTES];
+    for &(lsn, time_ms, payload) in records {
+        let start = b.len();
+        b.resize(start + RECORD_HEADER_BYTES, 0);
+        b.extend_from_slice(payload);
+        seal_record(&mut b[start..], lsn, time_ms);
+    }
+    let body_len = (b.len() - BATCH_HEADER_BYTES) as u32;
+    b.extend_from_slice(&BATCH_TRAILER);
+    b.resize(align_up(b.len() as u64) as usize, 0);
+    BatchHeader {
+        body_len,
+        record_count: records.len() as u32,
+        first_lsn: records.first().map_or(0, |r| r.0),
+        last_lsn: records.last().map_or(0, |r| r.0),
+        durable_hint,
+        depends_on,
+        flags: BATCH_FLAG_SYNC_BASE,
+        sync_base: u32::try_from(at).unwrap_or(u32::MAX),
+    }
+    .encode_into(salt, &mut b[..BATCH_HEADER_BYTES]);
+    b
+}
+
 pub fn segment_file_name(stream: u32, epoch: u64, first_lsn: u64) -> String {
     format!("wal-{stream:03}-{epoch:06}-{first_lsn:020}.log")
 }
@@ -393,6 +477,7 @@ mod tests {
             first_lsn: 3,
             last_lsn: 3,
             durable_hint: 2,
+            depends_on: 0,
             flags: 0,
             sync_base: 0,
         };
@@ -420,11 +505,17 @@ mod tests {
                 ..h
             };
             let mut b = [0u8; BATCH_HEADER_BYTES];
-            forged.encode_into(9, &mut b);
+            forged.encode_version(version, 9, &mut b);
             // The checksum covers these fields, so only the explicit check
-            // can tell.
-            let d = BatchHeader::decode(9, &b).unwrap();
-            assert_eq!(d, forged);
+            // can tell. Before version 3 each record needs all before it.
+            let d = BatchHeader::decode(9, version, &b).unwrap();
+            assert_eq!(
+                d,
+                BatchHeader {
+                    depends_on: 2,
+                    ..forged
+                }
+            );
             let e = d.check_unused_fields(version).unwrap_err();
             assert!(e.contains(what), "{e}");
             assert!(!header_looks_torn(&b));
@@ -439,19 +530,20 @@ mod tests {
             first_lsn: 5,
             last_lsn: 9,
             durable_hint: 4,
+            depends_on: 8,
             flags: BATCH_FLAG_SYNC_BASE,
             sync_base: 1 << 20,
         };
         let mut b = [0u8; BATCH_HEADER_BYTES];
         h.encode_into(42, &mut b);
-        assert_eq!(BatchHeader::decode(42, &b), Some(h));
-        assert_eq!(BatchHeader::decode(43, &b), None);
+        assert_eq!(BatchHeader::decode(42, FORMAT_VERSION, &b), Some(h));
+        assert_eq!(BatchHeader::decode(43, FORMAT_VERSION, &b), None);
         assert!(!header_looks_torn(&b));
         for i in 0..BATCH_HEADER_BYTES {
             for bit in 0..8 {
                 let mut c = b;
                 c[i] ^= 1 << bit;
-                assert_eq!(BatchHeader::decode(42, &c), None);
+                assert_eq!(BatchHeader::decode(42, FORMAT_VERSION, &c), None);
                 // A flipped header never looks torn.
                 assert!(!header_looks_torn(&c), "flip {i}/{bit} looks torn");
             }
@@ -462,6 +554,48 @@ mod tests {
             c[cut..].fill(0);
             assert!(header_looks_torn(&c));
         }
+    }
+
+    #[test]
+    fn version_3_stores_the_hint_and_dependency_as_distances() {
+        let base = BatchHeader {
+            body_len: 24,
+            record_count: 1,
+            first_lsn: 10_000_000_000,
+            last_lsn: 10_000_000_000,
+            durable_hint: 9_999_999_000,
+            depends_on: 9_999_999_500,
+            flags: BATCH_FLAG_SYNC_BASE,
+            sync_base: 64,
+        };
+        let mut b = [0u8; BATCH_HEADER_BYTES];
+        base.encode_into(1, &mut b);
+        assert_eq!(u32_at(&b, 32), 1000, "hint distance");
+        assert_eq!(u32_at(&b, 36), 500, "dependency distance");
+        assert_eq!(BatchHeader::decode(1, 3, &b), Some(base));
+        // Too far back for a u32: the hint claims less, the dependency
+        // demands more (everything before the last record).
+        let far = BatchHeader {
+            durable_hint: 5,
+            depends_on: 7,
+            ..base
+        };
+        far.encode_into(1, &mut b);
+        let d = BatchHeader::decode(1, 3, &b).unwrap();
+        assert_eq!(d.durable_hint, base.first_lsn - u32::MAX as u64);
+        assert_eq!(d.depends_on, base.last_lsn - 1);
+        let none = BatchHeader {
+            depends_on: 0,
+            ..base
+        };
+        none.encode_into(1, &mut b);
+        assert_eq!(BatchHeader::decode(1, 3, &b).unwrap().depends_on, 0);
+        // A version 2 header reads its hint whole and needs everything
+        // before it.
+        base.encode_version(2, 1, &mut b);
+        let d = BatchHeader::decode(1, 2, &b).unwrap();
+        assert_eq!(d.durable_hint, base.durable_hint);
+        assert_eq!(d.depends_on, base.first_lsn - 1);
     }
 
     #[test]

@@ -76,6 +76,9 @@ pub struct CommitConfig {
     /// A batch starts while others are in flight only once the most recent
     /// of them has been in flight this long.
     pub sync_overlap: Duration,
+    /// Every record depends on every record before it (`WalConfig::
+    /// total_order`).
+    pub total_order: bool,
 }
 
 /// What a sealed batch covers.
@@ -88,6 +91,9 @@ pub struct BatchMeta {
     pub last_lsn: u64,
     /// The WAL's durable LSN when the batch was sealed.
     pub durable_hint: u64,
+    /// Every LSN <= this must be recovered for the batch to be (0: none
+    /// outside its stream); see `docs/durability.md`.
+    pub depends_on: u64,
     /// This stream's batch number, counting from 0 at start-up.
     pub seq: u64,
     /// Every batch of this stream numbered below this was durable when this
@@ -168,6 +174,11 @@ struct StreamState {
     shutdown: bool,
     /// This stream's write or fsync failed: its watermark is frozen.
     failed: bool,
+    /// Largest dependency of a pending record not yet durable when it was
+    /// appended (0: none); becomes the batch's `depends_on`.
+    pending_dep: u64,
+    /// A pending record is `Full`.
+    has_full: bool,
 }
 
 impl StreamState {
@@ -182,6 +193,15 @@ pub(crate) struct StreamCore {
     space_cv: Condvar,
     /// `W_s`: every LSN <= this that belongs to this stream is durable.
     pub watermark: AtomicU64,
+    /// The highest LSN of this stream somebody needs durable soon.
+    sync_target: AtomicU64,
+    /// `A_s`: every record of this stream with an LSN <= this is durable,
+    /// and so is everything it depends on; its reply may go out.
+    pub acked: AtomicU64,
+    /// Sealed batches whose dependency was not durable yet, as
+    /// (first LSN, depends_on), in seal order. `A_s` stays below the first
+    /// one whose dependency the durable LSN does not cover.
+    steps: Mutex<VecDeque<(u64, u64)>>,
     pub counters: StreamCounters,
 }
 
@@ -190,6 +210,8 @@ type Listener = Box<dyn Fn(u64) + Send + Sync>;
 struct ListenerSlot {
     f: Option<Listener>,
     last_notified: u64,
+    /// Sum of every stream's `A_s` at the last call (they only grow).
+    last_acked: u64,
 }
 
 /// State shared by appenders, writer threads and the `Wal` handle.
@@ -261,10 +283,15 @@ impl Core {
                     space_waiters: 0,
                     shutdown: false,
                     failed: false,
+                    pending_dep: 0,
+                    has_full: false,
                 }),
                 writer_cv: Condvar::new(),
                 space_cv: Condvar::new(),
                 watermark: AtomicU64::new(last_lsn),
+                acked: AtomicU64::new(last_lsn),
+                sync_target: AtomicU64::new(last_lsn),
+                steps: Mutex::new(VecDeque::new()),
                 counters: StreamCounters::default(),
             })
             .collect();
@@ -279,6 +306,7 @@ impl Core {
             listener: Mutex::new(ListenerSlot {
                 f: None,
                 last_notified: last_lsn,
+                last_acked: last_lsn.saturating_mul(num_streams as u64),
             }),
             waiters: Mutex::new(BTreeMap::new()),
             waiter_count: AtomicUsize::new(0),
@@ -292,6 +320,11 @@ impl Core {
 
     pub fn durable_lsn(&self) -> u64 {
         self.durable.load(SeqCst)
+    }
+
+    /// `A_s` of stream `s`: see [`StreamCore::acked`].
+    pub fn acked_lsn(&self, s: usize) -> u64 {
+        self.streams[s].acked.load(SeqCst)
     }
 
     pub fn is_failed(&self) -> bool {
@@ -315,6 +348,7 @@ impl Core {
         stream: usize,
         time_ms: u64,
         level: Durability,
+        depends_on: u64,
         encode: &mut dyn FnMut(&mut Vec<u8>),
     ) -> Result<u64, WalError> {
         if self.is_failed() {
@@ -374,11 +408,27 @@ impl Core {
         st.last_lsn = lsn;
         let pending = st.pending_bytes();
         sc.counters.pending_bytes.store(pending, SeqCst);
+        let depends_on = if self.cfg.total_order {
+            lsn - 1
+        } else {
+            depends_on
+        };
+        // A dependency already durable can never be missing after a crash.
+        let depends = depends_on > self.durable_lsn();
+        if depends {
+            st.pending_dep = st.pending_dep.max(depends_on);
+        }
 
         let mut wake = false;
         if level.syncs() || pending >= self.cfg.delayed_flush_bytes {
+            // Only this stream must flush for the reply, unless the record
+            // depends on others: then they are hurried up to that point.
             if level.syncs() {
-                self.sync_target.fetch_max(lsn, SeqCst);
+                st.has_full = true;
+                sc.sync_target.fetch_max(lsn, SeqCst);
+                if depends {
+                    self.sync_target.fetch_max(depends_on, SeqCst);
+                }
             }
             if !st.urgent {
                 st.urgent = true;
@@ -411,6 +461,28 @@ impl Core {
             return;
         }
         self.request_sync();
+    }
+
+    /// Stream `s`'s records up to `lsn` should become durable soon (a
+    /// reply waits for `A_s`); other streams are left alone. Free when a
+    /// `Full` append or an earlier request asked for as much.
+    pub fn request_stream_sync(&self, s: usize, lsn: u64) {
+        let sc = &self.streams[s];
+        if sc.sync_target.fetch_max(lsn, SeqCst) >= lsn {
+            return;
+        }
+        {
+            let mut st = sc.state.lock();
+            if st.records > 0 || st.in_flight > 0 {
+                if st.records > 0 && !st.urgent {
+                    st.urgent = true;
+                    self.nudge_writer(sc, &st);
+                }
+            } else {
+                self.idle_advance_locked(s, &st);
+            }
+        }
+        self.recompute_durable();
     }
 
     /// Everything appended so far should become durable soon.
@@ -476,17 +548,36 @@ impl Core {
             .min()
             .unwrap_or(0);
         let prev = self.durable.fetch_max(min, SeqCst);
-        if min > prev {
+        let d = prev.max(min);
+        let mut acked_moved = false;
+        for sc in &self.streams {
+            // The watermark first: a batch it covers pushed its step before
+            // it was written, so the step is seen below.
+            let w = sc.watermark.load(SeqCst);
+            let a = {
+                let mut steps = sc.steps.lock();
+                while steps.front().is_some_and(|&(_, dep)| dep <= d) {
+                    steps.pop_front();
+                }
+                steps.front().map_or(w, |&(first, _)| w.min(first - 1))
+            };
+            acked_moved |= sc.acked.fetch_max(a, SeqCst) < a;
+        }
+        if min > prev || acked_moved {
             self.notify_durable();
         }
     }
 
+    /// Tells the listener (when the durable LSN or some stream's `A_s`
+    /// moved) and wakes `wait_durable` callers.
     fn notify_durable(&self) {
         {
             let mut l = self.listener.lock();
             let d = self.durable.load(SeqCst);
-            if d > l.last_notified {
+            let acked: u64 = self.streams.iter().map(|s| s.acked.load(SeqCst)).sum();
+            if d > l.last_notified || acked != l.last_acked {
                 l.last_notified = d;
+                l.last_acked = acked;
                 if let Some(f) = &l.f {
                     f(d);
                 }
@@ -544,6 +635,10 @@ impl Core {
     /// (`Ok(false)`), or the WAL fails (`Err`).
     pub fn wait_durable(&self, lsn: u64, timeout: Option<Duration>) -> Result<bool, WalError> {
         let deadline = timeout.map(|t| Instant::now() + t);
+        if self.durable_lsn() < lsn {
+            // Every stream up to `lsn`, not only the one a record went to.
+            self.request_sync_upto(lsn);
+        }
         loop {
             if self.durable_lsn() >= lsn {
                 return Ok(true);
@@ -724,12 +819,28 @@ impl Core {
 
             // Seal: take the pending records, leave an empty buffer behind.
             std::mem::swap(&mut st.buf, &mut batch);
+            let dep = std::mem::take(&mut st.pending_dep);
+            let has_full = std::mem::take(&mut st.has_full);
+            let depends_on = if dep > self.durable_lsn() {
+                // Pushed before the batch is written, so before any
+                // watermark can cover it (see `recompute_durable`).
+                sc.steps.lock().push_back((st.first_lsn, dep));
+                if has_full {
+                    // A reply waits for this batch: hurry the streams it
+                    // depends on (else their timers bound the wait).
+                    self.sync_target.fetch_max(dep, SeqCst);
+                }
+                dep
+            } else {
+                0
+            };
             let mut meta = BatchMeta {
                 records: st.records,
                 body_len: (batch.len() - BATCH_HEADER_BYTES) as u32,
                 first_lsn: st.first_lsn,
                 last_lsn: st.last_lsn,
                 durable_hint: 0,
+                depends_on,
                 seq: st.durable_seq + st.completions.len() as u64,
                 durable_seq: st.durable_seq,
             };
@@ -954,6 +1065,7 @@ mod tests {
             max_record_bytes: 1 << 20,
             syncs_in_flight: 1,
             sync_overlap: Duration::ZERO,
+            total_order: false,
         }
     }
 
@@ -972,7 +1084,7 @@ mod tests {
     }
 
     fn put(core: &Core, s: usize, level: Durability, payload: &[u8]) -> u64 {
-        core.append(s, 0, level, &mut |b: &mut Vec<u8>| {
+        core.append(s, 0, level, 0, &mut |b: &mut Vec<u8>| {
             b.extend_from_slice(payload)
         })
         .unwrap()
@@ -1089,6 +1201,61 @@ mod tests {
         stop(&core, hs);
     }
 
+    /// Waits (bounded) until `f` holds.
+    fn eventually(f: impl Fn() -> bool) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !f() {
+            if Instant::now() > deadline {
+                return false;
+            }
+            thread::sleep(Duration::from_millis(1));
+        }
+        true
+    }
+
+    #[test]
+    fn a_stream_acknowledges_its_records_without_waiting_for_the_others() {
+        let core = Arc::new(Core::new(2, cfg(), 0));
+        let sinks = vec![MemSink::default(), MemSink::default()];
+        let hs = start(&core, &sinks);
+        // Stream 0 holds a Delayed record for its (hour-long) timer.
+        let d = put(&core, 0, Durability::Delayed, b"delayed");
+        let f = put(&core, 1, Durability::Full, b"full");
+        assert!(eventually(|| core.acked_lsn(1) >= f));
+        assert!(core.durable_lsn() < d, "stream 0 was not flushed");
+        assert!(sinks[0].lsns().is_empty());
+        // A record that depends on the delayed one waits for it, and gets
+        // it flushed.
+        let g = core
+            .append(1, 0, Durability::Full, d, &mut |b: &mut Vec<u8>| b.push(1))
+            .unwrap();
+        assert!(eventually(|| core.acked_lsn(1) >= g));
+        assert!(core.durable_lsn() >= d);
+        assert_eq!(sinks[0].lsns(), vec![d]);
+        stop(&core, hs);
+    }
+
+    #[test]
+    fn in_total_order_every_record_waits_for_every_stream() {
+        let core = Arc::new(Core::new(
+            2,
+            CommitConfig {
+                total_order: true,
+                ..cfg()
+            },
+            0,
+        ));
+        let sinks = vec![MemSink::default(), MemSink::default()];
+        let hs = start(&core, &sinks);
+        let d = put(&core, 0, Durability::Delayed, b"delayed");
+        let f = put(&core, 1, Durability::Full, b"full");
+        assert!(eventually(|| core.acked_lsn(1) >= f));
+        // Acknowledged only with everything before it.
+        assert!(core.durable_lsn() >= d);
+        assert_eq!(sinks[0].lsns(), vec![d]);
+        stop(&core, hs);
+    }
+
     #[test]
     fn full_append_pulls_delayed_records_of_other_streams() {
         let core = Arc::new(Core::new(2, cfg(), 0));
@@ -1117,7 +1284,7 @@ mod tests {
         assert!(core.failure().unwrap().contains("injected"));
         assert!(core.durable_lsn() < bad);
         assert!(matches!(
-            core.append(1, 0, Durability::Full, &mut |b: &mut Vec<u8>| b.push(1)),
+            core.append(1, 0, Durability::Full, 0, &mut |b: &mut Vec<u8>| b.push(1)),
             Err(WalError::Failed(_))
         ));
         // Sync requests cannot move the frozen stream either.
@@ -1132,7 +1299,7 @@ mod tests {
         c.max_record_bytes = 10;
         let core = Arc::new(Core::new(1, c, 5));
         let e = core
-            .append(0, 0, Durability::Full, &mut |b: &mut Vec<u8>| {
+            .append(0, 0, Durability::Full, 0, &mut |b: &mut Vec<u8>| {
                 b.extend_from_slice(&[0; 11])
             })
             .unwrap_err();
@@ -1145,7 +1312,7 @@ mod tests {
     fn panicking_encoder_leaves_no_partial_record() {
         let core = Arc::new(Core::new(1, cfg(), 0));
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            core.append(0, 0, Durability::Full, &mut |b: &mut Vec<u8>| {
+            core.append(0, 0, Durability::Full, 0, &mut |b: &mut Vec<u8>| {
                 b.push(1);
                 panic!("encoder bug");
             })
@@ -1206,7 +1373,9 @@ mod tests {
         core.wait_durable(last, None).unwrap();
         stop(&core, hs);
         let seen = seen.lock();
-        assert!(seen.windows(2).all(|w| w[0] < w[1]));
+        // Called again with the same durable LSN when only a stream's
+        // acknowledged LSN moved.
+        assert!(seen.windows(2).all(|w| w[0] <= w[1]));
         assert_eq!(*seen.last().unwrap(), last);
     }
 

@@ -38,7 +38,8 @@ use crate::durability::Durability;
 use crate::io::FileSystem;
 use group_commit::{BatchSink, CommitConfig, Core};
 use segment::{
-    install_spare, prepare_spare, ActiveSegment, SegmentList, SegmentParams, SegmentWriter, Spares,
+    install_spare, install_spare_with, prepare_spare, ActiveSegment, SegmentList, SegmentParams,
+    SegmentWriter, Spares,
 };
 
 /// Default `syncs_in_flight`: a record arriving while two fsyncs run still
@@ -120,6 +121,13 @@ pub struct WalConfig {
     /// nearly halves the wait. Default `DEFAULT_SYNC_OVERLAP_US`, bounds
     /// 0..=1,000,000.
     pub sync_overlap_us: u64,
+    /// Every record is recovered only with every record before it (a
+    /// prefix of the whole commit order), and each stream acknowledges a
+    /// record only once every stream has everything before it
+    /// (`wal-ordering total`). Off (`causal`, the default): a record needs
+    /// only its own stream's earlier records and what it depends on. The
+    /// same with one stream.
+    pub total_order: bool,
     /// Recovery also hands a record at or below `start_after_lsn` to its
     /// `apply` when this says its payload holds state the checkpoint does
     /// not (the engine's `codec::covered_state`). None: never.
@@ -140,6 +148,7 @@ impl WalConfig {
             preallocate: Preallocate::Auto,
             syncs_in_flight: DEFAULT_SYNCS_IN_FLIGHT,
             sync_overlap_us: DEFAULT_SYNC_OVERLAP_US,
+            total_order: false,
             read_covered: None,
         }
     }
@@ -224,6 +233,10 @@ pub struct RecoveryStats {
     /// Valid records found after the first missing LSN: never acknowledged
     /// as durable (the watermark never passed the gap), so discarded.
     pub discarded_unacknowledged: u64,
+    /// Valid records found after the first missing LSN that depend on
+    /// nothing missing: recovered under the LSNs from the missing one on
+    /// and written again into the new epoch.
+    pub kept_past_gap: u64,
     /// Records of closed epochs that an earlier recovery had discarded.
     pub superseded_records: u64,
     /// Spare and half-created segment files deleted.
@@ -340,6 +353,7 @@ impl Wal {
                 max_record_bytes: cfg.max_record_bytes,
                 syncs_in_flight: cfg.syncs_in_flight,
                 sync_overlap: Duration::from_micros(cfg.sync_overlap_us),
+                total_order: cfg.total_order && n > 1,
             },
             rec.last_lsn,
         ));
@@ -395,9 +409,23 @@ impl Wal {
 
         // Make every stream's active segment ready before accepting writes
         // (for a new epoch this is what closes the old one).
+        // Recovery's re-logged records go into stream 0's new segment, which
+        // is installed first: it appears whole, so once any segment of the
+        // new epoch supersedes their old copies, they are on disk.
+        let relog: Vec<format::FramedRecord<'_>> = rec
+            .relog
+            .iter()
+            .map(|r| (r.lsn, r.time_ms, r.payload.as_slice()))
+            .collect();
         let mut writers = Vec::with_capacity(n);
         let mut lists = Vec::with_capacity(n);
-        for ((plan, p), first_spare) in rec.plans.into_iter().zip(&params).zip(&mut first_spares) {
+        for (s, ((plan, p), first_spare)) in rec
+            .plans
+            .into_iter()
+            .zip(&params)
+            .zip(&mut first_spares)
+            .enumerate()
+        {
             let mut segments = plan.segments;
             let active = match plan.append {
                 Some(ap) => ActiveSegment::new(
@@ -409,19 +437,24 @@ impl Wal {
                     ap.has_batches,
                 ),
                 None => {
-                    let first_lsn = rec.last_lsn + 1;
+                    let initial: &[format::FramedRecord<'_>] = if s == 0 { &relog } else { &[] };
+                    let first_lsn = initial.first().map_or(rec.last_lsn + 1, |r| r.0);
                     let spare = first_spare
                         .take()
                         .unwrap_or_else(|| {
                             prepare_spare(p, "inline", p.preallocate, &segment::zeroing_fast_enough)
                         })
                         .map_err(|e| WalError::io(&p.dir, e))?;
-                    let seg =
-                        install_spare(p, spare, first_lsn).map_err(|e| WalError::io(&p.dir, e))?;
+                    let seg = if initial.is_empty() {
+                        install_spare(p, spare, first_lsn)
+                    } else {
+                        install_spare_with(p, spare, first_lsn, initial, first_lsn - 1)
+                    }
+                    .map_err(|e| WalError::io(&p.dir, e))?;
                     segments.push(segment::SegmentInfo {
                         path: seg.path.clone(),
                         epoch: p.epoch,
-                        max_lsn: None,
+                        max_lsn: initial.last().map(|r| r.0),
                         bytes: p.segment_size_bytes,
                         active: true,
                     });
@@ -506,11 +539,27 @@ impl Wal {
         level: Durability,
         encode: &mut dyn FnMut(&mut Vec<u8>),
     ) -> Result<u64, WalError> {
+        self.append_after(stream, time_ms, level, 0, encode)
+    }
+
+    /// [`Wal::append`] of a record that must not be recovered without every
+    /// LSN <= `depends_on` (0: nothing outside its own stream; a record
+    /// always comes with every earlier record of its stream). Its stream's
+    /// acknowledged LSN ([`Wal::acked_lsn`]) passes it only once the
+    /// durable LSN covers `depends_on`.
+    pub fn append_after(
+        &self,
+        stream: usize,
+        time_ms: u64,
+        level: Durability,
+        depends_on: u64,
+        encode: &mut dyn FnMut(&mut Vec<u8>),
+    ) -> Result<u64, WalError> {
         assert!(
             stream < self.num_streams(),
             "WAL stream {stream} out of range"
         );
-        self.core.append(stream, time_ms, level, encode)
+        self.core.append(stream, time_ms, level, depends_on, encode)
     }
 
     /// Highest LSN D such that every LSN <= D is on disk in every stream.
@@ -518,14 +567,28 @@ impl Wal {
         self.core.durable_lsn()
     }
 
+    /// Highest LSN `A` such that every record of `stream` with an LSN <= `A`
+    /// is on disk, with everything it depends on: after a crash recovery
+    /// returns all of them. At least [`Wal::durable_lsn`].
+    pub fn acked_lsn(&self, stream: usize) -> u64 {
+        self.core.acked_lsn(stream)
+    }
+
+    /// Asks for `stream`'s records up to `lsn` to become durable soon:
+    /// free when a `Full` append or an earlier request asked for as much.
+    pub fn request_stream_sync(&self, stream: usize, lsn: u64) {
+        self.core.request_stream_sync(stream, lsn);
+    }
+
     /// Highest LSN handed out.
     pub fn last_lsn(&self) -> u64 {
         self.core.last_lsn()
     }
 
-    /// `f(durable_lsn)` is called (from writer threads, in increasing order)
-    /// whenever the durable LSN advances, and once now with its current
-    /// value. Replaces any previous listener.
+    /// `f(durable_lsn)` is called (from writer threads, never with a
+    /// smaller value than before) whenever the durable LSN or a stream's
+    /// acknowledged LSN ([`Wal::acked_lsn`]) advances, and once now.
+    /// Replaces any previous listener.
     pub fn set_durable_listener(&self, f: Box<dyn Fn(u64) + Send + Sync>) {
         self.core.set_listener(f);
     }

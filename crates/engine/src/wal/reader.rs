@@ -35,7 +35,7 @@ use super::error::WalError;
 use super::format::{
     header_looks_torn, record_crc, trailer_looks_torn, BatchHeader, RecordHeader, SegmentHeader,
     BATCH_ALIGN_BYTES, BATCH_HEADER_BYTES, BATCH_MAGIC, BATCH_TRAILER, BATCH_TRAILER_BYTES,
-    RECORD_HEADER_BYTES, SECTOR_BYTES, SEGMENT_HEADER_BYTES,
+    DEPENDS_FORMAT_VERSION, RECORD_HEADER_BYTES, SECTOR_BYTES, SEGMENT_HEADER_BYTES,
 };
 use crate::io::{FileSystem, FsFile};
 
@@ -66,6 +66,9 @@ pub(crate) struct SegFile {
 pub(crate) struct Rec {
     pub lsn: u64,
     pub time_ms: u64,
+    /// Recovering this record needs every LSN <= this recovered too (0:
+    /// nothing outside its stream).
+    pub dep: u64,
     start: usize,
     len: usize,
 }
@@ -198,6 +201,8 @@ pub(crate) struct StreamReader {
     win: Window,
     batch_next: usize,
     batch_left: u32,
+    /// `depends_on` of the batch being read.
+    batch_dep: u64,
     /// Highest non-superseded LSN read so far.
     pub last_lsn: u64,
     pub end: Option<StreamEnd>,
@@ -337,6 +342,7 @@ impl StreamReader {
             },
             batch_next: 0,
             batch_left: 0,
+            batch_dep: 0,
             last_lsn: 0,
             end: None,
             superseded_records: 0,
@@ -370,6 +376,11 @@ impl StreamReader {
                 let rec = Rec {
                     lsn: rh.lsn,
                     time_ms: rh.time_ms,
+                    dep: if self.version >= DEPENDS_FORMAT_VERSION {
+                        self.batch_dep
+                    } else {
+                        rh.lsn - 1
+                    },
                     start: self.batch_next + RECORD_HEADER_BYTES,
                     len: rh.payload_len as usize,
                 };
@@ -470,7 +481,7 @@ impl StreamReader {
         if hb.iter().all(|&b| b == 0) {
             return self.on_spot(pos, Spot::Zero);
         }
-        let Some(h) = BatchHeader::decode(self.salt, hb) else {
+        let Some(h) = BatchHeader::decode(self.salt, self.version, hb) else {
             let torn = header_looks_torn(hb);
             return self.on_spot(
                 pos,
@@ -549,6 +560,7 @@ impl StreamReader {
         }
         self.batch_next = i + BATCH_HEADER_BYTES;
         self.batch_left = h.record_count;
+        self.batch_dep = h.depends_on;
         self.pos = end;
         Ok(())
     }
@@ -783,7 +795,7 @@ impl StreamReader {
                 let mut o = 0;
                 while o + BATCH_HEADER_BYTES <= n {
                     if chunk[o + 44..o + 48] == BATCH_MAGIC {
-                        if let Some(h) = BatchHeader::decode(self.salt, &chunk[o..]) {
+                        if let Some(h) = BatchHeader::decode(self.salt, self.version, &chunk[o..]) {
                             let at = off + o as u64;
                             if h.first_lsn > self.last_lsn
                                 && h.first_lsn <= max_lsn

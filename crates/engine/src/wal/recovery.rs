@@ -49,9 +49,20 @@ pub(crate) struct StreamPlan {
     pub append: Option<AppendPoint>,
 }
 
+/// A record found past the first missing LSN that depends on nothing
+/// missing: recovered under a new LSN and written again, ahead of any new
+/// record, into the first segment of the new epoch.
+pub(crate) struct Relogged {
+    pub lsn: u64,
+    pub time_ms: u64,
+    pub payload: Vec<u8>,
+}
+
 pub(crate) struct Recovered {
     pub stats: RecoveryStats,
     pub last_lsn: u64,
+    /// In LSN order, from `epoch_start_lsn` on; empty unless a new epoch.
+    pub relog: Vec<Relogged>,
     pub epoch: u64,
     pub epoch_start_lsn: u64,
     pub plans: Vec<StreamPlan>,
@@ -353,17 +364,23 @@ pub(crate) fn recover(
             );
         }
     }
-    let last = expected - 1;
+    // Every LSN up to here is recovered; the next one is missing.
+    let contiguous = expected - 1;
 
-    // Drain what lies past the first missing LSN: never acknowledged, but
-    // it must be read to find corruption and durable-watermark hints.
+    // What lies past the first missing LSN: a stream keeps records for as
+    // long as each needs nothing at or past the missing LSN (a record of
+    // its own stream, or one it depends on); the rest were never
+    // acknowledged and are discarded. All of it must be read to find
+    // corruption and durable-watermark hints.
     let mut corruptions: Vec<CorruptSpot> = Vec::new();
     let mut discarded = 0u64;
     let mut discarded_range: Option<(u64, u64)> = None;
+    let mut kept: Vec<(u64, u64, Vec<u8>, usize)> = Vec::new();
     for (i, r) in readers.iter_mut().enumerate() {
         let mut head = heads[i].take();
+        let mut stopped = false;
         while let Some(rec) = head {
-            if rec.lsn <= last {
+            if rec.lsn <= contiguous {
                 corruptions.push(CorruptSpot {
                     file: cfg.dirs[i].clone(),
                     offset: 0,
@@ -372,21 +389,37 @@ pub(crate) fn recover(
                 });
                 break;
             }
-            discarded += 1;
-            discarded_range = Some(match discarded_range {
-                None => (rec.lsn, rec.lsn),
-                Some((a, b)) => (a.min(rec.lsn), b.max(rec.lsn)),
-            });
+            stopped |= rec.dep > contiguous;
+            if stopped {
+                discarded += 1;
+                discarded_range = Some(match discarded_range {
+                    None => (rec.lsn, rec.lsn),
+                    Some((a, b)) => (a.min(rec.lsn), b.max(rec.lsn)),
+                });
+            } else {
+                kept.push((rec.lsn, rec.time_ms, r.payload(&rec).to_vec(), i));
+            }
             head = pull(r, start_after, &mut skipped, cfg.read_covered, apply)?;
         }
         if let Some(c) = r.corruption() {
             corruptions.push(c.clone());
         }
     }
+    kept.sort_by_key(|k| k.0);
+    for w in kept.windows(2) {
+        if w[0].0 == w[1].0 {
+            corruptions.push(CorruptSpot {
+                file: cfg.dirs[w[1].3].clone(),
+                offset: 0,
+                lsn: w[1].0,
+                reason: format!("LSN {} appears in more than one place", w[1].0),
+            });
+        }
+    }
     corruptions.sort_by_key(|c| c.lsn);
 
     // Acknowledged records missing?
-    let missing = last + 1;
+    let missing = contiguous + 1;
     let (max_hint, hint_at) = readers
         .iter()
         .filter_map(|r| r.hint_at.clone().map(|at| (r.max_hint, at)))
@@ -428,8 +461,9 @@ pub(crate) fn recover(
                 return Err(corruptions.swap_remove(0).into_error());
             }
             RecoveryMode::TolerateCorruption => {
-                let mut msg =
-                    format!("kept LSNs up to {last}; dropped everything after it because of: ");
+                let mut msg = format!(
+                    "kept LSNs up to {contiguous}; dropped everything after it because of: "
+                );
                 for (k, c) in corruptions.iter().enumerate() {
                     if k > 0 {
                         msg.push_str("; ");
@@ -447,6 +481,15 @@ pub(crate) fn recover(
                         "; {discarded} readable records with LSNs in {a}..={b} were discarded"
                     ));
                 }
+                if !kept.is_empty() {
+                    msg.push_str(&format!(
+                        "; {} records past LSN {contiguous} that depended on nothing missing were \
+                         dropped with them",
+                        kept.len()
+                    ));
+                    discarded += kept.len() as u64;
+                    kept.clear();
+                }
                 tracing::warn!(dropped = %msg, "WAL recovery tolerated corruption");
                 dropped = Some(msg);
             }
@@ -458,15 +501,43 @@ pub(crate) fn recover(
                 missing_lsn = missing,
                 discarded,
                 "WAL: discarding {discarded} unacknowledged records (LSNs {a}..={b}) written \
-                 after LSN {missing}, which never reached the disk"
+                 after LSN {missing}, which never reached the disk, that depend on it"
             );
         }
+    }
+
+    // The kept records get the LSNs from the missing one on, in their
+    // order; the new epoch supersedes their old copies, and `Wal::open`
+    // writes them again before anything else.
+    let mut last = contiguous;
+    let mut relog = Vec::with_capacity(kept.len());
+    if !kept.is_empty() {
+        tracing::info!(
+            missing_lsn = missing,
+            records = kept.len(),
+            "WAL: keeping {} records written after LSN {missing}, which never reached the \
+             disk, that do not depend on it; they are recovered as LSNs {missing}..={}",
+            kept.len(),
+            contiguous + kept.len() as u64
+        );
+    }
+    for (_, time_ms, payload, _) in kept {
+        last += 1;
+        applied_bytes += payload.len() as u64;
+        apply(last, time_ms, &payload).map_err(|reason| WalError::Apply { lsn: last, reason })?;
+        applied += 1;
+        relog.push(Relogged {
+            lsn: last,
+            time_ms,
+            payload,
+        });
     }
 
     // Before anything builds on the recovered records (a new epoch's
     // segments, new LSNs, the durable LSN starting at `last`), they must be
     // on disk for real.
-    let resynced_bytes = make_recovered_durable(fs.as_ref(), &cfg.dirs, &readers, max_hint, last)?;
+    let resynced_bytes =
+        make_recovered_durable(fs.as_ref(), &cfg.dirs, &readers, max_hint, contiguous)?;
     if resynced_bytes > 0 {
         // Routine (a clean shutdown leaves each stream's last batch above
         // every hint), so not worth an operator's attention.
@@ -480,7 +551,8 @@ pub(crate) fn recover(
 
     // Where writing resumes.
     let mut truncated_tail = Vec::new();
-    let mut need_new_epoch = current_epoch == 0 || discarded > 0 || dropped.is_some();
+    let mut need_new_epoch =
+        current_epoch == 0 || discarded > 0 || dropped.is_some() || !relog.is_empty();
     for r in &readers {
         if let Some(StreamEnd::Torn { seg, offset }) = &r.end {
             truncated_tail.push((r.segs[*seg].path.clone(), *offset));
@@ -497,7 +569,7 @@ pub(crate) fn recover(
             .ok_or_else(|| {
                 WalError::Config(format!("WAL epoch {current_epoch} is out of range"))
             })?;
-        (next, last + 1)
+        (next, contiguous + 1)
     } else {
         (current_epoch, current_start)
     };
@@ -573,6 +645,7 @@ pub(crate) fn recover(
             truncated_tail,
             dropped,
             discarded_unacknowledged: discarded,
+            kept_past_gap: relog.len() as u64,
             superseded_records: superseded,
             removed_files: removed,
             skipped_checkpointed_damage: readers
@@ -586,6 +659,7 @@ pub(crate) fn recover(
             resynced_bytes,
         },
         last_lsn: last,
+        relog,
         epoch,
         epoch_start_lsn,
         plans,

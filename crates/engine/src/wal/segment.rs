@@ -39,8 +39,8 @@ use std::time::{Duration, Instant};
 
 use super::error::WalError;
 use super::format::{
-    segment_file_name, spare_file_name, BatchHeader, SegmentHeader, BATCH_FLAG_SYNC_BASE,
-    BATCH_HEADER_BYTES, FORMAT_VERSION, SEGMENT_HEADER_BYTES,
+    frame_batch, segment_file_name, spare_file_name, BatchHeader, FramedRecord, SegmentHeader,
+    BATCH_FLAG_SYNC_BASE, BATCH_HEADER_BYTES, FORMAT_VERSION, SEGMENT_HEADER_BYTES,
 };
 use super::group_commit::{BatchMeta, BatchSink, BatchSync};
 use crate::io::{FileSystem, FsFile};
@@ -235,6 +235,20 @@ pub(crate) fn install_spare(
     spare: Spare,
     first_lsn: u64,
 ) -> io::Result<ActiveSegment> {
+    install_spare_with(p, spare, first_lsn, &[], 0)
+}
+
+/// [`install_spare`] with `records` already in it as one batch (recovery's
+/// re-logged records, LSNs from `first_lsn` on), written and fdatasynced
+/// with the header before the rename: the segment appears whole or not at
+/// all. `durable_hint`: every LSN below `first_lsn` is on disk.
+pub(crate) fn install_spare_with(
+    p: &SegmentParams,
+    spare: Spare,
+    first_lsn: u64,
+    records: &[FramedRecord<'_>],
+    durable_hint: u64,
+) -> io::Result<ActiveSegment> {
     let salt = p.fs.random_u64() as u32;
     let header = SegmentHeader {
         version: FORMAT_VERSION,
@@ -247,6 +261,13 @@ pub(crate) fn install_spare(
         created_ms: p.fs.now_ms(),
     };
     spare.file.write_all_at(&header.encode(), 0)?;
+    let mut offset = SEGMENT_HEADER_BYTES as u64;
+    if !records.is_empty() {
+        // They need everything before them, as the records they copy did.
+        let batch = frame_batch(salt, offset, records, durable_hint, first_lsn - 1);
+        spare.file.write_all_at(&batch, offset)?;
+        offset += batch.len() as u64;
+    }
     spare.file.sync_data()?;
     let path = p
         .dir
@@ -263,8 +284,8 @@ pub(crate) fn install_spare(
         path,
         spare.file,
         salt,
-        SEGMENT_HEADER_BYTES as u64,
-        false,
+        offset,
+        !records.is_empty(),
     ))
 }
 
@@ -528,6 +549,7 @@ impl BatchSink for SegmentWriter {
             first_lsn: meta.first_lsn,
             last_lsn: meta.last_lsn,
             durable_hint: meta.durable_hint,
+            depends_on: meta.depends_on,
             flags: BATCH_FLAG_SYNC_BASE,
             // Segments are at most 4 GiB (`WalConfig::validate`).
             sync_base: u32::try_from(sync_base).map_err(io::Error::other)?,

@@ -201,7 +201,7 @@ pub fn replicated_dep(lsn: u64) -> u64 {
 pub fn combine_deps(a: u64, b: u64) -> u64 {
     let (la, ra) = dep_parts(a);
     let (lb, rb) = dep_parts(b);
-    let lsn = la.max(lb);
+    let lsn = durakv_engine::dep::combine(la, lb);
     if ra || rb {
         replicated_dep(lsn)
     } else {

@@ -1,0 +1,181 @@
+//! Several WAL directories, acknowledged per directory (`wal-ordering
+//! causal`, the default): clients writing at once, pipelined, at `full` and
+//! `delayed`, and kill -9 at a random moment. After each restart, which
+//! the server makes by itself:
+//! - every write acknowledged at `full` is there;
+//! - each client's writes are there as a prefix of the order it sent them
+//!   in (its later writes never without its earlier ones), although they
+//!   go to keys spread over every directory;
+//! - nothing else is.
+//!
+//! With `wal-ordering total` the same holds, and the model test in
+//! `model_crash.rs` checks that the whole state is a prefix of the commit
+//! order.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::{q, Server};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+const CLIENTS: usize = 6;
+const KEYS_PER_CLIENT: usize = 8;
+const DIRS: usize = 3;
+
+fn start(ordering: &str) -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = Vec::new();
+    for i in 0..DIRS {
+        args.push("--wal-dir".to_string());
+        args.push(dir.path().join(format!("wal{i}")).display().to_string());
+    }
+    args.extend(["--wal-ordering".to_string(), ordering.to_string()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    Server::start_in(dir, &args)
+}
+
+/// What one client got acknowledged: the highest sequence number it sent
+/// at `full` whose reply arrived, and how many it sent in all.
+struct Sent {
+    acked_full: Option<u64>,
+    sent: u64,
+}
+
+/// Client `c` sends `RPUSH c<c>:<n % KEYS> n` for n = from, from+1, ...,
+/// in pipelines of 1..8, each pipeline at `full` or `delayed`, until the
+/// server goes away.
+fn client(port: u16, c: usize, from: u64, seed: u64, stop: Arc<AtomicBool>) -> Sent {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut con = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    con.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut out = Sent {
+        acked_full: None,
+        sent: from,
+    };
+    let mut n = from;
+    while !stop.load(Ordering::Relaxed) {
+        let full = rng.gen_bool(0.6);
+        let level = if full { "full" } else { "delayed" };
+        if redis::cmd("CLIENT")
+            .arg("DURABILITY")
+            .arg(level)
+            .query::<()>(&mut con)
+            .is_err()
+        {
+            break;
+        }
+        let mut pipe = redis::pipe();
+        let count = rng.gen_range(1..=8u64);
+        for i in n..n + count {
+            pipe.cmd("RPUSH")
+                .arg(format!("c{c}:{}", i as usize % KEYS_PER_CLIENT))
+                .arg(i)
+                .ignore();
+        }
+        out.sent = n + count;
+        match pipe.query::<()>(&mut con) {
+            Ok(()) => {
+                if full {
+                    out.acked_full = Some(n + count - 1);
+                }
+                n += count;
+            }
+            Err(_) => break,
+        }
+    }
+    out
+}
+
+/// Every number client `c` has on the server.
+fn recovered(srv: &Server, c: usize) -> BTreeSet<u64> {
+    let mut con = srv.conn();
+    let mut all = BTreeSet::new();
+    for k in 0..KEYS_PER_CLIENT {
+        let items: Vec<u64> = q(&mut con, &["LRANGE", &format!("c{c}:{k}"), "0", "-1"]);
+        // Within a key, in the order sent.
+        assert!(
+            items.windows(2).all(|w| w[0] < w[1]),
+            "client {c} key {k} out of order: {items:?}"
+        );
+        for i in items {
+            assert!(all.insert(i), "client {c}: {i} twice");
+        }
+    }
+    all
+}
+
+fn run(ordering: &str, seed: u64, rounds: usize) {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut srv = start(ordering);
+    let mut next = [0u64; CLIENTS];
+    for round in 0..rounds {
+        let ctx = format!("{ordering} seed {seed} round {round}");
+        let stop = Arc::new(AtomicBool::new(false));
+        let port = srv.port;
+        let handles: Vec<_> = (0..CLIENTS)
+            .map(|c| {
+                let stop = stop.clone();
+                let from = next[c];
+                let s = seed * 1000 + round as u64 * 10 + c as u64;
+                std::thread::spawn(move || client(port, c, from, s, stop))
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(rng.gen_range(100..600)));
+        srv.kill9();
+        stop.store(true, Ordering::Relaxed);
+        let sent: Vec<Sent> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        if let Err(out) = srv.try_restart() {
+            panic!("{ctx}: the server did not start after kill -9:\n{out}");
+        }
+        for (c, s) in sent.iter().enumerate() {
+            let got = recovered(&srv, c);
+            let m = got.len() as u64;
+            if let Some(gap) = (0..m).find(|i| !got.contains(i)) {
+                panic!(
+                    "{ctx}: client {c}'s writes are not a prefix of what it sent: {gap} is \
+                     missing, {} later ones came back",
+                    got.range(gap..).count()
+                );
+            }
+            if let Some(a) = s.acked_full {
+                assert!(
+                    m > a,
+                    "{ctx}: client {c}: {a} was acknowledged at full but only 0..{m} came back"
+                );
+            }
+            assert!(
+                m <= s.sent,
+                "{ctx}: client {c}: more came back than was sent"
+            );
+            next[c] = m;
+        }
+        assert!(
+            next.iter().sum::<u64>() > 0,
+            "{ctx}: nothing was written before the kill"
+        );
+    }
+}
+
+#[test]
+fn clients_writes_survive_kill9_as_prefixes_with_per_directory_acks() {
+    let seeds: u64 = std::env::var("DURAKV_STREAM_SEEDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2);
+    for seed in 0..seeds {
+        run("causal", seed, 4);
+    }
+}
+
+#[test]
+fn clients_writes_survive_kill9_as_prefixes_in_total_order() {
+    run("total", 100, 2);
+}
