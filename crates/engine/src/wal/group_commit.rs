@@ -27,6 +27,9 @@
 //!
 //! Each stream publishes a watermark `W_s`: every LSN <= `W_s` that belongs to
 //! stream `s` is durable. The WAL's durable LSN is the minimum over streams.
+//! A stream's acknowledged LSN `A_s` is `W_s`, held below the first sealed
+//! batch whose dependency (`depends_on`) the durable LSN does not cover yet:
+//! a reply to a write of stream `s` waits for `A_s`, not for every stream.
 //! After a successful batch `W_s` becomes the global LSN observed under the
 //! mutex when the batch was sealed (or the current one if nothing is pending
 //! or in flight by the time the fsync returns), which is how an idle stream

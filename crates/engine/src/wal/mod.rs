@@ -5,8 +5,11 @@
 //! (one per `wal-dir`, ideally on separate disks), each with its own writer
 //! thread doing group commit (write + fdatasync of everything that gathered
 //! while the previous fsync ran). LSNs come from one global counter, so the
-//! streams together describe a single commit order; recovery merges them by
-//! LSN and stops at the first gap, which yields a prefix of that order.
+//! streams together describe a single commit order. A record names what it
+//! depends on outside its stream, and a stream acknowledges it once it and
+//! that are durable, without waiting for the other streams. Recovery merges
+//! the streams by LSN up to the first gap, then keeps the records past it
+//! that depend on nothing missing, under new LSNs.
 //!
 //! Module map:
 //! - [`format`]: the bytes on disk (documented in `docs/format.md`).

@@ -1,16 +1,19 @@
 //! Start-up recovery: find every stream's segments, merge the streams by LSN
-//! into one commit-ordered sequence, stop at the first missing LSN, and
-//! decide where writing resumes.
+//! into one commit-ordered sequence up to the first missing LSN, keep what
+//! lies past it and depends on nothing missing, and decide where writing
+//! resumes.
 //!
-//! The merge hands records to the caller's `apply` in global LSN order and
-//! stops at the first LSN no stream has; the result is therefore a prefix of
-//! commit order (`docs/durability.md` proves it). Records that exist past
-//! that point were never acknowledged as durable and are discarded, but they
-//! are not rewritten in place (a crash in the middle of such a rewrite could
-//! damage records that *were* acknowledged). Instead recovery opens a new
-//! *epoch*: every stream starts a fresh segment whose header says "epoch
-//! E+1 starts at LSN L+1", and readers treat older-epoch records with an
-//! LSN >= L+1 as superseded. Two checks catch lost acknowledged data: a
+//! The merge hands records to the caller's `apply` in global LSN order up to
+//! the first LSN no stream has: a prefix of commit order (`docs/durability.md`
+//! proves it). Past that point each stream's records are kept for as long as
+//! each depends on nothing at or past the missing LSN; they are applied
+//! under the LSNs from the missing one on and written again by `Wal::open`.
+//! The rest were never acknowledged and are discarded. Old records are not
+//! rewritten in place (a crash in the middle of such a rewrite could damage
+//! records that *were* acknowledged). Instead recovery opens a new *epoch*:
+//! every stream starts a fresh segment whose header says "epoch E+1 starts
+//! at LSN L+1", and readers treat older-epoch records with an LSN >= L+1 as
+//! superseded. Two checks catch lost acknowledged data: a
 //! missing LSN below the current epoch's start (an earlier start-up already
 //! recovered it), and a missing LSN at or below a batch's recorded durable
 //! watermark.
