@@ -161,7 +161,7 @@ impl Default for Config {
             wal_max_record_size_mb: 1024,
             wal_syncs_in_flight: 3,
             wal_sync_overlap_us: 500,
-            wal_total_order: false,
+            wal_total_order: true,
             wal_preallocate: Preallocate::Auto,
             delayed_flush_ms: 10,
             delayed_flush_bytes: 1024 * 1024,
@@ -999,7 +999,7 @@ pub static DIRECTIVES: &[Directive] = &[
     },
     Directive {
         name: "wal-ordering",
-        default: "causal",
+        default: "total",
         help: "With several WAL directories, what a crash keeps besides every acknowledged write: 'causal' (each write comes back with the earlier writes to the keys it read or wrote and its connection's earlier writes; a `full` reply waits only for its own directory's fsync) or 'total' (a prefix of the whole commit order; every reply waits for every directory). The same with one directory",
         runtime: false,
         repeatable: false,

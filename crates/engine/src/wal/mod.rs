@@ -127,9 +127,10 @@ pub struct WalConfig {
     /// Every record is recovered only with every record before it (a
     /// prefix of the whole commit order), and each stream acknowledges a
     /// record only once every stream has everything before it
-    /// (`wal-ordering total`). Off (`causal`, the default): a record needs
-    /// only its own stream's earlier records and what it depends on. The
-    /// same with one stream.
+    /// (`wal-ordering total`, the server's default). Off (`causal`; the
+    /// default here, which the engine's tests of the mechanism rely on): a
+    /// record needs only its own stream's earlier records and what it
+    /// depends on. The same with one stream.
     pub total_order: bool,
     /// Recovery also hands a record at or below `start_after_lsn` to its
     /// `apply` when this says its payload holds state the checkpoint does
