@@ -90,6 +90,9 @@ pub struct Waiter {
     resp3: bool,
     /// The client's `CLIENT DURABILITY` when it blocked.
     durability: Option<Durability>,
+    /// The client's last write when it blocked (`durakv_engine::dep`): the
+    /// write serving it makes follows it, as if the client had made it.
+    after: u64,
     deadline: Option<Instant>,
     op: Box<dyn Serve>,
     state: AtomicU8,
@@ -122,6 +125,9 @@ pub struct Unblocked {
     pub dependency_lsn: u64,
     /// The LSN of the record that serving wrote (0: none), for WAITAOF.
     pub lsn: u64,
+    /// That record as the client's next write follows it
+    /// (`durakv_engine::dep`; 0: none).
+    pub written: u64,
 }
 
 impl Unblocked {
@@ -130,6 +136,7 @@ impl Unblocked {
             frame,
             dependency_lsn: 0,
             lsn: 0,
+            written: 0,
         }
     }
 }
@@ -208,6 +215,7 @@ impl Blocking {
             keys,
             resp3: client.protocol == Protocol::Resp3,
             durability: client.durability,
+            after: client.last_write_dep,
             deadline,
             op,
             state: AtomicU8::new(WAITING),
@@ -356,6 +364,7 @@ impl Blocking {
                     let more = self.ready_keys(txn.mutations());
                     let events = events.map(|e| e.finish(w.op.command(), &mut txn));
                     let mut written = crate::tracking::written_keys(shared, txn.mutations());
+                    txn.after_write(w.after);
                     let u = match crate::dispatch::commit(shared, w.durability, db, txn) {
                         Ok(out) => {
                             if let Some(events) = events {
@@ -365,6 +374,7 @@ impl Blocking {
                                 frame,
                                 dependency_lsn: out.dependency_lsn,
                                 lsn: out.lsn,
+                                written: durakv_engine::dep::on_stream(out.stream, out.lsn),
                             }
                         }
                         Err(e) => {
@@ -526,6 +536,7 @@ pub fn resume(shared: &Shared, client: &mut ClientState) -> Option<(Frame, u64)>
     let b = client.blocked.take()?;
     client.last_write_lsn = client.last_write_lsn.max(u.lsn);
     if u.lsn != 0 {
+        client.last_write_dep = u.written;
         client.last_write_offset = shared.repl.end_offset();
     }
     if b.silent {

@@ -26,6 +26,22 @@ pub fn fields(shared: &Shared, s: &mut String) {
     f("wal_last_lsn", &st.last_lsn);
     f("wal_durable_lsn", &st.durable_lsn);
     f("wal_segments", &st.segments);
+    // One line per directory, in the style of Redis's `slaveN:` lines:
+    // what each stream has made durable and acknowledged, and its fsyncs.
+    for (i, ss) in st.streams.iter().enumerate() {
+        let avg = if ss.fsyncs > 0 {
+            ss.total_fsync_us as f64 / ss.fsyncs as f64
+        } else {
+            0.0
+        };
+        f(
+            &format!("wal_stream{i}"),
+            &format_args!(
+                "watermark_lsn={},acked_lsn={},fsyncs={},records={},avg_fsync_us={avg:.1},pending_bytes={}",
+                ss.watermark_lsn, ss.acked_lsn, ss.fsyncs, ss.records, ss.pending_bytes
+            ),
+        );
+    }
     let r = &shared.store.recovery;
     f("recovery_records_replayed", &r.records);
     f("recovery_bytes_replayed", &r.bytes);

@@ -179,3 +179,43 @@ fn clients_writes_survive_kill9_as_prefixes_with_per_directory_acks() {
 fn clients_writes_survive_kill9_as_prefixes_in_total_order() {
     run("total", 100, 2);
 }
+
+/// INFO persistence has one `wal_streamN` line per directory: what each
+/// has made durable and acknowledged, and its fsyncs.
+#[test]
+fn info_reports_each_directory() {
+    let srv = start("causal");
+    let mut con = srv.conn();
+    for i in 0..200 {
+        let _: () = q(&mut con, &["SET", &format!("k{i}"), "v"]);
+    }
+    let info: String = q(&mut con, &["INFO", "persistence"]);
+    let field = |name: &str| -> String {
+        info.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}:")))
+            .unwrap_or_else(|| panic!("no {name} in {info}"))
+            .trim()
+            .to_string()
+    };
+    let durable: u64 = field("wal_durable_lsn").parse().unwrap();
+    let last: u64 = field("wal_last_lsn").parse().unwrap();
+    let mut records = 0u64;
+    for i in 0..DIRS {
+        let line = field(&format!("wal_stream{i}"));
+        let kv = |k: &str| -> u64 {
+            line.split(',')
+                .find_map(|p| p.strip_prefix(&format!("{k}=")))
+                .unwrap_or_else(|| panic!("no {k} in {line}"))
+                .parse::<f64>()
+                .unwrap() as u64
+        };
+        let acked = kv("acked_lsn");
+        // Read after `wal_durable_lsn`, which an acknowledged LSN follows.
+        assert!(acked <= last && (durable > 0) == (acked > 0), "{line}");
+        assert!(kv("watermark_lsn") >= acked, "{line}");
+        // Every directory got some of the 200 keys.
+        assert!(kv("records") > 0 && kv("fsyncs") > 0, "{line}");
+        records += kv("records");
+    }
+    assert_eq!(records, field("wal_records").parse::<u64>().unwrap());
+}

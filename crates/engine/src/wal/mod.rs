@@ -267,12 +267,16 @@ pub struct StreamStats {
     pub dir: PathBuf,
     /// `W_s`: every LSN <= this in this stream is durable.
     pub watermark_lsn: u64,
+    /// `A_s` ([`Wal::acked_lsn`]): replies to this stream's writes up to it
+    /// may go out.
+    pub acked_lsn: u64,
     pub bytes_written: u64,
     pub fsyncs: u64,
     pub records: u64,
     pub pending_bytes: u64,
     pub last_fsync_us: u64,
     pub max_fsync_us: u64,
+    pub total_fsync_us: u64,
     pub segments: usize,
     pub active_segment: Option<PathBuf>,
 }
@@ -644,16 +648,18 @@ impl Wal {
             let ss = StreamStats {
                 dir: self.cfg.dirs[s].clone(),
                 watermark_lsn: sc.watermark.load(SeqCst),
+                acked_lsn: sc.acked.load(SeqCst),
                 bytes_written: c.bytes_written.load(SeqCst),
                 fsyncs: c.fsyncs.load(SeqCst),
                 records: c.records.load(SeqCst),
                 pending_bytes: c.pending_bytes.load(SeqCst),
                 last_fsync_us: c.last_fsync_us.load(SeqCst),
                 max_fsync_us: c.max_fsync_us.load(SeqCst),
+                total_fsync_us: c.total_fsync_us.load(SeqCst),
                 segments: list.len(),
                 active_segment: list.iter().find(|x| x.active).map(|x| x.path.clone()),
             };
-            total_us += c.total_fsync_us.load(SeqCst);
+            total_us += ss.total_fsync_us;
             st.bytes_written += ss.bytes_written;
             st.fsyncs += ss.fsyncs;
             st.records += ss.records;
