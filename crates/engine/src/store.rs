@@ -534,13 +534,7 @@ impl CommitLog for Wal {
     }
 
     fn is_met(&self, dep: u64) -> bool {
-        crate::dep::is_met(dep, self.durable_lsn(), |s| {
-            if s < self.num_streams() {
-                self.acked_lsn(s)
-            } else {
-                0
-            }
-        })
+        self.dep_met(dep)
     }
 }
 

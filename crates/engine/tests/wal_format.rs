@@ -11,7 +11,7 @@ use durakv_engine::io::{FaultFs, FileSystem};
 use durakv_engine::wal::format::{
     align_up, BatchHeader, SegmentHeader, FORMAT_VERSION, SEGMENT_HEADER_BYTES,
 };
-use durakv_engine::wal::{RecoveryMode, Wal, WalConfig, WalError};
+use durakv_engine::wal::{RecoveryMode, WalConfig, WalError};
 use durakv_engine::Durability;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -101,27 +101,23 @@ fn v1_fixture_layout_matches_the_document() {
     );
 }
 
-#[test]
-fn v1_fixture_recovers_exactly() {
-    let fs = FaultFs::new(1);
+/// Installs a two-stream fixture and checks that its four records come
+/// back exactly, with nothing cut, dropped or superseded.
+fn fixture_recovers_exactly(seed: u64, stream0: &str, stream1: &str) {
+    let fs = FaultFs::new(seed);
     install(
         &fs,
         "/data/wal0/wal-000-000001-00000000000000000001.log",
-        STREAM0_V1,
+        stream0,
     );
     install(
         &fs,
         "/data/wal1/wal-001-000001-00000000000000000001.log",
-        STREAM1_V1,
+        stream1,
     );
     let mut cfg = WalConfig::new(vec!["/data/wal0".into(), "/data/wal1".into()]);
     cfg.segment_size_bytes = 4096;
-    let mut got = Vec::new();
-    let (wal, stats) = Wal::open(Arc::new(fs.clone()), cfg, 0, &mut |lsn, t, p| {
-        got.push((lsn, t, p.to_vec()));
-        Ok(())
-    })
-    .unwrap();
+    let (wal, stats, got) = wal_support::open(Arc::new(fs.clone()), &cfg, 0).unwrap();
     let want: Vec<(u64, u64, Vec<u8>)> = vec![
         (1, 1_700_000_000_001, b"SET k1 v1".to_vec()),
         (
@@ -139,6 +135,11 @@ fn v1_fixture_recovers_exactly() {
 }
 
 #[test]
+fn v1_fixture_recovers_exactly() {
+    fixture_recovers_exactly(1, STREAM0_V1, STREAM1_V1);
+}
+
+#[test]
 fn v2_fixture_recovers_exactly() {
     let b = unhex(STREAM0_V2);
     assert_eq!(u32_at(&b, 8), 2, "format_version");
@@ -147,33 +148,7 @@ fn v2_fixture_recovers_exactly() {
     assert_eq!(&batch[44..48], b"DKWB");
     assert_eq!(u64_at(batch, 16), 1, "first_lsn");
     assert_eq!(u64_at(batch, 32), 0, "durable_hint");
-    let fs = FaultFs::new(2);
-    install(
-        &fs,
-        "/data/wal0/wal-000-000001-00000000000000000001.log",
-        STREAM0_V2,
-    );
-    install(
-        &fs,
-        "/data/wal1/wal-001-000001-00000000000000000001.log",
-        STREAM1_V2,
-    );
-    let mut cfg = WalConfig::new(vec!["/data/wal0".into(), "/data/wal1".into()]);
-    cfg.segment_size_bytes = 4096;
-    let (wal, stats, got) = wal_support::open(Arc::new(fs.clone()), &cfg, 0).unwrap();
-    let want: Vec<(u64, u64, Vec<u8>)> = vec![
-        (1, 1_700_000_000_001, b"SET k1 v1".to_vec()),
-        (
-            2,
-            1_700_000_000_002,
-            b"MULTI/EXEC: SET a 1; SET b 2".to_vec(),
-        ),
-        (3, 1_700_000_000_003, b"".to_vec()),
-        (4, 1_700_000_000_004, b"DEL k1".to_vec()),
-    ];
-    assert_eq!(got, want);
-    assert!(stats.truncated_tail.is_empty() && !stats.new_epoch);
-    assert_eq!(wal.last_lsn(), 4);
+    fixture_recovers_exactly(2, STREAM0_V2, STREAM1_V2);
 }
 
 /// A one-stream log of `n` batches (one `Full` record each), closed cleanly.

@@ -229,26 +229,12 @@ impl Shared {
     /// Whether a reply's local dependency (`durakv_engine::dep`, without
     /// the replicated flag) is met: its stream, or every stream, has it.
     pub fn dep_met(&self, dep: u64) -> bool {
-        let wal = &self.store.wal;
-        durakv_engine::dep::is_met(dep, wal.durable_lsn(), |s| {
-            if s < wal.num_streams() {
-                wal.acked_lsn(s)
-            } else {
-                0
-            }
-        })
+        self.store.wal.dep_met(dep)
     }
 
-    /// Asks the log to meet a local dependency soon: only its stream's
-    /// records when it names one.
+    /// Asks the log to meet a local dependency soon.
     pub fn hurry(&self, dep: u64) {
-        let wal = &self.store.wal;
-        match durakv_engine::dep::stream(dep) {
-            Some(s) if s < wal.num_streams() => {
-                wal.request_stream_sync(s, durakv_engine::dep::lsn(dep))
-            }
-            _ => wal.request_sync_upto(durakv_engine::dep::lsn(dep)),
-        }
+        self.store.wal.request_sync_for(dep)
     }
 
     pub fn log_failure(&self) -> Option<String> {

@@ -471,7 +471,9 @@ impl Core {
     /// `Full` append or an earlier request asked for as much.
     pub fn request_stream_sync(&self, s: usize, lsn: u64) {
         let sc = &self.streams[s];
-        if sc.sync_target.fetch_max(lsn, SeqCst) >= lsn {
+        // A load first: on a reply's path this is nearly always enough, and
+        // it does not contend with the appenders' `fetch_max`.
+        if sc.sync_target.load(SeqCst) >= lsn || sc.sync_target.fetch_max(lsn, SeqCst) >= lsn {
             return;
         }
         {

@@ -582,10 +582,27 @@ impl Wal {
         self.core.acked_lsn(stream)
     }
 
-    /// Asks for `stream`'s records up to `lsn` to become durable soon:
-    /// free when a `Full` append or an earlier request asked for as much.
-    pub fn request_stream_sync(&self, stream: usize, lsn: u64) {
-        self.core.request_stream_sync(stream, lsn);
+    /// Whether a dependency (`crate::dep`) is met: its stream, or every
+    /// stream, has it.
+    pub fn dep_met(&self, dep: u64) -> bool {
+        crate::dep::is_met(dep, self.durable_lsn(), |s| {
+            if s < self.num_streams() {
+                self.acked_lsn(s)
+            } else {
+                0
+            }
+        })
+    }
+
+    /// Asks for a dependency (`crate::dep`) to be met soon: only its
+    /// stream's records when it names one (free when a `Full` append or an
+    /// earlier request asked for as much), else every stream's.
+    pub fn request_sync_for(&self, dep: u64) {
+        let lsn = crate::dep::lsn(dep);
+        match crate::dep::stream(dep) {
+            Some(s) if s < self.num_streams() => self.core.request_stream_sync(s, lsn),
+            _ => self.core.request_sync_upto(lsn),
+        }
     }
 
     /// Highest LSN handed out.
