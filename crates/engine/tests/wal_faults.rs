@@ -417,7 +417,7 @@ fn listener_and_config_validation() {
     let (wal, _, _) = open(Arc::new(fs.clone()), &cfg, 0).unwrap();
     let seen = Arc::new(parking_lot::Mutex::new(Vec::new()));
     let s2 = seen.clone();
-    wal.set_durable_listener(Box::new(move |d| s2.lock().push(d)));
+    wal.set_durable_listener(Box::new(move |d, _| s2.lock().push(d)));
     let lsn = put_full(&wal, 0, b"a");
     wal.close().unwrap();
     assert_eq!(*seen.lock().last().unwrap(), lsn);

@@ -99,6 +99,14 @@ impl Held {
         self.replies.len()
     }
 
+    /// What the oldest held reply waits for, if any: its local dependency,
+    /// and whether it waits for replicas once that is met.
+    fn first_wait(&self) -> Option<(u64, bool)> {
+        self.replies
+            .front()
+            .map(|&(_, dep, _, _)| crate::repl::dep_parts(dep))
+    }
+
     /// When the oldest reply waiting for replicas was queued (they are
     /// queued in time order), if any waits for them.
     fn first_replicated_ms(&self) -> Option<u64> {
@@ -161,7 +169,8 @@ async fn run(
     let mut rbuf = BytesMut::new();
     let mut held = Held::default();
     // A receiver is an Arc clone, no allocation; it registers for wake-ups
-    // only while `changed()` is polled, that is while replies are held.
+    // only while `changed()` is polled, that is while a held reply waits
+    // for replicas.
     let mut durable_rx = shared.durable_tx.subscribe();
     let mut closing = false;
     let handle = client.handle.clone();
@@ -225,6 +234,15 @@ async fn run(
         if handle.is_killed() {
             return Ok(());
         }
+        // The log wakes this connection (`durable_wait`) only once it meets
+        // the oldest held reply's local dependency; the durable signal, once
+        // that is met, only if it waits for replicas. A dependency met since
+        // `release` resolves at once and the loop goes round again.
+        let (local_wait, for_replicas) = match held.first_wait() {
+            Some((lsn, true)) if shared.dep_met(lsn) => (0, true),
+            Some((lsn, _)) => (lsn, false),
+            None => (0, false),
+        };
         let idle = async {
             if timeout_secs == 0 {
                 std::future::pending::<()>().await
@@ -251,7 +269,8 @@ async fn run(
                     return Ok(());
                 }
             }
-            r = durable_rx.changed(), if !held.is_empty() => {
+            _ = shared.durable_waiters.met(&shared.store.wal, handle.id, local_wait), if !held.is_empty() && !for_replicas => {}
+            r = durable_rx.changed(), if for_replicas => {
                 if r.is_err() {
                     return Ok(());
                 }
@@ -348,6 +367,12 @@ fn process(
         };
         if client.reply_mode == ReplyMode::SkipNext {
             client.reply_mode = ReplyMode::Skipping;
+        }
+        // Evictions run before the command, as in Redis, so what they
+        // queue (this client's invalidations too) goes before its reply;
+        // `dispatch` only checks the outcome then.
+        if shared.evict.maxmemory() != 0 {
+            crate::evict::perform(shared);
         }
         // What was queued before this command goes before its reply.
         deliver_messages(shared, client, out, held, false);

@@ -25,6 +25,7 @@ pub async fn run(shared: Arc<Shared>) {
         // A failed log never advances the durable LSN; wake connections
         // holding replies so they can turn them into errors.
         if shared.log_failure().is_some() {
+            shared.durable_waiters.wake_all();
             shared.durable_tx.send_modify(|_| {});
         }
         shared.pubsub.enforce_soft_limit();

@@ -40,6 +40,7 @@ pub mod connection;
 pub mod decimal;
 pub mod digest;
 pub mod dispatch;
+pub mod durable_wait;
 pub mod embedded;
 pub mod errors;
 pub mod evict;
@@ -111,9 +112,14 @@ fn prepare(config: Config, store: Store) -> Arc<Shared> {
     }
     let shared = Arc::new(Shared::new(config, store));
     let tx = shared.durable_tx.clone();
-    shared.store.wal.set_durable_listener(Box::new(move |lsn| {
-        tx.send_replace(lsn);
-    }));
+    let waiters = shared.durable_waiters.clone();
+    shared
+        .store
+        .wal
+        .set_durable_listener(Box::new(move |lsn, acked| {
+            waiters.wake_met(lsn, acked);
+            tx.send_replace(lsn);
+        }));
     shared
 }
 

@@ -5,6 +5,7 @@
 use crate::checkpointer::Checkpoints;
 use crate::client::ClientRegistry;
 use crate::config::{Config, WalRecoveryMode};
+use crate::durable_wait::DurableWaiters;
 use crate::watch::WatchRegistry;
 use durakv_engine::checkpoint::Checkpointer;
 use durakv_engine::io::FileSystem;
@@ -129,8 +130,11 @@ pub struct Shared {
     pub stats: Stats,
     pub started: Instant,
     pub run_id: String,
-    /// The highest LSN known durable; connections holding replies watch it.
+    /// The highest LSN known durable, watched by replicas' acknowledgement
+    /// and by connections holding replies that wait for replicas.
     pub durable_tx: watch::Sender<u64>,
+    /// Connections holding replies until the log meets their dependency.
+    pub durable_waiters: Arc<DurableWaiters>,
     pub shutting_down: AtomicBool,
     /// Fired to stop the accept loop (SHUTDOWN, signals).
     pub shutdown_tx: watch::Sender<bool>,
@@ -189,6 +193,7 @@ impl Shared {
         store
             .keyspace
             .set_replication_feed(repl.feed(config.encodings));
+        let durable_waiters = Arc::new(DurableWaiters::new(store.wal.num_streams()));
         let shared = Shared {
             repl,
             checkpoints,
@@ -202,6 +207,7 @@ impl Shared {
             started: Instant::now(),
             run_id: run_id.clone(),
             durable_tx: watch::channel(0).0,
+            durable_waiters,
             shutting_down: AtomicBool::new(false),
             shutdown_tx: watch::channel(false).0,
             bound_port: AtomicU64::new(0),

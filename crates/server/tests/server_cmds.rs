@@ -691,6 +691,48 @@ fn command_count_info_docs_list_getkeys() {
     );
 }
 
+/// Client libraries probe CLUSTER to tell a cluster from a single server:
+/// the answers must be a Redis with cluster support disabled.
+#[test]
+fn cluster_commands_answer_as_cluster_support_disabled() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    const DISABLED: &str = "ERR This instance has cluster support disabled";
+    for args in [
+        &["CLUSTER", "INFO"][..],
+        &["CLUSTER", "SLOTS"],
+        &["CLUSTER", "KEYSLOT", "k"],
+        &["CLUSTER", "HELP"],
+        &["READONLY"],
+        &["READWRITE"],
+        &["ASKING"],
+    ] {
+        assert_eq!(error(&mut c, args), DISABLED, "{args:?}");
+    }
+    assert_eq!(
+        error(&mut c, &["CLUSTER", "nosuch"]),
+        "ERR unknown subcommand 'nosuch'. Try CLUSTER HELP."
+    );
+    assert_eq!(
+        error(&mut c, &["CLUSTER", "INFO", "x"]),
+        "ERR wrong number of arguments for 'cluster|info' command"
+    );
+    let listed: Vec<String> = ok(&mut c, &["COMMAND", "LIST"]);
+    for name in ["cluster|help", "cluster|slots", "readonly"] {
+        assert!(listed.iter().any(|n| n == name), "{name}");
+    }
+    // A script may not reset a cluster (CLUSTER RESET is `noscript`), and
+    // `cluster-enabled` stays `no` in INFO.
+    let e = error(
+        &mut c,
+        &["EVAL", "return redis.call('cluster','reset','hard')", "0"],
+    );
+    assert!(e.contains("not allowed from script"), "{e}");
+    let info: String = ok(&mut c, &["INFO", "cluster"]);
+    assert!(info.contains("cluster_enabled:0"), "{info}");
+    assert_eq!(ok::<String>(&mut c, &["PING"]), "PONG");
+}
+
 #[test]
 fn auth_with_requirepass() {
     let srv = Server::start(&["--requirepass", "secret"]);

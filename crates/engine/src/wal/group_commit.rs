@@ -208,13 +208,16 @@ pub(crate) struct StreamCore {
     pub counters: StreamCounters,
 }
 
-type Listener = Box<dyn Fn(u64) + Send + Sync>;
+/// Told the durable LSN and each stream's `A_s`.
+pub type Listener = Box<dyn Fn(u64, &[u64]) + Send + Sync>;
 
 struct ListenerSlot {
     f: Option<Listener>,
     last_notified: u64,
     /// Sum of every stream's `A_s` at the last call (they only grow).
     last_acked: u64,
+    /// Every stream's `A_s`, as passed to the listener (kept to reuse).
+    acked: Vec<u64>,
 }
 
 /// State shared by appenders, writer threads and the `Wal` handle.
@@ -310,6 +313,7 @@ impl Core {
                 f: None,
                 last_notified: last_lsn,
                 last_acked: last_lsn.saturating_mul(num_streams as u64),
+                acked: Vec::with_capacity(num_streams),
             }),
             waiters: Mutex::new(BTreeMap::new()),
             waiter_count: AtomicUsize::new(0),
@@ -577,14 +581,18 @@ impl Core {
     /// moved) and wakes `wait_durable` callers.
     fn notify_durable(&self) {
         {
-            let mut l = self.listener.lock();
+            let mut guard = self.listener.lock();
+            let l = &mut *guard;
             let d = self.durable.load(SeqCst);
-            let acked: u64 = self.streams.iter().map(|s| s.acked.load(SeqCst)).sum();
+            l.acked.clear();
+            l.acked
+                .extend(self.streams.iter().map(|s| s.acked.load(SeqCst)));
+            let acked: u64 = l.acked.iter().sum();
             if d > l.last_notified || acked != l.last_acked {
                 l.last_notified = d;
                 l.last_acked = acked;
                 if let Some(f) = &l.f {
-                    f(d);
+                    f(d, &l.acked);
                 }
             }
         }
@@ -614,7 +622,8 @@ impl Core {
         let mut l = self.listener.lock();
         let d = self.durable.load(SeqCst);
         l.last_notified = d;
-        f(d);
+        let acked: Vec<u64> = self.streams.iter().map(|s| s.acked.load(SeqCst)).collect();
+        f(d, &acked);
         l.f = Some(f);
     }
 
@@ -1368,7 +1377,7 @@ mod tests {
         let core = Arc::new(Core::new(2, cfg(), 0));
         let seen = Arc::new(Mutex::new(Vec::new()));
         let s2 = seen.clone();
-        core.set_listener(Box::new(move |d| s2.lock().push(d)));
+        core.set_listener(Box::new(move |d, _| s2.lock().push(d)));
         let sinks = vec![MemSink::default(), MemSink::default()];
         let hs = start(&core, &sinks);
         let mut last = 0;

@@ -610,11 +610,11 @@ impl Wal {
         self.core.last_lsn()
     }
 
-    /// `f(durable_lsn)` is called (from writer threads, never with a
-    /// smaller value than before) whenever the durable LSN or a stream's
-    /// acknowledged LSN ([`Wal::acked_lsn`]) advances, and once now.
-    /// Replaces any previous listener.
-    pub fn set_durable_listener(&self, f: Box<dyn Fn(u64) + Send + Sync>) {
+    /// `f(durable_lsn, acked)` is called (from writer threads, never with
+    /// smaller values than before) whenever the durable LSN or a stream's
+    /// acknowledged LSN (`acked[s]`, [`Wal::acked_lsn`]) advances, and once
+    /// now. Replaces any previous listener.
+    pub fn set_durable_listener(&self, f: group_commit::Listener) {
         self.core.set_listener(f);
     }
 
@@ -643,6 +643,12 @@ impl Wal {
     /// `Some(reason)` once a write or fsync has failed.
     pub fn failure(&self) -> Option<String> {
         self.core.failure()
+    }
+
+    /// Whether the log has failed (see [`Wal::failure`]), without copying
+    /// the reason.
+    pub fn is_failed(&self) -> bool {
+        self.core.is_failed()
     }
 
     /// The epoch new segments are written in.

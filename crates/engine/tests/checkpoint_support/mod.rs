@@ -330,7 +330,17 @@ pub fn commit(store: &Store, muts: Vec<Mutation>, level: Durability, now_ms: u64
             now_ms,
         )
     };
-    for m in muts {
+    for mut m in muts {
+        // Writer threads generate mutations before they lock: an added
+        // entry takes its ID here, under the key's lock, so it is above
+        // every ID the key holds whichever thread generated first.
+        if let Mutation::Key {
+            op: KeyOp::Stream(StreamOp::Add { id, .. }),
+            ..
+        } = &mut m
+        {
+            *id = next_stream_id();
+        }
         txn.apply(m).expect("mutation fits the state");
     }
     let log: &dyn CommitLog = &*store.wal;

@@ -259,6 +259,9 @@ fn memory_section(shared: &Shared) -> String {
     field(&mut s, "maxmemory", maxmemory);
     field(&mut s, "maxmemory_human", bytes_to_human(maxmemory));
     field(&mut s, "maxmemory_policy", policy);
+    // Redis leaves replication and AOF buffers out of the eviction check;
+    // here the limit is held against `used_memory` as reported, all of it.
+    field(&mut s, "mem_not_counted_for_evict", 0);
     let ratio = if used > 0 {
         rss as f64 / used as f64
     } else {

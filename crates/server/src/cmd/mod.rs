@@ -37,6 +37,7 @@ pub(crate) fn read_as<'t, T: ?Sized>(
 pub mod bitmaps;
 pub mod blocking;
 pub mod client;
+pub mod cluster;
 pub mod command_docs;
 pub mod config;
 pub mod connection;
@@ -85,6 +86,7 @@ pub fn all_commands() -> Vec<CommandSpec> {
     v.extend(server::commands());
     v.extend(persistence::commands());
     v.extend(diagnostics::commands());
+    v.extend(cluster::commands());
     v.extend(memory::commands());
     v.extend(keys::commands());
     v.extend(strings::commands());

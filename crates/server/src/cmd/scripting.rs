@@ -243,7 +243,17 @@ fn refusal(ctx: &Ctx<'_>, spec: &CommandSpec, args: &[Bytes], ro: bool) -> Optio
     if !spec.arity_ok(args.len()) {
         return Some(errors::err(WRONG_ARITY));
     }
-    if spec.flags & NOSCRIPT != 0 || LOCKS_SHARDS_ITSELF.contains(&spec.name) {
+    // A subcommand's own flags count, as Redis looks the subcommand up
+    // before it checks them (CLUSTER RESET, CONFIG SET, ...).
+    let sub_flags = args
+        .get(1)
+        .and_then(|a| {
+            super::subcommands::subcommands_of(spec.name)
+                .iter()
+                .find(|s| is(a, s.name))
+        })
+        .map_or(0, |s| s.flags);
+    if (spec.flags | sub_flags) & NOSCRIPT != 0 || LOCKS_SHARDS_ITSELF.contains(&spec.name) {
         return Some(errors::err(NOT_ALLOWED));
     }
     if matches!(spec.name, "xread" | "xreadgroup") && super::stream_read::asks_to_block(args) {

@@ -36,6 +36,7 @@ pub(super) const fn sub(
 pub fn subcommands_of(container: &str) -> &'static [SubSpec] {
     match container {
         "client" => super::client::CLIENT_SUBS,
+        "cluster" => super::cluster::CLUSTER_SUBS,
         "command" => super::command_docs::COMMAND_SUBS,
         "config" => super::config::CONFIG_SUBS,
         "latency" => super::diagnostics::LATENCY_SUBS,
@@ -111,7 +112,8 @@ mod tests {
     #[test]
     fn subcommand_tables_have_help_and_valid_arity() {
         for c in [
-            "client", "command", "config", "latency", "slowlog", "memory", "pubsub", "script",
+            "client", "cluster", "command", "config", "latency", "slowlog", "memory", "pubsub",
+            "script",
         ] {
             let t = subcommands_of(c);
             assert!(t.iter().any(|s| s.name == "help"), "{c}");
