@@ -219,3 +219,120 @@ fn info_reports_each_directory() {
     }
     assert_eq!(records, field("wal_records").parse::<u64>().unwrap());
 }
+
+/// A blocked pop is a write made for the client that blocked, by whichever
+/// connection's push served it; that client's next writes follow it like
+/// its own. Consumers pop from one queue with BLPOP at `delayed` (blocked
+/// until the producer's next push, at `full`, serves them) and record each
+/// element at `full` under keys of their own, spread over every directory;
+/// kill -9 at a random moment. After each restart no element may be both
+/// still queued and recorded: a record never survives without its pop.
+#[test]
+fn a_served_blocked_pop_comes_back_before_its_clients_later_writes() {
+    const CONSUMERS: usize = 3;
+    let mut rng = StdRng::seed_from_u64(7);
+    let mut srv = start("causal");
+    let mut blocked_served = 0u64;
+    for round in 0..4u64 {
+        let stop = Arc::new(AtomicBool::new(false));
+        let port = srv.port;
+        let connect = move || {
+            let c = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+                .unwrap()
+                .get_connection()
+                .unwrap();
+            c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+            c
+        };
+        // Pushes at `full`, one element per consumer, then a pause: the
+        // consumers wait blocked for the next batch, which serves them, and
+        // their pops (at `delayed`) stay unflushed for a while after it.
+        let producer = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut con = connect();
+                let mut i = round * 1_000_000;
+                while !stop.load(Ordering::Relaxed) {
+                    let batch: Vec<u64> = (i..i + CONSUMERS as u64).collect();
+                    if redis::cmd("RPUSH")
+                        .arg("queue")
+                        .arg(&batch)
+                        .query::<()>(&mut con)
+                        .is_err()
+                    {
+                        break;
+                    }
+                    i += CONSUMERS as u64;
+                    std::thread::sleep(Duration::from_millis(15));
+                }
+            })
+        };
+        let consumers: Vec<_> = (0..CONSUMERS)
+            .map(|c| {
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    let mut con = connect();
+                    let _ = redis::cmd("CLIENT")
+                        .arg("DURABILITY")
+                        .arg("delayed")
+                        .query::<()>(&mut con);
+                    let mut waited = 0u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        let t = std::time::Instant::now();
+                        let got: Option<(String, u64)> =
+                            match redis::cmd("BLPOP").arg("queue").arg(1).query(&mut con) {
+                                Ok(v) => v,
+                                Err(_) => break,
+                            };
+                        let Some((_, v)) = got else { continue };
+                        if t.elapsed() > Duration::from_micros(200) {
+                            waited += 1;
+                        }
+                        // The record at `full`: its own directory flushes
+                        // at once, while the pop's waits for its timer.
+                        let mut pipe = redis::pipe();
+                        pipe.cmd("CLIENT").arg("DURABILITY").arg("full").ignore();
+                        pipe.cmd("RPUSH")
+                            .arg(format!("got:{c}:{}", v % 8))
+                            .arg(v)
+                            .ignore();
+                        pipe.cmd("CLIENT").arg("DURABILITY").arg("delayed").ignore();
+                        if pipe.query::<()>(&mut con).is_err() {
+                            break;
+                        }
+                    }
+                    waited
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(rng.gen_range(200..700)));
+        srv.kill9();
+        stop.store(true, Ordering::Relaxed);
+        producer.join().unwrap();
+        blocked_served += consumers
+            .into_iter()
+            .map(|h| h.join().unwrap())
+            .sum::<u64>();
+        if let Err(out) = srv.try_restart() {
+            panic!("round {round}: the server did not start after kill -9:\n{out}");
+        }
+        let mut con = srv.conn();
+        let queued: BTreeSet<u64> = q::<Vec<u64>>(&mut con, &["LRANGE", "queue", "0", "-1"])
+            .into_iter()
+            .collect();
+        let mut recorded = BTreeSet::new();
+        for c in 0..CONSUMERS {
+            for k in 0..8 {
+                let items: Vec<u64> = q(&mut con, &["LRANGE", &format!("got:{c}:{k}"), "0", "-1"]);
+                for v in items {
+                    assert!(recorded.insert(v), "round {round}: {v} recorded twice");
+                    assert!(
+                        !queued.contains(&v),
+                        "round {round}: consumer {c} recorded {v}, but its pop did not come back"
+                    );
+                }
+            }
+        }
+    }
+    assert!(blocked_served > 0, "no BLPOP was served while blocked");
+}
