@@ -1,8 +1,7 @@
 //! Connections holding replies, indexed by what they wait for, so that a
 //! durable-LSN change wakes only the connections it releases. Waking every
-//! holder on every fsync (a broadcast) cost one task poll per holder per
-//! fsync: at 3,200 connections the wake-ups outran the replies, and a
-//! reply's wait grew from one fsync to a hundred milliseconds.
+//! holder on every change (a broadcast) cost a task poll per holder per
+//! fsync, and with several WAL directories per stream acknowledgement.
 //!
 //! Each connection registers at most one dependency at a time, the local
 //! part of its oldest held reply (`durakv_engine::dep`). A registration that

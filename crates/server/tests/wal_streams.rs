@@ -46,16 +46,22 @@ struct Sent {
     sent: u64,
 }
 
+/// A connection whose reads give up once the server is gone.
+fn connect(port: u16) -> redis::Connection {
+    let con = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    con.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    con
+}
+
 /// Client `c` sends `RPUSH c<c>:<n % KEYS> n` for n = from, from+1, ...,
 /// in pipelines of 1..8, each pipeline at `full` or `delayed`, until the
 /// server goes away.
 fn client(port: u16, c: usize, from: u64, seed: u64, stop: Arc<AtomicBool>) -> Sent {
     let mut rng = StdRng::seed_from_u64(seed);
-    let mut con = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
-        .unwrap()
-        .get_connection()
-        .unwrap();
-    con.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut con = connect(port);
     let mut out = Sent {
         acked_full: None,
         sent: from,
@@ -236,21 +242,13 @@ fn a_served_blocked_pop_comes_back_before_its_clients_later_writes() {
     for round in 0..4u64 {
         let stop = Arc::new(AtomicBool::new(false));
         let port = srv.port;
-        let connect = move || {
-            let c = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
-                .unwrap()
-                .get_connection()
-                .unwrap();
-            c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-            c
-        };
         // Pushes at `full`, one element per consumer, then a pause: the
         // consumers wait blocked for the next batch, which serves them, and
         // their pops (at `delayed`) stay unflushed for a while after it.
         let producer = {
             let stop = stop.clone();
             std::thread::spawn(move || {
-                let mut con = connect();
+                let mut con = connect(port);
                 let mut i = round * 1_000_000;
                 while !stop.load(Ordering::Relaxed) {
                     let batch: Vec<u64> = (i..i + CONSUMERS as u64).collect();
@@ -271,7 +269,7 @@ fn a_served_blocked_pop_comes_back_before_its_clients_later_writes() {
             .map(|c| {
                 let stop = stop.clone();
                 std::thread::spawn(move || {
-                    let mut con = connect();
+                    let mut con = connect(port);
                     let _ = redis::cmd("CLIENT")
                         .arg("DURABILITY")
                         .arg("delayed")

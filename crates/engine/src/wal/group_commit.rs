@@ -214,10 +214,21 @@ pub type Listener = Box<dyn Fn(u64, &[u64]) + Send + Sync>;
 struct ListenerSlot {
     f: Option<Listener>,
     last_notified: u64,
-    /// Sum of every stream's `A_s` at the last call (they only grow).
-    last_acked: u64,
-    /// Every stream's `A_s`, as passed to the listener (kept to reuse).
+    /// Every stream's `A_s` as the listener was last told them.
     acked: Vec<u64>,
+}
+
+impl ListenerSlot {
+    /// Reads every stream's `A_s` into `acked`; true if any moved.
+    fn refresh_acked(&mut self, streams: &[StreamCore]) -> bool {
+        let mut moved = false;
+        for (seen, s) in self.acked.iter_mut().zip(streams) {
+            let a = s.acked.load(SeqCst);
+            moved |= a != *seen;
+            *seen = a;
+        }
+        moved
+    }
 }
 
 /// State shared by appenders, writer threads and the `Wal` handle.
@@ -312,8 +323,7 @@ impl Core {
             listener: Mutex::new(ListenerSlot {
                 f: None,
                 last_notified: last_lsn,
-                last_acked: last_lsn.saturating_mul(num_streams as u64),
-                acked: Vec::with_capacity(num_streams),
+                acked: vec![last_lsn; num_streams],
             }),
             waiters: Mutex::new(BTreeMap::new()),
             waiter_count: AtomicUsize::new(0),
@@ -581,16 +591,11 @@ impl Core {
     /// moved) and wakes `wait_durable` callers.
     fn notify_durable(&self) {
         {
-            let mut guard = self.listener.lock();
-            let l = &mut *guard;
+            let mut l = self.listener.lock();
             let d = self.durable.load(SeqCst);
-            l.acked.clear();
-            l.acked
-                .extend(self.streams.iter().map(|s| s.acked.load(SeqCst)));
-            let acked: u64 = l.acked.iter().sum();
-            if d > l.last_notified || acked != l.last_acked {
+            let acked_moved = l.refresh_acked(&self.streams);
+            if d > l.last_notified || acked_moved {
                 l.last_notified = d;
-                l.last_acked = acked;
                 if let Some(f) = &l.f {
                     f(d, &l.acked);
                 }
@@ -622,8 +627,8 @@ impl Core {
         let mut l = self.listener.lock();
         let d = self.durable.load(SeqCst);
         l.last_notified = d;
-        let acked: Vec<u64> = self.streams.iter().map(|s| s.acked.load(SeqCst)).collect();
-        f(d, &acked);
+        l.refresh_acked(&self.streams);
+        f(d, &l.acked);
         l.f = Some(f);
     }
 
