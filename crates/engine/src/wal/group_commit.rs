@@ -443,7 +443,13 @@ impl Core {
             if level.syncs() {
                 st.has_full = true;
                 sc.sync_target.fetch_max(lsn, SeqCst);
-                if depends {
+                if self.cfg.total_order || self.streams.len() == 1 {
+                    // The reply waits for a plain LSN (every stream up to
+                    // this record): with the target covering it,
+                    // `request_sync_upto` returns at its first load rather
+                    // than taking every stream's mutex again.
+                    self.sync_target.fetch_max(lsn, SeqCst);
+                } else if depends {
                     self.sync_target.fetch_max(depends_on, SeqCst);
                 }
             }
@@ -1126,6 +1132,30 @@ mod tests {
         assert!(core.wait_durable(lsn, None).unwrap());
         assert_eq!(sink.lsns(), vec![1]);
         stop(&core, hs);
+    }
+
+    /// A reply to a `Full` write waits for a plain LSN when the log is one
+    /// stream or totally ordered: its own append must already cover that
+    /// LSN in the sync target, or `request_sync_upto` takes every stream's
+    /// mutex once more per write. With causal order over several streams
+    /// the reply waits on its stream's target instead, and the global one
+    /// only covers the dependency.
+    #[test]
+    fn a_full_append_covers_its_own_lsn_in_the_sync_target() {
+        let total = CommitConfig {
+            total_order: true,
+            ..cfg()
+        };
+        for (streams, c, covered) in [(1, cfg(), true), (3, total, true), (3, cfg(), false)] {
+            let core = Core::new(streams, c, 0);
+            let lsn = put(&core, streams - 1, Durability::Full, b"x");
+            let target = core.sync_target.load(SeqCst);
+            assert_eq!(target >= lsn, covered, "{streams} streams: target {target}");
+            assert!(core.streams[streams - 1].sync_target.load(SeqCst) >= lsn);
+            let delayed = put(&core, 0, Durability::Delayed, b"y");
+            assert!(core.sync_target.load(SeqCst) < delayed);
+            core.shutdown();
+        }
     }
 
     #[test]
