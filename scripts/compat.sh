@@ -179,7 +179,8 @@ REDIS_TESTS=${REDIS_TESTS:-$ROOT/../shared/redis-tests}
 # together); scripting last, since a test of it that fails can leave
 # maxmemory set for whatever follows.
 DEFAULT_UNITS="unit/type/string unit/type/hash unit/type/incr unit/keyspace unit/multi unit/expire \
-unit/info-command unit/protocol unit/quit unit/scan unit/introspection-2 unit/pubsub unit/tracking unit/type/set unit/functions unit/scripting"
+unit/info-command unit/protocol unit/quit unit/scan unit/introspection-2 unit/pubsub unit/tracking unit/type/set unit/functions unit/scripting \
+unit/introspection"
 if [[ -x $REDIS_TESTS/run.sh ]] && command -v tclsh >/dev/null; then
     note "Redis's test units (${REDIS_UNITS:-$DEFAULT_UNITS})"
     PORT=$PORT UNITS=${REDIS_UNITS:-$DEFAULT_UNITS} OUTDIR=$WORK/redis-tests \

@@ -34,6 +34,8 @@ pub struct ClientHandle {
     pub last_interaction_ms: AtomicU64,
     /// In a blocking command's wait (CLIENT LIST flag `b`).
     pub blocked: AtomicBool,
+    /// In MONITOR mode (CLIENT LIST flag `O`).
+    pub monitor: AtomicBool,
     /// A replication link: a replica's stream, or this replica's primary
     /// (CLIENT KILL TYPE replica/master).
     pub replication: AtomicBool,
@@ -136,6 +138,8 @@ pub struct ClientState {
     pub may_block: bool,
     /// The command being executed was called by a script (`redis.call`).
     pub in_script: bool,
+    /// The command being executed was queued in MULTI and runs in EXEC.
+    pub in_exec: bool,
     /// The current command's error reply was counted in the error
     /// statistics already (a script returning a call's error).
     pub error_counted: bool,
@@ -187,6 +191,7 @@ impl ClientState {
             notifications: Default::default(),
             may_block: false,
             in_script: false,
+            in_exec: false,
             error_counted: false,
             blocked: None,
             tracking: Default::default(),
@@ -278,6 +283,7 @@ impl ClientRegistry {
             watch_dirty: Arc::new(AtomicBool::new(false)),
             last_interaction_ms: AtomicU64::new(crate::util::now_ms()),
             blocked: AtomicBool::new(false),
+            monitor: AtomicBool::new(false),
         });
         self.clients.lock().insert(id, h.clone());
         h

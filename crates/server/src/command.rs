@@ -80,6 +80,8 @@ pub mod flags {
     /// May block the client (BLPOP...); only when the client sent it
     /// itself, not in MULTI or a script.
     pub const BLOCKING: u32 = 1 << 11;
+    /// Not shown to MONITOR after it ran: scripts show themselves before.
+    pub const SKIP_MONITOR: u32 = 1 << 12;
 
     pub const NAMES: &[(u32, &str)] = &[
         (WRITE, "write"),
@@ -93,6 +95,7 @@ pub mod flags {
         (NOSCRIPT, "noscript"),
         (NO_MULTI, "no_multi"),
         (BLOCKING, "blocking"),
+        (SKIP_MONITOR, "skip_monitor"),
     ];
 }
 

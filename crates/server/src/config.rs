@@ -546,6 +546,17 @@ const fn busy_reply_threshold(name: &'static str) -> Directive {
     }
 }
 
+/// `replicaof` and its old name `slaveof`: kept as text, read by the
+/// replication task at start-up.
+fn set_replicaof(c: &mut Config, v: &str) -> Result<(), String> {
+    c.compat.insert("replicaof", v.to_string());
+    Ok(())
+}
+
+fn get_replicaof(c: &Config) -> String {
+    c.compat.get("replicaof").cloned().unwrap_or_default()
+}
+
 pub static DIRECTIVES: &[Directive] = &[
     Directive {
         name: "bind",
@@ -1210,11 +1221,17 @@ pub static DIRECTIVES: &[Directive] = &[
         help: "Replicate the server at \"host port\" from start-up (REPLICAOF at run time)",
         runtime: false,
         repeatable: false,
-        set: |c, v| {
-            c.compat.insert("replicaof", v.to_string());
-            Ok(())
-        },
-        get: |c| c.compat.get("replicaof").cloned().unwrap_or_default(),
+        set: set_replicaof,
+        get: get_replicaof,
+    },
+    Directive {
+        name: "slaveof",
+        default: "",
+        help: "Old name of replicaof",
+        runtime: false,
+        repeatable: false,
+        set: set_replicaof,
+        get: get_replicaof,
     },
     compat!("slave-serve-stale-data", "yes"),
     repl_text!("replica-priority", "replica-priority", "100", "Sentinel promotes the replica with the lowest priority first; 0 = never promote it", repl_priority),

@@ -22,6 +22,7 @@ const ALIASES: &[(&str, &str)] = &[
     ("slave-priority", "replica-priority"),
     ("slave-announce-ip", "replica-announce-ip"),
     ("slave-announce-port", "replica-announce-port"),
+    ("slaveof", "replicaof"),
 ];
 
 pub fn rewrite(cfg: &Config) -> Result<(), String> {
@@ -46,7 +47,7 @@ fn update(doc: &mut DocumentMut, cfg: &Config) {
     let defaults = Config::default();
     for d in DIRECTIVES {
         let current = (d.get)(cfg);
-        if d.name == "replicaof" && current.is_empty() {
+        if matches!(d.name, "replicaof" | "slaveof") && current.is_empty() {
             // A primary's file names no primary: after REPLICAOF NO ONE the
             // line goes, as in Redis, so a restart keeps the new role.
             doc.remove(d.name);

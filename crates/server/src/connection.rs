@@ -144,6 +144,7 @@ pub async fn serve(
     crate::blocking::abandon(&shared, &mut client);
     crate::tracking::forget(&shared, &mut client);
     crate::tracking::sync_if_changed(&shared);
+    shared.monitors.remove(&client.handle);
     shared.clients.unregister(id);
 }
 

@@ -100,6 +100,7 @@ fn check_and_run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     }
     let started = Instant::now();
     let out = run(ctx, spec, args);
+    crate::monitor::show(ctx, spec, args);
     ctx.shared.cmdstats.call(
         spec,
         &ctx.client.last_cmd,
@@ -421,6 +422,7 @@ pub fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
             ctx.client.last_cmd.clear();
             ctx.client.last_cmd.push_str(spec.name);
             let started = Instant::now();
+            ctx.client.in_exec = true;
             let reply = into_frame(match spec.handler {
                 Handler::Data(f) => crate::notify::run_data(f, ctx, &mut txn, spec, args),
                 Handler::Conn(f) => f(ctx, args),
@@ -430,6 +432,8 @@ pub fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
                     Ok(out.frame)
                 }
             });
+            ctx.client.in_exec = false;
+            crate::monitor::show(ctx, spec, args);
             let (stats, name) = (&ctx.shared.cmdstats, &ctx.client.last_cmd);
             stats.call(spec, name, started.elapsed(), reply.is_error());
             reply

@@ -49,6 +49,7 @@ pub mod geohash;
 pub mod glob;
 pub mod hll;
 pub mod memory;
+pub mod monitor;
 pub mod notify;
 pub mod pubsub;
 pub mod rates;

@@ -51,6 +51,8 @@ enum Body {
     Published(Published),
     /// A client tracking message (`crate::tracking`).
     Tracking(crate::tracking::Push),
+    /// Bytes ready to send as they are: a MONITOR line (`crate::monitor`).
+    Raw(Bytes),
 }
 
 /// A published message, to one subscriber.
@@ -72,6 +74,7 @@ impl Message {
                     + MESSAGE_OVERHEAD_BYTES
             }
             Body::Tracking(p) => p.cost_bytes(),
+            Body::Raw(b) => b.len() + MESSAGE_OVERHEAD_BYTES,
         }
     }
 
@@ -89,6 +92,7 @@ impl Message {
         let m = match &self.body {
             Body::Published(m) => m,
             Body::Tracking(p) => return p.encode(proto, subscribed, out),
+            Body::Raw(b) => return out.extend_from_slice(b),
         };
         match &m.pattern {
             Some(p) => {
@@ -502,6 +506,16 @@ impl PubSub {
     pub fn push_tracking(&self, h: &Arc<ClientHandle>, push: crate::tracking::Push) -> bool {
         let m = Message {
             body: Body::Tracking(push),
+            dependency_lsn: 0,
+        };
+        self.deliver(h, m, self.limit())
+    }
+
+    /// Queues bytes to send to `h` as they are (a MONITOR line), under the
+    /// same output limit as messages.
+    pub fn push_raw(&self, h: &Arc<ClientHandle>, bytes: Bytes) -> bool {
+        let m = Message {
+            body: Body::Raw(bytes),
             dependency_lsn: 0,
         };
         self.deliver(h, m, self.limit())

@@ -150,6 +150,8 @@ pub struct Shared {
     pub cmdstats: crate::cmdstats::CommandStats,
     /// Subscriptions, pub/sub limits, keyspace notification classes.
     pub pubsub: crate::pubsub::PubSub,
+    /// Connections in MONITOR mode.
+    pub monitors: crate::monitor::Monitors,
     /// Clients in blocking commands, by the keys they wait on.
     pub blocking: crate::blocking::Blocking,
     /// DEBUG's switches and the replication ID it may change.
@@ -213,6 +215,7 @@ impl Shared {
             bound_port: AtomicU64::new(0),
             scripting,
             pubsub,
+            monitors: Default::default(),
             blocking: crate::blocking::Blocking::default(),
             debug: crate::cmd::debug::DebugState::default(),
             tracking,

@@ -243,6 +243,9 @@ fn client_line(h: &ClientHandle, info: &ClientInfo, tracking: &(String, i64)) ->
     let age = h.created.elapsed().as_secs();
     let idle = now_ms().saturating_sub(h.last_interaction_ms.load(Ordering::Relaxed)) / 1000;
     let mut flags = String::new();
+    if h.monitor.load(Ordering::Relaxed) {
+        flags.push('O');
+    }
     match type_of(h) {
         ClientType::Replica => flags.push('S'),
         ClientType::Master => flags.push('M'),

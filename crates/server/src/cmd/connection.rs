@@ -120,6 +120,7 @@ fn reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
     dispatch::unwatch_all(ctx);
     super::pubsub::unsubscribe_everything(ctx);
     crate::tracking::forget(ctx.shared, ctx.client);
+    ctx.shared.monitors.remove(&ctx.client.handle);
     ctx.client.db = 0;
     ctx.client.protocol = Protocol::Resp2;
     ctx.client.name = None;

@@ -32,8 +32,8 @@ const WRITE_FLAG_ON_RO: &str = "ERR Can not execute a script with write flag usi
 pub fn commands() -> Vec<CommandSpec> {
     vec![
         spec("function", -2, NOSCRIPT, NO_KEYS, Handler::Data(function), "scripting", "A container for function commands."),
-        spec("fcall", -3, NOSCRIPT | STALE, Keys::All, Handler::Data(fcall), "scripting", "Invokes a function.").reporting_keys(super::scripting::NUMKEYS_KEYS),
-        spec("fcall_ro", -3, NOSCRIPT | STALE | READONLY, Keys::All, Handler::Data(fcall_ro), "scripting", "Invokes a read-only function.").reporting_keys(super::scripting::NUMKEYS_KEYS),
+        spec("fcall", -3, NOSCRIPT | STALE | SKIP_MONITOR, Keys::All, Handler::Data(fcall), "scripting", "Invokes a function.").reporting_keys(super::scripting::NUMKEYS_KEYS),
+        spec("fcall_ro", -3, NOSCRIPT | STALE | READONLY | SKIP_MONITOR, Keys::All, Handler::Data(fcall_ro), "scripting", "Invokes a read-only function.").reporting_keys(super::scripting::NUMKEYS_KEYS),
     ]
 }
 
@@ -386,6 +386,7 @@ fn fcall_ro(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
 
 /// FCALL / FCALL_RO function numkeys key... arg...
 fn call(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes], ro: bool) -> Reply {
+    crate::monitor::show_script(ctx, args);
     txn.depend_on_functions();
     let shared = ctx.shared;
     let scripting = &shared.scripting;

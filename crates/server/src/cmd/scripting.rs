@@ -35,10 +35,10 @@ pub(super) const NUMKEYS_KEYS: Keys = Keys::Custom(super::mpop::keys_after_numke
 #[rustfmt::skip]
 pub fn commands() -> Vec<CommandSpec> {
     vec![
-        spec("eval", -3, NOSCRIPT | STALE, SCRIPT_KEYS, Handler::Data(eval), "scripting", "Executes a server-side Lua script.").reporting_keys(NUMKEYS_KEYS),
-        spec("evalsha", -3, NOSCRIPT | STALE, SCRIPT_KEYS, Handler::Data(evalsha), "scripting", "Executes a server-side Lua script by SHA1 digest.").reporting_keys(NUMKEYS_KEYS),
-        spec("eval_ro", -3, NOSCRIPT | STALE | READONLY, SCRIPT_KEYS, Handler::Data(eval_ro), "scripting", "Executes a read-only server-side Lua script.").reporting_keys(NUMKEYS_KEYS),
-        spec("evalsha_ro", -3, NOSCRIPT | STALE | READONLY, SCRIPT_KEYS, Handler::Data(evalsha_ro), "scripting", "Executes a read-only server-side Lua script by SHA1 digest.").reporting_keys(NUMKEYS_KEYS),
+        spec("eval", -3, NOSCRIPT | STALE | SKIP_MONITOR, SCRIPT_KEYS, Handler::Data(eval), "scripting", "Executes a server-side Lua script.").reporting_keys(NUMKEYS_KEYS),
+        spec("evalsha", -3, NOSCRIPT | STALE | SKIP_MONITOR, SCRIPT_KEYS, Handler::Data(evalsha), "scripting", "Executes a server-side Lua script by SHA1 digest.").reporting_keys(NUMKEYS_KEYS),
+        spec("eval_ro", -3, NOSCRIPT | STALE | READONLY | SKIP_MONITOR, SCRIPT_KEYS, Handler::Data(eval_ro), "scripting", "Executes a read-only server-side Lua script.").reporting_keys(NUMKEYS_KEYS),
+        spec("evalsha_ro", -3, NOSCRIPT | STALE | READONLY | SKIP_MONITOR, SCRIPT_KEYS, Handler::Data(evalsha_ro), "scripting", "Executes a read-only server-side Lua script by SHA1 digest.").reporting_keys(NUMKEYS_KEYS),
         spec("script", -2, NOSCRIPT, NO_KEYS, Handler::Conn(script), "scripting", "A container for Lua scripts management commands."),
     ]
 }
@@ -124,6 +124,7 @@ pub(crate) fn numkeys_in_range(n: i64, available: usize) -> Result<usize, Frame>
 }
 
 fn run(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes], by_sha: bool, ro: bool) -> Frame {
+    crate::monitor::show_script(ctx, args);
     match try_run(ctx, txn, args, by_sha, ro) {
         Ok(f) | Err(f) => f,
     }
@@ -211,6 +212,7 @@ pub(crate) fn call(
         Handler::Outcome(_) => Err(errors::err(NOT_ALLOWED)),
     });
     ctx.client.in_script = false;
+    crate::monitor::show_called(ctx, spec, args);
     let stats = &ctx.shared.cmdstats;
     stats.call(
         spec,
@@ -245,15 +247,9 @@ fn refusal(ctx: &Ctx<'_>, spec: &CommandSpec, args: &[Bytes], ro: bool) -> Optio
     }
     // A subcommand's own flags count, as Redis looks the subcommand up
     // before it checks them (CLUSTER RESET, CONFIG SET, ...).
-    let sub_flags = args
-        .get(1)
-        .and_then(|a| {
-            super::subcommands::subcommands_of(spec.name)
-                .iter()
-                .find(|s| is(a, s.name))
-        })
-        .map_or(0, |s| s.flags);
-    if (spec.flags | sub_flags) & NOSCRIPT != 0 || LOCKS_SHARDS_ITSELF.contains(&spec.name) {
+    if super::subcommands::flags_of(spec, args) & NOSCRIPT != 0
+        || LOCKS_SHARDS_ITSELF.contains(&spec.name)
+    {
         return Some(errors::err(NOT_ALLOWED));
     }
     if matches!(spec.name, "xread" | "xreadgroup") && super::stream_read::asks_to_block(args) {

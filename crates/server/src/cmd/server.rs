@@ -1,4 +1,5 @@
-//! Whole-server commands that fit no other family: TIME, SHUTDOWN, ROLE.
+//! Whole-server commands that fit no other family: TIME, SHUTDOWN, ROLE,
+//! MONITOR.
 use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Reply, NO_KEYS};
 use crate::errors;
 use crate::util::{is, now_us};
@@ -36,7 +37,31 @@ pub fn commands() -> Vec<CommandSpec> {
             "server",
             "Returns the replication role.",
         ),
+        spec(
+            "monitor",
+            1,
+            ADMIN | NOSCRIPT | LOADING | STALE,
+            NO_KEYS,
+            Handler::Conn(monitor),
+            "server",
+            "Listens for all requests received by the server in real-time.",
+        ),
     ]
+}
+
+/// Turns the connection into a monitor (`crate::monitor`). As in Redis, a
+/// second MONITOR, or one from a replication link, gets no reply at all.
+fn monitor(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
+    if ctx.client.in_exec {
+        return Err(Frame::error(
+            "ERR MONITOR isn't allowed for DENY BLOCKING client",
+        ));
+    }
+    let h = &ctx.client.handle;
+    if h.replication.load(std::sync::atomic::Ordering::Relaxed) || !ctx.shared.monitors.add(h) {
+        ctx.client.suppress_this_reply = true;
+    }
+    Ok(Frame::ok())
 }
 
 // ---------------------------------------------------------------------------

@@ -51,6 +51,15 @@ pub fn subcommands_of(container: &str) -> &'static [SubSpec] {
     }
 }
 
+/// A command's flags with those of the subcommand `args` names, if it is
+/// a container: Redis checks CLIENT LIST's flags, not CLIENT's.
+pub fn flags_of(spec: &crate::command::CommandSpec, args: &[Bytes]) -> u32 {
+    let sub = args
+        .get(1)
+        .and_then(|a| subcommands_of(spec.name).iter().find(|s| is(a, s.name)));
+    spec.flags | sub.map_or(0, |s| s.flags)
+}
+
 pub(super) fn arity_ok(arity: i32, argc: usize) -> bool {
     let argc = argc as i32;
     if arity >= 0 {
