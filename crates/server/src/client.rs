@@ -140,6 +140,8 @@ pub struct ClientState {
     pub in_script: bool,
     /// The command being executed was queued in MULTI and runs in EXEC.
     pub in_exec: bool,
+    /// The connection came in on `tls-port`.
+    pub tls: bool,
     /// The current command's error reply was counted in the error
     /// statistics already (a script returning a call's error).
     pub error_counted: bool,
@@ -192,6 +194,7 @@ impl ClientState {
             may_block: false,
             in_script: false,
             in_exec: false,
+            tls: false,
             error_counted: false,
             blocked: None,
             tracking: Default::default(),

@@ -51,6 +51,12 @@ pub const PUBSUB_CLASS: usize = 2;
 pub struct Config {
     pub bind: Vec<String>,
     pub port: u16,
+    /// `tls-port` (0: no TLS listener) and its files (`crate::tls`).
+    pub tls_port: u16,
+    pub tls_cert_file: String,
+    pub tls_key_file: String,
+    pub tls_ca_cert_file: String,
+    pub tls_auth_clients: crate::tls::ClientAuth,
     pub dir: PathBuf,
     pub requirepass: Option<String>,
     pub maxclients: usize,
@@ -129,6 +135,11 @@ impl Default for Config {
         Config {
             bind: vec!["127.0.0.1".into()],
             port: 6379,
+            tls_port: 0,
+            tls_cert_file: String::new(),
+            tls_key_file: String::new(),
+            tls_ca_cert_file: String::new(),
+            tls_auth_clients: crate::tls::ClientAuth::Required,
             dir: PathBuf::from("./data"),
             requirepass: None,
             maxclients: 10_000,
@@ -585,6 +596,66 @@ pub static DIRECTIVES: &[Directive] = &[
             Ok(())
         },
         get: |c| c.port.to_string(),
+    },
+    Directive {
+        name: "tls-port",
+        default: "0",
+        help: "TCP port for TLS connections (0 = none); needs tls-cert-file and tls-key-file",
+        runtime: false,
+        repeatable: false,
+        set: |c, v| {
+            c.tls_port = bounded(v, 0, 65535)? as u16;
+            Ok(())
+        },
+        get: |c| c.tls_port.to_string(),
+    },
+    Directive {
+        name: "tls-cert-file",
+        default: "",
+        help: "The server's certificate chain (PEM) for tls-port",
+        runtime: false,
+        repeatable: false,
+        set: |c, v| {
+            c.tls_cert_file = v.to_string();
+            Ok(())
+        },
+        get: |c| c.tls_cert_file.clone(),
+    },
+    Directive {
+        name: "tls-key-file",
+        default: "",
+        help: "The private key (PEM) of tls-cert-file",
+        runtime: false,
+        repeatable: false,
+        set: |c, v| {
+            c.tls_key_file = v.to_string();
+            Ok(())
+        },
+        get: |c| c.tls_key_file.clone(),
+    },
+    Directive {
+        name: "tls-ca-cert-file",
+        default: "",
+        help: "CA certificates (PEM) that client certificates must be signed by",
+        runtime: false,
+        repeatable: false,
+        set: |c, v| {
+            c.tls_ca_cert_file = v.to_string();
+            Ok(())
+        },
+        get: |c| c.tls_ca_cert_file.clone(),
+    },
+    Directive {
+        name: "tls-auth-clients",
+        default: "yes",
+        help: "Client certificates on tls-port: yes (required), optional (checked when sent) or no (not asked for)",
+        runtime: false,
+        repeatable: false,
+        set: |c, v| {
+            c.tls_auth_clients = crate::tls::ClientAuth::parse(v)?;
+            Ok(())
+        },
+        get: |c| c.tls_auth_clients.as_str().to_string(),
     },
     Directive {
         name: "dir",

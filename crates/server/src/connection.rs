@@ -18,6 +18,7 @@ use crate::command::Ctx;
 use crate::dispatch;
 use crate::errors;
 use crate::state::Shared;
+use crate::tls::ClientStream;
 use bytes::{Buf, BytesMut};
 use durakv_engine::txn::UNLOGGED_FAILED_LSN;
 use durakv_protocol::{Frame, RequestLimits, RequestParser};
@@ -29,7 +30,6 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 /// Room a read offers the socket; a request bigger than this grows the
 /// buffer up to the query buffer limit.
@@ -121,15 +121,18 @@ impl Held {
     }
 }
 
-pub async fn serve(
+/// Serves one connection, over plain TCP (with no delay already set) or
+/// TLS, until it closes.
+pub async fn serve<S: ClientStream>(
     shared: Arc<Shared>,
-    mut stream: TcpStream,
+    mut stream: S,
     handle: Arc<ClientHandle>,
     authenticated: bool,
+    tls: bool,
 ) {
-    let _ = stream.set_nodelay(true);
     let id = handle.id;
     let mut client = ClientState::new(handle.clone(), authenticated);
+    client.tls = tls;
     if let Err(e) = run(&shared, &mut stream, &mut client).await {
         tracing::debug!(client = id, "connection closed: {e}");
     }
@@ -148,9 +151,9 @@ pub async fn serve(
     shared.clients.unregister(id);
 }
 
-async fn run(
+async fn run<S: ClientStream>(
     shared: &Arc<Shared>,
-    stream: &mut TcpStream,
+    stream: &mut S,
     client: &mut ClientState,
 ) -> io::Result<()> {
     let (limits, query_limit, timeout_secs) = {
@@ -214,7 +217,7 @@ async fn run(
                 .stats
                 .total_net_output_bytes
                 .fetch_add(out.len() as u64, Ordering::Relaxed);
-            write_now(stream, &mut out)?;
+            stream.write_now(&mut out)?;
             if !out.is_empty() {
                 // The client is not reading: this connection keeps the
                 // buffer until the socket takes it, and reads nothing more
@@ -228,7 +231,9 @@ async fn run(
         scratch::give_back(&scratch::WRITE, out);
         if closing && held.is_empty() {
             if let Some(req) = client.psync.take() {
-                return crate::repl::primary::serve(shared, stream, client, req).await;
+                if let Some(tcp) = stream.plain() {
+                    return crate::repl::primary::serve(shared, tcp, client, req).await;
+                }
             }
             return Ok(());
         }
@@ -289,8 +294,8 @@ async fn run(
 /// scratch buffer when no partial request is pending, handed back within
 /// the same poll unless the read leaves bytes in it, so a connection waiting
 /// for a request owns no buffer. Ready(0) at end of stream.
-fn poll_read_lent(
-    stream: &mut TcpStream,
+fn poll_read_lent<S: ClientStream>(
+    stream: &mut S,
     rbuf: &mut BytesMut,
     cx: &mut Context<'_>,
 ) -> Poll<io::Result<usize>> {
@@ -311,13 +316,17 @@ fn poll_read_lent(
 /// Writes all of `out`, waiting for the socket as long as it takes, unless
 /// the connection is killed meanwhile: a subscriber that stopped reading is
 /// killed by its output buffer limit while this waits. False when killed.
-async fn write_all_unless_killed<'h>(
-    stream: &mut TcpStream,
+async fn write_all_unless_killed<'h, S: ClientStream>(
+    stream: &mut S,
     out: &[u8],
     handle: &'h ClientHandle,
     woken: &mut std::pin::Pin<&mut tokio::sync::futures::Notified<'h>>,
 ) -> io::Result<bool> {
-    let mut write = std::pin::pin!(stream.write_all(out));
+    // TLS buffers records until flushed; a socket's flush does nothing.
+    let mut write = std::pin::pin!(async {
+        stream.write_all(out).await?;
+        stream.flush().await
+    });
     loop {
         tokio::select! {
             r = &mut write => return r.map(|()| true),
@@ -329,20 +338,6 @@ async fn write_all_unless_killed<'h>(
             }
         }
     }
-}
-
-/// Writes as much of `out` as the socket takes without waiting, and drops
-/// what was written from the front of `out`.
-fn write_now(stream: &TcpStream, out: &mut BytesMut) -> io::Result<()> {
-    while !out.is_empty() {
-        match stream.try_write(out) {
-            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(n) => out.advance(n),
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
 }
 
 /// Executes every complete request in `rbuf`. Returns true when the

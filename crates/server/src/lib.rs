@@ -58,6 +58,7 @@ pub mod repl;
 pub mod scripting;
 pub mod server;
 pub mod state;
+pub mod tls;
 pub mod tracking;
 pub mod util;
 pub mod wal_info;

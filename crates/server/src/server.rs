@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
+use tokio_rustls::TlsAcceptor;
 
 /// How long shutdown waits for connections to finish their in-flight work.
 const SHUTDOWN_DRAIN_MS: u64 = 5_000;
@@ -28,25 +29,16 @@ pub async fn serve(shared: Arc<Shared>) -> std::io::Result<()> {
         let c = shared.config.read();
         (c.bind.clone(), c.port)
     };
-    let mut listeners = Vec::new();
-    let mut port = port;
-    for addr in &binds {
-        let ip: IpAddr = addr
-            .parse()
-            .map_err(|_| std::io::Error::other(format!("invalid bind address '{addr}'")))?;
-        let l = TcpListener::bind(SocketAddr::new(ip, port))
-            .await
-            .map_err(|e| {
-                std::io::Error::new(e.kind(), format!("could not bind {addr}:{port}: {e}"))
-            })?;
-        // With port 0, every further address binds the same resolved port.
-        port = l.local_addr()?.port();
-        listeners.push(l);
-    }
+    let (listeners, port) = bind_all(&binds, port).await?;
     shared.bound_port.store(port as u64, Ordering::Release);
+    let tls = tls_listeners(&shared, &binds).await?;
     tracing::info!("Ready to accept connections tcp on port {port}");
     // Tests and scripts read this line to learn an ephemeral port.
     println!("durakv listening on port {port}");
+    if let Some((_, _, tls_port)) = &tls {
+        tracing::info!("Ready to accept connections tls on port {tls_port}");
+        println!("durakv listening for TLS on port {tls_port}");
+    }
 
     crate::repl::replica::adopt_configured_primary(&shared);
     let background = tokio::spawn(expiry::run(shared.clone()));
@@ -58,7 +50,13 @@ pub async fn serve(shared: Arc<Shared>) -> std::io::Result<()> {
     let limit = ClientLimit::for_maxclients(maxclients);
     let mut accepts = Vec::new();
     for l in listeners {
-        accepts.push(tokio::spawn(accept_loop(shared.clone(), l, limit)));
+        accepts.push(tokio::spawn(accept_loop(shared.clone(), l, limit, None)));
+    }
+    if let Some((tls_listeners, acceptor, _)) = tls {
+        for l in tls_listeners {
+            let tls = Some(acceptor.clone());
+            accepts.push(tokio::spawn(accept_loop(shared.clone(), l, limit, tls)));
+        }
     }
     let mut shutdown_rx = shared.shutdown_tx.subscribe();
     tokio::select! {
@@ -176,7 +174,59 @@ fn raise_open_files_limit(_wanted: u64) -> Option<u64> {
     None
 }
 
-async fn accept_loop(shared: Arc<Shared>, listener: TcpListener, mut limit: ClientLimit) {
+/// The `tls-port` listeners on every bind address, and the acceptor their
+/// connections go through; None without `tls-port`. A TLS setting that
+/// does not load stops the start-up.
+async fn tls_listeners(
+    shared: &Shared,
+    binds: &[String],
+) -> std::io::Result<Option<(Vec<TcpListener>, TlsAcceptor, u16)>> {
+    let (tls_port, acceptor) = {
+        let c = shared.config.read();
+        if c.tls_port == 0 {
+            return Ok(None);
+        }
+        let settings = crate::tls::TlsSettings {
+            cert_file: &c.tls_cert_file,
+            key_file: &c.tls_key_file,
+            ca_cert_file: &c.tls_ca_cert_file,
+            auth_clients: c.tls_auth_clients,
+        };
+        (
+            c.tls_port,
+            crate::tls::acceptor(&settings).map_err(std::io::Error::other)?,
+        )
+    };
+    let (listeners, tls_port) = bind_all(binds, tls_port).await?;
+    Ok(Some((listeners, acceptor, tls_port)))
+}
+
+/// Listens on `port` at every address; with port 0, the first address
+/// picks a free port and the others bind the same one.
+async fn bind_all(binds: &[String], port: u16) -> std::io::Result<(Vec<TcpListener>, u16)> {
+    let mut listeners = Vec::new();
+    let mut port = port;
+    for addr in binds {
+        let ip: IpAddr = addr
+            .parse()
+            .map_err(|_| std::io::Error::other(format!("invalid bind address '{addr}'")))?;
+        let l = TcpListener::bind(SocketAddr::new(ip, port))
+            .await
+            .map_err(|e| {
+                std::io::Error::new(e.kind(), format!("could not bind {addr}:{port}: {e}"))
+            })?;
+        port = l.local_addr()?.port();
+        listeners.push(l);
+    }
+    Ok((listeners, port))
+}
+
+async fn accept_loop(
+    shared: Arc<Shared>,
+    listener: TcpListener,
+    mut limit: ClientLimit,
+    tls: Option<TlsAcceptor>,
+) {
     loop {
         let (stream, addr) = match listener.accept().await {
             Ok(x) => x,
@@ -239,13 +289,33 @@ async fn accept_loop(shared: Arc<Shared>, listener: TcpListener, mut limit: Clie
             use std::os::fd::AsRawFd;
             stream.as_raw_fd() as i64
         };
-        let handle = shared.clients.register(addr, laddr, fd);
-        tokio::spawn(connection::serve(
-            shared.clone(),
-            stream,
-            handle,
-            authenticated,
-        ));
+        let _ = stream.set_nodelay(true);
+        let Some(acceptor) = &tls else {
+            let handle = shared.clients.register(addr, laddr, fd);
+            tokio::spawn(connection::serve(
+                shared.clone(),
+                stream,
+                handle,
+                authenticated,
+                false,
+            ));
+            continue;
+        };
+        // The handshake runs in the connection's own task, bounded in time,
+        // so a client that stalls in it holds up nobody else.
+        let (shared, acceptor) = (shared.clone(), acceptor.clone());
+        tokio::spawn(async move {
+            let accepted =
+                tokio::time::timeout(crate::tls::HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await;
+            match accepted {
+                Ok(Ok(stream)) => {
+                    let handle = shared.clients.register(addr, laddr, fd);
+                    connection::serve(shared, stream, handle, authenticated, true).await;
+                }
+                Ok(Err(e)) => tracing::debug!("TLS handshake with {addr} failed: {e}"),
+                Err(_) => tracing::debug!("TLS handshake with {addr} timed out"),
+            }
+        });
     }
 }
 

@@ -1,0 +1,162 @@
+//! TLS on `tls-port`: the certificate, key and client-certificate policy
+//! from the configuration, turned into a rustls acceptor at start-up, and
+//! the stream type connections run over (plain TCP or TLS).
+//!
+//! The directives are Redis's: `tls-port`, `tls-cert-file`,
+//! `tls-key-file`, `tls-ca-cert-file` and `tls-auth-clients` (`yes`: a
+//! client must present a certificate signed by the CA; `optional`: one it
+//! presents must be; `no`: none is asked for). A configuration that cannot
+//! be loaded stops the server at start-up with the reason, rather than
+//! serving without the encryption the operator asked for.
+
+use bytes::{Buf, BytesMut};
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+use std::io;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpStream;
+use tokio_rustls::rustls::server::WebPkiClientVerifier;
+use tokio_rustls::rustls::{RootCertStore, ServerConfig};
+use tokio_rustls::TlsAcceptor;
+
+/// How long a client gets to finish its handshake.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// `tls-auth-clients`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClientAuth {
+    Required,
+    Optional,
+    None,
+}
+
+impl ClientAuth {
+    pub fn parse(v: &str) -> Result<ClientAuth, String> {
+        match v.to_ascii_lowercase().as_str() {
+            "yes" => Ok(ClientAuth::Required),
+            "optional" => Ok(ClientAuth::Optional),
+            "no" => Ok(ClientAuth::None),
+            _ => Err("argument must be 'yes', 'no' or 'optional'".into()),
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ClientAuth::Required => "yes",
+            ClientAuth::Optional => "optional",
+            ClientAuth::None => "no",
+        }
+    }
+}
+
+/// What `tls-*` says.
+pub struct TlsSettings<'a> {
+    pub cert_file: &'a str,
+    pub key_file: &'a str,
+    pub ca_cert_file: &'a str,
+    pub auth_clients: ClientAuth,
+}
+
+/// Builds the acceptor, or says which file or setting is wrong.
+pub fn acceptor(s: &TlsSettings<'_>) -> Result<TlsAcceptor, String> {
+    if s.cert_file.is_empty() || s.key_file.is_empty() {
+        return Err("tls-port needs tls-cert-file and tls-key-file".into());
+    }
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(s.cert_file)
+        .and_then(|it| it.collect::<Result<_, _>>())
+        .map_err(|e| format!("cannot read tls-cert-file {}: {e}", s.cert_file))?;
+    if certs.is_empty() {
+        return Err(format!(
+            "tls-cert-file {} holds no certificate",
+            s.cert_file
+        ));
+    }
+    let key = PrivateKeyDer::from_pem_file(s.key_file)
+        .map_err(|e| format!("cannot read tls-key-file {}: {e}", s.key_file))?;
+    let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
+    let builder = ServerConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("TLS: {e}"))?;
+    let builder = if s.auth_clients == ClientAuth::None {
+        builder.with_no_client_auth()
+    } else {
+        if s.ca_cert_file.is_empty() {
+            return Err(
+                "tls-auth-clients yes or optional needs tls-ca-cert-file (or set tls-auth-clients no)"
+                    .into(),
+            );
+        }
+        let mut roots = RootCertStore::empty();
+        let cas = CertificateDer::pem_file_iter(s.ca_cert_file)
+            .and_then(|it| it.collect::<Result<Vec<_>, _>>())
+            .map_err(|e| format!("cannot read tls-ca-cert-file {}: {e}", s.ca_cert_file))?;
+        for ca in cas {
+            roots
+                .add(ca)
+                .map_err(|e| format!("tls-ca-cert-file {}: {e}", s.ca_cert_file))?;
+        }
+        if roots.is_empty() {
+            return Err(format!(
+                "tls-ca-cert-file {} holds no certificate",
+                s.ca_cert_file
+            ));
+        }
+        let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider);
+        let verifier = if s.auth_clients == ClientAuth::Optional {
+            verifier.allow_unauthenticated()
+        } else {
+            verifier
+        };
+        builder.with_client_cert_verifier(
+            verifier
+                .build()
+                .map_err(|e| format!("tls-ca-cert-file: {e}"))?,
+        )
+    };
+    let mut config = builder
+        .with_single_cert(certs, key)
+        .map_err(|e| format!("tls-cert-file / tls-key-file: {e}"))?;
+    config.alpn_protocols.clear();
+    Ok(TlsAcceptor::from(Arc::new(config)))
+}
+
+/// The byte stream a connection runs over.
+pub trait ClientStream: AsyncRead + AsyncWrite + Unpin + Send {
+    /// Writes what the socket takes now, without waiting, dropping it from
+    /// the front of `out`; the rest goes through an awaited write.
+    fn write_now(&mut self, out: &mut BytesMut) -> io::Result<()>;
+    /// The plain socket, which a replica's stream (after PSYNC) takes
+    /// over; None under TLS.
+    fn plain(&mut self) -> Option<&mut TcpStream>;
+}
+
+impl ClientStream for TcpStream {
+    fn write_now(&mut self, out: &mut BytesMut) -> io::Result<()> {
+        while !out.is_empty() {
+            match self.try_write(out) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => out.advance(n),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    fn plain(&mut self) -> Option<&mut TcpStream> {
+        Some(self)
+    }
+}
+
+impl ClientStream for tokio_rustls::server::TlsStream<TcpStream> {
+    fn write_now(&mut self, _out: &mut BytesMut) -> io::Result<()> {
+        // Encryption happens inside the awaited write.
+        Ok(())
+    }
+
+    fn plain(&mut self) -> Option<&mut TcpStream> {
+        None
+    }
+}

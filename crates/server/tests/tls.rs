@@ -1,0 +1,351 @@
+//! TLS on `tls-port` against the real binary: a rustls client and, where
+//! installed, redis-cli; client certificates required, optional or not
+//! asked for; plaintext and certificate-less clients turned away while the
+//! server keeps serving; settings that cannot load stop the start-up.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::*;
+use durakv_protocol::Frame;
+use rcgen::{BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair};
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_rustls::rustls::{self, pki_types};
+
+/// A CA, a server certificate for localhost / 127.0.0.1 and a client
+/// certificate, written as PEM files.
+struct Pki {
+    dir: tempfile::TempDir,
+    ca: rcgen::Certificate,
+    client: rcgen::Certificate,
+    client_key: KeyPair,
+    /// A client certificate from a CA the server does not trust.
+    stranger: rcgen::Certificate,
+    stranger_key: KeyPair,
+}
+
+impl Pki {
+    fn new() -> Pki {
+        let dir = tempfile::tempdir().unwrap();
+        let (ca, ca_key) = make_ca("durakv test CA");
+        let (other_ca, other_key) = make_ca("someone else's CA");
+        let server_key = KeyPair::generate().unwrap();
+        let mut sp = CertificateParams::new(vec!["localhost".into(), "127.0.0.1".into()]).unwrap();
+        sp.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        let server = sp.signed_by(&server_key, &ca, &ca_key).unwrap();
+        let (client, client_key) = leaf("client", &ca, &ca_key);
+        let (stranger, stranger_key) = leaf("stranger", &other_ca, &other_key);
+        let p = dir.path();
+        std::fs::write(p.join("ca.crt"), ca.pem()).unwrap();
+        std::fs::write(p.join("server.crt"), server.pem()).unwrap();
+        std::fs::write(p.join("server.key"), server_key.serialize_pem()).unwrap();
+        std::fs::write(p.join("client.crt"), client.pem()).unwrap();
+        std::fs::write(p.join("client.key"), client_key.serialize_pem()).unwrap();
+        Pki {
+            dir,
+            ca,
+            client,
+            client_key,
+            stranger,
+            stranger_key,
+        }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// `--tls-*` flags for a server on `tls_port`.
+    fn flags(&self, tls_port: u16, auth: &str) -> Vec<String> {
+        let s = |p: PathBuf| p.to_str().unwrap().to_string();
+        vec![
+            "--tls-port".into(),
+            tls_port.to_string(),
+            "--tls-cert-file".into(),
+            s(self.path("server.crt")),
+            "--tls-key-file".into(),
+            s(self.path("server.key")),
+            "--tls-ca-cert-file".into(),
+            s(self.path("ca.crt")),
+            "--tls-auth-clients".into(),
+            auth.into(),
+        ]
+    }
+}
+
+fn make_ca(name: &str) -> (rcgen::Certificate, KeyPair) {
+    let key = KeyPair::generate().unwrap();
+    let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
+    p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    p.distinguished_name.push(DnType::CommonName, name);
+    (p.self_signed(&key).unwrap(), key)
+}
+
+fn leaf(name: &str, ca: &rcgen::Certificate, ca_key: &KeyPair) -> (rcgen::Certificate, KeyPair) {
+    let key = KeyPair::generate().unwrap();
+    let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
+    p.distinguished_name.push(DnType::CommonName, name);
+    p.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    (p.signed_by(&key, ca, ca_key).unwrap(), key)
+}
+
+/// A loopback port nobody listens on right now.
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn start(pki: &Pki, auth: &str) -> (Server, u16) {
+    let tls_port = free_port();
+    let flags = pki.flags(tls_port, auth);
+    let args: Vec<&str> = flags.iter().map(String::as_str).collect();
+    (Server::start(&args), tls_port)
+}
+
+/// A RESP connection over TLS, presenting `cert` if given.
+struct TlsConn {
+    s: rustls::StreamOwned<rustls::ClientConnection, TcpStream>,
+    buf: bytes::BytesMut,
+}
+
+impl TlsConn {
+    fn open(pki: &Pki, port: u16, cert: Option<(&rcgen::Certificate, &KeyPair)>) -> TlsConn {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(pki.ca.der().clone()).unwrap();
+        let builder = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots);
+        let config = match cert {
+            Some((c, k)) => {
+                let key = pki_types::PrivatePkcs8KeyDer::from(k.serialize_der());
+                builder
+                    .with_client_auth_cert(vec![c.der().clone()], key.into())
+                    .unwrap()
+            }
+            None => builder.with_no_client_auth(),
+        };
+        let name = pki_types::ServerName::try_from("localhost").unwrap();
+        let conn = rustls::ClientConnection::new(Arc::new(config), name).unwrap();
+        let sock = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        sock.set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        TlsConn {
+            s: rustls::StreamOwned::new(conn, sock),
+            buf: bytes::BytesMut::new(),
+        }
+    }
+
+    fn send(&mut self, args: &[&[u8]]) -> std::io::Result<()> {
+        self.s.write_all(&req(args))?;
+        self.s.flush()
+    }
+
+    /// The next reply; Err when the server ended the connection instead.
+    fn frame(&mut self) -> std::io::Result<Frame> {
+        let mut chunk = [0u8; 16 * 1024];
+        loop {
+            if let Some(f) = durakv_protocol::reply::parse_reply(&mut self.buf).unwrap() {
+                return Ok(f);
+            }
+            let n = self.s.read(&mut chunk)?;
+            if n == 0 {
+                return Err(std::io::ErrorKind::UnexpectedEof.into());
+            }
+            self.buf.extend_from_slice(&chunk[..n]);
+        }
+    }
+
+    fn call(&mut self, args: &[&str]) -> std::io::Result<Frame> {
+        let a: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+        self.send(&a)?;
+        self.frame()
+    }
+}
+
+#[test]
+fn tls_port_serves_clients_with_certificates_from_the_ca_beside_the_plain_port() {
+    let pki = Pki::new();
+    let (srv, tls_port) = start(&pki, "yes");
+    let mut t = TlsConn::open(&pki, tls_port, Some((&pki.client, &pki.client_key)));
+    assert_eq!(
+        t.call(&["SET", "k", "over tls"]).unwrap(),
+        Frame::Simple("OK".into())
+    );
+    assert_eq!(
+        t.call(&["GET", "k"]).unwrap(),
+        Frame::Bulk("over tls".into())
+    );
+    // One keyspace: the plain port sees it.
+    let mut c = srv.conn();
+    let v: String = q(&mut c, &["GET", "k"]);
+    assert_eq!(v, "over tls");
+    let port: Vec<String> = q(&mut c, &["CONFIG", "GET", "tls-port"]);
+    assert_eq!(port, ["tls-port".to_string(), tls_port.to_string()]);
+
+    // Large replies and pipelines cross the encryption whole and in order.
+    let big = "v".repeat(256 * 1024);
+    let mut batch = Vec::new();
+    for i in 0..20 {
+        batch.extend(req(&[b"SET", format!("big{i}").as_bytes(), big.as_bytes()]));
+    }
+    for i in 0..20 {
+        batch.extend(req(&[b"GET", format!("big{i}").as_bytes()]));
+    }
+    t.s.write_all(&batch).unwrap();
+    t.s.flush().unwrap();
+    for _ in 0..20 {
+        assert_eq!(t.frame().unwrap(), Frame::Simple("OK".into()));
+    }
+    for _ in 0..20 {
+        assert_eq!(t.frame().unwrap(), Frame::Bulk(big.clone().into()));
+    }
+
+    // Replicas are served on the plain port only.
+    let e = t.call(&["PSYNC", "?", "-1"]).unwrap();
+    assert!(
+        matches!(&e, Frame::Error(m) if m.starts_with(b"ERR durakv serves replicas on its plain port")),
+        "{e:?}"
+    );
+    assert_eq!(t.call(&["PING"]).unwrap(), Frame::Simple("PONG".into()));
+}
+
+#[test]
+fn clients_without_a_trusted_certificate_and_plaintext_are_turned_away() {
+    let pki = Pki::new();
+    let (srv, tls_port) = start(&pki, "yes");
+    // No certificate: the server ends the handshake, nothing is served.
+    let mut t = TlsConn::open(&pki, tls_port, None);
+    assert!(
+        t.call(&["PING"]).is_err(),
+        "served without a client certificate"
+    );
+    // A certificate from another CA: the same.
+    let mut t = TlsConn::open(&pki, tls_port, Some((&pki.stranger, &pki.stranger_key)));
+    assert!(
+        t.call(&["PING"]).is_err(),
+        "served a client the CA did not sign"
+    );
+    // Plaintext on the TLS port: closed, never answered.
+    let mut raw = TcpStream::connect(("127.0.0.1", tls_port)).unwrap();
+    raw.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
+    raw.write_all(b"*1\r\n$4\r\nPING\r\n").unwrap();
+    let mut got = Vec::new();
+    let _ = raw.read_to_end(&mut got);
+    assert!(
+        !got.starts_with(b"+PONG"),
+        "plaintext was answered: {got:?}"
+    );
+    // A client that stalls in the handshake holds up nobody.
+    let _stalled = TcpStream::connect(("127.0.0.1", tls_port)).unwrap();
+    let mut t = TlsConn::open(&pki, tls_port, Some((&pki.client, &pki.client_key)));
+    assert_eq!(t.call(&["PING"]).unwrap(), Frame::Simple("PONG".into()));
+    let mut c = srv.conn();
+    let _: String = q(&mut c, &["PING"]);
+}
+
+#[test]
+fn tls_auth_clients_optional_and_no() {
+    let pki = Pki::new();
+    let (_srv, tls_port) = start(&pki, "optional");
+    let mut t = TlsConn::open(&pki, tls_port, None);
+    assert_eq!(t.call(&["PING"]).unwrap(), Frame::Simple("PONG".into()));
+    let mut t = TlsConn::open(&pki, tls_port, Some((&pki.client, &pki.client_key)));
+    assert_eq!(t.call(&["PING"]).unwrap(), Frame::Simple("PONG".into()));
+    // Optional still checks a certificate that is sent.
+    let mut t = TlsConn::open(&pki, tls_port, Some((&pki.stranger, &pki.stranger_key)));
+    assert!(t.call(&["PING"]).is_err());
+
+    let (_srv, tls_port) = start(&pki, "no");
+    let mut t = TlsConn::open(&pki, tls_port, None);
+    assert_eq!(t.call(&["PING"]).unwrap(), Frame::Simple("PONG".into()));
+}
+
+#[test]
+fn redis_cli_talks_tls() {
+    let has_tls = Command::new("redis-cli")
+        .arg("--help")
+        .output()
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout).contains("--tls")
+                || String::from_utf8_lossy(&o.stderr).contains("--tls")
+        })
+        .unwrap_or(false);
+    if !has_tls {
+        eprintln!("redis-cli with TLS not installed: skipped");
+        return;
+    }
+    let pki = Pki::new();
+    let (_srv, tls_port) = start(&pki, "yes");
+    let s = |p: &Path| p.to_str().unwrap().to_string();
+    let out = Command::new("redis-cli")
+        .args(["-h", "127.0.0.1", "-p", &tls_port.to_string(), "--tls"])
+        .args(["--cacert", &s(&pki.path("ca.crt"))])
+        .args(["--cert", &s(&pki.path("client.crt"))])
+        .args(["--key", &s(&pki.path("client.key"))])
+        .args(["INCRBY", "counter", "41"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "41", "{out:?}");
+}
+
+#[test]
+fn tls_settings_that_cannot_load_stop_the_start_up() {
+    let pki = Pki::new();
+    let dir = tempfile::tempdir().unwrap();
+    let tls_port = free_port().to_string();
+    let s = |p: PathBuf| p.to_str().unwrap().to_string();
+    // tls-port, then the certificate and key files given (if any), then
+    // the rest.
+    let args = |cert: Option<&str>, key: Option<&str>, rest: &[&str]| {
+        let mut a = vec!["--tls-port".to_string(), tls_port.clone()];
+        if let Some(c) = cert {
+            a.extend(["--tls-cert-file".to_string(), s(pki.path(c))]);
+        }
+        if let Some(k) = key {
+            a.extend(["--tls-key-file".to_string(), s(pki.path(k))]);
+        }
+        a.extend(rest.iter().map(|r| r.to_string()));
+        a
+    };
+    let cases = [
+        (
+            args(None, None, &[]),
+            "tls-port needs tls-cert-file and tls-key-file",
+        ),
+        (
+            args(Some("server.crt"), Some("missing.key"), &[]),
+            "cannot read tls-key-file",
+        ),
+        (
+            args(Some("server.crt"), Some("server.key"), &[]),
+            "needs tls-ca-cert-file",
+        ),
+        (
+            args(
+                Some("server.crt"),
+                Some("client.key"),
+                &["--tls-auth-clients", "no"],
+            ),
+            "tls-cert-file / tls-key-file",
+        ),
+    ];
+    for (args, why) in cases {
+        match try_spawn(dir.path(), &args) {
+            Ok((mut child, _)) => {
+                let _ = child.kill();
+                panic!("started with {args:?}");
+            }
+            Err(e) => assert!(e.contains(why), "{args:?}: {e}"),
+        }
+    }
+}
