@@ -142,6 +142,8 @@ pub struct ClientState {
     pub in_exec: bool,
     /// The connection came in on `tls-port`.
     pub tls: bool,
+    /// Bytes of input from the current request on, when it was parsed.
+    pub query_bytes: usize,
     /// The current command's error reply was counted in the error
     /// statistics already (a script returning a call's error).
     pub error_counted: bool,
@@ -195,6 +197,7 @@ impl ClientState {
             in_script: false,
             in_exec: false,
             tls: false,
+            query_bytes: 0,
             error_counted: false,
             blocked: None,
             tracking: Default::default(),

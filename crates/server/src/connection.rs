@@ -352,8 +352,14 @@ fn process(
 ) -> bool {
     let mut asked = 0;
     loop {
+        let unparsed = rbuf.len();
         let args = match parser.parse(rbuf) {
-            Ok(Some(args)) => args,
+            Ok(Some(args)) => {
+                // CLIENT LIST's qbuf for this client, as Redis counts it
+                // while a command runs: the request and what follows it.
+                client.query_bytes = unparsed;
+                args
+            }
             Ok(None) => return false,
             Err(e) => {
                 let frame = Frame::error(e.reply_text());

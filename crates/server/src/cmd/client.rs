@@ -228,7 +228,7 @@ fn caller_info(ctx: &Ctx<'_>) -> ClientInfo {
         durability: c.durability,
         no_touch: c.no_touch,
         user: c.user.clone(),
-        qbuf: 0,
+        qbuf: c.query_bytes,
         omem: 0,
     }
 }
@@ -279,7 +279,7 @@ fn client_line(h: &ClientHandle, info: &ClientInfo, tracking: &(String, i64)) ->
     let durability = info.durability.map(|d| d.as_str()).unwrap_or("default");
     // `fd` is not tracked per connection; -1 keeps the field parseable.
     format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} watch={} qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={} rbp={} obl=0 oll={} omem={} tot-mem={} events=r cmd={} user={} redir={} resp={} lib-name={} lib-ver={} durability={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={} rbp={} obl=0 oll={} omem={} tot-mem={} events=r cmd={} user={} redir={} resp={} lib-name={} lib-ver={} durability={}",
         h.id,
         h.addr,
         h.laddr,
@@ -293,7 +293,6 @@ fn client_line(h: &ClientHandle, info: &ClientInfo, tracking: &(String, i64)) ->
         mailbox.subscriptions(Kind::Pattern),
         mailbox.subscriptions(Kind::Shard),
         info.multi,
-        info.watch,
         info.qbuf,
         rbs - info.qbuf.min(rbs),
         rbs,
