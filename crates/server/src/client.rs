@@ -140,8 +140,6 @@ pub struct ClientState {
     pub in_script: bool,
     /// The command being executed was queued in MULTI and runs in EXEC.
     pub in_exec: bool,
-    /// The connection came in on `tls-port`.
-    pub tls: bool,
     /// Bytes of input from the current request on, when it was parsed.
     pub query_bytes: usize,
     /// The current command's error reply was counted in the error
@@ -196,7 +194,6 @@ impl ClientState {
             may_block: false,
             in_script: false,
             in_exec: false,
-            tls: false,
             query_bytes: 0,
             error_counted: false,
             blocked: None,

@@ -57,6 +57,8 @@ pub struct Config {
     pub tls_key_file: String,
     pub tls_ca_cert_file: String,
     pub tls_auth_clients: crate::tls::ClientAuth,
+    /// A replica connects to its primary over TLS.
+    pub tls_replication: bool,
     pub dir: PathBuf,
     pub requirepass: Option<String>,
     pub maxclients: usize,
@@ -140,6 +142,7 @@ impl Default for Config {
             tls_key_file: String::new(),
             tls_ca_cert_file: String::new(),
             tls_auth_clients: crate::tls::ClientAuth::Required,
+            tls_replication: false,
             dir: PathBuf::from("./data"),
             requirepass: None,
             maxclients: 10_000,
@@ -656,6 +659,18 @@ pub static DIRECTIVES: &[Directive] = &[
             Ok(())
         },
         get: |c| c.tls_auth_clients.as_str().to_string(),
+    },
+    Directive {
+        name: "tls-replication",
+        default: "no",
+        help: "A replica connects to its primary's tls-port over TLS, checking it against tls-ca-cert-file and presenting tls-cert-file",
+        runtime: false,
+        repeatable: false,
+        set: |c, v| {
+            c.tls_replication = parse_bool(v)?;
+            Ok(())
+        },
+        get: |c| yes_no(c.tls_replication),
     },
     Directive {
         name: "dir",

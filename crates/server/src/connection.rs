@@ -128,11 +128,9 @@ pub async fn serve<S: ClientStream>(
     mut stream: S,
     handle: Arc<ClientHandle>,
     authenticated: bool,
-    tls: bool,
 ) {
     let id = handle.id;
     let mut client = ClientState::new(handle.clone(), authenticated);
-    client.tls = tls;
     if let Err(e) = run(&shared, &mut stream, &mut client).await {
         tracing::debug!(client = id, "connection closed: {e}");
     }
@@ -231,9 +229,7 @@ async fn run<S: ClientStream>(
         scratch::give_back(&scratch::WRITE, out);
         if closing && held.is_empty() {
             if let Some(req) = client.psync.take() {
-                if let Some(tcp) = stream.plain() {
-                    return crate::repl::primary::serve(shared, tcp, client, req).await;
-                }
+                return crate::repl::primary::serve(shared, stream, client, req).await;
             }
             return Ok(());
         }

@@ -297,7 +297,6 @@ async fn accept_loop(
                 stream,
                 handle,
                 authenticated,
-                false,
             ));
             continue;
         };
@@ -310,7 +309,7 @@ async fn accept_loop(
             match accepted {
                 Ok(Ok(stream)) => {
                     let handle = shared.clients.register(addr, laddr, fd);
-                    connection::serve(shared, stream, handle, authenticated, true).await;
+                    connection::serve(shared, stream, handle, authenticated).await;
                 }
                 Ok(Err(e)) => tracing::debug!("TLS handshake with {addr} failed: {e}"),
                 Err(_) => tracing::debug!("TLS handshake with {addr} timed out"),

@@ -11,15 +11,15 @@
 
 use bytes::{Buf, BytesMut};
 use rustls_pki_types::pem::PemObject;
-use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio_rustls::rustls::server::WebPkiClientVerifier;
-use tokio_rustls::rustls::{RootCertStore, ServerConfig};
-use tokio_rustls::TlsAcceptor;
+use tokio_rustls::rustls::{ClientConfig, RootCertStore, ServerConfig};
+use tokio_rustls::{TlsAcceptor, TlsConnector};
 
 /// How long a client gets to finish its handshake.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -64,17 +64,7 @@ pub fn acceptor(s: &TlsSettings<'_>) -> Result<TlsAcceptor, String> {
     if s.cert_file.is_empty() || s.key_file.is_empty() {
         return Err("tls-port needs tls-cert-file and tls-key-file".into());
     }
-    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(s.cert_file)
-        .and_then(|it| it.collect::<Result<_, _>>())
-        .map_err(|e| format!("cannot read tls-cert-file {}: {e}", s.cert_file))?;
-    if certs.is_empty() {
-        return Err(format!(
-            "tls-cert-file {} holds no certificate",
-            s.cert_file
-        ));
-    }
-    let key = PrivateKeyDer::from_pem_file(s.key_file)
-        .map_err(|e| format!("cannot read tls-key-file {}: {e}", s.key_file))?;
+    let (certs, key) = cert_and_key(s)?;
     let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
     let builder = ServerConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
@@ -88,38 +78,86 @@ pub fn acceptor(s: &TlsSettings<'_>) -> Result<TlsAcceptor, String> {
                     .into(),
             );
         }
-        let mut roots = RootCertStore::empty();
-        let cas = CertificateDer::pem_file_iter(s.ca_cert_file)
-            .and_then(|it| it.collect::<Result<Vec<_>, _>>())
-            .map_err(|e| format!("cannot read tls-ca-cert-file {}: {e}", s.ca_cert_file))?;
-        for ca in cas {
-            roots
-                .add(ca)
-                .map_err(|e| format!("tls-ca-cert-file {}: {e}", s.ca_cert_file))?;
-        }
-        if roots.is_empty() {
-            return Err(format!(
-                "tls-ca-cert-file {} holds no certificate",
-                s.ca_cert_file
-            ));
-        }
-        let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider);
+        let roots = Arc::new(roots(s.ca_cert_file)?);
+        let verifier = WebPkiClientVerifier::builder_with_provider(roots, provider);
         let verifier = if s.auth_clients == ClientAuth::Optional {
             verifier.allow_unauthenticated()
         } else {
             verifier
         };
-        builder.with_client_cert_verifier(
-            verifier
-                .build()
-                .map_err(|e| format!("tls-ca-cert-file: {e}"))?,
-        )
+        let verifier = verifier
+            .build()
+            .map_err(|e| format!("tls-ca-cert-file: {e}"))?;
+        builder.with_client_cert_verifier(verifier)
     };
-    let mut config = builder
+    let config = builder
         .with_single_cert(certs, key)
         .map_err(|e| format!("tls-cert-file / tls-key-file: {e}"))?;
-    config.alpn_protocols.clear();
     Ok(TlsAcceptor::from(Arc::new(config)))
+}
+
+/// `tls-cert-file`'s chain and `tls-key-file`'s key.
+fn cert_and_key(
+    s: &TlsSettings<'_>,
+) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), String> {
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(s.cert_file)
+        .and_then(|it| it.collect::<Result<_, _>>())
+        .map_err(|e| format!("cannot read tls-cert-file {}: {e}", s.cert_file))?;
+    if certs.is_empty() {
+        return Err(format!(
+            "tls-cert-file {} holds no certificate",
+            s.cert_file
+        ));
+    }
+    let key = PrivateKeyDer::from_pem_file(s.key_file)
+        .map_err(|e| format!("cannot read tls-key-file {}: {e}", s.key_file))?;
+    Ok((certs, key))
+}
+
+/// The CA certificates of `tls-ca-cert-file`.
+fn roots(file: &str) -> Result<RootCertStore, String> {
+    let mut roots = RootCertStore::empty();
+    let cas = CertificateDer::pem_file_iter(file)
+        .and_then(|it| it.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| format!("cannot read tls-ca-cert-file {file}: {e}"))?;
+    for ca in cas {
+        roots
+            .add(ca)
+            .map_err(|e| format!("tls-ca-cert-file {file}: {e}"))?;
+    }
+    if roots.is_empty() {
+        return Err(format!("tls-ca-cert-file {file} holds no certificate"));
+    }
+    Ok(roots)
+}
+
+/// The outgoing side, a replica's link to its primary with
+/// `tls-replication`: the primary must present a certificate the CA
+/// signed; this server presents its own `tls-cert-file`, as Redis does
+/// without `tls-client-cert-file`.
+pub fn connector(s: &TlsSettings<'_>) -> Result<TlsConnector, String> {
+    if s.ca_cert_file.is_empty() {
+        return Err("tls-replication needs tls-ca-cert-file to check the primary".into());
+    }
+    let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
+    let builder = ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("TLS: {e}"))?
+        .with_root_certificates(roots(s.ca_cert_file)?);
+    let config = if s.cert_file.is_empty() || s.key_file.is_empty() {
+        builder.with_no_client_auth()
+    } else {
+        let (certs, key) = cert_and_key(s)?;
+        builder
+            .with_client_auth_cert(certs, key)
+            .map_err(|e| format!("tls-cert-file / tls-key-file: {e}"))?
+    };
+    Ok(TlsConnector::from(Arc::new(config)))
+}
+
+/// The name a primary's certificate must carry: its host or address.
+pub fn server_name(host: &str) -> Result<ServerName<'static>, String> {
+    ServerName::try_from(host.to_string()).map_err(|e| format!("TLS: bad host name {host}: {e}"))
 }
 
 /// The byte stream a connection runs over.
@@ -127,9 +165,6 @@ pub trait ClientStream: AsyncRead + AsyncWrite + Unpin + Send {
     /// Writes what the socket takes now, without waiting, dropping it from
     /// the front of `out`; the rest goes through an awaited write.
     fn write_now(&mut self, out: &mut BytesMut) -> io::Result<()>;
-    /// The plain socket, which a replica's stream (after PSYNC) takes
-    /// over; None under TLS.
-    fn plain(&mut self) -> Option<&mut TcpStream>;
 }
 
 impl ClientStream for TcpStream {
@@ -144,19 +179,11 @@ impl ClientStream for TcpStream {
         }
         Ok(())
     }
-
-    fn plain(&mut self) -> Option<&mut TcpStream> {
-        Some(self)
-    }
 }
 
 impl ClientStream for tokio_rustls::server::TlsStream<TcpStream> {
     fn write_now(&mut self, _out: &mut BytesMut) -> io::Result<()> {
         // Encryption happens inside the awaited write.
         Ok(())
-    }
-
-    fn plain(&mut self) -> Option<&mut TcpStream> {
-        None
     }
 }

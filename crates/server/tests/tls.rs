@@ -8,7 +8,9 @@ mod common;
 
 use common::*;
 use durakv_protocol::Frame;
-use rcgen::{BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair};
+use rcgen::{
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair, SanType,
+};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -35,8 +37,16 @@ impl Pki {
         let (ca, ca_key) = make_ca("durakv test CA");
         let (other_ca, other_key) = make_ca("someone else's CA");
         let server_key = KeyPair::generate().unwrap();
-        let mut sp = CertificateParams::new(vec!["localhost".into(), "127.0.0.1".into()]).unwrap();
-        sp.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        let mut sp = CertificateParams::new(vec!["localhost".into()]).unwrap();
+        // An address SAN (not a DNS name "127.0.0.1"): a replica checks the
+        // primary it reaches by address.
+        sp.subject_alt_names
+            .push(SanType::IpAddress(std::net::Ipv4Addr::LOCALHOST.into()));
+        // Also a client certificate: a replica presents it to its primary.
+        sp.extended_key_usages = vec![
+            ExtendedKeyUsagePurpose::ServerAuth,
+            ExtendedKeyUsagePurpose::ClientAuth,
+        ];
         let server = sp.signed_by(&server_key, &ca, &ca_key).unwrap();
         let (client, client_key) = leaf("client", &ca, &ca_key);
         let (stranger, stranger_key) = leaf("stranger", &other_ca, &other_key);
@@ -209,14 +219,62 @@ fn tls_port_serves_clients_with_certificates_from_the_ca_beside_the_plain_port()
     for _ in 0..20 {
         assert_eq!(t.frame().unwrap(), Frame::Bulk(big.clone().into()));
     }
+}
 
-    // Replicas are served on the plain port only.
-    let e = t.call(&["PSYNC", "?", "-1"]).unwrap();
-    assert!(
-        matches!(&e, Frame::Error(m) if m.starts_with(b"ERR durakv serves replicas on its plain port")),
-        "{e:?}"
-    );
-    assert_eq!(t.call(&["PING"]).unwrap(), Frame::Simple("PONG".into()));
+#[test]
+fn a_replica_follows_its_primary_over_tls() {
+    let pki = Pki::new();
+    let (primary, tls_port) = start(&pki, "yes");
+    let mut p = primary.conn();
+    for i in 0..500 {
+        let _: () = q(&mut p, &["SET", &format!("before{i}"), &"x".repeat(i)]);
+    }
+    // The replica checks the primary against the CA and presents its own
+    // certificate; it has no TLS listener of its own.
+    let replicaof = format!("127.0.0.1 {tls_port}");
+    let flags = pki.flags(tls_port, "yes");
+    let mut args: Vec<&str> = flags[2..8].iter().map(String::as_str).collect();
+    args.extend(["--tls-replication", "yes", "--replicaof", &replicaof]);
+    let mut replica = Server::start(&args);
+    let mut r = replica.conn();
+    eventually("the full sync over TLS", || {
+        try_q::<i64>(&mut r, &["DBSIZE"]).ok() == Some(500)
+    });
+    let v: String = q(&mut r, &["GET", "before499"]);
+    assert_eq!(v.len(), 499);
+    // The stream follows over the same link.
+    let _: () = q(&mut p, &["SET", "after", "streamed"]);
+    eventually("a streamed write", || {
+        try_q::<Option<String>>(&mut r, &["GET", "after"]).ok() == Some(Some("streamed".into()))
+    });
+    let info: String = q(&mut p, &["INFO", "replication"]);
+    assert!(info.contains("connected_slaves:1"), "{info}");
+    // Restarted, it connects again over TLS and catches up.
+    replica.restart();
+    let _: () = q(&mut p, &["SET", "after-restart", "yes"]);
+    let mut r = replica.conn();
+    eventually("the resync after a restart", || {
+        try_q::<Option<String>>(&mut r, &["GET", "after-restart"]).ok() == Some(Some("yes".into()))
+    });
+    assert_eq!(q::<i64>(&mut r, &["DBSIZE"]), 502);
+}
+
+#[test]
+fn a_replica_refuses_a_primary_its_ca_did_not_sign() {
+    let pki = Pki::new();
+    let other = Pki::new();
+    let (_primary, tls_port) = start(&pki, "no");
+    // Its CA is another one: the primary's certificate does not check out.
+    let replicaof = format!("127.0.0.1 {tls_port}");
+    let flags = other.flags(tls_port, "yes");
+    let mut args: Vec<&str> = flags[2..8].iter().map(String::as_str).collect();
+    args.extend(["--tls-replication", "yes", "--replicaof", &replicaof]);
+    let replica = Server::start(&args);
+    let mut r = replica.conn();
+    std::thread::sleep(Duration::from_millis(1500));
+    let info: String = q(&mut r, &["INFO", "replication"]);
+    assert!(info.contains("master_link_status:down"), "{info}");
+    assert_eq!(q::<i64>(&mut r, &["DBSIZE"]), 0);
 }
 
 #[test]

@@ -97,12 +97,6 @@ fn begin_sync(ctx: &mut Ctx<'_>, req: PsyncRequest) -> Reply {
             "NOMASTERLINK Can't SYNC while not connected with my master",
         ));
     }
-    if ctx.client.tls {
-        // The replica's stream is written straight to the socket.
-        return Err(Frame::error(
-            "ERR durakv serves replicas on its plain port only, not over TLS",
-        ));
-    }
     ctx.client.psync = Some(req);
     ctx.client.suppress_this_reply = true;
     ctx.client.close_after_reply = true;

@@ -17,7 +17,16 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+
+/// A replica's connection: plain TCP, or TLS on `tls-port`.
+pub trait ReplicaStream:
+    tokio::io::AsyncRead + tokio::io::AsyncWrite + std::marker::Unpin + Send
+{
+}
+impl<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + std::marker::Unpin + Send> ReplicaStream
+    for S
+{
+}
 
 /// Bytes sent to a replica per write from the backlog.
 const SEND_CHUNK_BYTES: usize = 256 * 1024;
@@ -79,9 +88,9 @@ const QUEUED_PIECES: usize = 16;
 /// form) when the replica announced `capa eof`; otherwise the file whole
 /// after its length. After SYNC (`legacy`), without `+FULLRESYNC` first.
 /// Returns the sync's offset and the file's size.
-async fn full_sync(
+async fn full_sync<S: ReplicaStream>(
     shared: &Arc<Shared>,
-    stream: &mut TcpStream,
+    stream: &mut S,
     id: u64,
     legacy: bool,
     streamed: bool,
@@ -99,6 +108,8 @@ async fn full_sync(
             .write_all(format!("+FULLRESYNC {replid} {offset}\r\n").as_bytes())
             .await?;
     }
+    // Every write below is flushed: over TLS, records wait in the session
+    // until then (over TCP a flush does nothing).
     let mark = streamed.then(super::new_replid);
     if let Some(m) = &mark {
         stream.write_all(format!("$EOF:{m}\r\n").as_bytes()).await?;
@@ -111,6 +122,7 @@ async fn full_sync(
                 .await?;
         }
         stream.write_all(&piece).await?;
+        stream.flush().await?;
         bytes += piece.len() as u64;
     }
     // A file cut short must not be ended with the mark as if whole.
@@ -120,6 +132,7 @@ async fn full_sync(
     if let Some(m) = mark {
         stream.write_all(m.as_bytes()).await?;
     }
+    stream.flush().await?;
     Ok((offset, bytes))
 }
 
@@ -190,9 +203,9 @@ fn can_continue(shared: &Shared, req: &PsyncRequest, id: u64) -> Option<String> 
     Some(ids.replid.clone())
 }
 
-pub async fn serve(
+pub async fn serve<S: ReplicaStream>(
     shared: &Arc<Shared>,
-    stream: &mut TcpStream,
+    stream: &mut S,
     client: &mut ClientState,
     req: PsyncRequest,
 ) -> io::Result<()> {
@@ -219,9 +232,9 @@ pub async fn serve(
     r
 }
 
-async fn stream_to(
+async fn stream_to<S: ReplicaStream>(
     shared: &Arc<Shared>,
-    stream: &mut TcpStream,
+    stream: &mut S,
     client: &mut ClientState,
     req: PsyncRequest,
     info: &ReplicaInfo,
@@ -232,6 +245,7 @@ async fn stream_to(
             stream
                 .write_all(format!("+CONTINUE {replid}\r\n").as_bytes())
                 .await?;
+            stream.flush().await?;
             tracing::info!(replica = %info.ip, "partial resync from offset {}", req.offset);
             shared.repl.sync_partial_ok.fetch_add(1, Ordering::Relaxed);
             req.offset as u64
@@ -283,6 +297,7 @@ async fn stream_to(
             stream.write_all(&chunk).await?;
             pos += chunk.len() as u64;
         }
+        stream.flush().await?;
         if handle.is_killed() {
             return Ok(());
         }

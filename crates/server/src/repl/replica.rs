@@ -20,6 +20,10 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+/// The link to the primary: plain TCP, or TLS with `tls-replication`.
+trait LinkStream: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send {}
+impl<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> LinkStream for S {}
+
 /// Wait before reconnecting after the link fails.
 const RETRY: Duration = Duration::from_secs(1);
 /// How often the replica acknowledges its offset (REPLCONF ACK).
@@ -83,7 +87,7 @@ async fn link(shared: Arc<Shared>, host: String, port: u16) {
 }
 
 /// Reads bytes until one line (without CRLF) is complete.
-async fn read_line(stream: &mut TcpStream, buf: &mut BytesMut) -> LinkResult<String> {
+async fn read_line<S: LinkStream>(stream: &mut S, buf: &mut BytesMut) -> LinkResult<String> {
     loop {
         if let Some(i) = buf.iter().position(|&b| b == b'\n') {
             let line = buf.split_to(i + 1);
@@ -94,7 +98,7 @@ async fn read_line(stream: &mut TcpStream, buf: &mut BytesMut) -> LinkResult<Str
     }
 }
 
-async fn read_more(stream: &mut TcpStream, buf: &mut BytesMut) -> LinkResult<usize> {
+async fn read_more<S: LinkStream>(stream: &mut S, buf: &mut BytesMut) -> LinkResult<usize> {
     let n = tokio::time::timeout(LINK_TIMEOUT, stream.read_buf(buf))
         .await
         .map_err(|_| "timeout reading from the primary".to_string())?
@@ -105,25 +109,83 @@ async fn read_more(stream: &mut TcpStream, buf: &mut BytesMut) -> LinkResult<usi
     Ok(n)
 }
 
-async fn send(stream: &mut TcpStream, args: &[&[u8]]) -> LinkResult<()> {
+async fn send<S: LinkStream>(stream: &mut S, args: &[&[u8]]) -> LinkResult<()> {
     let mut out = Vec::new();
     resp(&mut out, args);
-    stream.write_all(&out).await.map_err(|e| e.to_string())
+    write_flushed(stream, &out).await
+}
+
+/// Writes and flushes: TLS holds records back until flushed.
+async fn write_flushed<S: LinkStream>(stream: &mut S, bytes: &[u8]) -> LinkResult<()> {
+    stream.write_all(bytes).await.map_err(|e| e.to_string())?;
+    stream.flush().await.map_err(|e| e.to_string())
 }
 
 /// Sends a handshake command and returns the reply line.
-async fn ask(stream: &mut TcpStream, buf: &mut BytesMut, args: &[&[u8]]) -> LinkResult<String> {
+async fn ask<S: LinkStream>(
+    stream: &mut S,
+    buf: &mut BytesMut,
+    args: &[&[u8]],
+) -> LinkResult<String> {
     send(stream, args).await?;
     read_line(stream, buf).await
 }
 
 async fn session(shared: &Shared, host: &str, port: u16, generation: u64) -> LinkResult<()> {
-    let mut stream = TcpStream::connect((host, port))
+    let stream = TcpStream::connect((host, port))
         .await
         .map_err(|e| format!("cannot connect: {e}"))?;
     let _ = stream.set_nodelay(true);
+    let fallback = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+    let addrs = (
+        stream.peer_addr().unwrap_or(fallback),
+        stream.local_addr().unwrap_or(fallback),
+    );
+    let tls = {
+        let c = shared.config.read();
+        if c.tls_replication {
+            let settings = crate::tls::TlsSettings {
+                cert_file: &c.tls_cert_file,
+                key_file: &c.tls_key_file,
+                ca_cert_file: &c.tls_ca_cert_file,
+                auth_clients: c.tls_auth_clients,
+            };
+            Some(crate::tls::connector(&settings)?)
+        } else {
+            None
+        }
+    };
+    match tls {
+        None => {
+            let mut stream = stream;
+            sync_over(shared, &mut stream, addrs, host, port, generation).await
+        }
+        Some(connector) => {
+            let name = crate::tls::server_name(host)?;
+            let mut stream = tokio::time::timeout(
+                crate::tls::HANDSHAKE_TIMEOUT,
+                connector.connect(name, stream),
+            )
+            .await
+            .map_err(|_| "TLS handshake with the primary timed out".to_string())?
+            .map_err(|e| format!("TLS handshake with the primary failed: {e}"))?;
+            sync_over(shared, &mut stream, addrs, host, port, generation).await
+        }
+    }
+}
+
+/// The handshake (PING, AUTH, REPLCONF, PSYNC), then a full sync or a
+/// continuation, then the stream, over plain TCP or TLS.
+async fn sync_over<S: LinkStream>(
+    shared: &Shared,
+    stream: &mut S,
+    addrs: (std::net::SocketAddr, std::net::SocketAddr),
+    host: &str,
+    port: u16,
+    generation: u64,
+) -> LinkResult<()> {
     let mut buf = BytesMut::with_capacity(64 * 1024);
-    let pong = ask(&mut stream, &mut buf, &[b"PING"]).await?;
+    let pong = ask(stream, &mut buf, &[b"PING"]).await?;
     if pong.starts_with('-') && !pong.starts_with("-NOAUTH") {
         return Err(format!("PING: {pong}"));
     }
@@ -136,15 +198,8 @@ async fn session(shared: &Shared, host: &str, port: u16, generation: u64) -> Lin
     };
     if let Some(pass) = pass {
         let reply = match &user {
-            Some(u) => {
-                ask(
-                    &mut stream,
-                    &mut buf,
-                    &[b"AUTH", u.as_bytes(), pass.as_bytes()],
-                )
-                .await?
-            }
-            None => ask(&mut stream, &mut buf, &[b"AUTH", pass.as_bytes()]).await?,
+            Some(u) => ask(stream, &mut buf, &[b"AUTH", u.as_bytes(), pass.as_bytes()]).await?,
+            None => ask(stream, &mut buf, &[b"AUTH", pass.as_bytes()]).await?,
         };
         if reply.starts_with('-') {
             return Err(format!("AUTH: {reply}"));
@@ -166,7 +221,7 @@ async fn session(shared: &Shared, host: &str, port: u16, generation: u64) -> Lin
         .unwrap_or_else(|| shared.bound_port.load(Ordering::Acquire))
         .to_string();
     let r = ask(
-        &mut stream,
+        stream,
         &mut buf,
         &[b"REPLCONF", b"listening-port", my_port.as_bytes()],
     )
@@ -176,7 +231,7 @@ async fn session(shared: &Shared, host: &str, port: u16, generation: u64) -> Lin
     }
     if let Some(ip) = announce_ip {
         let r = ask(
-            &mut stream,
+            stream,
             &mut buf,
             &[b"REPLCONF", b"ip-address", ip.as_bytes()],
         )
@@ -188,7 +243,7 @@ async fn session(shared: &Shared, host: &str, port: u16, generation: u64) -> Lin
     // Only `eof` and `psync2` are announced: their absence would make a
     // Redis primary fall back to older formats.
     let _ = ask(
-        &mut stream,
+        stream,
         &mut buf,
         &[b"REPLCONF", b"capa", b"eof", b"capa", b"psync2"],
     )
@@ -208,7 +263,7 @@ async fn session(shared: &Shared, host: &str, port: u16, generation: u64) -> Lin
         }
     };
     let mut reply = ask(
-        &mut stream,
+        stream,
         &mut buf,
         &[b"PSYNC", replid.as_bytes(), offset.as_bytes()],
     )
@@ -216,7 +271,7 @@ async fn session(shared: &Shared, host: &str, port: u16, generation: u64) -> Lin
     // A Redis primary sends newlines to keep the link alive until its
     // snapshot starts (`repl-diskless-sync-delay`).
     while reply.is_empty() {
-        reply = read_line(&mut stream, &mut buf).await?;
+        reply = read_line(stream, &mut buf).await?;
     }
     let words: Vec<&str> = reply.split_whitespace().collect();
     match words.first().copied() {
@@ -230,14 +285,14 @@ async fn session(shared: &Shared, host: &str, port: u16, generation: u64) -> Lin
             let started = std::time::Instant::now();
             shared.repl.resumable.store(false, Ordering::Release);
             shared.repl.master_db.store(0, Ordering::Release);
-            let mut master = MasterClient::new(shared, &stream);
+            let mut master = MasterClient::new(shared, addrs);
             let origin = (Bytes::from(id.clone().into_bytes()), off);
             // Clients get -LOADING until the dataset is whole again: it is
             // replaced as the file arrives.
             shared.repl.loading.store(true, Ordering::Release);
             let _loading = ClearOnDrop(&shared.repl.loading);
             let mut load = crate::checkpointer::blocking(|| Load::begin(shared, &mut master))?;
-            let received = receive_rdb(&mut stream, &mut buf, |piece| {
+            let received = receive_rdb(stream, &mut buf, |piece| {
                 crate::checkpointer::blocking(|| load.feed(piece))
             })
             .await;
@@ -273,7 +328,7 @@ async fn session(shared: &Shared, host: &str, port: u16, generation: u64) -> Lin
                 ids.second_offset = -1;
             }
             shared.repl.history_known.store(true, Ordering::Release);
-            apply_stream(shared, &mut stream, buf, master, generation).await
+            apply_stream(shared, stream, buf, master, generation).await
         }
         Some("+CONTINUE") => {
             if let Some(id) = words.get(1) {
@@ -284,8 +339,8 @@ async fn session(shared: &Shared, host: &str, port: u16, generation: u64) -> Lin
                 }
             }
             tracing::info!("partial resync with {host}:{port} accepted");
-            let master = MasterClient::new(shared, &stream);
-            apply_stream(shared, &mut stream, buf, master, generation).await
+            let master = MasterClient::new(shared, addrs);
+            apply_stream(shared, stream, buf, master, generation).await
         }
         _ => Err(format!("PSYNC: {reply}")),
     }
@@ -300,8 +355,8 @@ const RECEIVE_CHUNK: usize = 256 * 1024;
 /// are the primary's keepalives while it prepares the file. What follows
 /// the payload (the stream, which a durakv primary sends at once) stays in
 /// `buf`.
-async fn receive_rdb(
-    stream: &mut TcpStream,
+async fn receive_rdb<S: LinkStream>(
+    stream: &mut S,
     buf: &mut BytesMut,
     mut sink: impl FnMut(&[u8]) -> LinkResult<()>,
 ) -> LinkResult<u64> {
@@ -363,10 +418,10 @@ struct MasterClient<'s> {
 }
 
 impl<'s> MasterClient<'s> {
-    fn new(shared: &'s Shared, stream: &TcpStream) -> MasterClient<'s> {
-        let fallback = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
-        let addr = stream.peer_addr().unwrap_or(fallback);
-        let laddr = stream.local_addr().unwrap_or(fallback);
+    fn new(
+        shared: &'s Shared,
+        (addr, laddr): (std::net::SocketAddr, std::net::SocketAddr),
+    ) -> MasterClient<'s> {
         let handle = shared.clients.register(addr, laddr, -1);
         handle.replication.store(true, Ordering::Release);
         handle.master_link.store(true, Ordering::Release);
@@ -598,9 +653,9 @@ impl DurableOffsets {
 /// Applies the command stream, counting its bytes as the offset, and
 /// acknowledges it (`REPLCONF ACK <offset> FACK <durable offset>`) every
 /// second, on REPLCONF GETACK, and whenever the durable offset advances.
-async fn apply_stream(
+async fn apply_stream<S: LinkStream>(
     shared: &Shared,
-    stream: &mut TcpStream,
+    stream: &mut S,
     mut buf: BytesMut,
     mut master: MasterClient<'_>,
     generation: u64,
@@ -703,7 +758,7 @@ async fn apply_stream(
     result
 }
 
-async fn send_ack(shared: &Shared, stream: &mut TcpStream, fack: u64) -> LinkResult<()> {
+async fn send_ack<S: LinkStream>(shared: &Shared, stream: &mut S, fack: u64) -> LinkResult<()> {
     let off = shared.repl.offset().to_string();
     let fack = fack.to_string();
     send(
