@@ -56,6 +56,10 @@ pub struct Config {
     pub tls_cert_file: String,
     pub tls_key_file: String,
     pub tls_ca_cert_file: String,
+    /// What this server presents when it connects out (a replica to its
+    /// primary); `tls-cert-file`/`tls-key-file` when empty.
+    pub tls_client_cert_file: String,
+    pub tls_client_key_file: String,
     pub tls_auth_clients: crate::tls::ClientAuth,
     /// A replica connects to its primary over TLS.
     pub tls_replication: bool,
@@ -141,6 +145,8 @@ impl Default for Config {
             tls_cert_file: String::new(),
             tls_key_file: String::new(),
             tls_ca_cert_file: String::new(),
+            tls_client_cert_file: String::new(),
+            tls_client_key_file: String::new(),
             tls_auth_clients: crate::tls::ClientAuth::Required,
             tls_replication: false,
             dir: PathBuf::from("./data"),
@@ -647,6 +653,30 @@ pub static DIRECTIVES: &[Directive] = &[
             Ok(())
         },
         get: |c| c.tls_ca_cert_file.clone(),
+    },
+    Directive {
+        name: "tls-client-cert-file",
+        default: "",
+        help: "The certificate (PEM) this server presents when it connects to a primary over TLS; tls-cert-file when empty",
+        runtime: false,
+        repeatable: false,
+        set: |c, v| {
+            c.tls_client_cert_file = v.to_string();
+            Ok(())
+        },
+        get: |c| c.tls_client_cert_file.clone(),
+    },
+    Directive {
+        name: "tls-client-key-file",
+        default: "",
+        help: "The private key (PEM) of tls-client-cert-file",
+        runtime: false,
+        repeatable: false,
+        set: |c, v| {
+            c.tls_client_key_file = v.to_string();
+            Ok(())
+        },
+        get: |c| c.tls_client_key_file.clone(),
     },
     Directive {
         name: "tls-auth-clients",

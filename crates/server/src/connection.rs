@@ -217,9 +217,9 @@ async fn run<S: ClientStream>(
                 .fetch_add(out.len() as u64, Ordering::Relaxed);
             stream.write_now(&mut out)?;
             if !out.is_empty() {
-                // The client is not reading: this connection keeps the
-                // buffer until the socket takes it, and reads nothing more
-                // meanwhile.
+                // The client is not reading (or this is TLS, which always
+                // writes here): this connection keeps the buffer until the
+                // socket takes it, and reads nothing more meanwhile.
                 if !write_all_unless_killed(stream, &out, &handle, &mut woken).await? {
                     return Ok(());
                 }

@@ -133,8 +133,8 @@ fn roots(file: &str) -> Result<RootCertStore, String> {
 
 /// The outgoing side, a replica's link to its primary with
 /// `tls-replication`: the primary must present a certificate the CA
-/// signed; this server presents its own `tls-cert-file`, as Redis does
-/// without `tls-client-cert-file`.
+/// signed; this server presents the pair in `s` (`tls-client-cert-file`,
+/// or `tls-cert-file` when that is not set, as in Redis).
 pub fn connector(s: &TlsSettings<'_>) -> Result<TlsConnector, String> {
     if s.ca_cert_file.is_empty() {
         return Err("tls-replication needs tls-ca-cert-file to check the primary".into());

@@ -42,11 +42,7 @@ impl Pki {
         // primary it reaches by address.
         sp.subject_alt_names
             .push(SanType::IpAddress(std::net::Ipv4Addr::LOCALHOST.into()));
-        // Also a client certificate: a replica presents it to its primary.
-        sp.extended_key_usages = vec![
-            ExtendedKeyUsagePurpose::ServerAuth,
-            ExtendedKeyUsagePurpose::ClientAuth,
-        ];
+        sp.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
         let server = sp.signed_by(&server_key, &ca, &ca_key).unwrap();
         let (client, client_key) = leaf("client", &ca, &ca_key);
         let (stranger, stranger_key) = leaf("stranger", &other_ca, &other_key);
@@ -229,11 +225,15 @@ fn a_replica_follows_its_primary_over_tls() {
     for i in 0..500 {
         let _: () = q(&mut p, &["SET", &format!("before{i}"), &"x".repeat(i)]);
     }
-    // The replica checks the primary against the CA and presents its own
-    // certificate; it has no TLS listener of its own.
+    // The replica checks the primary against the CA and presents its
+    // client certificate (the server one is for server use only); it has
+    // no TLS listener of its own.
     let replicaof = format!("127.0.0.1 {tls_port}");
     let flags = pki.flags(tls_port, "yes");
+    let (client_cert, client_key) = (pki.path("client.crt"), pki.path("client.key"));
     let mut args: Vec<&str> = flags[2..8].iter().map(String::as_str).collect();
+    args.extend(["--tls-client-cert-file", client_cert.to_str().unwrap()]);
+    args.extend(["--tls-client-key-file", client_key.to_str().unwrap()]);
     args.extend(["--tls-replication", "yes", "--replicaof", &replicaof]);
     let mut replica = Server::start(&args);
     let mut r = replica.conn();

@@ -144,9 +144,15 @@ async fn session(shared: &Shared, host: &str, port: u16, generation: u64) -> Lin
     let tls = {
         let c = shared.config.read();
         if c.tls_replication {
+            // As Redis: the client pair when set, else the server's own.
+            let (cert_file, key_file) = if c.tls_client_cert_file.is_empty() {
+                (&c.tls_cert_file, &c.tls_key_file)
+            } else {
+                (&c.tls_client_cert_file, &c.tls_client_key_file)
+            };
             let settings = crate::tls::TlsSettings {
-                cert_file: &c.tls_cert_file,
-                key_file: &c.tls_key_file,
+                cert_file,
+                key_file,
                 ca_cert_file: &c.tls_ca_cert_file,
                 auth_clients: c.tls_auth_clients,
             };
