@@ -142,6 +142,9 @@ pub struct ClientState {
     pub in_exec: bool,
     /// Bytes of input from the current request on, when it was parsed.
     pub query_bytes: usize,
+    /// How the evictions run just before the current command ended
+    /// (`connection::process`); None: none ran, `dispatch` runs them.
+    pub eviction: Option<crate::evict::Outcome>,
     /// The current command's error reply was counted in the error
     /// statistics already (a script returning a call's error).
     pub error_counted: bool,
@@ -195,6 +198,7 @@ impl ClientState {
             in_script: false,
             in_exec: false,
             query_bytes: 0,
+            eviction: None,
             error_counted: false,
             blocked: None,
             tracking: Default::default(),

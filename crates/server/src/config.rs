@@ -474,6 +474,24 @@ macro_rules! compat {
     };
 }
 
+/// A file name read once at start-up (the TLS certificates and keys).
+macro_rules! text_file {
+    ($name:literal, $field:ident, $help:literal) => {
+        Directive {
+            name: $name,
+            default: "",
+            help: $help,
+            runtime: false,
+            repeatable: false,
+            set: |c, v| {
+                c.$field = v.to_string();
+                Ok(())
+            },
+            get: |c| c.$field.clone(),
+        }
+    };
+}
+
 /// A directive the replication code reads as text; `$key` is where it is
 /// stored, shared by Redis's old `slave-*` name and the current one.
 macro_rules! repl_text {
@@ -618,66 +636,11 @@ pub static DIRECTIVES: &[Directive] = &[
         },
         get: |c| c.tls_port.to_string(),
     },
-    Directive {
-        name: "tls-cert-file",
-        default: "",
-        help: "The server's certificate chain (PEM) for tls-port",
-        runtime: false,
-        repeatable: false,
-        set: |c, v| {
-            c.tls_cert_file = v.to_string();
-            Ok(())
-        },
-        get: |c| c.tls_cert_file.clone(),
-    },
-    Directive {
-        name: "tls-key-file",
-        default: "",
-        help: "The private key (PEM) of tls-cert-file",
-        runtime: false,
-        repeatable: false,
-        set: |c, v| {
-            c.tls_key_file = v.to_string();
-            Ok(())
-        },
-        get: |c| c.tls_key_file.clone(),
-    },
-    Directive {
-        name: "tls-ca-cert-file",
-        default: "",
-        help: "CA certificates (PEM) that client certificates must be signed by",
-        runtime: false,
-        repeatable: false,
-        set: |c, v| {
-            c.tls_ca_cert_file = v.to_string();
-            Ok(())
-        },
-        get: |c| c.tls_ca_cert_file.clone(),
-    },
-    Directive {
-        name: "tls-client-cert-file",
-        default: "",
-        help: "The certificate (PEM) this server presents when it connects to a primary over TLS; tls-cert-file when empty",
-        runtime: false,
-        repeatable: false,
-        set: |c, v| {
-            c.tls_client_cert_file = v.to_string();
-            Ok(())
-        },
-        get: |c| c.tls_client_cert_file.clone(),
-    },
-    Directive {
-        name: "tls-client-key-file",
-        default: "",
-        help: "The private key (PEM) of tls-client-cert-file",
-        runtime: false,
-        repeatable: false,
-        set: |c, v| {
-            c.tls_client_key_file = v.to_string();
-            Ok(())
-        },
-        get: |c| c.tls_client_key_file.clone(),
-    },
+    text_file!("tls-cert-file", tls_cert_file, "The server's certificate chain (PEM) for tls-port"),
+    text_file!("tls-key-file", tls_key_file, "The private key (PEM) of tls-cert-file"),
+    text_file!("tls-ca-cert-file", tls_ca_cert_file, "CA certificates (PEM) that client certificates must be signed by"),
+    text_file!("tls-client-cert-file", tls_client_cert_file, "The certificate (PEM) this server presents when it connects to a primary over TLS; tls-cert-file when empty"),
+    text_file!("tls-client-key-file", tls_client_key_file, "The private key (PEM) of tls-client-cert-file"),
     Directive {
         name: "tls-auth-clients",
         default: "yes",

@@ -369,9 +369,7 @@ fn process(
         // Evictions run before the command, as in Redis, so what they
         // queue (this client's invalidations too) goes before its reply;
         // `dispatch` only checks the outcome then.
-        if shared.evict.maxmemory() != 0 {
-            crate::evict::perform(shared);
-        }
+        client.eviction = (shared.evict.maxmemory() != 0).then(|| crate::evict::perform(shared));
         // What was queued before this command goes before its reply.
         deliver_messages(shared, client, out, held, false);
         let mut ctx = Ctx {

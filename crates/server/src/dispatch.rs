@@ -187,8 +187,12 @@ pub(crate) fn refuse_write(ctx: &Ctx<'_>, cmd_flags: u32) -> Option<Frame> {
 /// (a `denyoom` command; any command but EXEC, DISCARD, QUIT or RESET
 /// while queueing a MULTI, since queueing grows memory; an EXEC whose
 /// queue holds a `denyoom` command). Reads keep working.
-fn refuse_for_memory(ctx: &Ctx<'_>, spec: &CommandSpec) -> Option<Frame> {
-    if crate::evict::perform(ctx.shared) != crate::evict::Outcome::Fail {
+fn refuse_for_memory(ctx: &mut Ctx<'_>, spec: &CommandSpec) -> Option<Frame> {
+    let outcome = match ctx.client.eviction.take() {
+        Some(o) => o,
+        None => crate::evict::perform(ctx.shared),
+    };
+    if outcome != crate::evict::Outcome::Fail {
         return None;
     }
     let deny = spec.flags & flags::DENYOOM != 0

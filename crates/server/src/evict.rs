@@ -126,7 +126,7 @@ pub struct Eviction {
 }
 
 /// How an attempt to get under the limit ended.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
     /// Under the limit (or no limit).
     Ok,

@@ -77,9 +77,6 @@ impl Monitors {
             return;
         }
         let clients: Vec<Arc<ClientHandle>> = self.clients.lock().clone();
-        if clients.is_empty() {
-            return;
-        }
         let text = line(SystemTime::now(), db, origin, args);
         for h in &clients {
             pubsub.push_raw(h, text.clone());
@@ -91,51 +88,51 @@ impl Monitors {
 /// never to (administrative commands, and scripts, which show themselves
 /// before they run: [`show_script`]).
 pub fn show(ctx: &Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) {
-    if ctx.shared.monitors.active() && shown(spec, args) {
-        show_script(ctx, args);
+    if shown(ctx, spec, args) {
+        feed(ctx, Origin::Client(ctx.client.handle.addr), args);
     }
-}
-
-/// Whether MONITOR shows this command after it ran; a container's
-/// subcommand counts (CLIENT LIST is administrative, CLIENT ID is not).
-fn shown(spec: &CommandSpec, args: &[Bytes]) -> bool {
-    crate::cmd::subcommands::flags_of(spec, args) & (flags::ADMIN | flags::SKIP_MONITOR) == 0
 }
 
 /// Shows EVAL, FCALL and friends before their script runs, so that the
 /// commands it calls follow it.
 pub fn show_script(ctx: &Ctx<'_>, args: &[Bytes]) {
-    let origin = Origin::Client(ctx.client.handle.addr);
-    ctx.shared
-        .monitors
-        .feed(&ctx.shared.pubsub, ctx.client.db, origin, args);
+    feed(ctx, Origin::Client(ctx.client.handle.addr), args);
 }
 
 /// Shows a command a script called.
 pub fn show_called(ctx: &Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) {
-    if ctx.shared.monitors.active() && shown(spec, args) {
-        ctx.shared
-            .monitors
-            .feed(&ctx.shared.pubsub, ctx.client.db, Origin::Lua, args);
+    if shown(ctx, spec, args) {
+        feed(ctx, Origin::Lua, args);
     }
+}
+
+/// Whether anyone monitors and MONITOR shows this command after it ran; a
+/// container's subcommand counts (CLIENT LIST is administrative, CLIENT ID
+/// is not). The subcommand is only looked up while someone monitors.
+fn shown(ctx: &Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> bool {
+    ctx.shared.monitors.active()
+        && crate::cmd::subcommands::flags_of(spec, args) & (flags::ADMIN | flags::SKIP_MONITOR) == 0
+}
+
+fn feed(ctx: &Ctx<'_>, origin: Origin, args: &[Bytes]) {
+    ctx.shared
+        .monitors
+        .feed(&ctx.shared.pubsub, ctx.client.db, origin, args);
 }
 
 /// One monitor line, `+` to CRLF.
 pub fn line(now: SystemTime, db: usize, origin: Origin, args: &[Bytes]) -> Bytes {
     let since = now.duration_since(UNIX_EPOCH).unwrap_or_default();
     let mut out = BytesMut::with_capacity(48 + args.iter().map(|a| a.len() + 3).sum::<usize>());
-    let head = match origin {
-        Origin::Client(addr) => format!(
-            "+{}.{:06} [{db} {addr}] ",
-            since.as_secs(),
-            since.subsec_micros()
-        ),
-        Origin::Lua => format!(
-            "+{}.{:06} [{db} lua] ",
-            since.as_secs(),
-            since.subsec_micros()
-        ),
+    let who = match origin {
+        Origin::Client(addr) => addr.to_string(),
+        Origin::Lua => "lua".to_string(),
     };
+    let head = format!(
+        "+{}.{:06} [{db} {who}] ",
+        since.as_secs(),
+        since.subsec_micros()
+    );
     out.put_slice(head.as_bytes());
     let hidden = redacted(args);
     for (i, a) in args.iter().enumerate() {

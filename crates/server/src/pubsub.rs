@@ -504,18 +504,19 @@ impl PubSub {
     /// Queues a client tracking message for `h` (never held for fsync:
     /// see `crate::tracking`), under the same output limit as messages.
     pub fn push_tracking(&self, h: &Arc<ClientHandle>, push: crate::tracking::Push) -> bool {
-        let m = Message {
-            body: Body::Tracking(push),
-            dependency_lsn: 0,
-        };
-        self.deliver(h, m, self.limit())
+        self.push_now(h, Body::Tracking(push))
     }
 
     /// Queues bytes to send to `h` as they are (a MONITOR line), under the
     /// same output limit as messages.
     pub fn push_raw(&self, h: &Arc<ClientHandle>, bytes: Bytes) -> bool {
+        self.push_now(h, Body::Raw(bytes))
+    }
+
+    /// Queues a message no write holds back.
+    fn push_now(&self, h: &Arc<ClientHandle>, body: Body) -> bool {
         let m = Message {
-            body: Body::Raw(bytes),
+            body,
             dependency_lsn: 0,
         };
         self.deliver(h, m, self.limit())

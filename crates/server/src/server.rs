@@ -186,12 +186,7 @@ async fn tls_listeners(
         if c.tls_port == 0 {
             return Ok(None);
         }
-        let settings = crate::tls::TlsSettings {
-            cert_file: &c.tls_cert_file,
-            key_file: &c.tls_key_file,
-            ca_cert_file: &c.tls_ca_cert_file,
-            auth_clients: c.tls_auth_clients,
-        };
+        let settings = crate::tls::TlsSettings::server(&c);
         (
             c.tls_port,
             crate::tls::acceptor(&settings).map_err(std::io::Error::other)?,

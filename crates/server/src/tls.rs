@@ -9,6 +9,7 @@
 //! be loaded stops the server at start-up with the reason, rather than
 //! serving without the encryption the operator asked for.
 
+use crate::config::Config;
 use bytes::{Buf, BytesMut};
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName};
@@ -57,6 +58,29 @@ pub struct TlsSettings<'a> {
     pub key_file: &'a str,
     pub ca_cert_file: &'a str,
     pub auth_clients: ClientAuth,
+}
+
+impl<'a> TlsSettings<'a> {
+    /// What `tls-port` serves with.
+    pub fn server(c: &'a Config) -> TlsSettings<'a> {
+        TlsSettings {
+            cert_file: &c.tls_cert_file,
+            key_file: &c.tls_key_file,
+            ca_cert_file: &c.tls_ca_cert_file,
+            auth_clients: c.tls_auth_clients,
+        }
+    }
+
+    /// What a replica connects to its primary with: as in Redis, the
+    /// `tls-client-*` pair when set, else the server's own.
+    pub fn outgoing(c: &'a Config) -> TlsSettings<'a> {
+        let mut s = TlsSettings::server(c);
+        if !c.tls_client_cert_file.is_empty() {
+            s.cert_file = &c.tls_client_cert_file;
+            s.key_file = &c.tls_client_key_file;
+        }
+        s
+    }
 }
 
 /// Builds the acceptor, or says which file or setting is wrong.
@@ -160,8 +184,13 @@ pub fn server_name(host: &str) -> Result<ServerName<'static>, String> {
     ServerName::try_from(host.to_string()).map_err(|e| format!("TLS: bad host name {host}: {e}"))
 }
 
-/// The byte stream a connection runs over.
-pub trait ClientStream: AsyncRead + AsyncWrite + Unpin + Send {
+/// A byte stream the server talks over: plain TCP, or TLS (clients on
+/// `tls-port`, a replica's link with `tls-replication`).
+pub trait Stream: AsyncRead + AsyncWrite + Unpin + Send {}
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> Stream for S {}
+
+/// The byte stream a client connection runs over.
+pub trait ClientStream: Stream {
     /// Writes what the socket takes now, without waiting, dropping it from
     /// the front of `out`; the rest goes through an awaited write.
     fn write_now(&mut self, out: &mut BytesMut) -> io::Result<()>;

@@ -8,6 +8,7 @@ use super::ReplicaInfo;
 use crate::client::ClientState;
 use crate::rdb_value::primitives::without_lzf;
 use crate::state::Shared;
+use crate::tls::Stream;
 use bytes::Bytes;
 use bytes::BytesMut;
 use durakv_engine::snapshot::{self, Walk};
@@ -17,16 +18,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-/// A replica's connection: plain TCP, or TLS on `tls-port`.
-pub trait ReplicaStream:
-    tokio::io::AsyncRead + tokio::io::AsyncWrite + std::marker::Unpin + Send
-{
-}
-impl<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + std::marker::Unpin + Send> ReplicaStream
-    for S
-{
-}
 
 /// Bytes sent to a replica per write from the backlog.
 const SEND_CHUNK_BYTES: usize = 256 * 1024;
@@ -88,7 +79,7 @@ const QUEUED_PIECES: usize = 16;
 /// form) when the replica announced `capa eof`; otherwise the file whole
 /// after its length. After SYNC (`legacy`), without `+FULLRESYNC` first.
 /// Returns the sync's offset and the file's size.
-async fn full_sync<S: ReplicaStream>(
+async fn full_sync<S: Stream>(
     shared: &Arc<Shared>,
     stream: &mut S,
     id: u64,
@@ -203,7 +194,7 @@ fn can_continue(shared: &Shared, req: &PsyncRequest, id: u64) -> Option<String> 
     Some(ids.replid.clone())
 }
 
-pub async fn serve<S: ReplicaStream>(
+pub async fn serve<S: Stream>(
     shared: &Arc<Shared>,
     stream: &mut S,
     client: &mut ClientState,
@@ -232,7 +223,7 @@ pub async fn serve<S: ReplicaStream>(
     r
 }
 
-async fn stream_to<S: ReplicaStream>(
+async fn stream_to<S: Stream>(
     shared: &Arc<Shared>,
     stream: &mut S,
     client: &mut ClientState,

@@ -11,6 +11,7 @@ use super::effects::resp;
 use crate::client::ClientState;
 use crate::command::Ctx;
 use crate::state::Shared;
+use crate::tls::Stream;
 use bytes::{Bytes, BytesMut};
 use durakv_engine::mutation::{KeyOp, Mutation, ReplOrigin};
 use durakv_protocol::{RequestLimits, RequestParser};
@@ -19,10 +20,6 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-
-/// The link to the primary: plain TCP, or TLS with `tls-replication`.
-trait LinkStream: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send {}
-impl<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> LinkStream for S {}
 
 /// Wait before reconnecting after the link fails.
 const RETRY: Duration = Duration::from_secs(1);
@@ -87,7 +84,7 @@ async fn link(shared: Arc<Shared>, host: String, port: u16) {
 }
 
 /// Reads bytes until one line (without CRLF) is complete.
-async fn read_line<S: LinkStream>(stream: &mut S, buf: &mut BytesMut) -> LinkResult<String> {
+async fn read_line<S: Stream>(stream: &mut S, buf: &mut BytesMut) -> LinkResult<String> {
     loop {
         if let Some(i) = buf.iter().position(|&b| b == b'\n') {
             let line = buf.split_to(i + 1);
@@ -98,7 +95,7 @@ async fn read_line<S: LinkStream>(stream: &mut S, buf: &mut BytesMut) -> LinkRes
     }
 }
 
-async fn read_more<S: LinkStream>(stream: &mut S, buf: &mut BytesMut) -> LinkResult<usize> {
+async fn read_more<S: Stream>(stream: &mut S, buf: &mut BytesMut) -> LinkResult<usize> {
     let n = tokio::time::timeout(LINK_TIMEOUT, stream.read_buf(buf))
         .await
         .map_err(|_| "timeout reading from the primary".to_string())?
@@ -109,24 +106,20 @@ async fn read_more<S: LinkStream>(stream: &mut S, buf: &mut BytesMut) -> LinkRes
     Ok(n)
 }
 
-async fn send<S: LinkStream>(stream: &mut S, args: &[&[u8]]) -> LinkResult<()> {
+async fn send<S: Stream>(stream: &mut S, args: &[&[u8]]) -> LinkResult<()> {
     let mut out = Vec::new();
     resp(&mut out, args);
     write_flushed(stream, &out).await
 }
 
 /// Writes and flushes: TLS holds records back until flushed.
-async fn write_flushed<S: LinkStream>(stream: &mut S, bytes: &[u8]) -> LinkResult<()> {
+async fn write_flushed<S: Stream>(stream: &mut S, bytes: &[u8]) -> LinkResult<()> {
     stream.write_all(bytes).await.map_err(|e| e.to_string())?;
     stream.flush().await.map_err(|e| e.to_string())
 }
 
 /// Sends a handshake command and returns the reply line.
-async fn ask<S: LinkStream>(
-    stream: &mut S,
-    buf: &mut BytesMut,
-    args: &[&[u8]],
-) -> LinkResult<String> {
+async fn ask<S: Stream>(stream: &mut S, buf: &mut BytesMut, args: &[&[u8]]) -> LinkResult<String> {
     send(stream, args).await?;
     read_line(stream, buf).await
 }
@@ -144,19 +137,9 @@ async fn session(shared: &Shared, host: &str, port: u16, generation: u64) -> Lin
     let tls = {
         let c = shared.config.read();
         if c.tls_replication {
-            // As Redis: the client pair when set, else the server's own.
-            let (cert_file, key_file) = if c.tls_client_cert_file.is_empty() {
-                (&c.tls_cert_file, &c.tls_key_file)
-            } else {
-                (&c.tls_client_cert_file, &c.tls_client_key_file)
-            };
-            let settings = crate::tls::TlsSettings {
-                cert_file,
-                key_file,
-                ca_cert_file: &c.tls_ca_cert_file,
-                auth_clients: c.tls_auth_clients,
-            };
-            Some(crate::tls::connector(&settings)?)
+            Some(crate::tls::connector(&crate::tls::TlsSettings::outgoing(
+                &c,
+            ))?)
         } else {
             None
         }
@@ -182,7 +165,7 @@ async fn session(shared: &Shared, host: &str, port: u16, generation: u64) -> Lin
 
 /// The handshake (PING, AUTH, REPLCONF, PSYNC), then a full sync or a
 /// continuation, then the stream, over plain TCP or TLS.
-async fn sync_over<S: LinkStream>(
+async fn sync_over<S: Stream>(
     shared: &Shared,
     stream: &mut S,
     addrs: (std::net::SocketAddr, std::net::SocketAddr),
@@ -361,7 +344,7 @@ const RECEIVE_CHUNK: usize = 256 * 1024;
 /// are the primary's keepalives while it prepares the file. What follows
 /// the payload (the stream, which a durakv primary sends at once) stays in
 /// `buf`.
-async fn receive_rdb<S: LinkStream>(
+async fn receive_rdb<S: Stream>(
     stream: &mut S,
     buf: &mut BytesMut,
     mut sink: impl FnMut(&[u8]) -> LinkResult<()>,
@@ -659,7 +642,7 @@ impl DurableOffsets {
 /// Applies the command stream, counting its bytes as the offset, and
 /// acknowledges it (`REPLCONF ACK <offset> FACK <durable offset>`) every
 /// second, on REPLCONF GETACK, and whenever the durable offset advances.
-async fn apply_stream<S: LinkStream>(
+async fn apply_stream<S: Stream>(
     shared: &Shared,
     stream: &mut S,
     mut buf: BytesMut,
@@ -764,7 +747,7 @@ async fn apply_stream<S: LinkStream>(
     result
 }
 
-async fn send_ack<S: LinkStream>(shared: &Shared, stream: &mut S, fack: u64) -> LinkResult<()> {
+async fn send_ack<S: Stream>(shared: &Shared, stream: &mut S, fack: u64) -> LinkResult<()> {
     let off = shared.repl.offset().to_string();
     let fack = fack.to_string();
     send(
