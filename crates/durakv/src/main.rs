@@ -132,7 +132,7 @@ fn config_from(m: &clap::ArgMatches) -> Result<Config, String> {
         if let Some(values) = m.get_many::<String>(d.name) {
             let joined: Vec<&str> = values.map(String::as_str).collect();
             config
-                .set(d.name, &joined.join(" "))
+                .set(d.name, &joined.join("\n"))
                 .map_err(|e| format!("--{}: {e}", d.name))?;
         }
     }

@@ -95,6 +95,9 @@ pub struct Waiter {
     after: u64,
     deadline: Option<Instant>,
     op: Box<dyn Serve>,
+    /// The ACL user the client ran the command as: a writer serving it
+    /// checks the user's rules as they are then.
+    user: String,
     state: AtomicU8,
     /// A writer passed it over while another was serving it from another
     /// key: if that claim gives it back unserved, its keys get another look.
@@ -218,6 +221,7 @@ impl Blocking {
             after: client.last_write_dep,
             deadline,
             op,
+            user: client.user.name.clone(),
             state: AtomicU8::new(WAITING),
             passed_over: AtomicBool::new(false),
             reply: Mutex::new(None),
@@ -348,6 +352,11 @@ impl Blocking {
                 // Served elsewhere or gone meanwhile: the next one.
                 continue;
             }
+            if let Some(denied) = self.acl_denial(shared, &w, key) {
+                self.remove(&mut self.registry.lock(), &w);
+                w.deliver(Unblocked::now(denied));
+                continue;
+            }
             let touched = std::iter::once(key).chain(w.op.extra_keys());
             let events = crate::notify::Serving::start(&shared.pubsub, &mut txn, db, touched);
             match w.op.serve(&mut txn, db, key, w.resp3) {
@@ -397,6 +406,28 @@ impl Blocking {
                 }
             }
         }
+    }
+
+    /// Redis runs a blocked command again when a key can serve it, so rules
+    /// changed during the wait apply: the command, the key serving it and
+    /// any other key it writes must still be allowed.
+    fn acl_denial(&self, shared: &Shared, w: &Waiter, key: &Bytes) -> Option<Frame> {
+        let spec = crate::command::lookup(w.op.command().as_bytes())?;
+        let Some(user) = shared.acl.get(&w.user) else {
+            // Deleted meanwhile: its connection is being closed.
+            return Some(Frame::error(format!(
+                "NOPERM User {} has no permissions to run the '{}' command",
+                w.user, spec.name
+            )));
+        };
+        if user.unrestricted() {
+            return None;
+        }
+        let mut args = vec![Bytes::from_static(w.op.command().as_bytes()), key.clone()];
+        args.extend(w.op.extra_keys().iter().cloned());
+        let denial = crate::acl::check::check_keys(&user, spec, &args).err()?;
+        shared.cmdstats.rejected(spec);
+        Some(denial.reply(&user.name))
     }
 
     /// The `n`th waiter on the key that is not being served already.

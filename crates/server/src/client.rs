@@ -104,7 +104,11 @@ pub struct ClientState {
     pub db: usize,
     pub protocol: Protocol,
     pub authenticated: bool,
-    pub user: String,
+    /// The ACL user this connection runs as, refreshed before each command
+    /// when the ACL changed (`acl::check::refresh`).
+    pub user: Arc<crate::acl::User>,
+    /// The ACL generation `user` was read at.
+    pub acl_generation: u64,
     pub name: Option<Bytes>,
     pub multi: Option<MultiState>,
     pub watched: Vec<Watched>,
@@ -171,13 +175,18 @@ pub struct ClientState {
 }
 
 impl ClientState {
-    pub fn new(handle: Arc<ClientHandle>, authenticated: bool) -> ClientState {
+    pub fn new(
+        handle: Arc<ClientHandle>,
+        authenticated: bool,
+        user: Arc<crate::acl::User>,
+    ) -> ClientState {
         ClientState {
             handle,
             db: 0,
             protocol: Protocol::Resp2,
             authenticated,
-            user: "default".into(),
+            user,
+            acl_generation: 0,
             name: None,
             multi: None,
             watched: Vec::new(),
@@ -234,7 +243,7 @@ impl ClientState {
             self.multi.as_ref().map(|m| m.queued.len() + 1).unwrap_or(0),
             self.watched.len(),
             ptr(&self.lib_name) ^ ptr(&self.lib_ver),
-            self.user.len(),
+            Arc::as_ptr(&self.user) as usize,
         ]
     }
 
@@ -255,7 +264,7 @@ impl ClientState {
         i.watch = self.watched.len();
         i.durability = self.durability;
         i.no_touch = self.no_touch;
-        i.user.clone_from(&self.user);
+        i.user.clone_from(&self.user.name);
         i.qbuf = qbuf;
         i.omem = omem;
     }

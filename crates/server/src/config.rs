@@ -65,6 +65,13 @@ pub struct Config {
     pub tls_replication: bool,
     pub dir: PathBuf,
     pub requirepass: Option<String>,
+    /// `user` lines: `<name> <rule> ...`, one per user.
+    pub users: Vec<String>,
+    /// The ACL file ACL LOAD / ACL SAVE use; users come from it at start.
+    pub aclfile: Option<PathBuf>,
+    pub acllog_max_len: usize,
+    /// `acl-pubsub-default allchannels`: new users get every channel.
+    pub acl_pubsub_default_all: bool,
     pub maxclients: usize,
     pub proto_max_bulk_len: u64,
     pub client_query_buffer_limit: u64,
@@ -151,6 +158,10 @@ impl Default for Config {
             tls_replication: false,
             dir: PathBuf::from("./data"),
             requirepass: None,
+            users: Vec::new(),
+            aclfile: None,
+            acllog_max_len: 128,
+            acl_pubsub_default_all: false,
             maxclients: 10_000,
             proto_max_bulk_len: 512 * 1024 * 1024,
             client_query_buffer_limit: 1024 * 1024 * 1024,
@@ -286,13 +297,17 @@ impl Config {
             let db: usize = n.parse().ok()?;
             return (db < self.databases).then(|| self.db_durability(db).to_string());
         }
-        find(&lname).map(|d| (d.get)(self))
+        find(&lname)
+            .filter(|d| !d.name.eq("user"))
+            .map(|d| (d.get)(self))
     }
 
     /// Every (name, value) pair whose name matches the glob `pattern`.
     pub fn matching(&self, pattern: &[u8]) -> Vec<(String, String)> {
         let mut out: Vec<(String, String)> = DIRECTIVES
             .iter()
+            // `user` lines hold passwords; ACL LIST shows users, hashed.
+            .filter(|d| d.name != "user")
             .filter(|d| crate::glob::glob_match(pattern, d.name.as_bytes(), true))
             .map(|d| (d.name.to_string(), (d.get)(self)))
             .collect();
@@ -330,7 +345,7 @@ impl Config {
                         return Err(format!("'{name}' takes one value, not a list"));
                     }
                     let joined = items.iter().map(toml_text).collect::<Result<Vec<_>, _>>()?;
-                    self.set(name, &joined.join(" "))?;
+                    self.set(name, &joined.join("\n"))?;
                 }
                 other => self
                     .set(name, &toml_text(other)?)
@@ -1327,7 +1342,65 @@ pub static DIRECTIVES: &[Directive] = &[
     compat!("repl-diskless-sync", "yes"),
     compat!("repl-diskless-sync-delay", "5"),
     compat!("repl-diskless-load", "disabled"),
-    compat!("acl-pubsub-default", "resetchannels"),
+    Directive {
+        name: "acl-pubsub-default",
+        default: "resetchannels",
+        help: "Channels a new ACL user gets: resetchannels (none) or allchannels",
+        runtime: true,
+        repeatable: false,
+        set: |c, v| {
+            c.acl_pubsub_default_all = match v.to_ascii_lowercase().as_str() {
+                "allchannels" => true,
+                "resetchannels" => false,
+                _ => return Err("argument(s) must be one of the following: allchannels, resetchannels".into()),
+            };
+            Ok(())
+        },
+        get: |c| if c.acl_pubsub_default_all { "allchannels" } else { "resetchannels" }.into(),
+    },
+    Directive {
+        name: "user",
+        default: "",
+        help: "An ACL user, as `<name> <rule> ...` (repeat for more users); not together with aclfile",
+        runtime: false,
+        repeatable: true,
+        set: |c, v| {
+            let scratch = crate::acl::Acl::default();
+            scratch.set_pubsub_default_all(c.acl_pubsub_default_all);
+            let mut users = Vec::new();
+            for line in v.lines().map(str::trim).filter(|l| !l.is_empty()) {
+                crate::acl::file::parse_user(&scratch, line)?;
+                users.push(line.to_string());
+            }
+            c.users = users;
+            Ok(())
+        },
+        get: |c| c.users.join("\n"),
+    },
+    Directive {
+        name: "aclfile",
+        default: "",
+        help: "ACL file the users are loaded from at start, and by ACL LOAD / saved to by ACL SAVE",
+        runtime: false,
+        repeatable: false,
+        set: |c, v| {
+            c.aclfile = (!v.is_empty()).then(|| PathBuf::from(v));
+            Ok(())
+        },
+        get: |c| c.aclfile.as_ref().map(|p| p.display().to_string()).unwrap_or_default(),
+    },
+    Directive {
+        name: "acllog-max-len",
+        default: "128",
+        help: "Most entries ACL LOG keeps",
+        runtime: true,
+        repeatable: false,
+        set: |c, v| {
+            c.acllog_max_len = bounded(v, 0, i64::MAX as u64)? as usize;
+            Ok(())
+        },
+        get: |c| c.acllog_max_len.to_string(),
+    },
     Directive {
         name: "tracking-table-max-keys",
         default: "1000000",
@@ -1382,7 +1455,7 @@ mod tests {
             {
                 continue;
             }
-            assert_eq!(c.get(d.name).unwrap(), d.default, "{}", d.name);
+            assert_eq!((d.get)(&c), d.default, "{}", d.name);
         }
     }
 

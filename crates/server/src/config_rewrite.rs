@@ -57,7 +57,7 @@ fn update(doc: &mut DocumentMut, cfg: &Config) {
         if ALIASES.iter().any(|(old, _)| *old == d.name) {
             // Only a key the file already uses under the old name is kept.
             if in_file {
-                set_keeping_decor(doc, d.name, item_for(d.repeatable, &current));
+                set_keeping_decor(doc, d.name, item_for(d.name, d.repeatable, &current));
             }
             continue;
         }
@@ -69,7 +69,7 @@ fn update(doc: &mut DocumentMut, cfg: &Config) {
         }
         // Compared as the server reports them, so `512mb` equals 536870912.
         if in_file || current != (d.get)(&defaults) {
-            set_keeping_decor(doc, d.name, item_for(d.repeatable, &current));
+            set_keeping_decor(doc, d.name, item_for(d.name, d.repeatable, &current));
         }
     }
     let mut levels = Table::new();
@@ -91,10 +91,16 @@ fn set_keeping_decor(doc: &mut DocumentMut, key: &str, mut item: Item) {
 
 /// Numbers stay numbers and lists (`bind`, `wal-dir`) stay lists, so the
 /// file reads back as it was written.
-fn item_for(repeatable: bool, text: &str) -> Item {
+fn item_for(name: &str, repeatable: bool, text: &str) -> Item {
     if repeatable {
         let mut a = Array::new();
-        for part in text.split_whitespace() {
+        // `user` values are whole lines; `bind` and `wal-dir` are words.
+        let parts: Vec<&str> = if name == "user" {
+            text.lines().filter(|l| !l.is_empty()).collect()
+        } else {
+            text.split_whitespace().collect()
+        };
+        for part in parts {
             a.push(part);
         }
         return value(a);

@@ -130,7 +130,7 @@ pub async fn serve<S: ClientStream>(
     authenticated: bool,
 ) {
     let id = handle.id;
-    let mut client = ClientState::new(handle.clone(), authenticated);
+    let mut client = ClientState::new(handle.clone(), authenticated, shared.acl.default_user());
     if let Err(e) = run(&shared, &mut stream, &mut client).await {
         tracing::debug!(client = id, "connection closed: {e}");
     }

@@ -48,11 +48,18 @@ fn check_and_run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         flag_multi(ctx);
         return Outcome::now(errors::unknown_command(&args[0], &args[1..]));
     };
+    // Set before the checks, as Redis does: CLIENT INFO in ACL LOG names
+    // the refused command.
+    ctx.client.last_cmd.clear();
+    ctx.client.last_cmd.push_str(spec.name);
     if !spec.arity_ok(args.len()) {
         return reject(ctx, spec, errors::wrong_args(spec.name));
     }
     if !ctx.client.authenticated && spec.flags & flags::NOAUTH == 0 {
         return reject(ctx, spec, errors::err(errors::NOAUTH));
+    }
+    if let Some(noperm) = crate::acl::check::enforce(ctx, spec, args) {
+        return reject(ctx, spec, noperm);
     }
     if let Some(refusal) = crate::cmd::pubsub::refuse_in_subscribed_mode(ctx, spec, args) {
         return reject(ctx, spec, refusal);
@@ -67,8 +74,6 @@ fn check_and_run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             return reject(ctx, spec, oom);
         }
     }
-    ctx.client.last_cmd.clear();
-    ctx.client.last_cmd.push_str(spec.name);
     if ctx.client.multi.is_some() && spec.flags & flags::NO_MULTI != 0 {
         flag_multi(ctx);
         return Outcome::now(Frame::error("ERR Command not allowed inside a transaction"));
@@ -422,6 +427,8 @@ pub fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
         };
         let reply = if spec.is_write() && ctx.shared.log_failure().is_some() {
             errors::err(errors::MISCONF)
+        } else if let Some(why) = crate::acl::check::recheck_in_exec(ctx, spec, args) {
+            why
         } else {
             ctx.client.last_cmd.clear();
             ctx.client.last_cmd.push_str(spec.name);

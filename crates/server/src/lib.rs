@@ -9,6 +9,7 @@
 //!   with replies held in order until their LSN is durable.
 //! - [`dispatch`]: lookup, checks, MULTI queueing, locking, commit.
 //! - [`command`]: the command table and handler shapes.
+//! - [`acl`]: ACL users, their permission checks, ACL LOG, the ACL file.
 //! - [`cmd`]: the commands, one module per family.
 //! - [`client`], [`watch`]: per-connection state, client registry, WATCH.
 //! - [`blocking`]: clients blocked on keys (BLPOP...), and serving them.
@@ -28,6 +29,7 @@
 //!   invalidations writes send them.
 //! - [`errors`], [`glob`], [`util`]: Redis error strings and helpers.
 
+pub mod acl;
 pub mod blocking;
 pub mod checkpointer;
 pub mod client;
@@ -75,18 +77,20 @@ pub fn run(config: Config) -> Result<(), String> {
     if config.disable_thp {
         memory::disable_thp();
     }
+    let acl = acl::file::from_config(&config)?;
     let store = Store::open(&config)?;
-    serve_until_shutdown(prepare(config, store))
+    serve_until_shutdown(prepare(config, store, acl))
 }
 
 /// Opens the store on `fs` (tests use a fault-injecting disk) and returns
 /// the state a server on it shares; call [`serve_until_shutdown`] next.
 pub fn open_with(config: Config, fs: Arc<dyn FileSystem>) -> Result<Arc<Shared>, String> {
+    let acl = acl::file::from_config(&config)?;
     let store = Store::open_with(&config, fs)?;
-    Ok(prepare(config, store))
+    Ok(prepare(config, store, acl))
 }
 
-fn prepare(config: Config, store: Store) -> Arc<Shared> {
+fn prepare(config: Config, store: Store, acl: acl::Acl) -> Arc<Shared> {
     let c = &store.checkpoint_recovery;
     if let Some(l) = &c.loaded {
         tracing::info!(
@@ -112,7 +116,7 @@ fn prepare(config: Config, store: Store) -> Arc<Shared> {
         let logged = config.db_durability(db).is_logged();
         store.keyspace.set_logged_at_start(db, logged);
     }
-    let shared = Arc::new(Shared::new(config, store));
+    let shared = Arc::new(Shared::new(config, store, acl));
     let tx = shared.durable_tx.clone();
     let waiters = shared.durable_waiters.clone();
     shared

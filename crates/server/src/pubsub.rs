@@ -308,6 +308,16 @@ impl Registry {
         self.names.read().get(name).map_or(0, HashMap::len)
     }
 
+    /// The names client `id` is subscribed to.
+    fn of_client(&self, id: u64) -> Vec<Bytes> {
+        self.names
+            .read()
+            .iter()
+            .filter(|(_, subs)| subs.contains_key(&id))
+            .map(|(n, _)| n.clone())
+            .collect()
+    }
+
     /// Names with subscribers, those matching `pattern` if given.
     fn matching(&self, pattern: Option<&[u8]>) -> Vec<Bytes> {
         self.names
@@ -557,6 +567,20 @@ impl PubSub {
             }
             Some(false) => true,
         });
+    }
+
+    /// Every subscription of client `id`, of each kind (ACL SETUSER checks
+    /// them when a user's channels shrink). Scans every name.
+    pub fn subscriptions_of(&self, id: u64) -> Vec<(Kind, Bytes)> {
+        let mut out = Vec::new();
+        for (kind, r) in [
+            (Kind::Channel, &self.channels),
+            (Kind::Pattern, &self.patterns),
+            (Kind::Shard, &self.shard_channels),
+        ] {
+            out.extend(r.of_client(id).into_iter().map(|n| (kind, n)));
+        }
+        out
     }
 
     /// PUBSUB CHANNELS / SHARDCHANNELS.

@@ -242,13 +242,13 @@ async fn accept_loop(
         let (maxclients, protected, authenticated, keepalive) = {
             let c = shared.config.read();
             let protected = c.protected_mode
-                && c.requirepass.is_none()
+                && shared.acl.default_needs_no_auth()
                 && !is_loopback_only(&c.bind)
                 && !addr.ip().is_loopback();
             (
                 c.maxclients,
                 protected,
-                c.requirepass.is_none(),
+                shared.acl.default_needs_no_auth(),
                 c.tcp_keepalive_secs,
             )
         };

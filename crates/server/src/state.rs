@@ -162,10 +162,12 @@ pub struct Shared {
     pub evict: crate::evict::Eviction,
     /// Replication: this server's stream and replicas, or its primary link.
     pub repl: crate::repl::Replication,
+    /// ACL users and ACL LOG.
+    pub acl: crate::acl::Acl,
 }
 
 impl Shared {
-    pub fn new(config: Config, store: Store) -> Shared {
+    pub fn new(config: Config, store: Store, acl: crate::acl::Acl) -> Shared {
         let run_id: String = (0..40)
             .map(|_| {
                 let n: u8 = rand::random::<u8>() % 16;
@@ -197,6 +199,7 @@ impl Shared {
             .set_replication_feed(repl.feed(config.encodings));
         let durable_waiters = Arc::new(DurableWaiters::new(store.wal.num_streams()));
         let shared = Shared {
+            acl,
             repl,
             checkpoints,
             store,

@@ -746,3 +746,51 @@ fn a_full_sync_cut_off_leaves_the_replica_empty() {
     let n: i64 = q(&mut r, &["DBSIZE"]);
     assert_eq!(n, 0, "a part of the dataset was left");
 }
+
+/// `masteruser` / `masterauth`: a replica logs in to its primary as an ACL
+/// user that may run only the replication handshake, as Redis's docs
+/// recommend; with a wrong password, or a user without PSYNC, the link
+/// stays down and the primary's ACL LOG says why.
+#[test]
+fn a_replica_logs_in_to_its_primary_as_a_restricted_acl_user() {
+    let primary = Server::start(&[
+        "--user",
+        "repl on >rpw +psync +replconf +ping",
+        "--user",
+        "nosync on >npw +replconf +ping",
+    ]);
+    let mut p = primary.conn();
+    populate(&mut p);
+
+    let replica = replica_of(&primary, &["--masteruser", "repl", "--masterauth", "rpw"]);
+    let mut r = replica.conn();
+    eventually("the link is up", || link_up(&mut r));
+    wait_converged(&mut p, &mut r, &DBS);
+    live_writes(&mut p);
+    wait_converged(&mut p, &mut r, &DBS);
+
+    let wrong = replica_of(&primary, &["--masteruser", "repl", "--masterauth", "nope"]);
+    let denied = replica_of(&primary, &["--masteruser", "nosync", "--masterauth", "npw"]);
+    let mut log_has = |reason: &str, object: &str| {
+        let log: Vec<Vec<redis::Value>> = q(&mut p, &["ACL", "LOG"]);
+        log.iter().any(|entry| {
+            let text: Vec<String> = entry
+                .iter()
+                .map(|v| redis::from_redis_value::<String>(v.clone()).unwrap_or_default())
+                .collect();
+            text.windows(2).any(|w| w[0] == "reason" && w[1] == reason)
+                && text.windows(2).any(|w| w[0] == "object" && w[1] == object)
+        })
+    };
+    eventually("the wrong password is logged", || log_has("auth", "AUTH"));
+    eventually("the missing PSYNC permission is logged", || {
+        log_has("command", "psync")
+    });
+    for s in [&wrong, &denied] {
+        let mut c = s.conn();
+        assert!(!link_up(&mut c));
+        assert_eq!(info_field(&mut c, "role"), "slave");
+    }
+    let n: i64 = q(&mut p, &["WAIT", "1", "2000"]);
+    assert_eq!(n, 1, "only the replica that logged in is counted");
+}

@@ -227,7 +227,7 @@ fn caller_info(ctx: &Ctx<'_>) -> ClientInfo {
         watch: c.watched.len(),
         durability: c.durability,
         no_touch: c.no_touch,
-        user: c.user.clone(),
+        user: c.user.name.clone(),
         qbuf: c.query_bytes,
         omem: 0,
     }
@@ -320,6 +320,11 @@ fn line_for(ctx: &Ctx<'_>, h: &ClientHandle) -> String {
         let info = h.info.lock().clone();
         client_line(h, &info, &tracking)
     }
+}
+
+/// The calling connection's CLIENT INFO line (ACL LOG's `client-info`).
+pub fn own_line(ctx: &Ctx<'_>) -> String {
+    line_for(ctx, &ctx.client.handle)
 }
 
 /// Client types of CLIENT LIST / KILL TYPE. A connection with
@@ -496,7 +501,7 @@ fn kill_matching(ctx: &mut Ctx<'_>, f: &KillFilter) -> usize {
             continue;
         }
         let user = if h.id == me {
-            ctx.client.user.clone()
+            ctx.client.user.name.clone()
         } else {
             h.info.lock().user.clone()
         };

@@ -134,43 +134,14 @@ impl View {
         v
     }
 
-    fn acl_categories(&self) -> Vec<&'static str> {
-        let mut v = Vec::new();
-        if self.flags & WRITE != 0 {
-            v.push("@write");
-        }
-        if self.flags & READONLY != 0 {
-            v.push("@read");
-        }
-        let group_cat = match self.group {
-            "string" => Some("@string"),
-            "hash" => Some("@hash"),
-            "list" => Some("@list"),
-            "set" => Some("@set"),
-            "sorted-set" | "sorted_set" | "zset" => Some("@sortedset"),
-            "generic" => Some("@keyspace"),
-            "connection" => Some("@connection"),
-            "transactions" => Some("@transaction"),
-            "pubsub" => Some("@pubsub"),
-            "scripting" => Some("@scripting"),
-            "bitmap" => Some("@bitmap"),
-            "hyperloglog" => Some("@hyperloglog"),
-            "geo" => Some("@geo"),
-            "stream" => Some("@stream"),
-            _ => None,
-        };
-        v.extend(group_cat);
-        if self.flags & ADMIN != 0 || matches!(self.keys, Keys::All) {
-            v.push("@admin");
-            v.push("@dangerous");
-        }
-        v.push(if self.flags & FAST != 0 {
-            "@fast"
-        } else {
-            "@slow"
-        });
-        v.dedup();
-        v
+    /// The ACL categories the ACL rules use for it, with `@`.
+    fn acl_categories(&self) -> Vec<String> {
+        use crate::acl::{categories, index::INDEX};
+        let mask = INDEX.id(&self.name).map_or(0, |id| INDEX.categories[id]);
+        categories::names(mask)
+            .into_iter()
+            .map(|c| format!("@{c}"))
+            .collect()
     }
 
     fn key_specs(&self) -> Frame {
@@ -442,7 +413,7 @@ fn command_list(args: &[Bytes]) -> Frame {
             let keep = match &filter {
                 Filter::All => true,
                 Filter::None => false,
-                Filter::Category(c) => v.acl_categories().contains(&c.as_str()),
+                Filter::Category(c) => v.acl_categories().contains(c),
                 Filter::Pattern(p) => glob_match(p, v.name.as_bytes(), true),
             };
             if keep {

@@ -96,7 +96,15 @@ fn config_other(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             Ok(Frame::ok())
         }
         "rewrite" => {
-            let cfg = ctx.shared.config.read().clone();
+            let mut cfg = ctx.shared.config.read().clone();
+            // Users go to the file as they are now, passwords hashed; with
+            // an ACL file they live there instead.
+            if cfg.aclfile.is_none() {
+                cfg.users = crate::acl::file::lines(&ctx.shared.acl)
+                    .into_iter()
+                    .map(|l| l.trim_start_matches("user ").to_string())
+                    .collect();
+            }
             crate::config_rewrite::rewrite(&cfg).map_err(|e| Frame::error(format!("ERR {e}")))?;
             Ok(Frame::ok())
         }
@@ -124,6 +132,7 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> (Frame, u64) {
     if frame.is_error() {
         return (frame, 0);
     }
+    crate::acl::apply_config(ctx.shared, &before);
     crate::pubsub::apply_config(ctx.shared);
     crate::tracking::apply_config(ctx.shared);
     crate::evict::apply_config(ctx.shared);

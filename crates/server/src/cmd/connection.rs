@@ -126,33 +126,44 @@ fn reset(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
     ctx.client.name = None;
     ctx.client.durability = None;
     ctx.client.no_touch = false;
-    ctx.client.authenticated = ctx.shared.config.read().requirepass.is_none();
-    ctx.client.user = "default".into();
+    ctx.client.authenticated = ctx.shared.acl.default_needs_no_auth();
+    ctx.client.user = ctx.shared.acl.default_user();
+    ctx.client.acl_generation = ctx.shared.acl.generation();
     Ok(Frame::simple("RESET"))
 }
 
-/// Checks a username/password pair against the default user.
-fn check_credentials(ctx: &Ctx<'_>, user: &[u8], pass: &[u8]) -> bool {
-    if user != b"default" {
-        return false;
+/// Logs the connection in as `user` if `pass` is one of its passwords;
+/// a failure goes to ACL LOG under the name tried.
+fn log_in(ctx: &mut Ctx<'_>, command: &[u8], user: &[u8], pass: &[u8]) -> Result<(), Frame> {
+    match ctx.shared.acl.authenticate(user, pass) {
+        Some(u) => {
+            ctx.client.authenticated = true;
+            ctx.client.user = u;
+            ctx.client.acl_generation = ctx.shared.acl.generation();
+            Ok(())
+        }
+        None => {
+            let context = if ctx.client.multi.is_some() || ctx.client.in_exec {
+                crate::acl::log::Context::Multi
+            } else {
+                crate::acl::log::Context::Toplevel
+            };
+            crate::acl::check::log(
+                ctx,
+                crate::acl::log::Reason::Auth,
+                context,
+                String::from_utf8_lossy(command).into_owned(),
+                Some(&String::from_utf8_lossy(user)),
+            );
+            Err(errors::err(errors::WRONGPASS))
+        }
     }
-    match &ctx.shared.config.read().requirepass {
-        None => true,
-        Some(p) => constant_time_eq(p.as_bytes(), pass),
-    }
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 fn auth(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let (user, pass) = match args.len() {
         2 => {
-            if ctx.shared.config.read().requirepass.is_none() {
+            if ctx.shared.acl.default_user().nopass {
                 return Err(Frame::error("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"));
             }
             (&b"default"[..], &args[1][..])
@@ -160,13 +171,8 @@ fn auth(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         3 => (&args[1][..], &args[2][..]),
         _ => return Err(errors::err(errors::SYNTAX)),
     };
-    if check_credentials(ctx, user, pass) {
-        ctx.client.authenticated = true;
-        ctx.client.user = String::from_utf8_lossy(user).into_owned();
-        Ok(Frame::ok())
-    } else {
-        Err(errors::err(errors::WRONGPASS))
-    }
+    log_in(ctx, &args[0], user, pass)?;
+    Ok(Frame::ok())
 }
 
 fn hello(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
@@ -202,11 +208,7 @@ fn hello(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         }
     }
     if let Some((u, p)) = creds {
-        if !check_credentials(ctx, &u, &p) {
-            return Err(errors::err(errors::WRONGPASS));
-        }
-        ctx.client.authenticated = true;
-        ctx.client.user = String::from_utf8_lossy(&u).into_owned();
+        log_in(ctx, &args[0], &u, &p)?;
     }
     if !ctx.client.authenticated {
         return Err(Frame::error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"));

@@ -13,6 +13,7 @@
 //! so KILL and STATS answer while a script holds them all.
 
 use super::keys::{apply, apply_all};
+use super::subcommands::{find_sub, note_subcommand, sub, SubSpec};
 use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Keys, Reply, NO_KEYS};
 use crate::errors;
 use crate::glob::glob_match;
@@ -37,17 +38,19 @@ pub fn commands() -> Vec<CommandSpec> {
     ]
 }
 
-/// FUNCTION's subcommands and their Redis arity (with FUNCTION itself).
-const SUBCOMMANDS: &[(&str, i32)] = &[
-    ("delete", 3),
-    ("dump", 2),
-    ("flush", -2),
-    ("help", 2),
-    ("kill", 2),
-    ("list", -2),
-    ("load", -3),
-    ("restore", -3),
-    ("stats", 2),
+/// FUNCTION's subcommands, with Redis's arity (FUNCTION itself counted)
+/// and flags.
+#[rustfmt::skip]
+pub(super) const FUNCTION_SUBS: &[SubSpec] = &[
+    sub("delete", 3, WRITE | NOSCRIPT, "Deletes a library and its functions."),
+    sub("dump", 2, NOSCRIPT, "Dumps all libraries into a serialized binary payload."),
+    sub("flush", -2, WRITE | NOSCRIPT, "Deletes all libraries and functions."),
+    sub("help", 2, LOADING | STALE, "Returns helpful text about the different subcommands."),
+    sub("kill", 2, NOSCRIPT, "Terminates a function during execution."),
+    sub("list", -2, NOSCRIPT, "Returns information about all libraries."),
+    sub("load", -3, WRITE | DENYOOM | NOSCRIPT, "Creates a library."),
+    sub("restore", -3, WRITE | DENYOOM | NOSCRIPT, "Restores all libraries from a payload."),
+    sub("stats", 2, NOSCRIPT, "Returns information about a function during execution."),
 ];
 
 /// May FUNCTION `args` run while a script runs too long? (KILL, STATS.)
@@ -56,17 +59,9 @@ pub fn allowed_when_busy(args: &[Bytes]) -> bool {
 }
 
 fn function(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
-    let Some(&(name, arity)) = SUBCOMMANDS.iter().find(|(n, _)| is(&args[1], n)) else {
-        return Err(errors::unknown_subcommand(&args[1], "function"));
-    };
-    let argc = args.len() as i32;
-    if (arity >= 0 && argc != arity) || argc < -arity {
-        return Err(errors::wrong_args(&format!("function|{name}")));
-    }
-    ctx.client.last_cmd.clear();
-    ctx.client.last_cmd.push_str("function|");
-    ctx.client.last_cmd.push_str(name);
-    match name {
+    let s = find_sub("function", args)?;
+    note_subcommand(ctx, "function", s);
+    match s.name {
         "load" => load(ctx, txn, args),
         "delete" => delete(ctx, txn, args),
         "flush" => flush(ctx, txn, args),

@@ -401,6 +401,11 @@ fn stats_section(shared: &Shared) -> String {
     field(&mut s, "migrate_cached_sockets", 0);
     field(&mut s, "total_error_replies", get(&st.total_error_replies));
     field(&mut s, "unexpected_error_replies", 0);
+    let denied = &shared.acl.denied;
+    field(&mut s, "acl_access_denied_auth", get(&denied.auth));
+    field(&mut s, "acl_access_denied_cmd", get(&denied.cmd));
+    field(&mut s, "acl_access_denied_key", get(&denied.key));
+    field(&mut s, "acl_access_denied_channel", get(&denied.channel));
     field(&mut s, "watch_aborts", get(&st.watch_aborts));
     s
 }

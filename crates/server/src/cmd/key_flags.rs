@@ -39,7 +39,10 @@ pub fn key_spec_flags(name: &str, write: bool) -> &'static [&'static [&'static s
         "sinterstore" | "sunionstore" | "sdiffstore" | "zunionstore" | "zinterstore"
         | "zdiffstore" | "zrangestore" => &[OW_UPDATE, RO_ACCESS],
         "exists" | "type" | "ttl" | "pttl" | "expiretime" | "pexpiretime" | "strlen" | "llen"
-        | "scard" | "zcard" | "hlen" | "hstrlen" | "xlen" | "touch" | "object" | "watch" => &[RO],
+        | "scard" | "zcard" | "hlen" | "hstrlen" | "xlen" | "touch" | "object" | "watch"
+        | "hexists" | "sismember" | "smismember" | "memory" => &[RO],
+        // A script may read and write the keys it names.
+        "eval" | "evalsha" | "fcall" => &[RW_ACCESS_UPDATE],
         _ if write => &[RW_ACCESS_UPDATE],
         _ => &[RO_ACCESS],
     }

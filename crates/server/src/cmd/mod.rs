@@ -34,6 +34,7 @@ pub(crate) fn read_as<'t, T: ?Sized>(
     }
 }
 
+pub mod acl;
 pub mod bitmaps;
 pub mod blocking;
 pub mod client;
@@ -77,6 +78,7 @@ pub mod zsets;
 pub fn all_commands() -> Vec<CommandSpec> {
     let mut v = Vec::new();
     v.extend(connection::commands());
+    v.extend(acl::commands());
     v.extend(transaction::commands());
     v.extend(client::commands());
     v.extend(command_docs::commands());

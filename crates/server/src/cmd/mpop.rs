@@ -73,7 +73,12 @@ fn keys_after(args: &[Bytes], numkeys_at: usize) -> Vec<usize> {
         return Vec::new();
     };
     let first = numkeys_at + 1;
-    (first..(first + n).min(args.len())).collect()
+    // More keys than arguments: a syntax error, naming no keys (as Redis's
+    // key finder says, so ACL checks and GETKEYS agree).
+    if first + n > args.len() {
+        return Vec::new();
+    }
+    (first..first + n).collect()
 }
 
 /// LMPOP and ZMPOP: `numkeys` is argument 1.

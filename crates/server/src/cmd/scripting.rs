@@ -185,6 +185,14 @@ pub(crate) fn call(
     resp: u8,
     ro: bool,
 ) -> Frame {
+    if resp == crate::scripting::vm::ACL_CHECK_ONLY {
+        return match lookup(&args[0]) {
+            Some(spec) if spec.arity_ok(args.len()) => Frame::Integer(
+                crate::acl::check::check(&ctx.client.user, spec, args).is_ok() as i64,
+            ),
+            _ => Frame::error("ERR Invalid command passed to redis.acl_check_cmd()"),
+        };
+    }
     let Some(spec) = lookup(&args[0]) else {
         return errors::err(UNKNOWN_COMMAND);
     };
@@ -244,6 +252,9 @@ fn count_error(ctx: &Ctx<'_>, error: &Frame) {
 fn refusal(ctx: &Ctx<'_>, spec: &CommandSpec, args: &[Bytes], ro: bool) -> Option<Frame> {
     if !spec.arity_ok(args.len()) {
         return Some(errors::err(WRONG_ARITY));
+    }
+    if let Some(denied) = crate::acl::check::in_script(ctx, spec, args) {
+        return Some(denied);
     }
     // A subcommand's own flags count, as Redis looks the subcommand up
     // before it checks them (CLUSTER RESET, CONFIG SET, ...).

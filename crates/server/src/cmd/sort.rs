@@ -187,6 +187,20 @@ enum SortKey {
 
 fn run(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes], readonly: bool) -> Reply {
     let o = parse(args, readonly)?;
+    // BY and GET read keys no ACL check saw: only a user who may read
+    // every key may use them.
+    if !crate::acl::check::may_read_every_key(&ctx.client.user) {
+        if o.by.is_some() && !o.dont_sort {
+            return Err(Frame::error(
+                "ERR BY option of SORT denied due to insufficient ACL permissions.",
+            ));
+        }
+        if !o.gets.is_empty() {
+            return Err(Frame::error(
+                "ERR GET option of SORT denied due to insufficient ACL permissions.",
+            ));
+        }
+    }
     let db = ctx.db();
     let (kind, len) = match txn.get(db, &args[1]).map(|e| &e.value) {
         None => (Kind::List, 0),

@@ -35,10 +35,12 @@ pub(super) const fn sub(
 /// The subcommand table of a container command, if it is one of ours.
 pub fn subcommands_of(container: &str) -> &'static [SubSpec] {
     match container {
+        "acl" => super::acl::ACL_SUBS,
         "client" => super::client::CLIENT_SUBS,
         "cluster" => super::cluster::CLUSTER_SUBS,
         "command" => super::command_docs::COMMAND_SUBS,
         "config" => super::config::CONFIG_SUBS,
+        "function" => super::functions::FUNCTION_SUBS,
         "latency" => super::diagnostics::LATENCY_SUBS,
         "slowlog" => super::diagnostics::SLOWLOG_SUBS,
         "memory" => super::memory::MEMORY_SUBS,

@@ -414,7 +414,7 @@ impl<'s> MasterClient<'s> {
         let handle = shared.clients.register(addr, laddr, -1);
         handle.replication.store(true, Ordering::Release);
         handle.master_link.store(true, Ordering::Release);
-        let mut state = ClientState::new(handle, true);
+        let mut state = ClientState::new(handle, true, Arc::new(crate::acl::User::default_user()));
         state.is_master = true;
         state.db = shared.repl.master_db.load(Ordering::Acquire) as usize;
         state.reply_mode = crate::client::ReplyMode::Off;

@@ -143,8 +143,9 @@ redis.breakpoint = function() return false end
 redis.debug = function() end
 redis.acl_check_cmd = function(...)
   if select('#', ...) < 1 then raise('Please specify at least one argument for this redis lib call') end
-  if not api.command_exists((...)) then raise('Invalid command passed to redis.acl_check_cmd()') end
-  return true
+  local ok, allowed = api.acl_check_cmd(...)
+  if not ok then raise(allowed) end
+  return allowed
 end
 redis.LOG_DEBUG, redis.LOG_VERBOSE, redis.LOG_NOTICE, redis.LOG_WARNING = 0, 1, 2, 3
 redis.REPL_NONE, redis.REPL_AOF, redis.REPL_SLAVE, redis.REPL_REPLICA, redis.REPL_ALL = 0, 1, 2, 2, 3

@@ -45,6 +45,11 @@ struct Loading(Vec<Registration>);
 /// Runs one command for `redis.call`: (arguments, the script's RESP level).
 pub type Exec<'a> = dyn FnMut(Vec<Bytes>, u8) -> Frame + 'a;
 
+/// The RESP level an [`Exec`] is called with to ask only whether the
+/// calling user may run the command (`redis.acl_check_cmd`): it answers
+/// 1 or 0, or an error for an unknown command.
+pub const ACL_CHECK_ONLY: u8 = 0;
+
 /// Per-VM values the hook and the API functions reach through app data.
 struct Shared {
     run: Arc<RunState>,
@@ -270,11 +275,19 @@ impl Vm {
         let call_with = &self.call_with;
         let out = self.lua.scope(|scope| {
             let call = scope.create_function_mut(
-                |lua, (args, n): (Table, usize)| -> mlua::Result<(bool, Value)> {
+                |lua,
+                 (args, n, check): (Table, usize, Option<bool>)|
+                 -> mlua::Result<(bool, Value)> {
                     let args = match command_args(&args, n) {
                         Ok(a) => a,
                         Err(msg) => return Ok((false, error_table(lua, msg)?)),
                     };
+                    if check == Some(true) {
+                        return Ok(match exec(args, ACL_CHECK_ONLY) {
+                            Frame::Integer(n) => (true, Value::Boolean(n == 1)),
+                            other => (false, frame_to_lua(lua, &other, 2)?),
+                        });
+                    }
                     let resp = lua
                         .app_data_ref::<Shared>()
                         .map(|s| s.resp.load(Ordering::Relaxed))
@@ -601,6 +614,28 @@ fn api_table(lua: &Lua) -> mlua::Result<Table> {
                     .store(if v == 3.0 { 3 } else { 2 }, Ordering::Relaxed);
             }
             Ok(())
+        })?,
+    )?;
+    api.raw_set(
+        "acl_check_cmd",
+        lua.create_function(|lua, args: Variadic<Value>| {
+            let n = args.len();
+            let t = lua.create_table_with_capacity(n, 0)?;
+            for (i, a) in args.into_iter().enumerate() {
+                t.raw_set(i + 1, a)?;
+            }
+            // (true, allowed) or (false, the error's text without its code).
+            let exec: mlua::Function = lua.named_registry_value(EXEC_KEY)?;
+            let (ok, v): (bool, Value) = exec.call((t, n, true))?;
+            if ok {
+                return Ok((true, v));
+            }
+            let text = match &v {
+                Value::Table(t) => t.raw_get::<String>("err").unwrap_or_default(),
+                _ => String::new(),
+            };
+            let text = text.strip_prefix("ERR ").unwrap_or(&text).to_string();
+            Ok((false, Value::String(lua.create_string(text)?)))
         })?,
     )?;
     api.raw_set(
