@@ -23,13 +23,23 @@ pub struct RequestLimits {
     pub max_bulk_len_bytes: u64,
     /// Largest argument count of one multibulk request.
     pub max_multibulk_len: u64,
+    /// The client has not logged in: Redis's much smaller bounds apply
+    /// ([`UNAUTHENTICATED_MAX_ARGS`], [`UNAUTHENTICATED_MAX_BULK_BYTES`]),
+    /// so a stranger cannot make the server buffer a large request.
+    pub unauthenticated: bool,
 }
+
+/// Most arguments a request of a client that has not logged in may have.
+pub const UNAUTHENTICATED_MAX_ARGS: i64 = 10;
+/// Largest argument of a request of a client that has not logged in.
+pub const UNAUTHENTICATED_MAX_BULK_BYTES: i64 = 16 * 1024;
 
 impl Default for RequestLimits {
     fn default() -> Self {
         RequestLimits {
             max_bulk_len_bytes: 512 * 1024 * 1024,
             max_multibulk_len: i32::MAX as u64,
+            unauthenticated: false,
         }
     }
 }
@@ -51,6 +61,10 @@ pub enum ParseError {
     TooBigInline,
     #[error("Protocol error: unbalanced quotes in request")]
     UnbalancedQuotes,
+    #[error("Protocol error: unauthenticated multibulk length")]
+    UnauthenticatedMultibulkLength,
+    #[error("Protocol error: unauthenticated bulk length")]
+    UnauthenticatedBulkLength,
 }
 
 impl ParseError {
@@ -103,6 +117,9 @@ impl RequestParser {
             return Ok(Step::Incomplete);
         };
         let count = parse_len(count).ok_or(ParseError::InvalidMultibulkLength)?;
+        if self.limits.unauthenticated && count > UNAUTHENTICATED_MAX_ARGS {
+            return Err(ParseError::UnauthenticatedMultibulkLength);
+        }
         if count > self.limits.max_multibulk_len as i64 {
             return Err(ParseError::InvalidMultibulkLength);
         }
@@ -125,6 +142,9 @@ impl RequestParser {
                 return Ok(Step::Incomplete);
             };
             let len = parse_len(len).ok_or(ParseError::InvalidBulkLength)?;
+            if self.limits.unauthenticated && len > UNAUTHENTICATED_MAX_BULK_BYTES {
+                return Err(ParseError::UnauthenticatedBulkLength);
+            }
             if len < 0 || len as u64 > self.limits.max_bulk_len_bytes {
                 return Err(ParseError::InvalidBulkLength);
             }
@@ -340,6 +360,30 @@ mod tests {
         assert_eq!(out.len(), 2);
         assert_eq!(out[0][2], Bytes::from("va\r\nl"));
         assert_eq!(out[1], vec![Bytes::from("PING")]);
+    }
+
+    #[test]
+    fn unauthenticated_requests_are_small() {
+        let p = RequestParser::new(RequestLimits {
+            unauthenticated: true,
+            ..RequestLimits::default()
+        });
+        let mut buf = BytesMut::from(&b"*11\r\n"[..]);
+        assert_eq!(
+            p.parse(&mut buf),
+            Err(ParseError::UnauthenticatedMultibulkLength)
+        );
+        let mut buf = BytesMut::from(&b"*2\r\n$4\r\nAUTH\r\n$16385\r\n"[..]);
+        assert_eq!(
+            p.parse(&mut buf),
+            Err(ParseError::UnauthenticatedBulkLength)
+        );
+        let mut buf = BytesMut::from(&b"*2\r\n$4\r\nAUTH\r\n$2\r\npw\r\n"[..]);
+        assert_eq!(p.parse(&mut buf).unwrap().unwrap().len(), 2);
+        assert_eq!(
+            ParseError::UnauthenticatedBulkLength.reply_text(),
+            "ERR Protocol error: unauthenticated bulk length"
+        );
     }
 
     #[test]

@@ -160,6 +160,7 @@ async fn run<S: ClientStream>(
             RequestLimits {
                 max_bulk_len_bytes: c.proto_max_bulk_len,
                 max_multibulk_len: i32::MAX as u64,
+                unauthenticated: false,
             },
             c.client_query_buffer_limit as usize,
             c.timeout_secs,
@@ -349,7 +350,14 @@ fn process(
     let mut asked = 0;
     loop {
         let unparsed = rbuf.len();
-        let args = match parser.parse(rbuf) {
+        let parsed = if client.authenticated {
+            parser.parse(rbuf)
+        } else {
+            let mut limits = parser.limits;
+            limits.unauthenticated = true;
+            RequestParser::new(limits).parse(rbuf)
+        };
+        let args = match parsed {
             Ok(Some(args)) => {
                 // CLIENT LIST's qbuf for this client, as Redis counts it
                 // while a command runs: the request and what follows it.

@@ -1412,3 +1412,36 @@ fn malformed_acl_requests_are_errors_and_the_server_keeps_serving() {
     let mut fresh = srv.conn();
     assert_eq!(q::<String>(&mut fresh, &["PING"]), "PONG");
 }
+
+/// Until a client logs in, a request may have at most 10 arguments of at
+/// most 16 KB each, as in Redis, so a stranger cannot make the server
+/// buffer a large request; once logged in the usual limits apply.
+#[test]
+fn unauthenticated_clients_send_only_small_requests() {
+    let srv = Server::start(&["--requirepass", "secret"]);
+    for (request, error) in [
+        (&b"*100\r\n"[..], "multibulk"),
+        (&b"*1\r\n$100000000\r\n"[..], "bulk"),
+    ] {
+        let mut s = srv.raw();
+        send_raw(&mut s, request);
+        let reply = String::from_utf8(read_to_close(&mut s)).unwrap();
+        assert_eq!(
+            reply,
+            format!("-ERR Protocol error: unauthenticated {error} length\r\n")
+        );
+    }
+    let mut r = RespConn::new(srv.raw());
+    r.send(&["AUTH", "secret"]);
+    r.expect("+OK\r\n");
+    let big = "v".repeat(100_000);
+    let mut args = vec!["MSET"];
+    for _ in 0..10 {
+        args.extend_from_slice(&["k", big.as_str()]);
+    }
+    r.send(&args);
+    r.expect("+OK\r\n");
+    let mut c = srv.conn();
+    assert_eq!(auth(&mut c, "default", "secret"), "OK");
+    assert_eq!(q::<usize>(&mut c, &["STRLEN", "k"]), 100_000);
+}

@@ -263,6 +263,7 @@ async fn stream_to<S: Stream>(
     let parser = RequestParser::new(RequestLimits {
         max_bulk_len_bytes: 1 << 20,
         max_multibulk_len: 1 << 20,
+        unauthenticated: false,
     });
     let mut end_rx = shared.repl.stream.end_tx.subscribe();
     let mut rbuf = BytesMut::with_capacity(1024);

@@ -658,6 +658,7 @@ async fn apply_stream<S: Stream>(
     let parser = RequestParser::new(RequestLimits {
         max_bulk_len_bytes: 512 * 1024 * 1024,
         max_multibulk_len: i32::MAX as u64,
+        unauthenticated: false,
     });
     let mut ack_timer = tokio::time::interval(ACK_PERIOD);
     let handle = master.state.handle.clone();
