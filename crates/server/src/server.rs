@@ -241,8 +241,9 @@ async fn accept_loop(
             .fetch_add(1, Ordering::Relaxed);
         let (maxclients, protected, authenticated, keepalive) = {
             let c = shared.config.read();
+            // As in Redis: a `default` user without a password, on or off.
             let protected = c.protected_mode
-                && shared.acl.default_needs_no_auth()
+                && shared.acl.default_user().nopass
                 && !is_loopback_only(&c.bind)
                 && !addr.ip().is_loopback();
             (

@@ -3,7 +3,8 @@
 //! kill -9 of the primary, Sentinel promotes a replica, repoints the other
 //! one, and turns the restarted old primary into a replica; every write
 //! acknowledged at `full` and replicated (WAIT 2) before the kill is on the
-//! new primary, and the three servers converge. Skips with a message when
+//! new primary, and the three servers converge; once more with Sentinel and
+//! the replicas logged in as restricted ACL users. Skips with a message when
 //! `redis-sentinel` is not installed. Also: the replica role a server keeps
 //! across a restart through CONFIG REWRITE, and the INFO fields and
 //! CLIENT KILL types Sentinel relies on, without Sentinel.
@@ -129,7 +130,8 @@ impl Cluster {
         self.sentinels[0].0
     }
 
-    fn start_sentinels(&mut self, ports: &[u16], primary: u16) {
+    /// `extra`: more `sentinel.conf` lines (`sentinel auth-user ...`).
+    fn start_sentinels(&mut self, ports: &[u16], primary: u16, extra: &str) {
         for (i, &port) in ports.iter().enumerate() {
             let dir = self.root.path().join(format!("sentinel{i}"));
             std::fs::create_dir_all(&dir).unwrap();
@@ -143,7 +145,7 @@ impl Cluster {
                  sentinel monitor {MASTER} 127.0.0.1 {primary} 2\n\
                  sentinel down-after-milliseconds {MASTER} 1000\n\
                  sentinel failover-timeout {MASTER} 5000\n\
-                 sentinel parallel-syncs {MASTER} 2\n",
+                 sentinel parallel-syncs {MASTER} 2\n{extra}",
                 dir.join("sentinel.log").display(),
                 dir.display()
             );
@@ -273,6 +275,11 @@ const FULL: &str = "durability = \"full\"\n";
 /// online, and every Sentinel knows both replicas and the other two
 /// Sentinels. Returns the cluster and the servers' ports, primary first.
 fn start_cluster(settings: &str) -> (Cluster, Vec<u16>) {
+    start_cluster_with(settings, "")
+}
+
+/// As [`start_cluster`], with more lines for each Sentinel's file.
+fn start_cluster_with(settings: &str, sentinel_extra: &str) -> (Cluster, Vec<u16>) {
     let ports = free_ports(6);
     let (node_ports, sentinel_ports) = ports.split_at(3);
     let root = tempfile::tempdir().unwrap();
@@ -300,7 +307,7 @@ fn start_cluster(settings: &str) -> (Cluster, Vec<u16>) {
         let info: String = try_cmd(primary, &["INFO", "replication"]).ok()?;
         (info.matches("state=online").count() == 2).then_some(())
     });
-    cl.start_sentinels(sentinel_ports, primary);
+    cl.start_sentinels(sentinel_ports, primary, sentinel_extra);
     // Sentinel learns replicas from the primary's INFO (every 10 s, and
     // at once on connecting) and other Sentinels from hello messages
     // (every 2 s): a kill waits until each one knows the whole set.
@@ -327,7 +334,49 @@ fn sentinel_fails_over_and_old_primary_rejoins() {
         return;
     }
     let (mut cl, node_ports) = start_cluster(FULL);
-    let node_ports = &node_ports[..];
+    fail_over_and_rejoin(&mut cl, &node_ports);
+}
+
+/// The same failover with ACL in force: Sentinel logs in to every server
+/// as a user that may run only what Sentinel needs, and each replica to
+/// its primary as a user that may run only the replication handshake, as
+/// Redis's documentation sets them up. CONFIG REWRITE then writes the
+/// users (hashed) into each server's file, which the restarted old primary
+/// reads back.
+#[test]
+fn sentinel_fails_over_as_restricted_acl_users() {
+    if !sentinel_installed() {
+        eprintln!("skipping: redis-sentinel is not installed (apt-get install redis-sentinel)");
+        return;
+    }
+    let settings = format!(
+        "{FULL}user = [\"sentinel on >spw allchannels +client +subscribe +publish +ping +info +multi +slaveof +replicaof +config +exec +role\", \"replica on >rpw +psync +replconf +ping\"]\n\
+         masteruser = \"replica\"\nmasterauth = \"rpw\"\n"
+    );
+    let sentinel_auth =
+        format!("sentinel auth-user {MASTER} sentinel\nsentinel auth-pass {MASTER} spw\n");
+    let (mut cl, node_ports) = start_cluster_with(&settings, &sentinel_auth);
+    // Sentinel's links and the replicas' links run as those users (a
+    // failed AUTH would leave them running as `default`).
+    let list: String = try_cmd(node_ports[0], &["CLIENT", "LIST"]).unwrap();
+    assert!(list.contains(" user=sentinel "), "{list}");
+    let replicas = list.lines().filter(|l| l.contains(" flags=S "));
+    assert!(replicas.clone().count() == 2, "{list}");
+    assert!(
+        replicas.into_iter().all(|l| l.contains(" user=replica ")),
+        "{list}"
+    );
+    fail_over_and_rejoin(&mut cl, &node_ports);
+    // Nothing Sentinel or a replica sent was refused, on any server.
+    for p in node_ports {
+        let log: Vec<redis::Value> = try_cmd(p, &["ACL", "LOG"]).unwrap();
+        assert!(log.is_empty(), "ACL LOG on {p}: {log:?}");
+    }
+}
+
+/// Kills the primary, checks Sentinel's failover kept every acknowledged
+/// write, restarts the old primary and checks it rejoins as a replica.
+fn fail_over_and_rejoin(cl: &mut Cluster, node_ports: &[u16]) {
     let old = node_ports[0];
 
     let mut c = connect(old).unwrap();
@@ -363,7 +412,7 @@ fn sentinel_fails_over_and_old_primary_rejoins() {
     // With a 1 s down-after period a Sentinel may still judge the fresh
     // primary down once, before its first PING is answered, and fail over
     // again: the checks below use whichever primary the Sentinels settle on.
-    let new = settle(&cl, &node_ports[1..]);
+    let new = settle(cl, &node_ports[1..]);
     let mut c = connect(new).unwrap();
     for i in 0..KEYS_BEFORE {
         let v: Option<String> = q(&mut c, &["GET", &format!("k:{i}")]);
@@ -379,7 +428,7 @@ fn sentinel_fails_over_and_old_primary_rejoins() {
     // The old primary comes back from its own directory and file, as a
     // primary; Sentinel sees it and converts it to a replica.
     cl.nodes[0].start();
-    let last = settle(&cl, node_ports);
+    let last = settle(cl, node_ports);
     let mut c = connect(last).unwrap();
     let _: () = q(&mut c, &["SET", "after-rejoin", "1"]);
     let acked: i64 = q(&mut c, &["WAIT", "2", "10000"]);
