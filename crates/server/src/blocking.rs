@@ -131,6 +131,8 @@ pub struct Unblocked {
     /// That record as the client's next write follows it
     /// (`durakv_engine::dep`; 0: none).
     pub written: u64,
+    /// Refused on being served (ACL): counted as rejected, not failed.
+    pub rejected: bool,
 }
 
 impl Unblocked {
@@ -140,6 +142,7 @@ impl Unblocked {
             dependency_lsn: 0,
             lsn: 0,
             written: 0,
+            rejected: false,
         }
     }
 }
@@ -354,7 +357,10 @@ impl Blocking {
             }
             if let Some(denied) = self.acl_denial(shared, &w, key) {
                 self.remove(&mut self.registry.lock(), &w);
-                w.deliver(Unblocked::now(denied));
+                w.deliver(Unblocked {
+                    rejected: true,
+                    ..Unblocked::now(denied)
+                });
                 continue;
             }
             let touched = std::iter::once(key).chain(w.op.extra_keys());
@@ -384,6 +390,7 @@ impl Blocking {
                                 dependency_lsn: out.dependency_lsn,
                                 lsn: out.lsn,
                                 written: durakv_engine::dep::on_stream(out.stream, out.lsn),
+                                rejected: false,
                             }
                         }
                         Err(e) => {
@@ -579,8 +586,9 @@ pub fn resume(shared: &Shared, client: &mut ClientState) -> Option<(Frame, u64)>
             .total_error_replies
             .fetch_add(1, Ordering::Relaxed);
         shared.cmdstats.error_reply(&u.frame);
-        if let Some(spec) = crate::command::lookup(b.waiter.op.command().as_bytes()) {
-            shared.cmdstats.failed_after_block(spec);
+        match crate::command::lookup(b.waiter.op.command().as_bytes()) {
+            Some(spec) if !u.rejected => shared.cmdstats.failed_after_block(spec),
+            _ => {}
         }
     }
     Some((

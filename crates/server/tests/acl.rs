@@ -1445,3 +1445,38 @@ fn unauthenticated_clients_send_only_small_requests() {
     assert_eq!(auth(&mut c, "default", "secret"), "OK");
     assert_eq!(q::<usize>(&mut c, &["STRLEN", "k"]), 100_000);
 }
+
+/// A blocked command is checked again when a write could serve it, as
+/// Redis runs it again then: keys taken away during the wait are refused
+/// and the element stays in the list.
+#[test]
+fn a_blocked_pop_is_refused_when_its_keys_were_taken_away_meanwhile() {
+    let srv = Server::start(&[]);
+    let mut admin = srv.conn();
+    setuser(&mut admin, "popper", &["on", ">pw", "+@all", "allkeys"]);
+    let mut r = raw_login(&srv, "popper", "pw");
+    r.send(&["BLPOP", "list1", "0"]);
+    eventually("the client blocks", || {
+        q::<String>(&mut admin, &["INFO", "clients"]).contains("blocked_clients:1")
+    });
+    setuser(&mut admin, "popper", &["resetkeys"]);
+    let _: i64 = q(&mut admin, &["LPUSH", "list1", "foo"]);
+    assert_eq!(r.frame(), err_frame(NOPERM_KEY));
+    assert_eq!(q::<i64>(&mut admin, &["LLEN", "list1"]), 1);
+    let stats: String = q(&mut admin, &["INFO", "commandstats"]);
+    let blpop = stats
+        .lines()
+        .find(|l| l.starts_with("cmdstat_blpop:"))
+        .unwrap_or_default();
+    assert!(blpop.contains("rejected_calls=1,failed_calls=0"), "{blpop}");
+    // The connection goes on, and with its keys back it pops.
+    setuser(&mut admin, "popper", &["allkeys"]);
+    r.send(&["BLPOP", "list1", "0"]);
+    assert_eq!(
+        r.frame(),
+        Frame::Array(vec![
+            Frame::bulk_from_str("list1"),
+            Frame::bulk_from_str("foo")
+        ])
+    );
+}
