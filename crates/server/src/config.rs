@@ -496,7 +496,9 @@ macro_rules! text_file {
             name: $name,
             default: "",
             help: $help,
-            runtime: false,
+            // CONFIG SET reloads TLS (`tls::reload`), even to the same
+            // path: how a renewed certificate is put in service.
+            runtime: true,
             repeatable: false,
             set: |c, v| {
                 c.$field = v.to_string();
@@ -660,7 +662,7 @@ pub static DIRECTIVES: &[Directive] = &[
         name: "tls-auth-clients",
         default: "yes",
         help: "Client certificates on tls-port: yes (required), optional (checked when sent) or no (not asked for)",
-        runtime: false,
+        runtime: true,
         repeatable: false,
         set: |c, v| {
             c.tls_auth_clients = crate::tls::ClientAuth::parse(v)?;

@@ -50,12 +50,12 @@ pub async fn serve(shared: Arc<Shared>) -> std::io::Result<()> {
     let limit = ClientLimit::for_maxclients(maxclients);
     let mut accepts = Vec::new();
     for l in listeners {
-        accepts.push(tokio::spawn(accept_loop(shared.clone(), l, limit, None)));
+        accepts.push(tokio::spawn(accept_loop(shared.clone(), l, limit, false)));
     }
     if let Some((tls_listeners, acceptor, _)) = tls {
+        *shared.tls_acceptor.write() = Some(acceptor);
         for l in tls_listeners {
-            let tls = Some(acceptor.clone());
-            accepts.push(tokio::spawn(accept_loop(shared.clone(), l, limit, tls)));
+            accepts.push(tokio::spawn(accept_loop(shared.clone(), l, limit, true)));
         }
     }
     let mut shutdown_rx = shared.shutdown_tx.subscribe();
@@ -220,7 +220,7 @@ async fn accept_loop(
     shared: Arc<Shared>,
     listener: TcpListener,
     mut limit: ClientLimit,
-    tls: Option<TlsAcceptor>,
+    tls: bool,
 ) {
     loop {
         let (stream, addr) = match listener.accept().await {
@@ -286,7 +286,12 @@ async fn accept_loop(
             stream.as_raw_fd() as i64
         };
         let _ = stream.set_nodelay(true);
-        let Some(acceptor) = &tls else {
+        let acceptor = if tls {
+            shared.tls_acceptor.read().clone()
+        } else {
+            None
+        };
+        let Some(acceptor) = acceptor else {
             let handle = shared.clients.register(addr, laddr, fd);
             tokio::spawn(connection::serve(
                 shared.clone(),
@@ -298,7 +303,7 @@ async fn accept_loop(
         };
         // The handshake runs in the connection's own task, bounded in time,
         // so a client that stalls in it holds up nobody else.
-        let (shared, acceptor) = (shared.clone(), acceptor.clone());
+        let shared = shared.clone();
         tokio::spawn(async move {
             let accepted =
                 tokio::time::timeout(crate::tls::HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await;

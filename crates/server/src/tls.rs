@@ -7,7 +7,8 @@
 //! client must present a certificate signed by the CA; `optional`: one it
 //! presents must be; `no`: none is asked for). A configuration that cannot
 //! be loaded stops the server at start-up with the reason, rather than
-//! serving without the encryption the operator asked for.
+//! serving without the encryption the operator asked for; CONFIG SET of
+//! one that cannot be loaded is refused and the old settings stay.
 
 use crate::config::Config;
 use bytes::{Buf, BytesMut};
@@ -81,6 +82,23 @@ impl<'a> TlsSettings<'a> {
         }
         s
     }
+}
+
+/// CONFIG SET of a `tls-*` directive: builds the acceptor from the
+/// configuration now in force (re-reading the files, so a renewed
+/// certificate at the same path is picked up) and puts it in service for
+/// connections accepted from then on; those already open keep theirs.
+/// Without `tls-port` there is nothing to reload. On error nothing changes.
+pub fn reload(shared: &crate::state::Shared) -> Result<(), String> {
+    let c = shared.config.read();
+    if c.tls_port == 0 {
+        return Ok(());
+    }
+    let acceptor = acceptor(&TlsSettings::server(&c))?;
+    drop(c);
+    *shared.tls_acceptor.write() = Some(acceptor);
+    tracing::info!("TLS settings reloaded");
+    Ok(())
 }
 
 /// Builds the acceptor, or says which file or setting is wrong.

@@ -124,9 +124,19 @@ struct TlsConn {
 
 impl TlsConn {
     fn open(pki: &Pki, port: u16, cert: Option<(&rcgen::Certificate, &KeyPair)>) -> TlsConn {
+        TlsConn::trusting(&pki.ca, port, cert)
+    }
+
+    /// A connection that accepts only a server certificate signed by `ca`;
+    /// the handshake happens at the first exchange.
+    fn trusting(
+        ca: &rcgen::Certificate,
+        port: u16,
+        cert: Option<(&rcgen::Certificate, &KeyPair)>,
+    ) -> TlsConn {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut roots = rustls::RootCertStore::empty();
-        roots.add(pki.ca.der().clone()).unwrap();
+        roots.add(ca.der().clone()).unwrap();
         let builder = rustls::ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
             .unwrap()
@@ -406,4 +416,89 @@ fn tls_settings_that_cannot_load_stop_the_start_up() {
             Err(e) => assert!(e.contains(why), "{args:?}: {e}"),
         }
     }
+}
+
+/// A renewed certificate goes into service with CONFIG SET, even to the
+/// same path, for connections accepted from then on; open ones keep
+/// theirs. A setting that does not load is refused and changes nothing.
+#[test]
+fn config_set_puts_a_renewed_certificate_in_service() {
+    let pki = Pki::new();
+    let (srv, tls_port) = start(&pki, "no");
+    let mut before = TlsConn::open(&pki, tls_port, None);
+    assert_eq!(
+        before.call(&["PING"]).unwrap(),
+        Frame::Simple("PONG".into())
+    );
+
+    // The renewal comes from another CA, so a client can tell which
+    // certificate it was shown; it is written over the same files.
+    let (new_ca, new_ca_key) = make_ca("renewal CA");
+    let key = KeyPair::generate().unwrap();
+    let mut p = CertificateParams::new(vec!["localhost".into()]).unwrap();
+    p.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    let renewed = p.signed_by(&key, &new_ca, &new_ca_key).unwrap();
+    std::fs::write(pki.path("server.crt"), renewed.pem()).unwrap();
+    std::fs::write(pki.path("server.key"), key.serialize_pem()).unwrap();
+    // Not yet in service: nothing was reloaded.
+    let mut old = TlsConn::trusting(&pki.ca, tls_port, None);
+    assert_eq!(old.call(&["PING"]).unwrap(), Frame::Simple("PONG".into()));
+
+    let mut c = srv.conn();
+    let cert = pki.path("server.crt");
+    let _: () = q(
+        &mut c,
+        &["CONFIG", "SET", "tls-cert-file", cert.to_str().unwrap()],
+    );
+    let mut renewed_conn = TlsConn::trusting(&new_ca, tls_port, None);
+    assert_eq!(
+        renewed_conn.call(&["PING"]).unwrap(),
+        Frame::Simple("PONG".into())
+    );
+    assert!(
+        TlsConn::trusting(&pki.ca, tls_port, None)
+            .call(&["PING"])
+            .is_err(),
+        "a new connection is still shown the old certificate"
+    );
+    // Connections opened before the reload go on.
+    assert_eq!(
+        before.call(&["PING"]).unwrap(),
+        Frame::Simple("PONG".into())
+    );
+
+    // A key that does not exist is refused; the renewed settings stay.
+    let e = err(
+        &mut c,
+        &["CONFIG", "SET", "tls-key-file", "/nonexistent/server.key"],
+    );
+    assert!(
+        e.starts_with("ERR CONFIG SET failed - Unable to update TLS configuration: "),
+        "{e}"
+    );
+    let key_file: Vec<String> = q(&mut c, &["CONFIG", "GET", "tls-key-file"]);
+    assert_eq!(key_file[1], pki.path("server.key").to_str().unwrap());
+    let mut after = TlsConn::trusting(&new_ca, tls_port, None);
+    assert_eq!(after.call(&["PING"]).unwrap(), Frame::Simple("PONG".into()));
+    // Client certificates can be required from now on, too.
+    let ca = pki.path("ca.crt");
+    let _: () = q(
+        &mut c,
+        &[
+            "CONFIG",
+            "SET",
+            "tls-ca-cert-file",
+            ca.to_str().unwrap(),
+            "tls-auth-clients",
+            "yes",
+        ],
+    );
+    assert!(TlsConn::trusting(&new_ca, tls_port, None)
+        .call(&["PING"])
+        .is_err());
+    let mut with_cert = TlsConn::trusting(&new_ca, tls_port, Some((&pki.client, &pki.client_key)));
+    assert_eq!(
+        with_cert.call(&["PING"]).unwrap(),
+        Frame::Simple("PONG".into())
+    );
 }

@@ -132,6 +132,21 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> (Frame, u64) {
     if frame.is_error() {
         return (frame, 0);
     }
+    let tls_named = args[2..]
+        .chunks(2)
+        .any(|p| p[0].len() > 4 && p[0][..4].eq_ignore_ascii_case(b"tls-"));
+    if tls_named {
+        if let Err(e) = crate::tls::reload(ctx.shared) {
+            tracing::warn!("CONFIG SET: TLS settings not applied: {e}");
+            *ctx.shared.config.write() = before;
+            return (
+                Frame::error(format!(
+                    "ERR CONFIG SET failed - Unable to update TLS configuration: {e}"
+                )),
+                0,
+            );
+        }
+    }
     crate::acl::apply_config(ctx.shared, &before);
     crate::pubsub::apply_config(ctx.shared);
     crate::tracking::apply_config(ctx.shared);
