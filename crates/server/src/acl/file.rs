@@ -177,6 +177,66 @@ mod tests {
     }
 
     #[test]
+    fn what_acl_list_prints_rebuilds_the_same_user() {
+        use rand::{Rng, SeedableRng};
+        let rules = [
+            "on",
+            "off",
+            "nopass",
+            "resetpass",
+            ">p1",
+            ">p2",
+            "<p1",
+            "~a*",
+            "%R~r*",
+            "%W~w*",
+            "allkeys",
+            "resetkeys",
+            "&ch*",
+            "allchannels",
+            "resetchannels",
+            "+get",
+            "-get",
+            "+@string",
+            "-@dangerous",
+            "+@all",
+            "-@all",
+            "+client|id",
+            "-client",
+            "+select|0",
+            "(~s* +set)",
+            "(%R~x +@read &c)",
+            "clearselectors",
+            "skip-sanitize-payload",
+            "sanitize-payload",
+            "reset",
+        ];
+        let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+        let acl = Acl::default();
+        for _ in 0..500 {
+            let n = rng.gen_range(1..10);
+            let picked: Vec<String> = (0..n)
+                .map(|_| rules[rng.gen_range(0..rules.len())].to_string())
+                .collect();
+            let Ok(u) = acl.build("u", &picked) else {
+                continue;
+            };
+            let line = format!("u {}", u.describe());
+            let again = parse_user(&acl, &line).unwrap_or_else(|e| panic!("{line}: {e}"));
+            assert_eq!(again.describe(), u.describe(), "{picked:?}");
+            for (cmd, key) in [("get", "a1"), ("set", "w1"), ("get", "r1"), ("select", "0")] {
+                let spec = crate::command::lookup(cmd.as_bytes()).unwrap();
+                let args = [bytes::Bytes::from(cmd), bytes::Bytes::from(key)];
+                assert_eq!(
+                    crate::acl::check::check(&u, spec, &args).is_ok(),
+                    crate::acl::check::check(&again, spec, &args).is_ok(),
+                    "{line}: {cmd} {key}"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn a_bad_line_names_its_place_and_changes_nothing() {
         let acl = Acl::default();
         let path = Path::new("users.acl");

@@ -231,6 +231,63 @@ mod tests {
     }
 
     #[test]
+    fn odd_rules_are_answered_never_panicked_on() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        let alphabet: Vec<char> = "+-@~%&#!<>()|*RWrw aé\0xyz".chars().collect();
+        let fixed = [
+            "",
+            "+",
+            "-",
+            "+@",
+            "-@",
+            "~",
+            "%",
+            "%R",
+            "%R~",
+            "%~",
+            "%RR~a",
+            "&",
+            "#",
+            "!",
+            ">",
+            "<",
+            "(",
+            ")",
+            "()",
+            "( )",
+            "(+get",
+            "+get)",
+            "+|",
+            "+get|",
+            "+|x",
+            "+client||id",
+            "+config|get|x",
+            "-client|nosuch",
+            "é",
+            "%é~x",
+            "+@ALL",
+            "-@Read",
+        ];
+        let mut u = User::new("fuzz", false);
+        for r in fixed {
+            let _ = u.apply(r, false);
+            let _ = u.describe();
+        }
+        for _ in 0..20_000 {
+            let len = rng.gen_range(0..8);
+            let r: String = (0..len)
+                .map(|_| alphabet[rng.gen_range(0..alphabet.len())])
+                .collect();
+            let _ = u.apply(&r, rng.gen_bool(0.5));
+            if rng.gen_ratio(1, 100) {
+                let _ = u.describe();
+                u = User::new("fuzz", false);
+            }
+        }
+    }
+
+    #[test]
     fn selectors_are_described_in_parentheses() {
         let mut u = User::new("u", false);
         u.apply("(~a* +get)", false).unwrap();
