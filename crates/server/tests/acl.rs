@@ -1480,3 +1480,62 @@ fn a_blocked_pop_is_refused_when_its_keys_were_taken_away_meanwhile() {
         ])
     );
 }
+
+/// ACL SAVE replaces the file through a synced temporary file and a
+/// rename: a kill -9 at any moment, even during a save, leaves a whole
+/// file, the server restarts by itself, and every user whose save was
+/// acknowledged is there.
+#[test]
+fn a_kill_during_acl_save_leaves_a_whole_file_and_the_server_restarts() {
+    let (_dir, path) = acl_file("user default on nopass ~* &* +@all\n");
+    let mut srv = Server::start(&["--aclfile", path_str(&path)]);
+    let mut next = 0usize;
+    for round in 0..6 {
+        let port = srv.port;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let saver = {
+            let stop = stop.clone();
+            let mut i = next;
+            std::thread::spawn(move || {
+                let mut saved = Vec::new();
+                let Ok(client) = redis::Client::open(format!("redis://127.0.0.1:{port}/")) else {
+                    return saved;
+                };
+                let Ok(mut c) = client.get_connection() else {
+                    return saved;
+                };
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let name = format!("u{i}");
+                    let set =
+                        try_q::<String>(&mut c, &["ACL", "SETUSER", &name, "on", ">pw", "+get"]);
+                    let save = try_q::<String>(&mut c, &["ACL", "SAVE"]);
+                    match (set, save) {
+                        (Ok(_), Ok(_)) => saved.push(name),
+                        _ => break,
+                    }
+                    i += 1;
+                }
+                saved
+            })
+        };
+        std::thread::sleep(std::time::Duration::from_millis(20 + 37 * round));
+        srv.kill9();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let saved = saver.join().unwrap();
+        next += saved.len() + 1;
+        srv.try_restart()
+            .unwrap_or_else(|e| panic!("round {round}: the server did not come back: {e}"));
+        let mut c = srv.conn();
+        let users = strs(&mut c, &["ACL", "USERS"]);
+        for name in &saved {
+            assert!(
+                users.contains(name),
+                "round {round}: {name} was saved but is gone"
+            );
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.ends_with('\n'), "round {round}: a torn file: {text:?}");
+        assert!(saved.is_empty() || !text.is_empty());
+    }
+    assert!(next > 6, "the saves ran");
+}
