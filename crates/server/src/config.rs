@@ -306,8 +306,12 @@ impl Config {
     pub fn matching(&self, pattern: &[u8]) -> Vec<(String, String)> {
         let mut out: Vec<(String, String)> = DIRECTIVES
             .iter()
-            // `user` lines hold passwords; ACL LIST shows users, hashed.
+            // `user` lines hold passwords (ACL LIST shows users, hashed);
+            // Redis's hidden test-only settings show only when named.
             .filter(|d| d.name != "user")
+            .filter(|d| {
+                !HIDDEN.contains(&d.name) || pattern.eq_ignore_ascii_case(d.name.as_bytes())
+            })
             .filter(|d| crate::glob::glob_match(pattern, d.name.as_bytes(), true))
             .map(|d| (d.name.to_string(), (d.get)(self)))
             .collect();
@@ -365,6 +369,10 @@ fn toml_text(v: &toml::Value) -> Result<String, String> {
         other => return Err(format!("unsupported value {other}")),
     })
 }
+
+/// Directives Redis leaves out of `CONFIG GET *` (its HIDDEN_CONFIG
+/// ones): they answer only when asked for by name.
+const HIDDEN: &[&str] = &["key-load-delay", "rdb-key-save-delay"];
 
 /// One configuration directive.
 pub struct Directive {
@@ -1251,7 +1259,41 @@ pub static DIRECTIVES: &[Directive] = &[
     },
     compat!("cluster-enabled", "no"),
     compat!("list-compress-depth", "0"),
-    compat!("maxmemory-clients", "0"),
+    Directive {
+        name: "maxmemory-clients",
+        default: "0",
+        help: "Accepted for Redis compatibility (a memory value or a percentage of maxmemory up to 100%); has no effect in durakv",
+        runtime: true,
+        repeatable: false,
+        set: |c, v| {
+            match v.strip_suffix('%') {
+                Some(p) => {
+                    let p: u64 = p.parse().map_err(|_| "argument must be a memory or percent value".to_string())?;
+                    if p > 100 {
+                        return Err("percentage argument must be less or equal to 100".into());
+                    }
+                }
+                None => {
+                    parse_memory(v)?;
+                }
+            }
+            c.compat.insert("maxmemory-clients", v.to_string());
+            Ok(())
+        },
+        get: |c| c.compat.get("maxmemory-clients").cloned().unwrap_or_else(|| "0".into()),
+    },
+    Directive {
+        name: "daemonize",
+        default: "no",
+        help: "Always no: durakv runs in the foreground, under a service manager",
+        runtime: false,
+        repeatable: false,
+        set: |_, v| match parse_bool(v)? {
+            false => Ok(()),
+            true => Err("durakv does not daemonize itself; run it under a service manager (systemd, a container)".into()),
+        },
+        get: |_| "no".into(),
+    },
     compat!("slowlog-log-slower-than", "10000"),
     compat!("slowlog-max-len", "128"),
     compat!("latency-monitor-threshold", "0"),
