@@ -316,3 +316,33 @@ fn info_persistence_reports_checkpoints() {
         "{err}"
     );
 }
+
+/// BGREWRITEAOF shortens the log as Redis's shortens its AOF: it takes a
+/// checkpoint, after which the log before it is dropped; one asked for
+/// while a checkpoint runs is scheduled behind it.
+#[test]
+fn bgrewriteaof_takes_a_checkpoint() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    fill(&mut c, "k", 1_000, 100);
+    let before = info_u64(&mut c, "checkpoint_count");
+    let reply: String = redis::cmd("BGREWRITEAOF").query(&mut c).unwrap();
+    assert_eq!(reply, "Background append only file rewriting started");
+    let again: String = redis::cmd("BGREWRITEAOF").query(&mut c).unwrap();
+    assert!(
+        again == "Background append only file rewriting scheduled"
+            || again == "Background append only file rewriting started",
+        "{again}"
+    );
+    let deadline = Instant::now() + Duration::from_secs(WAIT_LIMIT_SECS);
+    while info_u64(&mut c, "checkpoint_count") < before + 2
+        || info_u64(&mut c, "rdb_bgsave_in_progress") != 0
+    {
+        assert!(
+            Instant::now() < deadline,
+            "no checkpoint after BGREWRITEAOF"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(info_field(&mut c, "rdb_last_bgsave_status"), "ok");
+}

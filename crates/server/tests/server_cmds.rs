@@ -1122,3 +1122,64 @@ fn commandstats_and_errorstats() {
     let errs: String = ok(&mut c, &["INFO", "errorstats"]);
     assert!(info_field(&errs, "errorstat_ERR").is_none(), "{errs}");
 }
+
+/// The commands tools probe with: MODULE LIST is empty and a module load
+/// is refused as Redis refuses one it cannot load; RESTORE-ASKING (what
+/// MIGRATE sends a cluster node) restores like RESTORE; SCRIPT DEBUG NO
+/// is the mode every connection is in and YES/SYNC are refused; LOLWUT
+/// names the versions.
+#[test]
+fn module_restore_asking_script_debug_and_lolwut() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let modules: Vec<redis::Value> = ok(&mut c, &["MODULE", "LIST"]);
+    assert!(modules.is_empty());
+    assert_eq!(
+        error(&mut c, &["MODULE", "LOAD", "/nonexistent/module.so"]),
+        "ERR Error loading the extension. Please check the server logs."
+    );
+    assert_eq!(
+        error(&mut c, &["MODULE", "UNLOAD", "search"]),
+        "ERR Error unloading module: no such module with that name"
+    );
+    assert_eq!(
+        error(&mut c, &["MODULE", "LIST", "x"]),
+        "ERR wrong number of arguments for 'module|list' command"
+    );
+
+    let _: () = ok(&mut c, &["RPUSH", "src", "a", "b"]);
+    let payload: Vec<u8> = redis::cmd("DUMP").arg("src").query(&mut c).unwrap();
+    let reply: String = redis::cmd("RESTORE-ASKING")
+        .arg("dst")
+        .arg(0)
+        .arg(&payload)
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(reply, "OK");
+    assert_eq!(strs(&mut c, &["LRANGE", "dst", "0", "-1"]), ["a", "b"]);
+    let busy = redis::cmd("RESTORE-ASKING")
+        .arg("dst")
+        .arg(0)
+        .arg(&payload)
+        .query::<String>(&mut c)
+        .unwrap_err();
+    assert!(
+        busy.to_string().contains("Target key name already exists"),
+        "{busy}"
+    );
+
+    assert_eq!(ok::<String>(&mut c, &["SCRIPT", "DEBUG", "NO"]), "OK");
+    assert!(error(&mut c, &["SCRIPT", "DEBUG", "YES"]).contains("no Lua debugger"));
+    assert_eq!(
+        error(&mut c, &["SCRIPT", "DEBUG", "MAYBE"]),
+        "ERR Use SCRIPT DEBUG YES/SYNC/NO"
+    );
+
+    let art: String = ok(&mut c, &["LOLWUT"]);
+    assert!(art.ends_with("(Redis ver. 7.2.4 compatible)\n"), "{art}");
+    let _: String = ok(&mut c, &["LOLWUT", "VERSION", "5", "10", "10"]);
+    assert_eq!(
+        error(&mut c, &["LOLWUT", "VERSION", "five"]),
+        "ERR value is not an integer or out of range"
+    );
+}

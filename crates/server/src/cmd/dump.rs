@@ -21,6 +21,8 @@ pub fn commands() -> Vec<CommandSpec> {
     vec![
         spec("dump", 2, READONLY, FIRST_KEY, Handler::Data(dump), "generic", "Returns a serialized representation of the value stored at a key."),
         spec("restore", -4, WRITE | DENYOOM, FIRST_KEY, Handler::Data(restore), "generic", "Creates a key from the serialized representation of a value."),
+        // Cluster's MIGRATE target form: without cluster, RESTORE itself.
+        spec("restore-asking", -4, WRITE | DENYOOM, FIRST_KEY, Handler::Data(restore), "server", "An internal command for migrating keys in a cluster."),
     ]
 }
 

@@ -55,6 +55,7 @@ pub mod keys;
 pub mod lists;
 pub mod memory;
 pub mod migrate;
+pub mod module;
 pub mod mpop;
 pub mod persistence;
 pub mod pubsub;
@@ -79,6 +80,7 @@ pub fn all_commands() -> Vec<CommandSpec> {
     let mut v = Vec::new();
     v.extend(connection::commands());
     v.extend(acl::commands());
+    v.extend(module::commands());
     v.extend(transaction::commands());
     v.extend(client::commands());
     v.extend(command_docs::commands());

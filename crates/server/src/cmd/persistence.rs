@@ -14,6 +14,7 @@ pub fn commands() -> Vec<CommandSpec> {
         spec("lastsave", 1, LOADING | STALE | FAST, NO_KEYS, Handler::Conn(lastsave), "server", "Returns the Unix timestamp of the last successful save to disk."),
         spec("save", 1, ADMIN | NOSCRIPT | NO_MULTI, NO_KEYS, Handler::Conn(save), "server", "Synchronously saves the database(s) to disk."),
         spec("bgsave", -1, ADMIN | NOSCRIPT, NO_KEYS, Handler::Conn(bgsave), "server", "Asynchronously saves the database(s) to disk."),
+        spec("bgrewriteaof", 1, ADMIN | NOSCRIPT, NO_KEYS, Handler::Conn(bgrewriteaof), "server", "Asynchronously rewrites the append-only file to disk."),
         spec("waitaof", 4, NOSCRIPT, NO_KEYS, Handler::Outcome(waitaof), "generic", "Blocks until all of the preceding write commands sent by the connection are written to the append-only file of the master and/or replicas."),
         spec("wait", 3, NOSCRIPT, NO_KEYS, Handler::Conn(wait), "generic", "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed."),
     ]
@@ -70,6 +71,25 @@ fn bgsave(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         Err(e) if schedule && e == crate::checkpointer::ERR_IN_PROGRESS => {
             crate::checkpointer::schedule_bgsave(ctx.shared);
             Ok(Frame::simple("Background saving scheduled"))
+        }
+        Err(e) => Err(Frame::error(e)),
+    }
+}
+
+/// The write-ahead log is durakv's append-only file, and what shortens it
+/// is a checkpoint (the log before it is dropped): so a rewrite is one,
+/// queued behind a checkpoint already running, as Redis schedules a
+/// rewrite behind a BGSAVE.
+fn bgrewriteaof(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
+    match ctx.shared.checkpoints.request_bgsave() {
+        Ok(()) => Ok(Frame::simple(
+            "Background append only file rewriting started",
+        )),
+        Err(e) if e == crate::checkpointer::ERR_IN_PROGRESS => {
+            crate::checkpointer::schedule_bgsave(ctx.shared);
+            Ok(Frame::simple(
+                "Background append only file rewriting scheduled",
+            ))
         }
         Err(e) => Err(Frame::error(e)),
     }

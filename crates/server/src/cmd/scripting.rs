@@ -47,6 +47,12 @@ pub fn commands() -> Vec<CommandSpec> {
 /// parses its arguments itself.
 pub(super) const SCRIPT_SUBS: &[SubSpec] = &[
     sub(
+        "debug",
+        3,
+        NOSCRIPT,
+        "Sets the debug mode of server-side Lua scripts.",
+    ),
+    sub(
         "exists",
         -3,
         NOSCRIPT,
@@ -375,13 +381,25 @@ fn script(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         }
     } else if is(sub, "kill") && args.len() == 2 {
         Ok(scripting.kill(true))
+    } else if is(sub, "debug") && args.len() == 3 {
+        // There is no Lua debugger (LDB) to switch to: NO, the mode every
+        // connection is in, is accepted; YES and SYNC are refused.
+        if is(&args[2], "no") {
+            Ok(Frame::ok())
+        } else if is(&args[2], "yes") || is(&args[2], "sync") {
+            Err(Frame::error(
+                "ERR SCRIPT DEBUG YES/SYNC: durakv has no Lua debugger; debug scripts with redis.log and redis.pcall",
+            ))
+        } else {
+            Err(Frame::error("ERR Use SCRIPT DEBUG YES/SYNC/NO"))
+        }
     } else if is(sub, "help") && args.len() == 2 {
         Ok(Frame::Array(
             HELP.iter()
                 .map(|l| Frame::Simple(Bytes::from_static(l.as_bytes())))
                 .collect(),
         ))
-    } else if ["load", "exists", "flush", "kill", "help"]
+    } else if ["load", "exists", "flush", "kill", "help", "debug"]
         .iter()
         .any(|s| is(sub, s))
     {

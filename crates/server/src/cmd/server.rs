@@ -1,5 +1,5 @@
 //! Whole-server commands that fit no other family: TIME, SHUTDOWN, ROLE,
-//! MONITOR.
+//! MONITOR, LOLWUT.
 use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Reply, NO_KEYS};
 use crate::errors;
 use crate::util::{is, now_us};
@@ -10,6 +10,15 @@ use super::subcommands::*;
 
 pub fn commands() -> Vec<CommandSpec> {
     vec![
+        spec(
+            "lolwut",
+            -1,
+            READONLY | FAST,
+            NO_KEYS,
+            Handler::Conn(lolwut),
+            "server",
+            "Displays computer art and the Redis version",
+        ),
         spec(
             "time",
             1,
@@ -119,4 +128,31 @@ fn shutdown(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 
 fn role(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
     Ok(crate::repl::role_frame(ctx.shared))
+}
+
+/// LOLWUT [VERSION n] [n ...]: a drawing of the log (batches appended,
+/// each made durable by one fsync), then the versions. Redis draws a
+/// different piece per version; the arguments are checked as integers.
+fn lolwut(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let mut i = 1;
+    while i < args.len() {
+        if is(&args[i], "version") && i + 1 < args.len() {
+            i += 1;
+        }
+        if durakv_engine::value::parse_i64(&args[i]).is_none() {
+            return Err(errors::err(errors::NOT_INTEGER));
+        }
+        i += 1;
+    }
+    let art = "\
++----+----+----+----+--
+|####|####|####|##  |  <- appends
++----+----+----+----+--
+  ^    ^    ^    fsync: what a reply waits for
+";
+    Ok(Frame::bulk_from_str(&format!(
+        "{art}durakv ver. {} (Redis ver. {} compatible)\n",
+        env!("CARGO_PKG_VERSION"),
+        crate::cmd::connection::REDIS_COMPAT_VERSION
+    )))
 }

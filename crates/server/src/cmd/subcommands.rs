@@ -44,6 +44,7 @@ pub fn subcommands_of(container: &str) -> &'static [SubSpec] {
         "latency" => super::diagnostics::LATENCY_SUBS,
         "slowlog" => super::diagnostics::SLOWLOG_SUBS,
         "memory" => super::memory::MEMORY_SUBS,
+        "module" => super::module::MODULE_SUBS,
         "object" => super::keys::OBJECT_SUBS,
         "pubsub" => super::pubsub::PUBSUB_SUBS,
         "script" => super::scripting::SCRIPT_SUBS,

@@ -1,0 +1,75 @@
+//! MODULE: durakv loads no Redis modules (they are C code written against
+//! Redis's internals), but tools and client libraries ask MODULE LIST to
+//! learn which are there; they get the empty list, and a load is refused
+//! the way Redis refuses a module it cannot load.
+use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Reply, NO_KEYS};
+use bytes::Bytes;
+use durakv_protocol::Frame;
+
+use super::subcommands::*;
+
+pub fn commands() -> Vec<CommandSpec> {
+    vec![spec(
+        "module",
+        -2,
+        0,
+        NO_KEYS,
+        Handler::Conn(module),
+        "server",
+        "A container for module commands.",
+    )]
+}
+
+const ADMIN_SUB: u32 = ADMIN | NOSCRIPT;
+
+pub(super) const MODULE_SUBS: &[SubSpec] = &[
+    sub("list", 2, ADMIN_SUB, "Returns all loaded modules."),
+    sub("load", -3, ADMIN_SUB, "Loads a module."),
+    sub(
+        "loadex",
+        -3,
+        ADMIN_SUB,
+        "Loads a module using extended parameters.",
+    ),
+    sub("unload", 3, ADMIN_SUB, "Unloads a module."),
+    sub(
+        "help",
+        2,
+        LOADING | STALE,
+        "Returns helpful text about the different subcommands.",
+    ),
+];
+
+fn module(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let s = find_sub("module", args)?;
+    note_subcommand(ctx, "module", s);
+    match s.name {
+        "list" => Ok(Frame::Array(Vec::new())),
+        "load" | "loadex" => {
+            tracing::warn!(
+                "MODULE {} {}: durakv does not load Redis modules",
+                s.name.to_ascii_uppercase(),
+                lossy(&args[2])
+            );
+            Err(Frame::error(
+                "ERR Error loading the extension. Please check the server logs.",
+            ))
+        }
+        "unload" => Err(Frame::error(
+            "ERR Error unloading module: no such module with that name",
+        )),
+        _ => help(
+            "module",
+            &[
+                "LIST",
+                "    Return a list of loaded modules.",
+                "LOAD <path> [<arg> ...]",
+                "    Load a module library from <path>, passing to it any optional arguments.",
+                "LOADEX <path> [[CONFIG NAME VALUE] [CONFIG NAME VALUE]] [ARGS ...]",
+                "    Load a module library from <path>, while passing it module configurations and optional arguments.",
+                "UNLOAD <name>",
+                "    Unload a module.",
+            ],
+        ),
+    }
+}
