@@ -172,6 +172,9 @@ pub struct ClientState {
     pub repl_capa_eof: bool,
     /// PSYNC/SYNC was accepted: the connection becomes a replica's stream.
     pub psync: Option<crate::repl::primary::PsyncRequest>,
+    /// A request CLIENT PAUSE holds: it runs, before anything after it,
+    /// once the pause ends.
+    pub paused_request: Option<Vec<Bytes>>,
 }
 
 impl ClientState {
@@ -217,6 +220,7 @@ impl ClientState {
             repl_announced_ip: None,
             repl_capa_eof: false,
             psync: None,
+            paused_request: None,
         }
     }
 

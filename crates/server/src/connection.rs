@@ -19,7 +19,7 @@ use crate::dispatch;
 use crate::errors;
 use crate::state::Shared;
 use crate::tls::ClientStream;
-use bytes::{Buf, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 use durakv_engine::txn::UNLOGGED_FAILED_LSN;
 use durakv_protocol::{Frame, RequestLimits, RequestParser};
 use std::collections::VecDeque;
@@ -280,7 +280,8 @@ async fn run<S: ClientStream>(
             }
             _ = replicated_timeout(shared, held.first_replicated_ms()), if !held.is_empty() => {}
             _ = crate::blocking::unblocked(client.blocked.as_ref()), if client.blocked.is_some() => {}
-            _ = idle, if held.is_empty() && client.multi.is_none() && client.blocked.is_none() => {
+            _ = shared.pause.ended(), if client.paused_request.is_some() => {}
+            _ = idle, if held.is_empty() && client.multi.is_none() && client.blocked.is_none() && client.paused_request.is_none() => {
                 return Ok(());
             }
         }
@@ -337,6 +338,18 @@ async fn write_all_unless_killed<'h, S: ClientStream>(
     }
 }
 
+/// CLIENT PAUSE holds this request (never a replication link's).
+fn held_by_pause(shared: &Shared, client: &ClientState, args: &[Bytes]) -> bool {
+    if client.is_master || !shared.pause.is_paused() {
+        return false;
+    }
+    let Some(spec) = crate::command::lookup(&args[0]) else {
+        return false;
+    };
+    let queued = client.multi.as_ref().map(|m| &m.queued[..]);
+    shared.pause.holds(spec, args, queued)
+}
+
 /// Executes every complete request in `rbuf`. Returns true when the
 /// connection must close once its replies are delivered.
 fn process(
@@ -350,7 +363,9 @@ fn process(
     let mut asked = 0;
     loop {
         let unparsed = rbuf.len();
-        let parsed = if client.authenticated {
+        let parsed = if let Some(held) = client.paused_request.take() {
+            Ok(Some(held))
+        } else if client.authenticated {
             parser.parse(rbuf)
         } else {
             let mut limits = parser.limits;
@@ -371,6 +386,10 @@ fn process(
                 return true;
             }
         };
+        if held_by_pause(shared, client, &args) {
+            client.paused_request = Some(args);
+            return false;
+        }
         if client.reply_mode == ReplyMode::SkipNext {
             client.reply_mode = ReplyMode::Skipping;
         }

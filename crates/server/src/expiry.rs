@@ -29,6 +29,11 @@ pub async fn run(shared: Arc<Shared>) {
             shared.durable_tx.send_modify(|_| {});
         }
         shared.pubsub.enforce_soft_limit();
+        // While CLIENT PAUSE holds writes the dataset stands still: no
+        // evictions or expiries are written, as in Redis.
+        if shared.pause.is_paused() {
+            continue;
+        }
         // Carries on an eviction a command left unfinished (tenacity).
         if shared.evict.maxmemory() != 0 {
             crate::evict::perform(&shared);

@@ -23,6 +23,7 @@
 //!   script's state (BUSY, SCRIPT KILL).
 //! - [`pubsub`]: subscriptions, each connection's mailbox of messages and
 //!   its output buffer limit.
+//! - [`pause`]: CLIENT PAUSE, the commands it holds until it ends.
 //! - [`notify`]: keyspace notifications, read off the mutations a command
 //!   applied and published once it commits.
 //! - [`tracking`]: CLIENT TRACKING, the keys clients cache and the
@@ -53,6 +54,7 @@ pub mod hll;
 pub mod memory;
 pub mod monitor;
 pub mod notify;
+pub mod pause;
 pub mod pubsub;
 pub mod rates;
 pub mod rdb_value;

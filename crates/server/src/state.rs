@@ -164,6 +164,8 @@ pub struct Shared {
     pub repl: crate::repl::Replication,
     /// ACL users and ACL LOG.
     pub acl: crate::acl::Acl,
+    /// CLIENT PAUSE in force, if any.
+    pub pause: crate::pause::Pause,
     /// What `tls-port` connections are accepted with; CONFIG SET of a
     /// `tls-*` file replaces it, for connections accepted from then on.
     pub tls_acceptor: parking_lot::RwLock<Option<tokio_rustls::TlsAcceptor>>,
@@ -203,6 +205,7 @@ impl Shared {
         let durable_waiters = Arc::new(DurableWaiters::new(store.wal.num_streams()));
         let shared = Shared {
             acl,
+            pause: Default::default(),
             tls_acceptor: parking_lot::RwLock::new(None),
             repl,
             checkpoints,

@@ -1183,3 +1183,70 @@ fn module_restore_asking_script_debug_and_lolwut() {
         "ERR value is not an integer or out of range"
     );
 }
+
+/// CLIENT PAUSE holds commands rather than refusing them: WRITE holds
+/// writes (and EXEC of a transaction that writes) while reads go on, ALL
+/// holds everything; held commands run, in order, when the pause ends,
+/// by its timeout or by CLIENT UNPAUSE from another connection.
+#[test]
+fn client_pause_holds_writes_or_everything_until_it_ends() {
+    let srv = Server::start(&[]);
+    let mut admin = srv.conn();
+    let _: () = ok(&mut admin, &["SET", "k", "0"]);
+    let mut w = RespConn::new(srv.raw());
+
+    let _: () = ok(&mut admin, &["CLIENT", "PAUSE", "100000", "WRITE"]);
+    // Reads go on; a write and what follows it on the connection wait.
+    w.send(&["GET", "k"]);
+    w.expect("$1\r\n0\r\n");
+    w.send(&["INCR", "k"]);
+    w.send(&["GET", "k"]);
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(
+        ok::<String>(&mut admin, &["GET", "k"]),
+        "0",
+        "the INCR ran while paused"
+    );
+    // Queued in MULTI, judged at EXEC.
+    let mut m = RespConn::new(srv.raw());
+    m.send(&["MULTI"]);
+    m.expect("+OK\r\n");
+    m.send(&["SET", "t", "1"]);
+    m.expect("+QUEUED\r\n");
+    m.send(&["EXEC"]);
+    let _: () = ok(&mut admin, &["CLIENT", "UNPAUSE"]);
+    w.expect(":1\r\n");
+    w.expect("$1\r\n1\r\n");
+    m.expect("*1\r\n+OK\r\n");
+
+    // ALL holds reads too, and ends by itself.
+    let started = Instant::now();
+    let _: () = ok(&mut admin, &["CLIENT", "PAUSE", "300", "ALL"]);
+    w.send(&["GET", "k"]);
+    w.expect("$1\r\n1\r\n");
+    assert!(
+        started.elapsed() >= Duration::from_millis(250),
+        "{:?}",
+        started.elapsed()
+    );
+
+    assert_eq!(
+        error(&mut admin, &["CLIENT", "PAUSE", "-1"]),
+        "ERR timeout is negative"
+    );
+    assert_eq!(
+        error(&mut admin, &["CLIENT", "PAUSE", "x"]),
+        "ERR timeout is not an integer or out of range"
+    );
+    assert_eq!(
+        error(&mut admin, &["CLIENT", "PAUSE", "10", "READ"]),
+        "ERR syntax error"
+    );
+    // An endless pause is lifted by UNPAUSE.
+    let _: () = ok(
+        &mut admin,
+        &["CLIENT", "PAUSE", "9223372036854775807", "WRITE"],
+    );
+    let _: () = ok(&mut admin, &["CLIENT", "UNPAUSE"]);
+    let _: () = ok(&mut admin, &["SET", "k", "2"]);
+}

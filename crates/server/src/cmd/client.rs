@@ -44,6 +44,8 @@ pub(super) const CLIENT_SUBS: &[SubSpec] = &[
     sub("info", 2, NOSCRIPT | LOADING | STALE, "Returns information about the connection."),
     sub("kill", -3, ADMIN | NOSCRIPT | LOADING | STALE, "Terminates open connections."),
     sub("unblock", -3, ADMIN | NOSCRIPT | LOADING | STALE, "Unblocks a client blocked by a blocking command from a different connection."),
+    sub("pause", -3, ADMIN | NOSCRIPT | LOADING | STALE, "Suspends commands processing."),
+    sub("unpause", 2, ADMIN | NOSCRIPT | LOADING | STALE, "Resumes processing commands from paused clients."),
     sub("setinfo", 4, NOSCRIPT | LOADING | STALE, "Sets information specific to the client or connection."),
     sub("no-evict", 3, ADMIN | NOSCRIPT | LOADING | STALE, "Sets the client eviction mode of the connection."),
     sub("no-touch", 3, NOSCRIPT | LOADING | STALE, "Controls whether commands sent by the client affect the LRU/LFU of accessed keys."),
@@ -83,6 +85,11 @@ fn client(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         }
         "kill" => Ok(client_kill(ctx, args)),
         "unblock" => super::blocking::client_unblock(ctx, args),
+        "pause" => client_pause(ctx, args),
+        "unpause" => {
+            ctx.shared.pause.unpause();
+            Ok(Frame::ok())
+        }
         "setinfo" => Ok(client_setinfo(ctx, args)),
         "no-evict" => {
             // Accepted so client libraries that set it work: durakv never
@@ -178,6 +185,10 @@ fn client(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
                 "      Kill connections older than the specified age.",
                 "UNBLOCK <clientid> [TIMEOUT|ERROR]",
                 "    Unblock the specified blocked client.",
+                "PAUSE <timeout> [WRITE|ALL]",
+                "    Suspend all, or just write, clients for <timeout> milliseconds.",
+                "UNPAUSE",
+                "    Stop the current client pause, resuming traffic.",
                 "SETINFO <option> <value>",
                 "    Set client meta attr. Options are:",
                 "    * LIB-NAME: the client lib name.",
@@ -539,4 +550,29 @@ fn client_setinfo(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
         ctx.client.lib_ver = v;
     }
     Frame::ok()
+}
+
+/// CLIENT PAUSE timeout-ms [WRITE|ALL] (ALL when not given).
+fn client_pause(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    let ms = match durakv_engine::value::parse_i64(&args[2]) {
+        None => {
+            return Err(Frame::error(
+                "ERR timeout is not an integer or out of range",
+            ))
+        }
+        Some(n) if n < 0 => return Err(Frame::error("ERR timeout is negative")),
+        Some(n) => n as u64,
+    };
+    let mode = match args.get(3) {
+        None => crate::pause::Mode::All,
+        Some(m) if is(m, "all") && args.len() == 4 => crate::pause::Mode::All,
+        Some(m) if is(m, "write") && args.len() == 4 => crate::pause::Mode::Write,
+        Some(_) => return Err(errors::err(errors::SYNTAX)),
+    };
+    // Beyond a year a pause is as good as endless (and stays clear of the
+    // clock's range).
+    const MAX_MS: u64 = 365 * 24 * 3600 * 1000;
+    let until = std::time::Instant::now() + std::time::Duration::from_millis(ms.min(MAX_MS));
+    ctx.shared.pause.pause(until, mode);
+    Ok(Frame::ok())
 }

@@ -1,0 +1,153 @@
+//! CLIENT PAUSE / UNPAUSE: for a while, clients' commands (all of them, or
+//! those that write) are held, not refused: each connection stops before
+//! such a command and runs it once the pause ends. Operators use it to let
+//! a replica catch up before they promote it. Replication links are never
+//! held, and while a pause lasts active expiry deletes nothing, so the
+//! dataset stands still.
+
+use crate::command::{flags, CommandSpec};
+use bytes::Bytes;
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+use tokio::sync::Notify;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Mode {
+    /// Commands that write (or may: scripts, PUBLISH, PFCOUNT).
+    Write,
+    All,
+}
+
+#[derive(Default)]
+pub struct Pause {
+    /// A pause may be in force: the one load every command pays.
+    active: AtomicBool,
+    state: Mutex<Option<(Instant, Mode)>>,
+    /// Wakes held connections when a pause is lifted or replaced.
+    changed: Notify,
+}
+
+impl Pause {
+    /// Starts or extends a pause: the later end and the wider mode win,
+    /// as in Redis.
+    pub fn pause(&self, until: Instant, mode: Mode) {
+        let mut s = self.state.lock();
+        *s = Some(match *s {
+            Some((end, m)) if end > Instant::now() => (end.max(until), m.max(mode)),
+            _ => (until, mode),
+        });
+        self.active.store(true, Ordering::Release);
+        drop(s);
+        self.changed.notify_waiters();
+    }
+
+    pub fn unpause(&self) {
+        *self.state.lock() = None;
+        self.active.store(false, Ordering::Release);
+        self.changed.notify_waiters();
+    }
+
+    /// The pause in force now, if any.
+    pub fn current(&self) -> Option<(Instant, Mode)> {
+        if !self.active.load(Ordering::Acquire) {
+            return None;
+        }
+        let mut s = self.state.lock();
+        match *s {
+            Some((end, _)) if end <= Instant::now() => {
+                *s = None;
+                self.active.store(false, Ordering::Release);
+                None
+            }
+            other => other,
+        }
+    }
+
+    /// Whether a client's command must wait. Inside MULTI only EXEC can
+    /// (the queued commands are judged there, all together).
+    pub fn holds(&self, spec: &CommandSpec, args: &[Bytes], queued: Option<&[Vec<Bytes>]>) -> bool {
+        let Some((_, mode)) = self.current() else {
+            return false;
+        };
+        match queued {
+            Some(_) if spec.name != "exec" => false,
+            _ if mode == Mode::All => true,
+            Some(cmds) => cmds
+                .iter()
+                .any(|c| crate::command::lookup(&c[0]).is_some_and(|s| may_write(s, c))),
+            None => may_write(spec, args),
+        }
+    }
+
+    /// Resolves when the pause in force ends or changes (at once if there
+    /// is none).
+    pub async fn ended(&self) {
+        let notified = self.changed.notified();
+        let Some((end, _)) = self.current() else {
+            return;
+        };
+        tokio::select! {
+            _ = notified => {}
+            _ = tokio::time::sleep_until(end.into()) => {}
+        }
+    }
+
+    pub fn is_paused(&self) -> bool {
+        self.current().is_some()
+    }
+}
+
+/// Writes, or may write or reach replicas: what a WRITE pause holds.
+fn may_write(spec: &CommandSpec, args: &[Bytes]) -> bool {
+    crate::cmd::subcommands::flags_of(spec, args) & flags::WRITE != 0
+        || matches!(
+            spec.name,
+            "eval" | "evalsha" | "fcall" | "publish" | "spublish" | "pfcount"
+        )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn call(name: &str) -> (&'static CommandSpec, Vec<Bytes>) {
+        let spec = crate::command::lookup(name.as_bytes()).unwrap();
+        (spec, vec![Bytes::from(name.to_string()), Bytes::from("k")])
+    }
+
+    #[test]
+    fn a_write_pause_holds_writes_and_scripts_only() {
+        let p = Pause::default();
+        let (get, g) = call("get");
+        let (set, s) = call("set");
+        let (eval, e) = call("eval");
+        assert!(!p.holds(set, &s, None));
+        p.pause(Instant::now() + Duration::from_secs(60), Mode::Write);
+        assert!(!p.holds(get, &g, None));
+        assert!(p.holds(set, &s, None));
+        assert!(p.holds(eval, &e, None));
+        // Queued inside MULTI, then judged at EXEC.
+        assert!(!p.holds(set, &s, Some(&[])));
+        let (exec, x) = call("exec");
+        assert!(p.holds(exec, &x, Some(std::slice::from_ref(&s))));
+        assert!(!p.holds(exec, &x, Some(std::slice::from_ref(&g))));
+        p.pause(Instant::now(), Mode::All);
+        assert!(
+            p.holds(get, &g, None),
+            "ALL widens the pause, the later end stays"
+        );
+        p.unpause();
+        assert!(!p.holds(set, &s, None));
+    }
+
+    #[test]
+    fn a_pause_ends_by_itself() {
+        let p = Pause::default();
+        p.pause(Instant::now() + Duration::from_millis(20), Mode::All);
+        assert!(p.is_paused());
+        std::thread::sleep(Duration::from_millis(30));
+        assert!(!p.is_paused());
+    }
+}
