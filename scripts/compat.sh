@@ -178,7 +178,7 @@ REDIS_TESTS=${REDIS_TESTS:-$ROOT/../shared/redis-tests}
 # run.sh's core units plus the quick ones with floors (under a minute
 # together), then unit/acl's first block, then unit/introspection.
 DEFAULT_UNITS="unit/type/string unit/type/hash unit/type/incr unit/keyspace unit/multi unit/expire \
-unit/info-command unit/protocol unit/quit unit/scan unit/introspection-2 unit/pubsub unit/tracking unit/type/set unit/functions unit/scripting"
+unit/info-command unit/protocol unit/quit unit/scan unit/introspection-2 unit/pubsub unit/tracking unit/pause unit/type/set unit/functions unit/scripting"
 # run_units UNITS DIR: one run.sh pass, its lines added to units.txt.
 run_units() {
     PORT=$PORT UNITS=$1 OUTDIR=$WORK/redis-tests "$2/run.sh" | tee -a "$WORK/units.txt"

@@ -143,6 +143,9 @@ pub async fn serve<S: ClientStream>(
         .pubsub
         .forget(&mut client.subscriptions, &client.handle);
     crate::blocking::abandon(&shared, &mut client);
+    if client.paused_request.take().is_some() {
+        shared.pause.note_held(false);
+    }
     crate::tracking::forget(&shared, &mut client);
     crate::tracking::sync_if_changed(&shared);
     shared.monitors.remove(&client.handle);
@@ -343,11 +346,15 @@ fn held_by_pause(shared: &Shared, client: &ClientState, args: &[Bytes]) -> bool 
     if client.is_master || !shared.pause.is_paused() {
         return false;
     }
-    let Some(spec) = crate::command::lookup(&args[0]) else {
+    // Unknown commands and wrong arities are answered at once, as in Redis.
+    let Some(spec) = crate::command::lookup(&args[0]).filter(|s| s.arity_ok(args.len())) else {
         return false;
     };
     let queued = client.multi.as_ref().map(|m| &m.queued[..]);
-    shared.pause.holds(spec, args, queued)
+    let read_only_script = |s: &crate::command::CommandSpec, a: &[Bytes]| {
+        crate::cmd::scripting::declares_no_writes(shared, s, a)
+    };
+    shared.pause.holds(spec, args, queued, &read_only_script)
 }
 
 /// Executes every complete request in `rbuf`. Returns true when the
@@ -364,6 +371,7 @@ fn process(
     loop {
         let unparsed = rbuf.len();
         let parsed = if let Some(held) = client.paused_request.take() {
+            shared.pause.note_held(false);
             Ok(Some(held))
         } else if client.authenticated {
             parser.parse(rbuf)
@@ -388,6 +396,7 @@ fn process(
         };
         if held_by_pause(shared, client, &args) {
             client.paused_request = Some(args);
+            shared.pause.note_held(true);
             return false;
         }
         if client.reply_mode == ReplyMode::SkipNext {

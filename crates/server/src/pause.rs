@@ -8,7 +8,7 @@
 use crate::command::{flags, CommandSpec};
 use bytes::Bytes;
 use parking_lot::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
 use tokio::sync::Notify;
 
@@ -26,6 +26,9 @@ pub struct Pause {
     state: Mutex<Option<(Instant, Mode)>>,
     /// Wakes held connections when a pause is lifted or replaced.
     changed: Notify,
+    /// Connections holding a request: they count in INFO's
+    /// `blocked_clients`, as Redis counts its postponed clients.
+    held: AtomicUsize,
 }
 
 impl Pause {
@@ -66,17 +69,26 @@ impl Pause {
 
     /// Whether a client's command must wait. Inside MULTI only EXEC can
     /// (the queued commands are judged there, all together).
-    pub fn holds(&self, spec: &CommandSpec, args: &[Bytes], queued: Option<&[Vec<Bytes>]>) -> bool {
+    /// `read_only_script` says whether an EVAL/EVALSHA call runs a script
+    /// that declares `no-writes`, which a WRITE pause lets through.
+    pub fn holds(
+        &self,
+        spec: &CommandSpec,
+        args: &[Bytes],
+        queued: Option<&[Vec<Bytes>]>,
+        read_only_script: &dyn Fn(&CommandSpec, &[Bytes]) -> bool,
+    ) -> bool {
         let Some((_, mode)) = self.current() else {
             return false;
         };
+        let writes = |s: &CommandSpec, a: &[Bytes]| may_write(s, a) && !read_only_script(s, a);
         match queued {
             Some(_) if spec.name != "exec" => false,
             _ if mode == Mode::All => true,
             Some(cmds) => cmds
                 .iter()
-                .any(|c| crate::command::lookup(&c[0]).is_some_and(|s| may_write(s, c))),
-            None => may_write(spec, args),
+                .any(|c| crate::command::lookup(&c[0]).is_some_and(|s| writes(s, c))),
+            None => writes(spec, args),
         }
     }
 
@@ -95,6 +107,19 @@ impl Pause {
 
     pub fn is_paused(&self) -> bool {
         self.current().is_some()
+    }
+
+    /// A connection started or stopped holding a request.
+    pub fn note_held(&self, holding: bool) {
+        if holding {
+            self.held.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.held.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
+    pub fn held_clients(&self) -> usize {
+        self.held.load(Ordering::Relaxed)
     }
 }
 
@@ -120,26 +145,27 @@ mod tests {
     #[test]
     fn a_write_pause_holds_writes_and_scripts_only() {
         let p = Pause::default();
+        let no = |_: &CommandSpec, _: &[Bytes]| false;
         let (get, g) = call("get");
         let (set, s) = call("set");
         let (eval, e) = call("eval");
-        assert!(!p.holds(set, &s, None));
+        assert!(!p.holds(set, &s, None, &no));
         p.pause(Instant::now() + Duration::from_secs(60), Mode::Write);
-        assert!(!p.holds(get, &g, None));
-        assert!(p.holds(set, &s, None));
-        assert!(p.holds(eval, &e, None));
+        assert!(!p.holds(get, &g, None, &no));
+        assert!(p.holds(set, &s, None, &no));
+        assert!(p.holds(eval, &e, None, &no));
         // Queued inside MULTI, then judged at EXEC.
-        assert!(!p.holds(set, &s, Some(&[])));
+        assert!(!p.holds(set, &s, Some(&[]), &no));
         let (exec, x) = call("exec");
-        assert!(p.holds(exec, &x, Some(std::slice::from_ref(&s))));
-        assert!(!p.holds(exec, &x, Some(std::slice::from_ref(&g))));
+        assert!(p.holds(exec, &x, Some(std::slice::from_ref(&s)), &no));
+        assert!(!p.holds(exec, &x, Some(std::slice::from_ref(&g)), &no));
         p.pause(Instant::now(), Mode::All);
         assert!(
-            p.holds(get, &g, None),
+            p.holds(get, &g, None, &no),
             "ALL widens the pause, the later end stays"
         );
         p.unpause();
-        assert!(!p.holds(set, &s, None));
+        assert!(!p.holds(set, &s, None, &no));
     }
 
     #[test]

@@ -340,6 +340,17 @@ fn read_only_scripts_refuse_writes() {
         e.starts_with("ERR Write commands are not allowed from read-only scripts."),
         "{e}"
     );
+    // PUBLISH and PFCOUNT reach replicas: Redis refuses them here too.
+    for call in [
+        "redis.call('publish', 'ch', 'm')",
+        "redis.call('pfcount', KEYS[1])",
+    ] {
+        let e = error(&mut c, &["EVAL_RO", call, "1", "hll"]);
+        assert!(
+            e.starts_with("ERR Write commands are not allowed from read-only scripts."),
+            "{call}: {e}"
+        );
+    }
     let sha: String = ok(
         &mut c,
         &["SCRIPT", "LOAD", "return redis.call('del', KEYS[1])"],

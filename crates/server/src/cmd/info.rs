@@ -198,7 +198,11 @@ fn clients_section(shared: &Shared) -> String {
     field(&mut s, "maxclients", shared.config.read().maxclients);
     field(&mut s, "client_recent_max_input_buffer", 0);
     field(&mut s, "client_recent_max_output_buffer", 0);
-    field(&mut s, "blocked_clients", shared.blocking.blocked_clients());
+    field(
+        &mut s,
+        "blocked_clients",
+        shared.blocking.blocked_clients() + shared.pause.held_clients(),
+    );
     field(&mut s, "tracking_clients", shared.tracking.counts().3);
     field(&mut s, "pubsub_clients", shared.pubsub.counts().3);
     field(&mut s, "watching_clients", watching);

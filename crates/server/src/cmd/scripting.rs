@@ -118,6 +118,32 @@ fn numkeys(args: &[Bytes]) -> Result<usize, Frame> {
     numkeys_in_range(arg_i64(&args[2])?, args.len() - 3)
 }
 
+/// Whether an EVAL or EVALSHA call runs a script whose first line
+/// declares `no-writes`, or an FCALL a function that does (CLIENT PAUSE
+/// WRITE lets them through, as Redis does); false for anything else, a
+/// script not in the cache, or a function while a script runs.
+pub(crate) fn declares_no_writes(
+    shared: &crate::state::Shared,
+    spec: &CommandSpec,
+    args: &[Bytes],
+) -> bool {
+    let body = match spec.name {
+        "eval" => args.get(1).cloned(),
+        "evalsha" => args.get(1).and_then(|sha| {
+            shared
+                .scripting
+                .cached(&String::from_utf8_lossy(sha).to_ascii_lowercase())
+        }),
+        "fcall" => {
+            return args.get(1).is_some_and(|name| {
+                shared.scripting.function_declares_no_writes(name) == Some(true)
+            })
+        }
+        _ => None,
+    };
+    body.is_some_and(|b| Shebang::parse(&b).is_ok_and(|s| s.no_writes))
+}
+
 /// A key count with Redis's errors, given `available` arguments after it.
 pub(crate) fn numkeys_in_range(n: i64, available: usize) -> Result<usize, Frame> {
     if n > available as i64 {
@@ -274,6 +300,11 @@ fn refusal(ctx: &Ctx<'_>, spec: &CommandSpec, args: &[Bytes], ro: bool) -> Optio
             "ERR {} command is not allowed with BLOCK option from scripts",
             spec.name
         )));
+    }
+    // PUBLISH and PFCOUNT (which may rewrite its key) reach replicas:
+    // Redis counts them as writes here.
+    if ro && matches!(spec.name, "publish" | "spublish" | "pfcount") {
+        return Some(errors::err(WRITE_FROM_RO));
     }
     if spec.is_write() {
         if ro {

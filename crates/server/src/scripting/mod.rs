@@ -227,6 +227,15 @@ impl Scripting {
         }
     }
 
+    /// Whether function `name` declares `no-writes`; None when it is not
+    /// known or the engine is busy (a running script holds it), so a
+    /// caller that must not wait assumes the worst.
+    pub fn function_declares_no_writes(&self, name: &[u8]) -> Option<bool> {
+        let engine = self.engine.try_lock()?;
+        let f = engine.functions.find(name)?;
+        Some(f.flags & functions::flags::NO_WRITES != 0)
+    }
+
     /// SCRIPT KILL (`eval`) or FUNCTION KILL: each stops only its own
     /// kind of script, and answers the other kind with its -BUSY.
     pub fn kill(&self, eval: bool) -> Frame {
