@@ -422,10 +422,12 @@ impl Blocking {
         let spec = crate::command::lookup(w.op.command().as_bytes())?;
         let Some(user) = shared.acl.get(&w.user) else {
             // Deleted meanwhile: its connection is being closed.
-            return Some(Frame::error(format!(
-                "NOPERM User {} has no permissions to run the '{}' command",
-                w.user, spec.name
-            )));
+            let denial = crate::acl::check::Denial {
+                reason: crate::acl::log::Reason::Command,
+                object: spec.name.to_string(),
+                pos: 0,
+            };
+            return Some(denial.reply(&w.user));
         };
         if user.unrestricted() {
             return None;

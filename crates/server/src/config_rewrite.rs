@@ -4,7 +4,6 @@
 //! defaults. The new file replaces the old one atomically.
 
 use crate::config::{Config, DIRECTIVES};
-use std::io::Write;
 use std::path::Path;
 use toml_edit::{value, Array, DocumentMut, Item, Table};
 
@@ -39,7 +38,7 @@ pub fn rewrite(cfg: &Config) -> Result<(), String> {
         .parse()
         .map_err(|e| format!("Rewriting config file: the file is not valid TOML: {e}"))?;
     update(&mut doc, cfg);
-    replace_file(path, doc.to_string().as_bytes())
+    crate::util::replace_file(path, doc.to_string().as_bytes())
         .map_err(|e| format!("Rewriting config file: {e}"))
 }
 
@@ -109,24 +108,6 @@ fn item_for(name: &str, repeatable: bool, text: &str) -> Item {
         Ok(n) => value(n),
         Err(_) => value(text),
     }
-}
-
-/// Writes `bytes` next to `path`, syncs it, and renames it over `path`, so a
-/// crash leaves either the old file or the new one.
-fn replace_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "durakv.toml".into());
-    let tmp = dir.join(format!(".{name}.rewrite"));
-    {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-    }
-    std::fs::rename(&tmp, path)?;
-    std::fs::File::open(dir)?.sync_all()
 }
 
 #[cfg(test)]

@@ -52,3 +52,26 @@ pub fn is(arg: &[u8], keyword: &str) -> bool {
 pub fn format_float(v: f64) -> String {
     durakv_protocol::frame::format_double(v)
 }
+
+/// Writes `bytes` next to `path`, syncs it, renames it over `path` and
+/// syncs the directory, so a crash leaves either the old file or the new
+/// one (CONFIG REWRITE, ACL SAVE).
+pub fn replace_file(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => std::path::Path::new("."),
+    };
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.tmp"));
+    {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+    }
+    std::fs::rename(&tmp, path)?;
+    std::fs::File::open(dir)?.sync_all()
+}

@@ -47,32 +47,13 @@ impl Denial {
 }
 
 /// Checks one call against every selector of `user`; the first that
-/// allows it wins. Of the denials, the channel one is reported before a
-/// key one, and a key one before a command one, as Redis ranks them.
+/// allows it wins.
 pub fn check(user: &User, spec: &CommandSpec, args: &[Bytes]) -> Result<(), Denial> {
     if user.unrestricted() || spec.flags & flags::NOAUTH != 0 {
         return Ok(());
     }
     let id = INDEX.id_of_call(spec, args);
-    let mut worst: Option<Denial> = None;
-    for s in user.all_selectors() {
-        match check_selector(s, id, spec, args) {
-            Ok(()) => return Ok(()),
-            Err(d) => {
-                // Of equal denials, the one further along the arguments
-                // names what no selector could allow.
-                let key = |d: &Denial| (rank(d.reason), d.pos);
-                if worst.as_ref().is_none_or(|w| key(&d) > key(w)) {
-                    worst = Some(d);
-                }
-            }
-        }
-    }
-    Err(worst.unwrap_or(Denial {
-        reason: Reason::Command,
-        object: INDEX.names[id].clone(),
-        pos: 0,
-    }))
+    first_allowing(user, id, |s| check_selector(s, id, spec, args))
 }
 
 /// For a served blocked command: its command, and `args[1..]` as keys it
@@ -83,40 +64,55 @@ pub fn check_keys(user: &User, spec: &CommandSpec, args: &[Bytes]) -> Result<(),
         read: true,
         write: spec.is_write(),
     };
-    let mut worst: Option<Denial> = None;
-    for s in user.all_selectors() {
-        let d = if !s.allows_command(id) {
-            Denial {
-                reason: Reason::Command,
-                object: INDEX.names[id].clone(),
-                pos: 0,
-            }
-        } else if let Some((i, k)) = args
+    first_allowing(user, id, |s| {
+        if !s.allows_command(id) {
+            return Err(command_denial(id));
+        }
+        match args
             .iter()
             .enumerate()
             .skip(1)
             .find(|(_, k)| !s.allows_key(k, access))
         {
-            Denial {
+            Some((i, k)) => Err(Denial {
                 reason: Reason::Key,
                 object: String::from_utf8_lossy(k).into_owned(),
                 pos: i,
-            }
-        } else {
-            return Ok(());
+            }),
+            None => Ok(()),
+        }
+    })
+}
+
+/// Ok if `check` passes for some selector of `user`. Otherwise the
+/// denial Redis reports: a channel one before a key one before a command
+/// one, and of equal ones the one further along the arguments, which
+/// names what no selector could allow.
+fn first_allowing(
+    user: &User,
+    id: usize,
+    check: impl Fn(&Selector) -> Result<(), Denial>,
+) -> Result<(), Denial> {
+    let mut worst: Option<Denial> = None;
+    for s in user.all_selectors() {
+        let d = match check(s) {
+            Ok(()) => return Ok(()),
+            Err(d) => d,
         };
-        if worst
-            .as_ref()
-            .is_none_or(|w| rank(d.reason) > rank(w.reason))
-        {
+        let key = |d: &Denial| (rank(d.reason), d.pos);
+        if worst.as_ref().is_none_or(|w| key(&d) > key(w)) {
             worst = Some(d);
         }
     }
-    Err(worst.unwrap_or(Denial {
+    Err(worst.unwrap_or_else(|| command_denial(id)))
+}
+
+fn command_denial(id: usize) -> Denial {
+    Denial {
         reason: Reason::Command,
         object: INDEX.names[id].clone(),
         pos: 0,
-    }))
+    }
 }
 
 fn rank(r: Reason) -> u8 {
@@ -135,11 +131,7 @@ fn check_selector(
     args: &[Bytes],
 ) -> Result<(), Denial> {
     if !s.allows_call(id, args) {
-        return Err(Denial {
-            reason: Reason::Command,
-            object: INDEX.names[id].clone(),
-            pos: 0,
-        });
+        return Err(command_denial(id));
     }
     // Shard channels have key specs for cluster routing; they are channels.
     if !s.all_keys() && !matches!(spec.name, "spublish" | "ssubscribe" | "sunsubscribe") {
@@ -203,14 +195,21 @@ pub fn refresh(ctx: &mut Ctx<'_>) {
     }
 }
 
-/// The check `dispatch` makes before running or queueing a command:
-/// None to go ahead, or the NOPERM reply (logged).
-pub fn enforce(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> Option<Frame> {
-    refresh(ctx);
+/// The calling client's denial for this call, logged under `context`;
+/// None when it may run (the replication link always may).
+fn denied(ctx: &Ctx<'_>, spec: &CommandSpec, args: &[Bytes], context: Context) -> Option<Denial> {
     if ctx.client.user.unrestricted() || ctx.client.is_master {
         return None;
     }
     let denial = check(&ctx.client.user, spec, args).err()?;
+    log(ctx, denial.reason, context, denial.object.clone(), None);
+    Some(denial)
+}
+
+/// The check `dispatch` makes before running or queueing a command:
+/// None to go ahead, or the NOPERM reply (logged).
+pub fn enforce(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> Option<Frame> {
+    refresh(ctx);
     let context = if ctx.client.in_script {
         Context::Lua
     } else if ctx.client.multi.is_some() || ctx.client.in_exec {
@@ -218,23 +217,13 @@ pub fn enforce(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> Option<
     } else {
         Context::Toplevel
     };
-    log(ctx, denial.reason, context, denial.object.clone(), None);
+    let denial = denied(ctx, spec, args, context)?;
     Some(denial.reply(&ctx.client.user.name))
 }
 
 /// `redis.call`'s check, for the user that runs the script.
 pub fn in_script(ctx: &Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> Option<Frame> {
-    if ctx.client.user.unrestricted() || ctx.client.is_master {
-        return None;
-    }
-    let denial = check(&ctx.client.user, spec, args).err()?;
-    log(
-        ctx,
-        denial.reason,
-        Context::Lua,
-        denial.object.clone(),
-        None,
-    );
+    let denial = denied(ctx, spec, args, Context::Lua)?;
     Some(Frame::error(format!(
         "ERR ACL failure in script: {}",
         denial.message(&ctx.client.user.name, false)
@@ -245,17 +234,13 @@ pub fn in_script(ctx: &Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> Option<Fr
 /// since it was queued.
 pub fn recheck_in_exec(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> Option<Frame> {
     refresh(ctx);
-    if ctx.client.user.unrestricted() || ctx.client.is_master {
-        return None;
-    }
-    let denial = check(&ctx.client.user, spec, args).err()?;
+    let denial = denied(ctx, spec, args, Context::Multi)?;
     let reason = match denial.reason {
         Reason::Command => "no permission to execute the command or subcommand",
         Reason::Key => "no permission to touch the specified keys",
         Reason::Channel => "no permission to access one of the channels used as arguments",
         Reason::Auth => "no permission",
     };
-    log(ctx, denial.reason, Context::Multi, denial.object, None);
     Some(Frame::error(format!(
         "NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: {reason}"
     )))

@@ -5,7 +5,6 @@
 use super::{Acl, User};
 use crate::config::Config;
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::Path;
 
 /// Parses `<name> <rule> ...` (a `user` directive's value) into a user
@@ -115,16 +114,7 @@ pub fn lines(acl: &Acl) -> Vec<String> {
 pub fn save(acl: &Acl, path: &Path) -> std::io::Result<()> {
     let mut text = lines(acl).join("\n");
     text.push('\n');
-    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
-    let mut f = std::fs::File::create(&tmp)?;
-    f.write_all(text.as_bytes())?;
-    f.sync_all()?;
-    drop(f);
-    std::fs::rename(&tmp, path)?;
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::File::open(dir)?.sync_all()?;
-    }
-    Ok(())
+    crate::util::replace_file(path, text.as_bytes())
 }
 
 /// The users a server starts with: `default`, the `user` lines, then the

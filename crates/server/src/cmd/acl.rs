@@ -210,12 +210,7 @@ fn kill_subscribers_that_lost_channels(ctx: &mut Ctx<'_>, new: &User) {
         if !h.mailbox.is_subscriber() {
             continue;
         }
-        let user = if h.id == ctx.client.id() {
-            ctx.client.user.name.clone()
-        } else {
-            h.info.lock().user.clone()
-        };
-        if user != new.name {
+        if super::client::user_of(ctx, &h) != new.name {
             continue;
         }
         let subs = ctx.shared.pubsub.subscriptions_of(h.id);
@@ -245,12 +240,7 @@ fn disconnect(ctx: &mut Ctx<'_>, h: &crate::client::ClientHandle) {
 /// Disconnects the clients logged in as `name`.
 fn kill_users_clients(ctx: &mut Ctx<'_>, name: &str) {
     for h in ctx.shared.clients.all() {
-        let user = if h.id == ctx.client.id() {
-            ctx.client.user.name.clone()
-        } else {
-            h.info.lock().user.clone()
-        };
-        if user == name {
+        if super::client::user_of(ctx, &h) == name {
             disconnect(ctx, &h);
         }
     }

@@ -502,6 +502,16 @@ fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
     Frame::Integer(kill_matching(ctx, &f) as i64)
 }
 
+/// The ACL user client `h` runs as: the caller's from its own state,
+/// another's from its published snapshot.
+pub(crate) fn user_of(ctx: &Ctx<'_>, h: &ClientHandle) -> String {
+    if h.id == ctx.client.id() {
+        ctx.client.user.name.clone()
+    } else {
+        h.info.lock().user.clone()
+    }
+}
+
 /// Kills every client `f` matches; the caller itself only closes after its
 /// reply is sent, as Redis does.
 fn kill_matching(ctx: &mut Ctx<'_>, f: &KillFilter) -> usize {
@@ -511,12 +521,7 @@ fn kill_matching(ctx: &mut Ctx<'_>, f: &KillFilter) -> usize {
         if h.id == me && f.skipme {
             continue;
         }
-        let user = if h.id == me {
-            ctx.client.user.name.clone()
-        } else {
-            h.info.lock().user.clone()
-        };
-        if !f.matches(&h, &user) {
+        if !f.matches(&h, &user_of(ctx, &h)) {
             continue;
         }
         if h.id == me {
