@@ -29,13 +29,13 @@ type Table = IndexMap<Bytes, Bytes, crate::value::HashBuilder>;
 
 #[derive(Clone, Debug)]
 pub struct HashValue {
-    repr: Repr,
+    repr: Box<Repr>,
 }
 
-/// 16 bytes, so that a value of any type fits in 24 (see
+/// Behind a pointer, so that a value of any type fits in 16 bytes (see
 /// `crate::value::Value`): the entry count of a packed hash is not kept
 /// but counted (a packed hash has at most `PACKED_MAX_ENTRIES`), and the
-/// rarer shapes share one pointer.
+/// rarer shapes share one pointer, so this is a 16-byte block.
 #[derive(Clone, Debug)]
 enum Repr {
     /// Entries in insertion order, each `varint(len) field varint(len)
@@ -56,7 +56,7 @@ enum Other {
 impl Default for HashValue {
     fn default() -> Self {
         HashValue {
-            repr: Repr::Packed(Box::default()),
+            repr: Box::new(Repr::Packed(Box::default())),
         }
     }
 }
@@ -292,7 +292,7 @@ impl HashValue {
         if n > PACKED_MAX_ENTRIES || bytes > PACKED_MAX_BYTES {
             let t = Table::with_capacity_and_hasher(n, Default::default());
             return HashValue {
-                repr: Repr::Other(Box::new(Other::Table(Box::new(t)))),
+                repr: Box::new(Repr::Other(Box::new(Other::Table(Box::new(t))))),
             };
         }
         HashValue::default()
@@ -324,7 +324,7 @@ impl HashValue {
         };
         if fits && size <= PACKED_MAX_BYTES && distinct() {
             return HashValue {
-                repr: packed_repr_of(pairs, size),
+                repr: Box::new(packed_repr_of(pairs, size)),
             };
         }
         let mut h = HashValue::with_capacity(pairs.len(), size);
@@ -344,7 +344,7 @@ impl HashValue {
     }
 
     fn table(&self) -> Option<&Table> {
-        match &self.repr {
+        match &*self.repr {
             Repr::Other(o) => match &**o {
                 Other::Table(t) => Some(t),
                 Other::Split(_) => None,
@@ -354,7 +354,7 @@ impl HashValue {
     }
 
     fn table_mut(&mut self) -> Option<&mut Table> {
-        match &mut self.repr {
+        match &mut *self.repr {
             Repr::Other(o) => match &mut **o {
                 Other::Table(t) => Some(t),
                 Other::Split(_) => None,
@@ -366,7 +366,7 @@ impl HashValue {
     /// O(1), where `len` counts a packed hash's entries: a split hash is
     /// never empty (it splits only past `SPLIT_MIN_BYTES`).
     pub fn is_empty(&self) -> bool {
-        match (&self.repr, self.table()) {
+        match (&*self.repr, self.table()) {
             (Repr::Packed(buf), _) => buf.is_empty(),
             (_, Some(t)) => t.is_empty(),
             (Repr::Other(_), None) => false,
@@ -380,7 +380,7 @@ impl HashValue {
 
     /// The parts of a packed hash; None for a table.
     fn parts(&self) -> Option<&[Box<[u8]>]> {
-        match &self.repr {
+        match &*self.repr {
             Repr::Packed(buf) => Some(std::slice::from_ref(buf)),
             Repr::Other(o) => match &**o {
                 Other::Split(parts) => Some(&parts[..]),
@@ -468,7 +468,7 @@ impl HashValue {
     pub fn extend_counting(&mut self, pairs: &[(Bytes, Bytes)]) -> usize {
         if let Some(buf) = self.flat() {
             if let Some((new_buf, added)) = packed_with(&buf, pairs) {
-                self.repr = packed_repr(new_buf);
+                *self.repr = packed_repr(new_buf);
                 return added;
             }
             self.make_table(pairs.len());
@@ -500,13 +500,18 @@ impl HashValue {
         let mut v = Vec::with_capacity(buf.len() - (end - start));
         v.extend_from_slice(&buf[..start]);
         v.extend_from_slice(&buf[end..]);
-        self.repr = packed_repr(v);
+        *self.repr = packed_repr(v);
         true
     }
 
     /// Heap bytes held, approximately (for `used_memory` and MEMORY USAGE).
     pub fn heap_bytes(&self) -> usize {
-        match (&self.repr, self.table()) {
+        std::mem::size_of::<Repr>() + self.shape_heap_bytes()
+    }
+
+    /// [`HashValue::heap_bytes`] past the block that holds the shape.
+    fn shape_heap_bytes(&self) -> usize {
+        match (&*self.repr, self.table()) {
             (Repr::Packed(buf), _) => buf.len(),
             // A bucket (hash and two handles), an index slot, and the two
             // blocks behind the handles.
@@ -526,7 +531,7 @@ impl HashValue {
         for (f, v) in self.iter() {
             t.insert(f, v);
         }
-        self.repr = Repr::Other(Box::new(Other::Table(Box::new(t))));
+        *self.repr = Repr::Other(Box::new(Other::Table(Box::new(t))));
     }
 }
 

@@ -1,6 +1,7 @@
-//! A compact byte string for keys and sorted-set members: 24 bytes, with
+//! Compact byte strings: [`Key`] for keys and sorted-set members (24 bytes,
 //! strings up to [`INLINE_MAX`] bytes stored inside it and longer ones in an
-//! exact-size heap block.
+//! exact-size heap block) and [`Str`] for string values (16 bytes, inline
+//! up to [`STR_INLINE_MAX`]).
 //!
 //! A `Bytes` handle is 32 bytes and its data a heap block of its own (with
 //! a reference-count block once it is shared). Most keys are short
@@ -183,27 +184,117 @@ impl fmt::Debug for Key {
 /// handle and its reference-count block would for as long as it lives.
 pub const SHARED_MIN: usize = 4097;
 
-/// A string value: inline up to [`INLINE_MAX`] bytes (so every integer
-/// Redis would encode as `int` costs no heap allocation), an exact-size
-/// block up to 4 KiB, and a shared `Bytes` past that. 24 bytes.
-#[derive(Clone)]
-pub struct Str(StrRepr);
+/// Longest string value kept inside a [`Str`].
+pub const STR_INLINE_MAX: usize = 15;
 
-#[derive(Clone)]
-enum StrRepr {
-    Owned(Key),
-    Shared(Box<Bytes>),
+/// What a [`Str`] holds, in its first byte: an inline string's length, or
+/// where the bytes are. The unused values (18..=255) are where `Value`
+/// keeps its other variants' tags, so a value is 16 bytes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+#[rustfmt::skip]
+enum Tag {
+    L0, L1, L2, L3, L4, L5, L6, L7, L8, L9, L10, L11, L12, L13, L14, L15,
+    /// An exact-size block; its length in `head[3..7]`.
+    Heap,
+    /// A `Box<Bytes>`.
+    Shared,
 }
+
+#[rustfmt::skip]
+const STR_LENS: [Tag; STR_INLINE_MAX + 1] = [
+    Tag::L0, Tag::L1, Tag::L2, Tag::L3, Tag::L4, Tag::L5, Tag::L6, Tag::L7,
+    Tag::L8, Tag::L9, Tag::L10, Tag::L11, Tag::L12, Tag::L13, Tag::L14, Tag::L15,
+];
+
+/// The second word: inline bytes 7..15, or the pointer.
+#[derive(Clone, Copy)]
+#[repr(C)]
+union Tail {
+    bytes: [u8; 8],
+    ptr: *mut u8,
+}
+
+/// A string value: inline up to [`STR_INLINE_MAX`] bytes (so a counter
+/// costs no heap allocation), an exact-size block up to 4 KiB, and a shared
+/// `Bytes` past that. 16 bytes, which makes every key's slot 8 bytes
+/// smaller than a `Key`-sized value would: the block's length lives beside
+/// a thin pointer instead of in a fat one.
+#[repr(C)]
+pub struct Str {
+    tag: Tag,
+    head: [u8; 7],
+    tail: Tail,
+}
+
+// SAFETY: a `Str` owns its block or its `Box<Bytes>` outright (it is never
+// aliased by another `Str`), as a `Box` would.
+unsafe impl Send for Str {}
+unsafe impl Sync for Str {}
 
 impl Str {
     pub fn new(b: &[u8]) -> Str {
-        Str(StrRepr::Owned(Key::new(b)))
+        match STR_LENS.get(b.len()) {
+            Some(&tag) => {
+                let mut buf = [0u8; STR_INLINE_MAX];
+                buf[..b.len()].copy_from_slice(b);
+                let mut head = [0u8; 7];
+                head.copy_from_slice(&buf[..7]);
+                let mut bytes = [0u8; 8];
+                bytes.copy_from_slice(&buf[7..]);
+                Str {
+                    tag,
+                    head,
+                    tail: Tail { bytes },
+                }
+            }
+            None if b.len() < SHARED_MIN => Str::heap(b.into()),
+            None => Str::shared(Bytes::copy_from_slice(b)),
+        }
+    }
+
+    /// Takes `block` (longer than inline, shorter than shared) as it is.
+    fn heap(block: Box<[u8]>) -> Str {
+        debug_assert!(block.len() > STR_INLINE_MAX && block.len() < SHARED_MIN);
+        let mut head = [0u8; 7];
+        head[3..].copy_from_slice(&(block.len() as u32).to_ne_bytes());
+        Str {
+            tag: Tag::Heap,
+            head,
+            tail: Tail {
+                ptr: Box::into_raw(block) as *mut u8,
+            },
+        }
+    }
+
+    fn shared(b: Bytes) -> Str {
+        Str {
+            tag: Tag::Shared,
+            head: [0; 7],
+            tail: Tail {
+                ptr: Box::into_raw(Box::new(b)) as *mut u8,
+            },
+        }
+    }
+
+    fn heap_len(&self) -> usize {
+        let mut n = [0u8; 4];
+        n.copy_from_slice(&self.head[3..]);
+        u32::from_ne_bytes(n) as usize
+    }
+
+    /// The shared handle of a `Shared` string.
+    fn shared_ref(&self) -> &Bytes {
+        debug_assert!(self.tag == Tag::Shared);
+        // SAFETY: a `Shared` string's pointer came from `Box::into_raw` of
+        // a `Box<Bytes>` this string owns.
+        unsafe { &*(self.tail.ptr as *const Bytes) }
     }
 
     /// Keeps `b` itself when it is large, copies it otherwise.
     pub fn from_bytes(b: &Bytes) -> Str {
         if b.len() >= SHARED_MIN {
-            Str(StrRepr::Shared(Box::new(b.clone())))
+            Str::shared(b.clone())
         } else {
             Str::new(b)
         }
@@ -212,49 +303,114 @@ impl Str {
     /// Like [`Str::from_bytes`] without a copy of a block it can keep.
     pub fn from_vec(v: Vec<u8>) -> Str {
         if v.len() >= SHARED_MIN {
-            Str(StrRepr::Shared(Box::new(Bytes::from(v))))
-        } else if v.len() <= INLINE_MAX {
+            Str::shared(Bytes::from(v))
+        } else if v.len() <= STR_INLINE_MAX {
             Str::new(&v)
         } else {
-            Str(StrRepr::Owned(Key(Repr::Heap(v.into_boxed_slice()))))
+            Str::heap(v.into_boxed_slice())
         }
     }
 
-    /// Bytes on the heap besides the 24 bytes of the string itself.
+    /// Bytes on the heap besides the 16 bytes of the string itself.
     pub fn heap_bytes(&self) -> usize {
-        match &self.0 {
-            StrRepr::Owned(k) => k.heap_bytes(),
+        match self.tag {
+            Tag::Heap => self.heap_len(),
             // The handle's box, its shared block's header, the data.
-            StrRepr::Shared(b) => 32 + 32 + b.len(),
+            Tag::Shared => 32 + 32 + self.shared_ref().len(),
+            _ => 0,
         }
     }
 
     pub fn as_slice(&self) -> &[u8] {
-        match &self.0 {
-            StrRepr::Owned(k) => k.as_slice(),
-            StrRepr::Shared(b) => b,
+        match self.tag {
+            // SAFETY: the block is `heap_len` bytes, owned by this string.
+            Tag::Heap => unsafe { std::slice::from_raw_parts(self.tail.ptr, self.heap_len()) },
+            Tag::Shared => self.shared_ref(),
+            len => {
+                // SAFETY: `head` and `tail` are contiguous in this `repr(C)`
+                // struct (offsets 1..8 and 8..16) and every byte of an
+                // inline string's is initialized.
+                unsafe {
+                    let start = (self as *const Str as *const u8).add(1);
+                    std::slice::from_raw_parts(start, len as usize)
+                }
+            }
         }
     }
 
     /// The value as `Bytes`, for replies and logged mutations: a share of
     /// a large value, a copy of a small one.
     pub fn to_bytes(&self) -> Bytes {
-        match &self.0 {
-            StrRepr::Owned(k) => k.to_bytes(),
-            StrRepr::Shared(b) => (**b).clone(),
+        match self.tag {
+            Tag::Shared => self.shared_ref().clone(),
+            _ => Bytes::copy_from_slice(self.as_slice()),
         }
+    }
+
+    /// Gives up the block or the shared handle, leaving an empty string.
+    fn take_owned(&mut self) -> Owned {
+        let tag = self.tag;
+        let len = self.heap_len();
+        // SAFETY: the pointer of a `Heap` or `Shared` string is read once
+        // and `self` is overwritten with an inline string right after, so
+        // the allocation has exactly one owner.
+        let owned = unsafe {
+            match tag {
+                Tag::Heap => Owned::Block(Box::from_raw(std::ptr::slice_from_raw_parts_mut(
+                    self.tail.ptr,
+                    len,
+                ))),
+                Tag::Shared => Owned::Shared(Box::from_raw(self.tail.ptr as *mut Bytes)),
+                _ => return Owned::Inline,
+            }
+        };
+        self.tag = Tag::L0;
+        self.tail = Tail { bytes: [0; 8] };
+        owned
     }
 
     /// The bytes, to be changed, as a vector (without a copy when this
     /// string owns an exact-size block, or is the only holder of a shared
     /// one); [`Str::from_vec`] puts it back.
     pub fn take_vec(&mut self) -> Vec<u8> {
-        match std::mem::take(self).0 {
-            StrRepr::Owned(Key(Repr::Heap(b))) => b.into_vec(),
-            StrRepr::Owned(k) => k.as_slice().to_vec(),
-            StrRepr::Shared(b) => match (*b).try_into_mut() {
+        if (self.tag as u8) < Tag::Heap as u8 {
+            let v = self.as_slice().to_vec();
+            *self = Str::default();
+            return v;
+        }
+        match self.take_owned() {
+            Owned::Block(b) => b.into_vec(),
+            Owned::Shared(b) => match (*b).try_into_mut() {
                 Ok(m) => m.into(),
                 Err(shared) => shared.to_vec(),
+            },
+            Owned::Inline => Vec::new(),
+        }
+    }
+}
+
+/// What a non-inline [`Str`] owns, as safe types.
+enum Owned {
+    Inline,
+    Block(Box<[u8]>),
+    Shared(Box<Bytes>),
+}
+
+impl Drop for Str {
+    fn drop(&mut self) {
+        drop(self.take_owned());
+    }
+}
+
+impl Clone for Str {
+    fn clone(&self) -> Str {
+        match self.tag {
+            Tag::Heap => Str::heap(self.as_slice().into()),
+            Tag::Shared => Str::shared(self.shared_ref().clone()),
+            _ => Str {
+                tag: self.tag,
+                head: self.head,
+                tail: self.tail,
             },
         }
     }
@@ -350,9 +506,9 @@ mod tests {
     }
 
     #[test]
-    fn strings_are_24_bytes_inline_exact_or_shared() {
-        assert_eq!(std::mem::size_of::<Str>(), 24);
-        for n in [0, 20, 23, 24, 128, 4096, 4097, 100_000] {
+    fn strings_are_16_bytes_inline_exact_or_shared() {
+        assert_eq!(std::mem::size_of::<Str>(), 16);
+        for n in [0, 1, 7, 8, 14, 15, 16, 20, 23, 24, 128, 4096, 4097, 100_000] {
             let b = Bytes::from((0..n).map(|i| i as u8).collect::<Vec<u8>>());
             let mut s = Str::from_bytes(&b);
             assert_eq!(&s[..], &b[..]);
@@ -365,5 +521,41 @@ mod tests {
             s = Str::from_vec(v);
             assert_eq!(s.len(), n + 1);
         }
+    }
+
+    /// Every shape through clone, take, overwrite and drop: the unsafe
+    /// parts of `Str` (run under Miri to check them).
+    #[test]
+    fn every_shape_clones_takes_and_drops_once() {
+        for n in [0, 1, 6, 7, 8, 15, 16, 17, 4096, 4097, 5000] {
+            let b: Vec<u8> = (0..n).map(|i| (i * 7) as u8).collect();
+            let shared = Bytes::from(b.clone());
+            for s in [
+                Str::new(&b),
+                Str::from_bytes(&shared),
+                Str::from_vec(b.clone()),
+            ] {
+                let c = s.clone();
+                assert_eq!(c, s);
+                assert_eq!(&c[..], &b[..]);
+                assert_eq!(c.to_bytes(), b);
+                let mut t = c.clone();
+                assert_eq!(t.take_vec(), b);
+                assert!(t.is_empty(), "taking leaves an empty string");
+                t = Str::from_vec(b.clone());
+                assert_eq!(t, s);
+                let heap = if n <= STR_INLINE_MAX {
+                    0
+                } else if n < SHARED_MIN {
+                    n
+                } else {
+                    64 + n
+                };
+                assert_eq!(s.heap_bytes(), heap);
+                drop(c);
+                assert_eq!(&s[..], &b[..], "a clone's drop leaves the original");
+            }
+        }
+        assert_eq!(std::mem::size_of::<Option<Str>>(), 16);
     }
 }

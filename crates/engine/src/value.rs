@@ -67,8 +67,9 @@ pub enum Value {
     Str(Str),
     Hash(HashValue),
     // Boxed: every key's entry is as large as the largest variant, and most
-    // keys are strings or small hashes. A value is 24 bytes: the other
-    // variants' tags are spare values of a string's first byte.
+    // keys are strings or small hashes. A value is 16 bytes: the other
+    // variants' tags are spare values of a string's first byte, and each
+    // is a pointer in the second word.
     List(Box<ListValue>),
     Set(Box<SetValue>),
     ZSet(Box<ZSet>),
