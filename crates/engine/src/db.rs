@@ -10,6 +10,7 @@ use crate::keymap::KeyMap;
 use crate::snapshot::Cursor;
 use crate::value::Value;
 use bytes::Bytes;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// LSN stamped on entries whose write could not be logged because the log
 /// failed: no reply that depends on them can ever be released as durable,
@@ -158,6 +159,18 @@ impl Meta {
     }
 }
 
+/// Reads leave expired keys in place (see [`keep_expired`]).
+static EXPIRED_KEPT: AtomicBool = AtomicBool::new(false);
+
+/// While on, a read treats an expired key as missing without removing it,
+/// so that nothing changes the dataset, the log or the replication stream:
+/// the server turns it on for a client pause, as Redis does, so a replica
+/// can catch up to exactly the primary's state. Writes still expire what
+/// they touch; a pause holds them.
+pub fn keep_expired(on: bool) {
+    EXPIRED_KEPT.store(on, Ordering::Relaxed);
+}
+
 /// Whether a key expiring at `at_ms` (0: never) has expired by `now_ms`.
 pub(crate) fn is_due(at_ms: u64, now_ms: u64) -> bool {
     at_ms != 0 && at_ms <= now_ms
@@ -252,6 +265,9 @@ pub struct Db {
     /// Keys removed because they expired, kept only while the server wants
     /// to announce them (keyspace notifications); see [`Db::take_expired`].
     expired: Option<Vec<Bytes>>,
+    /// Keys removed because they had expired (lazily, or by sampling),
+    /// for INFO's `expired_keys`.
+    expired_count: u64,
     /// The latest time a lookup ran at, in seconds: what new entries are
     /// stamped with (0 until the first lookup, e.g. while loading).
     now_s: u32,
@@ -289,7 +305,7 @@ impl Db {
     /// The live entry for `key`, removing it first if it has expired; a
     /// found key counts as accessed.
     pub fn get(&mut self, key: &[u8], now_ms: u64) -> Option<&Entry> {
-        let i = self.live_index(key, now_ms)?;
+        let i = self.read_index(key, now_ms)?;
         let now_s = self.now_s;
         let e = &mut self.map[i];
         if !self.no_touch {
@@ -318,7 +334,7 @@ impl Db {
     /// Like [`Db::get`] without counting as an access (TTL, TYPE, EXISTS,
     /// OBJECT).
     pub fn get_untouched(&mut self, key: &[u8], now_ms: u64) -> Option<&Entry> {
-        let i = self.live_index(key, now_ms)?;
+        let i = self.read_index(key, now_ms)?;
         Some(&self.map[i])
     }
 
@@ -352,7 +368,7 @@ impl Db {
 
     fn lookup(&mut self, key: &[u8], now_ms: u64, touch: bool) -> (Option<usize>, u64) {
         let floor = self.floor_lsn;
-        match self.live_index(key, now_ms) {
+        match self.read_index(key, now_ms) {
             Some(i) => {
                 let now_s = self.now_s;
                 let reference = self.max_lsn;
@@ -373,6 +389,20 @@ impl Db {
         let i = self.map.get_index_of(key)?;
         if self.map[i].has_ttl() && self.due(key, now_ms) {
             self.remove_expired(key);
+            return None;
+        }
+        Some(i)
+    }
+
+    /// [`Db::live_index`] for a read: while expired keys are kept
+    /// ([`keep_expired`]), an expired key reads as missing but stays.
+    fn read_index(&mut self, key: &[u8], now_ms: u64) -> Option<usize> {
+        if !EXPIRED_KEPT.load(Ordering::Relaxed) {
+            return self.live_index(key, now_ms);
+        }
+        self.now_s = (now_ms / 1000) as u32;
+        let i = self.map.get_index_of(key)?;
+        if self.map[i].has_ttl() && self.due(key, now_ms) {
             return None;
         }
         Some(i)
@@ -518,12 +548,18 @@ impl Db {
     }
 
     fn remove_expired(&mut self, key: &[u8]) {
+        self.expired_count += 1;
         if let Some(log) = self.expired.as_mut() {
             if let Some((k, _)) = self.map.get_key_value(key) {
                 log.push(k.to_bytes());
             }
         }
         self.remove(key);
+    }
+
+    /// Keys this database has removed because they expired, ever.
+    pub fn expired_count(&self) -> u64 {
+        self.expired_count
     }
 
     /// Starts (or stops, dropping what was kept) recording the keys this

@@ -7,6 +7,7 @@
 //! that span the whole keyspace (FLUSHALL, SWAPDB, KEYS inside MULTI) lock
 //! every shard.
 
+use crate::db::Db;
 use crate::functions::FunctionLibraries;
 use crate::replication::ReplicationFeed;
 use crate::shard::Shard;
@@ -306,6 +307,15 @@ impl Keyspace {
 
     /// Live key count of database `db`, summed shard by shard (not atomic
     /// across shards, like Redis's DBSIZE under concurrent writes).
+    /// Keys removed because they expired, in every database, since this
+    /// keyspace was made (INFO's `expired_keys` counts from a base).
+    pub fn expired_keys(&self) -> u64 {
+        self.shards
+            .iter()
+            .map(|s| s.lock().dbs.iter().map(Db::expired_count).sum::<u64>())
+            .sum()
+    }
+
     pub fn db_len(&self, db: usize) -> usize {
         self.shards.iter().map(|s| s.lock().dbs[db].len()).sum()
     }

@@ -41,13 +41,7 @@ pub async fn run(shared: Arc<Shared>) {
         if !shared.debug.active_expire.load(Ordering::Relaxed) {
             continue;
         }
-        let expired = active_expire_cycle(&shared);
-        if expired > 0 {
-            shared
-                .stats
-                .expired_keys
-                .fetch_add(expired as u64, Ordering::Relaxed);
-        }
+        active_expire_cycle(&shared);
     }
 }
 

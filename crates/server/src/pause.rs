@@ -41,13 +41,17 @@ impl Pause {
             _ => (until, mode),
         });
         self.active.store(true, Ordering::Release);
+        durakv_engine::db::keep_expired(true);
         drop(s);
         self.changed.notify_waiters();
     }
 
     pub fn unpause(&self) {
-        *self.state.lock() = None;
+        let mut s = self.state.lock();
+        *s = None;
         self.active.store(false, Ordering::Release);
+        durakv_engine::db::keep_expired(false);
+        drop(s);
         self.changed.notify_waiters();
     }
 
@@ -61,6 +65,7 @@ impl Pause {
             Some((end, _)) if end <= Instant::now() => {
                 *s = None;
                 self.active.store(false, Ordering::Release);
+                durakv_engine::db::keep_expired(false);
                 None
             }
             other => other,

@@ -27,7 +27,10 @@ pub struct Stats {
     pub total_connections_received: AtomicU64,
     pub total_commands_processed: AtomicU64,
     pub rejected_connections: AtomicU64,
-    pub expired_keys: AtomicU64,
+    /// The keyspace's count of expired keys (`Keyspace::expired_keys`,
+    /// which counts lazy and active expiry alike) when stats were last
+    /// reset or the server started: INFO reports the count since.
+    pub expired_keys_base: AtomicU64,
     /// Keys removed by `maxmemory` eviction.
     pub evicted_keys: AtomicU64,
     pub keyspace_hits: AtomicU64,
@@ -46,7 +49,6 @@ impl Stats {
             &self.total_connections_received,
             &self.total_commands_processed,
             &self.rejected_connections,
-            &self.expired_keys,
             &self.evicted_keys,
             &self.keyspace_hits,
             &self.keyspace_misses,
@@ -232,6 +234,12 @@ impl Shared {
             evict: crate::evict::Eviction::default(),
         };
         crate::evict::apply_config(&shared);
+        // Recovery's replay expires keys too; INFO counts from here.
+        let expired = shared.store.keyspace.expired_keys();
+        shared
+            .stats
+            .expired_keys_base
+            .store(expired, Ordering::Relaxed);
         shared
     }
 

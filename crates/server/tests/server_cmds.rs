@@ -1250,3 +1250,34 @@ fn client_pause_holds_writes_or_everything_until_it_ends() {
     let _: () = ok(&mut admin, &["CLIENT", "UNPAUSE"]);
     let _: () = ok(&mut admin, &["SET", "k", "2"]);
 }
+
+/// During a pause nothing may change the dataset, so that a replica can
+/// catch up to exactly the primary's state: an expired key reads as
+/// missing but is neither deleted nor counted until the pause ends.
+#[test]
+fn client_pause_leaves_expired_keys_in_place() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let expired = |c: &mut redis::Connection| -> u64 {
+        let text: String = redis::cmd("INFO").arg("stats").query(c).unwrap();
+        info_field(&text, "expired_keys").unwrap().parse().unwrap()
+    };
+    let before = expired(&mut c);
+    let _: () = ok(&mut c, &["SET", "foo", "1", "PX", "50"]);
+    let _: () = ok(&mut c, &["SET", "bar", "1", "PX", "50"]);
+    let _: () = ok(&mut c, &["CLIENT", "PAUSE", "60000", "WRITE"]);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(ok::<Option<String>>(&mut c, &["GET", "foo"]), None);
+    assert_eq!(ok::<i64>(&mut c, &["EXISTS", "bar"]), 0);
+    assert_eq!(expired(&mut c), before, "nothing expired during the pause");
+    assert_eq!(ok::<i64>(&mut c, &["DBSIZE"]), 2, "both keys still stored");
+
+    let _: () = ok(&mut c, &["CLIENT", "UNPAUSE"]);
+    assert_eq!(ok::<Option<String>>(&mut c, &["GET", "foo"]), None);
+    assert_eq!(ok::<Option<String>>(&mut c, &["GET", "bar"]), None);
+    assert_eq!(
+        expired(&mut c),
+        before + 2,
+        "reads expire them once unpaused"
+    );
+}

@@ -6,6 +6,7 @@ use crate::errors;
 use bytes::Bytes;
 use durakv_protocol::Frame;
 use std::collections::HashSet;
+use std::sync::atomic::Ordering;
 
 use super::subcommands::*;
 
@@ -91,6 +92,11 @@ fn config_other(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         }
         "resetstat" => {
             ctx.shared.stats.reset();
+            let expired = ctx.shared.store.keyspace.expired_keys();
+            ctx.shared
+                .stats
+                .expired_keys_base
+                .store(expired, Ordering::Relaxed);
             ctx.shared.rates.reset();
             ctx.shared.cmdstats.reset();
             Ok(Frame::ok())

@@ -387,7 +387,12 @@ fn stats_section(shared: &Shared) -> String {
         "sync_partial_err",
         shared.repl.sync_partial_err.load(Ordering::Relaxed),
     );
-    field(&mut s, "expired_keys", get(&st.expired_keys));
+    let expired = shared.store.keyspace.expired_keys();
+    field(
+        &mut s,
+        "expired_keys",
+        expired.saturating_sub(get(&st.expired_keys_base)),
+    );
     field(&mut s, "evicted_keys", get(&st.evicted_keys));
     field(&mut s, "evicted_clients", 0);
     field(&mut s, "keyspace_hits", get(&st.keyspace_hits));
