@@ -522,6 +522,164 @@ fn link_loss_resumes_with_partial_resync() {
 }
 
 // ---------------------------------------------------------------------------
+// Chained replication: a replica serving replicas of its own
+// ---------------------------------------------------------------------------
+
+/// A -> B -> C: C full-syncs from the replica B (while A's stream has a
+/// database other than 0 selected, so C must learn it from the RDB), then
+/// follows A's writes through B, transactions included; a link of B's
+/// lost resumes C too; B promoted keeps C as a partial resync.
+#[test]
+fn a_replica_serves_replicas_of_its_own() {
+    let (primary, mut a, mid, mut b) = synced_pair();
+    // A's stream now has database 5 selected.
+    ok(&mut a, &["SELECT", "5"]);
+    ok(&mut a, &["SET", "in5", "1"]);
+    ok(&mut a, &["SELECT", "0"]);
+    let n: i64 = q(&mut a, &["WAIT", "1", "5000"]);
+    assert_eq!(n, 1);
+
+    let leaf = replica_of(&mid, &DEBUG);
+    let mut c = leaf.conn();
+    eventually("C's link to B is up", || link_up(&mut c));
+    wait_converged(&mut a, &mut c, &DBS);
+    assert_eq!(info_field(&mut b, "connected_slaves"), "1");
+    assert_eq!(info_field(&mut a, "connected_slaves"), "1");
+    assert_eq!(
+        info_field(&mut c, "master_replid"),
+        info_field(&mut a, "master_replid"),
+        "the chain shares the primary's history"
+    );
+
+    // Writes in database 5 without a new SELECT in the stream, then the
+    // usual mix (MULTI, other databases).
+    let mut a5 = primary.conn();
+    ok(&mut a5, &["SELECT", "5"]);
+    ok(&mut a5, &["INCR", "in5"]);
+    live_writes(&mut a);
+    wait_converged(&mut a, &mut c, &DBS);
+    let digest_a: String = q(&mut a, &["DEBUG", "DIGEST"]);
+    eventually("C's digest equals A's", || {
+        q::<String>(&mut c, &["DEBUG", "DIGEST"]) == digest_a
+    });
+    eventually("offsets are the primary's, byte for byte", || {
+        info_field(&mut c, "master_repl_offset") == info_field(&mut a, "master_repl_offset")
+    });
+
+    // B loses its link to A and resumes; C never notices.
+    let killed: i64 = q(&mut a, &["CLIENT", "KILL", "TYPE", "replica"]);
+    assert_eq!(killed, 1);
+    ok(&mut a, &["SET", "after-b-link-loss", "1"]);
+    eventually("B resumed", || link_up(&mut b));
+    wait_converged(&mut a, &mut c, &DBS);
+    assert_eq!(stat(&mut b, "sync_full"), "1", "C synced fully once");
+
+    // B promoted: C reconnects under B's new ID and continues.
+    ok(&mut b, &["REPLICAOF", "NO", "ONE"]);
+    ok(&mut b, &["SET", "b-is-primary", "1"]);
+    eventually("C follows B's own writes", || {
+        q::<Option<String>>(&mut c, &["GET", "b-is-primary"]).is_some()
+    });
+    eventually("C reconnected and continued", || {
+        stat(&mut b, "sync_partial_ok") == "1"
+    });
+    assert_eq!(stat(&mut b, "sync_full"), "1", "no second full sync");
+    assert_eq!(
+        info_field(&mut c, "master_replid"),
+        info_field(&mut b, "master_replid")
+    );
+    wait_converged(&mut b, &mut c, &DBS);
+}
+
+/// C full-syncs from the replica B while A keeps writing through B:
+/// counters, pushes and transactions (which B relays only whole), from two
+/// connections in two databases. The snapshot B takes for C is fixed
+/// between two of the stream's commands, so C ends equal to A.
+#[test]
+fn a_sub_replica_syncs_from_a_replica_under_writes() {
+    let (primary, mut a, mid, _b) = synced_pair();
+    fill(&mut a, "big:", 5_000);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writers: Vec<_> = [0u32, 3]
+        .into_iter()
+        .map(|db| {
+            let stop = stop.clone();
+            let mut c = primary.conn();
+            ok(&mut c, &["SELECT", &db.to_string()]);
+            std::thread::spawn(move || {
+                let mut n = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let mut tx = redis::pipe();
+                    tx.atomic();
+                    for _ in 0..5 {
+                        tx.cmd("INCR").arg(format!("c:{}", n % 100)).ignore();
+                        tx.cmd("RPUSH").arg(format!("l:{}", n % 50)).arg(n).ignore();
+                        n += 1;
+                    }
+                    let _: () = tx.query(&mut c).unwrap();
+                    let _: () = redis::cmd("HINCRBY")
+                        .arg(format!("h:{}", n % 30))
+                        .arg("f")
+                        .arg(1)
+                        .query(&mut c)
+                        .unwrap();
+                }
+                n
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let leaf = replica_of(&mid, &DEBUG);
+    let mut c = leaf.conn();
+    eventually("C's link to B is up", || link_up(&mut c));
+    std::thread::sleep(Duration::from_millis(500));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for w in writers {
+        assert!(w.join().unwrap() > 0);
+    }
+    let digest_a: String = q(&mut a, &["DEBUG", "DIGEST"]);
+    eventually("C's digest equals A's", || {
+        q::<String>(&mut c, &["DEBUG", "DIGEST"]) == digest_a
+    });
+    wait_converged(&mut a, &mut c, &[0, 3]);
+}
+
+/// A replica that has not synced has nothing to serve: PSYNC gets Redis's
+/// NOMASTERLINK.
+#[test]
+fn a_replica_without_its_primary_refuses_to_serve() {
+    let lonely = Server::start(&[]);
+    let mut r = lonely.conn();
+    // Nothing listens on port 1: the link never comes up.
+    ok(&mut r, &["REPLICAOF", "127.0.0.1", "1"]);
+    let e = common::err(&mut r, &["PSYNC", "?", "-1"]);
+    assert_eq!(
+        e,
+        "NOMASTERLINK Can't SYNC while not connected with my master"
+    );
+}
+
+/// A durakv replica serving a real Redis replica (Redis reads
+/// `repl-stream-db` from the RDB and then the relayed stream).
+#[test]
+fn a_durakv_replica_feeds_a_redis_replica() {
+    let (_primary, mut a, mid, _b) = synced_pair();
+    ok(&mut a, &["SELECT", "3"]);
+    ok(&mut a, &["SET", "pre", "1"]);
+    let n: i64 = q(&mut a, &["WAIT", "1", "5000"]);
+    assert_eq!(n, 1);
+    let Some(redis) = start_redis(&["--replicaof", "127.0.0.1", &mid.port.to_string()]) else {
+        return;
+    };
+    let mut r = redis.conn();
+    eventually("the link is up", || link_up(&mut r));
+    ok(&mut a, &["INCR", "pre"]);
+    ok(&mut a, &["SELECT", "0"]);
+    live_writes(&mut a);
+    wait_converged(&mut a, &mut r, &DBS);
+}
+
+// ---------------------------------------------------------------------------
 // Against a real Redis 7
 // ---------------------------------------------------------------------------
 
@@ -615,6 +773,98 @@ fn raw_full_sync(port: u16, handshake: &[&str]) -> Vec<u8> {
         r.read_exact(&mut data).unwrap();
         data
     }
+}
+
+/// Reads one command a replica sends (a RESP array of bulk strings).
+fn read_command(r: &mut impl std::io::BufRead) -> Vec<String> {
+    let head = line(r);
+    let n: usize = head.strip_prefix('*').unwrap().parse().unwrap();
+    (0..n)
+        .map(|_| {
+            let len: usize = line(r).strip_prefix('$').unwrap().parse().unwrap();
+            let mut b = vec![0u8; len + 2];
+            r.read_exact(&mut b).unwrap();
+            b.truncate(len);
+            String::from_utf8(b).unwrap()
+        })
+        .collect()
+}
+
+/// Plays a primary's side of the handshake on the next connection until
+/// the replica's PSYNC, which it returns with the connection.
+fn accept_replica(
+    listener: &std::net::TcpListener,
+) -> (
+    Vec<String>,
+    std::net::TcpStream,
+    std::io::BufReader<std::net::TcpStream>,
+) {
+    use std::io::Write;
+    let (mut w, _) = listener.accept().unwrap();
+    w.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut r = std::io::BufReader::new(w.try_clone().unwrap());
+    loop {
+        let cmd = read_command(&mut r);
+        match cmd[0].to_ascii_uppercase().as_str() {
+            "PSYNC" => return (cmd, w, r),
+            "PING" => w.write_all(b"+PONG\r\n").unwrap(),
+            _ => w.write_all(b"+OK\r\n").unwrap(),
+        }
+    }
+}
+
+/// A transaction cut off by a lost link is not half applied or half
+/// counted: the replica counts its bytes only with its EXEC (as Redis's
+/// does), so it asks to continue from the MULTI, which the primary sends
+/// again whole.
+#[test]
+fn a_transaction_cut_off_by_a_lost_link_is_resent_whole() {
+    use std::io::Write;
+    let empty = Server::start(&[]);
+    let rdb = raw_full_sync(empty.port, &["SYNC"]);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let replica = Server::start(&[]);
+    let mut r = replica.conn();
+    ok(&mut r, &["REPLICAOF", "127.0.0.1", &port.to_string()]);
+    let id = "5".repeat(40);
+    let tx = [
+        common::req(&[b"MULTI"]),
+        common::req(&[b"SET", b"t", b"1"]),
+        common::req(&[b"EXEC"]),
+    ];
+
+    let (_, mut w, _r1) = accept_replica(&listener);
+    w.write_all(format!("+FULLRESYNC {id} 0\r\n${}\r\n", rdb.len()).as_bytes())
+        .unwrap();
+    w.write_all(&rdb).unwrap();
+    w.write_all(&tx[0]).unwrap();
+    w.write_all(&tx[1]).unwrap();
+    w.flush().unwrap();
+    eventually("the link is up", || link_up(&mut r));
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(info_field(&mut r, "master_repl_offset"), "0");
+    w.shutdown(std::net::Shutdown::Both).unwrap();
+
+    let (psync, mut w, _r2) = accept_replica(&listener);
+    assert_eq!(
+        psync[1..],
+        [id.clone(), "1".to_string()],
+        "resumes at the MULTI"
+    );
+    w.write_all(format!("+CONTINUE {id}\r\n").as_bytes())
+        .unwrap();
+    for part in &tx {
+        w.write_all(part).unwrap();
+    }
+    w.flush().unwrap();
+    eventually("the transaction ran once", || {
+        q::<Option<String>>(&mut r, &["GET", "t"]).as_deref() == Some("1")
+    });
+    let total: usize = tx.iter().map(Vec::len).sum();
+    eventually("its bytes counted once", || {
+        info_field(&mut r, "master_repl_offset") == total.to_string()
+    });
 }
 
 /// A replica that announces `capa eof` gets the RDB while it is produced

@@ -90,9 +90,9 @@ fn replconf(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 }
 
 fn begin_sync(ctx: &mut Ctx<'_>, req: PsyncRequest) -> Reply {
-    if ctx.shared.repl.is_replica() {
-        // Chained replication is not served yet: a replica's own stream
-        // would have to be its primary's, byte for byte.
+    // A replica serves replicas of its own (chained replication) from its
+    // primary's stream, once it has one.
+    if ctx.shared.repl.is_replica() && !ctx.shared.repl.link.lock().up {
         return Err(Frame::error(
             "NOMASTERLINK Can't SYNC while not connected with my master",
         ));

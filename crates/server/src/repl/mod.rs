@@ -173,6 +173,11 @@ pub struct Replication {
     /// A full sync is replacing the dataset (INFO's `loading`): clients get
     /// `-LOADING` except for the commands Redis allows then.
     pub loading: AtomicBool,
+    /// On a replica, held by the link while it applies stream commands and
+    /// appends their bytes: a full sync this replica serves fixes its point
+    /// under it, so the snapshot and the stream after its offset never
+    /// overlap or leave a gap.
+    pub apply_gate: Mutex<()>,
 }
 
 /// Marks a reply dependency at level `replicated`: the LSN with this bit
@@ -238,6 +243,7 @@ impl Replication {
             master_db: AtomicU32::new(0),
             resumable: AtomicBool::new(false),
             loading: AtomicBool::new(false),
+            apply_gate: Mutex::new(()),
         }
     }
 
@@ -339,31 +345,57 @@ impl Replication {
         // Its replicas continue from the backlog at once: from here on its
         // own writes must reach the stream, not only after a full sync.
         shared.store.keyspace.start_feeding();
-        let mut b = self.stream.backlog.lock();
-        let mut ids = self.ids.lock();
-        ids.replid2 = std::mem::replace(&mut ids.replid, new_replid());
-        ids.second_offset = b.end as i64 + 1;
-        b.paused = false;
-        b.seldb = None;
+        {
+            let mut b = self.stream.backlog.lock();
+            let mut ids = self.ids.lock();
+            ids.replid2 = std::mem::replace(&mut ids.replid, new_replid());
+            ids.second_offset = b.end as i64 + 1;
+            b.paused = false;
+            b.seldb = None;
+        }
+        // Its own replicas learn the new ID by reconnecting, and continue
+        // under it from the backlog (the old one is `replid2`), as in Redis.
+        self.drop_replicas(shared);
     }
 
     /// Makes this server a replica of `host:port`: replicas attached to it
-    /// are dropped (they resync through the new chain's primary).
+    /// are dropped (they reconnect and resync through it from the new
+    /// primary's history).
     pub fn demote(&self, shared: &crate::state::Shared, host: String, port: u16) {
         self.is_replica.store(true, Ordering::Release);
         self.link_generation.fetch_add(1, Ordering::AcqRel);
         self.stream.backlog.lock().paused = true;
-        for r in self.replicas.lock().iter() {
-            if let Some(h) = shared.clients.get(r.client_id) {
-                h.kill();
-            }
-        }
+        self.drop_replicas(shared);
         *self.link.lock() = MasterLink {
             host: host.clone(),
             port,
             ..MasterLink::default()
         };
         let _ = self.target.send_replace(Some((host, port)));
+    }
+}
+
+impl Replication {
+    /// Disconnects every replica of this server: its history changed (a
+    /// new primary, a full resync, a new replication ID), and they
+    /// reconnect to learn the new one.
+    pub fn drop_replicas(&self, shared: &crate::state::Shared) {
+        for r in self.replicas.lock().iter() {
+            if let Some(h) = shared.clients.get(r.client_id) {
+                h.kill();
+            }
+        }
+    }
+
+    /// The stream as a replica receives it: `bytes` of its primary's
+    /// stream, appended to the backlog and announced to this replica's own
+    /// replicas (chained replication) byte for byte.
+    pub fn relay(&self, bytes: &[u8]) {
+        let mut b = self.stream.backlog.lock();
+        b.append(bytes);
+        let end = b.end;
+        drop(b);
+        self.stream.end_tx.send_replace(end);
     }
 }
 

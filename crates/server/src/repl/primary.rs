@@ -45,16 +45,32 @@ pub struct PsyncRequest {
 /// the stream passes `repl-backlog-size` well before the replica starts
 /// reading it (it was then cut off as "behind" as soon as its snapshot
 /// was sent, and no full sync could finish while writes went on).
-fn snapshot_point(shared: &Shared, id: u64) -> (u64, Vec<Bytes>, Walk<'_>) {
+///
+/// On a replica (chained replication) the stream is its primary's, relayed
+/// by the link after it applies each command: the point is fixed under the
+/// link's `apply_gate`, between two commands, and the stream goes on in
+/// the database it had selected there (returned, for `repl-stream-db`).
+fn snapshot_point(shared: &Shared, id: u64) -> (u64, u32, Vec<Bytes>, Walk<'_>) {
     let ks = &shared.store.keyspace;
-    ks.start_feeding();
-    let ((offset, functions), walk) = snapshot::begin(ks, |_| {
+    let relaying = shared.repl.is_replica();
+    if !relaying {
+        ks.start_feeding();
+    }
+    let _gate = relaying.then(|| shared.repl.apply_gate.lock());
+    let ((offset, stream_db, functions), walk) = snapshot::begin(ks, |_| {
         let mut b = shared.repl.stream.backlog.lock();
         b.active = true;
-        b.seldb = None;
-        // Every LSN handed out so far is in the snapshot: its commit holds
-        // its shard locks until it is stamped, and this runs with them all.
-        b.index_snapshot(shared.store.wal.last_lsn());
+        let stream_db = if relaying {
+            shared.repl.master_db.load(Ordering::Acquire)
+        } else {
+            // The feed selects the database again before its next write.
+            b.seldb = None;
+            // Every LSN handed out so far is in the snapshot: its commit
+            // holds its shard locks until it is stamped, and this runs with
+            // them all.
+            b.index_snapshot(shared.store.wal.last_lsn());
+            0
+        };
         let end = b.end;
         b.pin(id, end + 1);
         let functions: Vec<Bytes> = ks
@@ -62,9 +78,9 @@ fn snapshot_point(shared: &Shared, id: u64) -> (u64, Vec<Bytes>, Walk<'_>) {
             .into_iter()
             .map(|(_, code)| code)
             .collect();
-        (end, functions)
+        (end, stream_db, functions)
     });
-    (offset, functions, walk)
+    (offset, stream_db, functions, walk)
 }
 
 /// Positions the copy walks per batch it hands to the encoder.
@@ -137,7 +153,7 @@ fn produce(
     point_tx: tokio::sync::oneshot::Sender<(String, u64)>,
     tx: tokio::sync::mpsc::Sender<Vec<u8>>,
 ) -> bool {
-    let (offset, functions, mut walk) = snapshot_point(shared, id);
+    let (offset, stream_db, functions, mut walk) = snapshot_point(shared, id);
     let replid = shared.repl.ids.lock().replid.clone();
     if point_tx.send((replid.clone(), offset)).is_err() {
         return false;
@@ -147,6 +163,7 @@ fn produce(
         replid: &replid,
         offset,
         used_mem: crate::memory::used_memory_bytes(),
+        stream_db,
     };
     without_lzf(|| {
         if !streamed {
@@ -187,7 +204,20 @@ fn can_continue(shared: &Shared, req: &PsyncRequest, id: u64) -> Option<String> 
     let ids = shared.repl.ids.lock();
     let known =
         req.replid == ids.replid || (req.replid == ids.replid2 && req.offset <= ids.second_offset);
-    if !(known && b.can_continue_from(pos)) {
+    if !known {
+        tracing::info!(
+            "partial resync not accepted: replication ID mismatch (the replica asked for '{}' at offset {}; mine are '{}' and '{}' up to offset {})",
+            req.replid, req.offset, ids.replid, ids.replid2, ids.second_offset
+        );
+        return None;
+    }
+    if !b.can_continue_from(pos) {
+        tracing::info!(
+            "partial resync not accepted: offset {} is not in the backlog ({}..={})",
+            req.offset,
+            b.first_byte(),
+            b.end
+        );
         return None;
     }
     b.pin(id, pos);
@@ -269,6 +299,11 @@ async fn stream_to<S: Stream>(
     let mut rbuf = BytesMut::with_capacity(1024);
     let handle = client.handle.clone();
     loop {
+        // Killed (the server's history changed): nothing more goes out,
+        // not even what the stream already holds.
+        if handle.is_killed() {
+            return Ok(());
+        }
         loop {
             let chunk = {
                 let mut b = shared.repl.stream.backlog.lock();

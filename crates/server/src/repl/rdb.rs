@@ -42,6 +42,9 @@ pub struct Origin<'a> {
     pub replid: &'a str,
     pub offset: u64,
     pub used_mem: u64,
+    /// The database the stream has selected at `offset` (`repl-stream-db`):
+    /// a replica's stream goes on without a SELECT where its primary's was.
+    pub stream_db: u32,
 }
 
 /// The CRC the file ends with, computed as its pieces are produced.
@@ -78,7 +81,7 @@ impl Encoder {
             ("redis-bits", "64".into()),
             ("ctime", ctime.to_string()),
             ("used-mem", origin.used_mem.to_string()),
-            ("repl-stream-db", "0".into()),
+            ("repl-stream-db", origin.stream_db.to_string()),
             ("repl-id", origin.replid.to_string()),
             ("repl-offset", origin.offset.to_string()),
             ("aof-base", "0".into()),
@@ -168,6 +171,9 @@ pub fn write(snap: &Snapshot, origin: &Origin<'_>, limits: &EncodingLimits) -> V
 pub struct Loaded {
     pub keys: u64,
     pub functions: Vec<Bytes>,
+    /// `repl-stream-db`: the database the stream after the file has
+    /// selected (0 when the file does not say).
+    pub stream_db: u32,
 }
 
 /// Reads an RDB file (versions up to 10), calling `key(db, key, value,
@@ -305,8 +311,14 @@ impl Loader {
         match t {
             op::EOF => self.ended = true,
             op::AUX => {
-                r.string().ok_or(Short::Item("aux"))?;
-                r.string().ok_or(Short::Item("aux"))?;
+                let k = r.string().ok_or(Short::Item("aux"))?;
+                let v = r.string().ok_or(Short::Item("aux"))?;
+                if k == "repl-stream-db" {
+                    self.loaded.stream_db = std::str::from_utf8(&v)
+                        .ok()
+                        .and_then(|d| d.parse().ok())
+                        .unwrap_or(0);
+                }
             }
             op::SELECTDB => {
                 self.db = r.length().ok_or(Short::Item("selectdb"))? as u32;
@@ -387,6 +399,7 @@ mod tests {
         replid: "0123",
         offset: 7,
         used_mem: 1,
+        stream_db: 3,
     };
 
     #[test]
@@ -400,6 +413,7 @@ mod tests {
         .unwrap();
         assert_eq!(loaded.keys, 2);
         assert_eq!(loaded.functions.len(), 1);
+        assert_eq!(loaded.stream_db, 3, "repl-stream-db read back");
         assert_eq!(got[0].0, 0);
         assert_eq!(got[0].3, 4_000_000_000_000);
         assert_eq!(got[1].0, 2);

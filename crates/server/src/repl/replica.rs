@@ -269,8 +269,10 @@ async fn sync_over<S: Stream>(
             let off: u64 = words[2].parse().map_err(|_| format!("bad reply {reply}"))?;
             shared.repl.link.lock().sync_in_progress = true;
             // The dataset is about to be replaced: until the load is done
-            // the old ID and offset no longer describe it.
+            // the old ID and offset no longer describe it, and this
+            // server's own replicas must sync again from the new one.
             shared.repl.history_known.store(false, Ordering::Release);
+            shared.repl.drop_replicas(shared);
             let started = std::time::Instant::now();
             shared.repl.resumable.store(false, Ordering::Release);
             shared.repl.master_db.store(0, Ordering::Release);
@@ -325,6 +327,10 @@ async fn sync_over<S: Stream>(
                 if *id != ids.replid {
                     ids.replid2 = std::mem::replace(&mut ids.replid, id.to_string());
                     ids.second_offset = shared.repl.offset() as i64 + 1;
+                    drop(ids);
+                    // They reconnect and continue under the new ID (their
+                    // old one is this server's `replid2`), as in Redis.
+                    shared.repl.drop_replicas(shared);
                 }
             }
             tracing::info!("partial resync with {host}:{port} accepted");
@@ -522,6 +528,19 @@ impl<'s> Load<'s> {
             ]);
         }
         last_lsn = last_lsn.max(master.state.last_write_lsn);
+        // The stream goes on in the database the primary's had selected at
+        // the sync's offset (a replica serving this one sends no SELECT).
+        if loaded.stream_db as usize >= shared.store.keyspace.num_dbs() {
+            return Err(format!(
+                "the primary's stream selects database {}, past this server's `databases`",
+                loaded.stream_db
+            ));
+        }
+        master.state.db = loaded.stream_db as usize;
+        shared
+            .repl
+            .master_db
+            .store(loaded.stream_db, Ordering::Release);
         let ks = &shared.store.keyspace;
         let wal = shared.store.wal.as_ref();
         {
@@ -529,7 +548,7 @@ impl<'s> Load<'s> {
             txn.apply(Mutation::ReplOrigin(ReplOrigin {
                 replid: origin.0,
                 offset: origin.1,
-                db: 0,
+                db: loaded.stream_db,
             }))
             .map_err(|e| e.to_string())?;
             let level = shared.effective_durability(None, 0);
@@ -669,6 +688,11 @@ async fn apply_stream<S: Stream>(
     };
     let mut sent_fack = None;
     let replid = Bytes::from(shared.repl.ids.lock().replid.clone().into_bytes());
+    // The bytes of a transaction still open (MULTI and what it queued):
+    // they count as applied, reach the backlog and this server's own
+    // replicas only with their EXEC, as in Redis. A link lost before it
+    // resumes from the MULTI, which the primary then sends again.
+    let mut open_tx: Vec<u8> = Vec::new();
     let result = loop {
         // CLIENT KILL TYPE master: drop the link; it reconnects and asks
         // for a partial resync, as Redis's replica does.
@@ -676,6 +700,7 @@ async fn apply_stream<S: Stream>(
             break Err("link killed by CLIENT KILL".into());
         }
         let mut ack_now = false;
+        let gate = shared.repl.apply_gate.lock();
         loop {
             let before = buf.len();
             let args = match parser.parse(&mut buf) {
@@ -693,11 +718,11 @@ async fn apply_stream<S: Stream>(
                 && args[1].eq_ignore_ascii_case(b"getack");
             let lsn_before = master.state.last_write_lsn;
             // The backlog keeps the primary's bytes, so replicas of this
-            // server after a promotion can continue from them.
+            // server (now, or after a promotion) continue from them.
             let mut raw = Vec::with_capacity(used);
             resp(&mut raw, &args.iter().map(|a| &a[..]).collect::<Vec<_>>());
             let start = shared.repl.stream.backlog.lock().end;
-            let end = start + raw.len() as u64;
+            let end = start + (open_tx.len() + raw.len()) as u64;
             if getack {
                 ack_now = true;
             } else if !args[0].eq_ignore_ascii_case(b"ping") {
@@ -709,10 +734,21 @@ async fn apply_stream<S: Stream>(
                     .master_db
                     .store(master.state.db as u32, Ordering::Release);
             }
-            shared.repl.stream.backlog.lock().append(&raw);
+            if master.state.multi.is_some() {
+                open_tx.extend_from_slice(&raw);
+                continue;
+            }
+            if open_tx.is_empty() {
+                shared.repl.relay(&raw);
+            } else {
+                open_tx.extend_from_slice(&raw);
+                shared.repl.relay(&open_tx);
+                open_tx.clear();
+            }
             let lsn = master.state.last_write_lsn;
             offsets.applied(start, end, (lsn > lsn_before).then_some(lsn));
         }
+        drop(gate);
         let fack = offsets.durable(shared);
         if ack_now || sent_fack.is_none_or(|s| fack > s) {
             if let Err(e) = send_ack(shared, stream, fack).await {
