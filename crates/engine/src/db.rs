@@ -385,24 +385,24 @@ impl Db {
     /// Position of the live entry for `key`, removing it first if it has
     /// expired; one lookup.
     fn live_index(&mut self, key: &[u8], now_ms: u64) -> Option<usize> {
-        self.now_s = (now_ms / 1000) as u32;
-        let i = self.map.get_index_of(key)?;
-        if self.map[i].has_ttl() && self.due(key, now_ms) {
-            self.remove_expired(key);
-            return None;
-        }
-        Some(i)
+        self.unexpired_index(key, now_ms, true)
     }
 
     /// [`Db::live_index`] for a read: while expired keys are kept
     /// ([`keep_expired`]), an expired key reads as missing but stays.
     fn read_index(&mut self, key: &[u8], now_ms: u64) -> Option<usize> {
-        if !EXPIRED_KEPT.load(Ordering::Relaxed) {
-            return self.live_index(key, now_ms);
-        }
+        self.unexpired_index(key, now_ms, !EXPIRED_KEPT.load(Ordering::Relaxed))
+    }
+
+    /// Position of `key` unless it is missing or has expired (then
+    /// removed first if `remove`); one lookup.
+    fn unexpired_index(&mut self, key: &[u8], now_ms: u64, remove: bool) -> Option<usize> {
         self.now_s = (now_ms / 1000) as u32;
         let i = self.map.get_index_of(key)?;
         if self.map[i].has_ttl() && self.due(key, now_ms) {
+            if remove {
+                self.remove_expired(key);
+            }
             return None;
         }
         Some(i)

@@ -347,7 +347,8 @@ impl Str {
         }
     }
 
-    /// Gives up the block or the shared handle, leaving an empty string.
+    /// Gives up the block or the shared handle, leaving an empty string
+    /// (an inline string is left as it is).
     fn take_owned(&mut self) -> Owned {
         let tag = self.tag;
         let len = self.heap_len();
@@ -373,23 +374,23 @@ impl Str {
     /// string owns an exact-size block, or is the only holder of a shared
     /// one); [`Str::from_vec`] puts it back.
     pub fn take_vec(&mut self) -> Vec<u8> {
-        if (self.tag as u8) < Tag::Heap as u8 {
-            let v = self.as_slice().to_vec();
-            *self = Str::default();
-            return v;
-        }
         match self.take_owned() {
+            Owned::Inline => {
+                let v = self.as_slice().to_vec();
+                *self = Str::default();
+                v
+            }
             Owned::Block(b) => b.into_vec(),
             Owned::Shared(b) => match (*b).try_into_mut() {
                 Ok(m) => m.into(),
                 Err(shared) => shared.to_vec(),
             },
-            Owned::Inline => Vec::new(),
         }
     }
 }
 
-/// What a non-inline [`Str`] owns, as safe types.
+/// What a [`Str`] owns, as safe types (an inline one: nothing, and it is
+/// left as it was).
 enum Owned {
     Inline,
     Block(Box<[u8]>),

@@ -47,12 +47,15 @@ impl Pause {
     }
 
     pub fn unpause(&self) {
-        let mut s = self.state.lock();
+        self.end(&mut self.state.lock());
+        self.changed.notify_waiters();
+    }
+
+    /// No pause from now on; `s` is the locked state.
+    fn end(&self, s: &mut Option<(Instant, Mode)>) {
         *s = None;
         self.active.store(false, Ordering::Release);
         durakv_engine::db::keep_expired(false);
-        drop(s);
-        self.changed.notify_waiters();
     }
 
     /// The pause in force now, if any.
@@ -63,9 +66,7 @@ impl Pause {
         let mut s = self.state.lock();
         match *s {
             Some((end, _)) if end <= Instant::now() => {
-                *s = None;
-                self.active.store(false, Ordering::Release);
-                durakv_engine::db::keep_expired(false);
+                self.end(&mut s);
                 None
             }
             other => other,

@@ -235,12 +235,17 @@ impl Shared {
         };
         crate::evict::apply_config(&shared);
         // Recovery's replay expires keys too; INFO counts from here.
-        let expired = shared.store.keyspace.expired_keys();
+        shared.count_expired_from_now();
         shared
-            .stats
+    }
+
+    /// INFO's `expired_keys` counts from the keyspace's count now
+    /// (start-up, CONFIG RESETSTAT).
+    pub fn count_expired_from_now(&self) {
+        let expired = self.store.keyspace.expired_keys();
+        self.stats
             .expired_keys_base
             .store(expired, Ordering::Relaxed);
-        shared
     }
 
     /// The level a write from a connection with override `conn` to database

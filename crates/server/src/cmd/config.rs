@@ -6,7 +6,6 @@ use crate::errors;
 use bytes::Bytes;
 use durakv_protocol::Frame;
 use std::collections::HashSet;
-use std::sync::atomic::Ordering;
 
 use super::subcommands::*;
 
@@ -92,11 +91,7 @@ fn config_other(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         }
         "resetstat" => {
             ctx.shared.stats.reset();
-            let expired = ctx.shared.store.keyspace.expired_keys();
-            ctx.shared
-                .stats
-                .expired_keys_base
-                .store(expired, Ordering::Relaxed);
+            ctx.shared.count_expired_from_now();
             ctx.shared.rates.reset();
             ctx.shared.cmdstats.reset();
             Ok(Frame::ok())

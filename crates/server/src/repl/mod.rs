@@ -47,6 +47,15 @@ impl Stream {
         drop(b);
         self.end_tx.send_replace(end);
     }
+
+    /// Wakes the senders if the backlog grew past what they were told: a
+    /// replica appends its primary's stream (which its own replicas get
+    /// byte for byte) a command at a time and announces it once per read.
+    pub fn announce(&self) {
+        let end = self.backlog.lock().end;
+        self.end_tx
+            .send_if_modified(|e| std::mem::replace(e, end) != end);
+    }
 }
 
 /// The engine's feed: translates each commit and appends it to the stream.
@@ -327,6 +336,17 @@ impl Replication {
         self.replicated_lsn.fetch_max(lsn, Ordering::AcqRel) < lsn
     }
 
+    /// Disconnects every replica of this server: its history changed (a
+    /// new primary, a full resync, a new replication ID), and they
+    /// reconnect to learn the new one.
+    pub fn drop_replicas(&self, shared: &crate::state::Shared) {
+        for r in self.replicas.lock().iter() {
+            if let Some(h) = shared.clients.get(r.client_id) {
+                h.kill();
+            }
+        }
+    }
+
     /// DEBUG CHANGE-REPL-ID: a new ID, and no previous one.
     pub fn change_replid(&self) {
         let mut ids = self.ids.lock();
@@ -372,30 +392,6 @@ impl Replication {
             ..MasterLink::default()
         };
         let _ = self.target.send_replace(Some((host, port)));
-    }
-}
-
-impl Replication {
-    /// Disconnects every replica of this server: its history changed (a
-    /// new primary, a full resync, a new replication ID), and they
-    /// reconnect to learn the new one.
-    pub fn drop_replicas(&self, shared: &crate::state::Shared) {
-        for r in self.replicas.lock().iter() {
-            if let Some(h) = shared.clients.get(r.client_id) {
-                h.kill();
-            }
-        }
-    }
-
-    /// The stream as a replica receives it: `bytes` of its primary's
-    /// stream, appended to the backlog and announced to this replica's own
-    /// replicas (chained replication) byte for byte.
-    pub fn relay(&self, bytes: &[u8]) {
-        let mut b = self.stream.backlog.lock();
-        b.append(bytes);
-        let end = b.end;
-        drop(b);
-        self.stream.end_tx.send_replace(end);
     }
 }
 

@@ -325,9 +325,6 @@ async fn stream_to<S: Stream>(
             pos += chunk.len() as u64;
         }
         stream.flush().await?;
-        if handle.is_killed() {
-            return Ok(());
-        }
         tokio::select! {
             r = end_rx.changed() => {
                 if r.is_err() {

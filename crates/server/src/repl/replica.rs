@@ -738,17 +738,20 @@ async fn apply_stream<S: Stream>(
                 open_tx.extend_from_slice(&raw);
                 continue;
             }
+            let mut b = shared.repl.stream.backlog.lock();
             if open_tx.is_empty() {
-                shared.repl.relay(&raw);
+                b.append(&raw);
             } else {
                 open_tx.extend_from_slice(&raw);
-                shared.repl.relay(&open_tx);
+                b.append(&open_tx);
                 open_tx.clear();
             }
+            drop(b);
             let lsn = master.state.last_write_lsn;
             offsets.applied(start, end, (lsn > lsn_before).then_some(lsn));
         }
         drop(gate);
+        shared.repl.stream.announce();
         let fack = offsets.durable(shared);
         if ack_now || sent_fack.is_none_or(|s| fack > s) {
             if let Err(e) = send_ack(shared, stream, fack).await {
