@@ -53,6 +53,8 @@ pub struct StoreConfig {
     pub wal_syncs_in_flight: usize,
     /// See `WalConfig::sync_overlap_us`.
     pub wal_sync_overlap_us: u64,
+    /// See `WalConfig::page_end_min_bytes`.
+    pub wal_page_end_min_bytes: u64,
     /// See `WalConfig::preallocate`.
     pub wal_preallocate: crate::wal::Preallocate,
     /// See `WalConfig::total_order`.
@@ -81,6 +83,7 @@ impl StoreConfig {
             wal_max_record_bytes: crate::wal::MAX_RECORD_BYTES,
             wal_syncs_in_flight: crate::wal::DEFAULT_SYNCS_IN_FLIGHT,
             wal_sync_overlap_us: crate::wal::DEFAULT_SYNC_OVERLAP_US,
+            wal_page_end_min_bytes: crate::wal::DEFAULT_PAGE_END_MIN_BYTES,
             wal_total_order: false,
             wal_preallocate: crate::wal::Preallocate::Auto,
             recovery_mode: RecoveryMode::Strict,
@@ -204,6 +207,7 @@ impl Store {
         wal_cfg.max_record_bytes = cfg.wal_max_record_bytes;
         wal_cfg.syncs_in_flight = cfg.wal_syncs_in_flight;
         wal_cfg.sync_overlap_us = cfg.wal_sync_overlap_us;
+        wal_cfg.page_end_min_bytes = cfg.wal_page_end_min_bytes;
         wal_cfg.total_order = cfg.wal_total_order;
         wal_cfg.preallocate = cfg.wal_preallocate;
         wal_cfg.read_covered = Some(codec::covered_state);

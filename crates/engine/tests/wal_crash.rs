@@ -61,6 +61,10 @@ fn run_seed(seed: u64) {
     cfg.syncs_in_flight = pipe_rng.gen_range(1..=4);
     cfg.sync_overlap_us = 0;
     let sync_latency = Duration::from_micros([0, 50, 300][pipe_rng.gen_range(0..3)]);
+    // Batches that end their page (format version 4): none, every one, or
+    // the long ones; from its own generator too.
+    let mut page_rng = StdRng::seed_from_u64(seed ^ 0x7061_6765);
+    cfg.page_end_min_bytes = [u64::MAX, 0, 512, 4096][page_rng.gen_range(0..4)];
 
     let mut fs = FaultFs::new(seed);
     fs.set_sync_latency(sync_latency);

@@ -9,7 +9,8 @@ mod wal_support;
 
 use durakv_engine::io::{FaultFs, FileSystem};
 use durakv_engine::wal::format::{
-    align_up, BatchHeader, SegmentHeader, FORMAT_VERSION, SEGMENT_HEADER_BYTES,
+    BatchHeader, SegmentHeader, BATCH_FLAG_PAGE_END, FORMAT_VERSION, PAGE_BYTES,
+    SEGMENT_HEADER_BYTES,
 };
 use durakv_engine::wal::{RecoveryMode, WalConfig, WalError};
 use durakv_engine::Durability;
@@ -27,6 +28,12 @@ const STREAM1_V1: &str = "445552414b56574c010000000100000002000000ce062136010000
 const STREAM0_V2: &str = "445552414b56574c0200000000000000020000007a19fb2d0100000000000000010000000000000001000000000000000068e5cf8b01000000000000238afdec43f1ddd021000000010000000100000001000000000000000100000000000000000000000000000040000000444b574209000000d5b37b8f01000000000000000168e5cf8b010000534554206b31207631e55ea77ac33c9669000000000000000000000000000000000000000000000000000000000000000000000000000000ff587748180000000100000001000000030000000000000003000000000000000200000000000000c0000000444b5742000000005765e0e003000000000000000368e5cf8b010000e55ea77ac33c9669";
 /// Same for `/data/wal1/wal-001-000001-00000000000000000001.log`.
 const STREAM1_V2: &str = "445552414b56574c020000000100000002000000f7c10c2e0100000000000000010000000000000001000000000000000068e5cf8b01000000000000e22a76f97baf027c34000000010000000100000002000000000000000200000000000000010000000000000040000000444b57421c00000000141b2c02000000000000000268e5cf8b0100004d554c54492f455845433a20534554206120313b2053455420622032e55ea77ac33c96690000000000000000000000000000000000000000a6bb5c491e0000000100000001000000040000000000000004000000000000000300000000000000c0000000444b5742060000006bf5eec204000000000000000468e5cf8b01000044454c206b31e55ea77ac33c9669";
+
+/// The same four records written by format version 3 (2026-11-25, before
+/// version 4): `/data/wal0/wal-000-000001-00000000000000000001.log`.
+const STREAM0_V3: &str = "445552414b56574c030000000000000002000000ecd9c4a50100000000000000010000000000000001000000000000000068e5cf8b010000000000009d9ddc1d37ed510521000000010000000100000001000000000000000100000000000000010000000000000040000000444b574209000000d5b37b8f01000000000000000168e5cf8b010000534554206b31207631e55ea77ac33c966900000000000000000000000000000000000000000000000000000000000000000000000000000086290f7c180000000100000001000000030000000000000003000000000000000100000000000000c0000000444b5742000000005765e0e003000000000000000368e5cf8b010000e55ea77ac33c9669";
+/// Same for `/data/wal1/wal-001-000001-00000000000000000001.log`.
+const STREAM1_V3: &str = "445552414b56574c030000000100000002000000447b08fb0100000000000000010000000000000001000000000000000068e5cf8b0100000000000070dcbab41cf1149a34000000010000000100000002000000000000000200000000000000010000000000000040000000444b57421c00000000141b2c02000000000000000268e5cf8b0100004d554c54492f455845433a20534554206120313b2053455420622032e55ea77ac33c96690000000000000000000000000000000000000000cc88be4e1e0000000100000001000000040000000000000004000000000000000100000000000000c0000000444b5742060000006bf5eec204000000000000000468e5cf8b01000044454c206b31e55ea77ac33c9669";
 
 fn unhex(s: &str) -> Vec<u8> {
     (0..s.len())
@@ -151,6 +158,105 @@ fn v2_fixture_recovers_exactly() {
     fixture_recovers_exactly(2, STREAM0_V2, STREAM1_V2);
 }
 
+#[test]
+fn v3_fixture_recovers_exactly() {
+    let b = unhex(STREAM1_V3);
+    assert_eq!(u32_at(&b, 8), 3, "format_version");
+    // Second batch of stream 1 (LSN 4): the durable hint as a distance
+    // below first_lsn at 32..36, no dependency at 36..40, its own offset as
+    // sync base.
+    let batch = &b[192..];
+    assert_eq!(&batch[44..48], b"DKWB");
+    assert_eq!(u64_at(batch, 16), 4, "first_lsn");
+    assert_eq!(u32_at(batch, 12), 1, "flags: SYNC_BASE only");
+    assert_eq!(u32_at(batch, 32), 1, "hint_distance");
+    assert_eq!(u32_at(batch, 36), 0, "depends_distance");
+    assert_eq!(u32_at(batch, 40), 192, "sync_base");
+    fixture_recovers_exactly(3, STREAM0_V3, STREAM1_V3);
+}
+
+/// The batches of a one-stream log's only segment: (offset, header).
+fn batches_of(fs: &FaultFs) -> (PathBuf, Vec<(u64, BatchHeader)>) {
+    let seg = fs
+        .all_files()
+        .into_iter()
+        .find(|p| p.extension().is_some_and(|e| e == "log"))
+        .unwrap();
+    let bytes = fs.read_file(&seg).unwrap();
+    let salt = SegmentHeader::decode(&bytes).unwrap().salt;
+    let mut out = Vec::new();
+    let mut pos = SEGMENT_HEADER_BYTES as u64;
+    while let Some(h) = bytes
+        .get(pos as usize..)
+        .and_then(|b| BatchHeader::decode(salt, FORMAT_VERSION, b))
+    {
+        out.push((pos, h));
+        pos = h.next_batch_at(pos);
+    }
+    (seg, out)
+}
+
+/// Format version 4: a batch of a page or more ends its page, and the next
+/// batch starts on the page boundary. The log reads back across the gap, a
+/// reopened log appends at the boundary, and a batch torn there is cut as a
+/// torn tail like any other.
+#[test]
+fn long_batches_end_their_page_and_the_log_reads_across_the_gap() {
+    let fs = FaultFs::new(41);
+    let cfg = wal_support::sim_config(1, 256 * 1024);
+    assert_eq!(cfg.page_end_min_bytes, 4096);
+    // One `Full` record of `len` bytes, a batch of its own.
+    let log = |wal: &durakv_engine::wal::Wal, want: &mut Vec<_>, i: usize, len: usize| {
+        let p = vec![b'a' + i as u8; len];
+        let lsn = wal
+            .append(0, 7, Durability::Full, &mut |b| b.extend_from_slice(&p))
+            .unwrap();
+        wal.wait_durable(lsn).unwrap();
+        want.push((lsn, 7, p));
+    };
+    let mut want = Vec::new();
+    {
+        let (wal, _, _) = wal_support::open(Arc::new(fs.clone()), &cfg, 0).unwrap();
+        for (i, len) in [5000, 100, 100, 6000].into_iter().enumerate() {
+            log(&wal, &mut want, i, len);
+        }
+        wal.close().unwrap();
+    }
+    let (_, batches) = batches_of(&fs);
+    let ends_page: Vec<bool> = batches
+        .iter()
+        .map(|(_, h)| h.flags & BATCH_FLAG_PAGE_END != 0)
+        .collect();
+    assert_eq!(ends_page, [true, false, false, true]);
+    assert_eq!(batches[1].0 % PAGE_BYTES, 0, "after a page end");
+    assert_ne!(batches[2].0 % PAGE_BYTES, 0, "after a short batch");
+
+    // Reopened: everything comes back, and the next batch goes on the page
+    // after the last one's end.
+    {
+        let (wal, stats, got) = wal_support::open(Arc::new(fs.clone()), &cfg, 0).unwrap();
+        assert_eq!(got, want);
+        assert!(stats.truncated_tail.is_empty() && !stats.new_epoch);
+        log(&wal, &mut want, 9, 50);
+        wal.close().unwrap();
+    }
+    let (seg, batches) = batches_of(&fs);
+    assert_eq!(batches.len(), 5);
+    let (last_at, last) = batches[4];
+    assert_eq!(last_at, batches[3].1.next_batch_at(batches[3].0));
+    assert_eq!(last_at % PAGE_BYTES, 0);
+    let (_, _, got) = wal_support::open(Arc::new(fs.clone()), &cfg, 0).unwrap();
+    assert_eq!(got, want);
+
+    // Tear the last batch (its trailer never reached the disk): cut, and
+    // the four before it stay.
+    let trailer_at = last_at + last.total_len() - 8;
+    fs.write_file_raw(&seg, trailer_at, &[0u8; 8]).unwrap();
+    let (_, stats, got) = wal_support::open(Arc::new(fs.clone()), &cfg, 0).unwrap();
+    assert_eq!(got, want[..4]);
+    assert!(!stats.truncated_tail.is_empty());
+}
+
 /// A one-stream log of `n` batches (one `Full` record each), closed cleanly.
 /// Returns the segment and the offsets of its batches.
 fn written_log(fs: &FaultFs, n: u32) -> (WalConfig, PathBuf, Vec<u64>) {
@@ -166,21 +272,9 @@ fn written_log(fs: &FaultFs, n: u32) -> (WalConfig, PathBuf, Vec<u64>) {
     }
     wal.close().unwrap();
     drop(wal);
-    let seg = fs
-        .all_files()
-        .into_iter()
-        .find(|p| p.extension().is_some_and(|e| e == "log"))
-        .unwrap();
-    let bytes = fs.read_file(&seg).unwrap();
-    let salt = SegmentHeader::decode(&bytes).unwrap().salt;
-    let mut batches = Vec::new();
-    let mut pos = SEGMENT_HEADER_BYTES as u64;
-    while let Some(h) = BatchHeader::decode(salt, FORMAT_VERSION, &bytes[pos as usize..]) {
-        batches.push(pos);
-        pos += align_up(h.total_len());
-    }
+    let (seg, batches) = batches_of(fs);
     assert_eq!(batches.len(), n as usize);
-    (cfg, seg, batches)
+    (cfg, seg, batches.into_iter().map(|(pos, _)| pos).collect())
 }
 
 /// Rewrites the batch header at `pos` through `change`, with a checksum that
@@ -223,7 +317,7 @@ fn unknown_batch_flags_are_corruption_even_in_the_last_batch() {
     // Nothing follows the last batch, so damage there that looked torn
     // would be cut off silently; a verified header never looks torn.
     let last = batches[2];
-    forge_batch(&fs, &seg, last, |h| h.flags = 2);
+    forge_batch(&fs, &seg, last, |h| h.flags |= 4);
     expect_corruption(&fs, &cfg, (&seg, last), 3, "unknown flag bits");
 
     let mut tolerant = cfg.clone();

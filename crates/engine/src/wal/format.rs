@@ -15,7 +15,7 @@ pub const SEGMENT_MAGIC: [u8; 8] = *b"DURAKVWL";
 /// Bumped on any incompatible change of anything in this file. New segments
 /// are written in this version; every version from `OLDEST_FORMAT_VERSION`
 /// on is read.
-pub const FORMAT_VERSION: u32 = 3;
+pub const FORMAT_VERSION: u32 = 4;
 /// Version 1 segments (written before pipelined group commit) still load.
 pub const OLDEST_FORMAT_VERSION: u32 = 1;
 /// Size of the segment header; the first batch starts right after it.
@@ -29,6 +29,14 @@ pub const BATCH_HEADER_BYTES: usize = 48;
 /// offset of the oldest batch of this segment not yet known durable when
 /// this one was written (its own offset if there was none). Version 2 only.
 pub const BATCH_FLAG_SYNC_BASE: u32 = 1;
+/// Batch header flag: the batch is followed by zeros up to the next
+/// multiple of `PAGE_BYTES` in the file, where the next batch starts.
+/// Version 4 on.
+pub const BATCH_FLAG_PAGE_END: u32 = 2;
+/// The page `BATCH_FLAG_PAGE_END` pads to: the unit a file system writes
+/// back, so the next batch's fdatasync does not write this one's last page
+/// again.
+pub const PAGE_BYTES: u64 = 4096;
 /// Version from which a batch header carries `depends_on` and stores its
 /// durable hint as a distance below `first_lsn` (bytes 32..40).
 pub const DEPENDS_FORMAT_VERSION: u32 = 3;
@@ -36,10 +44,10 @@ pub const DEPENDS_FORMAT_VERSION: u32 = 3;
 /// reader that ignored a bit it does not know could misread a batch whose
 /// meaning the bit changes, so unknown bits make the batch unreadable.
 pub fn batch_flags_known(version: u32) -> u32 {
-    if version >= 2 {
-        BATCH_FLAG_SYNC_BASE
-    } else {
-        0
+    match version {
+        0 | 1 => 0,
+        2 | 3 => BATCH_FLAG_SYNC_BASE,
+        _ => BATCH_FLAG_SYNC_BASE | BATCH_FLAG_PAGE_END,
     }
 }
 /// Constant end marker after a batch's records. Every byte has at least two
@@ -277,6 +285,16 @@ impl BatchHeader {
         })
     }
 
+    /// Where the next batch starts, for this batch at `pos`.
+    pub fn next_batch_at(&self, pos: u64) -> u64 {
+        let end = align_up(pos + self.total_len());
+        if self.flags & BATCH_FLAG_PAGE_END != 0 {
+            end.next_multiple_of(PAGE_BYTES)
+        } else {
+            end
+        }
+    }
+
     pub fn sync_base(&self) -> Option<u64> {
         (self.flags & BATCH_FLAG_SYNC_BASE != 0).then_some(self.sync_base as u64)
     }
@@ -433,6 +451,34 @@ pub fn is_spare_file_name(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_page_end_batch_is_followed_by_the_next_page() {
+        let h = BatchHeader {
+            body_len: 100,
+            record_count: 1,
+            first_lsn: 5,
+            last_lsn: 5,
+            durable_hint: 4,
+            depends_on: 0,
+            flags: BATCH_FLAG_SYNC_BASE,
+            sync_base: 64,
+        };
+        // 48 + 100 + 8 = 156 bytes: the next batch at the next 64.
+        assert_eq!(h.next_batch_at(64), 64 + 192);
+        let paged = BatchHeader {
+            flags: BATCH_FLAG_SYNC_BASE | BATCH_FLAG_PAGE_END,
+            ..h
+        };
+        assert_eq!(paged.next_batch_at(64), 4096);
+        // Ending exactly on a page boundary, it needs no padding.
+        assert_eq!(paged.next_batch_at(4096 - 192), 4096);
+        assert_eq!(paged.next_batch_at(4096 - 128), 8192);
+        // Only version 4 knows the flag: an older segment with it is damaged.
+        assert_eq!(paged.check_unused_fields(4), Ok(()));
+        assert!(paged.check_unused_fields(3).is_err());
+        assert!(paged.check_unused_fields(2).is_err());
+    }
 
     #[test]
     fn segment_header_roundtrip_and_checks() {

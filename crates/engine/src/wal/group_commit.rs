@@ -206,6 +206,12 @@ pub(crate) struct StreamCore {
     /// one whose dependency the durable LSN does not cover.
     steps: Mutex<VecDeque<(u64, u64)>>,
     pub counters: StreamCounters,
+    /// The disk is bandwidth-bound (set by segment preallocation, which
+    /// measures it): batches of this stream do not overlap. There an fsync
+    /// takes as long as its bytes need, so a second one in flight makes
+    /// nothing durable sooner, and every extra fsync writes a partly filled
+    /// page once more.
+    bandwidth_capped: AtomicBool,
 }
 
 /// Told the durable LSN and each stream's `A_s`.
@@ -310,6 +316,7 @@ impl Core {
                 sync_target: AtomicU64::new(last_lsn),
                 steps: Mutex::new(VecDeque::new()),
                 counters: StreamCounters::default(),
+                bandwidth_capped: AtomicBool::new(false),
             })
             .collect();
         Core {
@@ -459,7 +466,7 @@ impl Core {
             } else if st.in_flight > 0
                 && st.writers_waiting > 0
                 && !st.writing
-                && self.overlap_due(&st)
+                && self.overlap_due(sc, &st)
             {
                 // The running fsync grew old while this batch gathered:
                 // start it now rather than when that fsync returns.
@@ -629,6 +636,26 @@ impl Core {
         }
     }
 
+    /// Whether stream `s`'s disk is bandwidth-bound: see
+    /// [`StreamCore::bandwidth_capped`].
+    pub fn set_bandwidth_capped(&self, s: usize, capped: bool) {
+        let sc = &self.streams[s];
+        if sc.bandwidth_capped.swap(capped, SeqCst) != capped {
+            tracing::info!(
+                stream = s,
+                capped,
+                "WAL: stream's disk is {}bandwidth-bound; its fsyncs {} overlap",
+                if capped { "" } else { "no longer " },
+                if capped { "no longer" } else { "may again" }
+            );
+        }
+    }
+
+    #[cfg(test)]
+    fn bandwidth_capped(&self, s: usize) -> bool {
+        self.streams[s].bandwidth_capped.load(SeqCst)
+    }
+
     pub fn set_listener(&self, f: Listener) {
         let mut l = self.listener.lock();
         let d = self.durable.load(SeqCst);
@@ -739,21 +766,22 @@ impl Core {
         if st.writers_waiting == 0 || st.writing {
             return;
         }
-        if st.in_flight == 0 || self.last_sync_was_slow(st) || self.overlap_due(st) {
+        if st.in_flight == 0 || self.last_sync_was_slow(sc, st) || self.overlap_due(sc, st) {
             sc.writer_cv.notify_one();
         }
     }
 
     /// The newest batch in flight is old enough for another to start
-    /// beside it.
-    fn overlap_due(&self, st: &StreamState) -> bool {
-        Instant::now() >= st.last_seal + self.cfg.sync_overlap
+    /// beside it, on a disk where overlapping pays.
+    fn overlap_due(&self, sc: &StreamCore, st: &StreamState) -> bool {
+        !sc.bandwidth_capped.load(SeqCst) && Instant::now() >= st.last_seal + self.cfg.sync_overlap
     }
 
     /// The last fsync outlasted the overlap age (network block storage):
     /// a writer waiting for it stands by on a timer.
-    fn last_sync_was_slow(&self, st: &StreamState) -> bool {
-        st.last_sync_us >= self.cfg.sync_overlap.as_micros() as u64
+    fn last_sync_was_slow(&self, sc: &StreamCore, st: &StreamState) -> bool {
+        !sc.bandwidth_capped.load(SeqCst)
+            && st.last_sync_us >= self.cfg.sync_overlap.as_micros() as u64
     }
 
     /// One writer loop of stream `s`, syncing through `slot`; run
@@ -784,9 +812,9 @@ impl Core {
                         // fast disk the writer of that fsync seals next, so
                         // this one sleeps until woken.
                         let overlap_at = st.last_seal + self.cfg.sync_overlap;
-                        if Instant::now() < overlap_at {
+                        if sc.bandwidth_capped.load(SeqCst) || Instant::now() < overlap_at {
                             st.writers_waiting += 1;
-                            if self.last_sync_was_slow(&st) {
+                            if self.last_sync_was_slow(sc, &st) {
                                 sc.writer_cv.wait_until(&mut st, overlap_at);
                             } else {
                                 sc.writer_cv.wait(&mut st);
@@ -1533,6 +1561,61 @@ mod tests {
         assert!(core.durable_lsn() < b);
         sink.inner.lock().sync_blocked.clear();
         assert!(core.wait_durable(c3, None).unwrap());
+        stop(&core, hs);
+    }
+
+    #[test]
+    fn a_bandwidth_bound_stream_never_overlaps_its_fsyncs() {
+        let mut c = cfg();
+        c.syncs_in_flight = 3;
+        c.sync_overlap = Duration::from_millis(5);
+        let core = Arc::new(Core::new(1, c, 0));
+        core.set_bandwidth_capped(0, true);
+        assert!(core.bandwidth_capped(0));
+        let sink = MemSink::default();
+        sink.inner.lock().sync_blocked = vec![0];
+        let hs = start(&core, std::slice::from_ref(&sink));
+        let a = put(&core, 0, Durability::Full, b"a");
+        while sink.inner.lock().batches.is_empty() {
+            thread::yield_now();
+        }
+        // Batch 0 hangs far past the overlap age: on a fast-enough disk
+        // batch 1 would start beside it, here it waits.
+        let b = put(&core, 0, Durability::Full, b"b");
+        thread::sleep(Duration::from_millis(60));
+        assert_eq!(sink.inner.lock().batches.len(), 1);
+        sink.inner.lock().sync_blocked.clear();
+        assert!(core.wait_durable(a, None).unwrap());
+        assert!(core.wait_durable(b, None).unwrap());
+        assert_eq!(sink.inner.lock().batches.len(), 2);
+
+        // Measured fast again: after a slow fsync (batch 2), a record
+        // arriving while batch 3 hangs starts batch 4 beside it.
+        core.set_bandwidth_capped(0, false);
+        sink.inner.lock().sync_blocked = vec![2, 3];
+        let c3 = put(&core, 0, Durability::Full, b"c");
+        while sink.inner.lock().batches.len() < 3 {
+            thread::yield_now();
+        }
+        thread::sleep(Duration::from_millis(40));
+        sink.inner.lock().sync_blocked.retain(|&x| x != 2);
+        assert!(core.wait_durable(c3, None).unwrap());
+        let d = put(&core, 0, Durability::Full, b"d");
+        while sink.inner.lock().batches.len() < 4 {
+            thread::yield_now();
+        }
+        let e = put(&core, 0, Durability::Full, b"e");
+        let t0 = Instant::now();
+        while sink.inner.lock().batches.len() < 5 {
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "batch 4 never started beside batch 3"
+            );
+            thread::sleep(Duration::from_millis(1));
+        }
+        assert!(core.durable_lsn() < d);
+        sink.inner.lock().sync_blocked.clear();
+        assert!(core.wait_durable(e, None).unwrap());
         stop(&core, hs);
     }
 

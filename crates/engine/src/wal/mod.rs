@@ -51,6 +51,8 @@ pub const DEFAULT_SYNCS_IN_FLIGHT: usize = 3;
 /// Default `sync_overlap_us`: above a local SSD's fdatasync, below network
 /// block storage's.
 pub const DEFAULT_SYNC_OVERLAP_US: u64 = 500;
+/// Default `page_end_min_bytes`: a batch of a page or more.
+pub const DEFAULT_PAGE_END_MIN_BYTES: u64 = 4096;
 /// Largest accepted `sync_overlap_us`.
 pub const MAX_SYNC_OVERLAP_US: u64 = 1_000_000;
 /// Largest accepted `syncs_in_flight`.
@@ -136,6 +138,15 @@ pub struct WalConfig {
     /// `apply` when this says its payload holds state the checkpoint does
     /// not (the engine's `codec::covered_state`). None: never.
     pub read_covered: Option<fn(&[u8]) -> bool>,
+    /// A batch at least this long (header and trailer included) is
+    /// followed by zeros to the end of its 4 KiB page, where the next batch
+    /// starts (format version 4). On a bandwidth-capped disk this saves
+    /// writing that page again with the next batch; below the threshold
+    /// the page is rewritten, which costs a short batch little and saves
+    /// file space. Default `DEFAULT_PAGE_END_MIN_BYTES`; 0 pads every
+    /// batch, `u64::MAX` none. A stream whose disk `Preallocate::Auto`
+    /// found bandwidth-bound pads every batch whatever this says.
+    pub page_end_min_bytes: u64,
 }
 
 impl WalConfig {
@@ -154,6 +165,7 @@ impl WalConfig {
             sync_overlap_us: DEFAULT_SYNC_OVERLAP_US,
             total_order: false,
             read_covered: None,
+            page_end_min_bytes: DEFAULT_PAGE_END_MIN_BYTES,
         }
     }
 
@@ -379,6 +391,7 @@ impl Wal {
                 epoch_start_lsn: rec.epoch_start_lsn,
                 segment_size_bytes: cfg.segment_size_bytes,
                 preallocate: cfg.preallocate,
+                page_end_min_bytes: cfg.page_end_min_bytes,
             })
             .collect();
 
@@ -498,6 +511,12 @@ impl Wal {
                     .map_err(|e| WalError::io(&cfg.dirs[s], e))?;
                 threads.push(h);
             }
+        }
+        {
+            let core = core.clone();
+            spares.on_judged(Box::new(move |s, capped| {
+                core.set_bandwidth_capped(s, capped)
+            }));
         }
         {
             let spares = spares.clone();

@@ -536,14 +536,14 @@ impl StreamReader {
                     torn,
                     lsn: Some(h.first_lsn),
                     reason: format!("{reason} (at offset {})", pos + at as u64),
-                    claimed: Some((h.last_lsn, pos + super::format::align_up(total))),
+                    claimed: Some((h.last_lsn, h.next_batch_at(pos))),
                 },
             );
         }
         // A valid batch.
         self.batches += 1;
         self.seg_stats[self.idx].has_batches = true;
-        let end = pos + super::format::align_up(total);
+        let end = h.next_batch_at(pos);
         let epoch_end = self.epoch_ends[self.idx];
         if h.first_lsn <= epoch_end {
             if h.durable_hint > self.max_hint {
@@ -818,7 +818,7 @@ impl StreamReader {
                                     }
                                     // Batches follow one another: go on
                                     // after this one.
-                                    off = at + super::format::align_up(h.total_len());
+                                    off = h.next_batch_at(at);
                                     continue 'chunks;
                                 }
                             }

@@ -40,7 +40,8 @@ use std::time::{Duration, Instant};
 use super::error::WalError;
 use super::format::{
     frame_batch, segment_file_name, spare_file_name, BatchHeader, FramedRecord, SegmentHeader,
-    BATCH_FLAG_SYNC_BASE, BATCH_HEADER_BYTES, FORMAT_VERSION, SEGMENT_HEADER_BYTES,
+    BATCH_FLAG_PAGE_END, BATCH_FLAG_SYNC_BASE, BATCH_HEADER_BYTES, FORMAT_VERSION, PAGE_BYTES,
+    SEGMENT_HEADER_BYTES,
 };
 use super::group_commit::{BatchMeta, BatchSink, BatchSync};
 use crate::io::{FileSystem, FsFile};
@@ -119,6 +120,9 @@ pub(crate) struct SegmentParams {
     pub epoch_start_lsn: u64,
     pub segment_size_bytes: u64,
     pub preallocate: Preallocate,
+    /// A batch at least this long ends its page (`WalConfig::
+    /// page_end_min_bytes`).
+    pub page_end_min_bytes: u64,
 }
 
 /// A preallocated file waiting to become a segment.
@@ -302,6 +306,9 @@ pub(crate) struct Spares {
     /// Per stream: spares prepared since `Auto` last found zeroing too slow
     /// (0: it did not).
     since_too_slow: Vec<AtomicU32>,
+    /// Told after each `Auto` preparation whether the stream's disk is
+    /// bandwidth-bound (zeroing found too slow), for group commit.
+    on_judged: std::sync::OnceLock<Box<dyn Fn(usize, bool) + Send + Sync>>,
     queue: Mutex<Vec<usize>>,
     cv: Condvar,
     stop: AtomicBool,
@@ -328,11 +335,22 @@ impl Spares {
                 })
                 .collect(),
             since_too_slow: (0..streams).map(|_| AtomicU32::new(0)).collect(),
+            on_judged: std::sync::OnceLock::new(),
             queue: Mutex::new(Vec::new()),
             cv: Condvar::new(),
             stop: AtomicBool::new(false),
             generation: AtomicU64::new(0),
         }
+    }
+
+    /// Whether `Auto` last found `stream`'s disk bandwidth-bound.
+    pub fn bandwidth_bound(&self, stream: usize) -> bool {
+        self.since_too_slow[stream].load(SeqCst) > 0
+    }
+
+    /// Sets what is told each `Auto` judgement of a stream's disk (once).
+    pub fn on_judged(&self, f: Box<dyn Fn(usize, bool) + Send + Sync>) {
+        let _ = self.on_judged.set(f);
     }
 
     pub fn take(&self, stream: usize) -> Option<Spare> {
@@ -430,7 +448,13 @@ impl Spares {
                 }
                 affordable
             };
-            match prepare_spare(p, &tag, mode, &keep) {
+            let prepared = prepare_spare(p, &tag, mode, &keep);
+            if p.preallocate == Preallocate::Auto {
+                if let Some(f) = self.on_judged.get() {
+                    f(stream, slow.load(SeqCst) > 0);
+                }
+            }
+            match prepared {
                 Ok(spare) => {
                     let mut slot = self.slots[stream].lock();
                     if slot.is_none() {
@@ -542,6 +566,23 @@ impl BatchSink for SegmentWriter {
         }
         let at = self.active.offset;
         let sync_base = unsynced.front().map_or(at, |&(_, off)| off);
+        // A long batch leaves the rest of its last page empty: the next
+        // fdatasync then writes only pages of its own, where it would write
+        // this page a second time. Padding costs file space, never I/O (the
+        // segment is preallocated), so a short batch, whose page would be
+        // written again at little cost, does not pay it, except on a disk
+        // whose bandwidth is the bottleneck.
+        let min_len = if self.spares.bandwidth_bound(self.params.stream_id as usize) {
+            0
+        } else {
+            self.params.page_end_min_bytes
+        };
+        let page_end = len >= min_len && !(at + len).is_multiple_of(PAGE_BYTES);
+        let flags = if page_end {
+            BATCH_FLAG_SYNC_BASE | BATCH_FLAG_PAGE_END
+        } else {
+            BATCH_FLAG_SYNC_BASE
+        };
         unsynced.push_back((meta.seq, at));
         BatchHeader {
             body_len: meta.body_len,
@@ -550,14 +591,18 @@ impl BatchSink for SegmentWriter {
             last_lsn: meta.last_lsn,
             durable_hint: meta.durable_hint,
             depends_on: meta.depends_on,
-            flags: BATCH_FLAG_SYNC_BASE,
+            flags,
             // Segments are at most 4 GiB (`WalConfig::validate`).
             sync_base: u32::try_from(sync_base).map_err(io::Error::other)?,
         }
         .encode_into(self.active.salt, &mut batch[..BATCH_HEADER_BYTES]);
         self.active.file.write_all_at(batch, at)?;
         self.broken = false;
-        self.active.offset += len;
+        self.active.offset = if page_end {
+            (at + len).next_multiple_of(PAGE_BYTES)
+        } else {
+            at + len
+        };
         self.active.has_batches = true;
         self.active_max_lsn = Some(meta.last_lsn);
         self.spares.wrote(self.params.stream_id as usize, len);
@@ -741,6 +786,7 @@ mod tests {
             epoch_start_lsn: 1,
             segment_size_bytes: SEGMENT,
             preallocate: mode,
+            page_end_min_bytes: 4096,
         };
         let spare = prepare_spare(&p, "t", mode, &zeroing_fast_enough).unwrap();
         let len = spare.file.len().unwrap();
