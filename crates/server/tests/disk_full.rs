@@ -80,6 +80,16 @@ fn full_log_disk_refuses_writes_but_serves_reads() {
         !failure.is_empty(),
         "INFO persistence should show the failure:\n{info}"
     );
+    // INFO with its keyspace section (plain, and every section, as
+    // monitors ask) answers too: it is how the failure is found.
+    for args in [&[][..], &["all"][..], &["keyspace"][..]] {
+        let info: String = redis::cmd("INFO").arg(args).query(&mut c).unwrap();
+        assert!(
+            info.contains("aof_last_write_status:err") || args == ["keyspace"],
+            "{info}"
+        );
+        assert!(info.contains("db0:keys="), "{info}");
+    }
     // Every acknowledged write survives a crash.
     srv.kill9();
     srv.restart();

@@ -50,6 +50,11 @@ const SECTIONS: &[(&str, bool)] = &[
 /// Sentinel, having read `role:master` in its INFO, repoints them. Held
 /// for replicas, INFO (and every PING queued behind it) would stall for
 /// `replicated-timeout-ms`, and Sentinel would judge the server down.
+/// Once the log has failed it waits for nothing: the writes it would wait
+/// for never become durable, and INFO is how an operator (or a monitor
+/// asking for every section) learns what happened, so it answers, as
+/// Redis's does whatever the state of its AOF. Its key counts may then
+/// include writes the log refused; `wal_failure` says so.
 fn info(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let (frame, counts_keys) = info_text(ctx, args);
     let level = ctx
@@ -59,7 +64,7 @@ fn info(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     Outcome {
         frame,
         dependency_lsn: match level {
-            _ if !counts_keys => 0,
+            _ if !counts_keys || ctx.shared.store.wal.is_failed() => 0,
             Durability::Full | Durability::Replicated => lsn,
             Durability::Delayed | Durability::None => 0,
         },
