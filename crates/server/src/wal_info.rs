@@ -37,8 +37,13 @@ pub fn fields(shared: &Shared, s: &mut String) {
         f(
             &format!("wal_stream{i}"),
             &format_args!(
-                "watermark_lsn={},acked_lsn={},fsyncs={},records={},avg_fsync_us={avg:.1},pending_bytes={}",
-                ss.watermark_lsn, ss.acked_lsn, ss.fsyncs, ss.records, ss.pending_bytes
+                "watermark_lsn={},acked_lsn={},fsyncs={},records={},avg_fsync_us={avg:.1},pending_bytes={},bandwidth_bound={}",
+                ss.watermark_lsn,
+                ss.acked_lsn,
+                ss.fsyncs,
+                ss.records,
+                ss.pending_bytes,
+                u8::from(ss.bandwidth_bound)
             ),
         );
     }

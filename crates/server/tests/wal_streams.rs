@@ -221,6 +221,8 @@ fn info_reports_each_directory() {
         assert!(kv("watermark_lsn") >= acked, "{line}");
         // Every directory got some of the 200 keys.
         assert!(kv("records") > 0 && kv("fsyncs") > 0, "{line}");
+        // How `wal-preallocate auto` judged the directory's disk: 0 or 1.
+        assert!(kv("bandwidth_bound") <= 1, "{line}");
         records += kv("records");
     }
     assert_eq!(records, field("wal_records").parse::<u64>().unwrap());

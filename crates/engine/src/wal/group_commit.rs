@@ -651,8 +651,7 @@ impl Core {
         }
     }
 
-    #[cfg(test)]
-    fn bandwidth_capped(&self, s: usize) -> bool {
+    pub fn bandwidth_capped(&self, s: usize) -> bool {
         self.streams[s].bandwidth_capped.load(SeqCst)
     }
 

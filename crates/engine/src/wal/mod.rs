@@ -291,6 +291,9 @@ pub struct StreamStats {
     pub total_fsync_us: u64,
     pub segments: usize,
     pub active_segment: Option<PathBuf>,
+    /// `Preallocate::Auto` last found this stream's disk bandwidth-bound:
+    /// its fsyncs do not overlap and every batch ends its page.
+    pub bandwidth_bound: bool,
 }
 
 /// Counters for INFO and benchmarks.
@@ -700,6 +703,7 @@ impl Wal {
                 total_fsync_us: c.total_fsync_us.load(SeqCst),
                 segments: list.len(),
                 active_segment: list.iter().find(|x| x.active).map(|x| x.path.clone()),
+                bandwidth_bound: self.core.bandwidth_capped(s),
             };
             total_us += ss.total_fsync_us;
             st.bytes_written += ss.bytes_written;
