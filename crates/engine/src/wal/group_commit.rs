@@ -102,6 +102,9 @@ pub struct BatchMeta {
     /// Every batch of this stream numbered below this was durable when this
     /// one was sealed.
     pub durable_seq: u64,
+    /// The stream's disk is bandwidth-bound ([`StreamCore::
+    /// bandwidth_capped`]): the sink pads every batch to its page's end.
+    pub bandwidth_bound: bool,
 }
 
 /// Where a stream's batches go. `batch` holds a zeroed header slot
@@ -810,8 +813,8 @@ impl Core {
                         // saves: wait for it to finish or to grow old. On a
                         // fast disk the writer of that fsync seals next, so
                         // this one sleeps until woken.
-                        let overlap_at = st.last_seal + self.cfg.sync_overlap;
-                        if sc.bandwidth_capped.load(SeqCst) || Instant::now() < overlap_at {
+                        if !self.overlap_due(sc, &st) {
+                            let overlap_at = st.last_seal + self.cfg.sync_overlap;
                             st.writers_waiting += 1;
                             if self.last_sync_was_slow(sc, &st) {
                                 sc.writer_cv.wait_until(&mut st, overlap_at);
@@ -895,6 +898,7 @@ impl Core {
                 depends_on,
                 seq: st.durable_seq + st.completions.len() as u64,
                 durable_seq: st.durable_seq,
+                bandwidth_bound: sc.bandwidth_capped.load(SeqCst),
             };
             st.last_seal = Instant::now();
             st.completions.push_back(None);

@@ -343,11 +343,6 @@ impl Spares {
         }
     }
 
-    /// Whether `Auto` last found `stream`'s disk bandwidth-bound.
-    pub fn bandwidth_bound(&self, stream: usize) -> bool {
-        self.since_too_slow[stream].load(SeqCst) > 0
-    }
-
     /// Sets what is told each `Auto` judgement of a stream's disk (once).
     pub fn on_judged(&self, f: Box<dyn Fn(usize, bool) + Send + Sync>) {
         let _ = self.on_judged.set(f);
@@ -572,7 +567,7 @@ impl BatchSink for SegmentWriter {
         // segment is preallocated), so a short batch, whose page would be
         // written again at little cost, does not pay it, except on a disk
         // whose bandwidth is the bottleneck.
-        let min_len = if self.spares.bandwidth_bound(self.params.stream_id as usize) {
+        let min_len = if meta.bandwidth_bound {
             0
         } else {
             self.params.page_end_min_bytes
