@@ -59,6 +59,8 @@ pub struct StoreConfig {
     pub wal_preallocate: crate::wal::Preallocate,
     /// See `WalConfig::total_order`.
     pub wal_total_order: bool,
+    /// See `WalConfig::assume_bandwidth_bound`.
+    pub wal_assume_bandwidth_bound: bool,
     pub recovery_mode: RecoveryMode,
     /// Checkpoint directory; `None` means `<dir>/checkpoints`.
     pub checkpoint_dir: Option<PathBuf>,
@@ -85,6 +87,7 @@ impl StoreConfig {
             wal_sync_overlap_us: crate::wal::DEFAULT_SYNC_OVERLAP_US,
             wal_page_end_min_bytes: crate::wal::DEFAULT_PAGE_END_MIN_BYTES,
             wal_total_order: false,
+            wal_assume_bandwidth_bound: false,
             wal_preallocate: crate::wal::Preallocate::Auto,
             recovery_mode: RecoveryMode::Strict,
             checkpoint_dir: None,
@@ -209,6 +212,7 @@ impl Store {
         wal_cfg.sync_overlap_us = cfg.wal_sync_overlap_us;
         wal_cfg.page_end_min_bytes = cfg.wal_page_end_min_bytes;
         wal_cfg.total_order = cfg.wal_total_order;
+        wal_cfg.assume_bandwidth_bound = cfg.wal_assume_bandwidth_bound;
         wal_cfg.preallocate = cfg.wal_preallocate;
         wal_cfg.read_covered = Some(codec::covered_state);
         let start_after = loaded.as_ref().map_or(0, |l| l.replay_lsn);

@@ -168,11 +168,16 @@ fn random_op(rng: &mut StdRng, step: usize) -> Op {
 
 /// The store's configuration for `seed`: every third seed pads no batch to
 /// its page's end, every third pads every one (format version 4's
-/// `PAGE_END`), the rest use the default threshold.
+/// `PAGE_END`), the rest use the default threshold. Independently, seeds
+/// whose `seed / 3` is odd run as on a bandwidth-bound disk (batches cut
+/// where a page fills, short ones waiting to fill theirs), half of those
+/// under total order.
 fn config(dir: &std::path::Path, seed: u64) -> StoreConfig {
     let mut c = StoreConfig::new(dir);
     c.wal_page_end_min_bytes =
         [u64::MAX, 0, durakv_engine::wal::DEFAULT_PAGE_END_MIN_BYTES][(seed % 3) as usize];
+    c.wal_assume_bandwidth_bound = (seed / 3) % 2 == 1;
+    c.wal_total_order = c.wal_assume_bandwidth_bound && (seed / 6) % 2 == 1;
     c.databases = DATABASES;
     c.shards = 8;
     // Two streams, so multi-key commits and the merge by LSN are exercised.

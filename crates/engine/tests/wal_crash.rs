@@ -65,6 +65,12 @@ fn run_seed(seed: u64) {
     // the long ones; from its own generator too.
     let mut page_rng = StdRng::seed_from_u64(seed ^ 0x7061_6765);
     cfg.page_end_min_bytes = [u64::MAX, 0, 512, 4096][page_rng.gen_range(0..4)];
+    // A third of the seeds run as on a bandwidth-bound disk: batches cut
+    // where a page fills, short ones waiting to fill theirs, under either
+    // ordering (own generator).
+    let mut bound_rng = StdRng::seed_from_u64(seed ^ 0x6275_6e64);
+    cfg.assume_bandwidth_bound = bound_rng.gen_range(0..3) == 0;
+    cfg.total_order = bound_rng.gen_bool(0.5);
 
     let mut fs = FaultFs::new(seed);
     fs.set_sync_latency(sync_latency);

@@ -51,7 +51,8 @@ use std::time::{Duration, Instant};
 
 use super::error::WalError;
 use super::format::{
-    align_up, seal_record, BATCH_HEADER_BYTES, BATCH_TRAILER, RECORD_HEADER_BYTES,
+    align_up, seal_record, RecordHeader, BATCH_HEADER_BYTES, BATCH_TRAILER, PAGE_BYTES,
+    RECORD_HEADER_BYTES,
 };
 use crate::durability::Durability;
 
@@ -59,6 +60,8 @@ use crate::durability::Durability;
 const BUFFER_INITIAL_BYTES: usize = 64 * 1024;
 /// A buffer that grew past this for one large batch is released afterwards.
 const BUFFER_KEEP_BYTES: usize = 8 * 1024 * 1024;
+/// Longest a bandwidth-bound stream's short batch waits to fill its page.
+const FILL_WAIT_MAX: Duration = Duration::from_millis(2);
 
 /// Limits that govern batching.
 #[derive(Debug, Clone)]
@@ -170,8 +173,13 @@ struct StreamState {
     /// A writer is between sealing a batch and handing it to the sink:
     /// batches reach the sink in seal order, so nobody else seals meanwhile.
     writing: bool,
-    /// Microseconds the most recent fsync of this stream took.
+    /// Microseconds the most recent fsync of this stream took, and when
+    /// it returned.
     last_sync_us: u64,
+    last_sync_end: Instant,
+    /// Writers waiting for the pending batch to fill its page
+    /// (`Core::fill_deadline`).
+    filling: u32,
     /// `BatchSink::finish` ran.
     finished: bool,
     /// When the most recent batch was sealed.
@@ -262,6 +270,56 @@ pub(crate) struct Core {
     next_ticket: AtomicU64,
 }
 
+/// Where a pending buffer (header slot, then records) is cut so that the
+/// batch sealed from its first part ends its last page nearly full.
+#[derive(Debug, PartialEq, Eq)]
+struct PageCut {
+    /// Offset in the buffer of the first record left behind.
+    at: usize,
+    /// Records before it, and the LSN of the last of them.
+    records: u32,
+    last_lsn: u64,
+    /// LSN of the first record left behind.
+    rest_first_lsn: u64,
+}
+
+/// The cut of `buf` for a stream whose batches end their page (a
+/// bandwidth-bound disk, where each batch starts a page): the records that
+/// fit in the whole pages the batch would fill stay in it, the ones that
+/// would spill into one more page wait. `None` when the batch fits in one
+/// page, ends on a page boundary, or its first record alone spills.
+fn page_cut(buf: &[u8]) -> Option<PageCut> {
+    let on_disk = |end: usize| align_up((end + BATCH_TRAILER.len()) as u64);
+    let whole = on_disk(buf.len()) / PAGE_BYTES * PAGE_BYTES;
+    if whole == 0 || on_disk(buf.len()) == whole {
+        return None;
+    }
+    let mut at = BATCH_HEADER_BYTES;
+    let mut cut = None;
+    let mut records = 0;
+    while at < buf.len() {
+        let h = RecordHeader::parse(&buf[at..]);
+        let len = RECORD_HEADER_BYTES + h.payload_len as usize;
+        if on_disk(at + len) > whole {
+            break;
+        }
+        records += 1;
+        cut = Some(PageCut {
+            at: at + len,
+            records,
+            last_lsn: h.lsn,
+            rest_first_lsn: 0,
+        });
+        at += len;
+    }
+    let mut cut = cut?;
+    if cut.at >= buf.len() {
+        return None;
+    }
+    cut.rest_first_lsn = RecordHeader::parse(&buf[cut.at..]).lsn;
+    Some(cut)
+}
+
 fn new_buffer() -> Vec<u8> {
     let mut b = Vec::with_capacity(BUFFER_INITIAL_BYTES);
     b.resize(BATCH_HEADER_BYTES, 0);
@@ -304,6 +362,8 @@ impl Core {
                     writers_waiting: 0,
                     writing: false,
                     last_sync_us: 0,
+                    last_sync_end: Instant::now(),
+                    filling: 0,
                     finished: false,
                     last_seal: Instant::now(),
                     space_waiters: 0,
@@ -466,6 +526,11 @@ impl Core {
             if !st.urgent {
                 st.urgent = true;
                 wake = true;
+            } else if st.filling > 0
+                && align_up((BATCH_HEADER_BYTES + BATCH_TRAILER.len()) as u64 + pending)
+                    >= PAGE_BYTES
+            {
+                sc.writer_cv.notify_one();
             } else if st.in_flight > 0
                 && st.writers_waiting > 0
                 && !st.writing
@@ -773,6 +838,27 @@ impl Core {
         }
     }
 
+    /// Until when the pending batch of a bandwidth-bound stream waits for
+    /// more records, if it would not fill its first page: for half as long
+    /// as the last fsync took (at most `FILL_WAIT_MAX`), counted from its
+    /// end. Waiting for the page to fill costs the disk that idle time;
+    /// not waiting costs it the page's empty part, and on a disk whose
+    /// bandwidth is the bottleneck short batches are the common case (with
+    /// several streams under total order, 6 records of 1 KB per fsync).
+    fn fill_deadline(&self, sc: &StreamCore, st: &StreamState) -> Option<Instant> {
+        if st.shutdown || !st.urgent || !sc.bandwidth_capped.load(SeqCst) {
+            return None;
+        }
+        let on_disk =
+            align_up((BATCH_HEADER_BYTES + BATCH_TRAILER.len()) as u64 + st.pending_bytes());
+        if on_disk >= PAGE_BYTES {
+            return None;
+        }
+        let wait = Duration::from_micros(st.last_sync_us / 2).min(FILL_WAIT_MAX);
+        let by = st.last_sync_end + wait;
+        (Instant::now() < by).then_some(by)
+    }
+
     /// The newest batch in flight is old enough for another to start
     /// beside it, on a disk where overlapping pays.
     fn overlap_due(&self, sc: &StreamCore, st: &StreamState) -> bool {
@@ -825,6 +911,18 @@ impl Core {
                             continue;
                         }
                     }
+                    if let Some(fill_by) = self.fill_deadline(sc, &st) {
+                        // A bandwidth-bound disk writes at least a page per
+                        // fsync, however few records it carries: a batch
+                        // that would not fill its page waits a little for
+                        // more (an appender that fills it wakes this one).
+                        st.writers_waiting += 1;
+                        st.filling += 1;
+                        sc.writer_cv.wait_until(&mut st, fill_by);
+                        st.filling -= 1;
+                        st.writers_waiting -= 1;
+                        continue;
+                    }
                     if st.urgent
                         || st.shutdown
                         || st.pending_bytes() >= self.cfg.delayed_flush_bytes
@@ -872,10 +970,40 @@ impl Core {
                 }
             }
 
+            // On a bandwidth-bound disk, the part of a batch's last page it
+            // does not fill is written as zeros (it ends its page): leave the
+            // records that would spill into a new page for the next batch,
+            // which starts with them, so no record waits more than one extra
+            // fsync for it.
+            let cut = if sc.bandwidth_capped.load(SeqCst) && !st.shutdown {
+                page_cut(&st.buf).filter(|c| {
+                    // What the sealed part depends on must not include the
+                    // records left behind, or its replies would wait for
+                    // them: exact under total order, the whole batch's
+                    // otherwise.
+                    self.cfg.total_order || st.pending_dep < c.rest_first_lsn
+                })
+            } else {
+                None
+            };
             // Seal: take the pending records, leave an empty buffer behind.
             std::mem::swap(&mut st.buf, &mut batch);
-            let dep = std::mem::take(&mut st.pending_dep);
+            let mut dep = std::mem::take(&mut st.pending_dep);
             let has_full = std::mem::take(&mut st.has_full);
+            let (records, last_lsn) = match &cut {
+                Some(c) => {
+                    st.buf.extend_from_slice(&batch[c.at..]);
+                    batch.truncate(c.at);
+                    st.pending_dep = dep;
+                    st.has_full = has_full;
+                    if self.cfg.total_order {
+                        // Each record depends on the one before it.
+                        dep = dep.min(c.last_lsn.saturating_sub(1));
+                    }
+                    (c.records, c.last_lsn)
+                }
+                None => (st.records, st.last_lsn),
+            };
             let depends_on = if dep > self.durable_lsn() {
                 // Pushed before the batch is written, so before any
                 // watermark can cover it (see `recompute_durable`).
@@ -890,10 +1018,10 @@ impl Core {
                 0
             };
             let mut meta = BatchMeta {
-                records: st.records,
+                records,
                 body_len: (batch.len() - BATCH_HEADER_BYTES) as u32,
                 first_lsn: st.first_lsn,
-                last_lsn: st.last_lsn,
+                last_lsn,
                 durable_hint: 0,
                 depends_on,
                 seq: st.durable_seq + st.completions.len() as u64,
@@ -902,15 +1030,25 @@ impl Core {
             };
             st.last_seal = Instant::now();
             st.completions.push_back(None);
-            st.records = 0;
-            st.urgent = false;
-            st.deadline = None;
             st.in_flight += 1;
             st.writing = true;
             // Every LSN of this stream <= g is in `batch`, in a batch sealed
             // before it, or already durable.
-            let g = self.last_lsn();
-            sc.counters.pending_bytes.store(0, SeqCst);
+            let g = match &cut {
+                Some(c) => {
+                    // The records left behind stay urgent.
+                    st.records -= c.records;
+                    st.first_lsn = c.rest_first_lsn;
+                    c.rest_first_lsn - 1
+                }
+                None => {
+                    st.records = 0;
+                    st.urgent = false;
+                    st.deadline = None;
+                    self.last_lsn()
+                }
+            };
+            sc.counters.pending_bytes.store(st.pending_bytes(), SeqCst);
             if st.space_waiters > 0 {
                 sc.space_cv.notify_all();
             }
@@ -954,6 +1092,7 @@ impl Core {
             let mut st = sc.state.lock();
             st.in_flight -= 1;
             st.last_sync_us = us;
+            st.last_sync_end = Instant::now();
             match res {
                 Ok(()) => {
                     let c = &sc.counters;
@@ -1018,7 +1157,7 @@ impl Core {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wal::format::{RecordHeader, BATCH_ALIGN_BYTES, BATCH_TRAILER_BYTES};
+    use crate::wal::format::{BATCH_ALIGN_BYTES, BATCH_TRAILER_BYTES};
     use std::collections::BTreeMap;
     use std::thread;
 
@@ -1567,14 +1706,14 @@ mod tests {
         stop(&core, hs);
     }
 
-    #[test]
-    fn a_bandwidth_bound_stream_never_overlaps_its_fsyncs() {
-        let mut c = cfg();
-        c.syncs_in_flight = 3;
-        c.sync_overlap = Duration::from_millis(5);
+    /// One stream whose disk is bandwidth-bound, with batch 0 (record
+    /// "a", whose LSN is returned) written and its fsync hung until the
+    /// test clears `sync_blocked`.
+    fn bound_with_batch_0_hung(
+        c: CommitConfig,
+    ) -> (Arc<Core>, MemSink, Vec<thread::JoinHandle<()>>, u64) {
         let core = Arc::new(Core::new(1, c, 0));
         core.set_bandwidth_capped(0, true);
-        assert!(core.bandwidth_capped(0));
         let sink = MemSink::default();
         sink.inner.lock().sync_blocked = vec![0];
         let hs = start(&core, std::slice::from_ref(&sink));
@@ -1582,6 +1721,16 @@ mod tests {
         while sink.inner.lock().batches.is_empty() {
             thread::yield_now();
         }
+        (core, sink, hs, a)
+    }
+
+    #[test]
+    fn a_bandwidth_bound_stream_never_overlaps_its_fsyncs() {
+        let mut c = cfg();
+        c.syncs_in_flight = 3;
+        c.sync_overlap = Duration::from_millis(5);
+        let (core, sink, hs, a) = bound_with_batch_0_hung(c);
+        assert!(core.bandwidth_capped(0));
         // Batch 0 hangs far past the overlap age: on a fast-enough disk
         // batch 1 would start beside it, here it waits.
         let b = put(&core, 0, Durability::Full, b"b");
@@ -1619,6 +1768,110 @@ mod tests {
         assert!(core.durable_lsn() < d);
         sink.inner.lock().sync_blocked.clear();
         assert!(core.wait_durable(e, None).unwrap());
+        stop(&core, hs);
+    }
+
+    /// A pending buffer holding records of these payload lengths, LSNs
+    /// from 1.
+    fn pending(lens: &[usize]) -> Vec<u8> {
+        let mut buf = vec![0u8; BATCH_HEADER_BYTES];
+        for (i, &len) in lens.iter().enumerate() {
+            let start = buf.len();
+            buf.resize(start + RECORD_HEADER_BYTES + len, 7);
+            seal_record(&mut buf[start..], i as u64 + 1, 0);
+        }
+        buf
+    }
+
+    #[test]
+    fn a_page_cut_keeps_what_fills_whole_pages() {
+        let rec = RECORD_HEADER_BYTES + 1000;
+        // One page or less, or exactly whole pages: nothing to cut.
+        assert_eq!(page_cut(&pending(&[1000; 3])), None);
+        let exact = 2 * PAGE_BYTES as usize - BATCH_HEADER_BYTES - BATCH_TRAILER.len() - rec;
+        assert_eq!(
+            page_cut(&pending(&[1000, exact - RECORD_HEADER_BYTES])),
+            None
+        );
+        // Nine 1 KB records need three pages; seven fill two (7 * 1024 +
+        // 56 <= 8192), the last two wait.
+        let c = page_cut(&pending(&[1000; 9])).unwrap();
+        assert_eq!(
+            c,
+            PageCut {
+                at: BATCH_HEADER_BYTES + 7 * rec,
+                records: 7,
+                last_lsn: 7,
+                rest_first_lsn: 8,
+            }
+        );
+        assert!(align_up((c.at + BATCH_TRAILER.len()) as u64) <= 2 * PAGE_BYTES);
+        // A first record longer than a page spills whatever happens.
+        assert_eq!(page_cut(&pending(&[5000, 10])), None);
+        assert_eq!(
+            page_cut(&pending(&[5000, 3100, 10])).map(|c| c.records),
+            Some(1)
+        );
+    }
+
+    #[test]
+    fn a_bandwidth_bound_stream_leaves_what_spills_into_a_new_page_for_the_next_batch() {
+        for total_order in [true, false] {
+            let mut c = cfg();
+            c.total_order = total_order;
+            let (core, sink, hs, first) = bound_with_batch_0_hung(c);
+            // Nine 1 KB records gather behind the hung batch 0: batch 1
+            // takes the seven that fill two pages.
+            let lsns: Vec<u64> = (0..9)
+                .map(|_| put(&core, 0, Durability::Full, &[1u8; 1000]))
+                .collect();
+            sink.inner.lock().sync_blocked.clear();
+            assert!(core.wait_durable(lsns[8], None).unwrap());
+            assert!(core.wait_durable(first, None).unwrap());
+            let batches = sink.inner.lock().batches.clone();
+            let counts: Vec<u32> = batches.iter().map(|(m, _)| m.records).collect();
+            assert_eq!(counts, vec![1, 7, 2], "total_order={total_order}");
+            let b1 = &batches[1].0;
+            assert_eq!((b1.first_lsn, b1.last_lsn), (lsns[0], lsns[6]));
+            // Under total order batch 1 depends on what precedes its own
+            // last record, not on the two records left behind.
+            if total_order {
+                assert!(b1.depends_on < lsns[6]);
+            }
+            assert_eq!(batches[2].0.first_lsn, lsns[7]);
+            assert_eq!(sink.lsns(), (1..=10).collect::<Vec<u64>>());
+            stop(&core, hs);
+        }
+    }
+
+    #[test]
+    fn a_bandwidth_bound_stream_gives_a_short_batch_time_to_fill_its_page() {
+        let (core, sink, hs, a) = bound_with_batch_0_hung(cfg());
+        // Batch 0's fsync takes 40 ms, so a short batch after it waits up
+        // to FILL_WAIT_MAX from its end, which is after the release.
+        thread::sleep(Duration::from_millis(40));
+        let released = Instant::now();
+        sink.inner.lock().sync_blocked.clear();
+        let b = put(&core, 0, Durability::Full, b"b");
+        assert!(core.wait_durable(b, None).unwrap());
+        assert!(released.elapsed() >= FILL_WAIT_MAX);
+        assert!(core.wait_durable(a, None).unwrap());
+        assert_eq!(sink.inner.lock().batches.len(), 2);
+
+        // Records that fill their page exactly go at once, together.
+        sink.inner.lock().sync_blocked = vec![2];
+        let c = put(&core, 0, Durability::Full, b"c");
+        while sink.inner.lock().batches.len() < 3 {
+            thread::yield_now();
+        }
+        let d = put(&core, 0, Durability::Full, b"d");
+        let e = put(&core, 0, Durability::Full, &[9u8; 3960]);
+        sink.inner.lock().sync_blocked.clear();
+        assert!(core.wait_durable(e, None).unwrap());
+        let batches = sink.inner.lock().batches.clone();
+        assert_eq!(batches.len(), 4);
+        assert_eq!((batches[3].0.first_lsn, batches[3].0.last_lsn), (d, e));
+        assert!(core.durable_lsn() >= c);
         stop(&core, hs);
     }
 

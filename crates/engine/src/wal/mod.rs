@@ -147,6 +147,11 @@ pub struct WalConfig {
     /// batch, `u64::MAX` none. A stream whose disk `Preallocate::Auto`
     /// found bandwidth-bound pads every batch whatever this says.
     pub page_end_min_bytes: u64,
+    /// Treat every stream's disk as bandwidth-bound from the start and
+    /// whatever `Preallocate::Auto` finds (see `docs/durability.md`, group
+    /// commit): what a slow volume gets, on any disk. Tests use it to drive
+    /// that path on a simulated disk. Default off.
+    pub assume_bandwidth_bound: bool,
 }
 
 impl WalConfig {
@@ -166,6 +171,7 @@ impl WalConfig {
             total_order: false,
             read_covered: None,
             page_end_min_bytes: DEFAULT_PAGE_END_MIN_BYTES,
+            assume_bandwidth_bound: false,
         }
     }
 
@@ -515,7 +521,11 @@ impl Wal {
                 threads.push(h);
             }
         }
-        {
+        if cfg.assume_bandwidth_bound {
+            for s in 0..n {
+                core.set_bandwidth_capped(s, true);
+            }
+        } else {
             let core = core.clone();
             spares.on_judged(Box::new(move |s, capped| {
                 core.set_bandwidth_capped(s, capped)
