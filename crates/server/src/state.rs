@@ -301,6 +301,8 @@ impl Shared {
 
     pub fn request_shutdown(&self) {
         self.shutting_down.store(true, Ordering::Release);
-        let _ = self.shutdown_tx.send(true);
+        // `send` would drop the value while nobody subscribes (before the
+        // accept loop does, the channel's own receiver being gone).
+        self.shutdown_tx.send_replace(true);
     }
 }

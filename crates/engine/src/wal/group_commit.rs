@@ -526,10 +526,8 @@ impl Core {
             if !st.urgent {
                 st.urgent = true;
                 wake = true;
-            } else if st.filling > 0
-                && align_up((BATCH_HEADER_BYTES + BATCH_TRAILER.len()) as u64 + pending)
-                    >= PAGE_BYTES
-            {
+            } else if st.filling > 0 && self.fill_deadline(sc, &st).is_none() {
+                // The page has no room for another such record now.
                 sc.writer_cv.notify_one();
             } else if st.in_flight > 0
                 && st.writers_waiting > 0
@@ -839,9 +837,9 @@ impl Core {
     }
 
     /// Until when the pending batch of a bandwidth-bound stream waits for
-    /// more records, if it would not fill its first page: for half as long
-    /// as the last fsync took (at most `FILL_WAIT_MAX`), counted from its
-    /// end. Waiting for the page to fill costs the disk that idle time;
+    /// more records, if its first page has room for another of their size:
+    /// for half as long as the last fsync took (at most `FILL_WAIT_MAX`),
+    /// counted from its end. Waiting for the page to fill costs the disk that idle time;
     /// not waiting costs it the page's empty part, and on a disk whose
     /// bandwidth is the bottleneck short batches are the common case (with
     /// several streams under total order, 6 records of 1 KB per fsync).
@@ -851,7 +849,10 @@ impl Core {
         }
         let on_disk =
             align_up((BATCH_HEADER_BYTES + BATCH_TRAILER.len()) as u64 + st.pending_bytes());
-        if on_disk >= PAGE_BYTES {
+        // Only if another record of the size these have would still fit:
+        // else waiting only delays them.
+        let typical = st.pending_bytes() / u64::from(st.records.max(1));
+        if on_disk + typical > PAGE_BYTES {
             return None;
         }
         let wait = Duration::from_micros(st.last_sync_us / 2).min(FILL_WAIT_MAX);
