@@ -29,9 +29,9 @@ fn put_full(wal: &Wal, stream: usize, p: &[u8]) -> u64 {
 }
 
 fn segments(fs: &FaultFs, dir: &str) -> Vec<PathBuf> {
-    fs.all_files()
+    wal_support::segment_files(fs)
         .into_iter()
-        .filter(|p| p.starts_with(dir) && p.extension().is_some_and(|e| e == "log"))
+        .filter(|p| p.starts_with(dir))
         .collect()
 }
 

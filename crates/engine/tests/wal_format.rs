@@ -177,11 +177,7 @@ fn v3_fixture_recovers_exactly() {
 
 /// The batches of a one-stream log's only segment: (offset, header).
 fn batches_of(fs: &FaultFs) -> (PathBuf, Vec<(u64, BatchHeader)>) {
-    let seg = fs
-        .all_files()
-        .into_iter()
-        .find(|p| p.extension().is_some_and(|e| e == "log"))
-        .unwrap();
+    let seg = wal_support::segment_files(fs).remove(0);
     let bytes = fs.read_file(&seg).unwrap();
     let salt = SegmentHeader::decode(&bytes).unwrap().salt;
     let mut out = Vec::new();
@@ -452,10 +448,9 @@ fn a_version_1_segment_is_read_but_not_appended_to() {
         ))
         .unwrap();
     assert_eq!(&old[..], &install_bytes(STREAM0_V1)[..]);
-    let newest = fs
-        .all_files()
+    let newest = wal_support::segment_files(&fs)
         .into_iter()
-        .filter(|p| p.starts_with("/data/wal0") && p.extension().is_some_and(|e| e == "log"))
+        .filter(|p| p.starts_with("/data/wal0"))
         .max()
         .unwrap();
     let header = SegmentHeader::decode(&fs.read_file(&newest).unwrap()).unwrap();

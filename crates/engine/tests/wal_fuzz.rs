@@ -13,7 +13,6 @@ use durakv_engine::wal::RecoveryMode;
 use durakv_engine::Durability;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use std::path::PathBuf;
 use std::sync::Arc;
 use wal_support::*;
 
@@ -24,15 +23,8 @@ fn seeds() -> u64 {
         .unwrap_or(300)
 }
 
-fn log_files(fs: &FaultFs) -> Vec<PathBuf> {
-    fs.all_files()
-        .into_iter()
-        .filter(|p| p.extension().is_some_and(|e| e == "log"))
-        .collect()
-}
-
 fn mangle(fs: &FaultFs, rng: &mut StdRng) {
-    let files = log_files(fs);
+    let files = wal_support::segment_files(fs);
     for _ in 0..rng.gen_range(1..6) {
         let Some(path) = files.get(rng.gen_range(0..files.len().max(1))) else {
             return;

@@ -215,11 +215,7 @@ fn resync_stops_at_the_end_of_the_file() {
     put_full(&wal, &appended, 0, distinct(1, 40));
     wal.close().unwrap();
     drop(wal);
-    let seg = fs
-        .all_files()
-        .into_iter()
-        .find(|p| p.extension().is_some_and(|e| e == "log"))
-        .unwrap();
+    let seg = wal_support::segment_files(&fs).remove(0);
     let f = fs.open_file(&seg).unwrap();
     f.set_len(64 + 120).unwrap();
     f.sync_all().unwrap();

@@ -283,15 +283,21 @@ struct PageCut {
     rest_first_lsn: u64,
 }
 
+/// Bytes a batch sealed from the first `len` bytes of a pending buffer
+/// (header slot, then records) takes in its segment: trailer and alignment
+/// added.
+fn sealed_len(len: usize) -> u64 {
+    align_up((len + BATCH_TRAILER.len()) as u64)
+}
+
 /// The cut of `buf` for a stream whose batches end their page (a
 /// bandwidth-bound disk, where each batch starts a page): the records that
 /// fit in the whole pages the batch would fill stay in it, the ones that
 /// would spill into one more page wait. `None` when the batch fits in one
 /// page, ends on a page boundary, or its first record alone spills.
 fn page_cut(buf: &[u8]) -> Option<PageCut> {
-    let on_disk = |end: usize| align_up((end + BATCH_TRAILER.len()) as u64);
-    let whole = on_disk(buf.len()) / PAGE_BYTES * PAGE_BYTES;
-    if whole == 0 || on_disk(buf.len()) == whole {
+    let whole = sealed_len(buf.len()) / PAGE_BYTES * PAGE_BYTES;
+    if whole == 0 || sealed_len(buf.len()) == whole {
         return None;
     }
     let mut at = BATCH_HEADER_BYTES;
@@ -300,7 +306,7 @@ fn page_cut(buf: &[u8]) -> Option<PageCut> {
     while at < buf.len() {
         let h = RecordHeader::parse(&buf[at..]);
         let len = RECORD_HEADER_BYTES + h.payload_len as usize;
-        if on_disk(at + len) > whole {
+        if sealed_len(at + len) > whole {
             break;
         }
         records += 1;
@@ -847,12 +853,10 @@ impl Core {
         if st.shutdown || !st.urgent || !sc.bandwidth_capped.load(SeqCst) {
             return None;
         }
-        let on_disk =
-            align_up((BATCH_HEADER_BYTES + BATCH_TRAILER.len()) as u64 + st.pending_bytes());
         // Only if another record of the size these have would still fit:
         // else waiting only delays them.
         let typical = st.pending_bytes() / u64::from(st.records.max(1));
-        if on_disk + typical > PAGE_BYTES {
+        if sealed_len(st.buf.len()) + typical > PAGE_BYTES {
             return None;
         }
         let wait = Duration::from_micros(st.last_sync_us / 2).min(FILL_WAIT_MAX);
@@ -1056,8 +1060,8 @@ impl Core {
             drop(st);
 
             meta.durable_hint = self.durable_lsn();
+            let padded = sealed_len(batch.len()) as usize;
             batch.extend_from_slice(&BATCH_TRAILER);
-            let padded = align_up(batch.len() as u64) as usize;
             batch.resize(padded, 0);
             let t0 = Instant::now();
             let written = sink.lock().write_batch(slot, &mut batch, &meta);
@@ -1201,6 +1205,16 @@ mod tests {
     }
 
     impl MemSink {
+        /// Waits until `n` batches were written, failing with `what` after
+        /// 10 s.
+        fn await_batches(&self, n: usize, what: &str) {
+            let t0 = Instant::now();
+            while self.inner.lock().batches.len() < n {
+                assert!(t0.elapsed() < Duration::from_secs(10), "{what}");
+                thread::sleep(Duration::from_millis(1));
+            }
+        }
+
         fn lsns(&self) -> Vec<u64> {
             let inner = self.inner.lock();
             let mut out = Vec::new();
@@ -1693,14 +1707,7 @@ mod tests {
         // Batch 1 hangs; a record arriving now starts batch 2 once batch 1
         // is old enough, without waiting for it.
         let c3 = put(&core, 0, Durability::Full, b"c");
-        let t0 = Instant::now();
-        while sink.inner.lock().batches.len() < 3 {
-            assert!(
-                t0.elapsed() < Duration::from_secs(10),
-                "batch 2 never started"
-            );
-            thread::sleep(Duration::from_millis(1));
-        }
+        sink.await_batches(3, "batch 2 never started");
         assert!(core.durable_lsn() < b);
         sink.inner.lock().sync_blocked.clear();
         assert!(core.wait_durable(c3, None).unwrap());
@@ -1758,14 +1765,7 @@ mod tests {
             thread::yield_now();
         }
         let e = put(&core, 0, Durability::Full, b"e");
-        let t0 = Instant::now();
-        while sink.inner.lock().batches.len() < 5 {
-            assert!(
-                t0.elapsed() < Duration::from_secs(10),
-                "batch 4 never started beside batch 3"
-            );
-            thread::sleep(Duration::from_millis(1));
-        }
+        sink.await_batches(5, "batch 4 never started beside batch 3");
         assert!(core.durable_lsn() < d);
         sink.inner.lock().sync_blocked.clear();
         assert!(core.wait_durable(e, None).unwrap());
@@ -1806,7 +1806,7 @@ mod tests {
                 rest_first_lsn: 8,
             }
         );
-        assert!(align_up((c.at + BATCH_TRAILER.len()) as u64) <= 2 * PAGE_BYTES);
+        assert!(sealed_len(c.at) <= 2 * PAGE_BYTES);
         // A first record longer than a page spills whatever happens.
         assert_eq!(page_cut(&pending(&[5000, 10])), None);
         assert_eq!(

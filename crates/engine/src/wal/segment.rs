@@ -579,7 +579,7 @@ impl BatchSink for SegmentWriter {
             BATCH_FLAG_SYNC_BASE
         };
         unsynced.push_back((meta.seq, at));
-        BatchHeader {
+        let header = BatchHeader {
             body_len: meta.body_len,
             record_count: meta.records,
             first_lsn: meta.first_lsn,
@@ -589,15 +589,12 @@ impl BatchSink for SegmentWriter {
             flags,
             // Segments are at most 4 GiB (`WalConfig::validate`).
             sync_base: u32::try_from(sync_base).map_err(io::Error::other)?,
-        }
-        .encode_into(self.active.salt, &mut batch[..BATCH_HEADER_BYTES]);
+        };
+        header.encode_into(self.active.salt, &mut batch[..BATCH_HEADER_BYTES]);
         self.active.file.write_all_at(batch, at)?;
         self.broken = false;
-        self.active.offset = if page_end {
-            (at + len).next_multiple_of(PAGE_BYTES)
-        } else {
-            at + len
-        };
+        // Where the reader will look for the next batch.
+        self.active.offset = header.next_batch_at(at);
         self.active.has_batches = true;
         self.active_max_lsn = Some(meta.last_lsn);
         self.spares.wrote(self.params.stream_id as usize, len);

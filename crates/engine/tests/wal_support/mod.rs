@@ -28,6 +28,14 @@ impl Drop for SeedGuard {
 /// A recovered record: (lsn, time_ms, payload).
 pub type Rec = (u64, u64, Vec<u8>);
 
+/// Every segment file (`*.log`) on the simulated disk, in path order.
+pub fn segment_files(fs: &FaultFs) -> Vec<PathBuf> {
+    fs.all_files()
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .collect()
+}
+
 /// Stream directories for a simulated disk.
 pub fn sim_dirs(streams: usize) -> Vec<PathBuf> {
     (0..streams)
