@@ -172,6 +172,12 @@ fn random_op(rng: &mut StdRng, step: usize) -> Op {
 /// whose `seed / 3` is odd run as on a bandwidth-bound disk (batches cut
 /// where a page fills, short ones waiting to fill theirs), half of those
 /// under total order.
+/// Seeds whose `seed / 12` is even commit as a server's event loop does
+/// (`Wal::defer_syncs`, then `Wal::lead`).
+fn leads(seed: u64) -> bool {
+    (seed / 12).is_multiple_of(2)
+}
+
 fn config(dir: &std::path::Path, seed: u64) -> StoreConfig {
     let mut c = StoreConfig::new(dir);
     c.wal_page_end_min_bytes =
@@ -267,7 +273,22 @@ fn run_seed(seed: u64) {
             } else {
                 Durability::Delayed
             };
-            let lsn = commit(&store, &ops, level, now_ms, &mut prev);
+            let lsn = if leads(seed) {
+                // As a server's event loop commits: the writer threads are
+                // left asleep, and this thread writes and syncs the batch
+                // (or, now and then, hands it to them after all).
+                let (lsn, owed) = store
+                    .wal
+                    .defer_syncs(|| commit(&store, &ops, level, now_ms, &mut prev));
+                if step % 5 == 0 {
+                    store.wal.hand_off(owed);
+                } else {
+                    store.wal.lead(owed);
+                }
+                lsn
+            } else {
+                commit(&store, &ops, level, now_ms, &mut prev)
+            };
             if level == Durability::Full {
                 assert!(
                     store

@@ -111,6 +111,7 @@ pub struct Config {
     pub wal_max_record_size_mb: u64,
     pub wal_syncs_in_flight: u64,
     pub wal_sync_overlap_us: u64,
+    pub wal_sync_inline: bool,
     pub wal_preallocate: Preallocate,
     /// `wal-ordering total`: see `WalConfig::total_order`.
     pub wal_total_order: bool,
@@ -192,6 +193,7 @@ impl Default for Config {
             wal_max_record_size_mb: 1024,
             wal_syncs_in_flight: 3,
             wal_sync_overlap_us: 500,
+            wal_sync_inline: true,
             wal_total_order: true,
             wal_preallocate: Preallocate::Auto,
             delayed_flush_ms: 10,
@@ -1090,6 +1092,18 @@ pub static DIRECTIVES: &[Directive] = &[
             Ok(())
         },
         get: |c| c.wal_sync_overlap_us.to_string(),
+    },
+    Directive {
+        name: "wal-sync-inline",
+        default: "yes",
+        help: "On a fast disk, a connection thread writes and fsyncs the log batch its own full writes wait for (as Redis does before its event loop sleeps) instead of waking a log writer thread and then being woken by it (yes/no)",
+        runtime: false,
+        repeatable: false,
+        set: |c, v| {
+            c.wal_sync_inline = parse_bool(v)?;
+            Ok(())
+        },
+        get: |c| yes_no(c.wal_sync_inline),
     },
     Directive {
         name: "wal-preallocate",

@@ -21,6 +21,7 @@ use crate::state::Shared;
 use crate::tls::ClientStream;
 use bytes::{Buf, Bytes, BytesMut};
 use durakv_engine::txn::UNLOGGED_FAILED_LSN;
+use durakv_engine::wal::{Owed, Wal};
 use durakv_protocol::{Frame, RequestLimits, RequestParser};
 use std::collections::VecDeque;
 use std::future::Future;
@@ -198,8 +199,20 @@ async fn run<S: ClientStream>(
             deliver_messages(shared, client, &mut out, &mut held, false);
             resume_blocked(shared, client, &mut out, &mut held)
         };
+        // This loop writes and fsyncs its own `full` writes (below) when
+        // the log lets it; the guard hands them to the log's writers on any
+        // early return.
+        let mut owed = OwedSyncs {
+            wal: &shared.store.wal,
+            owed: Owed(0),
+        };
         if !closing && !blocked {
-            closing = process(shared, client, &parser, &mut rbuf, &mut out, &mut held);
+            let (c, o) = shared
+                .store
+                .wal
+                .defer_syncs(|| process(shared, client, &parser, &mut rbuf, &mut out, &mut held));
+            closing = c;
+            owed.owed = o;
         }
         if rbuf.is_empty() {
             scratch::give_back(&scratch::READ, std::mem::take(&mut rbuf));
@@ -231,6 +244,13 @@ async fn run<S: ClientStream>(
             }
         }
         scratch::give_back(&scratch::WRITE, out);
+        if owed.owed != Owed(0) {
+            // Let the other connections with requests ready on this thread
+            // run first (a yield waits for the next poll of the sockets), so
+            // that one fsync covers their writes too.
+            tokio::task::yield_now().await;
+            owed.lead();
+        }
         if closing && held.is_empty() {
             if let Some(req) = client.psync.take() {
                 return crate::repl::primary::serve(shared, stream, client, req).await;
@@ -287,6 +307,28 @@ async fn run<S: ClientStream>(
             _ = idle, if held.is_empty() && client.multi.is_none() && client.blocked.is_none() && client.paused_request.is_none() => {
                 return Ok(());
             }
+        }
+    }
+}
+
+/// Streams whose `full` writes this connection's turn left for it to make
+/// durable (`Wal::defer_syncs`).
+struct OwedSyncs<'a> {
+    wal: &'a Wal,
+    owed: Owed,
+}
+
+impl OwedSyncs<'_> {
+    /// Writes and fsyncs them on this thread (blocking it for the fsync).
+    fn lead(&mut self) {
+        self.wal.lead(std::mem::take(&mut self.owed));
+    }
+}
+
+impl Drop for OwedSyncs<'_> {
+    fn drop(&mut self) {
+        if self.owed != Owed(0) {
+            self.wal.hand_off(self.owed);
         }
     }
 }

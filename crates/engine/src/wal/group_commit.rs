@@ -42,6 +42,7 @@
 //! with an in-memory sink and benchmarked in `benches/group_commit.rs`.
 
 use parking_lot::{Condvar, Mutex, MutexGuard};
+use std::cell::Cell;
 use std::collections::{BTreeMap, VecDeque};
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::SeqCst};
@@ -62,6 +63,53 @@ const BUFFER_INITIAL_BYTES: usize = 64 * 1024;
 const BUFFER_KEEP_BYTES: usize = 8 * 1024 * 1024;
 /// Longest a bandwidth-bound stream's short batch waits to fill its page.
 const FILL_WAIT_MAX: Duration = Duration::from_millis(2);
+
+thread_local! {
+    /// The core whose `Full` appends this thread leaves for its caller to
+    /// make durable (`defer_syncs`), as an address; 0: none.
+    static DEFERRING: Cell<usize> = const { Cell::new(0) };
+    /// Streams (bit `s`) an append left urgent for this thread's caller.
+    static OWED: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Streams whose urgent records no writer thread was woken for: the caller
+/// of [`Core::defer_syncs`] must [`Core::lead`] or [`Core::hand_off`] each.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Owed(pub u64);
+
+impl Owed {
+    pub fn streams(self) -> impl Iterator<Item = usize> {
+        (0..64).filter(move |s| self.0 & (1 << s) != 0)
+    }
+}
+
+/// A `defer_syncs` call in progress on this thread: restores the outer
+/// scope's state when it ends, and hands off what it owes if it unwinds.
+struct DeferScope<'a> {
+    core: &'a Core,
+    outer: usize,
+    owed_before: u64,
+}
+
+impl DeferScope<'_> {
+    /// The streams this scope owes.
+    fn end(self) -> Owed {
+        let owed = OWED.with(|o| o.replace(self.owed_before));
+        DEFERRING.with(|d| d.set(self.outer));
+        std::mem::forget(self);
+        Owed(owed)
+    }
+}
+
+impl Drop for DeferScope<'_> {
+    fn drop(&mut self) {
+        let owed = Owed(OWED.with(|o| o.replace(self.owed_before)));
+        DEFERRING.with(|d| d.set(self.outer));
+        for s in owed.streams() {
+            self.core.hand_off(s);
+        }
+    }
+}
 
 /// Limits that govern batching.
 #[derive(Debug, Clone)]
@@ -85,6 +133,9 @@ pub struct CommitConfig {
     /// Every record depends on every record before it (`WalConfig::
     /// total_order`).
     pub total_order: bool,
+    /// An event loop may write and fsync its own `Full` appends
+    /// (`WalConfig::inline_sync`; see [`Core::lead`]).
+    pub inline_sync: bool,
 }
 
 /// What a sealed batch covers.
@@ -193,6 +244,9 @@ struct StreamState {
     pending_dep: u64,
     /// A pending record is `Full`.
     has_full: bool,
+    /// The pending records are urgent but no writer was woken for them:
+    /// a caller of `Core::defer_syncs` leads them (`Core::lead`).
+    deferred: bool,
 }
 
 impl StreamState {
@@ -223,6 +277,10 @@ pub(crate) struct StreamCore {
     /// nothing durable sooner, and every extra fsync writes a partly filled
     /// page once more.
     bandwidth_capped: AtomicBool,
+    /// The batch buffer of `Core::lead`, which runs for one thread at a
+    /// time (nothing else in flight). Allocated up front like the writer
+    /// threads' own, so leading does not move `used_memory`.
+    lead_buffer: Mutex<Vec<u8>>,
 }
 
 /// Told the durable LSN and each stream's `A_s`.
@@ -377,6 +435,7 @@ impl Core {
                     failed: false,
                     pending_dep: 0,
                     has_full: false,
+                    deferred: false,
                 }),
                 writer_cv: Condvar::new(),
                 space_cv: Condvar::new(),
@@ -386,6 +445,7 @@ impl Core {
                 steps: Mutex::new(VecDeque::new()),
                 counters: StreamCounters::default(),
                 bandwidth_capped: AtomicBool::new(false),
+                lead_buffer: Mutex::new(new_buffer()),
             })
             .collect();
         Core {
@@ -455,6 +515,8 @@ impl Core {
             if !st.urgent {
                 st.urgent = true;
                 self.nudge_writer(sc, &st);
+            } else {
+                self.release_deferred_locked(sc, &mut st);
             }
             st.space_waiters += 1;
             sc.space_cv.wait(&mut st);
@@ -548,10 +610,140 @@ impl Core {
             st.deadline = Some(Instant::now() + Duration::from_millis(self.cfg.delayed_flush_ms));
             wake = true;
         }
-        if wake {
+        if level.syncs() && (wake || st.deferred) && self.may_defer(stream, sc, &st) {
+            // Whichever event loop that owes the stream leads first seals
+            // every record pending.
+            st.deferred = true;
+            OWED.with(|o| o.set(o.get() | 1 << stream));
+        } else if wake {
             self.nudge_writer(sc, &st);
+        } else if level.syncs() {
+            // An event loop was to lead what is pending, but this appender
+            // cannot wait for it to finish running its requests.
+            self.release_deferred_locked(sc, &mut st);
         }
         Ok(lsn)
+    }
+
+    /// Runs `f`, leaving the writer threads asleep for `Full` appends it
+    /// makes to a stream that is idle on a fast disk: the caller (an event
+    /// loop) then writes and fsyncs them itself once it has run every
+    /// request it had ready (`lead`), instead of paying a wake-up of a
+    /// writer thread and another of itself per batch. Every stream returned
+    /// must be led or handed off; if `f` panics they are handed off here.
+    pub fn defer_syncs<R>(&self, f: impl FnOnce() -> R) -> (R, Owed) {
+        if !self.cfg.inline_sync {
+            return (f(), Owed(0));
+        }
+        let scope = DeferScope {
+            core: self,
+            outer: DEFERRING.with(|d| d.replace(self.id())),
+            owed_before: OWED.with(|o| o.take()),
+        };
+        let r = f();
+        (r, scope.end())
+    }
+
+    fn id(&self) -> usize {
+        self as *const Core as usize
+    }
+
+    /// Whether an urgent append to stream `s` may be left to the caller of
+    /// `defer_syncs`: only if that caller could lead it now (`may_lead`)
+    /// and nobody is sealing the stream.
+    fn may_defer(&self, s: usize, sc: &StreamCore, st: &StreamState) -> bool {
+        s < 64
+            && DEFERRING.with(|d| d.get()) == self.id()
+            && !st.writing
+            && !st.shutdown
+            && self.may_lead(sc, st)
+    }
+
+    /// Whether a caller of `lead` may write and fsync a batch of stream
+    /// `sc` now: only while nothing of the stream is in flight. A writer
+    /// thread's batch is followed by the next as soon as its fsync returns;
+    /// two event loops in fsync at once measured slower (smaller batches)
+    /// than one. Never on a disk whose last fsync was slow or that is
+    /// bandwidth-bound: an event loop blocked in a slow fsync stalls every
+    /// connection it serves, and there the writer threads' overlap and
+    /// page rules pay.
+    fn may_lead(&self, sc: &StreamCore, st: &StreamState) -> bool {
+        st.in_flight == 0 && !sc.bandwidth_capped.load(SeqCst) && !self.last_sync_was_slow(sc, st)
+    }
+
+    /// Writes and fsyncs stream `s`'s urgent records on the calling thread
+    /// (what Redis does before its event loop sleeps), if it may
+    /// (`may_lead`). Otherwise a batch in flight is followed by the next
+    /// as usual, or a writer thread is woken.
+    pub fn lead(&self, s: usize, sink: &Mutex<Box<dyn BatchSink>>) {
+        let sc = &self.streams[s];
+        let mut st = sc.state.lock();
+        if st.records == 0 || !st.urgent || st.writing || self.is_failed() {
+            // Sealed by someone else already, or being sealed.
+            return;
+        }
+        if st.shutdown || !self.may_lead(sc, &st) {
+            self.release_deferred_locked(sc, &mut st);
+            return;
+        }
+        let mut batch = sc.lead_buffer.lock();
+        // The writer threads' slots are 0..syncs_in_flight; event loops
+        // share the next, one at a time.
+        if !self.seal_and_sync(s, self.cfg.syncs_in_flight, sink, st, &mut batch) {
+            return;
+        }
+        drop(batch);
+        // What a writer thread does on finding the stream urgent after its
+        // fsync, done here for the one this thread just ran.
+        let mut st = sc.state.lock();
+        if !st.urgent || st.in_flight > 0 {
+            // Nothing asked for, or the writer of the batch in flight
+            // (one overlapping this one) sees to it.
+        } else if st.records > 0 {
+            // Appends made during the fsync found it in flight and left
+            // their records to its writer, which is this thread: hand them
+            // to a writer thread rather than keep this event loop from the
+            // replies the fsync just released.
+            st.deferred = false;
+            self.nudge_writer(sc, &st);
+        } else {
+            // A sync request came while the batch was in flight: the
+            // stream is idle now, so all of its LSNs so far are durable.
+            st.urgent = false;
+            st.deferred = false;
+            self.idle_advance_locked(s, &st);
+            drop(st);
+            self.recompute_durable();
+        }
+    }
+
+    /// Wakes a writer thread for stream `s`'s urgent records, if they still
+    /// wait for one.
+    pub fn hand_off(&self, s: usize) {
+        let sc = &self.streams[s];
+        let mut st = sc.state.lock();
+        if st.records > 0 && st.urgent {
+            st.deferred = false;
+            self.nudge_writer(sc, &st);
+        }
+    }
+
+    /// A stream whose urgent records were left to a caller of
+    /// `defer_syncs` gets its writer woken after all: somebody is about to
+    /// block for them, possibly that very caller (a command waiting for
+    /// durability in the middle of its requests).
+    fn release_deferred_locked(&self, sc: &StreamCore, st: &mut StreamState) {
+        if std::mem::take(&mut st.deferred) {
+            self.nudge_writer(sc, st);
+        }
+    }
+
+    /// `release_deferred_locked` on every stream.
+    pub fn release_deferred(&self) {
+        for sc in &self.streams {
+            let mut st = sc.state.lock();
+            self.release_deferred_locked(sc, &mut st);
+        }
     }
 
     /// `lsn` should become durable soon. Once `sync_target` covers it, the
@@ -581,6 +773,8 @@ impl Core {
                 if st.records > 0 && !st.urgent {
                     st.urgent = true;
                     self.nudge_writer(sc, &st);
+                } else {
+                    self.release_deferred_locked(sc, &mut st);
                 }
             } else {
                 self.idle_advance_locked(s, &st);
@@ -598,6 +792,8 @@ impl Core {
                 if !st.urgent {
                     st.urgent = true;
                     self.nudge_writer(sc, &st);
+                } else {
+                    self.release_deferred_locked(sc, &mut st);
                 }
             } else {
                 self.idle_advance_locked(s, &st);
@@ -761,6 +957,8 @@ impl Core {
         if self.durable_lsn() < lsn {
             // Every stream up to `lsn`, not only the one a record went to.
             self.request_sync_upto(lsn);
+            // This thread may be the one that was to lead them.
+            self.release_deferred();
         }
         loop {
             if self.durable_lsn() >= lsn {
@@ -951,6 +1149,7 @@ impl Core {
                 } else {
                     if st.urgent {
                         st.urgent = false;
+                        st.deferred = false;
                         self.idle_advance_locked(s, &st);
                         MutexGuard::unlocked(&mut st, || self.recompute_durable());
                         continue;
@@ -975,161 +1174,181 @@ impl Core {
                 }
             }
 
-            // On a bandwidth-bound disk, the part of a batch's last page it
-            // does not fill is written as zeros (it ends its page): leave the
-            // records that would spill into a new page for the next batch,
-            // which starts with them, so no record waits more than one extra
-            // fsync for it.
-            let cut = if sc.bandwidth_capped.load(SeqCst) && !st.shutdown {
-                page_cut(&st.buf).filter(|c| {
-                    // What the sealed part depends on must not include the
-                    // records left behind, or its replies would wait for
-                    // them: exact under total order, the whole batch's
-                    // otherwise.
-                    self.cfg.total_order || st.pending_dep < c.rest_first_lsn
-                })
-            } else {
-                None
-            };
-            // Seal: take the pending records, leave an empty buffer behind.
-            std::mem::swap(&mut st.buf, &mut batch);
-            let mut dep = std::mem::take(&mut st.pending_dep);
-            let has_full = std::mem::take(&mut st.has_full);
-            let (records, last_lsn) = match &cut {
-                Some(c) => {
-                    st.buf.extend_from_slice(&batch[c.at..]);
-                    batch.truncate(c.at);
-                    st.pending_dep = dep;
-                    st.has_full = has_full;
-                    if self.cfg.total_order {
-                        // Each record depends on the one before it.
-                        dep = dep.min(c.last_lsn.saturating_sub(1));
-                    }
-                    (c.records, c.last_lsn)
-                }
-                None => (st.records, st.last_lsn),
-            };
-            let depends_on = if dep > self.durable_lsn() {
-                // Pushed before the batch is written, so before any
-                // watermark can cover it (see `recompute_durable`).
-                sc.steps.lock().push_back((st.first_lsn, dep));
-                if has_full {
-                    // A reply waits for this batch: hurry the streams it
-                    // depends on (else their timers bound the wait).
-                    self.sync_target.fetch_max(dep, SeqCst);
-                }
-                dep
-            } else {
-                0
-            };
-            let mut meta = BatchMeta {
-                records,
-                body_len: (batch.len() - BATCH_HEADER_BYTES) as u32,
-                first_lsn: st.first_lsn,
-                last_lsn,
-                durable_hint: 0,
-                depends_on,
-                seq: st.durable_seq + st.completions.len() as u64,
-                durable_seq: st.durable_seq,
-                bandwidth_bound: sc.bandwidth_capped.load(SeqCst),
-            };
-            st.last_seal = Instant::now();
-            st.completions.push_back(None);
-            st.in_flight += 1;
-            st.writing = true;
-            // Every LSN of this stream <= g is in `batch`, in a batch sealed
-            // before it, or already durable.
-            let g = match &cut {
-                Some(c) => {
-                    // The records left behind stay urgent.
-                    st.records -= c.records;
-                    st.first_lsn = c.rest_first_lsn;
-                    c.rest_first_lsn - 1
-                }
-                None => {
-                    st.records = 0;
-                    st.urgent = false;
-                    st.deadline = None;
-                    self.last_lsn()
-                }
-            };
-            sc.counters.pending_bytes.store(st.pending_bytes(), SeqCst);
-            if st.space_waiters > 0 {
-                sc.space_cv.notify_all();
-            }
-            drop(st);
-
-            meta.durable_hint = self.durable_lsn();
-            let padded = sealed_len(batch.len()) as usize;
-            batch.extend_from_slice(&BATCH_TRAILER);
-            batch.resize(padded, 0);
-            let t0 = Instant::now();
-            let written = sink.lock().write_batch(slot, &mut batch, &meta);
-            let res = match written {
-                Ok(handle) => {
-                    // The next batch may be sealed and written while this
-                    // one syncs.
-                    let mut st = sc.state.lock();
-                    st.writing = false;
-                    if st.shutdown {
-                        // Writers waiting for `writing` to clear must see the
-                        // shutdown, whatever the overlap rules say.
-                        sc.writer_cv.notify_all();
-                    } else if st.records > 0 {
-                        self.nudge_writer(sc, &st);
-                    }
-                    drop(st);
-                    handle.sync()
-                }
-                Err(e) => {
-                    // Fail while still `writing`: the next writer must not
-                    // write where this one may have left a part.
-                    sc.state.lock().failed = true;
-                    self.fail(format!(
-                        "stream {s}: writing the batch of LSNs {}..={} failed: {e}",
-                        meta.first_lsn, meta.last_lsn
-                    ));
-                    return;
-                }
-            };
-            let us = t0.elapsed().as_micros() as u64;
-
-            let mut st = sc.state.lock();
-            st.in_flight -= 1;
-            st.last_sync_us = us;
-            st.last_sync_end = Instant::now();
-            match res {
-                Ok(()) => {
-                    let c = &sc.counters;
-                    c.bytes_written.fetch_add(batch.len() as u64, SeqCst);
-                    c.fsyncs.fetch_add(1, SeqCst);
-                    c.records.fetch_add(meta.records as u64, SeqCst);
-                    c.last_fsync_us.store(us, SeqCst);
-                    c.max_fsync_us.fetch_max(us, SeqCst);
-                    c.total_fsync_us.fetch_add(us, SeqCst);
-                    if let Some(w) = self.complete_locked(&mut st, meta.seq, g) {
-                        sc.watermark.fetch_max(w, SeqCst);
-                        drop(st);
-                        self.publish_from(s);
-                    }
-                }
-                Err(e) => {
-                    st.failed = true;
-                    drop(st);
-                    self.fail(format!(
-                        "stream {s}: writing the batch of LSNs {}..={} failed: {e}",
-                        meta.first_lsn, meta.last_lsn
-                    ));
-                    return;
-                }
-            }
-            if batch.capacity() > BUFFER_KEEP_BYTES {
-                batch = new_buffer();
-            } else {
-                batch.clear();
-                batch.resize(BATCH_HEADER_BYTES, 0);
+            if !self.seal_and_sync(s, slot, sink, st, &mut batch) {
+                return;
             }
         }
+    }
+
+    /// Seals what stream `s` has pending (`st` holds its mutex), writes it
+    /// through `slot`, fsyncs it and completes it: the writer threads' step,
+    /// and an event loop's when it leads (`lead`). False once the log has
+    /// failed.
+    fn seal_and_sync(
+        &self,
+        s: usize,
+        slot: usize,
+        sink: &Mutex<Box<dyn BatchSink>>,
+        mut st: MutexGuard<'_, StreamState>,
+        batch: &mut Vec<u8>,
+    ) -> bool {
+        let sc = &self.streams[s];
+        // On a bandwidth-bound disk, the part of a batch's last page it
+        // does not fill is written as zeros (it ends its page): leave the
+        // records that would spill into a new page for the next batch,
+        // which starts with them, so no record waits more than one extra
+        // fsync for it.
+        let cut = if sc.bandwidth_capped.load(SeqCst) && !st.shutdown {
+            page_cut(&st.buf).filter(|c| {
+                // What the sealed part depends on must not include the
+                // records left behind, or its replies would wait for
+                // them: exact under total order, the whole batch's
+                // otherwise.
+                self.cfg.total_order || st.pending_dep < c.rest_first_lsn
+            })
+        } else {
+            None
+        };
+        // Seal: take the pending records, leave an empty buffer behind.
+        std::mem::swap(&mut st.buf, batch);
+        let mut dep = std::mem::take(&mut st.pending_dep);
+        let has_full = std::mem::take(&mut st.has_full);
+        let (records, last_lsn) = match &cut {
+            Some(c) => {
+                st.buf.extend_from_slice(&batch[c.at..]);
+                batch.truncate(c.at);
+                st.pending_dep = dep;
+                st.has_full = has_full;
+                if self.cfg.total_order {
+                    // Each record depends on the one before it.
+                    dep = dep.min(c.last_lsn.saturating_sub(1));
+                }
+                (c.records, c.last_lsn)
+            }
+            None => (st.records, st.last_lsn),
+        };
+        let depends_on = if dep > self.durable_lsn() {
+            // Pushed before the batch is written, so before any
+            // watermark can cover it (see `recompute_durable`).
+            sc.steps.lock().push_back((st.first_lsn, dep));
+            if has_full {
+                // A reply waits for this batch: hurry the streams it
+                // depends on (else their timers bound the wait).
+                self.sync_target.fetch_max(dep, SeqCst);
+            }
+            dep
+        } else {
+            0
+        };
+        let mut meta = BatchMeta {
+            records,
+            body_len: (batch.len() - BATCH_HEADER_BYTES) as u32,
+            first_lsn: st.first_lsn,
+            last_lsn,
+            durable_hint: 0,
+            depends_on,
+            seq: st.durable_seq + st.completions.len() as u64,
+            durable_seq: st.durable_seq,
+            bandwidth_bound: sc.bandwidth_capped.load(SeqCst),
+        };
+        st.last_seal = Instant::now();
+        st.completions.push_back(None);
+        st.in_flight += 1;
+        st.writing = true;
+        // Every LSN of this stream <= g is in `batch`, in a batch sealed
+        // before it, or already durable.
+        let g = match &cut {
+            Some(c) => {
+                // The records left behind stay urgent.
+                st.records -= c.records;
+                st.first_lsn = c.rest_first_lsn;
+                c.rest_first_lsn - 1
+            }
+            None => {
+                st.records = 0;
+                st.urgent = false;
+                st.deadline = None;
+                self.last_lsn()
+            }
+        };
+        st.deferred = false;
+        sc.counters.pending_bytes.store(st.pending_bytes(), SeqCst);
+        if st.space_waiters > 0 {
+            sc.space_cv.notify_all();
+        }
+        drop(st);
+
+        meta.durable_hint = self.durable_lsn();
+        let padded = sealed_len(batch.len()) as usize;
+        batch.extend_from_slice(&BATCH_TRAILER);
+        batch.resize(padded, 0);
+        let t0 = Instant::now();
+        let written = sink.lock().write_batch(slot, batch, &meta);
+        let res = match written {
+            Ok(handle) => {
+                // The next batch may be sealed and written while this
+                // one syncs.
+                let mut st = sc.state.lock();
+                st.writing = false;
+                if st.shutdown {
+                    // Writers waiting for `writing` to clear must see the
+                    // shutdown, whatever the overlap rules say.
+                    sc.writer_cv.notify_all();
+                } else if st.records > 0 {
+                    self.nudge_writer(sc, &st);
+                }
+                drop(st);
+                handle.sync()
+            }
+            Err(e) => {
+                // Fail while still `writing`: the next writer must not
+                // write where this one may have left a part.
+                sc.state.lock().failed = true;
+                self.fail(format!(
+                    "stream {s}: writing the batch of LSNs {}..={} failed: {e}",
+                    meta.first_lsn, meta.last_lsn
+                ));
+                return false;
+            }
+        };
+        let us = t0.elapsed().as_micros() as u64;
+
+        let mut st = sc.state.lock();
+        st.in_flight -= 1;
+        st.last_sync_us = us;
+        st.last_sync_end = Instant::now();
+        match res {
+            Ok(()) => {
+                let c = &sc.counters;
+                c.bytes_written.fetch_add(batch.len() as u64, SeqCst);
+                c.fsyncs.fetch_add(1, SeqCst);
+                c.records.fetch_add(meta.records as u64, SeqCst);
+                c.last_fsync_us.store(us, SeqCst);
+                c.max_fsync_us.fetch_max(us, SeqCst);
+                c.total_fsync_us.fetch_add(us, SeqCst);
+                if let Some(w) = self.complete_locked(&mut st, meta.seq, g) {
+                    sc.watermark.fetch_max(w, SeqCst);
+                    drop(st);
+                    self.publish_from(s);
+                }
+            }
+            Err(e) => {
+                st.failed = true;
+                drop(st);
+                self.fail(format!(
+                    "stream {s}: writing the batch of LSNs {}..={} failed: {e}",
+                    meta.first_lsn, meta.last_lsn
+                ));
+                return false;
+            }
+        }
+        if batch.capacity() > BUFFER_KEEP_BYTES {
+            *batch = new_buffer();
+        } else {
+            batch.clear();
+            batch.resize(BATCH_HEADER_BYTES, 0);
+        }
+        true
     }
 
     /// Records that batch `seq` (sealed when the global LSN was `g`) is
@@ -1181,6 +1400,8 @@ mod tests {
         sync_blocked: Vec<u64>,
         /// Batch numbers whose sync fails.
         sync_fail: Vec<u64>,
+        /// The slot each batch was written through.
+        slots: Vec<usize>,
     }
 
     struct MemSync {
@@ -1237,7 +1458,7 @@ mod tests {
     impl BatchSink for MemSink {
         fn write_batch(
             &mut self,
-            _slot: usize,
+            slot: usize,
             batch: &mut [u8],
             meta: &BatchMeta,
         ) -> io::Result<Arc<dyn BatchSync>> {
@@ -1259,6 +1480,7 @@ mod tests {
                     end -= 1;
                 }
                 inner.batches.push((*meta, batch[..end].to_vec()));
+                inner.slots.push(slot);
                 return Ok(Arc::new(MemSync {
                     inner: self.inner.clone(),
                     seq: meta.seq,
@@ -1276,21 +1498,53 @@ mod tests {
             syncs_in_flight: 1,
             sync_overlap: Duration::ZERO,
             total_order: false,
+            inline_sync: true,
         }
     }
 
     fn start(core: &Arc<Core>, sinks: &[MemSink]) -> Vec<thread::JoinHandle<()>> {
+        start_shared(core, sinks).1
+    }
+
+    type SharedSink = Arc<Mutex<Box<dyn BatchSink>>>;
+
+    /// `start`, also returning each stream's sink as the writer threads
+    /// share it (for `Core::lead`).
+    fn start_shared(
+        core: &Arc<Core>,
+        sinks: &[MemSink],
+    ) -> (Vec<SharedSink>, Vec<thread::JoinHandle<()>>) {
         let mut handles = Vec::new();
+        let mut shared_sinks = Vec::new();
         for (s, sink) in sinks.iter().enumerate() {
-            let shared: Arc<Mutex<Box<dyn BatchSink>>> =
-                Arc::new(Mutex::new(Box::new(sink.clone())));
+            let shared: SharedSink = Arc::new(Mutex::new(Box::new(sink.clone())));
+            shared_sinks.push(shared.clone());
             for slot in 0..core.cfg.syncs_in_flight {
                 let core = core.clone();
                 let shared = shared.clone();
                 handles.push(thread::spawn(move || core.run_writer(s, slot, &shared)));
             }
         }
-        handles
+        (shared_sinks, handles)
+    }
+
+    /// `cfg` with an overlap age no in-memory fsync reaches: with 0 every
+    /// fsync counts as slow, and event loops never lead.
+    fn lead_cfg() -> CommitConfig {
+        CommitConfig {
+            sync_overlap: Duration::from_secs(1),
+            ..cfg()
+        }
+    }
+
+    /// Polls (never `wait_durable`, which releases deferred records itself)
+    /// until `lsn` is durable, failing with `what` after 10 s.
+    fn await_durable(core: &Core, lsn: u64, what: &str) {
+        let t0 = Instant::now();
+        while core.durable_lsn() < lsn {
+            assert!(t0.elapsed() < Duration::from_secs(10), "{what}");
+            thread::sleep(Duration::from_millis(1));
+        }
     }
 
     fn put(core: &Core, s: usize, level: Durability, payload: &[u8]) -> u64 {
@@ -1305,6 +1559,137 @@ mod tests {
         for h in handles {
             h.join().unwrap();
         }
+    }
+
+    #[test]
+    fn an_event_loop_writes_and_syncs_its_own_full_appends() {
+        let mut c = lead_cfg();
+        c.syncs_in_flight = 2;
+        let core = Arc::new(Core::new(1, c, 0));
+        let sink = MemSink::default();
+        let (shared, hs) = start_shared(&core, std::slice::from_ref(&sink));
+        // Writers that are awake take whatever is urgent, deferred or not.
+        while core.streams[0].state.lock().writers_waiting < 2 {
+            thread::yield_now();
+        }
+        let ((a, b), owed) = core.defer_syncs(|| {
+            (
+                put(&core, 0, Durability::Full, b"a"),
+                put(&core, 0, Durability::Full, b"b"),
+            )
+        });
+        assert_eq!(owed, Owed(1));
+        thread::sleep(Duration::from_millis(30));
+        assert!(sink.inner.lock().batches.is_empty(), "no writer was woken");
+        core.lead(0, &shared[0]);
+        // Durable when `lead` returns, on this thread, in one batch through
+        // the slot after the writers'.
+        assert_eq!(core.durable_lsn(), b);
+        let inner = sink.inner.lock();
+        assert_eq!(inner.batches.len(), 1);
+        assert_eq!(
+            (inner.batches[0].0.first_lsn, inner.batches[0].0.records),
+            (a, 2)
+        );
+        assert_eq!(inner.slots, vec![2]);
+        drop(inner);
+        // Delayed appends are the writers' timers' business, not deferred.
+        let ((), owed) = core.defer_syncs(|| {
+            put(&core, 0, Durability::Delayed, b"c");
+        });
+        assert_eq!(owed, Owed(0));
+        stop(&core, hs);
+    }
+
+    #[test]
+    fn a_stream_with_a_batch_in_flight_is_not_deferred() {
+        let core = Arc::new(Core::new(1, lead_cfg(), 0));
+        let sink = MemSink::default();
+        sink.inner.lock().gate_closed = true;
+        let (shared, hs) = start_shared(&core, std::slice::from_ref(&sink));
+        let _a = put(&core, 0, Durability::Full, b"a");
+        while !core.in_flight(0) {
+            thread::yield_now();
+        }
+        // The writer busy with `a` seals `b` as soon as it is done.
+        let (b, owed) = core.defer_syncs(|| put(&core, 0, Durability::Full, b"b"));
+        assert_eq!(owed, Owed(0));
+        core.lead(0, &shared[0]);
+        sink.inner.lock().gate_closed = false;
+        await_durable(&core, b, "b was left to its writer");
+        assert_eq!(sink.inner.lock().slots, vec![0, 0]);
+        stop(&core, hs);
+    }
+
+    #[test]
+    fn owed_records_reach_a_writer_whoever_does_not_lead_them() {
+        let core = Arc::new(Core::new(1, lead_cfg(), 0));
+        let sink = MemSink::default();
+        let hs = start(&core, std::slice::from_ref(&sink));
+        // Handed off.
+        let (a, owed) = core.defer_syncs(|| put(&core, 0, Durability::Full, b"a"));
+        assert_eq!(owed, Owed(1));
+        core.hand_off(0);
+        await_durable(&core, a, "a handed off");
+        // Waited for inside the scope that owes it (a command blocking for
+        // durability among its connection's requests).
+        let (ok, _) = core.defer_syncs(|| {
+            let b = put(&core, 0, Durability::Full, b"b");
+            core.wait_durable(b, Some(Duration::from_secs(10))).unwrap()
+        });
+        assert!(ok);
+        // Owed by an event loop that has not led yet, when an appender
+        // outside any scope needs the stream synced.
+        let (_, owed) = core.defer_syncs(|| put(&core, 0, Durability::Full, b"c"));
+        assert_eq!(owed, Owed(1));
+        let d = thread::scope(|sc| {
+            sc.spawn(|| put(&core, 0, Durability::Full, b"d"))
+                .join()
+                .unwrap()
+        });
+        await_durable(&core, d, "c and d released by d's append");
+        // Owed by a scope that panicked.
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            core.defer_syncs(|| {
+                put(&core, 0, Durability::Full, b"e");
+                panic!("a command panicked");
+            })
+        }));
+        assert!(r.is_err());
+        await_durable(&core, d + 1, "e handed off by the unwinding scope");
+        // And this thread no longer defers.
+        let f = put(&core, 0, Durability::Full, b"f");
+        await_durable(&core, f, "f appended outside any scope");
+        stop(&core, hs);
+    }
+
+    #[test]
+    fn slow_or_bandwidth_bound_disks_are_left_to_the_writers() {
+        let mut c = cfg();
+        c.sync_overlap = Duration::from_millis(2);
+        let core = Arc::new(Core::new(1, c, 0));
+        let sink = MemSink::default();
+        sink.inner.lock().sync_blocked = vec![0];
+        let hs = start(&core, std::slice::from_ref(&sink));
+        // An fsync far longer than the overlap age: network block storage.
+        let a = put(&core, 0, Durability::Full, b"a");
+        sink.await_batches(1, "a written");
+        thread::sleep(Duration::from_millis(10));
+        sink.inner.lock().sync_blocked.clear();
+        await_durable(&core, a, "a synced");
+        let (b, owed) = core.defer_syncs(|| put(&core, 0, Durability::Full, b"b"));
+        assert_eq!(owed, Owed(0));
+        await_durable(&core, b, "b synced by a writer");
+        // The last fsync (b's) was fast again; then a bandwidth-bound disk.
+        let (d, owed) = core.defer_syncs(|| put(&core, 0, Durability::Full, b"d"));
+        assert_eq!(owed, Owed(1));
+        core.hand_off(0);
+        await_durable(&core, d, "d synced");
+        core.set_bandwidth_capped(0, true);
+        let (e, owed) = core.defer_syncs(|| put(&core, 0, Durability::Full, b"e"));
+        assert_eq!(owed, Owed(0));
+        await_durable(&core, e, "e synced");
+        stop(&core, hs);
     }
 
     #[test]

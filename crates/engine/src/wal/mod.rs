@@ -23,6 +23,7 @@
 mod error;
 pub mod format;
 pub mod group_commit;
+pub use group_commit::Owed;
 mod reader;
 mod recovery;
 mod segment;
@@ -152,6 +153,11 @@ pub struct WalConfig {
     /// commit): what a slow volume gets, on any disk. Tests use it to drive
     /// that path on a simulated disk. Default off.
     pub assume_bandwidth_bound: bool,
+    /// A caller that runs its requests inside [`Wal::defer_syncs`] (the
+    /// server's event loops) writes and fsyncs its own `Full` appends when
+    /// the disk is fast ([`Wal::lead`]), instead of waking a writer thread
+    /// per batch (`wal-sync-inline`). Default on.
+    pub inline_sync: bool,
 }
 
 impl WalConfig {
@@ -172,6 +178,7 @@ impl WalConfig {
             read_covered: None,
             page_end_min_bytes: DEFAULT_PAGE_END_MIN_BYTES,
             assume_bandwidth_bound: false,
+            inline_sync: true,
         }
     }
 
@@ -336,6 +343,8 @@ pub struct Wal {
     lists: Vec<SegmentList>,
     spares: Arc<Spares>,
     threads: Mutex<Vec<JoinHandle<()>>>,
+    /// Each stream's sink, shared by its writer threads and `lead`.
+    sinks: Vec<Arc<Mutex<Box<dyn BatchSink>>>>,
     closed: AtomicBool,
     epoch: u64,
 }
@@ -383,6 +392,7 @@ impl Wal {
                 syncs_in_flight: cfg.syncs_in_flight,
                 sync_overlap: Duration::from_micros(cfg.sync_overlap_us),
                 total_order: cfg.total_order && n > 1,
+                inline_sync: cfg.inline_sync,
             },
             rec.last_lsn,
         ));
@@ -509,8 +519,10 @@ impl Wal {
         }
 
         let mut threads = Vec::with_capacity(n * cfg.syncs_in_flight + 1);
+        let mut sinks = Vec::with_capacity(n);
         for (s, w) in writers.into_iter().enumerate() {
             let sink: Arc<Mutex<Box<dyn BatchSink>>> = Arc::new(Mutex::new(Box::new(w)));
+            sinks.push(sink.clone());
             for slot in 0..cfg.syncs_in_flight {
                 let core = core.clone();
                 let sink = sink.clone();
@@ -550,6 +562,7 @@ impl Wal {
             lists,
             spares,
             threads: Mutex::new(threads),
+            sinks,
             closed: AtomicBool::new(false),
             epoch: rec.epoch,
         };
@@ -648,6 +661,36 @@ impl Wal {
     /// now. Replaces any previous listener.
     pub fn set_durable_listener(&self, f: group_commit::Listener) {
         self.core.set_listener(f);
+    }
+
+    /// Runs `f` (an event loop's turn of requests) with the writer threads
+    /// left asleep for its `Full` appends when that pays; every stream in
+    /// the returned [`Owed`] must then go to [`Wal::lead`] or
+    /// [`Wal::hand_off`]. Plain `f()` without `WalConfig::inline_sync`.
+    pub fn defer_syncs<R>(&self, f: impl FnOnce() -> R) -> (R, Owed) {
+        self.core.defer_syncs(f)
+    }
+
+    /// Writes and fsyncs what `owed` streams have urgent on the calling
+    /// thread, where nothing else is in flight there (otherwise the writer
+    /// busy with it takes them next). Blocks for the fsync.
+    pub fn lead(&self, owed: Owed) {
+        for s in owed.streams() {
+            self.core.lead(s, &self.sinks[s]);
+        }
+    }
+
+    /// Wakes the writer threads for every record left to a caller of
+    /// `defer_syncs`: call before blocking for durability inside one.
+    pub fn release_deferred(&self) {
+        self.core.release_deferred();
+    }
+
+    /// Hands what `owed` streams have urgent to their writer threads.
+    pub fn hand_off(&self, owed: Owed) {
+        for s in owed.streams() {
+            self.core.hand_off(s);
+        }
     }
 
     /// Asks for everything appended so far to become durable soon.

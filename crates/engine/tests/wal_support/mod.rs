@@ -188,6 +188,11 @@ pub fn workload(
             let appended = appended.clone();
             std::thread::spawn(move || {
                 let mut rng = StdRng::seed_from_u64(seed.wrapping_mul(31).wrapping_add(t as u64));
+                // Whether an append runs as a server's event loop runs it
+                // (`Wal::defer_syncs`, then leading or handing off what it
+                // owes), from a generator of its own so that the other
+                // choices stay what they were for each seed.
+                let mut lead_rng = StdRng::seed_from_u64(seed ^ 0x6c65_6164 ^ t as u64);
                 let mut ok = 0;
                 for _ in 0..n {
                     let p = payload(&mut rng, payload_max);
@@ -198,9 +203,22 @@ pub fn workload(
                     } else {
                         Durability::Delayed
                     };
-                    let r = wal.append(stream, time, level, &mut |b: &mut Vec<u8>| {
-                        b.extend_from_slice(&p)
-                    });
+                    let append = || {
+                        wal.append(stream, time, level, &mut |b: &mut Vec<u8>| {
+                            b.extend_from_slice(&p)
+                        })
+                    };
+                    let r = if lead_rng.gen_bool(0.5) {
+                        let (r, owed) = wal.defer_syncs(append);
+                        if lead_rng.gen_bool(0.8) {
+                            wal.lead(owed);
+                        } else {
+                            wal.hand_off(owed);
+                        }
+                        r
+                    } else {
+                        append()
+                    };
                     let Ok(lsn) = r else { break };
                     appended.insert(lsn, time, p);
                     ok += 1;

@@ -198,6 +198,9 @@ fn poll_until<T>(
 ) -> T {
     let deadline = (timeout_ms > 0)
         .then(|| std::time::Instant::now() + std::time::Duration::from_millis(timeout_ms as u64));
+    // This connection's own writes may be waiting for it to lead their
+    // fsync once its requests are done (`Wal::defer_syncs`).
+    ctx.shared.store.wal.release_deferred();
     crate::checkpointer::blocking(|| loop {
         let (done, v) = check(ctx.shared);
         if done
