@@ -686,6 +686,12 @@ impl Core {
             self.release_deferred_locked(sc, &mut st);
             return;
         }
+        // Taken under the stream's mutex, while `seal_and_sync` takes that
+        // mutex again under this one. That cannot deadlock only because a
+        // leader holds `lead_buffer` with its batch counted in `in_flight`
+        // (so `may_lead` keeps every other leader away from it) or, after
+        // the batch completes, without asking for the stream's mutex again:
+        // drop the buffer before locking the stream below.
         let mut batch = sc.lead_buffer.lock();
         // The writer threads' slots are 0..syncs_in_flight; event loops
         // share the next, one at a time.
