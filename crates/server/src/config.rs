@@ -626,8 +626,8 @@ pub static DIRECTIVES: &[Directive] = &[
     Directive {
         name: "bind",
         default: "127.0.0.1",
-        help: "Addresses to listen on (space-separated, or the flag repeated)",
-        runtime: false,
+        help: "Addresses to listen on (space-separated, or the flag repeated): * is every IPv4 address, ::* every IPv6 one, and a leading - makes an address optional",
+        runtime: true,
         repeatable: true,
         set: |c, v| {
             let addrs: Vec<String> = v.split_whitespace().map(String::from).collect();
@@ -643,7 +643,7 @@ pub static DIRECTIVES: &[Directive] = &[
         name: "port",
         default: "6379",
         help: "TCP port (0 picks a free port and logs it)",
-        runtime: false,
+        runtime: true,
         repeatable: false,
         set: |c, v| {
             c.port = bounded(v, 0, 65535)? as u16;
@@ -683,8 +683,8 @@ pub static DIRECTIVES: &[Directive] = &[
     Directive {
         name: "tls-replication",
         default: "no",
-        help: "A replica connects to its primary's tls-port over TLS, checking it against tls-ca-cert-file and presenting tls-cert-file",
-        runtime: false,
+        help: "A replica connects to its primary's tls-port over TLS, checking it against tls-ca-cert-file and presenting tls-cert-file (from its next connection on)",
+        runtime: true,
         repeatable: false,
         set: |c, v| {
             c.tls_replication = parse_bool(v)?;

@@ -51,6 +51,7 @@ pub mod expiry;
 pub mod geohash;
 pub mod glob;
 pub mod hll;
+pub mod listeners;
 pub mod memory;
 pub mod monitor;
 pub mod notify;

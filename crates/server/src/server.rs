@@ -4,14 +4,13 @@
 
 use crate::connection;
 use crate::expiry;
+use crate::listeners::{Change, Listening};
 use crate::state::Shared;
-use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
-use tokio_rustls::TlsAcceptor;
 
 /// How long shutdown waits for connections to finish their in-flight work.
 const SHUTDOWN_DRAIN_MS: u64 = 5_000;
@@ -25,17 +24,32 @@ const DENIED: &str = "-DENIED Redis is running in protected mode because protect
 
 /// Binds every configured address and serves until shutdown.
 pub async fn serve(shared: Arc<Shared>) -> std::io::Result<()> {
-    let (binds, port) = {
+    let (binds, port, tls_port) = {
         let c = shared.config.read();
-        (c.bind.clone(), c.port)
+        (c.bind.clone(), c.port, c.tls_port)
     };
-    let (listeners, port) = bind_all(&binds, port).await?;
+    if tls_port != 0 {
+        let acceptor = {
+            let c = shared.config.read();
+            crate::tls::acceptor(&crate::tls::TlsSettings::server(&c))
+        }
+        .map_err(std::io::Error::other)?;
+        *shared.tls_acceptor.write() = Some(acceptor);
+    }
+    let (port, listening) = shared
+        .listeners
+        .start(&binds, port, tls_port)
+        .map_err(|e| std::io::Error::other(e.to_string()))?;
     shared.bound_port.store(port as u64, Ordering::Release);
-    let tls = tls_listeners(&shared, &binds).await?;
     tracing::info!("Ready to accept connections tcp on port {port}");
     // Tests and scripts read this line to learn an ephemeral port.
     println!("durakv listening on port {port}");
-    if let Some((_, _, tls_port)) = &tls {
+    let tls_bound = listening
+        .iter()
+        .find(|l| l.tls)
+        .and_then(|l| l.socket.local_addr().ok());
+    if let Some(tls_addr) = tls_bound {
+        let tls_port = tls_addr.port();
         tracing::info!("Ready to accept connections tls on port {tls_port}");
         println!("durakv listening for TLS on port {tls_port}");
     }
@@ -46,26 +60,45 @@ pub async fn serve(shared: Arc<Shared>) -> std::io::Result<()> {
         tokio::spawn(crate::repl::replica::supervise(shared.clone())),
         tokio::spawn(crate::repl::primary::ping_replicas(shared.clone())),
     ];
-    let maxclients = shared.config.read().maxclients;
-    let limit = ClientLimit::for_maxclients(maxclients);
     let mut accepts = Vec::new();
-    for l in listeners {
-        accepts.push(tokio::spawn(accept_loop(shared.clone(), l, limit, false)));
-    }
-    if let Some((tls_listeners, acceptor, _)) = tls {
-        *shared.tls_acceptor.write() = Some(acceptor);
-        for l in tls_listeners {
-            accepts.push(tokio::spawn(accept_loop(shared.clone(), l, limit, true)));
-        }
-    }
+    spawn_accepts(&shared, listening, &mut accepts);
+    let mut changes = shared
+        .listeners
+        .take_changes()
+        .ok_or_else(|| std::io::Error::other("the server is already serving"))?;
     let mut shutdown_rx = shared.shutdown_tx.subscribe();
-    tokio::select! {
-        _ = shutdown_rx.wait_for(|s| *s) => tracing::info!("shutdown requested"),
-        _ = tokio::signal::ctrl_c() => tracing::info!("received SIGINT, shutting down"),
-        _ = sigterm() => tracing::info!("received SIGTERM, shutting down"),
+    // Made once, so that no signal falls between two turns of the loop.
+    let mut interrupted = std::pin::pin!(tokio::signal::ctrl_c());
+    let mut terminated = std::pin::pin!(sigterm());
+    loop {
+        tokio::select! {
+            Some(change) = changes.recv() => {
+                // CONFIG SET bind/port: `Listeners::change` binds and asks.
+                match change {
+                    Change::Serve(listening) => spawn_accepts(&shared, listening, &mut accepts),
+                    Change::Close(which, done) => {
+                        let (gone, stay): (Vec<_>, Vec<_>) = std::mem::take(&mut accepts)
+                            .into_iter()
+                            .partition(|(at, _)| which.contains(at));
+                        accepts = stay;
+                        for (_, task) in gone {
+                            task.abort();
+                            // Its socket is closed once the task is dropped.
+                            let _ = task.await;
+                        }
+                        let _ = done.send(());
+                    }
+                }
+                continue;
+            }
+            _ = shutdown_rx.wait_for(|s| *s) => tracing::info!("shutdown requested"),
+            _ = &mut interrupted => tracing::info!("received SIGINT, shutting down"),
+            _ = &mut terminated => tracing::info!("received SIGTERM, shutting down"),
+        }
+        break;
     }
     shared.request_shutdown();
-    for a in accepts {
+    for (_, a) in accepts {
         a.abort();
     }
     background.abort();
@@ -78,6 +111,25 @@ pub async fn serve(shared: Arc<Shared>) -> std::io::Result<()> {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     Ok(())
+}
+
+/// An accept loop per socket, with the socket's (address, TLS).
+type Accepting = ((std::net::SocketAddr, bool), tokio::task::JoinHandle<()>);
+
+fn spawn_accepts(shared: &Arc<Shared>, listening: Vec<Listening>, accepts: &mut Vec<Accepting>) {
+    let limit = ClientLimit::for_maxclients(shared.config.read().maxclients);
+    for l in listening {
+        let at = l.socket.local_addr().map(|a| (a, l.tls));
+        match (at, TcpListener::from_std(l.socket)) {
+            (Ok(at), Ok(socket)) => accepts.push((
+                at,
+                tokio::spawn(accept_loop(shared.clone(), socket, limit, l.tls)),
+            )),
+            (Err(e), _) | (_, Err(e)) => {
+                tracing::error!("cannot accept on a listening socket: {e}")
+            }
+        }
+    }
 }
 
 async fn sigterm() {
@@ -93,14 +145,6 @@ async fn sigterm() {
     }
     #[cfg(not(unix))]
     std::future::pending::<()>().await
-}
-
-fn is_loopback_only(binds: &[String]) -> bool {
-    binds.iter().all(|b| {
-        b.parse::<IpAddr>()
-            .map(|ip| ip.is_loopback())
-            .unwrap_or(false)
-    })
 }
 
 /// How many clients may connect: `maxclients`, unless the open-files limit
@@ -174,48 +218,6 @@ fn raise_open_files_limit(_wanted: u64) -> Option<u64> {
     None
 }
 
-/// The `tls-port` listeners on every bind address, and the acceptor their
-/// connections go through; None without `tls-port`. A TLS setting that
-/// does not load stops the start-up.
-async fn tls_listeners(
-    shared: &Shared,
-    binds: &[String],
-) -> std::io::Result<Option<(Vec<TcpListener>, TlsAcceptor, u16)>> {
-    let (tls_port, acceptor) = {
-        let c = shared.config.read();
-        if c.tls_port == 0 {
-            return Ok(None);
-        }
-        let settings = crate::tls::TlsSettings::server(&c);
-        (
-            c.tls_port,
-            crate::tls::acceptor(&settings).map_err(std::io::Error::other)?,
-        )
-    };
-    let (listeners, tls_port) = bind_all(binds, tls_port).await?;
-    Ok(Some((listeners, acceptor, tls_port)))
-}
-
-/// Listens on `port` at every address; with port 0, the first address
-/// picks a free port and the others bind the same one.
-async fn bind_all(binds: &[String], port: u16) -> std::io::Result<(Vec<TcpListener>, u16)> {
-    let mut listeners = Vec::new();
-    let mut port = port;
-    for addr in binds {
-        let ip: IpAddr = addr
-            .parse()
-            .map_err(|_| std::io::Error::other(format!("invalid bind address '{addr}'")))?;
-        let l = TcpListener::bind(SocketAddr::new(ip, port))
-            .await
-            .map_err(|e| {
-                std::io::Error::new(e.kind(), format!("could not bind {addr}:{port}: {e}"))
-            })?;
-        port = l.local_addr()?.port();
-        listeners.push(l);
-    }
-    Ok((listeners, port))
-}
-
 async fn accept_loop(
     shared: Arc<Shared>,
     listener: TcpListener,
@@ -244,7 +246,7 @@ async fn accept_loop(
             // As in Redis: a `default` user without a password, on or off.
             let protected = c.protected_mode
                 && shared.acl.default_user().nopass
-                && !is_loopback_only(&c.bind)
+                && !crate::listeners::loopback_only(&c.bind)
                 && !addr.ip().is_loopback();
             (
                 c.maxclients,

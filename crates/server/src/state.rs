@@ -172,6 +172,8 @@ pub struct Shared {
     /// What `tls-port` connections are accepted with; CONFIG SET of a
     /// `tls-*` file replaces it, for connections accepted from then on.
     pub tls_acceptor: parking_lot::RwLock<Option<tokio_rustls::TlsAcceptor>>,
+    /// The listening sockets; CONFIG SET `bind` and `port` rebind them.
+    pub listeners: crate::listeners::Listeners,
 }
 
 impl Shared {
@@ -210,6 +212,7 @@ impl Shared {
             acl,
             pause: Default::default(),
             tls_acceptor: parking_lot::RwLock::new(None),
+            listeners: crate::listeners::Listeners::default(),
             repl,
             checkpoints,
             store,

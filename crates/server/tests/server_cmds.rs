@@ -301,6 +301,86 @@ fn client_kill_by_id_addr_and_self() {
     assert_eq!(ok::<String>(&mut fresh, &["PING"]), "PONG");
 }
 
+/// A loopback port nobody listens on right now.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("probe port")
+        .port()
+}
+
+fn answers(port: u16) -> bool {
+    redis::Client::open(format!("redis://127.0.0.1:{port}/"))
+        .and_then(|c| c.get_connection_with_timeout(std::time::Duration::from_secs(5)))
+        .and_then(|mut c| redis::cmd("PING").query::<String>(&mut c))
+        .is_ok()
+}
+
+#[test]
+fn config_set_port_and_bind_move_the_listener() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    // A new port: connections open already stay, the old port closes.
+    let p1 = free_port();
+    let _: () = ok(&mut c, &["CONFIG", "SET", "port", &p1.to_string()]);
+    assert!(answers(p1));
+    assert!(!answers(srv.port), "the old port no longer listens");
+    assert_eq!(ok::<String>(&mut c, &["PING"]), "PONG");
+    let got: Vec<String> = ok(&mut c, &["CONFIG", "GET", "port"]);
+    assert_eq!(got, ["port", &p1.to_string()]);
+    let info: String = ok(&mut c, &["INFO", "server"]);
+    assert!(info.contains(&format!("tcp_port:{p1}\r\n")), "{info}");
+
+    // A port taken by somebody else: Redis's error, and nothing changes,
+    // not even the other settings of the same command.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let p2 = taken.local_addr().unwrap().port().to_string();
+    assert_eq!(
+        error(&mut c, &["CONFIG", "SET", "maxmemory", "12345", "port", &p2]),
+        "ERR CONFIG SET failed (possibly related to argument 'port') - Unable to listen on this port"
+    );
+    let got: Vec<String> = ok(&mut c, &["CONFIG", "GET", "maxmemory", "port"]);
+    assert_eq!(got, ["maxmemory", "0", "port", &p1.to_string()]);
+    assert!(answers(p1));
+
+    // bind: an address that does not parse, then a second loopback
+    // address and an optional one the host may lack, on the same port.
+    assert_eq!(
+        error(&mut c, &["CONFIG", "SET", "bind", "999.999.999.999"]),
+        "ERR CONFIG SET failed (possibly related to argument 'bind') - Failed to bind to specified addresses."
+    );
+    let _: () = ok(
+        &mut c,
+        &["CONFIG", "SET", "bind", "127.0.0.1 127.0.0.2 -::1"],
+    );
+    assert!(answers(p1));
+    let second = redis::Client::open(format!("redis://127.0.0.2:{p1}/"))
+        .and_then(|cl| cl.get_connection_with_timeout(std::time::Duration::from_secs(5)));
+    assert!(second.is_ok(), "127.0.0.2 listens too");
+    let got: Vec<String> = ok(&mut c, &["CONFIG", "GET", "bind"]);
+    assert_eq!(got, ["bind", "127.0.0.1 127.0.0.2 -::1"]);
+    // Only the second address, same port: the first closes.
+    let _: () = ok(&mut c, &["CONFIG", "SET", "bind", "127.0.0.2"]);
+    assert!(!answers(p1), "127.0.0.1 closed");
+    let mut moved = redis::Client::open(format!("redis://127.0.0.2:{p1}/"))
+        .and_then(|cl| cl.get_connection_with_timeout(std::time::Duration::from_secs(5)))
+        .expect("127.0.0.2 still listens");
+    let _: () = ok(
+        &mut moved,
+        &[
+            "CONFIG",
+            "SET",
+            "bind",
+            "127.0.0.1",
+            "port",
+            &srv.port.to_string(),
+        ],
+    );
+    assert!(answers(srv.port));
+    // The command's own connection is kept across all of it.
+    assert_eq!(ok::<String>(&mut c, &["PING"]), "PONG");
+}
+
 #[test]
 fn config_get_set_round_trip() {
     let srv = Server::start(&[]);
@@ -334,9 +414,11 @@ fn config_get_set_round_trip() {
     let got: Vec<String> = ok(&mut c, &["CONFIG", "GET", "hz"]);
     assert_eq!(got, ["hz", "20"], "a failed CONFIG SET changes nothing");
     assert_eq!(
-        error(&mut c, &["CONFIG", "SET", "port", "1234"]),
-        "ERR CONFIG SET failed (possibly related to argument 'port') - can't set immutable config"
+        error(&mut c, &["CONFIG", "SET", "databases", "7"]),
+        "ERR CONFIG SET failed (possibly related to argument 'databases') - can't set immutable config"
     );
+    // The value in force is not a change (tools replay CONFIG GET *).
+    let _: () = ok(&mut c, &["CONFIG", "SET", "databases", "16"]);
     assert_eq!(
         error(&mut c, &["CONFIG", "SET", "nonsense", "1"]),
         "ERR Unknown option or number of arguments for CONFIG SET - 'nonsense'"

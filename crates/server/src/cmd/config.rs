@@ -1,8 +1,11 @@
 //! CONFIG GET / SET / RESETSTAT / REWRITE over the directive table in
 //! `crate::config`.
 use crate::command::{flags::*, into_frame, spec, CommandSpec, Ctx, Handler, Reply, NO_KEYS};
+use crate::config::Config;
 use crate::dispatch::Outcome;
 use crate::errors;
+use crate::listeners::BindError;
+use crate::state::Shared;
 use bytes::Bytes;
 use durakv_protocol::Frame;
 use std::collections::HashSet;
@@ -133,6 +136,10 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> (Frame, u64) {
     if frame.is_error() {
         return (frame, 0);
     }
+    if let Err(e) = rebind(ctx.shared, &before, args) {
+        *ctx.shared.config.write() = before;
+        return (e, 0);
+    }
     let tls_named = args[2..]
         .chunks(2)
         .any(|p| p[0].len() > 4 && p[0][..4].eq_ignore_ascii_case(b"tls-"));
@@ -167,6 +174,46 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> (Frame, u64) {
     }
 }
 
+/// Listens where a changed `bind` or `port` says, keeping the old sockets
+/// if any new one cannot be bound (the caller then restores `before`).
+fn rebind(shared: &Shared, before: &Config, args: &[Bytes]) -> Result<(), Frame> {
+    let (binds, port, tls_port) = {
+        let c = shared.config.read();
+        if c.bind == before.bind && c.port == before.port {
+            return Ok(());
+        }
+        (c.bind.clone(), c.port, c.tls_port)
+    };
+    match shared.listeners.change(&binds, port, tls_port) {
+        Ok(bound) => {
+            shared
+                .bound_port
+                .store(bound as u64, std::sync::atomic::Ordering::Release);
+            tracing::info!("now listening on {binds:?} port {bound}");
+            Ok(())
+        }
+        Err(e) => {
+            tracing::warn!("CONFIG SET: {e}");
+            let named = |n: &[u8]| args[2..].chunks(2).any(|p| p[0].eq_ignore_ascii_case(n));
+            let arg = match e {
+                BindError::Port(_) if named(b"port") => "port",
+                _ if named(b"bind") => "bind",
+                _ => "port",
+            };
+            Err(Frame::error(format!(
+                "ERR CONFIG SET failed (possibly related to argument '{arg}') - {}",
+                e.reason()
+            )))
+        }
+    }
+}
+
+/// Whether setting directive `d` to `value` leaves `cfg` as it is.
+fn unchanged(d: &crate::config::Directive, cfg: &Config, value: &[u8]) -> bool {
+    let mut probe = cfg.clone();
+    (d.set)(&mut probe, &lossy(value)).is_ok() && (d.get)(&probe) == (d.get)(cfg)
+}
+
 fn config_set_values(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
     if !args.len().is_multiple_of(2) {
         return errors::err(errors::SYNTAX);
@@ -185,6 +232,14 @@ fn config_set_values(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
         if !lname.starts_with("durability-db-") {
             match crate::config::find(&lname) {
                 Some(d) if d.runtime => {}
+                // The value in force, as a tool replaying CONFIG GET * sends
+                // it back: nothing to change.
+                Some(d) if unchanged(d, &next, &pair[1]) => {
+                    if !seen.insert(lname.clone()) {
+                        return fail(&name, "duplicate parameter");
+                    }
+                    continue;
+                }
                 Some(_) => return fail(&name, "can't set immutable config"),
                 None => {
                     return Frame::error(format!(
