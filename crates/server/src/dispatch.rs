@@ -420,40 +420,122 @@ pub fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
         return finish(ctx, txn, Frame::NullArray);
     }
     let mut replies = Vec::with_capacity(multi.queued.len());
-    for args in &multi.queued {
+    // Places in the queue of commands that take shard locks themselves.
+    let mut after = Vec::new();
+    for (i, args) in multi.queued.iter().enumerate() {
         let Some(spec) = lookup(&args[0]) else {
             replies.push(errors::unknown_command(&args[0], &args[1..]));
             continue;
         };
-        let reply = if spec.is_write() && ctx.shared.log_failure().is_some() {
-            errors::err(errors::MISCONF)
-        } else if let Some(why) = crate::acl::check::recheck_in_exec(ctx, spec, args) {
-            why
-        } else {
-            ctx.client.last_cmd.clear();
-            ctx.client.last_cmd.push_str(spec.name);
-            let started = Instant::now();
-            ctx.client.in_exec = true;
-            let reply = into_frame(match spec.handler {
-                Handler::Data(f) => crate::notify::run_data(f, ctx, &mut txn, spec, args),
-                Handler::Conn(f) => f(ctx, args),
-                Handler::Outcome(f) => {
-                    let out = f(ctx, args);
-                    txn.depend_on(crate::repl::dep_parts(out.dependency_lsn).0);
-                    Ok(out.frame)
-                }
-            });
-            ctx.client.in_exec = false;
-            crate::monitor::show(ctx, spec, args);
-            let (stats, name) = (&ctx.shared.cmdstats, &ctx.client.last_cmd);
-            stats.call(spec, name, started.elapsed(), reply.is_error());
-            reply
-        };
-        if reply.is_error() && !std::mem::take(&mut ctx.client.error_counted) {
-            ctx.shared.cmdstats.error_reply(&reply);
+        if takes_shard_locks(spec) {
+            after.push(i);
+            replies.push(Frame::Null);
+            continue;
         }
+        let (reply, dep) = run_queued(ctx, Some(&mut txn), spec, args);
+        txn.depend_on(dep);
         replies.push(reply);
     }
     unwatch_all(ctx);
-    finish(ctx, txn, Frame::Array(replies))
+    let mut outcome = finish(ctx, txn, Frame::Array(replies));
+    // The transaction's locks are released now; a failed commit answered
+    // for the whole transaction.
+    if let Frame::Array(replies) = &mut outcome.frame {
+        for i in after {
+            let args = &multi.queued[i];
+            let Some(spec) = lookup(&args[0]) else {
+                continue;
+            };
+            let (reply, dep) = run_queued(ctx, None, spec, args);
+            let (local, replicated) = crate::repl::dep_parts(outcome.dependency_lsn);
+            let merged = durakv_engine::dep::combine(local, dep);
+            outcome.dependency_lsn = if replicated {
+                crate::repl::replicated_dep(merged)
+            } else {
+                merged
+            };
+            replies[i] = reply;
+        }
+    }
+    outcome
+}
+
+/// Commands whose handlers lock shards on their own, beside any
+/// transaction's (INFO's key counts, MEMORY STATS, CONFIG RESETSTAT and
+/// SET, DEBUG OBJECT and DIGEST, SAVE): under EXEC's locks they would wait
+/// for the very thread that holds them, and every client after them for
+/// that shard. EXEC runs them once its locks are released, each as it
+/// would run alone, their replies in their places; what they report then
+/// includes the whole transaction.
+fn takes_shard_locks(spec: &CommandSpec) -> bool {
+    matches!(spec.name, "info" | "memory" | "config" | "debug" | "save")
+}
+
+/// Runs one command of an EXEC: under the transaction's locks, or without
+/// (`txn` None) for one that takes shard locks itself. Returns its reply
+/// and the local dependency of what it read (an Outcome command's).
+fn run_queued(
+    ctx: &mut Ctx<'_>,
+    txn: Option<&mut Txn<'_>>,
+    spec: &'static CommandSpec,
+    args: &[Bytes],
+) -> (Frame, u64) {
+    let refused = if spec.is_write() && ctx.shared.log_failure().is_some() {
+        Some(errors::err(errors::MISCONF))
+    } else {
+        crate::acl::check::recheck_in_exec(ctx, spec, args)
+    };
+    let (reply, dep) = match refused {
+        Some(why) => (why, 0),
+        None => run_counted(ctx, txn, spec, args),
+    };
+    if reply.is_error() && !std::mem::take(&mut ctx.client.error_counted) {
+        ctx.shared.cmdstats.error_reply(&reply);
+    }
+    (reply, dep)
+}
+
+/// `run_queued` past its refusals: runs the command and counts the call.
+fn run_counted(
+    ctx: &mut Ctx<'_>,
+    txn: Option<&mut Txn<'_>>,
+    spec: &'static CommandSpec,
+    args: &[Bytes],
+) -> (Frame, u64) {
+    ctx.client.last_cmd.clear();
+    ctx.client.last_cmd.push_str(spec.name);
+    let started = Instant::now();
+    ctx.client.in_exec = true;
+    let mut dep = 0;
+    let reply = into_frame(match (spec.handler, txn) {
+        (Handler::Data(f), Some(txn)) => crate::notify::run_data(f, ctx, txn, spec, args),
+        (Handler::Data(f), None) => {
+            // Its own keys' locks, as outside a transaction.
+            let keys = spec.key_indexes(args);
+            match lock(
+                ctx.shared,
+                spec.locks_all(args),
+                keys.iter().map(|&i| &args[i][..]),
+            ) {
+                Ok(mut own) => {
+                    let frame = into_frame(crate::notify::run_data(f, ctx, &mut own, spec, args));
+                    let out = finish(ctx, own, frame);
+                    dep = crate::repl::dep_parts(out.dependency_lsn).0;
+                    Ok(out.frame)
+                }
+                Err(busy) => Err(busy),
+            }
+        }
+        (Handler::Conn(f), _) => f(ctx, args),
+        (Handler::Outcome(f), _) => {
+            let out = f(ctx, args);
+            dep = crate::repl::dep_parts(out.dependency_lsn).0;
+            Ok(out.frame)
+        }
+    });
+    ctx.client.in_exec = false;
+    crate::monitor::show(ctx, spec, args);
+    let (stats, name) = (&ctx.shared.cmdstats, &ctx.client.last_cmd);
+    stats.call(spec, name, started.elapsed(), reply.is_error());
+    (reply, dep)
 }

@@ -348,3 +348,62 @@ fn exec_refused_by_a_busy_script_discards_the_transaction() {
         "left MULTI"
     );
 }
+
+/// INFO, MEMORY STATS, CONFIG and DEBUG read or lock shards themselves:
+/// queued beside a key's command, EXEC once waited for the shard it held
+/// itself, and every client of that shard behind it. They answer in their
+/// places, with what the whole transaction did.
+#[test]
+fn introspection_queued_beside_keys_answers_and_stalls_nobody() {
+    let srv = Server::start(&["--enable-debug-command", "yes"]);
+    let mut c = srv.conn();
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut other = srv.conn();
+    other
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let _: () = ok(&mut c, &["MULTI"]);
+    queued(&mut c, &["GET", "k"]);
+    queued(&mut c, &["INFO", "keyspace"]);
+    queued(&mut c, &["SET", "k", "v"]);
+    queued(&mut c, &["MEMORY", "STATS"]);
+    queued(&mut c, &["CONFIG", "RESETSTAT"]);
+    queued(&mut c, &["CONFIG", "SET", "hz", "11"]);
+    queued(&mut c, &["DEBUG", "OBJECT", "k"]);
+    queued(&mut c, &["DEBUG", "DIGEST-VALUE", "k"]);
+    queued(&mut c, &["MEMORY", "USAGE", "k"]);
+    queued(&mut c, &["GET", "k"]);
+    let got: Vec<Value> = ok(&mut c, &["EXEC"]);
+    assert_eq!(got.len(), 10);
+    assert_eq!(got[0], Value::Nil);
+    let info = match &got[1] {
+        Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+        v => panic!("INFO gave {v:?}"),
+    };
+    assert!(
+        info.contains("db0:keys=1,"),
+        "after the whole transaction: {info}"
+    );
+    assert_eq!(got[2], Value::Okay);
+    assert!(
+        matches!(got[3], Value::Array(_) | Value::Map(_)),
+        "{:?}",
+        got[3]
+    );
+    assert_eq!((&got[4], &got[5]), (&Value::Okay, &Value::Okay));
+    assert!(
+        matches!(&got[6], Value::SimpleString(s) if s.contains("refcount")),
+        "{:?}",
+        got[6]
+    );
+    assert!(matches!(got[7], Value::Array(_)), "{:?}", got[7]);
+    assert!(matches!(got[8], Value::Int(n) if n > 0), "{:?}", got[8]);
+    assert_eq!(got[9], bulk("v"));
+    assert_eq!(
+        ok::<Vec<String>>(&mut c, &["CONFIG", "GET", "hz"]),
+        ["hz", "11"]
+    );
+    // The shard of `k` is free: another client reads and writes it.
+    let _: () = ok(&mut other, &["SET", "k", "w"]);
+    assert_eq!(ok::<String>(&mut c, &["GET", "k"]), "w");
+}
