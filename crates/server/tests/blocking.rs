@@ -154,6 +154,9 @@ fn timeouts_fire_without_activity_and_parse_as_redis() {
     rd.send(&["PING"]);
     assert_eq!(rd.recv_ok(), Value::Nil);
     assert_eq!(rd.recv_ok(), Value::SimpleString("PONG".into()));
+    // Below a millisecond rounds up to one, as in Redis: not "for ever".
+    rd.send(&["BLPOP", "k", "0.0004"]);
+    assert_eq!(rd.recv_ok(), Value::Nil);
 
     assert_eq!(
         err(&mut c, &["BLPOP", "k", "-1"]),

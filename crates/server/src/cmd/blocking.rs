@@ -41,12 +41,13 @@ pub fn commands() -> Vec<CommandSpec> {
 }
 
 /// A blocking command's timeout: seconds as a double, 0 for none. Redis
-/// truncates to whole milliseconds, so a tiny negative value means none too.
+/// rounds up to whole milliseconds, so a positive timeout below one waits
+/// one millisecond rather than for ever, and a tiny negative one means none.
 fn timeout(arg: &[u8]) -> Result<Option<Duration>, Frame> {
     let secs =
         parse_f64(arg).ok_or_else(|| errors::err("ERR timeout is not a float or out of range"))?;
     // Saturating, so ±inf land on the checks below.
-    let ms = (secs * 1000.0) as i64;
+    let ms = (secs * 1000.0).ceil() as i64;
     if ms < 0 {
         return Err(errors::err("ERR timeout is negative"));
     }
