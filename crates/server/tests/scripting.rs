@@ -799,6 +799,31 @@ fn cmsgpack_and_struct_match_redis() {
         .contains("Attempt to modify a readonly table"));
     assert!(error(&mut c, &["EVAL", "struct.pack = nil", "0"])
         .contains("Attempt to modify a readonly table"));
+    // Every string's metatable is shared by all scripts: none may change
+    // it, or the string library behind it, for the scripts after it.
+    for script in [
+        "getmetatable('').__index = nil",
+        "getmetatable('').__add = function() return 1 end",
+        "setmetatable('', {})",
+    ] {
+        let e = error(&mut c, &["EVAL", script, "0"]);
+        assert!(e.starts_with("ERR"), "{script}: {e}");
+    }
+    assert!(try_q::<String>(
+        &mut c,
+        &["EVAL", "getmetatable('').__index.upper = nil", "0"]
+    )
+    .is_err());
+    let up: String = ok(
+        &mut c,
+        &["EVAL", "return ('abc'):upper() .. string.rep('x', 2)", "0"],
+    );
+    assert_eq!(up, "ABCxx");
+    let e: String = ok(
+        &mut c,
+        &["EVAL", "return redis.error_reply('boom')['err']", "0"],
+    );
+    assert_eq!(e, "ERR boom");
 }
 
 #[test]

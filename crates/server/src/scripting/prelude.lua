@@ -29,6 +29,11 @@ end
 local guard = raw_setmetatable({}, { __newindex = refuse, __metatable = false })
 readonly[guard] = true
 
+-- Every string's metatable, whose __index is the string library itself:
+-- shared by all scripts of the VM, so getmetatable('') shows the guard.
+local string_mt = G.getmetatable('')
+if string_mt then string_mt.__metatable = guard end
+
 -- A readonly view of `t`. With `strict`, reading a missing field is an
 -- error, as it is for the globals.
 local function protect(t, strict)
