@@ -340,6 +340,15 @@ fn read_only_scripts_refuse_writes() {
         e.starts_with("ERR Write commands are not allowed from read-only scripts."),
         "{e}"
     );
+    // Declared flags without no-writes declare a writer: refused up front.
+    assert_eq!(
+        error(&mut c, &["EVAL_RO", "#!lua\nreturn 1", "0"]),
+        "ERR Can not execute a script with write flag using *_ro command."
+    );
+    assert_eq!(
+        ok::<i64>(&mut c, &["EVAL_RO", "#!lua flags=no-writes\nreturn 1", "0"]),
+        1
+    );
     // PUBLISH and PFCOUNT reach replicas: Redis refuses them here too.
     for call in [
         "redis.call('publish', 'ch', 'm')",

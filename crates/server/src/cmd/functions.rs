@@ -27,7 +27,8 @@ use durakv_protocol::Frame;
 
 const NOT_FOUND: &str = "ERR Function not found";
 const BAD_NUMKEYS: &str = "ERR Bad number of keys provided";
-const WRITE_FLAG_ON_RO: &str = "ERR Can not execute a script with write flag using *_ro command.";
+pub(super) const WRITE_FLAG_ON_RO: &str =
+    "ERR Can not execute a script with write flag using *_ro command.";
 
 #[rustfmt::skip]
 pub fn commands() -> Vec<CommandSpec> {

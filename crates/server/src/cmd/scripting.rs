@@ -182,6 +182,10 @@ fn try_run(
         (sha1_hex(&args[1]), args[1].clone())
     };
     let shebang = Shebang::parse(&body)?;
+    // A script that declares flags without no-writes declares it writes.
+    if ro && shebang.declared && !shebang.no_writes {
+        return Err(errors::err(super::functions::WRITE_FLAG_ON_RO));
+    }
     let ro = ro || shebang.no_writes;
     // A script that declares its flags may write unless it says otherwise,
     // so it is refused up front under memory pressure, as in Redis.
