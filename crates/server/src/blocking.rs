@@ -55,6 +55,12 @@ pub trait Serve: Send + Sync {
     /// The reply when the wait ends with nothing: a timeout, or CLIENT
     /// UNBLOCK without ERROR.
     fn timeout_reply(&self) -> Frame;
+
+    /// The reply where the command may not block at all (inside MULTI or
+    /// a script) and nothing is there.
+    fn no_wait_reply(&self) -> Frame {
+        self.timeout_reply()
+    }
 }
 
 pub enum Served {

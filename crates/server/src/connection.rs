@@ -26,7 +26,7 @@ use durakv_protocol::{Frame, RequestLimits, RequestParser};
 use std::collections::VecDeque;
 use std::future::Future;
 use std::io;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -383,6 +383,29 @@ async fn write_all_unless_killed<'h, S: ClientStream>(
     }
 }
 
+/// An HTTP request's `POST` or `Host:` line: a web page tricking a
+/// browser into sending commands to this port (cross-protocol scripting).
+/// As Redis does, the connection is closed unanswered and the attempt
+/// logged, at most once a minute.
+fn is_cross_protocol(name: &[u8]) -> bool {
+    static LOGGED_MS: AtomicU64 = AtomicU64::new(0);
+    if !name.eq_ignore_ascii_case(b"post") && !name.eq_ignore_ascii_case(b"host:") {
+        return false;
+    }
+    let now = crate::util::now_ms();
+    let last = LOGGED_MS.load(Ordering::Relaxed);
+    if now.saturating_sub(last) >= 60_000
+        && LOGGED_MS
+            .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+    {
+        tracing::warn!(
+            "Possible SECURITY ATTACK detected. It looks like somebody is sending POST or Host: commands to durakv. This is likely due to an attacker attempting to use Cross Protocol Scripting to compromise your durakv instance. Connection aborted."
+        );
+    }
+    true
+}
+
 /// CLIENT PAUSE holds this request (never a replication link's).
 fn held_by_pause(shared: &Shared, client: &ClientState, args: &[Bytes]) -> bool {
     if client.is_master || !shared.pause.is_paused() {
@@ -436,6 +459,10 @@ fn process(
                 return true;
             }
         };
+        if is_cross_protocol(&args[0]) {
+            // What went before is answered; this connection is dropped.
+            return true;
+        }
         if held_by_pause(shared, client, &args) {
             client.paused_request = Some(args);
             shared.pause.note_held(true);

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{bulk, cmd, err, q, strs, Server};
+use common::{bulk, cmd, err, q, read_exactly, req, send_raw, strs, Server};
 use redis::Value;
 use std::time::{Duration, Instant};
 
@@ -598,4 +598,28 @@ fn lmpop_and_zmpop() {
         ),
         ["k1", "k2"]
     );
+}
+
+/// RESP2 null kinds as Redis sends them: a list wait that times out is a
+/// null array, BLMOVE that may not wait (inside MULTI) a null string.
+#[test]
+fn list_waits_answer_redis_null_kinds() {
+    let srv = Server::start(&[]);
+    let mut s = srv.raw();
+    for args in [
+        &[&b"BLMOVE"[..], b"nope", b"d", b"LEFT", b"LEFT", b"0.01"][..],
+        &[&b"BRPOPLPUSH"[..], b"nope", b"d", b"0.01"][..],
+        &[&b"BLPOP"[..], b"nope", b"0.01"][..],
+    ] {
+        send_raw(&mut s, &req(args));
+        assert_eq!(read_exactly(&mut s, 5), b"*-1\r\n", "{args:?}");
+    }
+    send_raw(&mut s, &req(&[b"MULTI"]));
+    send_raw(
+        &mut s,
+        &req(&[b"BLMOVE", b"nope", b"d", b"LEFT", b"LEFT", b"0"]),
+    );
+    send_raw(&mut s, &req(&[b"EXEC"]));
+    let want = b"+OK\r\n+QUEUED\r\n*1\r\n$-1\r\n";
+    assert_eq!(read_exactly(&mut s, want.len()), want);
 }

@@ -290,3 +290,23 @@ fn resp3_maps_nulls_and_verbatim() {
         "{info:?}"
     );
 }
+
+/// A web page can make a browser send an HTTP request to this port; its
+/// `POST` or `Host:` line closes the connection unanswered, as in Redis,
+/// after what came before it was answered.
+#[test]
+fn http_post_and_host_lines_close_the_connection_unanswered() {
+    let srv = Server::start(&[]);
+    for request in [
+        &b"PING\r\nPOST / HTTP/1.1\r\nHost: x\r\n\r\nSET k v\r\n"[..],
+        &b"PING\r\nHost: x\r\nSET k v\r\n"[..],
+    ] {
+        let mut s = srv.raw();
+        send_raw(&mut s, request);
+        assert_eq!(String::from_utf8_lossy(&read_to_close(&mut s)), "+PONG\r\n");
+    }
+    let mut s = srv.raw();
+    send_raw(&mut s, b"EXISTS k\r\n");
+    expect_bytes(&mut s, b":0\r\n");
+    assert_alive(&srv);
+}

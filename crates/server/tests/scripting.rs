@@ -803,6 +803,41 @@ fn cmsgpack_and_struct_match_redis() {
         ),
         6
     );
+    // Deep nesting is refused, not a stack overflow that aborts the server.
+    let e = error(
+        &mut c,
+        &[
+            "EVAL",
+            "return cmsgpack.unpack(string.rep(string.char(0x91), 5000) .. string.char(1))",
+            "0",
+        ],
+    );
+    assert!(
+        e.contains("stack overflow (in function mp_decode_to_lua_array)"),
+        "{e}"
+    );
+    let e = error(
+        &mut c,
+        &[
+            "EVAL",
+            "return cmsgpack.unpack(string.rep(string.char(0x81, 1), 5000) .. string.char(1))",
+            "0",
+        ],
+    );
+    assert!(
+        e.contains("stack overflow (in function mp_decode_to_lua_hash)"),
+        "{e}"
+    );
+    let depth: i64 = ok(
+        &mut c,
+        &[
+            "EVAL",
+            "local t = cmsgpack.unpack(string.rep(string.char(0x91), 120) .. string.char(7)) \
+             local n = 0 while type(t) == 'table' do t = t[1] n = n + 1 end return n * 10 + t",
+            "0",
+        ],
+    );
+    assert_eq!(depth, 1207);
     // The libraries are readonly, in EVAL and in functions.
     assert!(error(&mut c, &["EVAL", "cmsgpack.pack = nil", "0"])
         .contains("Attempt to modify a readonly table"));

@@ -66,7 +66,7 @@ pub(crate) fn block(
     op: impl Serve + 'static,
 ) -> Reply {
     if !ctx.client.may_block {
-        return Ok(op.timeout_reply());
+        return Ok(op.no_wait_reply());
     }
     ctx.shared
         .blocking
@@ -247,7 +247,12 @@ impl Serve for ListMove {
         }
     }
 
+    /// As Redis answers every list wait that times out.
     fn timeout_reply(&self) -> Frame {
+        Frame::NullArray
+    }
+
+    fn no_wait_reply(&self) -> Frame {
         Frame::Null
     }
 }

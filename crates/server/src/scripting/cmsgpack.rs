@@ -162,6 +162,7 @@ fn unpack(lua: &Lua, s: &[u8], limit: i64, offset: i64) -> mlua::Result<MultiVal
     let mut c = Cursor {
         buf: s,
         pos: offset as usize,
+        depth: 0,
     };
     let mut values = Vec::new();
     while c.pos < s.len() && (values.len() as i64) < limit {
@@ -180,7 +181,15 @@ fn unpack(lua: &Lua, s: &[u8], limit: i64, offset: i64) -> mlua::Result<MultiVal
 struct Cursor<'a> {
     buf: &'a [u8],
     pos: usize,
+    /// Arrays and maps open around the value being decoded.
+    depth: usize,
 }
+
+/// Deepest nesting `unpack` decodes, as deep as `cjson.decode` goes. Each
+/// level is native stack of the connection's thread (several KB in a debug
+/// build): a few thousand bytes of `0x91` overflowed it and aborted the
+/// server, where Redis stops when its Lua stack runs out.
+const MAX_DEPTH: usize = 128;
 
 impl Cursor<'_> {
     fn take(&mut self, n: usize) -> mlua::Result<&[u8]> {
@@ -265,24 +274,44 @@ fn string(lua: &Lua, c: &mut Cursor<'_>, n: usize) -> mlua::Result<Value> {
     Ok(Value::String(lua.create_string(c.take(n)?)?))
 }
 
-fn array(lua: &Lua, c: &mut Cursor<'_>, n: usize) -> mlua::Result<Value> {
-    // Every element takes a byte: a larger count is cut short anyway.
-    let t = lua.create_table_with_capacity(n.min(c.buf.len() - c.pos), 0)?;
-    for i in 1..=n {
-        t.raw_set(i, decode(lua, c)?)?;
+/// Opens one more level of nesting for `f`, refused past `MAX_DEPTH` with
+/// Redis's words for its Lua stack running out in function `within`.
+fn nested<T>(
+    c: &mut Cursor<'_>,
+    within: &str,
+    f: impl FnOnce(&mut Cursor<'_>) -> mlua::Result<T>,
+) -> mlua::Result<T> {
+    if c.depth >= MAX_DEPTH {
+        return fail(format!("stack overflow (in function {within})"));
     }
-    Ok(Value::Table(t))
+    c.depth += 1;
+    let r = f(c);
+    c.depth -= 1;
+    r
+}
+
+fn array(lua: &Lua, c: &mut Cursor<'_>, n: usize) -> mlua::Result<Value> {
+    nested(c, "mp_decode_to_lua_array", |c| {
+        // Every element takes a byte: a larger count is cut short anyway.
+        let t = lua.create_table_with_capacity(n.min(c.buf.len() - c.pos), 0)?;
+        for i in 1..=n {
+            t.raw_set(i, decode(lua, c)?)?;
+        }
+        Ok(Value::Table(t))
+    })
 }
 
 fn map(lua: &Lua, c: &mut Cursor<'_>, n: usize) -> mlua::Result<Value> {
-    let t = lua.create_table()?;
-    for _ in 0..n {
-        let k = decode(lua, c)?;
-        let v = decode(lua, c)?;
-        if matches!(k, Value::Nil) {
-            return fail("table index is nil");
+    nested(c, "mp_decode_to_lua_hash", |c| {
+        let t = lua.create_table()?;
+        for _ in 0..n {
+            let k = decode(lua, c)?;
+            let v = decode(lua, c)?;
+            if matches!(k, Value::Nil) {
+                return fail("table index is nil");
+            }
+            t.raw_set(k, v)?;
         }
-        t.raw_set(k, v)?;
-    }
-    Ok(Value::Table(t))
+        Ok(Value::Table(t))
+    })
 }
