@@ -212,6 +212,21 @@ fn groups_deliver_track_pending_ack_and_claim() {
     );
     assert!(err(c, &["XGROUP", "CREATE", "nokey", "g", "$"])
         .starts_with("ERR The XGROUP subcommand requires the key to exist"));
+    // CREATE takes a strict ID, SETID also - and +, as in Redis.
+    for id in ["-", "+"] {
+        assert_eq!(
+            err(c, &["XGROUP", "CREATE", "s", "g2", id]),
+            "ERR Invalid stream ID specified as stream command argument"
+        );
+        assert_eq!(
+            err(c, &["XGROUP", "CREATE", "new", "g2", id, "MKSTREAM"]),
+            "ERR Invalid stream ID specified as stream command argument"
+        );
+    }
+    ok(c, &["XGROUP", "CREATE", "s", "g2", "0"]);
+    ok(c, &["XGROUP", "SETID", "s", "g2", "+"]);
+    ok(c, &["XGROUP", "SETID", "s", "g2", "-"]);
+    ok(c, &["XGROUP", "DESTROY", "s", "g2"]);
     let r: Vec<(String, Entries)> = q(
         c,
         &[

@@ -124,7 +124,7 @@ fn xgroup(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
             let id = if args[4][..] == *b"$" {
                 StreamId::MIN
             } else {
-                parse_id(&args[4], 0, true)?
+                super::streams::strict_id(&args[4])?
             };
             stream_op(txn, db, key, StreamOp::Create)?;
             let op = StreamOp::GroupCreate {
@@ -141,8 +141,11 @@ fn xgroup(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let last_id = st.last_id;
     match s.name {
         "create" | "setid" => {
+            // CREATE takes a strict ID, as in Redis; SETID also `-`/`+`.
             let id = if args[4][..] == *b"$" {
                 last_id
+            } else if s.name == "create" {
+                super::streams::strict_id(&args[4])?
             } else {
                 parse_id(&args[4], 0, true)?
             };
