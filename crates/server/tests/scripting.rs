@@ -192,6 +192,28 @@ fn call_raises_and_pcall_returns_errors() {
         ],
     );
     assert_eq!(got, NOT_INTEGER);
+    // Lua's pcall hands back what redis.call raised as its text, as Redis's.
+    let e: String = ok(
+        &mut c,
+        &[
+            "EVAL",
+            "local ok, e = pcall(redis.call, 'incr', KEYS[1]) \
+             return tostring(ok) .. ' ' .. type(e) .. ' ' .. tostring(e:find('^ERR') ~= nil)",
+            "1",
+            "s",
+        ],
+    );
+    assert_eq!(e, "false string true");
+    let e: String = ok(
+        &mut c,
+        &[
+            "EVAL",
+            "local ok, e = pcall(function() error({x = 1}) end) return type(e) .. ' ' .. e.x \
+             .. ' ' .. select('#', pcall(function() return 1, nil, 3 end))",
+            "0",
+        ],
+    );
+    assert_eq!(e, "table 1 4");
     // A pcall'ed error returned as is is an error reply without the suffix.
     assert_eq!(
         error(

@@ -67,6 +67,22 @@ S.setfenv = function(f, env)
   if f == 0 or readonly[f] then refuse_here() end
   return raw_setfenv(f, env)
 end
+-- Lua's pcall, except that an error raised as a table with an `err`
+-- field (what redis.call raises) comes back as that text, as in Redis, so
+-- `local ok, e = pcall(redis.call, ...)` gives a string to match against.
+local raw_pcall = S.pcall
+local function pcall_result(ok, ...)
+  if ok then return true, ... end
+  local e = ...
+  if type(e) == 'table' then
+    local text = e.err
+    if type(text) == 'string' or type(text) == 'number' then e = text end
+  end
+  return false, e
+end
+S.pcall = function(...)
+  return pcall_result(raw_pcall(...))
+end
 -- Precompiled chunks can crash the VM: only source is loaded.
 local function loadstring(s, name)
   if type(s) == 'string' and s:byte(1) == 27 then
