@@ -9,6 +9,7 @@ use crate::state::Shared;
 use bytes::Bytes;
 use durakv_protocol::Frame;
 use std::collections::HashSet;
+use std::sync::atomic::Ordering::Release;
 
 use super::subcommands::*;
 
@@ -136,10 +137,6 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> (Frame, u64) {
     if frame.is_error() {
         return (frame, 0);
     }
-    if let Err(e) = rebind(ctx.shared, &before, args) {
-        *ctx.shared.config.write() = before;
-        return (e, 0);
-    }
     let tls_named = args[2..]
         .chunks(2)
         .any(|p| p[0].len() > 4 && p[0][..4].eq_ignore_ascii_case(b"tls-"));
@@ -155,6 +152,18 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> (Frame, u64) {
             );
         }
     }
+    // Last of the steps that can fail but one, so that little has to be
+    // undone when one does.
+    let moved = match rebind(ctx.shared, &before, args) {
+        Ok(moved) => moved,
+        Err(e) => {
+            *ctx.shared.config.write() = before;
+            if tls_named {
+                let _ = crate::tls::reload(ctx.shared);
+            }
+            return (e, 0);
+        }
+    };
     crate::acl::apply_config(ctx.shared, &before);
     crate::pubsub::apply_config(ctx.shared);
     crate::tracking::apply_config(ctx.shared);
@@ -162,6 +171,14 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> (Frame, u64) {
     match ctx.shared.sync_logged_dbs() {
         Ok(lsn) => (frame, lsn),
         Err(e) => {
+            if moved {
+                // Back to the sockets in force before the command.
+                let _ = ctx
+                    .shared
+                    .listeners
+                    .change(&before.bind, before.port, before.tls_port)
+                    .map(|p| ctx.shared.bound_port.store(p as u64, Release));
+            }
             *ctx.shared.config.write() = before;
             let _ = ctx.shared.sync_logged_dbs();
             (
@@ -176,21 +193,20 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> (Frame, u64) {
 
 /// Listens where a changed `bind` or `port` says, keeping the old sockets
 /// if any new one cannot be bound (the caller then restores `before`).
-fn rebind(shared: &Shared, before: &Config, args: &[Bytes]) -> Result<(), Frame> {
+/// True if the sockets moved.
+fn rebind(shared: &Shared, before: &Config, args: &[Bytes]) -> Result<bool, Frame> {
     let (binds, port, tls_port) = {
         let c = shared.config.read();
         if c.bind == before.bind && c.port == before.port {
-            return Ok(());
+            return Ok(false);
         }
         (c.bind.clone(), c.port, c.tls_port)
     };
     match shared.listeners.change(&binds, port, tls_port) {
         Ok(bound) => {
-            shared
-                .bound_port
-                .store(bound as u64, std::sync::atomic::Ordering::Release);
+            shared.bound_port.store(bound as u64, Release);
             tracing::info!("now listening on {binds:?} port {bound}");
-            Ok(())
+            Ok(true)
         }
         Err(e) => {
             tracing::warn!("CONFIG SET: {e}");
