@@ -158,8 +158,14 @@ fn ranges_counts_exclusive_bounds_and_deletes() {
     assert_eq!(ids(&e), ["3-1", "4-1"]);
     let e: Entries = q(c, &["XREVRANGE", "s", "+", "-", "COUNT", "2"]);
     assert_eq!(ids(&e), ["6-1", "5-1"]);
-    let e: Entries = q(c, &["XRANGE", "s", "-", "+", "COUNT", "0"]);
-    assert!(e.is_empty());
+    // As Redis: a null array for a zero or negative COUNT, an empty one
+    // for a missing key.
+    for n in ["0", "-1"] {
+        let v: redis::Value = q(c, &["XRANGE", "s", "-", "+", "COUNT", n]);
+        assert_eq!(v, redis::Value::Nil);
+    }
+    let v: redis::Value = q(c, &["XREVRANGE", "nokey", "+", "-", "COUNT", "0"]);
+    assert_eq!(v, redis::Value::Array(vec![]));
     assert_eq!(
         err(c, &["XRANGE", "s", "(-", "+"]),
         "ERR Invalid stream ID specified as stream command argument"

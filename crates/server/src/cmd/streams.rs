@@ -168,8 +168,10 @@ fn range(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes], rev: bool) -> Rep
     let Some(s) = read_stream(txn, ctx.db(), &args[1])? else {
         return Ok(Frame::Array(Vec::new()));
     };
+    // Redis answers a zero (or negative) COUNT on an existing stream with
+    // a null array.
     if count == Some(0) {
-        return Ok(Frame::Array(Vec::new()));
+        return Ok(Frame::NullArray);
     }
     Ok(entries_frame(&s.range(start, end, count, rev)))
 }
