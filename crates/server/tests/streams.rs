@@ -202,6 +202,15 @@ fn ranges_counts_exclusive_bounds_and_deletes() {
         2
     );
     assert_eq!(err(c, &["XSETID", "nokey", "1-0"]), "ERR no such key");
+    // Either option alone, as in Redis 7; MAXDELETEDID 0-0 keeps the one
+    // recorded.
+    let _: String = q(c, &["XADD", "t", "1-1", "f", "v"]);
+    ok(c, &["XSETID", "t", "5-0", "ENTRIESADDED", "60"]);
+    ok(c, &["XSETID", "t", "5-0", "MAXDELETEDID", "3-0"]);
+    ok(c, &["XSETID", "t", "5-0", "MAXDELETEDID", "0-0"]);
+    let i = info(c, &["XINFO", "STREAM", "t"]);
+    assert_eq!(i["entries-added"], Value::Int(60));
+    assert_eq!(text(&i["max-deleted-entry-id"]), "3-0");
 }
 
 #[test]

@@ -416,14 +416,12 @@ fn xsetid(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
                     "ERR The ID specified in XSETID is smaller than the provided max_deleted_entry_id",
                 ));
             }
-            max_deleted = Some(m);
+            // As in Redis, 0-0 leaves the recorded one as it is.
+            max_deleted = (m != StreamId::new(0, 0)).then_some(m);
         } else {
             return Err(super::syntax());
         }
         i += 2;
-    }
-    if entries_added.is_some() != max_deleted.is_some() {
-        return Err(super::syntax());
     }
     let db = ctx.db();
     let Some(s) = read_stream(txn, db, &args[1])? else {
