@@ -420,7 +420,7 @@ pub fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
         return finish(ctx, txn, Frame::NullArray);
     }
     let mut replies = Vec::with_capacity(multi.queued.len());
-    // Places in the queue of commands that take shard locks themselves.
+    // Commands that take shard locks themselves, by place in the queue.
     let mut after = Vec::new();
     for (i, args) in multi.queued.iter().enumerate() {
         let Some(spec) = lookup(&args[0]) else {
@@ -428,7 +428,7 @@ pub fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
             continue;
         };
         if takes_shard_locks(spec) {
-            after.push(i);
+            after.push((i, spec));
             replies.push(Frame::Null);
             continue;
         }
@@ -441,12 +441,8 @@ pub fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
     // The transaction's locks are released now; a failed commit answered
     // for the whole transaction.
     if let Frame::Array(replies) = &mut outcome.frame {
-        for i in after {
-            let args = &multi.queued[i];
-            let Some(spec) = lookup(&args[0]) else {
-                continue;
-            };
-            let (reply, dep) = run_queued(ctx, None, spec, args);
+        for (i, spec) in after {
+            let (reply, dep) = run_queued(ctx, None, spec, &multi.queued[i]);
             let (local, replicated) = crate::repl::dep_parts(outcome.dependency_lsn);
             let merged = durakv_engine::dep::combine(local, dep);
             outcome.dependency_lsn = if replicated {
@@ -507,32 +503,23 @@ fn run_counted(
     let started = Instant::now();
     ctx.client.in_exec = true;
     let mut dep = 0;
-    let reply = into_frame(match (spec.handler, txn) {
-        (Handler::Data(f), Some(txn)) => crate::notify::run_data(f, ctx, txn, spec, args),
-        (Handler::Data(f), None) => {
-            // Its own keys' locks, as outside a transaction.
-            let keys = spec.key_indexes(args);
-            match lock(
-                ctx.shared,
-                spec.locks_all(args),
-                keys.iter().map(|&i| &args[i][..]),
-            ) {
-                Ok(mut own) => {
-                    let frame = into_frame(crate::notify::run_data(f, ctx, &mut own, spec, args));
-                    let out = finish(ctx, own, frame);
-                    dep = crate::repl::dep_parts(out.dependency_lsn).0;
-                    Ok(out.frame)
-                }
-                Err(busy) => Err(busy),
+    let reply = match txn {
+        Some(txn) => into_frame(match spec.handler {
+            Handler::Data(f) => crate::notify::run_data(f, ctx, txn, spec, args),
+            Handler::Conn(f) => f(ctx, args),
+            Handler::Outcome(f) => {
+                let out = f(ctx, args);
+                dep = crate::repl::dep_parts(out.dependency_lsn).0;
+                Ok(out.frame)
             }
-        }
-        (Handler::Conn(f), _) => f(ctx, args),
-        (Handler::Outcome(f), _) => {
-            let out = f(ctx, args);
+        }),
+        // As it would run alone, taking its own locks.
+        None => {
+            let out = run(ctx, spec, args);
             dep = crate::repl::dep_parts(out.dependency_lsn).0;
-            Ok(out.frame)
+            out.frame
         }
-    });
+    };
     ctx.client.in_exec = false;
     crate::monitor::show(ctx, spec, args);
     let (stats, name) = (&ctx.shared.cmdstats, &ctx.client.last_cmd);

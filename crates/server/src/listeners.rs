@@ -165,33 +165,19 @@ impl Listeners {
             }
             Ok(p)
         });
+        *bound = kept;
         let port = match bound_now {
             Ok(p) => p,
             Err(e) => {
                 drop(fresh);
-                *bound = kept;
                 self.restore(&mut bound, &closed);
                 return Err(e);
             }
         };
-        // `fresh` also holds duplicates of the kept sockets: serve only
-        // the new ones.
-        let kept_addrs: Vec<_> = kept
-            .iter()
-            .filter_map(|l| l.socket.local_addr().ok().map(|a| (a, l.tls)))
-            .collect();
-        let (again, new): (Vec<Listening>, Vec<Listening>) = fresh.into_iter().partition(|l| {
-            l.socket
-                .local_addr()
-                .is_ok_and(|a| kept_addrs.contains(&(a, l.tls)))
-        });
-        drop(again);
-        let mut now = kept;
-        now.extend(dup_all(&new)?);
-        *bound = now;
-        if !new.is_empty() {
+        bound.extend(dup_all(&fresh)?);
+        if !fresh.is_empty() {
             // The receiver lives as long as the server serves.
-            let _ = self.tx.send(Change::Serve(new));
+            let _ = self.tx.send(Change::Serve(fresh));
         }
         Ok(port)
     }
@@ -233,7 +219,8 @@ impl Listeners {
     }
 
     /// Where the plain sockets in force listen.
-    pub fn addrs(&self) -> Vec<SocketAddr> {
+    #[cfg(test)]
+    fn addrs(&self) -> Vec<SocketAddr> {
         self.bound
             .lock()
             .iter()
@@ -271,9 +258,9 @@ fn dup_all(set: &[Listening]) -> Result<Vec<Listening>, BindError> {
         .collect()
 }
 
-/// Binds `port` on every address into `out`, duplicating a socket of
-/// `kept` already listening there. With port 0 the first address picks a
-/// port and the others bind the same one.
+/// Binds `port` on every address into `out`, except where a socket of
+/// `kept` already listens. With port 0 the first address picks a port and
+/// the others bind the same one.
 fn bind_port(
     addrs: &[(BindAddr, &str)],
     mut port: u16,
@@ -284,37 +271,33 @@ fn bind_port(
     let mut any = false;
     for &(addr, b) in addrs {
         let at = SocketAddr::new(addr.ip, port);
-        let have = (port != 0)
-            .then(|| {
-                kept.iter()
-                    .find(|l| l.tls == tls && l.socket.local_addr().ok() == Some(at))
-            })
-            .flatten();
-        let socket = match have {
-            Some(l) => l
-                .socket
-                .try_clone()
-                .map_err(|e| BindError::Address(e.to_string()))?,
-            None => match listen(at) {
-                Ok(s) => s,
-                Err(e) if addr.optional && unavailable(&e) => {
-                    tracing::warn!("skipping optional bind address {b}: {e}");
-                    continue;
-                }
-                Err(e) if out.iter().any(|l| l.socket.local_addr().ok() == Some(at)) => {
-                    // The same address twice in `bind`.
-                    tracing::debug!("{b} is listed twice: {e}");
-                    continue;
-                }
-                Err(e) if e.kind() == io::ErrorKind::AddrInUse || is_permission(&e) => {
-                    return Err(BindError::Port(format!("could not bind {b}:{port}: {e}")))
-                }
-                Err(e) => {
-                    return Err(BindError::Address(format!(
-                        "could not bind {b}:{port}: {e}"
-                    )))
-                }
-            },
+        let listening_there = |set: &[Listening]| {
+            set.iter()
+                .any(|l| l.tls == tls && l.socket.local_addr().ok() == Some(at))
+        };
+        if port != 0 && listening_there(kept) {
+            any = true;
+            continue;
+        }
+        let socket = match listen(at) {
+            Ok(s) => s,
+            Err(e) if addr.optional && unavailable(&e) => {
+                tracing::warn!("skipping optional bind address {b}: {e}");
+                continue;
+            }
+            Err(e) if listening_there(out) => {
+                // The same address twice in `bind`.
+                tracing::debug!("{b} is listed twice: {e}");
+                continue;
+            }
+            Err(e) if e.kind() == io::ErrorKind::AddrInUse || is_permission(&e) => {
+                return Err(BindError::Port(format!("could not bind {b}:{port}: {e}")))
+            }
+            Err(e) => {
+                return Err(BindError::Address(format!(
+                    "could not bind {b}:{port}: {e}"
+                )))
+            }
         };
         port = socket
             .local_addr()
