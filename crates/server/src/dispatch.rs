@@ -55,6 +55,9 @@ fn check_and_run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     if !spec.arity_ok(args.len()) {
         return reject(ctx, spec, errors::wrong_args(spec.name));
     }
+    if let Err(e) = crate::cmd::subcommands::check_subcommand(spec.name, args) {
+        return reject(ctx, spec, e);
+    }
     if !ctx.client.authenticated && spec.flags & flags::NOAUTH == 0 {
         return reject(ctx, spec, errors::err(errors::NOAUTH));
     }

@@ -23,19 +23,116 @@ pub fn arg_i64(b: &[u8]) -> Result<i64, Frame> {
     durakv_engine::value::parse_i64(b).ok_or_else(|| errors::err(errors::NOT_INTEGER))
 }
 
-/// Parses a float argument as Redis's `strtold`-based parser accepts it
-/// (`inf`, `-inf`, `+inf` allowed; NaN refused).
+/// Parses a float argument as Redis's `getDoubleFromObject` does (ZADD,
+/// ZINCRBY, WEIGHTS, GEO): `strtod` over the whole argument, so decimal or
+/// hexadecimal (`0x1p3`) and `inf`; NaN is refused, and so is a value out
+/// of a double's range (`1e309`, `1e-400`), where `strtod` reports ERANGE
+/// and Redis refuses it.
 pub fn parse_f64(b: &[u8]) -> Option<f64> {
+    let (v, out_of_range) = strtod(b)?;
+    (!out_of_range).then_some(v)
+}
+
+/// [`parse_f64`] for the arguments Redis reads as a `long double`
+/// (INCRBYFLOAT, HINCRBYFLOAT, blocking timeouts) or with a bare `strtod`
+/// (score ranges): those take a value past a double's range, which
+/// saturates here to ±inf or 0.
+pub fn parse_f64_saturating(b: &[u8]) -> Option<f64> {
+    strtod(b).map(|(v, _)| v)
+}
+
+/// C's `strtod` over all of `b`: the value, and whether it lay outside a
+/// double's range (overflowed to ±inf, or underflowed to 0). `None` for
+/// text `strtod` would not consume whole, for leading or trailing space,
+/// and for NaN.
+fn strtod(b: &[u8]) -> Option<(f64, bool)> {
     let s = std::str::from_utf8(b).ok()?;
     if s.is_empty() || s.starts_with(char::is_whitespace) || s.ends_with(char::is_whitespace) {
         return None;
     }
-    let v = match s.to_ascii_lowercase().as_str() {
-        "inf" | "+inf" | "infinity" | "+infinity" => f64::INFINITY,
-        "-inf" | "-infinity" => f64::NEG_INFINITY,
-        _ => s.parse::<f64>().ok()?,
+    let (negative, unsigned) = match s.as_bytes()[0] {
+        b'-' => (true, &s[1..]),
+        b'+' => (false, &s[1..]),
+        _ => (false, s),
     };
-    (!v.is_nan()).then_some(v)
+    let lower = unsigned.to_ascii_lowercase();
+    let (v, out_of_range) = if lower == "inf" || lower == "infinity" {
+        (f64::INFINITY, false)
+    } else if let Some(hex) = lower.strip_prefix("0x") {
+        parse_hex_float(hex)?
+    } else if lower
+        .bytes()
+        .all(|c| c.is_ascii_digit() || b".e+-".contains(&c))
+    {
+        // Rust's parser takes exactly strtod's decimal syntax, signs
+        // aside (handled above, so a second one is refused).
+        if lower.starts_with(['+', '-']) {
+            return None;
+        }
+        let v: f64 = lower.parse().ok()?;
+        let mantissa = lower.split('e').next().unwrap_or("");
+        let underflow = v == 0.0 && mantissa.bytes().any(|c| matches!(c, b'1'..=b'9'));
+        (v, v.is_infinite() || underflow)
+    } else {
+        return None;
+    };
+    Some((if negative { -v } else { v }, out_of_range))
+}
+
+/// The digits after `0x` of a C99 hexadecimal float (`1.8p1`): hex digits
+/// with an optional point, then an optional binary exponent.
+fn parse_hex_float(s: &str) -> Option<(f64, bool)> {
+    let (digits, exp) = match s.split_once('p') {
+        Some((d, e)) => {
+            let e = e.strip_prefix('+').unwrap_or(e);
+            let digits_only = e.strip_prefix('-').unwrap_or(e);
+            if digits_only.is_empty() || !digits_only.bytes().all(|c| c.is_ascii_digit()) {
+                return None;
+            }
+            // Past any double's range either way; saturated, not refused.
+            (
+                d,
+                e.parse::<i64>().unwrap_or(if e.starts_with('-') {
+                    -1 << 20
+                } else {
+                    1 << 20
+                }),
+            )
+        }
+        None => (s, 0),
+    };
+    let (int, frac) = digits.split_once('.').unwrap_or((digits, ""));
+    if int.is_empty() && frac.is_empty() {
+        return None;
+    }
+    let mut mantissa: u64 = 0;
+    let mut scale: i64 = exp;
+    let mut nonzero = false;
+    for (i, c) in int.chars().chain(frac.chars()).enumerate() {
+        let d = c.to_digit(16)? as u64;
+        nonzero |= d != 0;
+        if mantissa >> 60 == 0 {
+            mantissa = mantissa << 4 | d;
+            if i >= int.len() {
+                scale -= 4;
+            }
+        } else if i < int.len() {
+            // Digits past 64 bits of precision only move the point.
+            scale += 4;
+        }
+    }
+    if mantissa == 0 {
+        return Some((0.0, false));
+    }
+    let v = mantissa as f64 * 2f64.powi(scale.clamp(-2000, 2000) as i32);
+    let v = if v == 0.0 && nonzero && scale > -2000 {
+        // powi underflowed an intermediate step: scale in two halves.
+        let half = (scale / 2) as i32;
+        mantissa as f64 * 2f64.powi(half) * 2f64.powi(scale as i32 - half)
+    } else {
+        v
+    };
+    Some((v, v.is_infinite() || (v == 0.0 && nonzero)))
 }
 
 pub fn arg_f64(b: &[u8]) -> Result<f64, Frame> {
@@ -74,4 +171,63 @@ pub fn replace_file(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()>
     }
     std::fs::rename(&tmp, path)?;
     std::fs::File::open(dir)?.sync_all()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn floats_parse_as_strtod_with_redis_range_rule() {
+        let ok = |t: &str, v: f64| assert_eq!(parse_f64(t.as_bytes()), Some(v), "{t}");
+        ok("1.5", 1.5);
+        ok("-.5", -0.5);
+        ok("5.", 5.0);
+        ok("+3e2", 300.0);
+        ok("0x10", 16.0);
+        ok("0x1p3", 8.0);
+        ok("-0X1.8P1", -3.0);
+        ok("0x.8", 0.5);
+        ok("0x0p99999", 0.0);
+        ok("inf", f64::INFINITY);
+        ok("-Infinity", f64::NEG_INFINITY);
+        ok("0x1.fffffffffffffp1023", f64::MAX);
+        ok("4.9e-324", 4.9e-324);
+        ok("0x1p-1074", 4.9e-324);
+        for bad in [
+            "",
+            " 5",
+            "5 ",
+            "nan",
+            "1e",
+            "0x",
+            "0x1p",
+            "0xp1",
+            "1_0",
+            "--1",
+            "+-1",
+            "1e309",
+            "-1e309",
+            "1e-400",
+            "0x1p1024",
+            "0x1p-1080",
+            ".",
+            "e5",
+            "0x1g",
+        ] {
+            assert_eq!(parse_f64(bad.as_bytes()), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn saturating_floats_take_values_past_the_range() {
+        assert_eq!(parse_f64_saturating(b"1e309"), Some(f64::INFINITY));
+        assert_eq!(parse_f64_saturating(b"-1e309"), Some(f64::NEG_INFINITY));
+        assert_eq!(parse_f64_saturating(b"1e-400"), Some(0.0));
+        assert_eq!(
+            parse_f64_saturating(b"0x1p99999999999999999999"),
+            Some(f64::INFINITY)
+        );
+        assert_eq!(parse_f64_saturating(b"nan"), None);
+    }
 }

@@ -72,6 +72,28 @@ fn queueing_errors_abort_with_execabort() {
     assert_eq!(ok::<String>(&mut c, &["GET", "k"]), "before");
     // The connection is out of MULTI afterwards.
     assert_eq!(error(&mut c, &["EXEC"]), "ERR EXEC without MULTI");
+
+    // A subcommand is checked as a command of its own: known, and with
+    // its own arity.
+    for (bad, why) in [
+        (
+            &["OBJECT", "ENCODING", "k", "extra"][..],
+            "ERR wrong number of arguments for 'object|encoding' command",
+        ),
+        (
+            &["CONFIG", "NOSUCH"][..],
+            "ERR unknown subcommand 'NOSUCH'. Try CONFIG HELP.",
+        ),
+    ] {
+        let _: () = ok(&mut c, &["MULTI"]);
+        queued(&mut c, &["SET", "k", "bad-subcommand"]);
+        assert_eq!(error(&mut c, bad), why);
+        assert_eq!(
+            error(&mut c, &["EXEC"]),
+            "EXECABORT Transaction discarded because of previous errors."
+        );
+        assert_eq!(ok::<String>(&mut c, &["GET", "k"]), "before");
+    }
 }
 
 #[test]

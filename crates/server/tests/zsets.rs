@@ -680,3 +680,42 @@ fn zset_algebra_and_rangestore() {
         "ERR syntax error"
     );
 }
+
+/// Scores are read as Redis's `strtod` reads them: hexadecimal floats too,
+/// but not a value outside a double's range. Range bounds, read with a
+/// bare `strtod`, saturate instead.
+#[test]
+fn scores_parse_as_strtod_with_the_range_check() {
+    let srv = Server::start(&[]);
+    let c = &mut srv.conn();
+    assert_eq!(
+        q::<i64>(
+            c,
+            &["ZADD", "z", "0x10", "a", "-0X1.8P1", "b", "4.9e-324", "c"]
+        ),
+        3
+    );
+    assert_eq!(q::<String>(c, &["ZSCORE", "z", "a"]), "16");
+    assert_eq!(q::<String>(c, &["ZSCORE", "z", "b"]), "-3");
+    for bad in [
+        "1e309", "-1e309", "1e-400", "0x1p1024", "0x", "0x1p", "1e", " 5", "nan",
+    ] {
+        assert_eq!(
+            err(c, &["ZADD", "z", bad, "x"]),
+            "ERR value is not a valid float",
+            "{bad:?}"
+        );
+        assert_eq!(
+            err(c, &["ZINCRBY", "z", bad, "a"]),
+            "ERR value is not a valid float"
+        );
+    }
+    assert_eq!(
+        strs(c, &["ZRANGEBYSCORE", "z", "1e-400", "1e309"]),
+        ["c", "a"]
+    );
+    assert_eq!(q::<i64>(c, &["ZCOUNT", "z", "(0x1", "0x20"]), 1);
+    // INCRBYFLOAT reads a long double in Redis: hex is taken there too.
+    assert_eq!(q::<String>(c, &["INCRBYFLOAT", "f", "0x10"]), "16");
+    assert_eq!(q::<String>(c, &["HINCRBYFLOAT", "h", "f", "1e-400"]), "0");
+}

@@ -715,9 +715,7 @@ impl Core {
         } else {
             // A sync request came while the batch was in flight: the
             // stream is idle now, so all of its LSNs so far are durable.
-            st.urgent = false;
-            st.deferred = false;
-            self.idle_advance_locked(s, &st);
+            self.idle_advance_locked(s, &mut st);
             drop(st);
             self.recompute_durable();
         }
@@ -783,7 +781,7 @@ impl Core {
                     self.release_deferred_locked(sc, &mut st);
                 }
             } else {
-                self.idle_advance_locked(s, &st);
+                self.idle_advance_locked(s, &mut st);
             }
         }
         self.recompute_durable();
@@ -802,7 +800,7 @@ impl Core {
                     self.release_deferred_locked(sc, &mut st);
                 }
             } else {
-                self.idle_advance_locked(s, &st);
+                self.idle_advance_locked(s, &mut st);
             }
         }
         self.recompute_durable();
@@ -811,8 +809,14 @@ impl Core {
     /// Idle stream (nothing pending, nothing in flight): all of its LSNs up
     /// to the current global one are durable. Must hold the stream's mutex,
     /// which is what keeps an appender from taking an LSN meanwhile.
-    fn idle_advance_locked(&self, s: usize, st: &StreamState) {
+    ///
+    /// Whatever made the stream urgent is settled with it. Left set, the
+    /// urgency would pass to the next record appended, which its writer
+    /// would then seal alone even if it were `Delayed`.
+    fn idle_advance_locked(&self, s: usize, st: &mut StreamState) {
         if !st.failed && st.records == 0 && st.in_flight == 0 {
+            st.urgent = false;
+            st.deferred = false;
             let g = self.last_lsn();
             self.streams[s].watermark.fetch_max(g, SeqCst);
         }
@@ -835,7 +839,7 @@ impl Core {
                 }
                 if st.records == 0 && st.in_flight == 0 {
                     // Free: no I/O, just the current LSN.
-                    self.idle_advance_locked(t, &st);
+                    self.idle_advance_locked(t, &mut st);
                 } else if w < target && !st.urgent {
                     // Holds back an LSN somebody waits for: flush now.
                     st.urgent = true;
@@ -1156,7 +1160,7 @@ impl Core {
                     if st.urgent {
                         st.urgent = false;
                         st.deferred = false;
-                        self.idle_advance_locked(s, &st);
+                        self.idle_advance_locked(s, &mut st);
                         MutexGuard::unlocked(&mut st, || self.recompute_durable());
                         continue;
                     }
@@ -1334,6 +1338,13 @@ impl Core {
                 c.total_fsync_us.fetch_add(us, SeqCst);
                 if let Some(w) = self.complete_locked(&mut st, meta.seq, g) {
                     sc.watermark.fetch_max(w, SeqCst);
+                    // A sync asked for while this batch was in flight is
+                    // done if nothing came after it: settled now, not when
+                    // this writer next looks (an append made meanwhile
+                    // would take the urgency over).
+                    if st.urgent {
+                        self.idle_advance_locked(s, &mut st);
+                    }
                     drop(st);
                     self.publish_from(s);
                 }

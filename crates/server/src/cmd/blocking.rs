@@ -12,7 +12,7 @@ use super::{lists, mpop, zsets};
 use crate::blocking::{Serve, Served};
 use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Keys, Reply, TWO_KEYS};
 use crate::errors;
-use crate::util::{arg_i64, is, now_ms, parse_f64};
+use crate::util::{arg_i64, is, now_ms, parse_f64_saturating};
 use bytes::Bytes;
 use durakv_engine::txn::Txn;
 use durakv_engine::value::Value;
@@ -44,8 +44,8 @@ pub fn commands() -> Vec<CommandSpec> {
 /// rounds up to whole milliseconds, so a positive timeout below one waits
 /// one millisecond rather than for ever, and a tiny negative one means none.
 fn timeout(arg: &[u8]) -> Result<Option<Duration>, Frame> {
-    let secs =
-        parse_f64(arg).ok_or_else(|| errors::err("ERR timeout is not a float or out of range"))?;
+    let secs = parse_f64_saturating(arg)
+        .ok_or_else(|| errors::err("ERR timeout is not a float or out of range"))?;
     // Saturating, so ±inf land on the checks below.
     let ms = (secs * 1000.0).ceil() as i64;
     if ms < 0 {

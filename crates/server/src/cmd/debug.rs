@@ -104,7 +104,7 @@ fn help() -> Frame {
 
 /// Redis blocks its whole server; here only this connection waits.
 fn sleep(arg: &[u8]) -> Reply {
-    let secs = crate::util::parse_f64(arg)
+    let secs = crate::util::parse_f64_saturating(arg)
         .filter(|s| s.is_finite())
         .ok_or_else(|| errors::err(errors::NOT_FLOAT))?;
     let d = Duration::from_secs_f64(secs.max(0.0));

@@ -6,7 +6,7 @@ use super::{
 };
 use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Reply, FIRST_KEY};
 use crate::errors;
-use crate::util::{arg_f64, arg_i64, format_float, is, parse_f64};
+use crate::util::{arg_i64, format_float, is, parse_f64_saturating};
 use bytes::Bytes;
 use durakv_engine::mutation::KeyOp;
 use durakv_engine::txn::Txn;
@@ -197,13 +197,15 @@ fn hincrby(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
 
 fn hincrbyfloat(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let db = ctx.db();
-    let incr = arg_f64(&args[3])?;
+    let incr = parse_f64_saturating(&args[3]).ok_or_else(|| errors::err(errors::NOT_FLOAT))?;
     if incr.is_infinite() {
         return Err(Frame::error("ERR value is NaN or Infinity"));
     }
     let cur = match read_hash(txn, db, &args[1])?.and_then(|h| h.get_slice(&args[2][..])) {
         None => 0.0,
-        Some(v) => parse_f64(v).ok_or_else(|| Frame::error("ERR hash value is not a float"))?,
+        Some(v) => {
+            parse_f64_saturating(v).ok_or_else(|| Frame::error("ERR hash value is not a float"))?
+        }
     };
     let new = cur + incr;
     if !new.is_finite() {

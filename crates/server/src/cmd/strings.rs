@@ -5,7 +5,7 @@ use crate::command::{
     flags::*, spec, CommandSpec, Ctx, Handler, Keys, Reply, ALL_ARGS_KEYS, FIRST_KEY, TWO_KEYS,
 };
 use crate::errors;
-use crate::util::{arg_i64, is, parse_f64};
+use crate::util::{arg_i64, is, parse_f64_saturating};
 use bytes::Bytes;
 use durakv_engine::mutation::{ExpireMode, KeyOp, Mutation};
 use durakv_engine::txn::Txn;
@@ -426,7 +426,10 @@ fn incrbyfloat(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
         Ok(v) => v.unwrap_or_else(|| Bytes::from_static(b"0")),
         Err(e) => return Err(e),
     };
-    let (Some(a), Some(b)) = (parse_f64(&current), parse_f64(&args[2])) else {
+    let (Some(a), Some(b)) = (
+        parse_f64_saturating(&current),
+        parse_f64_saturating(&args[2]),
+    ) else {
         return Err(errors::err(errors::NOT_FLOAT));
     };
     let sum = a + b;

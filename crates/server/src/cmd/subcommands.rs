@@ -85,6 +85,17 @@ pub(super) fn find_sub(container: &str, args: &[Bytes]) -> Result<&'static SubSp
     Ok(s)
 }
 
+/// What Redis checks of a subcommand before it runs or queues the command
+/// (`processCommand`): that the container knows it and its arity. So
+/// `OBJECT ENCODING a b` inside MULTI is refused, and fails the EXEC, at
+/// once rather than when EXEC runs it.
+pub fn check_subcommand(container: &str, args: &[Bytes]) -> Result<(), Frame> {
+    if args.len() < 2 || subcommands_of(container).is_empty() {
+        return Ok(());
+    }
+    find_sub(container, args).map(|_| ())
+}
+
 /// Redis reports `client|list`, not `client`, as a connection's last command.
 pub(super) fn note_subcommand(ctx: &mut Ctx<'_>, container: &str, s: &SubSpec) {
     ctx.client.last_cmd.clear();
