@@ -1059,6 +1059,8 @@ fn acl_log_records_denials_and_failed_auth() {
     assert_eq!(newest.len(), 1);
     assert_eq!(log_what(&newest[0]), log_what(&log[0]));
     assert!(acl_log(&mut admin, &["0"]).is_empty());
+    // As Redis: a negative count shows nothing rather than failing.
+    assert!(acl_log(&mut admin, &["-1"]).is_empty());
     assert_eq!(acl_log(&mut admin, &["100"]).len(), 4);
 
     assert_eq!(q::<String>(&mut admin, &["ACL", "LOG", "RESET"]), "OK");

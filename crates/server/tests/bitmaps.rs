@@ -328,6 +328,10 @@ fn bitfield_get_set_incrby() {
         ),
         vec![Some(0), Some(-100), Some(156)]
     );
+    // Redis reads the type's sign letter in lower case only.
+    for t in ["U8", "I8"] {
+        assert!(err(c, &["BITFIELD", "f", "GET", t, "0"]).starts_with("ERR Invalid bitfield type"));
+    }
     assert_eq!(
         fields(
             c,

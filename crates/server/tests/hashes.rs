@@ -127,6 +127,13 @@ fn increments() {
     assert_eq!(q::<String>(c, &["HINCRBYFLOAT", "h", "f", "0.1"]), "10.6");
     assert_eq!(q::<String>(c, &["HINCRBYFLOAT", "h", "n", "2"]), "0");
     assert_eq!(q::<String>(c, &["HINCRBYFLOAT", "h", "g", "5.0e3"]), "5000");
+    // Printed as INCRBYFLOAT prints: no exponent, exact decimal sums.
+    assert_eq!(
+        q::<String>(c, &["HINCRBYFLOAT", "h", "e", "1e20"]),
+        "100000000000000000000"
+    );
+    assert_eq!(q::<String>(c, &["HINCRBYFLOAT", "h", "p", "0.1"]), "0.1");
+    assert_eq!(q::<String>(c, &["HINCRBYFLOAT", "h", "p", "0.2"]), "0.3");
     assert_eq!(
         q::<String>(c, &["HINCRBYFLOAT", "h", "g", "-5000.25"]),
         "-0.25"
@@ -196,6 +203,8 @@ fn hscan_cursor_walk() {
     let (cur, items): (String, Vec<String>) = q(c, &["HSCAN", "nokey", "0", "COUNT", "0"]);
     assert_eq!((cur.as_str(), items.len()), ("0", 0));
     assert_eq!(err(c, &["HSCAN", "small", "x"]), "ERR invalid cursor");
+    // strtoul's reading, as SCAN's: a negative cursor wraps, so no error.
+    let _: (String, Vec<String>) = q(c, &["HSCAN", "small", "-1"]);
     assert_eq!(
         err(c, &["HSCAN", "small", "0", "COUNT", "0"]),
         "ERR syntax error"

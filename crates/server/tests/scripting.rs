@@ -24,6 +24,15 @@ fn lua_values_become_replies() {
     );
     assert_eq!(ok::<i64>(&mut c, &["EVAL", "return 100.5", "0"]), 100);
     assert_eq!(ok::<i64>(&mut c, &["EVAL", "return -3.9", "0"]), -3);
+    // Numbers no integer holds come out as Redis's cast gives them.
+    for n in ["1/0", "0/0", "2^63", "-2^70"] {
+        assert_eq!(
+            ok::<i64>(&mut c, &["EVAL", &format!("return {n}"), "0"]),
+            i64::MIN,
+            "{n}"
+        );
+    }
+    assert_eq!(ok::<i64>(&mut c, &["EVAL", "return 2^62", "0"]), 1 << 62);
     assert_eq!(ok::<i64>(&mut c, &["EVAL", "return true", "0"]), 1);
     assert_eq!(
         ok::<Value>(&mut c, &["EVAL", "return false", "0"]),

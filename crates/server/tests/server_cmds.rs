@@ -198,6 +198,9 @@ fn client_name_info_list_and_durability() {
         error(&mut other, &["CLIENT", "LIST", "ID", "abc"]),
         "ERR Invalid client ID"
     );
+    // An integer no client has is no error.
+    let none: String = ok(&mut other, &["CLIENT", "LIST", "ID", "-1", "0"]);
+    assert_eq!(none, "");
 
     // SETINFO, and the no-op compatibility subcommands.
     let _: () = ok(&mut c, &["CLIENT", "SETINFO", "LIB-NAME", "mylib"]);

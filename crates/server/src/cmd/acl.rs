@@ -374,8 +374,8 @@ fn log(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         }
         Some(a) if args.len() == 3 => match parse_i64(a) {
             None => return Err(errors::err(errors::NOT_INTEGER)),
-            Some(n) if n >= 0 => n as usize,
-            Some(_) => return Err(Frame::error("ERR value is out of range, must be positive")),
+            // Redis shows nothing for a negative count.
+            Some(n) => n.max(0) as usize,
         },
         _ => return Err(sub_syntax(&args[1])),
     };

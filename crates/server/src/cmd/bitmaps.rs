@@ -426,12 +426,12 @@ impl Field {
     }
 }
 
-/// `i1`..`i64` or `u1`..`u63`.
+/// `i1`..`i64` or `u1`..`u63`, in lower case as Redis insists.
 fn field_type(arg: &[u8]) -> Result<(bool, u32), Frame> {
     let bad = || Frame::error(BITFIELD_TYPE);
     let (signed, limit) = match arg.first() {
-        Some(b'i' | b'I') => (true, 64),
-        Some(b'u' | b'U') => (false, 63),
+        Some(b'i') => (true, 64),
+        Some(b'u') => (false, 63),
         _ => return Err(bad()),
     };
     match parse_i64(&arg[1..]) {

@@ -389,11 +389,13 @@ fn client_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
     } else if args.len() > 3 && is(&args[2], "id") {
         let mut set = HashSet::new();
         for a in &args[3..] {
+            // Any integer is a valid ID to ask for; no client has one
+            // below 1.
             match parse_i64(a) {
-                Some(n) if n > 0 => {
-                    set.insert(n as u64);
+                Some(n) => {
+                    set.insert(n.max(0) as u64);
                 }
-                _ => return Frame::error("ERR Invalid client ID"),
+                None => return Frame::error("ERR Invalid client ID"),
             }
         }
         ids = Some(set);

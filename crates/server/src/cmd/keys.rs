@@ -419,7 +419,7 @@ fn keys(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
 
 /// Parses a SCAN cursor as Redis's `strtoul` does: decimal, optional sign
 /// (a negative cursor wraps), empty meaning 0; anything else is invalid.
-fn parse_cursor(b: &[u8]) -> Option<u64> {
+pub(crate) fn parse_cursor(b: &[u8]) -> Option<u64> {
     let (neg, digits) = match b.first() {
         Some(b'-') => (true, &b[1..]),
         Some(b'+') => (false, &b[1..]),

@@ -23,12 +23,9 @@ impl ScanOpts {
     }
 }
 
+/// The cursor of SSCAN, HSCAN and ZSCAN, read as SCAN's is.
 pub(crate) fn scan_cursor(arg: &[u8]) -> Result<u64, Frame> {
-    std::str::from_utf8(arg)
-        .ok()
-        .filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| Frame::error("ERR invalid cursor"))
+    super::keys::parse_cursor(arg).ok_or_else(|| Frame::error("ERR invalid cursor"))
 }
 
 /// Parses the options after the cursor; `hash` allows NOVALUES.

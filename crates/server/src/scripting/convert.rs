@@ -90,11 +90,16 @@ pub fn lua_to_frame(v: &Value, resp: u8) -> Frame {
     to_frame(v, resp, 0)
 }
 
+const TWO_POW_63: f64 = 9_223_372_036_854_775_808.0;
+
 fn to_frame(v: &Value, resp: u8, depth: usize) -> Frame {
     match v {
         Value::String(s) => Frame::Bulk(Bytes::copy_from_slice(&s.as_bytes())),
         Value::Integer(i) => Frame::Integer(*i),
-        // Redis casts: the fraction is dropped, not rounded.
+        // Redis casts: the fraction is dropped, not rounded. A number no
+        // i64 holds (and NaN) comes out of its cast on x86-64 as i64::MIN,
+        // which is what clients of Redis see.
+        Value::Number(n) if n.is_nan() || n.abs() >= TWO_POW_63 => Frame::Integer(i64::MIN),
         Value::Number(n) => Frame::Integer(*n as i64),
         Value::Boolean(b) if resp == 2 => {
             if *b {
