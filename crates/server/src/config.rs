@@ -92,6 +92,11 @@ pub struct Config {
     /// Minutes per step of LFU counter decay (0 = never decays).
     pub lfu_decay_time: u64,
     pub hz: u64,
+    /// Redis's testing delays, per key, in microseconds (negative: one
+    /// microsecond once in that many keys): `key-load-delay` while a full
+    /// sync loads, `rdb-key-save-delay` while one is produced.
+    pub key_load_delay: i64,
+    pub rdb_key_save_delay: i64,
     pub keyspace_shards: usize,
     /// Redis's `disable-thp`: transparent huge pages off for the process.
     pub disable_thp: bool,
@@ -179,6 +184,8 @@ impl Default for Config {
             lfu_log_factor: 10,
             lfu_decay_time: 1,
             hz: 10,
+            key_load_delay: 0,
+            rdb_key_save_delay: 0,
             keyspace_shards: durakv_engine::keyspace::DEFAULT_SHARD_COUNT,
             disable_thp: true,
             durability: Durability::Full,
@@ -459,6 +466,21 @@ fn parse_output_limits(
         };
     }
     Ok(limits)
+}
+
+/// A C `int` directive, as Redis bounds it.
+fn signed_int(v: &str) -> Result<i64, String> {
+    let n: i64 = v
+        .parse()
+        .map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
+    if n < i64::from(i32::MIN) || n > i64::from(i32::MAX) {
+        return Err(format!(
+            "argument must be between {} and {} inclusive",
+            i32::MIN,
+            i32::MAX
+        ));
+    }
+    Ok(n)
 }
 
 fn bounded(v: &str, min: u64, max: u64) -> Result<u64, String> {
@@ -1355,8 +1377,30 @@ pub static DIRECTIVES: &[Directive] = &[
     compat!("oom-score-adj-values", "0 200 800"),
     compat!("rdbcompression", "yes"),
     compat!("rdbchecksum", "yes"),
-    compat!("rdb-key-save-delay", "0"),
-    compat!("key-load-delay", "0"),
+    Directive {
+        name: "rdb-key-save-delay",
+        default: "0",
+        help: "Testing: microseconds to wait per key while producing a full sync (negative: 1 us once in that many keys)",
+        runtime: true,
+        repeatable: false,
+        set: |c, v| {
+            c.rdb_key_save_delay = signed_int(v)?;
+            Ok(())
+        },
+        get: |c| c.rdb_key_save_delay.to_string(),
+    },
+    Directive {
+        name: "key-load-delay",
+        default: "0",
+        help: "Testing: microseconds to wait per key while loading a full sync (negative: 1 us once in that many keys)",
+        runtime: true,
+        repeatable: false,
+        set: |c, v| {
+            c.key_load_delay = signed_int(v)?;
+            Ok(())
+        },
+        get: |c| c.key_load_delay.to_string(),
+    },
     compat!("sanitize-dump-payload", "no"),
     compat!("aof-use-rdb-preamble", "yes"),
     compat!("appendfilename", "appendonly.aof"),

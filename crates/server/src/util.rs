@@ -139,6 +139,21 @@ pub fn arg_f64(b: &[u8]) -> Result<f64, Frame> {
     parse_f64(b).ok_or_else(|| errors::err(errors::NOT_FLOAT))
 }
 
+/// Redis's `debugDelay`, behind `key-load-delay` and `rdb-key-save-delay`:
+/// sleeps `us` microseconds, or for a negative `us` one microsecond once
+/// in `-us` calls (a sleep is a system call, so short delays are made
+/// rare rather than short).
+pub fn debug_delay(us: i64) {
+    let us = if us < 0 {
+        u64::from(rand::random::<u64>() % us.unsigned_abs() == 0)
+    } else {
+        us as u64
+    };
+    if us > 0 {
+        std::thread::sleep(std::time::Duration::from_micros(us));
+    }
+}
+
 /// ASCII case-insensitive comparison of an argument with a keyword.
 pub fn is(arg: &[u8], keyword: &str) -> bool {
     arg.eq_ignore_ascii_case(keyword.as_bytes())

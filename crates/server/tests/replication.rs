@@ -346,6 +346,10 @@ fn replica_killed_mid_full_sync_recovers() {
             "1",
             "--enable-debug-command",
             "yes",
+            // A load slow enough to be caught in the middle however fast
+            // the build: 50 us a key, about two seconds.
+            "--key-load-delay",
+            "50",
         ],
     );
     let mut r = replica.conn();

@@ -184,6 +184,11 @@ fn produce(
             for (db, keys) in batch.iter().enumerate() {
                 piece.extend(enc.keys(db, keys, None));
             }
+            let delay = shared.config.read().rdb_key_save_delay;
+            if delay != 0 {
+                let keys: usize = batch.iter().map(Vec::len).sum();
+                (0..keys).for_each(|_| crate::util::debug_delay(delay));
+            }
             if tx.blocking_send(piece).is_err() {
                 return false;
             }

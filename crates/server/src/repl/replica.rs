@@ -615,6 +615,10 @@ fn restore(
         .commit(shared.store.wal.as_ref(), level)
         .map_err(|e| e.to_string())?;
     *last_lsn = (*last_lsn).max(out.lsn);
+    let delay = shared.config.read().key_load_delay;
+    if delay != 0 {
+        crate::util::debug_delay(delay);
+    }
     Ok(())
 }
 
