@@ -145,7 +145,7 @@ pub fn arg_f64(b: &[u8]) -> Result<f64, Frame> {
 /// rare rather than short).
 pub fn debug_delay(us: i64) {
     let us = if us < 0 {
-        u64::from(rand::random::<u64>() % us.unsigned_abs() == 0)
+        u64::from(rand::random::<u64>().is_multiple_of(us.unsigned_abs()))
     } else {
         us as u64
     };
