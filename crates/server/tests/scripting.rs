@@ -410,6 +410,33 @@ fn read_only_scripts_refuse_writes() {
     assert!(error(&mut c, &["EVAL", "#!perl\nreturn 1", "0"]).contains("Unexpected engine"));
 }
 
+/// INFO runs inside a script, as in Redis, although the script holds every
+/// shard: its key counts come from what the script holds.
+#[test]
+fn info_runs_inside_a_script() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let _: () = ok(&mut c, &["SET", "a", "1"]);
+    let _: () = ok(&mut c, &["SET", "b", "1", "EX", "100"]);
+    let text: String = ok(
+        &mut c,
+        &[
+            "EVAL",
+            "redis.call('SET', 'c', '1'); return redis.call('INFO', 'keyspace')",
+            "0",
+        ],
+    );
+    assert!(text.contains("db0:keys=3,expires=1"), "{text}");
+    let all: String = ok(&mut c, &["EVAL", "return redis.call('INFO')", "0"]);
+    assert!(
+        all.contains("expired_keys:") && all.contains("redis_version:"),
+        "{all}"
+    );
+    // Other clients are served afterwards: nothing was left locked.
+    let mut other = srv.conn();
+    assert_eq!(ok::<i64>(&mut other, &["DBSIZE"]), 3);
+}
+
 #[test]
 fn the_sandbox_holds() {
     let srv = Server::start(&[]);

@@ -4,6 +4,7 @@ use crate::dispatch::Outcome;
 use crate::state::Shared;
 use crate::util::{is, now_us};
 use bytes::Bytes;
+use durakv_engine::txn::Txn;
 use durakv_engine::Durability;
 use durakv_protocol::Frame;
 use std::collections::HashSet;
@@ -56,7 +57,12 @@ const SECTIONS: &[(&str, bool)] = &[
 /// Redis's does whatever the state of its AOF. Its key counts may then
 /// include writes the log refused; `wal_failure` says so.
 fn info(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    let (frame, counts_keys) = info_text(ctx, args);
+    let ks = &ctx.shared.store.keyspace;
+    let counts = || KeyCounts {
+        per_db: (0..ks.num_dbs()).map(|db| ks.db_stats(db)).collect(),
+        expired: ks.expired_keys(),
+    };
+    let (frame, counts_keys) = info_text(ctx, args, &mut { counts });
     let level = ctx
         .shared
         .effective_durability(ctx.client.durability, ctx.client.db);
@@ -71,7 +77,40 @@ fn info(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     }
 }
 
-fn info_text(ctx: &mut Ctx<'_>, args: &[Bytes]) -> (Frame, bool) {
+/// INFO called from a script, which holds every shard already: the key
+/// counts come from what it holds rather than from locking the shards
+/// again.
+pub(crate) fn info_in_script(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
+    let num_dbs = ctx.shared.store.keyspace.num_dbs();
+    let mut counts = || {
+        let mut c = KeyCounts {
+            per_db: vec![(0, 0); num_dbs],
+            expired: 0,
+        };
+        for shard in txn.shards_mut() {
+            for (db, d) in shard.dbs.iter().enumerate() {
+                c.per_db[db].0 += d.len();
+                c.per_db[db].1 += d.volatile_len();
+                c.expired += d.expired_count();
+            }
+        }
+        c
+    };
+    info_text(ctx, args, &mut counts).0
+}
+
+/// What INFO reports of the keyspace: (keys, keys with a TTL) per
+/// database, and keys expired so far.
+struct KeyCounts {
+    per_db: Vec<(usize, usize)>,
+    expired: u64,
+}
+
+fn info_text(
+    ctx: &mut Ctx<'_>,
+    args: &[Bytes],
+    counts: &mut dyn FnMut() -> KeyCounts,
+) -> (Frame, bool) {
     let shared = ctx.shared;
     let mut wanted: HashSet<&'static str> = HashSet::new();
     if args.len() == 1 {
@@ -86,6 +125,8 @@ fn info_text(ctx: &mut Ctx<'_>, args: &[Bytes]) -> (Frame, bool) {
             wanted.insert(name);
         }
     }
+    let counts = (wanted.contains("stats") || wanted.contains("keyspace")).then(counts);
+    let expired = counts.as_ref().map_or(0, |c| c.expired);
     let mut out = String::new();
     for (name, _) in SECTIONS {
         if !wanted.contains(name) {
@@ -99,13 +140,13 @@ fn info_text(ctx: &mut Ctx<'_>, args: &[Bytes]) -> (Frame, bool) {
             "clients" => ("Clients", clients_section(shared)),
             "memory" => ("Memory", memory_section(shared)),
             "persistence" => ("Persistence", persistence_section(shared)),
-            "stats" => ("Stats", stats_section(shared)),
+            "stats" => ("Stats", stats_section(shared, expired)),
             "replication" => ("Replication", replication_section(shared)),
             "cpu" => ("CPU", cpu_section()),
             "commandstats" => ("Commandstats", shared.cmdstats.commandstats()),
             "errorstats" => ("Errorstats", shared.cmdstats.errorstats()),
             "cluster" => ("Cluster", "cluster_enabled:0\r\n".to_string()),
-            _ => ("Keyspace", keyspace_section(shared)),
+            _ => ("Keyspace", keyspace_section(counts.as_ref())),
         };
         let _ = write!(out, "# {title}\r\n{body}");
     }
@@ -336,7 +377,7 @@ pub fn persistence_section(shared: &Shared) -> String {
     s
 }
 
-fn stats_section(shared: &Shared) -> String {
+fn stats_section(shared: &Shared, expired: u64) -> String {
     let st = &shared.stats;
     let get = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed);
     let (ops, in_kbps, out_kbps) = shared.rates.instantaneous(&shared.stats);
@@ -392,7 +433,6 @@ fn stats_section(shared: &Shared) -> String {
         "sync_partial_err",
         shared.repl.sync_partial_err.load(Ordering::Relaxed),
     );
-    let expired = shared.store.keyspace.expired_keys();
     field(
         &mut s,
         "expired_keys",
@@ -465,11 +505,9 @@ fn cpu_section() -> String {
     s
 }
 
-fn keyspace_section(shared: &Shared) -> String {
-    let ks = &shared.store.keyspace;
+fn keyspace_section(counts: Option<&KeyCounts>) -> String {
     let mut s = String::new();
-    for db in 0..ks.num_dbs() {
-        let (keys, expires) = ks.db_stats(db);
+    for (db, &(keys, expires)) in counts.map_or(&[][..], |c| &c.per_db).iter().enumerate() {
         if keys > 0 {
             let _ = write!(s, "db{db}:keys={keys},expires={expires},avg_ttl=0\r\n");
         }

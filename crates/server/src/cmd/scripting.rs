@@ -251,8 +251,11 @@ pub(crate) fn call(
     let reply = crate::command::into_frame(match spec.handler {
         Handler::Data(f) => crate::notify::run_data(f, ctx, txn, spec, args),
         Handler::Conn(f) => f(ctx, args),
-        // EXEC, WAITAOF, INFO, CONFIG: they wait for or lock what the
-        // script already holds.
+        Handler::Outcome(_) if spec.name == "info" => {
+            Ok(super::info::info_in_script(ctx, txn, args))
+        }
+        // EXEC, WAITAOF, CONFIG: they wait for or lock what the script
+        // already holds.
         Handler::Outcome(_) => Err(errors::err(NOT_ALLOWED)),
     });
     ctx.client.in_script = false;
