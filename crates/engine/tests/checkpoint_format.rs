@@ -393,3 +393,31 @@ fn header_and_footer_bytes_are_as_documented() {
         64 + 32 + 56 + 64
     );
 }
+
+/// A checkpoint whose pages are all cached is read in place (mapped), and
+/// that path checks everything the `pread` one does: the same keys load,
+/// and a damaged byte is refused.
+#[test]
+fn a_cached_checkpoint_loads_in_place_with_the_same_checks() {
+    use durakv_engine::io::FileSystem;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v4.dkcp");
+    let bytes = std::fs::read(fixture_path(4)).unwrap();
+    // Just written, so in the page cache.
+    std::fs::write(&path, &bytes).unwrap();
+    assert!(OsFs.open_file(&path).unwrap().map_resident().is_some());
+    let ks = Keyspace::new(3, 4);
+    checkpoint::load_into(&OsFs, &path, &ks, 2).unwrap();
+    assert_eq!(entries(&ks), entries(&build(4)));
+
+    let summary = checkpoint::read_summary(&OsFs, &path).unwrap();
+    let mut damaged = bytes.clone();
+    // A byte between the header and the footer: in a checksummed section.
+    let at = (summary.footer.footer_offset as usize + 64) / 2;
+    damaged[at] ^= 0x40;
+    std::fs::write(&path, &damaged).unwrap();
+    assert!(OsFs.open_file(&path).unwrap().map_resident().is_some());
+    let ks = Keyspace::new(3, 4);
+    let e = checkpoint::load_into(&OsFs, &path, &ks, 2).unwrap_err();
+    assert!(e.to_string().contains("checksum"), "{e}");
+}

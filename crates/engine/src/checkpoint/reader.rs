@@ -181,6 +181,8 @@ pub fn load_into(
         blocks_at = end;
     }
 
+    // Read in place when the file is cached: no copy into `body`.
+    let mapped = file.map_resident().filter(|m| m.len() as u64 == len);
     let cursor = Mutex::new(Cursor {
         offset: blocks_at,
         shard: 0,
@@ -266,11 +268,13 @@ pub fn load_into(
         }
         let stored = usize::try_from(header.stored_len)
             .map_err(|_| CheckpointError::corrupt(path, at, "block too large for this machine"))?;
-        if body.len() < stored {
-            body.resize(stored, 0);
+        if mapped.is_none() {
+            if body.len() < stored {
+                body.resize(stored, 0);
+            }
+            file.read_exact_at(&mut body[..stored], body_at)
+                .map_err(|e| CheckpointError::io(path, e))?;
         }
-        file.read_exact_at(&mut body[..stored], body_at)
-            .map_err(|e| CheckpointError::io(path, e))?;
         c.offset = body_at + header.stored_len;
         c.blocks += 1;
         c.shard_lsn = header.shard_lsn;
@@ -308,7 +312,15 @@ pub fn load_into(
                 Err(e) => return fail(e),
             };
             let stored = job.header.stored_len as usize;
-            match load_block(path, ks, &expected, job, &body[..stored], &mut scratch) {
+            let bytes = match &mapped {
+                // `next_job` checked that the body ends before the footer.
+                Some(m) => {
+                    let at = job.offset as usize + BLOCK_HEADER_BYTES;
+                    &m[at..at + stored]
+                }
+                None => &body[..stored],
+            };
+            match load_block(path, ks, &expected, job, bytes, &mut scratch) {
                 Ok((n, raw)) => {
                     keys.fetch_add(n, Ordering::Relaxed);
                     raw_bytes.fetch_add(raw, Ordering::Relaxed);

@@ -11,8 +11,10 @@
 //! random source so simulated runs can be made deterministic.
 
 mod fault;
+mod mapped;
 
 pub use fault::{CrashMode, CrashReport, CrashSpec, FaultFs, FaultStats, Flip};
+pub use mapped::Mapped;
 
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -52,6 +54,13 @@ pub trait FsFile: Send + Sync {
 
     /// Makes data and all metadata durable: `fsync(2)`.
     fn sync_all(&self) -> io::Result<()>;
+
+    /// The whole file, read in place, if this file system can map it and
+    /// every page is already in memory (see [`Mapped`]); `None` means read
+    /// it with [`FsFile::read_at`].
+    fn map_resident(&self) -> Option<Mapped> {
+        None
+    }
 
     /// Reads exactly `buf.len()` bytes at `offset`, or fails with
     /// `UnexpectedEof`.
@@ -152,6 +161,10 @@ impl FsFile for OsFile {
 
     fn sync_all(&self) -> io::Result<()> {
         self.0.sync_all()
+    }
+
+    fn map_resident(&self) -> Option<Mapped> {
+        mapped::map_resident(&self.0, self.len().ok()?)
     }
 }
 
