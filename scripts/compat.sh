@@ -139,6 +139,16 @@ got=$(redis-cli -p "$PORT" info server | tr -d '\r' | grep '^redis_version:')
 got=$(redis-cli -p "$PORT" info keyspace | tr -d '\r' | grep '^db3:')
 [[ $got == db3:keys=1,* ]] || fail "info keyspace: expected a db3 line, got '$got'"
 cli_is $'maxclients\n10000' config get maxclients
+# The backup modes: a snapshot over the replication protocol, whole or
+# functions only (Redis's RDB format, checksummed; durakv keeps none).
+got=$(redis-cli -p "$PORT" --rdb "$WORK/dump.rdb" 2>&1) || fail "redis-cli --rdb: $got"
+head -c 5 "$WORK/dump.rdb" | grep -q REDIS || fail "redis-cli --rdb wrote no RDB file"
+grep -q dbkey "$WORK/dump.rdb" || fail "redis-cli --rdb: the file lacks key dbkey"
+cli_is backuplib function load $'#!lua name=backuplib\nredis.register_function(\'bf\', function() return 1 end)'
+got=$(redis-cli -p "$PORT" --functions-rdb "$WORK/functions.rdb" 2>&1) || fail "redis-cli --functions-rdb: $got"
+grep -q backuplib "$WORK/functions.rdb" || fail "redis-cli --functions-rdb: the file lacks the library"
+! grep -q dbkey "$WORK/functions.rdb" || fail "redis-cli --functions-rdb: the file holds keys"
+cli_is OK function flush
 
 # --- 2. redis-benchmark ------------------------------------------------------
 

@@ -170,6 +170,12 @@ pub struct ClientState {
     /// REPLCONF capa eof: the replica takes a full sync's RDB of unknown
     /// length (ended by a mark), so it can be sent while it is produced.
     pub repl_capa_eof: bool,
+    /// `REPLCONF rdb-only 1` (redis-cli --rdb): the full sync's file, then
+    /// the connection closes instead of streaming commands.
+    pub repl_rdb_only: bool,
+    /// `REPLCONF rdb-filter-only functions` (redis-cli --functions-rdb):
+    /// the file holds the function libraries and no keys.
+    pub repl_functions_only: bool,
     /// PSYNC/SYNC was accepted: the connection becomes a replica's stream.
     pub psync: Option<crate::repl::primary::PsyncRequest>,
     /// A request CLIENT PAUSE holds: it runs, before anything after it,
@@ -219,6 +225,8 @@ impl ClientState {
             repl_listening_port: 0,
             repl_announced_ip: None,
             repl_capa_eof: false,
+            repl_rdb_only: false,
+            repl_functions_only: false,
             psync: None,
             paused_request: None,
         }

@@ -744,6 +744,14 @@ fn line(r: &mut impl std::io::BufRead) -> String {
 /// Opens a raw replication link with `handshake`, and returns the RDB the
 /// primary sends, whichever form it takes.
 fn raw_full_sync(port: u16, handshake: &[&str]) -> Vec<u8> {
+    raw_full_sync_and_link(port, handshake).0
+}
+
+/// [`raw_full_sync`], and the link after the RDB.
+fn raw_full_sync_and_link(
+    port: u16,
+    handshake: &[&str],
+) -> (Vec<u8>, std::io::BufReader<std::net::TcpStream>) {
     use std::io::{BufReader, Read, Write};
     let s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
@@ -770,13 +778,52 @@ fn raw_full_sync(port: u16, handshake: &[&str]) -> Vec<u8> {
             data.extend_from_slice(&buf[..n]);
         }
         data.truncate(data.len() - mark.len());
-        data
+        (data, r)
     } else {
         let len: usize = header.strip_prefix('$').unwrap().parse().unwrap();
         let mut data = vec![0u8; len];
         r.read_exact(&mut data).unwrap();
-        data
+        (data, r)
     }
+}
+
+/// What `redis-cli --rdb` and `--functions-rdb` ask for: the file alone
+/// (`rdb-only`), then the link closes; with `rdb-filter-only functions`
+/// the file holds the function libraries and no key.
+#[test]
+fn rdb_only_and_functions_only_requests() {
+    use std::io::Read;
+    let primary = Server::start(&[]);
+    let mut p = primary.conn();
+    fill(&mut p, "k:", 100);
+    let code = "#!lua name=backuplib\nredis.register_function('bf', function() return 1 end)";
+    let _: String = q(&mut p, &["FUNCTION", "LOAD", code]);
+    for (filter, keys) in [("functions", 0), ("\"\"", 100)] {
+        let (rdb, mut link) = raw_full_sync_and_link(
+            primary.port,
+            &[
+                "REPLCONF rdb-only 1",
+                &format!("REPLCONF rdb-filter-only {filter}"),
+                "REPLCONF capa eof",
+                "PSYNC ? -1",
+            ],
+        );
+        let text = String::from_utf8_lossy(&rdb);
+        assert_eq!(text.matches("k:").count(), keys, "{filter}");
+        assert!(
+            text.contains("backuplib"),
+            "{filter}: the library is in the file"
+        );
+        let mut rest = Vec::new();
+        link.read_to_end(&mut rest).unwrap();
+        assert!(rest.is_empty(), "{filter}: nothing follows the file");
+    }
+    assert_eq!(
+        common::err(&mut p, &["REPLCONF", "rdb-filter-only", "keys"]),
+        "ERR Unsupported rdb-filter-only option: keys"
+    );
+    // The backup tools were never replicas.
+    assert_eq!(info_field(&mut p, "connected_slaves"), "0");
 }
 
 /// Reads one command a replica sends (a RESP array of bulk strings).

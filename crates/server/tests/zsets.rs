@@ -444,7 +444,14 @@ fn zscan_and_zrandmember() {
         err(c, &["ZSCAN", "z", "0", "NOVALUES"]),
         "ERR NOVALUES option can only be used in HSCAN"
     );
-    assert_eq!(err(c, &["ZSCAN", "z", "-1"]), "ERR invalid cursor");
+    assert_eq!(err(c, &["ZSCAN", "z", " 1"]), "ERR invalid cursor");
+    assert_eq!(
+        err(c, &["ZSCAN", "z", "18446744073709551616"]),
+        "ERR invalid cursor"
+    );
+    // strtoul's reading, as Redis's: a negative cursor wraps, no error.
+    let (cur, _): (String, Vec<String>) = q(c, &["ZSCAN", "z", "-1"]);
+    assert_eq!(cur, "0");
     let (cur, items): (String, Vec<String>) = q(c, &["ZSCAN", "nokey", "0"]);
     assert_eq!((cur.as_str(), items.len()), ("0", 0));
 

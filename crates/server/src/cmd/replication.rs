@@ -79,7 +79,30 @@ fn replconf(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             return Ok(Frame::ok());
         } else if is(opt, "capa") {
             ctx.client.repl_capa_eof |= is(val, "eof");
-        } else if !is(opt, "rdb-only") {
+        } else if is(opt, "rdb-only") {
+            ctx.client.repl_rdb_only = match &val[..] {
+                b"0" => false,
+                b"1" => true,
+                _ => {
+                    return Err(Frame::error(
+                        "ERR value is out of range, must be between 0 and 1",
+                    ))
+                }
+            };
+        } else if is(opt, "rdb-filter-only") {
+            // Include filters, space-separated; none means everything.
+            let text = String::from_utf8_lossy(val);
+            let mut functions_only = false;
+            for f in text.split_ascii_whitespace() {
+                if !f.eq_ignore_ascii_case("functions") {
+                    return Err(Frame::error(format!(
+                        "ERR Unsupported rdb-filter-only option: {f}"
+                    )));
+                }
+                functions_only = true;
+            }
+            ctx.client.repl_functions_only = functions_only;
+        } else {
             return Err(Frame::error(format!(
                 "ERR Unrecognized REPLCONF option: {}",
                 String::from_utf8_lossy(opt)

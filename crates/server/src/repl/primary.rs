@@ -101,12 +101,15 @@ async fn full_sync<S: Stream>(
     id: u64,
     legacy: bool,
     streamed: bool,
+    functions_only: bool,
 ) -> io::Result<(u64, u64)> {
     let (point_tx, point_rx) = tokio::sync::oneshot::channel();
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<u8>>(QUEUED_PIECES);
     let producer = {
         let shared = shared.clone();
-        tokio::task::spawn_blocking(move || produce(&shared, id, streamed, point_tx, tx))
+        tokio::task::spawn_blocking(move || {
+            produce(&shared, id, streamed, functions_only, point_tx, tx)
+        })
     };
     let failed = || io::Error::other("the full sync's snapshot failed");
     let (replid, offset) = point_rx.await.map_err(|_| failed())?;
@@ -146,14 +149,17 @@ async fn full_sync<S: Stream>(
 /// The blocking half of [`full_sync`]: fixes the point, reports it, and
 /// hands over the encoded file. False if the socket side went away first
 /// (the walk is then dropped, and writers stop keeping values for it).
+/// With `functions_only` the file holds no keys.
 fn produce(
     shared: &Shared,
     id: u64,
     streamed: bool,
+    functions_only: bool,
     point_tx: tokio::sync::oneshot::Sender<(String, u64)>,
     tx: tokio::sync::mpsc::Sender<Vec<u8>>,
 ) -> bool {
-    let (offset, stream_db, functions, mut walk) = snapshot_point(shared, id);
+    let (offset, stream_db, functions, walk) = snapshot_point(shared, id);
+    let mut walk = (!functions_only).then_some(walk);
     let replid = shared.repl.ids.lock().replid.clone();
     if point_tx.send((replid.clone(), offset)).is_err() {
         return false;
@@ -167,8 +173,12 @@ fn produce(
     };
     without_lzf(|| {
         if !streamed {
+            let num_dbs = shared.store.keyspace.num_dbs();
             let snap = Snapshot {
-                dbs: walk.rest(),
+                dbs: match walk {
+                    Some(w) => w.rest(),
+                    None => (0..num_dbs).map(|_| Vec::new()).collect(),
+                },
                 functions,
             };
             return tx
@@ -179,7 +189,7 @@ fn produce(
         if tx.blocking_send(head).is_err() {
             return false;
         }
-        while let Some(batch) = walk.next_batch(KEYS_PER_BATCH) {
+        while let Some(batch) = walk.as_mut().and_then(|w| w.next_batch(KEYS_PER_BATCH)) {
             let mut piece = Vec::new();
             for (db, keys) in batch.iter().enumerate() {
                 piece.extend(enc.keys(db, keys, None));
@@ -283,14 +293,27 @@ async fn stream_to<S: Stream>(
             }
             let started = std::time::Instant::now();
             let streamed = client.repl_capa_eof;
-            let (offset, bytes) =
-                full_sync(shared, stream, info.client_id, req.legacy, streamed).await?;
+            let functions_only = client.repl_functions_only;
+            let (offset, bytes) = full_sync(
+                shared,
+                stream,
+                info.client_id,
+                req.legacy,
+                streamed,
+                functions_only,
+            )
+            .await?;
             tracing::info!(
                 replica = %info.ip,
                 "full resync: {bytes} bytes of RDB at offset {offset} in {:.3}s ({})",
                 started.elapsed().as_secs_f64(),
                 if streamed { "sent while copied" } else { "copied, then sent" },
             );
+            if client.repl_rdb_only {
+                // The file was all that was asked for (a backup tool, not a
+                // replica): no command stream follows.
+                return Ok(());
+            }
             offset + 1
         }
     };
