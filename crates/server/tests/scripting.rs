@@ -410,8 +410,8 @@ fn read_only_scripts_refuse_writes() {
     assert!(error(&mut c, &["EVAL", "#!perl\nreturn 1", "0"]).contains("Unexpected engine"));
 }
 
-/// INFO runs inside a script, as in Redis, although the script holds every
-/// shard: its key counts come from what the script holds.
+/// INFO and MEMORY run inside a script, as in Redis, although the script
+/// holds every shard: their key counts come from what the script holds.
 #[test]
 fn info_runs_inside_a_script() {
     let srv = Server::start(&[]);
@@ -432,6 +432,17 @@ fn info_runs_inside_a_script() {
         all.contains("expired_keys:") && all.contains("redis_version:"),
         "{all}"
     );
+    // MEMORY too, USAGE and STATS alike.
+    let usage: i64 = ok(
+        &mut c,
+        &["EVAL", "return redis.call('MEMORY', 'USAGE', 'a')", "0"],
+    );
+    assert!(usage > 0);
+    let stats: Value = ok(
+        &mut c,
+        &["EVAL", "return redis.call('MEMORY', 'STATS')", "0"],
+    );
+    assert!(format!("{stats:?}").contains("keys.count"), "{stats:?}");
     // Other clients are served afterwards: nothing was left locked.
     let mut other = srv.conn();
     assert_eq!(ok::<i64>(&mut other, &["DBSIZE"]), 3);

@@ -79,9 +79,16 @@ fn memory(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
             // keys.count counts keys: it waits for the writes it counts.
             txn.depend_on(ctx.shared.store.keyspace.max_write_lsn());
             let used = crate::memory::used_memory_bytes();
-            let keys: usize = (0..ctx.shared.store.keyspace.num_dbs())
-                .map(|db| ctx.shared.store.keyspace.db_len(db))
-                .sum();
+            let keys: usize = if txn.holds_all() {
+                // Called from a script, which holds every shard already.
+                txn.shards_mut()
+                    .map(|s| s.dbs.iter().map(|d| d.len()).sum::<usize>())
+                    .sum()
+            } else {
+                (0..ctx.shared.store.keyspace.num_dbs())
+                    .map(|db| ctx.shared.store.keyspace.db_len(db))
+                    .sum()
+            };
             Ok(Frame::Map(vec![
                 (
                     bulk("peak.allocated"),

@@ -19,11 +19,6 @@ const NOT_ALLOWED: &str = "ERR This Redis command is not allowed from script";
 const WRITE_FROM_RO: &str = "ERR Write commands are not allowed from read-only scripts.";
 const FLUSH_OPTION: &str = "ERR SCRIPT FLUSH only support SYNC|ASYNC option";
 
-/// Commands without the `noscript` flag that still cannot run inside a
-/// script here, because they lock shards themselves and the script already
-/// holds every shard.
-const LOCKS_SHARDS_ITSELF: &[&str] = &["memory"];
-
 /// A script reaches every key, declared or not, so it holds every shard:
 /// no other client observes half of it.
 const SCRIPT_KEYS: Keys = Keys::All;
@@ -297,9 +292,7 @@ fn refusal(ctx: &Ctx<'_>, spec: &CommandSpec, args: &[Bytes], ro: bool) -> Optio
     }
     // A subcommand's own flags count, as Redis looks the subcommand up
     // before it checks them (CLUSTER RESET, CONFIG SET, ...).
-    if super::subcommands::flags_of(spec, args) & NOSCRIPT != 0
-        || LOCKS_SHARDS_ITSELF.contains(&spec.name)
-    {
+    if super::subcommands::flags_of(spec, args) & NOSCRIPT != 0 {
         return Some(errors::err(NOT_ALLOWED));
     }
     if matches!(spec.name, "xread" | "xreadgroup") && super::stream_read::asks_to_block(args) {
