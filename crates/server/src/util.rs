@@ -41,6 +41,19 @@ pub fn parse_f64_saturating(b: &[u8]) -> Option<f64> {
     strtod(b).map(|(v, _)| v)
 }
 
+/// A float read as Redis reads score range bounds, with a bare `strtod`
+/// that must reach the end: leading white space is skipped, an empty
+/// argument is 0 (nothing converted, nothing left), and a value past a
+/// double's range saturates.
+pub fn parse_f64_bare(b: &[u8]) -> Option<f64> {
+    if b.is_empty() {
+        return Some(0.0);
+    }
+    // C's isspace: space, \t, \n, \v, \f, \r.
+    let start = b.iter().position(|c| !matches!(c, b' ' | b'\t'..=b'\r'))?;
+    parse_f64_saturating(&b[start..])
+}
+
 /// C's `strtod` over all of `b`: the value, and whether it lay outside a
 /// double's range (overflowed to ±inf, or underflowed to 0). `None` for
 /// text `strtod` would not consume whole, for leading or trailing space,
@@ -244,5 +257,9 @@ mod tests {
             Some(f64::INFINITY)
         );
         assert_eq!(parse_f64_saturating(b"nan"), None);
+        assert_eq!(parse_f64_bare(b""), Some(0.0));
+        assert_eq!(parse_f64_bare(b" \t\x0b1.5"), Some(1.5));
+        assert_eq!(parse_f64_bare(b"   "), None);
+        assert_eq!(parse_f64_bare(b"1 "), None);
     }
 }

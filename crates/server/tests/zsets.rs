@@ -722,6 +722,14 @@ fn scores_parse_as_strtod_with_the_range_check() {
         ["c", "a"]
     );
     assert_eq!(q::<i64>(c, &["ZCOUNT", "z", "(0x1", "0x20"]), 1);
+    // strtod skips leading white space, and an empty bound is 0.
+    assert_eq!(q::<i64>(c, &["ZCOUNT", "z", " 0x10", "+inf"]), 1);
+    assert_eq!(q::<i64>(c, &["ZCOUNT", "z", "", "+inf"]), 2);
+    assert_eq!(q::<i64>(c, &["ZCOUNT", "z", "(", "+inf"]), 2);
+    assert_eq!(
+        err(c, &["ZCOUNT", "z", "1 ", "+inf"]),
+        "ERR min or max is not a float"
+    );
     // INCRBYFLOAT reads a long double in Redis: hex is taken there too.
     assert_eq!(q::<String>(c, &["INCRBYFLOAT", "f", "0x10"]), "16");
     assert_eq!(q::<String>(c, &["HINCRBYFLOAT", "h", "f", "1e-400"]), "0");

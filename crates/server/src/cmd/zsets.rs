@@ -8,7 +8,7 @@ use super::{
 };
 use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Keys, Reply, FIRST_KEY, TWO_KEYS};
 use crate::errors;
-use crate::util::{arg_f64, arg_i64, format_float, is, parse_f64_saturating};
+use crate::util::{arg_f64, arg_i64, format_float, is, parse_f64_bare};
 use bytes::Bytes;
 use durakv_engine::mutation::{list_range, KeyOp};
 use durakv_engine::txn::Txn;
@@ -60,11 +60,12 @@ fn not_a_number() -> Frame {
 // Range arguments.
 
 /// `1.5`, `(1.5` (exclusive), `-inf`, `+inf`. Redis reads them with a bare
-/// `strtod`, so a bound past a double's range saturates rather than fails.
+/// `strtod`, so a bound past a double's range saturates rather than fails,
+/// leading white space is skipped, and an empty bound is 0.
 fn score_bound(arg: &[u8]) -> Option<Bound<f64>> {
     match arg.strip_prefix(b"(") {
-        Some(rest) => parse_f64_saturating(rest).map(Bound::Excluded),
-        None => parse_f64_saturating(arg).map(Bound::Included),
+        Some(rest) => parse_f64_bare(rest).map(Bound::Excluded),
+        None => parse_f64_bare(arg).map(Bound::Included),
     }
 }
 
