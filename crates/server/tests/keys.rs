@@ -296,6 +296,17 @@ fn keys_and_scan() {
     assert!(run::<Vec<String>>(c, &["KEYS", "nothing*"]).is_empty());
 
     assert_eq!(err(c, &["SCAN", "abc"]), "ERR invalid cursor");
+    // A sign alone is no number to strtoul.
+    assert_eq!(err(c, &["SCAN", "-"]), "ERR invalid cursor");
+    assert_eq!(err(c, &["SCAN", "+"]), "ERR invalid cursor");
+    // SELECT reads a C int first, as MOVE and COPY do.
+    for db in ["2147483648", "-2147483649"] {
+        assert_eq!(
+            err(c, &["SELECT", db]),
+            "ERR value is out of range, value must between -2147483648 and 2147483647"
+        );
+    }
+    assert_eq!(err(c, &["SELECT", "16"]), "ERR DB index is out of range");
     assert_eq!(
         err(c, &["SCAN", "99999999999999999999999"]),
         "ERR invalid cursor"

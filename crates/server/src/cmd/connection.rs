@@ -99,14 +99,7 @@ fn echo(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 }
 
 fn select(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    let Some(n) = durakv_engine::value::parse_i64(&args[1]) else {
-        return Err(errors::err(errors::NOT_INTEGER));
-    };
-    let databases = ctx.shared.config.read().databases as i64;
-    if n < 0 || n >= databases {
-        return Err(errors::err(errors::DB_INDEX_OUT_OF_RANGE));
-    }
-    ctx.client.db = n as usize;
+    ctx.client.db = super::keys::db_index_arg(ctx, &args[1])?;
     Ok(Frame::ok())
 }
 

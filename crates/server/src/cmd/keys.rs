@@ -86,7 +86,7 @@ fn reply_of(r: Result<(), Frame>, ok: Frame) -> Frame {
 
 /// A database index argument: an integer in C `int` range (with Redis's
 /// errors for each), then one of the configured databases.
-fn db_index_arg(ctx: &Ctx<'_>, arg: &[u8]) -> Result<usize, Frame> {
+pub(super) fn db_index_arg(ctx: &Ctx<'_>, arg: &[u8]) -> Result<usize, Frame> {
     let n = arg_i64(arg)?;
     if i32::try_from(n).is_err() {
         return Err(Frame::error(INT_OUT_OF_RANGE));
@@ -425,7 +425,8 @@ pub(crate) fn parse_cursor(b: &[u8]) -> Option<u64> {
         Some(b'+') => (false, &b[1..]),
         _ => (false, b),
     };
-    if !digits.iter().all(u8::is_ascii_digit) {
+    // A sign alone converts nothing, so strtoul stops at it.
+    if !digits.iter().all(u8::is_ascii_digit) || (digits.is_empty() && !b.is_empty()) {
         return None;
     }
     let n = if digits.is_empty() {
