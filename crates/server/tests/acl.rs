@@ -1541,3 +1541,30 @@ fn a_kill_during_acl_save_leaves_a_whole_file_and_the_server_restarts() {
     }
     assert!(next > 6, "the saves ran");
 }
+
+/// CLIENT KILL USER names any ACL user, not only `default`, and kills
+/// that user's connections; options are read one by one, as Redis does.
+#[test]
+fn client_kill_user_kills_that_users_connections() {
+    let srv = Server::start(&[]);
+    let mut admin = srv.conn();
+    setuser(&mut admin, "alice", &["on", ">pw", "+@all", "~*"]);
+    let mut a = login(&srv, "alice", "pw");
+    assert_eq!(q::<String>(&mut a, &["PING"]), "PONG");
+    assert_eq!(
+        q::<i64>(&mut admin, &["CLIENT", "KILL", "USER", "alice"]),
+        1
+    );
+    assert!(
+        try_q::<String>(&mut a, &["PING"]).is_err(),
+        "alice's connection is closed"
+    );
+    assert_eq!(
+        err(&mut admin, &["CLIENT", "KILL", "USER", "nobody", "SKIPME"]),
+        "ERR No such user 'nobody'"
+    );
+    assert_eq!(
+        err(&mut admin, &["CLIENT", "KILL", "USER", "alice", "SKIPME"]),
+        "ERR syntax error"
+    );
+}

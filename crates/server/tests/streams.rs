@@ -579,3 +579,38 @@ fn a_delivery_served_while_blocked_survives_kill_9() {
     let v: Value = q(c, &["XREADGROUP", "GROUP", "g", "bob", "STREAMS", "s", ">"]);
     assert_eq!(v, Value::Nil);
 }
+
+/// XADD and XTRIM report what Redis reports first: an invalid ID before a
+/// bad count of fields, the 0-0 ID after it, and a trimming strategy given
+/// twice or missing by name.
+#[test]
+fn xadd_and_xtrim_errors_come_in_redis_order() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    assert_eq!(
+        err(&mut c, &["XADD", "s", "NOMKSTREAM", "~", "v"]),
+        "ERR Invalid stream ID specified as stream command argument"
+    );
+    assert_eq!(
+        err(&mut c, &["XADD", "s", "0", "MAXLEN", "0", "~"]),
+        "ERR wrong number of arguments for 'xadd' command"
+    );
+    assert_eq!(
+        err(&mut c, &["XADD", "s", "0", "f", "v"]),
+        "ERR The ID specified in XADD must be greater than 0-0"
+    );
+    assert_eq!(
+        err(&mut c, &["XTRIM", "s", "MAXLEN", "1", "MINID", "1"]),
+        "ERR syntax error, MAXLEN and MINID options at the same time are not compatible"
+    );
+    assert_eq!(
+        err(&mut c, &["XTRIM", "s", "LIMIT", "0"]),
+        "ERR syntax error, XTRIM must be called with a trimming strategy"
+    );
+    // ZRANGE by rank lets a LIMIT that takes everything through.
+    let _: i64 = q(&mut c, &["ZADD", "z", "1", "a", "2", "b"]);
+    let got: Vec<String> = q(&mut c, &["ZRANGE", "z", "0", "-1", "LIMIT", "5", "-1"]);
+    assert_eq!(got, ["a", "b"]);
+    assert!(err(&mut c, &["ZRANGE", "z", "0", "-1", "LIMIT", "0", "1"])
+        .contains("LIMIT is only supported"));
+}

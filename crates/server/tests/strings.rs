@@ -482,3 +482,35 @@ fn string_writes_survive_a_crash() {
     );
     assert_eq!(run::<i64>(c, &["TTL", "e"]), -1);
 }
+
+/// SET and GETEX read their options as Redis does: syntax first, values
+/// after; the same expiry option again takes its last value, another
+/// unit is a syntax error.
+#[test]
+fn set_and_getex_options_are_checked_in_redis_order() {
+    let srv = Server::start(&[]);
+    let c = &mut srv.conn();
+    let syntax = "ERR syntax error";
+    assert_eq!(err(c, &["SET", "k", "v", "EX", "0", "-1", "x"]), syntax);
+    assert_eq!(err(c, &["SET", "k", "v", "EX", "10", "PX", "10"]), syntax);
+    assert_eq!(
+        err(c, &["SET", "k", "v", "EX", "KEEPTTL", "EX", "x"]),
+        NOT_INTEGER
+    );
+    run::<()>(c, &["SET", "k", "v", "EX", "0x", "EX", "100"]);
+    let ttl: i64 = run(c, &["TTL", "k"]);
+    assert!((99..=100).contains(&ttl), "{ttl}");
+    assert_eq!(err(c, &["GETEX", "k", "PX", "-1", "PERSIST"]), syntax);
+    assert_eq!(err(c, &["GETEX", "k", "PERSIST", "EX", "5"]), syntax);
+    assert_eq!(run::<String>(c, &["GETEX", "k", "PERSIST", "PERSIST"]), "v");
+    assert_eq!(
+        run::<String>(c, &["GETEX", "k", "PX", "0", "PX", "50000"]),
+        "v"
+    );
+    let pttl: i64 = run(c, &["PTTL", "k"]);
+    assert!((49_000..=50_000).contains(&pttl), "{pttl}");
+    // BITPOS: a missing key answers before its range is read; then start,
+    // unit, end.
+    assert_eq!(run::<i64>(c, &["BITPOS", "nokey", "1", "x"]), -1);
+    assert_eq!(err(c, &["BITPOS", "k", "1", "-1", "BIT", "x"]), syntax);
+}

@@ -256,28 +256,30 @@ fn bitpos(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
         1 => true,
         _ => return Err(Frame::error(BITPOS_BIT)),
     };
-    if args.len() > 6 {
-        return Err(syntax());
-    }
-    let start = args.get(3).map(|a| arg_i64(a)).transpose()?.unwrap_or(0);
-    let end = args.get(4).map(|a| arg_i64(a)).transpose()?;
-    let bits = range_unit(args.get(5))?;
+    // As in Redis, a missing key answers before the range is read, and
+    // the range is read start, unit, then end.
     let pos = with_string(txn, ctx.db(), &args[1], |s| {
         // A missing key is an endless run of zeros.
         let Some(s) = s else {
-            return if want { -1 } else { 0 };
+            return Ok(if want { -1 } else { 0 });
         };
+        if args.len() > 6 {
+            return Err(syntax());
+        }
+        let start = args.get(3).map(|a| arg_i64(a)).transpose()?.unwrap_or(0);
+        let bits = range_unit(args.get(5))?;
+        let end = args.get(4).map(|a| arg_i64(a)).transpose()?;
         let Some((lo, hi)) = bit_range(start, end.unwrap_or(-1), bits, s.len()) else {
-            return -1;
+            return Ok(-1);
         };
-        match first_bit(s, lo, hi, want) {
+        Ok(match first_bit(s, lo, hi, want) {
             Some(p) => p as i64,
             // Without an explicit end, the string counts as padded with
             // zeros on the right, so the first clear bit is just past it.
             None if !want && end.is_none() => hi as i64 + 1,
             None => -1,
-        }
-    })?;
+        })
+    })??;
     Ok(Frame::Integer(pos))
 }
 

@@ -456,15 +456,16 @@ fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
             Frame::ok()
         };
     }
-    if !args.len().is_multiple_of(2) {
-        return errors::err(errors::SYNTAX);
-    }
     let mut f = KillFilter {
         skipme: true,
         ..Default::default()
     };
+    // Option by option, as Redis reads them: a bad value is reported
+    // before a missing one further on.
     for pair in args[2..].chunks(2) {
-        let (opt, val) = (&pair[0], &pair[1]);
+        let [opt, val] = pair else {
+            return errors::err(errors::SYNTAX);
+        };
         if is(opt, "id") {
             match parse_i64(val) {
                 Some(n) if n > 0 => f.id = Some(n as u64),
@@ -480,7 +481,7 @@ fn client_kill(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
         } else if is(opt, "laddr") {
             f.laddr = Some(lossy(val));
         } else if is(opt, "user") {
-            if &val[..] != b"default" {
+            if ctx.shared.acl.get(&lossy(val)).is_none() {
                 return Frame::error(format!("ERR No such user '{}'", lossy(val)));
             }
             f.user = Some(lossy(val));

@@ -217,7 +217,9 @@ fn trim_option(
     let more = args.len() - 1 - *i;
     if (is(a, "maxlen") || is(a, "minid")) && more >= 1 {
         if trim.is_some() {
-            return Err(super::syntax());
+            return Err(errors::err(
+                "ERR syntax error, MAXLEN and MINID options at the same time are not compatible",
+            ));
         }
         let maxlen = is(a, "maxlen");
         let mut j = *i + 1;
@@ -298,6 +300,11 @@ fn xtrim(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
             return Err(super::syntax());
         }
     }
+    if trim.is_none() {
+        return Err(errors::err(
+            "ERR syntax error, XTRIM must be called with a trimming strategy",
+        ));
+    }
     let Some(trim) = finish_trim(trim, limit)? else {
         return Err(super::syntax());
     };
@@ -322,13 +329,7 @@ fn new_id(arg: &[u8]) -> Result<NewId, Frame> {
     if let Some(ms) = arg.strip_suffix(b"-*") {
         return Ok(NewId::Seq(parse_id(ms, 0, false)?.ms));
     }
-    let id = strict_id(arg)?;
-    if id.is_zero() {
-        return Err(errors::err(
-            "ERR The ID specified in XADD must be greater than 0-0",
-        ));
-    }
-    Ok(NewId::Exact(id))
+    Ok(NewId::Exact(strict_id(arg)?))
 }
 
 const NOT_GREATER: &str =
@@ -366,12 +367,19 @@ fn xadd(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
             break;
         }
     }
+    // Redis's order: the ID, then the trimming options, then the count of
+    // field-value arguments.
+    let want = args.get(i).map(|a| new_id(a)).transpose()?;
     let trim = finish_trim(trim, limit)?;
     let fields = args.len().saturating_sub(i + 1);
-    if i >= args.len() || fields == 0 || !fields.is_multiple_of(2) {
+    let Some(want) = want.filter(|_| fields > 0 && fields.is_multiple_of(2)) else {
         return Err(errors::wrong_args("xadd"));
+    };
+    if matches!(want, NewId::Exact(id) if id.is_zero()) {
+        return Err(errors::err(
+            "ERR The ID specified in XADD must be greater than 0-0",
+        ));
     }
-    let want = new_id(&args[i])?;
     let db = ctx.db();
     let key = &args[1];
     let last = match read_stream(txn, db, key)? {

@@ -101,6 +101,8 @@ fn set(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let mut expire = ExpireMode::Clear;
     let (mut nx, mut xx, mut get_old, mut keepttl, mut has_expire) =
         (false, false, false, false, false);
+    // Redis checks the options' syntax before their values.
+    let mut expire_given = None;
     let mut i = 3;
     while i < args.len() {
         let a = &args[i];
@@ -120,13 +122,14 @@ fn set(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
             let Some(v) = next else {
                 return Err(errors::err(errors::SYNTAX));
             };
-            if has_expire || keepttl {
+            // The same option again is taken (its last value counts), as
+            // in Redis; another unit, or KEEPTTL, is not.
+            let other_unit =
+                expire_given.is_some_and(|(_, u, abs)| (u, abs) != (unit_ms, absolute));
+            if other_unit || keepttl {
                 return Err(errors::err(errors::SYNTAX));
             }
-            match expire_arg(v, unit_ms, absolute, txn.now_ms, "set") {
-                Ok(at) => expire = ExpireMode::At(at),
-                Err(e) => return Err(e),
-            }
+            expire_given = Some((v, unit_ms, absolute));
             has_expire = true;
             i += 2;
             continue;
@@ -144,6 +147,9 @@ fn set(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
             return Err(errors::err(errors::SYNTAX));
         }
         i += 1;
+    }
+    if let Some((v, unit_ms, absolute)) = expire_given {
+        expire = ExpireMode::At(expire_arg(v, unit_ms, absolute, txn.now_ms, "set")?);
     }
     let old = if get_old {
         read_string(txn, db, key)?
@@ -263,15 +269,16 @@ enum GetexAction {
 
 fn getex(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let mut action = GetexAction::Nothing;
-    let mut chosen = false;
+    // Redis checks the options' syntax before their values, and takes an
+    // option again (the last value counts) but not two different ones.
+    let mut expire_given: Option<(&Bytes, i64, bool)> = None;
     let mut i = 2;
     while i < args.len() {
         let a = &args[i];
-        if chosen {
-            return Err(errors::err(errors::SYNTAX));
-        }
-        chosen = true;
         if is(a, "persist") {
+            if expire_given.is_some() {
+                return Err(errors::err(errors::SYNTAX));
+            }
             action = GetexAction::Persist;
             i += 1;
             continue;
@@ -290,11 +297,16 @@ fn getex(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
         let Some(v) = args.get(i + 1) else {
             return Err(errors::err(errors::SYNTAX));
         };
-        match expire_arg(v, unit_ms, absolute, txn.now_ms, "getex") {
-            Ok(ms) => action = GetexAction::At { ms, absolute },
-            Err(e) => return Err(e),
+        let other_unit = expire_given.is_some_and(|(_, u, abs)| (u, abs) != (unit_ms, absolute));
+        if matches!(action, GetexAction::Persist) || other_unit {
+            return Err(errors::err(errors::SYNTAX));
         }
+        expire_given = Some((v, unit_ms, absolute));
         i += 2;
+    }
+    if let Some((v, unit_ms, absolute)) = expire_given {
+        let ms = expire_arg(v, unit_ms, absolute, txn.now_ms, "getex")?;
+        action = GetexAction::At { ms, absolute };
     }
     let db = ctx.db();
     let key = &args[1];

@@ -232,7 +232,9 @@ fn range_items(
     }
     let by = by.unwrap_or(By::Rank);
     let rev = rev.unwrap_or(false);
-    if limit.is_some() && by == By::Rank {
+    // Redis lets a rank range through a LIMIT that takes everything
+    // (count -1), whatever its offset, and then ignores it.
+    if limit.is_some_and(|(_, count)| count != -1) && by == By::Rank {
         return Err(Frame::error(
             "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX",
         ));
@@ -262,7 +264,10 @@ fn range_items(
     let Some(z) = read_zset(txn, ctx.db(), &args[1])? else {
         return Ok((Vec::new(), withscores));
     };
-    let (offset, count) = limit.unwrap_or((0, -1));
+    let (offset, count) = match by {
+        By::Rank => (0, -1),
+        _ => limit.unwrap_or((0, -1)),
+    };
     Ok((select(z, &range, rev, offset, count), withscores))
 }
 
