@@ -607,6 +607,10 @@ fn xadd_and_xtrim_errors_come_in_redis_order() {
         err(&mut c, &["XTRIM", "s", "LIMIT", "0"]),
         "ERR syntax error, XTRIM must be called with a trimming strategy"
     );
+    assert_eq!(
+        err(&mut c, &["XADD", "s", "LIMIT", "1", "*", "f", "v"]),
+        "ERR syntax error, LIMIT cannot be used without specifying a trimming strategy"
+    );
     // ZRANGE by rank lets a LIMIT that takes everything through.
     let _: i64 = q(&mut c, &["ZADD", "z", "1", "a", "2", "b"]);
     let got: Vec<String> = q(&mut c, &["ZRANGE", "z", "0", "-1", "LIMIT", "5", "-1"]);

@@ -259,7 +259,9 @@ fn trim_option(
 
 fn finish_trim(trim: Option<Trim>, limit: Option<u64>) -> Result<Option<Trim>, Frame> {
     match trim {
-        None if limit.is_some() => Err(super::syntax()),
+        None if limit.is_some() => Err(errors::err(
+            "ERR syntax error, LIMIT cannot be used without specifying a trimming strategy",
+        )),
         Some(t) if limit.is_some() && !t.approx => Err(errors::err(
             "ERR syntax error, LIMIT cannot be used without the special ~ option",
         )),
