@@ -320,14 +320,6 @@ impl Keyspace {
         self.shards.iter().map(|s| s.lock().dbs[db].len()).sum()
     }
 
-    /// (keys, keys with a TTL) for database `db`.
-    pub fn db_stats(&self, db: usize) -> (usize, usize) {
-        self.shards.iter().fold((0, 0), |(k, v), s| {
-            let s = s.lock();
-            (k + s.dbs[db].len(), v + s.dbs[db].volatile_len())
-        })
-    }
-
     /// Approximate bytes held by values, for INFO memory.
     pub fn approx_memory_bytes(&self) -> usize {
         self.shards

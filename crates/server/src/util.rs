@@ -68,34 +68,37 @@ fn strtod(b: &[u8]) -> Option<(f64, bool)> {
         b'+' => (false, &s[1..]),
         _ => (false, s),
     };
-    let lower = unsigned.to_ascii_lowercase();
-    let (v, out_of_range) = if lower == "inf" || lower == "infinity" {
-        (f64::INFINITY, false)
-    } else if let Some(hex) = lower.strip_prefix("0x") {
-        parse_hex_float(hex)?
-    } else if lower
-        .bytes()
-        .all(|c| c.is_ascii_digit() || b".e+-".contains(&c))
-    {
-        // Rust's parser takes exactly strtod's decimal syntax, signs
-        // aside (handled above, so a second one is refused).
-        if lower.starts_with(['+', '-']) {
+    let hex = unsigned
+        .strip_prefix("0x")
+        .or_else(|| unsigned.strip_prefix("0X"));
+    let (v, out_of_range) =
+        if unsigned.eq_ignore_ascii_case("inf") || unsigned.eq_ignore_ascii_case("infinity") {
+            (f64::INFINITY, false)
+        } else if let Some(hex) = hex {
+            parse_hex_float(hex)?
+        } else if unsigned
+            .bytes()
+            .all(|c| c.is_ascii_digit() || b".eE+-".contains(&c))
+        {
+            // Rust's parser takes exactly strtod's decimal syntax, signs
+            // aside (handled above, so a second one is refused).
+            if unsigned.starts_with(['+', '-']) {
+                return None;
+            }
+            let v: f64 = unsigned.parse().ok()?;
+            let mantissa = unsigned.split(['e', 'E']).next().unwrap_or("");
+            let underflow = v == 0.0 && mantissa.bytes().any(|c| matches!(c, b'1'..=b'9'));
+            (v, v.is_infinite() || underflow)
+        } else {
             return None;
-        }
-        let v: f64 = lower.parse().ok()?;
-        let mantissa = lower.split('e').next().unwrap_or("");
-        let underflow = v == 0.0 && mantissa.bytes().any(|c| matches!(c, b'1'..=b'9'));
-        (v, v.is_infinite() || underflow)
-    } else {
-        return None;
-    };
+        };
     Some((if negative { -v } else { v }, out_of_range))
 }
 
 /// The digits after `0x` of a C99 hexadecimal float (`1.8p1`): hex digits
 /// with an optional point, then an optional binary exponent.
 fn parse_hex_float(s: &str) -> Option<(f64, bool)> {
-    let (digits, exp) = match s.split_once('p') {
+    let (digits, exp) = match s.split_once(['p', 'P']) {
         Some((d, e)) => {
             let e = e.strip_prefix('+').unwrap_or(e);
             let digits_only = e.strip_prefix('-').unwrap_or(e);
@@ -103,14 +106,12 @@ fn parse_hex_float(s: &str) -> Option<(f64, bool)> {
                 return None;
             }
             // Past any double's range either way; saturated, not refused.
-            (
-                d,
-                e.parse::<i64>().unwrap_or(if e.starts_with('-') {
-                    -1 << 20
-                } else {
-                    1 << 20
-                }),
-            )
+            let past = if e.starts_with('-') {
+                -1 << 20
+            } else {
+                1 << 20
+            };
+            (d, e.parse::<i64>().unwrap_or(past))
         }
         None => (s, 0),
     };
@@ -120,10 +121,8 @@ fn parse_hex_float(s: &str) -> Option<(f64, bool)> {
     }
     let mut mantissa: u64 = 0;
     let mut scale: i64 = exp;
-    let mut nonzero = false;
     for (i, c) in int.chars().chain(frac.chars()).enumerate() {
         let d = c.to_digit(16)? as u64;
-        nonzero |= d != 0;
         if mantissa >> 60 == 0 {
             mantissa = mantissa << 4 | d;
             if i >= int.len() {
@@ -137,15 +136,11 @@ fn parse_hex_float(s: &str) -> Option<(f64, bool)> {
     if mantissa == 0 {
         return Some((0.0, false));
     }
-    let v = mantissa as f64 * 2f64.powi(scale.clamp(-2000, 2000) as i32);
-    let v = if v == 0.0 && nonzero && scale > -2000 {
-        // powi underflowed an intermediate step: scale in two halves.
-        let half = (scale / 2) as i32;
-        mantissa as f64 * 2f64.powi(half) * 2f64.powi(scale as i32 - half)
-    } else {
-        v
-    };
-    Some((v, v.is_infinite() || (v == 0.0 && nonzero)))
+    // In two halves, so that neither power of two leaves f64's range
+    // while the product is still in it.
+    let scale = scale.clamp(-2200, 2200) as i32;
+    let v = mantissa as f64 * 2f64.powi(scale / 2) * 2f64.powi(scale - scale / 2);
+    Some((v, v.is_infinite() || v == 0.0))
 }
 
 pub fn arg_f64(b: &[u8]) -> Result<f64, Frame> {

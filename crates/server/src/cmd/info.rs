@@ -4,6 +4,8 @@ use crate::dispatch::Outcome;
 use crate::state::Shared;
 use crate::util::{is, now_us};
 use bytes::Bytes;
+use durakv_engine::keyspace::Keyspace;
+use durakv_engine::shard::Shard;
 use durakv_engine::txn::Txn;
 use durakv_engine::Durability;
 use durakv_protocol::Frame;
@@ -58,11 +60,7 @@ const SECTIONS: &[(&str, bool)] = &[
 /// include writes the log refused; `wal_failure` says so.
 fn info(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let ks = &ctx.shared.store.keyspace;
-    let counts = || KeyCounts {
-        per_db: (0..ks.num_dbs()).map(|db| ks.db_stats(db)).collect(),
-        expired: ks.expired_keys(),
-    };
-    let (frame, counts_keys) = info_text(ctx, args, &mut { counts });
+    let (frame, counts_keys) = info_text(ctx, args, &mut || KeyCounts::locked(ks));
     let level = ctx
         .shared
         .effective_durability(ctx.client.durability, ctx.client.db);
@@ -81,29 +79,55 @@ fn info(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 /// counts come from what it holds rather than from locking the shards
 /// again.
 pub(crate) fn info_in_script(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
-    let num_dbs = ctx.shared.store.keyspace.num_dbs();
-    let mut counts = || {
-        let mut c = KeyCounts {
-            per_db: vec![(0, 0); num_dbs],
-            expired: 0,
-        };
-        for shard in txn.shards_mut() {
-            for (db, d) in shard.dbs.iter().enumerate() {
-                c.per_db[db].0 += d.len();
-                c.per_db[db].1 += d.volatile_len();
-                c.expired += d.expired_count();
-            }
-        }
-        c
-    };
-    info_text(ctx, args, &mut counts).0
+    let ks = &ctx.shared.store.keyspace;
+    info_text(ctx, args, &mut || KeyCounts::held(ks, txn)).0
 }
 
-/// What INFO reports of the keyspace: (keys, keys with a TTL) per
-/// database, and keys expired so far.
-struct KeyCounts {
+/// What INFO and MEMORY STATS report of the keyspace: (keys, keys with a
+/// TTL) per database, and keys expired so far.
+pub(super) struct KeyCounts {
     per_db: Vec<(usize, usize)>,
     expired: u64,
+}
+
+impl KeyCounts {
+    fn new(ks: &Keyspace) -> KeyCounts {
+        KeyCounts {
+            per_db: vec![(0, 0); ks.num_dbs()],
+            expired: 0,
+        }
+    }
+
+    fn add(&mut self, shard: &Shard) {
+        for (c, d) in self.per_db.iter_mut().zip(&shard.dbs) {
+            c.0 += d.len();
+            c.1 += d.volatile_len();
+            self.expired += d.expired_count();
+        }
+    }
+
+    /// Locking each shard in turn.
+    pub(super) fn locked(ks: &Keyspace) -> KeyCounts {
+        let mut c = KeyCounts::new(ks);
+        for i in 0..ks.num_shards() {
+            c.add(&ks.shard(i).lock());
+        }
+        c
+    }
+
+    /// From the shards `txn` holds: every one, as a script holds them
+    /// (locking them again would wait for ever).
+    pub(super) fn held(ks: &Keyspace, txn: &mut Txn<'_>) -> KeyCounts {
+        let mut c = KeyCounts::new(ks);
+        for shard in txn.shards_mut() {
+            c.add(shard);
+        }
+        c
+    }
+
+    pub(super) fn keys(&self) -> usize {
+        self.per_db.iter().map(|c| c.0).sum()
+    }
 }
 
 fn info_text(

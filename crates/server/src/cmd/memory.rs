@@ -7,6 +7,7 @@ use durakv_engine::txn::Txn;
 use durakv_engine::value::parse_i64;
 use durakv_protocol::Frame;
 
+use super::info::KeyCounts;
 use super::subcommands::*;
 
 pub fn commands() -> Vec<CommandSpec> {
@@ -79,16 +80,14 @@ fn memory(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
             // keys.count counts keys: it waits for the writes it counts.
             txn.depend_on(ctx.shared.store.keyspace.max_write_lsn());
             let used = crate::memory::used_memory_bytes();
-            let keys: usize = if txn.holds_all() {
-                // Called from a script, which holds every shard already.
-                txn.shards_mut()
-                    .map(|s| s.dbs.iter().map(|d| d.len()).sum::<usize>())
-                    .sum()
+            let ks = &ctx.shared.store.keyspace;
+            // From a script, which holds every shard already.
+            let keys = if txn.holds_all() {
+                KeyCounts::held(ks, txn)
             } else {
-                (0..ctx.shared.store.keyspace.num_dbs())
-                    .map(|db| ctx.shared.store.keyspace.db_len(db))
-                    .sum()
-            };
+                KeyCounts::locked(ks)
+            }
+            .keys();
             Ok(Frame::Map(vec![
                 (
                     bulk("peak.allocated"),

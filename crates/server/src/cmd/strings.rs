@@ -95,42 +95,44 @@ pub fn expire_arg(
     Ok(at as u64)
 }
 
+/// SET's and GETEX's expiry options: (milliseconds per unit, absolute).
+fn expire_option(a: &[u8]) -> Option<(i64, bool)> {
+    if is(a, "ex") {
+        Some((1000, false))
+    } else if is(a, "px") {
+        Some((1, false))
+    } else if is(a, "exat") {
+        Some((1000, true))
+    } else if is(a, "pxat") {
+        Some((1, true))
+    } else {
+        None
+    }
+}
+
+/// An expiry option after another of a different unit: a syntax error in
+/// Redis, where the same option again just takes its last value.
+fn other_unit(given: Option<(&Bytes, (i64, bool))>, unit: (i64, bool)) -> bool {
+    given.is_some_and(|(_, u)| u != unit)
+}
+
 fn set(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let db = ctx.db();
     let key = &args[1];
-    let mut expire = ExpireMode::Clear;
-    let (mut nx, mut xx, mut get_old, mut keepttl, mut has_expire) =
-        (false, false, false, false, false);
+    let (mut nx, mut xx, mut get_old, mut keepttl) = (false, false, false, false);
     // Redis checks the options' syntax before their values.
     let mut expire_given = None;
     let mut i = 3;
     while i < args.len() {
         let a = &args[i];
-        let next = args.get(i + 1);
-        let unit = if is(a, "ex") {
-            Some((1000, false))
-        } else if is(a, "px") {
-            Some((1, false))
-        } else if is(a, "exat") {
-            Some((1000, true))
-        } else if is(a, "pxat") {
-            Some((1, true))
-        } else {
-            None
-        };
-        if let Some((unit_ms, absolute)) = unit {
-            let Some(v) = next else {
+        if let Some(unit) = expire_option(a) {
+            let Some(v) = args.get(i + 1) else {
                 return Err(errors::err(errors::SYNTAX));
             };
-            // The same option again is taken (its last value counts), as
-            // in Redis; another unit, or KEEPTTL, is not.
-            let other_unit =
-                expire_given.is_some_and(|(_, u, abs)| (u, abs) != (unit_ms, absolute));
-            if other_unit || keepttl {
+            if keepttl || other_unit(expire_given, unit) {
                 return Err(errors::err(errors::SYNTAX));
             }
-            expire_given = Some((v, unit_ms, absolute));
-            has_expire = true;
+            expire_given = Some((v, unit));
             i += 2;
             continue;
         }
@@ -140,17 +142,20 @@ fn set(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
             xx = true;
         } else if is(a, "get") {
             get_old = true;
-        } else if is(a, "keepttl") && !has_expire {
+        } else if is(a, "keepttl") && expire_given.is_none() {
             keepttl = true;
-            expire = ExpireMode::Keep;
         } else {
             return Err(errors::err(errors::SYNTAX));
         }
         i += 1;
     }
-    if let Some((v, unit_ms, absolute)) = expire_given {
-        expire = ExpireMode::At(expire_arg(v, unit_ms, absolute, txn.now_ms, "set")?);
-    }
+    let expire = match expire_given {
+        Some((v, (unit_ms, absolute))) => {
+            ExpireMode::At(expire_arg(v, unit_ms, absolute, txn.now_ms, "set")?)
+        }
+        None if keepttl => ExpireMode::Keep,
+        None => ExpireMode::Clear,
+    };
     let old = if get_old {
         read_string(txn, db, key)?
     } else {
@@ -269,9 +274,8 @@ enum GetexAction {
 
 fn getex(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let mut action = GetexAction::Nothing;
-    // Redis checks the options' syntax before their values, and takes an
-    // option again (the last value counts) but not two different ones.
-    let mut expire_given: Option<(&Bytes, i64, bool)> = None;
+    // Redis checks the options' syntax before their values.
+    let mut expire_given = None;
     let mut i = 2;
     while i < args.len() {
         let a = &args[i];
@@ -283,28 +287,16 @@ fn getex(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
             i += 1;
             continue;
         }
-        let (unit_ms, absolute) = if is(a, "ex") {
-            (1000, false)
-        } else if is(a, "px") {
-            (1, false)
-        } else if is(a, "exat") {
-            (1000, true)
-        } else if is(a, "pxat") {
-            (1, true)
-        } else {
+        let (Some(unit), Some(v)) = (expire_option(a), args.get(i + 1)) else {
             return Err(errors::err(errors::SYNTAX));
         };
-        let Some(v) = args.get(i + 1) else {
-            return Err(errors::err(errors::SYNTAX));
-        };
-        let other_unit = expire_given.is_some_and(|(_, u, abs)| (u, abs) != (unit_ms, absolute));
-        if matches!(action, GetexAction::Persist) || other_unit {
+        if matches!(action, GetexAction::Persist) || other_unit(expire_given, unit) {
             return Err(errors::err(errors::SYNTAX));
         }
-        expire_given = Some((v, unit_ms, absolute));
+        expire_given = Some((v, unit));
         i += 2;
     }
-    if let Some((v, unit_ms, absolute)) = expire_given {
+    if let Some((v, (unit_ms, absolute))) = expire_given {
         let ms = expire_arg(v, unit_ms, absolute, txn.now_ms, "getex")?;
         action = GetexAction::At { ms, absolute };
     }
