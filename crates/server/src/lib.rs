@@ -141,10 +141,19 @@ pub fn serve_until_shutdown(shared: Arc<Shared>) -> Result<(), String> {
             .unwrap_or(2),
         n => n,
     };
-    let rt = tokio::runtime::Builder::new_multi_thread()
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    builder
         .worker_threads(threads)
         .enable_all()
-        .thread_name("durakv-io")
+        .thread_name("durakv-io");
+    // Tokio's LIFO slot runs the last task woken first, so two connections
+    // made readable by one poll ran newest first: a PUBLISH sent just after
+    // another client's UNSUBSCRIBE, or an LPUSH just after another's EXEC,
+    // overtook it. Redis serves them in arrival order and its test suite
+    // (and some applications) rely on it. No throughput cost measured.
+    #[cfg(tokio_unstable)]
+    builder.disable_lifo_slot();
+    let rt = builder
         .build()
         .map_err(|e| format!("cannot start runtime: {e}"))?;
     let scheduler = checkpointer::spawn(shared.clone())

@@ -611,6 +611,22 @@ fn xadd_and_xtrim_errors_come_in_redis_order() {
         err(&mut c, &["XADD", "s", "LIMIT", "1", "*", "f", "v"]),
         "ERR syntax error, LIMIT cannot be used without specifying a trimming strategy"
     );
+    // A nonzero LIMIT wants a strategy before XTRIM's own check; LIMIT 0
+    // only wants the `~`, even without a strategy.
+    assert_eq!(
+        err(&mut c, &["XTRIM", "s", "LIMIT", "1"]),
+        "ERR syntax error, LIMIT cannot be used without specifying a trimming strategy"
+    );
+    for cmd in [
+        &["XADD", "s", "LIMIT", "0", "0", "f", "v"][..],
+        &["XADD", "s", "NOMKSTREAM", "LIMIT", "0", "1-1", "f", "v"],
+        &["XTRIM", "s", "MINID", "0", "LIMIT", "0"],
+    ] {
+        assert_eq!(
+            err(&mut c, cmd),
+            "ERR syntax error, LIMIT cannot be used without the special ~ option"
+        );
+    }
     // ZRANGE by rank lets a LIMIT that takes everything through.
     let _: i64 = q(&mut c, &["ZADD", "z", "1", "a", "2", "b"]);
     let got: Vec<String> = q(&mut c, &["ZRANGE", "z", "0", "-1", "LIMIT", "5", "-1"]);

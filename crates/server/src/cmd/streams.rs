@@ -257,17 +257,26 @@ fn trim_option(
     Ok(false)
 }
 
-fn finish_trim(trim: Option<Trim>, limit: Option<u64>) -> Result<Option<Trim>, Frame> {
-    match trim {
-        None if limit.is_some() => Err(errors::err(
+/// Checks a trim request as Redis does, in its order: a nonzero LIMIT needs
+/// a strategy, XTRIM needs one even without LIMIT, and any LIMIT (0 too)
+/// needs `~`.
+fn finish_trim(trim: Option<Trim>, limit: Option<u64>, xtrim: bool) -> Result<Option<Trim>, Frame> {
+    if trim.is_none() && limit.is_some_and(|l| l > 0) {
+        return Err(errors::err(
             "ERR syntax error, LIMIT cannot be used without specifying a trimming strategy",
-        )),
-        Some(t) if limit.is_some() && !t.approx => Err(errors::err(
-            "ERR syntax error, LIMIT cannot be used without the special ~ option",
-        )),
-        Some(t) => Ok(Some(Trim { limit, ..t })),
-        None => Ok(None),
+        ));
     }
+    if trim.is_none() && xtrim {
+        return Err(errors::err(
+            "ERR syntax error, XTRIM must be called with a trimming strategy",
+        ));
+    }
+    if limit.is_some() && !trim.is_some_and(|t| t.approx) {
+        return Err(errors::err(
+            "ERR syntax error, LIMIT cannot be used without the special ~ option",
+        ));
+    }
+    Ok(trim.map(|t| Trim { limit, ..t }))
 }
 
 /// Applies `trim` to the stream at `key`; returns how many entries went.
@@ -302,12 +311,7 @@ fn xtrim(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
             return Err(super::syntax());
         }
     }
-    if trim.is_none() {
-        return Err(errors::err(
-            "ERR syntax error, XTRIM must be called with a trimming strategy",
-        ));
-    }
-    let Some(trim) = finish_trim(trim, limit)? else {
+    let Some(trim) = finish_trim(trim, limit, true)? else {
         return Err(super::syntax());
     };
     let db = ctx.db();
@@ -372,7 +376,7 @@ fn xadd(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     // Redis's order: the ID, then the trimming options, then the count of
     // field-value arguments.
     let want = args.get(i).map(|a| new_id(a)).transpose()?;
-    let trim = finish_trim(trim, limit)?;
+    let trim = finish_trim(trim, limit, false)?;
     let fields = args.len().saturating_sub(i + 1);
     let Some(want) = want.filter(|_| fields > 0 && fields.is_multiple_of(2)) else {
         return Err(errors::wrong_args("xadd"));
