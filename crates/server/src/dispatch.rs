@@ -131,10 +131,15 @@ fn run(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> Outcome {
                 spec.key_indexes(args)
             };
             let keys = idx.iter().map(|&i| &args[i][..]);
-            let mut txn = match lock(ctx.shared, all, keys) {
+            let txn = match lock(ctx.shared, all, keys) {
                 Ok(t) => t,
                 Err(busy) => return Outcome::now(busy),
             };
+            if spec.is_write() && demoted_meanwhile(ctx) {
+                drop(txn);
+                return reject(ctx, spec, Frame::error(errors::READONLY_REPLICA));
+            }
+            let mut txn = txn;
             txn.set_no_touch(ctx.client.no_touch);
             ctx.client.may_block = spec.flags & flags::BLOCKING != 0;
             let frame = into_frame(crate::notify::run_data(f, ctx, &mut txn, spec, args));
@@ -142,6 +147,13 @@ fn run(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> Outcome {
             finish(ctx, txn, frame)
         }
     }
+}
+
+/// A write that passed the READONLY check, then waited for its locks while
+/// this server became a replica (FAILOVER hands over under every shard
+/// lock): it is refused, not applied where no stream carries it on.
+fn demoted_meanwhile(ctx: &Ctx<'_>) -> bool {
+    ctx.shared.repl.is_replica() && !ctx.client.is_master && crate::repl::read_only(ctx.shared)
 }
 
 /// Locks every shard (`all`) or those of `keys`. Waits with a timeout, so
@@ -402,6 +414,20 @@ pub fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
             return Outcome::now(busy);
         }
     };
+    let writes = || {
+        multi
+            .queued
+            .iter()
+            .any(|a| lookup(&a[0]).is_some_and(|s| s.is_write()))
+    };
+    if demoted_meanwhile(ctx) && writes() {
+        drop(txn);
+        unwatch_all(ctx);
+        return Outcome::now(Frame::error(format!(
+            "EXECABORT Transaction discarded because of: {}",
+            errors::READONLY_REPLICA
+        )));
+    }
     txn.set_no_touch(ctx.client.no_touch);
     let now = txn.now_ms;
     let expired = ctx

@@ -1,15 +1,15 @@
-//! CLIENT PAUSE / UNPAUSE: for a while, clients' commands (all of them, or
-//! those that write) are held, not refused: each connection stops before
-//! such a command and runs it once the pause ends. Operators use it to let
-//! a replica catch up before they promote it. Replication links are never
-//! held, and while a pause lasts active expiry deletes nothing, so the
-//! dataset stands still.
+//! CLIENT PAUSE / UNPAUSE, and FAILOVER's hold on writes: for a while,
+//! clients' commands (all of them, or those that write) are held, not
+//! refused: each connection stops before such a command and runs it once
+//! the pause ends. Operators use it to let a replica catch up before they
+//! promote it. Replication links are never held, and while a pause lasts
+//! active expiry deletes nothing, so the dataset stands still.
 
 use crate::command::{flags, CommandSpec};
 use bytes::Bytes;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -19,11 +19,23 @@ pub enum Mode {
     All,
 }
 
+/// A pause from CLIENT PAUSE and one from FAILOVER, kept apart as in
+/// Redis: CLIENT UNPAUSE does not end a failover's hold on writes, and the
+/// end of a failover does not end an operator's pause.
+#[derive(Default)]
+struct Slots {
+    client: Option<(Instant, Mode)>,
+    failover: bool,
+}
+
+/// How far off a failover's pause reports its end: it has none of its own.
+const FAILOVER_HOLD: Duration = Duration::from_secs(365 * 24 * 3600);
+
 #[derive(Default)]
 pub struct Pause {
     /// A pause may be in force: the one load every command pays.
     active: AtomicBool,
-    state: Mutex<Option<(Instant, Mode)>>,
+    state: Mutex<Slots>,
     /// Wakes held connections when a pause is lifted or replaced.
     changed: Notify,
     /// Connections holding a request: they count in INFO's
@@ -36,40 +48,58 @@ impl Pause {
     /// as in Redis.
     pub fn pause(&self, until: Instant, mode: Mode) {
         let mut s = self.state.lock();
-        *s = Some(match *s {
+        s.client = Some(match s.client {
             Some((end, m)) if end > Instant::now() => (end.max(until), m.max(mode)),
             _ => (until, mode),
         });
-        self.active.store(true, Ordering::Release);
-        durakv_engine::db::keep_expired(true);
+        self.settle(&s);
         drop(s);
         self.changed.notify_waiters();
     }
 
+    /// Ends CLIENT PAUSE's pause (not a failover's).
     pub fn unpause(&self) {
-        self.end(&mut self.state.lock());
+        let mut s = self.state.lock();
+        s.client = None;
+        self.settle(&s);
+        drop(s);
         self.changed.notify_waiters();
     }
 
-    /// No pause from now on; `s` is the locked state.
-    fn end(&self, s: &mut Option<(Instant, Mode)>) {
-        *s = None;
-        self.active.store(false, Ordering::Release);
-        durakv_engine::db::keep_expired(false);
+    /// Holds writes while a failover waits for its replica (`on`), or
+    /// stops holding them for it.
+    pub fn hold_for_failover(&self, on: bool) {
+        let mut s = self.state.lock();
+        s.failover = on;
+        self.settle(&s);
+        drop(s);
+        self.changed.notify_waiters();
     }
 
-    /// The pause in force now, if any.
+    /// Publishes whether any pause is in force; `s` is the locked state.
+    fn settle(&self, s: &Slots) {
+        let on = s.client.is_some() || s.failover;
+        self.active.store(on, Ordering::Release);
+        durakv_engine::db::keep_expired(on);
+    }
+
+    /// The pause in force now, if any: a failover holds writes until it
+    /// ends, widened by any CLIENT PAUSE.
     pub fn current(&self) -> Option<(Instant, Mode)> {
         if !self.active.load(Ordering::Acquire) {
             return None;
         }
         let mut s = self.state.lock();
-        match *s {
-            Some((end, _)) if end <= Instant::now() => {
-                self.end(&mut s);
-                None
-            }
-            other => other,
+        let now = Instant::now();
+        if s.client.is_some_and(|(end, _)| end <= now) {
+            s.client = None;
+            self.settle(&s);
+        }
+        match (s.client, s.failover) {
+            // Held reads must wake when the wider pause ends.
+            (Some((end, Mode::All)), true) => Some((end, Mode::All)),
+            (_, true) => Some((now + FAILOVER_HOLD, Mode::Write)),
+            (c, false) => c,
         }
     }
 
@@ -172,6 +202,33 @@ mod tests {
         );
         p.unpause();
         assert!(!p.holds(set, &s, None, &no));
+    }
+
+    #[test]
+    fn a_failover_hold_and_client_pause_end_apart() {
+        let p = Pause::default();
+        let no = |_: &CommandSpec, _: &[Bytes]| false;
+        let (get, g) = call("get");
+        let (set, s) = call("set");
+        p.hold_for_failover(true);
+        assert!(p.holds(set, &s, None, &no));
+        assert!(!p.holds(get, &g, None, &no));
+        p.pause(Instant::now() + Duration::from_millis(20), Mode::All);
+        assert!(p.holds(get, &g, None, &no));
+        p.unpause();
+        assert!(
+            p.holds(set, &s, None, &no),
+            "CLIENT UNPAUSE leaves the failover's hold"
+        );
+        assert!(!p.holds(get, &g, None, &no));
+        p.pause(Instant::now() + Duration::from_secs(60), Mode::Write);
+        p.hold_for_failover(false);
+        assert!(
+            p.holds(set, &s, None, &no),
+            "the end of a failover leaves CLIENT PAUSE"
+        );
+        p.unpause();
+        assert!(!p.is_paused());
     }
 
     #[test]

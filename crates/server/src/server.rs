@@ -59,6 +59,7 @@ pub async fn serve(shared: Arc<Shared>) -> std::io::Result<()> {
     let replication = [
         tokio::spawn(crate::repl::replica::supervise(shared.clone())),
         tokio::spawn(crate::repl::primary::ping_replicas(shared.clone())),
+        tokio::spawn(crate::repl::failover::run(shared.clone())),
     ];
     let mut accepts = Vec::new();
     spawn_accepts(&shared, listening, &mut accepts);

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{eventually, q, Server};
+use common::{eventually, info_field, q, Server};
 use redis::Connection;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -15,14 +15,6 @@ const DEBUG: [&str; 2] = ["--enable-debug-command", "yes"];
 
 fn ok(c: &mut Connection, args: &[&str]) {
     let _: redis::Value = q(c, args);
-}
-
-fn info_field(c: &mut Connection, section: &str, field: &str) -> String {
-    let info: String = q(c, &["INFO", section]);
-    info.lines()
-        .find_map(|l| l.strip_prefix(&format!("{field}:")))
-        .unwrap_or_default()
-        .to_string()
 }
 
 fn link_up(r: &mut Connection) -> bool {

@@ -290,6 +290,7 @@ static REDIS: &[(&str, u32)] = &[
     ("expire", KEYSPACE | WRITE | FAST),
     ("expireat", KEYSPACE | WRITE | FAST),
     ("expiretime", KEYSPACE | READ | FAST),
+    ("failover", ADMIN | SLOW | DANGEROUS),
     ("fcall", SLOW | SCRIPTING),
     ("fcall_ro", SLOW | SCRIPTING),
     ("flushall", KEYSPACE | WRITE | SLOW | DANGEROUS),

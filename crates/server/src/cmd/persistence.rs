@@ -167,7 +167,7 @@ fn waitaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     if numlocal == 1 && !unlogged && lsn > ctx.shared.durable_lsn() {
         ctx.shared.store.wal.request_sync_upto(lsn);
     }
-    ask_for_acks(ctx.shared);
+    ctx.shared.repl.request_acks();
     let local_done = |shared: &crate::state::Shared| !unlogged && lsn <= shared.durable_lsn();
     let (local, count) = poll_until(ctx, timeout_ms, |shared| {
         let local = local_done(shared);
@@ -176,16 +176,6 @@ fn waitaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         (done, (local, n))
     });
     Outcome::now(pair(i64::from(local), count))
-}
-
-/// Asks the replicas for an acknowledgement now (REPLCONF GETACK *).
-fn ask_for_acks(shared: &crate::state::Shared) {
-    if shared.repl.replicas.lock().is_empty() {
-        return;
-    }
-    let mut getack = Vec::new();
-    crate::repl::effects::resp(&mut getack, &[b"REPLCONF", b"GETACK", b"*"]);
-    shared.repl.stream.append_raw(&getack);
 }
 
 /// Polls `check` until it says done, the timeout passes (0: none), the
@@ -237,7 +227,7 @@ fn wait(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     if count as i64 >= wanted || repl.replicas.lock().is_empty() {
         return Ok(Frame::Integer(count as i64));
     }
-    ask_for_acks(ctx.shared);
+    ctx.shared.repl.request_acks();
     let count = poll_until(ctx, timeout_ms, |shared| {
         let n = shared.repl.acked(target);
         (n as i64 >= wanted, n)

@@ -1,4 +1,4 @@
-//! REPLICAOF / SLAVEOF, and the commands a replica sends its primary:
+//! REPLICAOF / SLAVEOF, FAILOVER, and the commands a replica sends its primary:
 //! REPLCONF, PSYNC and SYNC (see `crate::repl`).
 
 use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Reply, NO_KEYS};
@@ -15,6 +15,7 @@ pub fn commands() -> Vec<CommandSpec> {
         spec("slaveof", 3, ADMIN | NOSCRIPT | STALE, NO_KEYS, Handler::Conn(replicaof), "server", "Sets a Redis server as a replica of another, or promotes it to being a master."),
         spec("replconf", -1, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, Handler::Conn(replconf), "server", "An internal command for configuring the replication stream."),
         spec("psync", -3, ADMIN | NOSCRIPT | NO_MULTI, NO_KEYS, Handler::Conn(psync), "server", "An internal command used in replication."),
+        spec("failover", -1, ADMIN | NOSCRIPT | STALE, NO_KEYS, Handler::Conn(failover), "server", "Starts a coordinated failover from a server to one of its replicas."),
         spec("sync", 1, ADMIN | NOSCRIPT | NO_MULTI, NO_KEYS, Handler::Conn(sync), "server", "An internal command used in replication."),
     ]
 }
@@ -47,6 +48,52 @@ fn replicaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         "REPLICAOF {host}:{port} enabled (user request from client {})",
         ctx.client.id()
     );
+    Ok(Frame::ok())
+}
+
+/// `FAILOVER [TO host port [FORCE]] [TIMEOUT ms] | FAILOVER ABORT`, checked
+/// in Redis's order (see `crate::repl::failover`).
+fn failover(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+    use crate::repl::failover::Request;
+    if args.len() == 2 && is(&args[1], "abort") {
+        if !ctx.shared.repl.failover.abort_by_user(ctx.shared) {
+            return Err(Frame::error("ERR No failover in progress."));
+        }
+        return Ok(Frame::ok());
+    }
+    let mut req = Request {
+        target: None,
+        timeout: None,
+        force: false,
+    };
+    let mut i = 1;
+    while i < args.len() {
+        let more = args.len() - 1 - i;
+        if is(&args[i], "timeout") && more >= 1 && req.timeout.is_none() {
+            let ms = crate::util::arg_i64(&args[i + 1])?;
+            if ms <= 0 {
+                return Err(Frame::error("ERR FAILOVER timeout must be greater than 0"));
+            }
+            req.timeout = Some(std::time::Duration::from_millis(ms as u64));
+            i += 2;
+        } else if is(&args[i], "to") && more >= 2 && req.target.is_none() {
+            let port = crate::util::arg_i64(&args[i + 2])?;
+            let host = String::from_utf8_lossy(&args[i + 1]).into_owned();
+            // A port no replica listens on matches none, as in Redis.
+            req.target = Some((host, u16::try_from(port).unwrap_or(0)));
+            i += 3;
+        } else if is(&args[i], "force") && !req.force {
+            req.force = true;
+            i += 1;
+        } else {
+            return Err(errors::err(errors::SYNTAX));
+        }
+    }
+    ctx.shared
+        .repl
+        .failover
+        .start(ctx.shared, req)
+        .map_err(Frame::error)?;
     Ok(Frame::ok())
 }
 
@@ -132,6 +179,12 @@ fn psync(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         .and_then(|o| o.parse::<i64>().ok())
         .ok_or_else(|| errors::err(errors::NOT_INTEGER))?;
     let replid = String::from_utf8_lossy(&args[1]).into_owned();
+    if args.get(3).is_some_and(|a| is(a, "failover")) {
+        take_over(ctx, &replid)?;
+    }
+    if ctx.shared.repl.failover.phase() != crate::repl::failover::Phase::None {
+        return Err(Frame::error("NOMASTERLINK Can't SYNC while failing over"));
+    }
     begin_sync(
         ctx,
         PsyncRequest {
@@ -140,6 +193,29 @@ fn psync(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             legacy: false,
         },
     )
+}
+
+/// `PSYNC <replid> <offset> FAILOVER` from this replica's primary, which
+/// holds its writes and hands over (its FAILOVER command): this server
+/// becomes a primary, and the PSYNC then continues the old primary as its
+/// replica from the backlog.
+fn take_over(ctx: &mut Ctx<'_>, replid: &str) -> Result<(), Frame> {
+    let repl = &ctx.shared.repl;
+    if !repl.is_replica() {
+        return Err(Frame::error(
+            "ERR PSYNC FAILOVER can't be sent to a master.",
+        ));
+    }
+    if repl.ids.lock().replid != replid {
+        return Err(Frame::error(
+            "ERR PSYNC FAILOVER replid must match my replid.",
+        ));
+    }
+    repl.promote(ctx.shared);
+    crate::repl::replica::forget_origin(ctx.shared);
+    remember_primary(ctx, "");
+    tracing::info!("Failover request received for replid {replid}.");
+    Ok(())
 }
 
 fn sync(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {

@@ -5,12 +5,14 @@
 //!
 //! - [`backlog`]: the stream's recent bytes and its offsets.
 //! - [`effects`]: committed mutations as Redis commands.
+//! - [`failover`]: FAILOVER, a planned switch of roles with a replica.
 //! - [`rdb`]: the RDB file a full sync carries.
 //! - [`primary`]: serving a replica's connection.
 //! - [`replica`]: the link to this server's primary.
 
 pub mod backlog;
 pub mod effects;
+pub mod failover;
 pub mod primary;
 pub mod rdb;
 pub mod replica;
@@ -187,6 +189,7 @@ pub struct Replication {
     /// under it, so the snapshot and the stream after its offset never
     /// overlap or leave a gap.
     pub apply_gate: Mutex<()>,
+    pub failover: failover::Failover,
 }
 
 /// Marks a reply dependency at level `replicated`: the LSN with this bit
@@ -253,6 +256,7 @@ impl Replication {
             resumable: AtomicBool::new(false),
             loading: AtomicBool::new(false),
             apply_gate: Mutex::new(()),
+            failover: failover::Failover::default(),
         }
     }
 
@@ -345,6 +349,16 @@ impl Replication {
                 h.kill();
             }
         }
+    }
+
+    /// Asks the replicas for an acknowledgement now (REPLCONF GETACK *).
+    pub fn request_acks(&self) {
+        if self.replicas.lock().is_empty() {
+            return;
+        }
+        let mut getack = Vec::new();
+        effects::resp(&mut getack, &[b"REPLCONF", b"GETACK", b"*"]);
+        self.stream.append_raw(&getack);
     }
 
     /// DEBUG CHANGE-REPL-ID: a new ID, and no previous one.
@@ -489,9 +503,7 @@ pub fn info_section(shared: &crate::state::Shared) -> String {
             ),
         );
     }
-    if !repl.is_replica() {
-        f("master_failover_state", "no-failover".into());
-    }
+    f("master_failover_state", repl.failover.phase().name().into());
     let ids = repl.ids.lock();
     f("master_replid", ids.replid.clone());
     f("master_replid2", ids.replid2.clone());

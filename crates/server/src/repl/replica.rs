@@ -70,6 +70,12 @@ async fn link(shared: Arc<Shared>, host: String, port: u16) {
     loop {
         if let Err(e) = session(&shared, &host, port, generation).await {
             tracing::warn!("replication link to {host}:{port}: {e}");
+            // A failover whose target cannot be reached leaves this server
+            // the primary rather than no server at all.
+            if shared.repl.failover.in_progress() {
+                super::failover::abort(&shared, &format!("cannot reach the target: {e}"));
+                return;
+            }
         }
         {
             let mut l = shared.repl.link.lock();
@@ -251,18 +257,27 @@ async fn sync_over<S: Stream>(
             ("?".to_string(), "-1".to_string())
         }
     };
-    let mut reply = ask(
-        stream,
-        &mut buf,
-        &[b"PSYNC", replid.as_bytes(), offset.as_bytes()],
-    )
-    .await?;
+    // A primary handing over (FAILOVER) asks its replica to take over.
+    let failing_over = shared.repl.failover.in_progress();
+    let mut psync: Vec<&[u8]> = vec![b"PSYNC", replid.as_bytes(), offset.as_bytes()];
+    if failing_over {
+        psync.push(b"FAILOVER");
+    }
+    let mut reply = ask(stream, &mut buf, &psync).await?;
     // A Redis primary sends newlines to keep the link alive until its
     // snapshot starts (`repl-diskless-sync-delay`).
     while reply.is_empty() {
         reply = read_line(stream, &mut buf).await?;
     }
     let words: Vec<&str> = reply.split_whitespace().collect();
+    let accepted = matches!(words.first().copied(), Some("+FULLRESYNC" | "+CONTINUE"));
+    if failing_over {
+        if !accepted {
+            super::failover::abort(shared, "Failover target rejected psync request");
+            return Err(format!("PSYNC FAILOVER: {reply}"));
+        }
+        shared.repl.failover.completed(shared);
+    }
     match words.first().copied() {
         Some("+FULLRESYNC") if words.len() >= 3 => {
             let id = words[1].to_string();

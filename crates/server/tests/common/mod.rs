@@ -388,3 +388,13 @@ impl Drop for RealRedis {
         let _ = self.child.wait();
     }
 }
+
+/// One field of an INFO section ("" when the server does not report it).
+pub fn info_field(c: &mut redis::Connection, section: &str, field: &str) -> String {
+    let info: String = q(c, &["INFO", section]);
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
