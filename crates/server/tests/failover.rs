@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{err, eventually, info_field, q, try_q, Server};
+use common::{err, eventually, info_field, q, try_q, RealRedis, Server};
 use redis::Connection;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -294,4 +294,52 @@ fn a_target_that_refuses_leaves_the_primary_in_charge() {
     synced(&mut ac, &mut bc);
     let v: String = q(&mut bc, &["GET", "k"]);
     assert_eq!(v, "2");
+}
+
+/// The migration path both ways with Redis 7: a Redis primary hands over
+/// to its durakv replica, then durakv hands back, each with a partial
+/// resync and every key on both.
+#[test]
+fn failover_between_redis_and_durakv_both_ways() {
+    let Some(redis) = RealRedis::start(&["--repl-diskless-sync-delay", "0"]) else {
+        return;
+    };
+    let mut rc = redis.conn();
+    let _: () = q(&mut rc, &["SET", "from-redis", "1"]);
+    let _: () = q(&mut rc, &["HSET", "h", "a", "1", "b", "2"]);
+    let d = Server::start(&["--replicaof", &format!("127.0.0.1 {}", redis.port)]);
+    let mut dc = d.conn();
+    synced(&mut rc, &mut dc);
+
+    let _: () = q(
+        &mut rc,
+        &["FAILOVER", "TO", "127.0.0.1", &d.port.to_string()],
+    );
+    eventually("Redis to hand over", || state(&mut rc) == "no-failover");
+    assert_eq!(role(&mut dc), "master");
+    assert_eq!(role(&mut rc), "slave");
+    assert_eq!(stat(&mut dc, "sync_partial_ok"), 1);
+    let _: () = q(&mut dc, &["SET", "from-durakv", "2"]);
+    synced(&mut dc, &mut rc);
+    let v: Option<String> = q(&mut rc, &["GET", "from-durakv"]);
+    assert_eq!(v.as_deref(), Some("2"));
+
+    let (fulls, psyncs) = (stat(&mut rc, "sync_full"), stat(&mut rc, "sync_partial_ok"));
+    let _: () = q(
+        &mut dc,
+        &["FAILOVER", "TO", "127.0.0.1", &redis.port.to_string()],
+    );
+    eventually("durakv to hand back", || state(&mut dc) == "no-failover");
+    assert_eq!(role(&mut rc), "master");
+    assert_eq!(role(&mut dc), "slave");
+    assert_eq!(stat(&mut rc, "sync_full"), fulls);
+    assert_eq!(stat(&mut rc, "sync_partial_ok"), psyncs + 1);
+    let _: () = q(&mut rc, &["SET", "back", "3"]);
+    synced(&mut rc, &mut dc);
+    for k in ["from-redis", "from-durakv", "back"] {
+        let v: Option<String> = q(&mut dc, &["GET", k]);
+        assert!(v.is_some(), "{k}");
+    }
+    let n: i64 = q(&mut dc, &["HLEN", "h"]);
+    assert_eq!(n, 2);
 }
