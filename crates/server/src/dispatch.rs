@@ -232,7 +232,10 @@ fn refuse_for_memory(ctx: &mut Ctx<'_>, spec: &CommandSpec) -> Option<Frame> {
 /// discarded with the reason, as Redis does (a client whose EXEC met a
 /// busy script must not be left in MULTI, nor have half of it run).
 fn reject(ctx: &mut Ctx<'_>, spec: &CommandSpec, error: Frame) -> Outcome {
-    if spec.name == "exec" && ctx.client.multi.take().is_some() {
+    // Redis aborts a rejected EXEC's transaction, and says so even when
+    // there was none (an EXEC before AUTH).
+    if spec.name == "exec" {
+        ctx.client.multi = None;
         ctx.shared.cmdstats.rejected(spec);
         unwatch_all(ctx);
         let reason = match &error {

@@ -81,6 +81,15 @@ pub fn unknown_subcommand(sub: &[u8], cmd: &str) -> Frame {
     ))
 }
 
+/// Redis's reply when a subcommand's arguments fit none of its forms.
+pub fn sub_usage(sub: &[u8], cmd: &str) -> Frame {
+    Frame::error(format!(
+        "ERR unknown subcommand or wrong number of arguments for '{}'. Try {} HELP.",
+        String::from_utf8_lossy(sub),
+        cmd.to_ascii_uppercase()
+    ))
+}
+
 pub fn invalid_expire(cmd: &str) -> Frame {
     Frame::error(INVALID_EXPIRE.replace("{}", &cmd.to_ascii_lowercase()))
 }

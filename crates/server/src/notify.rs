@@ -485,9 +485,9 @@ fn events_of(
         KeyOp::ZRem(_) => emit(
             ZSET,
             match cmd {
-                "zremrangebyscore" => "zrembyscore",
-                "zremrangebyrank" => "zrembyrank",
-                "zremrangebylex" => "zrembylex",
+                "zremrangebyscore" => "zremrangebyscore",
+                "zremrangebyrank" => "zremrangebyrank",
+                "zremrangebylex" => "zremrangebylex",
                 "zpopmin" | "bzpopmin" => "zpopmin",
                 "zpopmax" | "bzpopmax" => "zpopmax",
                 "zmpop" | "bzmpop" if args.iter().any(|a| is(a, "max")) => "zpopmax",

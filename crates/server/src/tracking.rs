@@ -579,7 +579,10 @@ pub fn run_data(
         let local = &mut ctx.client.tracking;
         for m in &txn.mutations()[before..] {
             match m {
-                Mutation::Key { key, .. } => local.written.push((key.clone(), true)),
+                Mutation::Key { key, op, .. } if crate::watch::touches_value(op) => {
+                    local.written.push((key.clone(), true))
+                }
+                Mutation::Key { .. } => {}
                 Mutation::FlushDb { .. } | Mutation::FlushAll => local.flushed = true,
                 Mutation::SwapDb { .. } | Mutation::Function(_) | Mutation::ReplOrigin(_) => {}
             }
@@ -625,7 +628,9 @@ pub fn written_keys(shared: &Shared, muts: &[Mutation]) -> Option<Vec<(Bytes, bo
     let keys: Vec<(Bytes, bool)> = muts
         .iter()
         .filter_map(|m| match m {
-            Mutation::Key { key, .. } => Some((key.clone(), true)),
+            Mutation::Key { key, op, .. } if crate::watch::touches_value(op) => {
+                Some((key.clone(), true))
+            }
             _ => None,
         })
         .collect();

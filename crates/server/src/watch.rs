@@ -3,7 +3,8 @@
 //! then checks the flag under the same locks, so no write slips between).
 
 use bytes::Bytes;
-use durakv_engine::mutation::Mutation;
+use durakv_engine::mutation::{KeyOp, Mutation};
+use durakv_engine::stream_op::StreamOp;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -56,6 +57,7 @@ impl WatchRegistry {
         let keys = self.keys.lock();
         for m in muts {
             match m {
+                Mutation::Key { op, .. } if !touches_value(op) => {}
                 Mutation::Key { db, key, .. } => {
                     if let Some(list) = keys.get(&(*db as usize, key.clone())) {
                         for (_, f) in list {
@@ -67,14 +69,12 @@ impl WatchRegistry {
                 // existed before they ran (`touch_flushed`); a watched key
                 // that was absent is not touched by emptying the database.
                 // Libraries are no key a client can watch.
+                // SWAPDB likewise (`touch_swapped`).
                 Mutation::FlushDb { .. }
                 | Mutation::FlushAll
+                | Mutation::SwapDb { .. }
                 | Mutation::Function(_)
                 | Mutation::ReplOrigin(_) => {}
-                Mutation::SwapDb { a, b } => {
-                    mark_db(&keys, *a as usize);
-                    mark_db(&keys, *b as usize);
-                }
             }
         }
     }
@@ -84,12 +84,23 @@ impl WatchRegistry {
     /// Before FLUSHDB (`db`) or FLUSHALL (`None`) runs: marks the watchers
     /// of the watched keys that exist (`exists`), as Redis does.
     pub fn touch_flushed(&self, db: Option<usize>, mut exists: impl FnMut(usize, &Bytes) -> bool) {
+        self.touch_where(|d, key| db.is_none_or(|db| db == d) && exists(d, key));
+    }
+
+    /// Before SWAPDB `a` `b` runs: marks the watchers of a key in either
+    /// database that exists in either, as Redis does (a key absent from
+    /// both reads the same after the swap).
+    pub fn touch_swapped(&self, a: usize, b: usize, mut exists: impl FnMut(usize, &Bytes) -> bool) {
+        self.touch_where(|d, key| (d == a || d == b) && (exists(a, key) || exists(b, key)));
+    }
+
+    fn touch_where(&self, mut hit: impl FnMut(usize, &Bytes) -> bool) {
         if !self.is_active() {
             return;
         }
         let keys = self.keys.lock();
         for ((d, key), list) in keys.iter() {
-            if db.is_none_or(|db| db == *d) && exists(*d, key) {
+            if hit(*d, key) {
                 for (_, f) in list {
                     f.store(true, Ordering::Release);
                 }
@@ -98,12 +109,17 @@ impl WatchRegistry {
     }
 }
 
-fn mark_db(keys: &Watchers, db: usize) {
-    for ((d, _), list) in keys.iter() {
-        if *d == db {
-            for (_, f) in list {
-                f.store(true, Ordering::Release);
-            }
-        }
+/// Whether `op` changes what a read of the key returns, as Redis's WATCH
+/// and client tracking see it: a stream's consumer groups, pending entries and XSETID's last
+/// ID are not its value, so XREADGROUP, XACK, XCLAIM, XGROUP and XSETID
+/// leave watchers alone (new entries, removed entries and a new key do
+/// not).
+pub(crate) fn touches_value(op: &KeyOp) -> bool {
+    match op {
+        KeyOp::Stream(s) => matches!(
+            s,
+            StreamOp::Create | StreamOp::Add { .. } | StreamOp::Trim { .. } | StreamOp::Delete(_)
+        ),
+        _ => true,
     }
 }

@@ -49,6 +49,19 @@ fn state(c: &mut Connection) -> String {
     info(c, "master_failover_state")
 }
 
+/// Waits for `master_failover_state` to read `want`; on a timeout, says
+/// where the server stood.
+fn wait_state(c: &mut Connection, want: &str) {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while state(c) != want {
+        if Instant::now() > deadline {
+            let now: String = q(c, &["INFO", "replication"]);
+            panic!("master_failover_state never became {want}:\n{now}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 #[test]
 fn failover_under_writes_loses_no_acknowledged_write() {
     let a = Server::start(&[]);
@@ -83,7 +96,7 @@ fn failover_under_writes_loses_no_acknowledged_write() {
         &mut ac,
         &["FAILOVER", "TO", "127.0.0.1", &b.port.to_string()],
     );
-    eventually("the failover to end", || state(&mut ac) == "no-failover");
+    wait_state(&mut ac, "no-failover");
     let acked = writer.join().unwrap();
     assert!(acked.len() > 10, "the writer ran ({} writes)", acked.len());
 
@@ -199,7 +212,7 @@ fn a_failover_times_out_or_is_aborted_and_writes_go_on() {
         &["FAILOVER", "TO", "127.0.0.1", &bport, "TIMEOUT", "300"],
     );
     assert_eq!(state(&mut ac), "waiting-for-sync");
-    eventually("the timeout", || state(&mut ac) == "no-failover");
+    wait_state(&mut ac, "no-failover");
     assert_eq!(role(&mut ac), "master");
     let _: () = q(&mut ac, &["SET", "k", "2"]);
 
@@ -265,7 +278,7 @@ fn force_hands_over_to_a_replica_that_did_not_catch_up() {
     // Never two primaries: the old one is already a replica.
     assert_eq!(role(&mut ac), "slave");
     signal(&b, "CONT");
-    eventually("the failover to end", || state(&mut ac) == "no-failover");
+    wait_state(&mut ac, "no-failover");
     assert_eq!(role(&mut bc), "master");
     assert_eq!(role(&mut ac), "slave");
     let _: () = q(&mut bc, &["SET", "after", "1"]);
@@ -286,7 +299,7 @@ fn a_target_that_refuses_leaves_the_primary_in_charge() {
         &mut ac,
         &["FAILOVER", "TO", "127.0.0.1", &b.port.to_string()],
     );
-    eventually("the failover to end", || state(&mut ac) == "no-failover");
+    wait_state(&mut ac, "no-failover");
     assert_eq!(role(&mut ac), "master");
     assert_eq!(role(&mut bc), "slave");
     let _: () = q(&mut bc, &["ACL", "SETUSER", "default", "+psync"]);
@@ -310,12 +323,16 @@ fn failover_between_redis_and_durakv_both_ways() {
     let d = Server::start(&["--replicaof", &format!("127.0.0.1 {}", redis.port)]);
     let mut dc = d.conn();
     synced(&mut rc, &mut dc);
+    // Redis counts a replica online from its first acknowledgement.
+    eventually("Redis to see its replica online", || {
+        info(&mut rc, "slave0").contains("state=online")
+    });
 
     let _: () = q(
         &mut rc,
         &["FAILOVER", "TO", "127.0.0.1", &d.port.to_string()],
     );
-    eventually("Redis to hand over", || state(&mut rc) == "no-failover");
+    wait_state(&mut rc, "no-failover");
     assert_eq!(role(&mut dc), "master");
     assert_eq!(role(&mut rc), "slave");
     assert_eq!(stat(&mut dc, "sync_partial_ok"), 1);
@@ -329,7 +346,7 @@ fn failover_between_redis_and_durakv_both_ways() {
         &mut dc,
         &["FAILOVER", "TO", "127.0.0.1", &redis.port.to_string()],
     );
-    eventually("durakv to hand back", || state(&mut dc) == "no-failover");
+    wait_state(&mut dc, "no-failover");
     assert_eq!(role(&mut rc), "master");
     assert_eq!(role(&mut dc), "slave");
     assert_eq!(stat(&mut rc, "sync_full"), fulls);

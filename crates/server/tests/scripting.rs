@@ -335,10 +335,14 @@ fn evalsha_and_the_script_cache() {
         error(&mut c, &["EVALSHA", GET_SHA, "1", "mykey"]),
         "NOSCRIPT No matching script. Please use EVAL."
     );
-    assert_eq!(
-        error(&mut c, &["SCRIPT", "FLUSH", "LATER"]),
-        "ERR SCRIPT FLUSH only support SYNC|ASYNC option"
-    );
+    for extra in [&["LATER"][..], &["SYNC", "extra"]] {
+        let mut args = vec!["SCRIPT", "FLUSH"];
+        args.extend_from_slice(extra);
+        assert_eq!(
+            error(&mut c, &args),
+            "ERR SCRIPT FLUSH only support SYNC|ASYNC option"
+        );
+    }
     assert!(
         error(&mut c, &["SCRIPT", "LOAD", "return +"]).starts_with("ERR Error compiling script")
     );

@@ -198,6 +198,65 @@ fn watch_conflict_from_another_connection_aborts() {
     assert_eq!((v, attempts), (101, 2));
 }
 
+/// Whether a transaction watching `key` on `c` still commits after
+/// `other` ran `cmd`.
+fn survives(
+    c: &mut redis::Connection,
+    other: &mut redis::Connection,
+    key: &str,
+    cmd: &[&str],
+) -> bool {
+    let _: () = ok(c, &["WATCH", key]);
+    let _: Value = ok(other, cmd);
+    let _: () = ok(c, &["MULTI"]);
+    queued(c, &["PING"]);
+    ok::<Value>(c, &["EXEC"]) != Value::Nil
+}
+
+/// As in Redis: a stream's groups, pending entries and last ID are not its
+/// value, so only new or removed entries touch a watched stream; SWAPDB
+/// touches a watched key only where it exists in either database.
+#[test]
+fn watch_sees_what_redis_calls_a_modified_key() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let mut other = srv.conn();
+    let _: String = ok(&mut c, &["XADD", "s", "1-0", "f", "v"]);
+    let _: () = ok(&mut c, &["XGROUP", "CREATE", "s", "g", "0"]);
+    for cmd in [
+        &["XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", ">"][..],
+        &["XACK", "s", "g", "1-0"],
+        &["XCLAIM", "s", "g", "c2", "0", "1-0"],
+        &["XGROUP", "CREATE", "s", "g2", "0", "MKSTREAM"],
+        &["XGROUP", "SETID", "s", "g", "0"],
+        &["XGROUP", "CREATECONSUMER", "s", "g", "c3"],
+        &["XGROUP", "DELCONSUMER", "s", "g", "c3"],
+        &["XGROUP", "DESTROY", "s", "g2"],
+        &["XSETID", "s", "5-0"],
+        &["XTRIM", "s", "MAXLEN", "5"],
+    ] {
+        assert!(survives(&mut c, &mut other, "s", cmd), "{cmd:?}");
+    }
+    for cmd in [
+        &["XADD", "s", "6-0", "f", "v"][..],
+        &["XDEL", "s", "6-0"],
+        &["XTRIM", "s", "MAXLEN", "0"],
+        &["XGROUP", "CREATE", "new", "g", "$", "MKSTREAM"],
+    ] {
+        let key = if cmd[1] == "new" { "new" } else { "s" };
+        assert!(!survives(&mut c, &mut other, key, cmd), "{cmd:?}");
+    }
+
+    assert!(survives(
+        &mut c,
+        &mut other,
+        "nowhere",
+        &["SWAPDB", "0", "1"]
+    ));
+    let _: () = ok(&mut c, &["SET", "here", "1"]);
+    assert!(!survives(&mut c, &mut other, "here", &["SWAPDB", "0", "1"]));
+}
+
 #[test]
 fn watch_on_a_key_that_expires_aborts() {
     let srv = Server::start(&[]);
@@ -428,4 +487,18 @@ fn introspection_queued_beside_keys_answers_and_stalls_nobody() {
     // The shard of `k` is free: another client reads and writes it.
     let _: () = ok(&mut other, &["SET", "k", "w"]);
     assert_eq!(ok::<String>(&mut c, &["GET", "k"]), "w");
+}
+
+/// Redis turns every rejected EXEC into EXECABORT, even one sent before
+/// AUTH with no transaction open.
+#[test]
+fn a_rejected_exec_is_an_execabort() {
+    let srv = Server::start(&["--requirepass", "pw"]);
+    let mut c = srv.conn();
+    assert_eq!(
+        error(&mut c, &["EXEC"]),
+        "EXECABORT Transaction discarded because of: NOAUTH Authentication required."
+    );
+    let _: () = ok(&mut c, &["AUTH", "pw"]);
+    assert_eq!(error(&mut c, &["EXEC"]), "ERR EXEC without MULTI");
 }

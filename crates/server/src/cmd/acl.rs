@@ -172,10 +172,7 @@ fn cat(args: &[Bytes]) -> Reply {
 
 /// Redis's reply when a subcommand's arguments do not fit its forms.
 fn sub_syntax(sub: &[u8]) -> Frame {
-    Frame::error(format!(
-        "ERR unknown subcommand or wrong number of arguments for '{}'. Try ACL HELP.",
-        lossy(sub)
-    ))
+    errors::sub_usage(sub, "acl")
 }
 
 fn setuser(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {

@@ -571,11 +571,14 @@ fn client_pause(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         Some(n) if n < 0 => return Err(Frame::error("ERR timeout is negative")),
         Some(n) => n as u64,
     };
+    if args.len() > 4 {
+        return Err(errors::sub_usage(&args[1], "client"));
+    }
     let mode = match args.get(3) {
         None => crate::pause::Mode::All,
-        Some(m) if is(m, "all") && args.len() == 4 => crate::pause::Mode::All,
-        Some(m) if is(m, "write") && args.len() == 4 => crate::pause::Mode::Write,
-        Some(_) => return Err(errors::err(errors::SYNTAX)),
+        Some(m) if is(m, "all") => crate::pause::Mode::All,
+        Some(m) if is(m, "write") => crate::pause::Mode::Write,
+        Some(_) => return Err(Frame::error("ERR CLIENT PAUSE mode must be WRITE or ALL")),
     };
     // Beyond a year a pause is as good as endless (and stays clear of the
     // clock's range).

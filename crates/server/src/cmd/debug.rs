@@ -72,10 +72,7 @@ fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             ctx.shared.debug.active_expire.store(on, Ordering::Relaxed);
             Ok(Frame::ok())
         }
-        _ => Err(Frame::error(format!(
-            "ERR unknown subcommand or wrong number of arguments for '{}'. Try DEBUG HELP.",
-            String::from_utf8_lossy(&args[1])
-        ))),
+        _ => Err(errors::sub_usage(&args[1], "debug")),
     }
 }
 

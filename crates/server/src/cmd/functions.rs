@@ -86,9 +86,7 @@ fn prepare_write(ctx: &Ctx<'_>, txn: &mut Txn<'_>, cmd_flags: u32) -> Result<(),
 }
 
 fn syntax_error(sub: &str) -> Frame {
-    Frame::error(format!(
-        "ERR unknown subcommand or wrong number of arguments for '{sub}'. Try FUNCTION HELP."
-    ))
+    errors::sub_usage(sub.as_bytes(), "function")
 }
 
 /// FUNCTION LOAD [REPLACE] code

@@ -402,8 +402,9 @@ fn script(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
                 })
                 .collect(),
         ))
-    } else if is(sub, "flush") && args.len() <= 3 {
-        if args.len() == 3 && !is(&args[2], "sync") && !is(&args[2], "async") {
+    } else if is(sub, "flush") {
+        let mode_ok = args.len() == 3 && (is(&args[2], "sync") || is(&args[2], "async"));
+        if args.len() != 2 && !mode_ok {
             return Err(errors::err(FLUSH_OPTION));
         }
         match scripting.flush(ctx.shared) {
