@@ -281,9 +281,20 @@ fn note_applied(
         return;
     }
     let mut caused = Vec::new();
-    // RENAME and MOVE apply the destination first; Redis announces the
-    // source first.
-    let source_first = ["rename", "renamenx", "move"].contains(&cmd);
+    // Each pair is applied in the other order than Redis announces it:
+    // RENAME and MOVE write the destination first, Redis names the source
+    // first; the LMOVE family pops before it pushes, Redis names the push
+    // first.
+    let reversed = [
+        "rename",
+        "renamenx",
+        "move",
+        "lmove",
+        "blmove",
+        "rpoplpush",
+        "brpoplpush",
+    ]
+    .contains(&cmd);
     let mut note = |m: &Mutation| {
         if let Mutation::Key { db, key, op } = m {
             events_of(cmd, args, key, op, |class, event| {
@@ -298,7 +309,7 @@ fn note_applied(
             });
         }
     };
-    if source_first {
+    if reversed {
         applied.iter().rev().for_each(&mut note);
     } else {
         applied.iter().for_each(&mut note);

@@ -414,6 +414,54 @@ fn read_only_scripts_refuse_writes() {
     assert!(error(&mut c, &["EVAL", "#!perl\nreturn 1", "0"]).contains("Unexpected engine"));
 }
 
+/// The shebang line read as Redis 7.0.15 reads it (its replies, side by
+/// side), and numbers passed to redis.call() printed as its `%.17g` does.
+#[test]
+fn shebangs_and_number_arguments_as_redis_reads_them() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    for body in [
+        "#!lua\r\nreturn 1",
+        "#!lua flags=no-writes\r\nreturn 1",
+        "#!lua\tflags=no-writes\nreturn 1",
+        "#!lua \"flags=no-writes\"\nreturn 1",
+        "#!lua flags=\nreturn 1",
+    ] {
+        assert_eq!(ok::<i64>(&mut c, &["EVAL", body, "0"]), 1, "{body:?}");
+    }
+    for (body, want) in [
+        (
+            "#!lua flags=no-writes,\nreturn 1",
+            // The empty flag after the comma (the client trims the space).
+            "ERR Unexpected flag in script shebang:",
+        ),
+        ("#!lua", "ERR Invalid script shebang"),
+        (
+            "#!lua \"open\nreturn 1",
+            "ERR Invalid engine in script shebang",
+        ),
+        (
+            "#!\nreturn 1",
+            "ERR Unexpected engine in script shebang: #!",
+        ),
+    ] {
+        assert_eq!(error(&mut c, &["EVAL", body, "0"]), want, "{body:?}");
+    }
+    let get_after_set = |c: &mut redis::Connection, n: &str| -> String {
+        let body = format!("redis.call('set', 'n', {n}) return redis.call('get', 'n')");
+        ok(c, &["EVAL", &body, "0"])
+    };
+    assert_eq!(get_after_set(&mut c, "123456789012"), "123456789012");
+    assert_eq!(get_after_set(&mut c, "2^60"), "1.152921504606847e+18");
+    assert_eq!(get_after_set(&mut c, "-2^62"), "-4.6116860184273879e+18");
+    assert_eq!(get_after_set(&mut c, "0.1"), "0.10000000000000001");
+    assert!(error(
+        &mut c,
+        &["EVAL", "return redis.call('incrby', 'c', 1e17)", "0"]
+    )
+    .starts_with("ERR value is not an integer or out of range"));
+}
+
 /// INFO and MEMORY run inside a script, as in Redis, although the script
 /// holds every shard: their key counts come from what the script holds.
 #[test]

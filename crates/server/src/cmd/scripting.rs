@@ -335,17 +335,24 @@ struct Shebang {
 }
 
 impl Shebang {
+    /// Read as Redis reads it: the line up to its newline (required), split
+    /// into words as the inline protocol splits them (any white space,
+    /// quotes), `flags=` split on every comma.
     fn parse(body: &[u8]) -> Result<Shebang, Frame> {
         if !body.starts_with(b"#!") {
             return Ok(Shebang::default());
         }
-        let len = body.iter().position(|&c| c == b'\n').unwrap_or(body.len());
-        let line = String::from_utf8_lossy(&body[..len]);
-        let mut parts = line.split(' ').filter(|p| !p.is_empty());
-        let engine = parts.next().unwrap_or("#!");
-        if engine != "#!lua" {
+        let Some(len) = body.iter().position(|&c| c == b'\n') else {
+            return Err(Frame::error("ERR Invalid script shebang"));
+        };
+        let parts = durakv_protocol::request::split_args(&body[..len])
+            .filter(|p| !p.is_empty())
+            .ok_or_else(|| Frame::error("ERR Invalid engine in script shebang"))?;
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        if parts[0] != b"#!lua" {
             return Err(Frame::error(format!(
-                "ERR Unexpected engine in script shebang: {engine}"
+                "ERR Unexpected engine in script shebang: {}",
+                text(&parts[0])
             )));
         }
         let mut out = Shebang {
@@ -353,20 +360,25 @@ impl Shebang {
             declared: true,
             ..Shebang::default()
         };
-        for part in parts {
-            let Some(list) = part.strip_prefix("flags=") else {
+        for part in &parts[1..] {
+            let Some(list) = part.strip_prefix(b"flags=") else {
                 return Err(Frame::error(format!(
-                    "ERR Unknown lua shebang option: {part}"
+                    "ERR Unknown lua shebang option: {}",
+                    text(part)
                 )));
             };
-            for flag in list.split(',').filter(|f| !f.is_empty()) {
+            if list.is_empty() {
+                continue;
+            }
+            for flag in list.split(|&c| c == b',') {
                 match flag {
-                    "no-writes" => out.no_writes = true,
-                    "allow-oom" => out.allow_oom = true,
-                    "allow-stale" | "no-cluster" | "allow-cross-slot-keys" => {}
+                    b"no-writes" => out.no_writes = true,
+                    b"allow-oom" => out.allow_oom = true,
+                    b"allow-stale" | b"no-cluster" | b"allow-cross-slot-keys" => {}
                     other => {
                         return Err(Frame::error(format!(
-                            "ERR Unexpected flag in script shebang: {other}"
+                            "ERR Unexpected flag in script shebang: {}",
+                            text(other)
                         )))
                     }
                 }
