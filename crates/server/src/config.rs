@@ -484,15 +484,17 @@ fn signed_int(v: &str) -> Result<i64, String> {
 }
 
 fn bounded(v: &str, min: u64, max: u64) -> Result<u64, String> {
-    let n: u64 = v
+    // Read as a signed number first, as Redis does, so that -1 is out of
+    // range rather than not a number.
+    let n: i64 = v
         .parse()
         .map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
-    if n < min || n > max {
+    if n < 0 || (n as u64) < min || (n as u64) > max {
         return Err(format!(
             "argument must be between {min} and {max} inclusive"
         ));
     }
-    Ok(n)
+    Ok(n as u64)
 }
 
 /// A Redis directive that durakv accepts and reports, with Redis's default,
@@ -501,14 +503,23 @@ fn bounded(v: &str, min: u64, max: u64) -> Result<u64, String> {
 /// `durability`, not by AOF/RDB settings). The README lists them.
 macro_rules! compat {
     ($name:literal, $default:literal) => {
+        compat!($name, $default, |v| Ok(v.to_string()), true)
+    };
+    ($name:literal, $default:literal, $check:expr) => {
+        compat!($name, $default, $check, true)
+    };
+    // `$check` reads a value as Redis does (its errors, its spelling on
+    // CONFIG GET); `$runtime` false: Redis refuses CONFIG SET of it.
+    ($name:literal, $default:literal, $check:expr, $runtime:expr) => {
         Directive {
             name: $name,
             default: $default,
             help: "Accepted for Redis compatibility; has no effect in durakv",
-            runtime: true,
+            runtime: $runtime,
             repeatable: false,
             set: |c, v| {
-                c.compat.insert($name, v.to_string());
+                let check: fn(&str) -> Result<String, String> = $check;
+                c.compat.insert($name, check(v)?);
                 Ok(())
             },
             get: |c| {
@@ -519,6 +530,63 @@ macro_rules! compat {
             },
         }
     };
+}
+
+/// Checks of compatibility directives' values, with Redis's errors.
+mod redis_check {
+    pub fn yes_no(v: &str) -> Result<String, String> {
+        let v = v.to_ascii_lowercase();
+        match v.as_str() {
+            "yes" | "no" => Ok(v),
+            _ => Err("argument must be 'yes' or 'no'".into()),
+        }
+    }
+
+    pub fn one_of(v: &str, options: &[&str]) -> Result<String, String> {
+        let v = v.to_ascii_lowercase();
+        if options.contains(&v.as_str()) {
+            return Ok(v);
+        }
+        Err(format!(
+            "argument(s) must be one of the following: {}",
+            options.join(", ")
+        ))
+    }
+
+    pub fn int(v: &str, min: i64, max: i64) -> Result<String, String> {
+        let n: i64 = v
+            .parse()
+            .map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
+        if n < min || n > max {
+            return Err(format!(
+                "argument must be between {min} and {max} inclusive"
+            ));
+        }
+        Ok(n.to_string())
+    }
+
+    /// A memory value (`1mb`) of at least `min` bytes; digits past a u64
+    /// are out of range, as Redis's saturating read makes them.
+    pub fn memory(v: &str, min: u64) -> Result<String, String> {
+        let too_big = || format!("argument must be between {min} and {} inclusive", i64::MAX);
+        let n = match super::parse_memory(v) {
+            Ok(n) => n,
+            Err(_) if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) => {
+                return Err(too_big())
+            }
+            Err(e) => return Err(e),
+        };
+        if n > i64::MAX as u64 {
+            return Err(too_big());
+        }
+        if n < min {
+            return Err(format!(
+                "argument must be between {min} and {} inclusive",
+                i64::MAX
+            ));
+        }
+        Ok(n.to_string())
+    }
 }
 
 /// A file name read once at start-up (the TLS certificates and keys).
@@ -937,7 +1005,8 @@ pub static DIRECTIVES: &[Directive] = &[
         runtime: true,
         repeatable: false,
         set: |c, v| {
-            c.hz = bounded(v, 1, 500)?;
+            // Redis takes any int and keeps it within 1..500.
+            c.hz = bounded(v, 0, i32::MAX as u64)?.clamp(1, 500);
             Ok(())
         },
         get: |c| c.hz.to_string(),
@@ -1243,11 +1312,11 @@ pub static DIRECTIVES: &[Directive] = &[
         },
         get: |c| c.checkpoint_keep.to_string(),
     },
-    compat!("appendonly", "no"),
-    compat!("appendfsync", "everysec"),
+    compat!("appendonly", "no", redis_check::yes_no),
+    compat!("appendfsync", "everysec", |v| redis_check::one_of(v, &["everysec", "always", "no"])),
     compat!("save", ""),
-    compat!("slave-read-only", "yes"),
-    compat!("replica-read-only", "yes"),
+    repl_text!("slave-read-only", "replica-read-only", "yes", "Old name of replica-read-only", redis_check::yes_no),
+    repl_text!("replica-read-only", "replica-read-only", "yes", "A replica refuses writes from its clients (-READONLY)", redis_check::yes_no),
     busy_reply_threshold("busy-reply-threshold"),
     busy_reply_threshold("lua-time-limit"),
     encoding!("hash-max-listpack-entries", hash_entries, "128", "Hashes with at most this many fields report the listpack encoding"),
@@ -1293,8 +1362,8 @@ pub static DIRECTIVES: &[Directive] = &[
             out.join(" ")
         },
     },
-    compat!("cluster-enabled", "no"),
-    compat!("list-compress-depth", "0"),
+    compat!("cluster-enabled", "no", redis_check::yes_no, false),
+    compat!("list-compress-depth", "0", |v| redis_check::int(v, 0, i64::from(i32::MAX))),
     Directive {
         name: "maxmemory-clients",
         default: "0",
@@ -1330,13 +1399,13 @@ pub static DIRECTIVES: &[Directive] = &[
         },
         get: |_| "no".into(),
     },
-    compat!("slowlog-log-slower-than", "10000"),
-    compat!("slowlog-max-len", "128"),
-    compat!("latency-monitor-threshold", "0"),
-    compat!("latency-tracking", "yes"),
+    compat!("slowlog-log-slower-than", "10000", |v| redis_check::int(v, -1, i64::MAX)),
+    compat!("slowlog-max-len", "128", |v| redis_check::int(v, 0, i64::MAX)),
+    compat!("latency-monitor-threshold", "0", |v| redis_check::int(v, 0, i64::MAX)),
+    compat!("latency-tracking", "yes", redis_check::yes_no),
     compat!("latency-tracking-info-percentiles", "50 99 99.9"),
-    compat!("stream-node-max-entries", "100"),
-    compat!("stream-node-max-bytes", "4096"),
+    compat!("stream-node-max-entries", "100", |v| redis_check::int(v, 0, i64::MAX)),
+    compat!("stream-node-max-bytes", "4096", |v| redis_check::memory(v, 0)),
     Directive {
         name: "hll-sparse-max-bytes",
         default: "3000",
@@ -1364,19 +1433,23 @@ pub static DIRECTIVES: &[Directive] = &[
         },
         get: |c| yes_no(c.disable_thp),
     },
-    compat!("activedefrag", "no"),
-    compat!("active-defrag-ignore-bytes", "104857600"),
-    compat!("active-defrag-threshold-lower", "10"),
-    compat!("active-defrag-threshold-upper", "100"),
-    compat!("active-defrag-cycle-min", "1"),
-    compat!("active-defrag-cycle-max", "25"),
-    compat!("active-defrag-max-scan-fields", "1000"),
-    compat!("activerehashing", "yes"),
-    compat!("dynamic-hz", "yes"),
-    compat!("oom-score-adj", "no"),
+    compat!("activedefrag", "no", redis_check::yes_no),
+    compat!("active-defrag-ignore-bytes", "104857600", |v| redis_check::memory(v, 1)),
+    compat!("active-defrag-threshold-lower", "10", |v| redis_check::int(v, 0, 1000)),
+    compat!("active-defrag-threshold-upper", "100", |v| redis_check::int(v, 0, 1000)),
+    compat!("active-defrag-cycle-min", "1", |v| redis_check::int(v, 1, 99)),
+    compat!("active-defrag-cycle-max", "25", |v| redis_check::int(v, 1, 99)),
+    compat!("active-defrag-max-scan-fields", "1000", |v| redis_check::int(v, 1, i64::MAX)),
+    compat!("activerehashing", "yes", redis_check::yes_no),
+    compat!("dynamic-hz", "yes", redis_check::yes_no),
+    compat!("oom-score-adj", "no", |v| {
+        // `relative` is Redis's other name for `yes`.
+        let v = redis_check::one_of(v, &["no", "yes", "relative", "absolute"])?;
+        Ok(if v == "relative" { "yes".into() } else { v })
+    }),
     compat!("oom-score-adj-values", "0 200 800"),
-    compat!("rdbcompression", "yes"),
-    compat!("rdbchecksum", "yes"),
+    compat!("rdbcompression", "yes", redis_check::yes_no),
+    compat!("rdbchecksum", "yes", redis_check::yes_no, false),
     Directive {
         name: "rdb-key-save-delay",
         default: "0",
@@ -1401,16 +1474,16 @@ pub static DIRECTIVES: &[Directive] = &[
         },
         get: |c| c.key_load_delay.to_string(),
     },
-    compat!("sanitize-dump-payload", "no"),
-    compat!("aof-use-rdb-preamble", "yes"),
-    compat!("appendfilename", "appendonly.aof"),
+    compat!("sanitize-dump-payload", "no", |v| redis_check::one_of(v, &["no", "yes", "clients"])),
+    compat!("aof-use-rdb-preamble", "yes", redis_check::yes_no),
+    compat!("appendfilename", "appendonly.aof", |v| Ok(v.to_string()), false),
     compat!("dbfilename", "dump.rdb"),
-    compat!("lazyfree-lazy-eviction", "no"),
-    compat!("lazyfree-lazy-expire", "no"),
-    compat!("lazyfree-lazy-server-del", "no"),
-    compat!("lazyfree-lazy-user-del", "no"),
-    compat!("lazyfree-lazy-user-flush", "no"),
-    compat!("replica-serve-stale-data", "yes"),
+    compat!("lazyfree-lazy-eviction", "no", redis_check::yes_no),
+    compat!("lazyfree-lazy-expire", "no", redis_check::yes_no),
+    compat!("lazyfree-lazy-server-del", "no", redis_check::yes_no),
+    compat!("lazyfree-lazy-user-del", "no", redis_check::yes_no),
+    compat!("lazyfree-lazy-user-flush", "no", redis_check::yes_no),
+    repl_text!("replica-serve-stale-data", "replica-serve-stale-data", "yes", "Accepted for Redis compatibility; has no effect in durakv", redis_check::yes_no),
     Directive {
         name: "replicaof",
         default: "",
@@ -1429,7 +1502,7 @@ pub static DIRECTIVES: &[Directive] = &[
         set: set_replicaof,
         get: get_replicaof,
     },
-    compat!("slave-serve-stale-data", "yes"),
+    repl_text!("slave-serve-stale-data", "replica-serve-stale-data", "yes", "Old name of replica-serve-stale-data", redis_check::yes_no),
     repl_text!("replica-priority", "replica-priority", "100", "Sentinel promotes the replica with the lowest priority first; 0 = never promote it", repl_priority),
     repl_text!("slave-priority", "replica-priority", "100", "Old name of replica-priority", repl_priority),
     repl_text!("replica-announced", "replica-announced", "yes", "Whether Sentinel lists this replica (SENTINEL REPLICAS); reported as replica_announced in INFO", repl_yes_no),
@@ -1440,10 +1513,10 @@ pub static DIRECTIVES: &[Directive] = &[
     compat!("masterauth", ""),
     compat!("masteruser", ""),
     compat!("repl-backlog-size", "1048576"),
-    compat!("repl-backlog-ttl", "3600"),
-    compat!("repl-diskless-sync", "yes"),
-    compat!("repl-diskless-sync-delay", "5"),
-    compat!("repl-diskless-load", "disabled"),
+    compat!("repl-backlog-ttl", "3600", |v| redis_check::int(v, 0, i64::MAX)),
+    compat!("repl-diskless-sync", "yes", redis_check::yes_no),
+    compat!("repl-diskless-sync-delay", "5", |v| redis_check::int(v, 0, i64::from(i32::MAX))),
+    compat!("repl-diskless-load", "disabled", |v| redis_check::one_of(v, &["disabled", "on-empty-db", "swapdb"])),
     Directive {
         name: "acl-pubsub-default",
         default: "resetchannels",
@@ -1515,9 +1588,9 @@ pub static DIRECTIVES: &[Directive] = &[
         },
         get: |c| c.tracking_table_max_keys.to_string(),
     },
-    compat!("shutdown-on-sigterm", "default"),
-    compat!("shutdown-on-sigint", "default"),
-    compat!("shutdown-timeout", "10"),
+    compat!("shutdown-on-sigterm", "default", |v| redis_check::one_of(v, &["default", "save", "nosave", "now", "force"])),
+    compat!("shutdown-on-sigint", "default", |v| redis_check::one_of(v, &["default", "save", "nosave", "now", "force"])),
+    compat!("shutdown-timeout", "10", |v| redis_check::int(v, 0, i64::from(i32::MAX))),
     // DEBUG can stall or inspect the server: like Redis, only the
     // configuration file or command line may enable it.
     Directive {
@@ -1541,8 +1614,8 @@ pub static DIRECTIVES: &[Directive] = &[
                 .unwrap_or_else(|| "no".to_string())
         },
     },
-    compat!("enable-protected-configs", "no"),
-    compat!("enable-module-command", "no"),
+    compat!("enable-protected-configs", "no", |v| redis_check::one_of(v, &["no", "yes", "local"]), false),
+    compat!("enable-module-command", "no", |v| redis_check::one_of(v, &["no", "yes", "local"]), false),
 ];
 
 #[cfg(test)]

@@ -1058,6 +1058,67 @@ fn client_list_sees_raw_connections_in_multi() {
 
 /// CONFIG REWRITE writes what CONFIG SET changed back into the TOML file,
 /// keeping the file's own lines, and the restarted server reads it back.
+/// Directives durakv accepts only for compatibility still check values as
+/// Redis 7.0.15 does (its replies, side by side), and store its spelling.
+#[test]
+fn compatibility_directives_check_values_as_redis() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let fails = |name: &str, why: &str| {
+        format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {why}")
+    };
+    for (name, value, why) in [
+        ("appendonly", "maybe", "argument must be 'yes' or 'no'"),
+        ("appendonly", "1", "argument must be 'yes' or 'no'"),
+        (
+            "appendfsync",
+            "bad",
+            "argument(s) must be one of the following: everysec, always, no",
+        ),
+        ("cluster-enabled", "yes", "can't set immutable config"),
+        (
+            "list-compress-depth",
+            "-1",
+            "argument must be between 0 and 2147483647 inclusive",
+        ),
+        (
+            "active-defrag-cycle-min",
+            "0",
+            "argument must be between 1 and 99 inclusive",
+        ),
+        (
+            "stream-node-max-bytes",
+            "-2",
+            "argument must be a memory value",
+        ),
+        (
+            "timeout",
+            "-1",
+            "argument must be between 0 and 2147483647 inclusive",
+        ),
+    ] {
+        assert_eq!(
+            error(&mut c, &["CONFIG", "SET", name, value]),
+            fails(name, why),
+            "{name} {value}"
+        );
+    }
+    let get = |c: &mut redis::Connection, name: &str| -> String {
+        let got: Vec<String> = ok(c, &["CONFIG", "GET", name]);
+        got[1].clone()
+    };
+    let _: () = ok(&mut c, &["CONFIG", "SET", "appendonly", "YES"]);
+    assert_eq!(get(&mut c, "appendonly"), "yes");
+    let _: () = ok(&mut c, &["CONFIG", "SET", "stream-node-max-bytes", "1kb"]);
+    assert_eq!(get(&mut c, "stream-node-max-bytes"), "1024");
+    // One setting under two names.
+    let _: () = ok(&mut c, &["CONFIG", "SET", "slave-read-only", "no"]);
+    assert_eq!(get(&mut c, "replica-read-only"), "no");
+    // hz takes any int and keeps within 1..500.
+    let _: () = ok(&mut c, &["CONFIG", "SET", "hz", "1000"]);
+    assert_eq!(get(&mut c, "hz"), "500");
+}
+
 #[test]
 fn config_rewrite_persists_runtime_changes() {
     let dir = tempfile::tempdir().unwrap();
