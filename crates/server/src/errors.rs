@@ -51,26 +51,24 @@ pub fn wrong_args(cmd: &str) -> Frame {
 /// `ERR unknown command 'x', with args beginning with: 'a' 'b' ` — Redis
 /// quotes at most the first arguments and truncates each to 128 bytes.
 pub fn unknown_command(name: &[u8], args: &[bytes::Bytes]) -> Frame {
-    const MAX_ARG_CHARS: usize = 128;
-    let shown = |b: &[u8]| {
-        let s = String::from_utf8_lossy(b);
-        s.chars().take(MAX_ARG_CHARS).collect::<String>()
-    };
-    let mut msg = format!(
-        "ERR unknown command '{}', with args beginning with: ",
-        shown(name)
-    );
-    let mut listed = String::new();
+    // As Redis builds it, in bytes: the name up to 128, then each argument
+    // quoted and cut to what is left of 128, until 128 are listed.
+    const MAX: usize = 128;
+    let mut msg = b"ERR unknown command '".to_vec();
+    msg.extend_from_slice(&name[..name.len().min(MAX)]);
+    msg.extend_from_slice(b"', with args beginning with: ");
+    let mut listed = 0;
     for a in args {
-        if listed.len() >= MAX_ARG_CHARS {
+        if listed >= MAX {
             break;
         }
-        listed.push('\'');
-        listed.push_str(&shown(a));
-        listed.push_str("' ");
+        let shown = &a[..a.len().min(MAX - listed)];
+        msg.push(b'\'');
+        msg.extend_from_slice(shown);
+        msg.extend_from_slice(b"' ");
+        listed += shown.len() + 3;
     }
-    msg.push_str(&listed.chars().take(MAX_ARG_CHARS).collect::<String>());
-    Frame::error(msg)
+    Frame::error(String::from_utf8_lossy(&msg).into_owned())
 }
 
 pub fn unknown_subcommand(sub: &[u8], cmd: &str) -> Frame {

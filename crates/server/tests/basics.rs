@@ -29,6 +29,21 @@ fn ping_set_get_and_errors() {
             .contains("unknown command 'NOPE', with args beginning with: 'a'"),
         "{e}"
     );
+    // Arguments are listed up to 128 bytes, the last one cut to fit and
+    // still closed, as Redis lists them.
+    let long = "a".repeat(200);
+    let e = redis::cmd("NOPE")
+        .arg("x")
+        .arg(&long)
+        .arg("y")
+        .query::<String>(&mut c)
+        .unwrap_err();
+    let want = format!(
+        "unknown command 'NOPE', with args beginning with: 'x' '{}'",
+        &long[..124]
+    );
+    assert!(e.to_string().contains(&want), "{e}");
+    assert!(!e.to_string().contains("'y'"), "{e}");
 }
 
 #[test]

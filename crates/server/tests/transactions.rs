@@ -243,7 +243,7 @@ fn watch_sees_what_redis_calls_a_modified_key() {
         &["XTRIM", "s", "MAXLEN", "0"],
         &["XGROUP", "CREATE", "new", "g", "$", "MKSTREAM"],
     ] {
-        let key = if cmd[1] == "new" { "new" } else { "s" };
+        let key = if cmd.contains(&"new") { "new" } else { "s" };
         assert!(!survives(&mut c, &mut other, key, cmd), "{cmd:?}");
     }
 

@@ -296,9 +296,10 @@ fn refusal(ctx: &Ctx<'_>, spec: &CommandSpec, args: &[Bytes], ro: bool) -> Optio
         return Some(errors::err(NOT_ALLOWED));
     }
     if matches!(spec.name, "xread" | "xreadgroup") && super::stream_read::asks_to_block(args) {
+        // Named as the script wrote it, as Redis does.
         return Some(Frame::error(format!(
             "ERR {} command is not allowed with BLOCK option from scripts",
-            spec.name
+            String::from_utf8_lossy(&args[0])
         )));
     }
     // PUBLISH and PFCOUNT (which may rewrite its key) reach replicas:
