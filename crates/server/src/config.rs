@@ -468,33 +468,28 @@ fn parse_output_limits(
     Ok(limits)
 }
 
-/// A C `int` directive, as Redis bounds it.
-fn signed_int(v: &str) -> Result<i64, String> {
+/// An integer directive, read as Redis reads one: a signed number (so -1
+/// is out of range, not "not a number"), then its range.
+fn int_in(v: &str, min: i64, max: i64) -> Result<i64, String> {
     let n: i64 = v
         .parse()
         .map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
-    if n < i64::from(i32::MIN) || n > i64::from(i32::MAX) {
+    if n < min || n > max {
         return Err(format!(
-            "argument must be between {} and {} inclusive",
-            i32::MIN,
-            i32::MAX
+            "argument must be between {min} and {max} inclusive"
         ));
     }
     Ok(n)
 }
 
+/// A C `int` directive, as Redis bounds it.
+fn signed_int(v: &str) -> Result<i64, String> {
+    int_in(v, i32::MIN.into(), i32::MAX.into())
+}
+
+/// A non-negative directive; every `max` given fits an i64.
 fn bounded(v: &str, min: u64, max: u64) -> Result<u64, String> {
-    // Read as a signed number first, as Redis does, so that -1 is out of
-    // range rather than not a number.
-    let n: i64 = v
-        .parse()
-        .map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
-    if n < 0 || (n as u64) < min || (n as u64) > max {
-        return Err(format!(
-            "argument must be between {min} and {max} inclusive"
-        ));
-    }
-    Ok(n as u64)
+    Ok(int_in(v, min as i64, max as i64)? as u64)
 }
 
 /// A Redis directive that durakv accepts and reports, with Redis's default,
@@ -554,36 +549,20 @@ mod redis_check {
     }
 
     pub fn int(v: &str, min: i64, max: i64) -> Result<String, String> {
-        let n: i64 = v
-            .parse()
-            .map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
-        if n < min || n > max {
-            return Err(format!(
-                "argument must be between {min} and {max} inclusive"
-            ));
-        }
-        Ok(n.to_string())
+        Ok(super::int_in(v, min, max)?.to_string())
     }
 
     /// A memory value (`1mb`) of at least `min` bytes; digits past a u64
     /// are out of range, as Redis's saturating read makes them.
     pub fn memory(v: &str, min: u64) -> Result<String, String> {
-        let too_big = || format!("argument must be between {min} and {} inclusive", i64::MAX);
+        let range = || format!("argument must be between {min} and {} inclusive", i64::MAX);
         let n = match super::parse_memory(v) {
             Ok(n) => n,
-            Err(_) if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) => {
-                return Err(too_big())
-            }
+            Err(_) if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) => return Err(range()),
             Err(e) => return Err(e),
         };
-        if n > i64::MAX as u64 {
-            return Err(too_big());
-        }
-        if n < min {
-            return Err(format!(
-                "argument must be between {min} and {} inclusive",
-                i64::MAX
-            ));
+        if n < min || n > i64::MAX as u64 {
+            return Err(range());
         }
         Ok(n.to_string())
     }
@@ -644,14 +623,6 @@ fn repl_port(v: &str) -> Result<String, String> {
 
 fn repl_ip(v: &str) -> Result<String, String> {
     Ok(v.to_string())
-}
-
-fn repl_yes_no(v: &str) -> Result<String, String> {
-    match v.to_ascii_lowercase().as_str() {
-        "yes" => Ok("yes".into()),
-        "no" => Ok("no".into()),
-        _ => Err("argument must be 'yes' or 'no'".into()),
-    }
 }
 
 /// A compact-encoding threshold; Redis 7's older `*-ziplist-*` names are
@@ -1505,7 +1476,7 @@ pub static DIRECTIVES: &[Directive] = &[
     repl_text!("slave-serve-stale-data", "replica-serve-stale-data", "yes", "Old name of replica-serve-stale-data", redis_check::yes_no),
     repl_text!("replica-priority", "replica-priority", "100", "Sentinel promotes the replica with the lowest priority first; 0 = never promote it", repl_priority),
     repl_text!("slave-priority", "replica-priority", "100", "Old name of replica-priority", repl_priority),
-    repl_text!("replica-announced", "replica-announced", "yes", "Whether Sentinel lists this replica (SENTINEL REPLICAS); reported as replica_announced in INFO", repl_yes_no),
+    repl_text!("replica-announced", "replica-announced", "yes", "Whether Sentinel lists this replica (SENTINEL REPLICAS); reported as replica_announced in INFO", redis_check::yes_no),
     repl_text!("replica-announce-ip", "replica-announce-ip", "", "Address this replica gives its primary (REPLCONF ip-address) for INFO and Sentinel, when it is reached through another address", repl_ip),
     repl_text!("slave-announce-ip", "replica-announce-ip", "", "Old name of replica-announce-ip", repl_ip),
     repl_text!("replica-announce-port", "replica-announce-port", "0", "Port this replica gives its primary (REPLCONF listening-port); 0 = the port it listens on", repl_port),

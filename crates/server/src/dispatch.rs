@@ -131,7 +131,7 @@ fn run(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> Outcome {
                 spec.key_indexes(args)
             };
             let keys = idx.iter().map(|&i| &args[i][..]);
-            let txn = match lock(ctx.shared, all, keys) {
+            let mut txn = match lock(ctx.shared, all, keys) {
                 Ok(t) => t,
                 Err(busy) => return Outcome::now(busy),
             };
@@ -139,7 +139,6 @@ fn run(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> Outcome {
                 drop(txn);
                 return reject(ctx, spec, Frame::error(errors::READONLY_REPLICA));
             }
-            let mut txn = txn;
             txn.set_no_touch(ctx.client.no_touch);
             ctx.client.may_block = spec.flags & flags::BLOCKING != 0;
             let frame = into_frame(crate::notify::run_data(f, ctx, &mut txn, spec, args));
@@ -232,23 +231,28 @@ fn refuse_for_memory(ctx: &mut Ctx<'_>, spec: &CommandSpec) -> Option<Frame> {
 /// discarded with the reason, as Redis does (a client whose EXEC met a
 /// busy script must not be left in MULTI, nor have half of it run).
 fn reject(ctx: &mut Ctx<'_>, spec: &CommandSpec, error: Frame) -> Outcome {
+    ctx.shared.cmdstats.rejected(spec);
     // Redis aborts a rejected EXEC's transaction, and says so even when
     // there was none (an EXEC before AUTH).
     if spec.name == "exec" {
-        ctx.client.multi = None;
-        ctx.shared.cmdstats.rejected(spec);
-        unwatch_all(ctx);
-        let reason = match &error {
-            Frame::Error(e) => String::from_utf8_lossy(e).into_owned(),
-            _ => String::new(),
-        };
-        return Outcome::now(Frame::error(format!(
-            "EXECABORT Transaction discarded because of: {reason}"
-        )));
+        return exec_abort(ctx, error);
     }
-    ctx.shared.cmdstats.rejected(spec);
     flag_multi(ctx);
     Outcome::now(error)
+}
+
+/// Discards the transaction (and its WATCHes) with Redis's EXECABORT
+/// naming `error`.
+fn exec_abort(ctx: &mut Ctx<'_>, error: Frame) -> Outcome {
+    ctx.client.multi = None;
+    unwatch_all(ctx);
+    let reason = match &error {
+        Frame::Error(e) => String::from_utf8_lossy(e).into_owned(),
+        _ => String::new(),
+    };
+    Outcome::now(Frame::error(format!(
+        "EXECABORT Transaction discarded because of: {reason}"
+    )))
 }
 
 fn flag_multi(ctx: &mut Ctx<'_>) {
@@ -400,9 +404,11 @@ pub fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
         return Outcome::now(errors::err(errors::EXECABORT));
     }
     let mut lock_all = false;
+    let mut writes = false;
     let mut keys: Vec<Bytes> = ctx.client.watched.iter().map(|w| w.key.clone()).collect();
     for args in &multi.queued {
         if let Some(spec) = lookup(&args[0]) {
+            writes |= spec.is_write();
             if spec.locks_all(args) {
                 lock_all = true;
             } else {
@@ -417,19 +423,9 @@ pub fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
             return Outcome::now(busy);
         }
     };
-    let writes = || {
-        multi
-            .queued
-            .iter()
-            .any(|a| lookup(&a[0]).is_some_and(|s| s.is_write()))
-    };
-    if demoted_meanwhile(ctx) && writes() {
+    if writes && demoted_meanwhile(ctx) {
         drop(txn);
-        unwatch_all(ctx);
-        return Outcome::now(Frame::error(format!(
-            "EXECABORT Transaction discarded because of: {}",
-            errors::READONLY_REPLICA
-        )));
+        return exec_abort(ctx, Frame::error(errors::READONLY_REPLICA));
     }
     txn.set_no_touch(ctx.client.no_touch);
     let now = txn.now_ms;

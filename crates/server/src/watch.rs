@@ -110,10 +110,10 @@ impl WatchRegistry {
 }
 
 /// Whether `op` changes what a read of the key returns, as Redis's WATCH
-/// and client tracking see it: a stream's consumer groups, pending entries and XSETID's last
-/// ID are not its value, so XREADGROUP, XACK, XCLAIM, XGROUP and XSETID
-/// leave watchers alone (new entries, removed entries and a new key do
-/// not).
+/// and client tracking see it: a stream's consumer groups, pending
+/// entries and XSETID's last ID are not its value, so XREADGROUP, XACK,
+/// XCLAIM, XGROUP and XSETID leave watchers alone (new entries, removed
+/// entries and a new key do not).
 pub(crate) fn touches_value(op: &KeyOp) -> bool {
     match op {
         KeyOp::Stream(s) => matches!(

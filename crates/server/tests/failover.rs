@@ -49,6 +49,12 @@ fn state(c: &mut Connection) -> String {
     info(c, "master_failover_state")
 }
 
+/// FAILOVER TO the server on `port`, waited for to its end.
+fn hand_over(c: &mut Connection, port: u16) {
+    let _: () = q(c, &["FAILOVER", "TO", "127.0.0.1", &port.to_string()]);
+    wait_state(c, "no-failover");
+}
+
 /// Waits for `master_failover_state` to read `want`; on a timeout, says
 /// where the server stood.
 fn wait_state(c: &mut Connection, want: &str) {
@@ -92,11 +98,7 @@ fn failover_under_writes_loses_no_acknowledged_write() {
         acked
     });
     std::thread::sleep(Duration::from_millis(300));
-    let _: () = q(
-        &mut ac,
-        &["FAILOVER", "TO", "127.0.0.1", &b.port.to_string()],
-    );
-    wait_state(&mut ac, "no-failover");
+    hand_over(&mut ac, b.port);
     let acked = writer.join().unwrap();
     assert!(acked.len() > 10, "the writer ran ({} writes)", acked.len());
 
@@ -295,11 +297,7 @@ fn a_target_that_refuses_leaves_the_primary_in_charge() {
     let _: () = q(&mut ac, &["SET", "k", "1"]);
     synced(&mut ac, &mut bc);
     let _: () = q(&mut bc, &["ACL", "SETUSER", "default", "-psync"]);
-    let _: () = q(
-        &mut ac,
-        &["FAILOVER", "TO", "127.0.0.1", &b.port.to_string()],
-    );
-    wait_state(&mut ac, "no-failover");
+    hand_over(&mut ac, b.port);
     assert_eq!(role(&mut ac), "master");
     assert_eq!(role(&mut bc), "slave");
     let _: () = q(&mut bc, &["ACL", "SETUSER", "default", "+psync"]);
@@ -328,11 +326,7 @@ fn failover_between_redis_and_durakv_both_ways() {
         info(&mut rc, "slave0").contains("state=online")
     });
 
-    let _: () = q(
-        &mut rc,
-        &["FAILOVER", "TO", "127.0.0.1", &d.port.to_string()],
-    );
-    wait_state(&mut rc, "no-failover");
+    hand_over(&mut rc, d.port);
     assert_eq!(role(&mut dc), "master");
     assert_eq!(role(&mut rc), "slave");
     assert_eq!(stat(&mut dc, "sync_partial_ok"), 1);
@@ -342,11 +336,7 @@ fn failover_between_redis_and_durakv_both_ways() {
     assert_eq!(v.as_deref(), Some("2"));
 
     let (fulls, psyncs) = (stat(&mut rc, "sync_full"), stat(&mut rc, "sync_partial_ok"));
-    let _: () = q(
-        &mut dc,
-        &["FAILOVER", "TO", "127.0.0.1", &redis.port.to_string()],
-    );
-    wait_state(&mut dc, "no-failover");
+    hand_over(&mut dc, redis.port);
     assert_eq!(role(&mut rc), "master");
     assert_eq!(role(&mut dc), "slave");
     assert_eq!(stat(&mut rc, "sync_full"), fulls);

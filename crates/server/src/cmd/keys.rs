@@ -730,10 +730,9 @@ fn swapdb(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     if a == b {
         return Ok(Frame::ok());
     }
-    let (da, db) = (a as usize, b as usize);
     ctx.shared
         .watches
-        .touch_swapped(da, db, |d, k| txn.get(d, k).is_some());
+        .touch_swapped(a as usize, b as usize, |d, k| txn.get(d, k).is_some());
     let m = Mutation::SwapDb {
         a: a as u32,
         b: b as u32,

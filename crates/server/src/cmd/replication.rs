@@ -24,11 +24,11 @@ fn replicaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let repl = &ctx.shared.repl;
     if is(&args[1], "no") && is(&args[2], "one") {
         if repl.is_replica() {
-            repl.promote(ctx.shared);
-            crate::repl::replica::forget_origin(ctx.shared);
+            crate::repl::become_primary(ctx.shared);
             tracing::info!("MASTER MODE enabled (user request)");
+        } else {
+            crate::repl::remember_primary(ctx.shared, "");
         }
-        remember_primary(ctx, "");
         return Ok(Frame::ok());
     }
     let port = std::str::from_utf8(&args[2])
@@ -43,7 +43,7 @@ fn replicaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         }
     }
     repl.demote(ctx.shared, host.clone(), port);
-    remember_primary(ctx, &format!("{host} {port}"));
+    crate::repl::remember_primary(ctx.shared, &format!("{host} {port}"));
     tracing::info!(
         "REPLICAOF {host}:{port} enabled (user request from client {})",
         ctx.client.id()
@@ -56,7 +56,7 @@ fn replicaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 fn failover(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     use crate::repl::failover::Request;
     if args.len() == 2 && is(&args[1], "abort") {
-        if !ctx.shared.repl.failover.abort_by_user(ctx.shared) {
+        if !crate::repl::failover::abort(ctx.shared, "Failover manually aborted") {
             return Err(Frame::error("ERR No failover in progress."));
         }
         return Ok(Frame::ok());
@@ -95,15 +95,6 @@ fn failover(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         .start(ctx.shared, req)
         .map_err(Frame::error)?;
     Ok(Frame::ok())
-}
-
-/// Keeps `replicaof` in the running configuration, so CONFIG REWRITE
-/// (which Sentinel sends with every REPLICAOF) makes a restarted server
-/// come back in the role it was given.
-fn remember_primary(ctx: &mut Ctx<'_>, target: &str) {
-    if let Err(e) = ctx.shared.config.write().set("replicaof", target) {
-        tracing::warn!("cannot record replicaof {target:?}: {e}");
-    }
 }
 
 fn replconf(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
@@ -211,9 +202,7 @@ fn take_over(ctx: &mut Ctx<'_>, replid: &str) -> Result<(), Frame> {
             "ERR PSYNC FAILOVER replid must match my replid.",
         ));
     }
-    repl.promote(ctx.shared);
-    crate::repl::replica::forget_origin(ctx.shared);
-    remember_primary(ctx, "");
+    crate::repl::become_primary(ctx.shared);
     tracing::info!("Failover request received for replid {replid}.");
     Ok(())
 }

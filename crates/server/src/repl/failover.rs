@@ -116,15 +116,6 @@ impl Failover {
         Ok(())
     }
 
-    /// FAILOVER ABORT: false if there was no failover to abort.
-    pub fn abort_by_user(&self, shared: &Shared) -> bool {
-        if self.phase() == Phase::None {
-            return false;
-        }
-        abort(shared, "Failover manually aborted");
-        true
-    }
-
     /// Whether this server's link should ask its primary to take over.
     pub fn in_progress(&self) -> bool {
         self.phase() == Phase::InProgress
@@ -147,25 +138,22 @@ fn is_at(r: &super::ReplicaInfo, host: &str, port: u16) -> bool {
     r.ip.eq_ignore_ascii_case(host) && r.port.load(Ordering::Acquire) == u64::from(port)
 }
 
-/// Ends a failover that did not complete: a server that already turned
-/// replica becomes a primary again (keeping its history, so its replicas
-/// continue), and held writes go on here.
-pub fn abort(shared: &Shared, why: &str) {
+/// Ends a failover that did not complete (false: there was none): a
+/// server that already turned replica becomes a primary again (keeping its
+/// history, so its replicas continue), and held writes go on here.
+pub fn abort(shared: &Shared, why: &str) -> bool {
     // Not under the state's lock: promoting takes others (hand_over takes
     // the shards' first, then this one).
     let was = std::mem::take(&mut *shared.repl.failover.state.lock()).phase;
     if was == Phase::None {
-        return;
+        return false;
     }
     if was == Phase::InProgress && shared.repl.is_replica() {
-        shared.repl.promote(shared);
-        crate::repl::replica::forget_origin(shared);
-        if let Err(e) = shared.config.write().set("replicaof", "") {
-            tracing::warn!("cannot clear replicaof: {e}");
-        }
+        super::become_primary(shared);
     }
     shared.pause.hold_for_failover(false);
     tracing::warn!("FAILOVER aborted: {why}");
+    true
 }
 
 /// The driver: one task for the server's life, waiting for FAILOVER.
@@ -192,17 +180,16 @@ async fn wait_for_sync(shared: &Arc<Shared>) {
             match target.filter(|_| force) {
                 Some((host, port)) => {
                     tracing::info!("FAILOVER to {host}:{port} time out exceeded, failing over.");
-                    let shared = shared.clone();
-                    crate::checkpointer::blocking(|| hand_over(&shared, host, port, true));
+                    crate::checkpointer::blocking(|| hand_over(shared, host, port, true));
                 }
-                None => abort(shared, "Replica never caught up before timeout"),
+                None => {
+                    abort(shared, "Replica never caught up before timeout");
+                }
             }
             return;
         }
         if let Some((host, port)) = caught_up(shared, target.as_ref()) {
-            let s = shared.clone();
-            let done = crate::checkpointer::blocking(move || hand_over(&s, host, port, false));
-            if done {
+            if crate::checkpointer::blocking(|| hand_over(shared, host, port, false)) {
                 return;
             }
         }
@@ -251,12 +238,7 @@ fn hand_over(shared: &Shared, host: String, port: u16, force: bool) -> bool {
         drop(st);
         shared.repl.demote(shared, host.clone(), port);
     }
-    if let Err(e) = shared
-        .config
-        .write()
-        .set("replicaof", &format!("{host} {port}"))
-    {
-        tracing::warn!("cannot record replicaof {host} {port}: {e}");
-    }
+    // Outside the shard locks, where REPLICAOF records it too.
+    super::remember_primary(shared, &format!("{host} {port}"));
     true
 }

@@ -409,6 +409,24 @@ impl Replication {
     }
 }
 
+/// A primary again (REPLICAOF NO ONE, a FAILOVER target taking over, a
+/// FAILOVER undone): promoted, its recorded origin dropped, `replicaof`
+/// cleared.
+pub fn become_primary(shared: &crate::state::Shared) {
+    shared.repl.promote(shared);
+    replica::forget_origin(shared);
+    remember_primary(shared, "");
+}
+
+/// Keeps `replicaof` in the running configuration, so CONFIG REWRITE
+/// (which Sentinel sends with every REPLICAOF) makes a restarted server
+/// come back in the role it was given.
+pub fn remember_primary(shared: &crate::state::Shared, target: &str) {
+    if let Err(e) = shared.config.write().set("replicaof", target) {
+        tracing::warn!("cannot record replicaof {target:?}: {e}");
+    }
+}
+
 pub fn new_replid() -> String {
     (0..40)
         .map(|_| char::from_digit(u32::from(rand::random::<u8>() % 16), 16).unwrap_or('0'))
