@@ -43,6 +43,10 @@ pub enum Frame {
     Set(Vec<Frame>),
     /// RESP3 double; a bulk string in RESP2.
     Double(f64),
+    /// A RESP3 double whose text the command chose (GEO's coordinates, which
+    /// Redis prints with more digits than a double holds); a bulk string in
+    /// RESP2.
+    DoubleText(Bytes),
     /// RESP3 boolean; the integer 1 or 0 in RESP2.
     Boolean(bool),
     /// RESP3 verbatim string (`=txt:`); a bulk string in RESP2.
@@ -165,6 +169,10 @@ impl Frame {
                     Protocol::Resp3 => line(out, b',', text.as_bytes()),
                 }
             }
+            Frame::DoubleText(text) => match proto {
+                Protocol::Resp2 => write_bulk(out, text),
+                Protocol::Resp3 => line(out, b',', text),
+            },
             Frame::Boolean(b) => match proto {
                 Protocol::Resp2 => write_integer(out, i64::from(*b)),
                 Protocol::Resp3 => out.put_slice(if *b { b"#t\r\n" } else { b"#f\r\n" }),
@@ -189,10 +197,11 @@ impl Frame {
     }
 }
 
-/// Formats a double the way Redis 7.2 replies with scores: the shortest
-/// digits that round-trip, laid out like its `fpconv_dtoa` (plain integers up
-/// to 7 trailing zeros, 6 for negatives; plain decimals down to 1e-6;
-/// scientific notation such as `1e+20` or `-1.5e-7` beyond), `inf`/`-inf`.
+/// Formats a double the way Redis 7.0 replies with scores (`%.17g`): 17
+/// significant digits with trailing zeros dropped, so `0.1` reads back as
+/// `0.10000000000000001` and `1e17` as `1e+17`; `inf`/`-inf`. Redis 7.2
+/// switched to the shortest round-trip form, but 7.0's clients and test
+/// suite compare these strings.
 pub fn format_double(d: f64) -> String {
     if d.is_infinite() {
         return if d > 0.0 { "inf".into() } else { "-inf".into() };
@@ -200,53 +209,41 @@ pub fn format_double(d: f64) -> String {
     if d.is_nan() {
         return "nan".into();
     }
-    if d == 0.0 {
-        return if d.is_sign_negative() {
-            "-0".into()
-        } else {
-            "0".into()
-        };
+    // Whole numbers below 1e17 print as integers under `%.17g`; scores are
+    // most often these, so skip the general path.
+    if d == d.trunc() && d.abs() < 1e17 {
+        if d == 0.0 && d.is_sign_negative() {
+            return "-0".into();
+        }
+        return itoa::Buffer::new().format(d as i64).to_string();
     }
-    let neg = d < 0.0;
-    // `{:e}` gives the shortest round-trip digits as `d.ddde<exp>`.
-    let sci = format!("{:e}", d.abs());
-    let (mantissa, exp10) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exp10: i32 = exp10.parse().unwrap_or(0);
-    let digits: String = mantissa.chars().filter(|c| c.is_ascii_digit()).collect();
-    let ndigits = digits.len() as i32;
-    // Value = digits * 10^k.
-    let k = exp10 - (ndigits - 1);
-    let exp = (k + ndigits - 1).abs();
-    let max_trailing_zeros = if neg { 6 } else { 7 };
+    // `{:.16e}` rounds to 17 significant digits exactly as printf does; its
+    // exponent decides between fixed and scientific layout, as `%g`'s does.
+    let sci = format!("{d:.16e}");
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    if (-4..17).contains(&exp) {
+        let fixed = format!("{d:.*}", (16 - exp) as usize);
+        return trim_fraction(&fixed).to_string();
+    }
     let mut out = String::with_capacity(24);
-    if neg {
-        out.push('-');
+    out.push_str(trim_fraction(mantissa));
+    out.push('e');
+    out.push(if exp < 0 { '-' } else { '+' });
+    if exp.abs() < 10 {
+        out.push('0');
     }
-    if k >= 0 && exp < ndigits + max_trailing_zeros {
-        out.push_str(&digits);
-        out.extend(std::iter::repeat_n('0', k as usize));
-    } else if k < 0 && (k > -7 || exp < 4) {
-        let offset = ndigits + k;
-        if offset <= 0 {
-            out.push_str("0.");
-            out.extend(std::iter::repeat_n('0', (-offset) as usize));
-            out.push_str(&digits);
-        } else {
-            out.push_str(&digits[..offset as usize]);
-            out.push('.');
-            out.push_str(&digits[offset as usize..]);
-        }
-    } else {
-        out.push_str(&digits[..1]);
-        if ndigits > 1 {
-            out.push('.');
-            out.push_str(&digits[1..]);
-        }
-        out.push('e');
-        out.push(if exp10 < 0 { '-' } else { '+' });
-        out.push_str(&exp.to_string());
-    }
+    out.push_str(itoa::Buffer::new().format(exp.abs()));
     out
+}
+
+/// Drops trailing zeros after a decimal point, and the point if nothing
+/// is left after it.
+fn trim_fraction(s: &str) -> &str {
+    if !s.contains('.') {
+        return s;
+    }
+    s.trim_end_matches('0').trim_end_matches('.')
 }
 
 fn line(out: &mut BytesMut, tag: u8, text: &[u8]) {
@@ -332,17 +329,29 @@ mod tests {
 
     #[test]
     fn doubles_format_like_redis() {
-        assert_eq!(format_double(3.0), "3");
-        assert_eq!(format_double(-0.5), "-0.5");
-        assert_eq!(format_double(f64::INFINITY), "inf");
-        assert_eq!(format_double(f64::NEG_INFINITY), "-inf");
-        assert_eq!(format_double(0.1), "0.1");
-        assert_eq!(format_double(1e20), "1e+20");
-        assert_eq!(format_double(-1e-7), "-1e-7");
-        assert_eq!(format_double(1234567.0), "1234567");
-        assert_eq!(format_double(10000000.0), "10000000");
-        assert_eq!(format_double(0.000001), "0.000001");
-        assert_eq!(format_double(1.5e300), "1.5e+300");
-        assert_eq!(format_double(2.71), "2.71");
+        // Each expected text is C's `printf("%.17g")` of the same double.
+        for (d, text) in [
+            (3.0, "3"),
+            (-0.5, "-0.5"),
+            (f64::INFINITY, "inf"),
+            (f64::NEG_INFINITY, "-inf"),
+            (-0.0, "-0"),
+            (0.1, "0.10000000000000001"),
+            (1e16, "10000000000000000"),
+            (1e17, "1e+17"),
+            (123456789012345678.0, "1.2345678901234568e+17"),
+            (1e20, "1e+20"),
+            (-1e-7, "-9.9999999999999995e-08"),
+            (0.0001, "0.0001"),
+            (0.00001, "1.0000000000000001e-05"),
+            (1234567.0, "1234567"),
+            (1.5e300, "1.5000000000000001e+300"),
+            (2.5, "2.5"),
+            (2.71, "2.71"),
+            (1.0 / 3.0, "0.33333333333333331"),
+            (5e-324, "4.9406564584124654e-324"),
+        ] {
+            assert_eq!(format_double(d), text, "{d:e}");
+        }
     }
 }

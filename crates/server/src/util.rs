@@ -167,12 +167,6 @@ pub fn is(arg: &[u8], keyword: &str) -> bool {
     arg.eq_ignore_ascii_case(keyword.as_bytes())
 }
 
-/// Formats a float the way Redis replies to INCRBYFLOAT/HINCRBYFLOAT (`%.17Lg`
-/// then trimmed): the shortest text that round-trips.
-pub fn format_float(v: f64) -> String {
-    durakv_protocol::frame::format_double(v)
-}
-
 /// Writes `bytes` next to `path`, syncs it, renames it over `path` and
 /// syncs the directory, so a crash leaves either the old file or the new
 /// one (CONFIG REWRITE, ACL SAVE).

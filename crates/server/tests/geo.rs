@@ -94,6 +94,12 @@ fn positions_hashes_and_distances_match_redis() {
             arr(vec![b("17.24151045083999634"), b("38.78813451624225195")]),
         ])
     );
+    // RESP3 sends coordinates as doubles with the same 17 decimals.
+    let mut r = common::RespConn::new(srv.raw());
+    r.send(&["HELLO", "3"]);
+    r.frame();
+    r.send(&["GEOPOS", "Sicily", "Palermo"]);
+    r.expect("*1\r\n*2\r\n,13.36138933897018433\r\n,38.11555639549629859\r\n");
     let hashes: Vec<Option<String>> = q(c, &["GEOHASH", "Sicily", "Palermo", "edge1", "nope"]);
     assert_eq!(
         hashes,

@@ -734,3 +734,75 @@ fn scores_parse_as_strtod_with_the_range_check() {
     assert_eq!(q::<String>(c, &["INCRBYFLOAT", "f", "0x10"]), "16");
     assert_eq!(q::<String>(c, &["HINCRBYFLOAT", "h", "f", "1e-400"]), "0");
 }
+
+/// Scores go out as Redis 7.0 prints them (`%.17g`), in RESP2 and RESP3,
+/// from every command that replies with a score; ZSCAN of a small set gives
+/// the listpack's stored form, where whole numbers within ±2^62 are
+/// integers. Redis 7.0's own ZSCORE tests compare these strings.
+#[test]
+fn scores_print_as_redis_7_0_does() {
+    use common::RespConn;
+    let srv = Server::start(&[]);
+    let c = &mut srv.conn();
+    let scores = [
+        ("0.1", "0.10000000000000001"),
+        ("1e17", "1e+17"),
+        ("123456789012345678", "1.2345678901234568e+17"),
+        ("0.00001", "1.0000000000000001e-05"),
+        ("-1e-7", "-9.9999999999999995e-08"),
+        ("1e16", "10000000000000000"),
+        ("4.7e18", "4.7e+18"),
+        ("2.5", "2.5"),
+    ];
+    for (i, (given, _)) in scores.iter().enumerate() {
+        q::<i64>(c, &["ZADD", "small", given, &format!("m{i}")]);
+    }
+    for (i, (_, text)) in scores.iter().enumerate() {
+        assert_eq!(
+            q::<String>(c, &["ZSCORE", "small", &format!("m{i}")]),
+            *text
+        );
+    }
+    assert_eq!(
+        q::<Vec<String>>(c, &["ZMSCORE", "small", "m0", "m1"]),
+        ["0.10000000000000001", "1e+17"]
+    );
+    assert_eq!(
+        q::<String>(c, &["ZINCRBY", "small", "0.2", "m0"]),
+        "0.30000000000000004"
+    );
+    assert_eq!(
+        strs(c, &["ZRANGE", "small", "-2", "-1", "WITHSCORES"]),
+        ["m2", "1.2345678901234568e+17", "m6", "4.7e+18"]
+    );
+    let scanned = |c: &mut Connection, key: &str| -> HashSet<String> {
+        let (_, items): (String, Vec<String>) = q(c, &["ZSCAN", key, "0", "COUNT", "1000"]);
+        items
+            .chunks(2)
+            .map(|p| format!("{}={}", p[0], p[1]))
+            .collect()
+    };
+    let small = scanned(c, "small");
+    for want in [
+        "m1=100000000000000000",
+        "m2=123456789012345680",
+        "m6=4.7e+18",
+    ] {
+        assert!(small.contains(want), "{want} in {small:?}");
+    }
+    // Past the listpack limit the set is a skiplist, which scans as ZSCORE.
+    let mut args = vec!["ZADD".to_string(), "big".into()];
+    for i in 0..200 {
+        args.extend([format!("{i}.5"), format!("n{i}")]);
+    }
+    args.extend(["1e17".into(), "top".into()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    q::<i64>(c, &args);
+    assert!(scanned(c, "big").contains("top=1e+17"));
+
+    let mut r = RespConn::new(srv.raw());
+    r.send(&["HELLO", "3"]);
+    r.frame();
+    r.send(&["ZSCORE", "small", "m3"]);
+    r.expect(",1.0000000000000001e-05\r\n");
+}

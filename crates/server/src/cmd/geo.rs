@@ -4,7 +4,7 @@
 //! sorted-set commands work on it and its writes are sorted-set writes.
 
 use super::zsets::store_scored;
-use super::{apply, read_as, resp3, syntax};
+use super::{apply, read_as, syntax};
 use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Keys, Reply, FIRST_KEY};
 use crate::geohash::{self, Search, Shape};
 use crate::util::{arg_f64, is, parse_f64};
@@ -109,12 +109,8 @@ fn human(v: f64) -> String {
     s.trim_end_matches('.').to_string()
 }
 
-fn coord_frame(v: f64, resp3: bool) -> Frame {
-    if resp3 {
-        Frame::Double(v)
-    } else {
-        Frame::Bulk(Bytes::from(human(v)))
-    }
+fn coord_frame(v: f64) -> Frame {
+    Frame::DoubleText(Bytes::from(human(v)))
 }
 
 /// Distances always go out as bulk strings with four decimals.
@@ -220,7 +216,6 @@ fn geohash_cmd(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
 }
 
 fn geopos(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
-    let resp3 = resp3(ctx);
     let z = read_zset(txn, ctx.db(), &args[1])?;
     Ok(Frame::Array(
         args[2..]
@@ -228,7 +223,7 @@ fn geopos(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
             .map(|m| {
                 z.and_then(|z| member_pos(z, m))
                     .map_or(Frame::NullArray, |(lon, lat)| {
-                        Frame::Array(vec![coord_frame(lon, resp3), coord_frame(lat, resp3)])
+                        Frame::Array(vec![coord_frame(lon), coord_frame(lat)])
                     })
             })
             .collect(),
@@ -456,7 +451,6 @@ fn search(
             .collect();
         return store_scored(txn, db, &dest, items);
     }
-    let resp3 = resp3(ctx);
     let with = withdist || withhash || withcoord;
     Ok(Frame::Array(
         found
@@ -473,10 +467,7 @@ fn search(
                     item.push(Frame::Integer(f.score as i64));
                 }
                 if withcoord {
-                    item.push(Frame::Array(vec![
-                        coord_frame(f.lon, resp3),
-                        coord_frame(f.lat, resp3),
-                    ]));
+                    item.push(Frame::Array(vec![coord_frame(f.lon), coord_frame(f.lat)]));
                 }
                 Frame::Array(item)
             })

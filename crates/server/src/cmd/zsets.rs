@@ -8,12 +8,13 @@ use super::{
 };
 use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Keys, Reply, FIRST_KEY, TWO_KEYS};
 use crate::errors;
-use crate::util::{arg_f64, arg_i64, format_float, is, parse_f64_bare};
+use crate::util::{arg_f64, arg_i64, is, parse_f64_bare};
 use bytes::Bytes;
 use durakv_engine::mutation::{list_range, KeyOp};
 use durakv_engine::txn::Txn;
 use durakv_engine::value::Value;
 use durakv_engine::zset::ZSet;
+use durakv_protocol::frame::format_double;
 use durakv_protocol::Frame;
 use std::collections::{HashMap, HashSet};
 use std::ops::Bound;
@@ -688,22 +689,28 @@ fn zscan(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
         return Err(wrongtype());
     };
     let opts = scan_options(&args[3..], false)?;
+    let compact = scans_whole(&e.value, &super::encoding_limits(ctx));
     let mut items = Vec::new();
-    let next = scan_walk(
-        z.len(),
-        cursor,
-        opts.count,
-        scans_whole(&e.value, &super::encoding_limits(ctx)),
-        |i| {
-            if let Some((m, s)) = z.get_index(i) {
-                if opts.matches(m) {
-                    items.push(Frame::Bulk(m.to_bytes()));
-                    items.push(Frame::Bulk(Bytes::from(format_float(s))));
-                }
+    let next = scan_walk(z.len(), cursor, opts.count, compact, |i| {
+        if let Some((m, s)) = z.get_index(i) {
+            if opts.matches(m) {
+                items.push(Frame::Bulk(m.to_bytes()));
+                items.push(Frame::Bulk(Bytes::from(scan_score(s, compact))));
             }
-        },
-    );
+        }
+    });
     Ok(scan_reply(next, items))
+}
+
+/// ZSCAN returns a compact set's scores as Redis stored them in its
+/// listpack: whole numbers within ±2^62 as integers, so `1e17` scans as
+/// `100000000000000000` while ZSCORE says `1e+17`.
+fn scan_score(s: f64, compact: bool) -> String {
+    const LIMIT: f64 = (1u64 << 62) as f64;
+    if compact && s == s.trunc() && (-LIMIT..=LIMIT).contains(&s) {
+        return itoa::Buffer::new().format(s as i64).to_string();
+    }
+    format_double(s)
 }
 
 fn zrandmember(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {

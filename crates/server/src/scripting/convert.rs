@@ -65,6 +65,11 @@ pub fn frame_to_lua(lua: &Lua, f: &Frame, resp: u8) -> mlua::Result<Value> {
         }
         Frame::Double(d) if resp3 => single_field(lua, "double", Value::Number(*d))?,
         Frame::Double(d) => Value::String(lua.create_string(format_double(*d))?),
+        Frame::DoubleText(t) if resp3 => {
+            let d = std::str::from_utf8(t).ok().and_then(|t| t.parse().ok());
+            single_field(lua, "double", Value::Number(d.unwrap_or(0.0)))?
+        }
+        Frame::DoubleText(t) => Value::String(lua.create_string(t)?),
         Frame::Boolean(b) if resp3 => Value::Boolean(*b),
         Frame::Boolean(b) => Value::Number(if *b { 1.0 } else { 0.0 }),
     })
