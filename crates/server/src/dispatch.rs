@@ -438,7 +438,7 @@ pub fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
         // The nil reveals that someone wrote a watched key: it may go out
         // only once that write is durable (the keys' current LSNs cover it).
         for w in &ctx.client.watched {
-            txn.get(w.db, &w.key);
+            txn.get_untouched(w.db, &w.key);
         }
         unwatch_all(ctx);
         ctx.shared

@@ -231,7 +231,7 @@ fn run_observed(
     if flags & (class::NEW | class::KEY_MISS) != 0 {
         for i in spec.key_indexes(args) {
             let key = &args[i];
-            if txn.get(db, key).is_some() {
+            if txn.get_untouched(db, key).is_some() {
                 existed.insert((db, key.clone()));
             } else {
                 missing.push(key.clone());
@@ -329,7 +329,7 @@ fn note_applied(
         let last_for_key = !caused[i + 1..]
             .iter()
             .any(|o| o.db == c.db && o.key == c.key);
-        if c.removes && last_for_key && txn.get(c.db, &c.key).is_none() {
+        if c.removes && last_for_key && txn.get_untouched(c.db, &c.key).is_none() {
             pending.event(flags, class::GENERIC, c.db, c.key.clone(), "del");
         }
     }
@@ -358,7 +358,7 @@ impl Serving {
         }
         let mut existed = HashSet::new();
         for k in keys {
-            if txn.get(db, k).is_some() {
+            if txn.get_untouched(db, k).is_some() {
                 existed.insert((db, k.clone()));
             }
         }

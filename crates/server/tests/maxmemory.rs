@@ -352,3 +352,52 @@ fn client_no_touch_leaves_lfu_alone_except_for_touch() {
     assert_eq!(q::<i64>(&mut c, &["OBJECT", "FREQ", "f"]), 8);
     assert!(err(&mut c, &["CLIENT", "NO-TOUCH", "maybe"]).contains("syntax error"));
 }
+
+/// Keyspace events for new keys and misses (`n`, `m`) look the command's
+/// keys up first; that look-up, and an aborted EXEC's read of its watched
+/// keys, must not count as accesses. Before, with `n` on, TTL, TYPE and
+/// EXISTS reset a key's idle time (Redis's introspection-2 test after its
+/// pubsub unit) and every read counted twice in LFU.
+#[test]
+fn bookkeeping_lookups_are_not_accesses() {
+    let srv = Server::start(&["--maxmemory-policy", "allkeys-lfu"]);
+    let mut c = srv.conn();
+    count_every_access(&mut c);
+    let _: () = q(
+        &mut c,
+        &["CONFIG", "SET", "notify-keyspace-events", "KEAnm"],
+    );
+    let _: () = q(&mut c, &["SET", "f", "1"]);
+    let start = q::<i64>(&mut c, &["OBJECT", "FREQ", "f"]);
+    let _: i64 = q(&mut c, &["TTL", "f"]);
+    let _: String = q(&mut c, &["TYPE", "f"]);
+    let _: i64 = q(&mut c, &["EXISTS", "f"]);
+    assert_eq!(q::<i64>(&mut c, &["OBJECT", "FREQ", "f"]), start);
+    for _ in 0..3 {
+        let _: String = q(&mut c, &["GET", "f"]);
+    }
+    assert_eq!(q::<i64>(&mut c, &["OBJECT", "FREQ", "f"]), start + 3);
+
+    // An EXEC aborted by a write to a watched key leaves that key's
+    // counter where the write put it.
+    let _: () = q(&mut c, &["SET", "w", "1"]);
+    let _: () = q(&mut c, &["WATCH", "w"]);
+    let mut other = srv.conn();
+    let _: () = q(&mut other, &["SET", "w", "2"]);
+    let before = q::<i64>(&mut other, &["OBJECT", "FREQ", "w"]);
+    let _: () = q(&mut c, &["MULTI"]);
+    let _: () = q(&mut c, &["GET", "x"]);
+    assert_eq!(q::<redis::Value>(&mut c, &["EXEC"]), redis::Value::Nil);
+    assert_eq!(q::<i64>(&mut other, &["OBJECT", "FREQ", "w"]), before);
+
+    // The same with the LRU clock: idle time survives the look-ups.
+    let _: () = q(
+        &mut c,
+        &["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"],
+    );
+    let _: () = q(&mut c, &["SET", "idle", "1"]);
+    std::thread::sleep(Duration::from_millis(2100));
+    let _: i64 = q(&mut c, &["TTL", "idle"]);
+    let _: String = q(&mut c, &["TYPE", "idle"]);
+    assert!(q::<i64>(&mut c, &["OBJECT", "IDLETIME", "idle"]) >= 2);
+}
