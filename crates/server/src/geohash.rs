@@ -127,10 +127,27 @@ fn decode_area(h: Hash) -> Option<Area> {
     })
 }
 
+/// A score's bits as Redis reads them: its C cast `(uint64_t)score`, as
+/// x86-64 compilers do it. A negative score wraps through a signed
+/// conversion (-5 is 2^64-5) and one of 2^64 or more comes out as 0, so a
+/// sorted set that was never a GEO set decodes as Redis decodes it.
+fn score_bits(score: f64) -> u64 {
+    const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+    if score < TWO_63 {
+        // Rust saturates below -2^63 at i64::MIN, x86's "integer
+        // indefinite" value.
+        score as i64 as u64
+    } else if score < 2.0 * TWO_63 {
+        (score - TWO_63) as u64 | (1 << 63)
+    } else {
+        0
+    }
+}
+
 /// The position a score stands for: the centre of its cell.
 pub fn decode_score(score: f64) -> Option<(f64, f64)> {
     let a = decode_area(Hash {
-        bits: score as u64,
+        bits: score_bits(score),
         step: STEP_MAX,
     })?;
     let lon = ((a.lon.0 + a.lon.1) / 2.0).clamp(LON_MIN, LON_MAX);

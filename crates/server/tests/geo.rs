@@ -616,3 +616,33 @@ fn geo_sets_survive_kill9() {
         ["Palermo", "Catania"]
     );
 }
+
+/// A sorted set whose scores were never GEO positions decodes as Redis
+/// decodes it (its C cast of the score): a negative score wraps, one past
+/// 2^64 is cell 0. Values from Redis 7.0.15.
+#[test]
+fn scores_out_of_geo_range_decode_as_redis_does() {
+    let srv = Server::start(&[]);
+    let c = &mut srv.conn();
+    let _: i64 = q(
+        c,
+        &[
+            "ZADD", "gz", "-5", "neg", "1e20", "big", "1.5e19", "hi", "-inf", "ninf",
+        ],
+    );
+    let pos: Value = q(c, &["GEOPOS", "gz", "neg", "big", "hi", "ninf"]);
+    assert_eq!(
+        pos,
+        arr(vec![
+            arr(vec![b("180"), b("85.0511287799999991")]),
+            arr(vec![
+                b("-179.99999731779098511"),
+                b("-85.05112751263942528")
+            ]),
+            arr(vec![b("180"), b("85.0511287799999991")]),
+            arr(vec![b("180"), b("-85.05112751263942528")]),
+        ])
+    );
+    let hashes: Vec<String> = q(c, &["GEOHASH", "gz", "neg", "big", "ninf"]);
+    assert_eq!(hashes, ["bp05b5048p0", "00bh0hbj200", "00bh0hbj200"]);
+}
