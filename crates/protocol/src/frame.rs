@@ -217,33 +217,45 @@ pub fn format_double(d: f64) -> String {
         }
         return itoa::Buffer::new().format(d as i64).to_string();
     }
-    // `{:.16e}` rounds to 17 significant digits exactly as printf does; its
-    // exponent decides between fixed and scientific layout, as `%g`'s does.
-    let sci = format!("{d:.16e}");
-    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    format_g(d, 17)
+}
+
+/// C's `printf("%.<precision>g")`. Rust's `{:.Ne}` rounds exactly as glibc
+/// does; its exponent decides between fixed and scientific layout, as
+/// `%g`'s does.
+pub fn format_g(n: f64, precision: usize) -> String {
+    if n.is_nan() {
+        return if n.is_sign_negative() { "-nan" } else { "nan" }.into();
+    }
+    if n.is_infinite() {
+        return if n > 0.0 { "inf" } else { "-inf" }.into();
+    }
+    let p = precision.max(1);
+    if n == 0.0 {
+        return if n.is_sign_negative() { "-0" } else { "0" }.into();
+    }
+    let sci = format!("{:.*e}", p - 1, n);
+    let Some((mantissa, exp)) = sci.split_once('e') else {
+        return sci;
+    };
     let exp: i32 = exp.parse().unwrap_or(0);
-    if (-4..17).contains(&exp) {
-        let fixed = format!("{d:.*}", (16 - exp) as usize);
-        return trim_fraction(&fixed).to_string();
+    if exp < -4 || exp >= p as i32 {
+        let m = strip_zeros(mantissa);
+        let sign = if exp < 0 { '-' } else { '+' };
+        return format!("{m}e{sign}{:02}", exp.abs());
     }
-    let mut out = String::with_capacity(24);
-    out.push_str(trim_fraction(mantissa));
-    out.push('e');
-    out.push(if exp < 0 { '-' } else { '+' });
-    if exp.abs() < 10 {
-        out.push('0');
-    }
-    out.push_str(itoa::Buffer::new().format(exp.abs()));
-    out
+    let decimals = (p as i32 - 1 - exp).max(0) as usize;
+    strip_zeros(&format!("{n:.decimals$}")).to_string()
 }
 
 /// Drops trailing zeros after a decimal point, and the point if nothing
 /// is left after it.
-fn trim_fraction(s: &str) -> &str {
-    if !s.contains('.') {
-        return s;
+fn strip_zeros(s: &str) -> &str {
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        s
     }
-    s.trim_end_matches('0').trim_end_matches('.')
 }
 
 fn line(out: &mut BytesMut, tag: u8, text: &[u8]) {

@@ -205,39 +205,7 @@ pub fn number_arg(n: f64) -> String {
     format_g(n, 17)
 }
 
-/// C's `%.<precision>g`.
-pub fn format_g(n: f64, precision: usize) -> String {
-    if n.is_nan() {
-        return if n.is_sign_negative() { "-nan" } else { "nan" }.into();
-    }
-    if n.is_infinite() {
-        return if n > 0.0 { "inf" } else { "-inf" }.into();
-    }
-    let p = precision.max(1);
-    if n == 0.0 {
-        return if n.is_sign_negative() { "-0" } else { "0" }.into();
-    }
-    let sci = format!("{:.*e}", p - 1, n);
-    let Some((mantissa, exp)) = sci.split_once('e') else {
-        return sci;
-    };
-    let exp: i32 = exp.parse().unwrap_or(0);
-    if exp < -4 || exp >= p as i32 {
-        let m = strip_zeros(mantissa);
-        let sign = if exp < 0 { '-' } else { '+' };
-        return format!("{m}e{sign}{:02}", exp.abs());
-    }
-    let decimals = (p as i32 - 1 - exp).max(0) as usize;
-    strip_zeros(&format!("{n:.decimals$}")).to_string()
-}
-
-fn strip_zeros(s: &str) -> &str {
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.')
-    } else {
-        s
-    }
-}
+pub use durakv_protocol::frame::format_g;
 
 #[cfg(test)]
 mod tests {
