@@ -455,6 +455,37 @@ fn shebangs_and_number_arguments_as_redis_reads_them() {
     assert_eq!(get_after_set(&mut c, "2^60"), "1.152921504606847e+18");
     assert_eq!(get_after_set(&mut c, "-2^62"), "-4.6116860184273879e+18");
     assert_eq!(get_after_set(&mut c, "0.1"), "0.10000000000000001");
+    // Numbers next to zero, and -0, keep their value (mlua hands them over
+    // as the integer 0; they are read again as doubles).
+    assert_eq!(get_after_set(&mut c, "8e-26"), "8.0000000000000003e-26");
+    assert_eq!(get_after_set(&mut c, "-0.0"), "-0");
+    assert_eq!(get_after_set(&mut c, "-1e-300"), "-1e-300");
+    assert_eq!(get_after_set(&mut c, "0"), "0");
+    // The same in cjson (`%.14g`, as lua-cjson prints every number),
+    // cmsgpack and RESP3 doubles. Texts and bytes from Redis 7.0.15.
+    assert_eq!(
+        ok::<String>(
+            &mut c,
+            &[
+                "EVAL",
+                "return cjson.encode({1e17, 8e-26, -0.0, 9007199254740993, 2^63, 3, {a=1e-20}})",
+                "0"
+            ]
+        ),
+        r#"[1e+17,8e-26,-0,9.007199254741e+15,9.2233720368548e+18,3,{"a":1e-20}]"#
+    );
+    let packed: Vec<u8> = ok(
+        &mut c,
+        &["EVAL", "return cmsgpack.pack({8e-26, -0.0, 0})", "0"],
+    );
+    assert_eq!(packed, b"\x93\xcb\x3a\xb8\xc2\x40\xc4\xae\xcb\x14\x00\x00");
+    let mut r = common::RespConn::new(srv.raw());
+    r.send(&["HELLO", "3"]);
+    r.frame();
+    r.send(&["EVAL", "return {double=8e-26}", "0"]);
+    r.expect(",8.0000000000000003e-26\r\n");
+    r.send(&["EVAL", "return {double=-0.0}", "0"]);
+    r.expect(",-0\r\n");
     assert!(error(
         &mut c,
         &["EVAL", "return redis.call('incrby', 'c', 1e17)", "0"]
@@ -1061,4 +1092,61 @@ fn refused_script_calls_count_as_rejected() {
         set.contains("calls=0,") && set.contains("rejected_calls=1,failed_calls=0"),
         "{set}"
     );
+}
+
+/// The libraries' arguments keep numbers next to zero, and their errors
+/// carry the script's line, as Redis's C libraries raise them with
+/// `luaL_error` (nothing under pcall, where the caller is C). Bytes and
+/// texts from Redis 7.0.15.
+#[test]
+fn library_arguments_and_errors_as_redis_gives_them() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let eval = |c: &mut redis::Connection, body: &str| -> Vec<u8> { ok(c, &["EVAL", body, "0"]) };
+    assert_eq!(eval(&mut c, "return cjson.encode(8e-26)"), b"8e-26");
+    assert_eq!(
+        eval(&mut c, "return cmsgpack.pack(-0.0, 8e-26)"),
+        b"\x00\xcb\x3a\xb8\xc2\x40\xc4\xae\xcb\x14"
+    );
+    assert_eq!(
+        eval(&mut c, "return struct.pack('d', 1e-300)"),
+        b"\x59\xf3\xf8\xc2\x1f\x6e\xa5\x01"
+    );
+    // (A script that tail-calls the library, `return cjson.encode(...)`,
+    // gets the message without its line: the Lua wrapper replaces the
+    // script's frame, where Redis's C function does not.)
+    let e = error(
+        &mut c,
+        &["EVAL", "local s = cjson.encode({1/0}) return s", "0"],
+    );
+    assert!(
+        e.starts_with(
+            "ERR user_script:1: Cannot serialise number: must not be NaN or Inf script: "
+        ),
+        "{e}"
+    );
+    let e = error(&mut c, &["EVAL", "local s = cjson.encode() return s", "0"]);
+    assert!(
+        e.starts_with("ERR user_script:1: bad argument #1 to 'encode' (expected 1 argument)"),
+        "{e}"
+    );
+    let caught: String = ok(
+        &mut c,
+        &[
+            "EVAL",
+            "local ok, e = pcall(cjson.encode, {1/0}) return e",
+            "0",
+        ],
+    );
+    assert_eq!(caught, "Cannot serialise number: must not be NaN or Inf");
+    // Several results still come back from a library call.
+    let both: Vec<i64> = ok(
+        &mut c,
+        &[
+            "EVAL",
+            "local a, b = cmsgpack.unpack(cmsgpack.pack(1, 2)) return {a, b}",
+            "0",
+        ],
+    );
+    assert_eq!(both, [1, 2]);
 }

@@ -2,10 +2,9 @@
 //! only positive integer keys are arrays, `cjson.null`, numbers as `%.14g`,
 //! the depth and sparse-array limits). Decoding parses with serde_json.
 
-use super::convert::format_g;
+use super::convert::{exact, exact_get, format_g};
 use mlua::{Lua, Table, Value};
 use parking_lot::Mutex;
-use std::fmt::Write;
 use std::sync::Arc;
 
 const DEFAULT_DEPTH: u32 = 1000;
@@ -49,10 +48,13 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
     let c = cfg.clone();
     t.raw_set(
         "encode",
-        super::lib_fn(lua, move |lua, v: Value| {
+        super::lib_fn(lua, move |lua, v: mlua::Variadic<Value>| {
+            let [v] = v.as_slice() else {
+                return fail("bad argument #1 to 'encode' (expected 1 argument)");
+            };
             let s = c.lock().clone();
             let mut out = String::new();
-            encode(&v, &s, 1, &mut out)?;
+            encode(v, &s, 1, &mut out)?;
             lua.create_string(&out)
         })?,
     )?;
@@ -158,9 +160,9 @@ fn encode(v: &Value, s: &Settings, depth: u32, out: &mut String) -> mlua::Result
         Value::Nil => out.push_str("null"),
         Value::LightUserData(p) if p.0.is_null() => out.push_str("null"),
         Value::Boolean(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Integer(i) => {
-            let _ = write!(out, "{i}");
-        }
+        // lua-cjson prints every number with `%.<precision>g`: 2^53+1 is
+        // `9.007199254741e+15`.
+        Value::Integer(i) => encode_number(*i as f64, s, out)?,
         Value::Number(n) => encode_number(*n, s, out)?,
         Value::String(x) => escape(&x.as_bytes(), out),
         Value::Table(t) => {
@@ -176,6 +178,13 @@ fn encode(v: &Value, s: &Settings, depth: u32, out: &mut String) -> mlua::Result
             ))
         }
     }
+    Ok(())
+}
+
+fn number_key(n: f64, s: &Settings, out: &mut String) -> mlua::Result<()> {
+    out.push('"');
+    encode_number(n, s, out)?;
+    out.push('"');
     Ok(())
 }
 
@@ -218,7 +227,7 @@ fn encode_table(t: &Table, s: &Settings, depth: u32, out: &mut String) -> mlua::
                 if i > 1 {
                     out.push(',');
                 }
-                encode(&t.raw_get::<Value>(i)?, s, depth + 1, out)?;
+                encode(&exact_get(t, i)?, s, depth + 1, out)?;
             }
             out.push(']');
         }
@@ -233,14 +242,8 @@ fn encode_table(t: &Table, s: &Settings, depth: u32, out: &mut String) -> mlua::
                 first = false;
                 match &k {
                     Value::String(x) => escape(&x.as_bytes(), out),
-                    Value::Integer(i) => {
-                        let _ = write!(out, "\"{i}\"");
-                    }
-                    Value::Number(n) => {
-                        out.push('"');
-                        encode_number(*n, s, out)?;
-                        out.push('"');
-                    }
+                    Value::Integer(i) => number_key(*i as f64, s, out)?,
+                    Value::Number(n) => number_key(*n, s, out)?,
                     other => {
                         return fail(format!(
                             "Cannot serialise {}: table key must be a number or string",
@@ -249,7 +252,7 @@ fn encode_table(t: &Table, s: &Settings, depth: u32, out: &mut String) -> mlua::
                     }
                 }
                 out.push(':');
-                encode(&v, s, depth + 1, out)?;
+                encode(&exact(t, k, v)?, s, depth + 1, out)?;
             }
             out.push('}');
         }

@@ -7,6 +7,7 @@
 //! (deeper ones become nil, so cyclic tables encode). The markers and
 //! integer encodings come from `rmp`; only the Lua binding is here.
 
+use super::convert::{exact, exact_get};
 use mlua::{Lua, MultiValue, Table, Value, Variadic};
 use rmp::Marker;
 
@@ -125,7 +126,7 @@ fn encode_table(t: &Table, level: usize, out: &mut Vec<u8>) -> mlua::Result<()> 
         let len = t.raw_len();
         w::write_array_len(out, len as u32).map_err(io)?;
         for i in 1..=len {
-            encode(&t.raw_get::<Value>(i)?, level + 1, out)?;
+            encode(&exact_get(t, i)?, level + 1, out)?;
         }
     } else {
         // Two passes, as lua-cmsgpack does: holding every pair at once
@@ -135,7 +136,7 @@ fn encode_table(t: &Table, level: usize, out: &mut Vec<u8>) -> mlua::Result<()> 
         for pair in t.clone().pairs::<Value, Value>() {
             let (k, v) = pair?;
             encode(&k, level + 1, out)?;
-            encode(&v, level + 1, out)?;
+            encode(&exact(t, k, v)?, level + 1, out)?;
         }
     }
     Ok(())

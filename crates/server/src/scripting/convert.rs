@@ -12,7 +12,7 @@
 use bytes::Bytes;
 use durakv_protocol::frame::format_double;
 use durakv_protocol::Frame;
-use mlua::{Lua, Table, Value};
+use mlua::{IntoLua, Lua, Table, Value};
 
 /// Nesting beyond this is answered with Redis's stack-limit error, before
 /// a self-referencing table can exhaust the thread's stack.
@@ -97,6 +97,29 @@ pub fn lua_to_frame(v: &Value, resp: u8) -> Frame {
 
 const TWO_POW_63: f64 = 9_223_372_036_854_775_808.0;
 
+/// `v`, read from `t[key]`, with its number exact. mlua hands a Lua 5.1
+/// number within `f64::EPSILON` of a whole number over as
+/// `Value::Integer`, so `8e-26` and `-0` arrive as `Integer(0)`; reading
+/// the slot again as `f64` takes the double off the Lua stack as it is.
+/// Any other integer it hands over is the number exactly.
+pub fn exact(t: &Table, key: impl IntoLua, v: Value) -> mlua::Result<Value> {
+    if !matches!(v, Value::Integer(0)) {
+        return Ok(v);
+    }
+    let n: f64 = t.raw_get(key)?;
+    Ok(if n == 0.0 && n.is_sign_positive() {
+        Value::Integer(0)
+    } else {
+        Value::Number(n)
+    })
+}
+
+/// `t[key]`, its number exact (see [`exact`]).
+pub fn exact_get(t: &Table, key: impl IntoLua + Clone) -> mlua::Result<Value> {
+    let v = t.raw_get::<Value>(key.clone())?;
+    exact(t, key, v)
+}
+
 fn to_frame(v: &Value, resp: u8, depth: usize) -> Frame {
     match v {
         Value::String(s) => Frame::Bulk(Bytes::copy_from_slice(&s.as_bytes())),
@@ -132,11 +155,10 @@ fn table_to_frame(t: &Table, resp: u8, depth: usize) -> Frame {
     if let Value::String(s) = field("ok") {
         return Frame::Simple(Bytes::from(one_line(&s.as_bytes())));
     }
-    if let Value::Number(d) = field("double") {
-        return Frame::Double(d);
-    }
-    if let Value::Integer(d) = field("double") {
-        return Frame::Double(d as f64);
+    match exact_get(t, "double").unwrap_or(Value::Nil) {
+        Value::Number(d) => return Frame::Double(d),
+        Value::Integer(d) => return Frame::Double(d as f64),
+        _ => {}
     }
     // durakv's frames have no big-number type: it goes out as a bulk string,
     // which is what RESP2 clients get from Redis too.

@@ -340,7 +340,12 @@ impl Scripting {
 /// struct) whose errors reach Lua as plain strings, as those of Redis's C
 /// libraries do: `pcall(cjson.decode, '{')` returns the message, not an
 /// opaque Rust error value. The Rust side returns `(true, results...)` or
-/// `(false, message)`, and a Lua wrapper raises the message.
+/// `(false, message)`, and a Lua wrapper raises the message at the
+/// caller's line, as `luaL_error` does (`user_script:1: ...`).
+///
+/// The wrapper hands the arguments over packed in a table: mlua reads a
+/// number next to zero (`8e-26`, `-0`) off the Lua stack as the integer 0,
+/// while a table slot can be read again exactly (`convert::exact`).
 pub(crate) fn lib_fn<A, R, F>(lua: &mlua::Lua, f: F) -> mlua::Result<mlua::Function>
 where
     A: mlua::FromLuaMulti,
@@ -348,7 +353,10 @@ where
     F: Fn(&mlua::Lua, A) -> mlua::Result<R> + mlua::MaybeSend + 'static,
 {
     use mlua::{MultiValue, Value};
-    let inner = lua.create_function(move |lua, args: MultiValue| {
+    let inner = lua.create_function(move |lua, (n, packed): (usize, mlua::Table)| {
+        let args = (1..=n)
+            .map(|i| convert::exact_get(&packed, i))
+            .collect::<mlua::Result<MultiValue>>()?;
         let result = A::from_lua_multi(args, lua)
             .and_then(|a| f(lua, a))
             .and_then(|r| r.into_lua_multi(lua));
@@ -365,10 +373,12 @@ where
     })?;
     let wrap: mlua::Function = lua
         .load(
+            // Level 3 from `out`, which the wrapper tail-calls: the
+            // wrapper's caller (nothing, under pcall, as in Redis).
             "local f = ... \
-             local error = error \
-             local function out(ok, ...) if ok then return ... end error((...), 0) end \
-             return function(...) return out(f(...)) end",
+             local error, select = error, select \
+             local function out(ok, ...) if ok then return ... end error((...), 3) end \
+             return function(...) return out(f(select('#', ...), {...})) end",
         )
         .set_name("=lib")
         .into_function()?;

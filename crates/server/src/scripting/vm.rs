@@ -500,17 +500,20 @@ fn command_args(args: &Table, n: usize) -> Result<Vec<Bytes>, &'static str> {
     }
     let mut out = Vec::with_capacity(n);
     for i in 1..=n {
-        out.push(match args.raw_get::<Value>(i).unwrap_or(Value::Nil) {
-            Value::String(s) => Bytes::copy_from_slice(&s.as_bytes()),
-            // Lua 5.1 numbers are doubles, which `%.17g` prints with an
-            // exponent from 1e17 on; below that, the digits are the same.
-            Value::Integer(i) if i.unsigned_abs() < 100_000_000_000_000_000 => {
-                Bytes::from(i.to_string())
-            }
-            Value::Integer(i) => Bytes::from(number_arg(i as f64)),
-            Value::Number(n) => Bytes::from(number_arg(n)),
-            _ => return Err("Lua redis lib command arguments must be strings or integers"),
-        });
+        let v = args.raw_get::<Value>(i).unwrap_or(Value::Nil);
+        out.push(
+            match super::convert::exact(args, i, v).unwrap_or(Value::Nil) {
+                Value::String(s) => Bytes::copy_from_slice(&s.as_bytes()),
+                // Lua 5.1 numbers are doubles, which `%.17g` prints with an
+                // exponent from 1e17 on; below that, the digits are the same.
+                Value::Integer(i) if i.unsigned_abs() < 100_000_000_000_000_000 => {
+                    Bytes::from(i.to_string())
+                }
+                Value::Integer(i) => Bytes::from(number_arg(i as f64)),
+                Value::Number(n) => Bytes::from(number_arg(n)),
+                _ => return Err("Lua redis lib command arguments must be strings or integers"),
+            },
+        );
     }
     Ok(out)
 }
