@@ -47,6 +47,9 @@ pub enum Frame {
     /// Redis prints with more digits than a double holds); a bulk string in
     /// RESP2.
     DoubleText(Bytes),
+    /// RESP3 big number (`(` and its digits, as a script's `{big_number=}`
+    /// gives them); a bulk string in RESP2.
+    BigNumber(Bytes),
     /// RESP3 boolean; the integer 1 or 0 in RESP2.
     Boolean(bool),
     /// RESP3 verbatim string (`=txt:`); a bulk string in RESP2.
@@ -169,6 +172,10 @@ impl Frame {
                     Protocol::Resp3 => line(out, b',', text.as_bytes()),
                 }
             }
+            Frame::BigNumber(text) => match proto {
+                Protocol::Resp2 => write_bulk(out, text),
+                Protocol::Resp3 => line(out, b'(', text),
+            },
             Frame::DoubleText(text) => match proto {
                 Protocol::Resp2 => write_bulk(out, text),
                 Protocol::Resp3 => line(out, b',', text),

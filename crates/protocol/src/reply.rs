@@ -59,6 +59,7 @@ fn parse_at(buf: &[u8], pos: &mut usize, depth: usize) -> Result<Option<Frame>, 
         b':' => Frame::Integer(int(line)?),
         b'_' => Frame::Null,
         b'#' => Frame::Boolean(line == b"t"),
+        b'(' => Frame::BigNumber(copy(line)),
         b',' => {
             let s = std::str::from_utf8(line).map_err(|_| ReplyError::Malformed("double"))?;
             let d = match s {
@@ -129,6 +130,7 @@ mod tests {
             Frame::Integer(-3),
             Frame::Simple(Bytes::from_static(b"OK")),
             Frame::Error(Bytes::from_static(b"ERR x")),
+            Frame::BigNumber(Bytes::from_static(b"-12345678901234567890")),
         ]);
         let bytes = f.to_bytes(Protocol::Resp3);
         for cut in 0..bytes.len() {

@@ -486,6 +486,13 @@ fn shebangs_and_number_arguments_as_redis_reads_them() {
     r.expect(",8.0000000000000003e-26\r\n");
     r.send(&["EVAL", "return {double=-0.0}", "0"]);
     r.expect(",-0\r\n");
+    // A big number goes out as RESP3's, and to RESP2 as a bulk string.
+    r.send(&["EVAL", "return {big_number='123'}", "0"]);
+    r.expect("(123\r\n");
+    assert_eq!(
+        ok::<String>(&mut c, &["EVAL", "return {big_number='123'}", "0"]),
+        "123"
+    );
     assert!(error(
         &mut c,
         &["EVAL", "return redis.call('incrby', 'c', 1e17)", "0"]

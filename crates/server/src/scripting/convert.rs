@@ -70,6 +70,10 @@ pub fn frame_to_lua(lua: &Lua, f: &Frame, resp: u8) -> mlua::Result<Value> {
             single_field(lua, "double", Value::Number(d.unwrap_or(0.0)))?
         }
         Frame::DoubleText(t) => Value::String(lua.create_string(t)?),
+        Frame::BigNumber(t) if resp3 => {
+            single_field(lua, "big_number", Value::String(lua.create_string(t)?))?
+        }
+        Frame::BigNumber(t) => Value::String(lua.create_string(t)?),
         Frame::Boolean(b) if resp3 => Value::Boolean(*b),
         Frame::Boolean(b) => Value::Number(if *b { 1.0 } else { 0.0 }),
     })
@@ -160,10 +164,8 @@ fn table_to_frame(t: &Table, resp: u8, depth: usize) -> Frame {
         Value::Integer(d) => return Frame::Double(d as f64),
         _ => {}
     }
-    // durakv's frames have no big-number type: it goes out as a bulk string,
-    // which is what RESP2 clients get from Redis too.
     if let Value::String(s) = field("big_number") {
-        return Frame::Bulk(Bytes::from(one_line(&s.as_bytes())));
+        return Frame::BigNumber(Bytes::from(one_line(&s.as_bytes())));
     }
     if let Value::Table(v) = field("verbatim_string") {
         if let (Ok(Value::String(_)), Ok(Value::String(s))) =
