@@ -250,6 +250,9 @@ fn exec_abort(ctx: &mut Ctx<'_>, error: Frame) -> Outcome {
         Frame::Error(e) => String::from_utf8_lossy(e).into_owned(),
         _ => String::new(),
     };
+    // Redis formats its own refusals (arity, unknown command) without the
+    // `ERR` code; coded ones (NOAUTH, OOM, READONLY) keep theirs.
+    let reason = reason.strip_prefix("ERR ").unwrap_or(&reason);
     Outcome::now(Frame::error(format!(
         "EXECABORT Transaction discarded because of: {reason}"
     )))

@@ -501,4 +501,10 @@ fn a_rejected_exec_is_an_execabort() {
     );
     let _: () = ok(&mut c, &["AUTH", "pw"]);
     assert_eq!(error(&mut c, &["EXEC"]), "ERR EXEC without MULTI");
+    // An arity refusal is one Redis formats itself: no ERR code inside.
+    let _: () = ok(&mut c, &["MULTI"]);
+    assert_eq!(
+        error(&mut c, &["EXEC", "extra"]),
+        "EXECABORT Transaction discarded because of: wrong number of arguments for 'exec' command"
+    );
 }
