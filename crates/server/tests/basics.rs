@@ -71,3 +71,47 @@ fn malformed_frame_gets_protocol_error_and_close() {
     let pong: String = redis::cmd("PING").query(&mut c).unwrap();
     assert_eq!(pong, "PONG");
 }
+
+/// Where Redis looks a key up before it reads the arguments after it, a
+/// missing key answers as empty and a key of another type WRONGTYPE, ahead
+/// of any complaint about those arguments. Replies from Redis 7.0.15.
+#[test]
+fn a_missing_or_mistyped_key_answers_before_bad_arguments() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let _: () = q(&mut c, &["SET", "s", "abc"]);
+    let _: () = q(&mut c, &["HSET", "h", "f", "v"]);
+    let _: i64 = q(&mut c, &["ZADD", "z", "1", "a"]);
+    let _: String = q(&mut c, &["XADD", "x", "1-1", "f", "v"]);
+    let _: () = q(&mut c, &["XGROUP", "CREATE", "x", "g", "0"]);
+    assert_eq!(
+        q::<Option<String>>(&mut c, &["GETEX", "nokey", "EX", "0"]),
+        None
+    );
+    assert_eq!(q::<i64>(&mut c, &["XDEL", "nokey", "bad"]), 0);
+    assert_eq!(q::<i64>(&mut c, &["XACK", "nokey", "g", "bad"]), 0);
+    assert_eq!(q::<i64>(&mut c, &["XACK", "x", "nogroup", "bad"]), 0);
+    assert_eq!(q::<i64>(&mut c, &["BITCOUNT", "nokey", "0", "1", "2"]), 0);
+    for args in [
+        &["GETEX", "h", "EX", "0"][..],
+        &["XDEL", "s", "bad"],
+        &["XACK", "s", "g", "bad"],
+        &["BITCOUNT", "h", "0"],
+        &["ZUNION", "1", "s", "AGGREGATE", "avg"],
+        &["ZINTERSTORE", "d", "2", "z", "s", "WEIGHTS", "1", "x"],
+        &["ZDIFF", "2", "z", "s", "FOO"],
+        &["ZINTERCARD", "2", "z", "s", "LIMIT", "x"],
+    ] {
+        assert_eq!(err(&mut c, args), WRONGTYPE, "{args:?}");
+    }
+    // With the key present and right, the arguments are judged.
+    assert_eq!(
+        err(&mut c, &["GETEX", "s", "EX", "0"]),
+        "ERR invalid expire time in 'getex' command"
+    );
+    assert_eq!(err(&mut c, &["BITCOUNT", "s", "0"]), "ERR syntax error");
+    assert_eq!(
+        err(&mut c, &["XDEL", "x", "bad"]),
+        "ERR Invalid stream ID specified as stream command argument"
+    );
+}

@@ -227,17 +227,20 @@ fn first_bit(s: &[u8], lo: u64, hi: u64, want: bool) -> Option<u64> {
 }
 
 fn bitcount(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
-    let range = match args.len() {
-        2 => None,
-        4 | 5 => Some((
-            arg_i64(&args[2])?,
-            arg_i64(&args[3])?,
-            range_unit(args.get(4))?,
-        )),
-        _ => return Err(syntax()),
-    };
+    // As in Redis, a missing key counts 0 before the range is read.
     let n = with_string(txn, ctx.db(), &args[1], |s| {
-        let s = s.unwrap_or_default();
+        let Some(s) = s else {
+            return Ok(0);
+        };
+        let range = match args.len() {
+            2 => None,
+            4 | 5 => Some((
+                arg_i64(&args[2])?,
+                arg_i64(&args[3])?,
+                range_unit(args.get(4))?,
+            )),
+            _ => return Err(syntax()),
+        };
         let bits = match range {
             None => bit_range(0, -1, false, s.len()),
             // Both ends from the end, reversed: empty even if clamping
@@ -245,8 +248,8 @@ fn bitcount(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
             Some((start, end, _)) if start < 0 && end < 0 && start > end => None,
             Some((start, end, bits)) => bit_range(start, end, bits, s.len()),
         };
-        bits.map_or(0, |(lo, hi)| count_ones(s, lo, hi))
-    })?;
+        Ok(bits.map_or(0, |(lo, hi)| count_ones(s, lo, hi)))
+    })??;
     Ok(Frame::Integer(n as i64))
 }
 

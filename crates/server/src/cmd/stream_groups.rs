@@ -219,14 +219,16 @@ fn xgroup(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
 }
 
 fn xack(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
-    let ids = args[3..]
-        .iter()
-        .map(|a| strict_id(a))
-        .collect::<Result<Vec<_>, _>>()?;
+    // No key or group acknowledges nothing, before the IDs are read (as in
+    // Redis).
     let db = ctx.db();
     let Some(g) = read_stream(txn, db, &args[1])?.and_then(|s| s.groups.get(&args[2])) else {
         return Ok(Frame::Integer(0));
     };
+    let ids = args[3..]
+        .iter()
+        .map(|a| strict_id(a))
+        .collect::<Result<Vec<_>, _>>()?;
     let mut acked: Vec<StreamId> = Vec::new();
     for id in ids {
         if g.pel.contains_key(&id) && !acked.contains(&id) {

@@ -177,14 +177,16 @@ fn range(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes], rev: bool) -> Rep
 }
 
 fn xdel(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
-    let ids = args[2..]
-        .iter()
-        .map(|a| strict_id(a))
-        .collect::<Result<Vec<_>, _>>()?;
+    // The key first, as in Redis: a missing one deletes nothing whatever
+    // the IDs say.
     let db = ctx.db();
     let Some(s) = read_stream(txn, db, &args[1])? else {
         return Ok(Frame::Integer(0));
     };
+    let ids = args[2..]
+        .iter()
+        .map(|a| strict_id(a))
+        .collect::<Result<Vec<_>, _>>()?;
     let mut found: Vec<StreamId> = Vec::new();
     for id in ids {
         if s.contains(id) && !found.contains(&id) {

@@ -296,10 +296,8 @@ fn getex(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
         expire_given = Some((v, unit));
         i += 2;
     }
-    if let Some((v, (unit_ms, absolute))) = expire_given {
-        let ms = expire_arg(v, unit_ms, absolute, txn.now_ms, "getex")?;
-        action = GetexAction::At { ms, absolute };
-    }
+    // Then the key: a missing key is nil and another type WRONGTYPE, even
+    // with an expire value that would be refused.
     let db = ctx.db();
     let key = &args[1];
     let value = match read_string(txn, db, key) {
@@ -307,6 +305,10 @@ fn getex(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
         Ok(None) => return Ok(Frame::Null),
         Err(e) => return Err(e),
     };
+    if let Some((v, (unit_ms, absolute))) = expire_given {
+        let ms = expire_arg(v, unit_ms, absolute, txn.now_ms, "getex")?;
+        action = GetexAction::At { ms, absolute };
+    }
     let op = match action {
         GetexAction::Nothing => None,
         GetexAction::Persist => {

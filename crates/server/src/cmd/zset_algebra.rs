@@ -140,8 +140,11 @@ struct Request<'a> {
 
 /// Parses `numkeys key... [WEIGHTS w...] [AGGREGATE SUM|MIN|MAX]
 /// [WITHSCORES]` from `args[at..]`; `store` forms take no WITHSCORES and
-/// ZDIFF takes neither WEIGHTS nor AGGREGATE.
+/// ZDIFF takes neither WEIGHTS nor AGGREGATE. As in Redis, the inputs'
+/// types are checked before the options are read.
 fn parse<'a>(
+    txn: &mut Txn<'_>,
+    db: usize,
     args: &'a [Bytes],
     at: usize,
     op: Op,
@@ -165,6 +168,7 @@ fn parse<'a>(
         aggregate: Aggregate::Sum,
         withscores: false,
     };
+    check_types(txn, db, req.keys)?;
     let mut j = first + n;
     while j < args.len() {
         let a = &args[j];
@@ -195,6 +199,19 @@ fn parse<'a>(
         j += 1;
     }
     Ok(req)
+}
+
+/// WRONGTYPE unless every existing key is a sorted set or a set: Redis
+/// checks the inputs before it reads the options after them.
+fn check_types(txn: &mut Txn<'_>, db: usize, keys: &[Bytes]) -> Result<(), Frame> {
+    for k in keys {
+        if let Some(e) = txn.get_untouched(db, k) {
+            if !matches!(e.value, Value::ZSet(_) | Value::Set(_)) {
+                return Err(wrongtype());
+            }
+        }
+    }
+    Ok(())
 }
 
 /// An input as (member, score) pairs; a missing key is empty.
@@ -286,7 +303,7 @@ fn reply(ctx: &Ctx<'_>, items: Vec<(Bytes, f64)>, withscores: bool) -> Frame {
 }
 
 fn read(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes], op: Op, name: &str) -> Reply {
-    let req = parse(args, 1, op, false, name)?;
+    let req = parse(txn, ctx.db(), args, 1, op, false, name)?;
     let items = compute(txn, ctx.db(), op, &req)?;
     Ok(reply(ctx, items, req.withscores))
 }
@@ -295,7 +312,7 @@ fn read(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes], op: Op, name: &str
 /// logged write; replies with the result's size.
 fn store(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes], op: Op, name: &str) -> Reply {
     let db = ctx.db();
-    let req = parse(args, 2, op, true, name)?;
+    let req = parse(txn, db, args, 2, op, true, name)?;
     let items = compute(txn, db, op, &req)?;
     super::zsets::store_scored(txn, db, &args[1], items)
 }
@@ -340,6 +357,7 @@ fn zintercard(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
             "ERR Number of keys can't be greater than number of args",
         ));
     }
+    check_types(txn, ctx.db(), &args[2..2 + n])?;
     let mut limit = 0usize;
     let mut j = 2 + n;
     while j < args.len() {
