@@ -101,9 +101,36 @@ fn a_missing_or_mistyped_key_answers_before_bad_arguments() {
         &["ZINTERSTORE", "d", "2", "z", "s", "WEIGHTS", "1", "x"],
         &["ZDIFF", "2", "z", "s", "FOO"],
         &["ZINTERCARD", "2", "z", "s", "LIMIT", "x"],
+        &["XINFO", "STREAM", "s", "FULL", "COUNT", "abc"],
+        &["XCLAIM", "s", "g", "c", "abc", "1-1"],
     ] {
         assert_eq!(err(&mut c, args), WRONGTYPE, "{args:?}");
     }
+    assert_eq!(
+        err(&mut c, &["XCLAIM", "nokey", "g", "c", "abc", "1-1"]),
+        "NOGROUP No such key 'nokey' or consumer group 'g'"
+    );
+    assert_eq!(
+        err(
+            &mut c,
+            &["XINFO", "STREAM", "nokey", "FULL", "COUNT", "abc"]
+        ),
+        "ERR no such key"
+    );
+    assert_eq!(
+        err(&mut c, &["XINFO", "stream", "x", "FULL", "COUNT"]),
+        "ERR unknown subcommand or wrong number of arguments for 'stream'. Try XINFO HELP."
+    );
+    // The other way round: XAUTOCLAIM and XPENDING read their arguments
+    // (XPENDING its count first) before the key.
+    assert_eq!(
+        err(&mut c, &["XAUTOCLAIM", "s", "g", "c", "0", "abc"]),
+        "ERR Invalid stream ID specified as stream command argument"
+    );
+    assert_eq!(
+        err(&mut c, &["XPENDING", "x", "g", "abc", "-", "+", "10"]),
+        "ERR value is not an integer or out of range"
+    );
     // With the key present and right, the arguments are judged.
     assert_eq!(
         err(&mut c, &["GETEX", "s", "EX", "0"]),

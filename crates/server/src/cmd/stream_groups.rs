@@ -262,23 +262,25 @@ fn group_of<'t>(
 
 fn xpending(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let (key, group) = (&args[1], &args[2]);
-    let mut i = 3;
-    let mut min_idle = None;
-    if args.len() > 3 && is(&args[3], "idle") {
-        if args.len() < 8 {
-            return Err(super::syntax());
-        }
-        min_idle = Some(arg_i64(&args[4])?.max(0) as u64);
-        i = 5;
-    }
-    let extended = args.len() > i;
-    if extended && !(args.len() == i + 3 || args.len() == i + 4) {
+    // Redis's order: the argument count, IDLE's value, the count, start
+    // and end, and only then the key and group.
+    let n = args.len();
+    if n != 3 && !(6..=9).contains(&n) {
         return Err(super::syntax());
     }
-    let range = if extended {
+    let mut i = 3;
+    let mut min_idle = None;
+    if n >= 6 && is(&args[3], "idle") {
+        min_idle = Some(arg_i64(&args[4])?.max(0) as u64);
+        if n < 8 {
+            return Err(super::syntax());
+        }
+        i = 5;
+    }
+    let range = if n > 3 {
+        let count = arg_i64(&args[i + 2])?.max(0) as usize;
         let start = range_bound(&args[i], true)?;
         let end = range_bound(&args[i + 1], false)?;
-        let count = arg_i64(&args[i + 2])?.max(0) as usize;
         Some((start, end, count, args.get(i + 3)))
     } else {
         None
@@ -354,8 +356,9 @@ fn min_idle_arg(arg: &[u8], cmd: &str) -> Result<u64, Frame> {
 fn xclaim(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let (key, group, consumer) = (&args[1], &args[2], &args[3]);
     let db = ctx.db();
-    // WRONGTYPE before argument errors, as Redis looks the key up first.
-    read_stream(txn, db, key)?;
+    // WRONGTYPE and NOGROUP before argument errors, as Redis looks the
+    // key and group up first.
+    group_of(txn, db, key, group)?;
     let min_idle = min_idle_arg(&args[4], "XCLAIM")?;
     let mut i = 5;
     let mut ids = Vec::new();
@@ -498,7 +501,7 @@ fn record_claim(
 fn xautoclaim(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let (key, group, consumer) = (&args[1], &args[2], &args[3]);
     let db = ctx.db();
-    read_stream(txn, db, key)?;
+    // Unlike XCLAIM, Redis reads every argument before the key.
     let min_idle = min_idle_arg(&args[4], "XAUTOCLAIM")?;
     let start = range_bound(&args[5], true)?;
     const ATTEMPTS_FACTOR: i64 = 10;

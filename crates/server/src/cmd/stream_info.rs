@@ -63,10 +63,17 @@ fn xinfo(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
         );
     }
     let key = &args[2];
+    // The key first, as in Redis: a missing or mistyped key answers before
+    // FULL and COUNT are read.
+    if read_stream(txn, ctx.db(), key)?.is_none() {
+        return Err(errors::err(errors::NO_SUCH_KEY));
+    }
     let mut full = None;
     if sub.name == "stream" && args.len() > 3 {
+        // Redis answers any other shape with its subcommand usage error.
+        let usage = || errors::sub_usage(&args[1], "xinfo");
         if !is(&args[3], "full") {
-            return Err(super::syntax());
+            return Err(usage());
         }
         let mut count = 10;
         match args.len() {
@@ -74,7 +81,7 @@ fn xinfo(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
             6 if is(&args[4], "count") => {
                 count = arg_i64(&args[5])?.max(0) as usize;
             }
-            _ => return Err(super::syntax()),
+            _ => return Err(usage()),
         }
         full = Some(count);
     }
