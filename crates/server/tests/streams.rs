@@ -634,3 +634,45 @@ fn xadd_and_xtrim_errors_come_in_redis_order() {
     assert!(err(&mut c, &["ZRANGE", "z", "0", "-1", "LIMIT", "0", "1"])
         .contains("LIMIT is only supported"));
 }
+
+/// IDs are read as Redis's `string2ull` reads them: C's `strtoull` takes
+/// leading white space and a plus sign, nothing after the digits, and
+/// nothing past 2^64-1. Replies from Redis 7.0.15.
+#[test]
+fn ids_are_read_as_redis_reads_them() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    for (i, (given, id)) in [
+        (" 1", Some("1-0")),
+        ("+2", Some("2-0")),
+        ("\t3", Some("3-0")),
+        ("1-+3", Some("1-3")),
+        ("8-\t2", Some("8-2")),
+        ("18446744073709551615", Some("18446744073709551615-0")),
+        ("5 ", None),
+        (" -1", None),
+        ("1--5", None),
+        ("0x10", None),
+        ("18446744073709551616", None),
+        ("", None),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let key = format!("k{i}");
+        let args = ["XADD", &key, given, "f", "v"];
+        match id {
+            Some(id) => assert_eq!(q::<String>(&mut c, &args), id, "{given:?}"),
+            None => assert_eq!(
+                err(&mut c, &args),
+                "ERR Invalid stream ID specified as stream command argument",
+                "{given:?}"
+            ),
+        }
+    }
+    let _: String = q(&mut c, &["XADD", "x", "3-0", "a", "1"]);
+    assert_eq!(
+        err(&mut c, &["XSETID", "x", " 1"]),
+        "ERR The ID specified in XSETID is smaller than the target stream top item"
+    );
+}

@@ -46,12 +46,11 @@ pub(crate) fn parse_id(arg: &[u8], missing_seq: u64, special: bool) -> Result<St
     if special && arg == b"+" {
         return Ok(StreamId::MAX);
     }
-    let num = |s: &[u8]| -> Option<u64> {
-        if s.is_empty() || !s.iter().all(u8::is_ascii_digit) {
-            return None;
-        }
-        std::str::from_utf8(s).ok()?.parse().ok()
-    };
+    // Redis copies the ID into a 128-byte buffer first.
+    if arg.len() > 127 {
+        return Err(invalid_id());
+    }
+    let num = id_part;
     let id = match arg.iter().position(|&c| c == b'-') {
         None => num(arg).map(|ms| StreamId::new(ms, missing_seq)),
         Some(dash) => num(&arg[..dash])
@@ -59,6 +58,31 @@ pub(crate) fn parse_id(arg: &[u8], missing_seq: u64, special: bool) -> Result<St
             .map(|(ms, seq)| StreamId::new(ms, seq)),
     };
     id.ok_or_else(invalid_id)
+}
+
+/// One side of an ID as Redis's `string2ull` reads it: a plain decimal,
+/// or else what C's `strtoull` takes whole (leading white space, a sign;
+/// `-` wraps around), without overflow.
+fn id_part(s: &[u8]) -> Option<u64> {
+    if let Some(v) = durakv_engine::value::parse_i64(s) {
+        return u64::try_from(v).ok();
+    }
+    // C's isspace, which counts the vertical tab too.
+    let skip = s
+        .iter()
+        .take_while(|c| matches!(c, b' ' | b'\t' | b'\n' | b'\x0b' | b'\x0c' | b'\r'))
+        .count();
+    let t = &s[skip..];
+    let (neg, digits) = match t.first() {
+        Some(b'+') => (false, &t[1..]),
+        Some(b'-') => (true, &t[1..]),
+        _ => (false, t),
+    };
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let v: u64 = std::str::from_utf8(digits).ok()?.parse().ok()?;
+    Some(if neg { v.wrapping_neg() } else { v })
 }
 
 /// A strict ID: no `-`/`+`, missing sequence 0.
