@@ -1157,3 +1157,21 @@ fn library_arguments_and_errors_as_redis_gives_them() {
     );
     assert_eq!(both, [1, 2]);
 }
+
+/// EVALSHA with a name that is not 40 characters long answers NOSCRIPT
+/// before it reads numkeys, as Redis does; one of the right length reads
+/// numkeys first.
+#[test]
+fn evalsha_of_a_short_name_is_noscript_first() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let noscript = "NOSCRIPT No matching script. Please use EVAL.";
+    assert_eq!(error(&mut c, &["EVALSHA", "abc", "1.5"]), noscript);
+    assert_eq!(error(&mut c, &["EVALSHA_RO", "abc", "5"]), noscript);
+    let forty = "0123456789012345678901234567890123456789";
+    assert_eq!(
+        error(&mut c, &["EVALSHA", forty, "1.5"]),
+        "ERR value is not an integer or out of range"
+    );
+    assert_eq!(error(&mut c, &["EVALSHA", forty, "0"]), noscript);
+}

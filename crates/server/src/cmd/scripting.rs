@@ -164,6 +164,11 @@ fn try_run(
     by_sha: bool,
     ro: bool,
 ) -> Result<Frame, Frame> {
+    // No script has a name of another length: Redis says so before it
+    // reads numkeys.
+    if by_sha && args[1].len() != 40 {
+        return Err(errors::err(crate::scripting::NOSCRIPT));
+    }
     let n = numkeys(args)?;
     let shared = ctx.shared;
     let scripting = &shared.scripting;
