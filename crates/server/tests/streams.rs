@@ -671,6 +671,17 @@ fn ids_are_read_as_redis_reads_them() {
         }
     }
     let _: String = q(&mut c, &["XADD", "x", "3-0", "a", "1"]);
+    // A group subcommand with an option it does not know answers with the
+    // subcommand's usage, as named.
+    let _: () = q(&mut c, &["XGROUP", "CREATE", "x", "g", "0"]);
+    assert_eq!(
+        err(&mut c, &["XGROUP", "SETID", "x", "g", "0", "FOO", "1"]),
+        "ERR unknown subcommand or wrong number of arguments for 'SETID'. Try XGROUP HELP."
+    );
+    assert_eq!(
+        err(&mut c, &["XGROUP", "create", "nokey", "g", "0", "FOO"]),
+        "ERR unknown subcommand or wrong number of arguments for 'create'. Try XGROUP HELP."
+    );
     assert_eq!(
         err(&mut c, &["XSETID", "x", " 1"]),
         "ERR The ID specified in XSETID is smaller than the target stream top item"

@@ -114,7 +114,7 @@ fn xgroup(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
                 entries_read = n;
                 i += 2;
             } else {
-                return Err(super::syntax());
+                return Err(errors::sub_usage(&args[1], "xgroup"));
             }
         }
     }
