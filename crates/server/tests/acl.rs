@@ -352,6 +352,27 @@ fn auth_and_hello_log_in_only_enabled_users_with_a_right_password() {
     assert!(matches!(hello, Frame::Map(_)), "{hello:?}");
     r.send(&["ACL", "WHOAMI"]);
     assert_eq!(r.frame(), Frame::bulk_from_str("alice"));
+
+    // HELLO acts on AUTH and SETNAME where they stand, as Redis 7.0 does:
+    // a bad option after them leaves the login and the name in place, and
+    // the protocol as it was.
+    let mut r = RespConn::new(srv.raw());
+    r.send(&["HELLO", "3", "AUTH", "alice", "pw", "SETNAME", "n1", "BAR"]);
+    assert_eq!(
+        r.frame(),
+        err_frame("ERR Syntax error in HELLO option 'BAR'")
+    );
+    r.send(&["ACL", "WHOAMI"]);
+    assert_eq!(r.frame(), Frame::bulk_from_str("alice"));
+    let list: String = q(&mut srv.conn(), &["CLIENT", "LIST"]);
+    assert!(list.contains(" name=n1 "), "{list}");
+    r.send(&["HELLO", "2", "AUTH", "alice", "wrong", "SETNAME", "a b"]);
+    assert_eq!(r.frame(), err_frame(WRONGPASS));
+    r.send(&["HELLO", "2", "SETNAME", "a b", "AUTH", "alice", "wrong"]);
+    assert_eq!(
+        r.frame(),
+        err_frame("ERR Client names cannot contain spaces, newlines or special characters.")
+    );
 }
 
 #[test]

@@ -184,14 +184,16 @@ fn hello(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         };
         i = 2;
     }
-    let mut creds = None;
-    let mut setname = None;
+    // Redis acts on AUTH and SETNAME where they stand: a later bad option
+    // leaves the login and the name in place.
     while i < args.len() {
         if is(&args[i], "auth") && i + 2 < args.len() {
-            creds = Some((args[i + 1].clone(), args[i + 2].clone()));
+            log_in(ctx, &args[0], &args[i + 1], &args[i + 2])?;
             i += 3;
         } else if is(&args[i], "setname") && i + 1 < args.len() {
-            setname = Some(args[i + 1].clone());
+            let name = &args[i + 1];
+            super::client::validate_client_name(name)?;
+            ctx.client.name = (!name.is_empty()).then(|| name.clone());
             i += 2;
         } else {
             return Err(Frame::error(format!(
@@ -200,15 +202,8 @@ fn hello(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             )));
         }
     }
-    if let Some((u, p)) = creds {
-        log_in(ctx, &args[0], &u, &p)?;
-    }
     if !ctx.client.authenticated {
         return Err(Frame::error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"));
-    }
-    if let Some(name) = setname {
-        super::client::validate_client_name(&name)?;
-        ctx.client.name = (!name.is_empty()).then_some(name);
     }
     if let Some(p) = proto {
         ctx.client.protocol = p;
