@@ -1328,6 +1328,14 @@ fn module_restore_asking_script_debug_and_lolwut() {
         error(&mut c, &["LOLWUT", "VERSION", "five"]),
         "ERR value is not an integer or out of range"
     );
+    // Versions 5 and 6 read integers after VERSION; others, and LOLWUT
+    // without VERSION, ignore what follows, as in Redis.
+    assert_eq!(
+        error(&mut c, &["LOLWUT", "VERSION", "6", "x"]),
+        "ERR value is not an integer or out of range"
+    );
+    let _: String = ok(&mut c, &["LOLWUT", "l1", "abc"]);
+    let _: String = ok(&mut c, &["LOLWUT", "VERSION", "7", "abc"]);
 }
 
 /// CLIENT PAUSE holds commands rather than refusing them: WRITE holds

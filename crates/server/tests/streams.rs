@@ -682,6 +682,15 @@ fn ids_are_read_as_redis_reads_them() {
         err(&mut c, &["XGROUP", "create", "nokey", "g", "0", "FOO"]),
         "ERR unknown subcommand or wrong number of arguments for 'create'. Try XGROUP HELP."
     );
+    for cmd in [
+        &["XREAD", "STREAMS", "a", "b", "0"][..],
+        &["XREADGROUP", "GROUP", "g", "c", "STREAMS", "a", "b", "0"],
+    ] {
+        assert_eq!(
+            err(&mut c, cmd),
+            "ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified."
+        );
+    }
     assert_eq!(
         err(&mut c, &["XSETID", "x", " 1"]),
         "ERR The ID specified in XSETID is smaller than the target stream top item"

@@ -134,15 +134,16 @@ fn role(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
 /// each made durable by one fsync), then the versions. Redis draws a
 /// different piece per version; the arguments are checked as integers.
 fn lolwut(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
-    let mut i = 1;
-    while i < args.len() {
-        if is(&args[i], "version") && i + 1 < args.len() {
-            i += 1;
+    // As in Redis: VERSION takes an integer; its versions 5 and 6 draw
+    // from integer arguments after it, and any other version, like the
+    // default, ignores what follows.
+    let int = |a: &Bytes| {
+        durakv_engine::value::parse_i64(a).ok_or_else(|| errors::err(errors::NOT_INTEGER))
+    };
+    if args.len() >= 3 && is(&args[1], "version") && matches!(int(&args[2])?, 5 | 6) {
+        for a in &args[3..] {
+            int(a)?;
         }
-        if durakv_engine::value::parse_i64(&args[i]).is_none() {
-            return Err(errors::err(errors::NOT_INTEGER));
-        }
-        i += 1;
     }
     let art = "\
 +----+----+----+----+--

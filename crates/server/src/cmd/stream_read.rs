@@ -79,7 +79,6 @@ struct Request {
 }
 
 fn parse(args: &[Bytes], grouped: bool) -> Result<Request, Frame> {
-    let name = if grouped { "xreadgroup" } else { "xread" };
     let mut req = Request {
         count: None,
         block: None,
@@ -126,9 +125,10 @@ fn parse(args: &[Bytes], grouped: bool) -> Result<Request, Frame> {
     };
     let rest = &args[at..];
     if !rest.len().is_multiple_of(2) {
-        return Err(Frame::error(format!(
-            "ERR Unbalanced '{name}' list of streams: for each stream key an ID or '$' must be specified."
-        )));
+        // Redis 7.0's wording, XREADGROUP's too.
+        return Err(errors::err(
+            "ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified.",
+        ));
     }
     if grouped && req.group.is_none() {
         return Err(errors::err("ERR Missing GROUP option for XREADGROUP"));
