@@ -213,9 +213,8 @@ pub fn format_double(d: f64) -> String {
     if d.is_infinite() {
         return if d > 0.0 { "inf".into() } else { "-inf".into() };
     }
-    if d.is_nan() {
-        return "nan".into();
-    }
+    // NaN (only a script's {double=0/0} makes one) keeps its sign, as
+    // glibc prints it: x86's 0/0 is `-nan`.
     // Whole numbers below 1e17 print as integers under `%.17g`; scores are
     // most often these, so skip the general path.
     if d == d.trunc() && d.abs() < 1e17 {

@@ -234,18 +234,19 @@ fn bitcount(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
         };
         let range = match args.len() {
             2 => None,
-            4 | 5 => Some((
-                arg_i64(&args[2])?,
-                arg_i64(&args[3])?,
-                range_unit(args.get(4))?,
-            )),
+            4 | 5 => {
+                let (start, end) = (arg_i64(&args[2])?, arg_i64(&args[3])?);
+                // Both ends from the end, reversed: Redis answers 0 before
+                // it reads BIT or BYTE.
+                if start < 0 && end < 0 && start > end {
+                    return Ok(0);
+                }
+                Some((start, end, range_unit(args.get(4))?))
+            }
             _ => return Err(syntax()),
         };
         let bits = match range {
             None => bit_range(0, -1, false, s.len()),
-            // Both ends from the end, reversed: empty even if clamping
-            // would make them overlap.
-            Some((start, end, _)) if start < 0 && end < 0 && start > end => None,
             Some((start, end, bits)) => bit_range(start, end, bits, s.len()),
         };
         Ok(bits.map_or(0, |(lo, hi)| count_ones(s, lo, hi)))
@@ -474,9 +475,6 @@ fn parse_fields(args: &[Bytes], read_only: bool, max_len: u64) -> Result<Vec<Fie
         } else {
             return Err(syntax());
         };
-        if read_only && op != FieldOp::Get {
-            return Err(Frame::error(BITFIELD_RO_WRITE));
-        }
         let (signed, bits) = field_type(&args[j + 1])?;
         let offset = bit_offset(&args[j + 2], Some(bits), max_len)?;
         let op = match op {
@@ -492,6 +490,10 @@ fn parse_fields(args: &[Bytes], read_only: bool, max_len: u64) -> Result<Vec<Fie
             offset,
             overflow,
         });
+    }
+    // Redis reads every subcommand before it refuses BITFIELD_RO's writes.
+    if read_only && fields.iter().any(|f| f.op != FieldOp::Get) {
+        return Err(Frame::error(BITFIELD_RO_WRITE));
     }
     Ok(fields)
 }

@@ -46,8 +46,14 @@ pub fn commands() -> Vec<CommandSpec> {
 fn timeout(arg: &[u8]) -> Result<Option<Duration>, Frame> {
     let secs = parse_f64_saturating(arg)
         .ok_or_else(|| errors::err("ERR timeout is not a float or out of range"))?;
-    // Saturating, so ±inf land on the checks below.
-    let ms = (secs * 1000.0).ceil() as i64;
+    // Redis casts to a long long, which on x86-64 turns anything out of
+    // its range (inf included) into LLONG_MIN: "negative".
+    let ms_f = (secs * 1000.0).ceil();
+    let ms = if (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&ms_f) {
+        ms_f as i64
+    } else {
+        i64::MIN
+    };
     if ms < 0 {
         return Err(errors::err("ERR timeout is negative"));
     }
@@ -199,12 +205,13 @@ fn pop_one(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes], end: End) -> Re
 /// `timeout numkeys key [key ...] <end> [COUNT count]`, of a list or a
 /// sorted set.
 fn pop_many(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes], list: bool) -> Reply {
-    let timeout = timeout(&args[1])?;
     let ends = match list {
         true => mpop::LIST_ENDS,
         false => mpop::ZSET_ENDS,
     };
+    // Redis reads numkeys, the end and COUNT before the timeout.
     let m = mpop::parse(args, 2, ends)?;
+    let timeout = timeout(&args[1])?;
     let end = if list {
         End::List { left: m.first_end }
     } else {

@@ -151,9 +151,10 @@ fn lolwut(_ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 +----+----+----+----+--
   ^    ^    ^    fsync: what a reply waits for
 ";
-    Ok(Frame::bulk_from_str(&format!(
+    // Verbatim text in RESP3, as Redis sends it.
+    Ok(Frame::Verbatim(Bytes::from(format!(
         "{art}durakv ver. {} (Redis ver. {} compatible)\n",
         env!("CARGO_PKG_VERSION"),
         crate::cmd::connection::REDIS_COMPAT_VERSION
-    )))
+    ))))
 }

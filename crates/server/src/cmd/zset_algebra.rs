@@ -284,7 +284,13 @@ fn compute(
                 .collect()
         }
     };
-    out.sort_by(|a, b| a.1.total_cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
+    // Scores compare as numbers (-0 ties with 0, as in Redis); NaN was
+    // made 0 above.
+    out.sort_by(|a, b| {
+        a.1.partial_cmp(&b.1)
+            .unwrap_or(std::cmp::Ordering::Equal)
+            .then_with(|| a.0.cmp(&b.0))
+    });
     Ok(out)
 }
 

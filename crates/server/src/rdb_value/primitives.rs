@@ -107,10 +107,11 @@ pub fn put_string(out: &mut Vec<u8>, s: &[u8]) {
         }
     }
     if s.len() > LZF_MIN_LEN && LZF_ON.with(|c| c.get()) {
-        // Redis gives LZF an output buffer of len - 4 bytes: a result that
-        // does not fit is stored plain.
+        // Redis gives LZF an output buffer of len - 4 bytes, and LZF's
+        // bounds checks refuse a result that would fill it exactly: only
+        // a result saving more than 4 bytes is stored compressed.
         if let Ok(packed) = lzf::compress(s) {
-            if packed.len() <= s.len() - 4 {
+            if packed.len() < s.len() - 4 {
                 out.push(ENC_LZF);
                 put_length(out, packed.len() as u64);
                 put_length(out, s.len() as u64);
