@@ -409,7 +409,9 @@ impl Blocking {
                     // (which may track what it just wrote) sees it first.
                     if let Some(written) = written {
                         let writer = Some(w.handle.id);
-                        shared.tracking.invalidate(shared, writer, &written, false);
+                        shared
+                            .tracking
+                            .invalidate(shared, writer, &written, false, &[]);
                     }
                     // This key is being served already; the others (BLMOVE's
                     // destination) wait their turn.

@@ -359,7 +359,7 @@ fn delete(shared: &Shared, policy: Policy, db: usize, key: &Bytes) -> bool {
     if shared.tracking.is_active() {
         shared
             .tracking
-            .invalidate(shared, None, &[(key.clone(), false)], false);
+            .invalidate(shared, None, &[(key.clone(), false)], false, &[]);
     }
     true
 }

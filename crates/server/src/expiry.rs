@@ -88,7 +88,7 @@ pub fn active_expire_cycle(shared: &Shared) -> usize {
         }
         if tracking && !gone.is_empty() {
             let keys: Vec<_> = gone.into_iter().map(|(_, k)| (k, false)).collect();
-            shared.tracking.invalidate(shared, None, &keys, false);
+            shared.tracking.invalidate(shared, None, &keys, false, &[]);
         }
     }
     total

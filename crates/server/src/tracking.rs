@@ -118,6 +118,10 @@ pub struct Local {
     written: Vec<(Bytes, bool)>,
     /// The current command flushed a database.
     flushed: bool,
+    /// Keys a command started tracking and wrote itself (a PFCOUNT caching
+    /// its count): Redis remembers a read after the command, so that write
+    /// does not invalidate the key for this client.
+    spared: Vec<Bytes>,
 }
 
 impl Local {
@@ -349,26 +353,33 @@ impl Tracking {
 
     /// Remembers that client `id` read `keys`; called while the command
     /// holds their shard locks.
-    fn remember(&self, shared: &Shared, id: u64, keys: impl Iterator<Item = Bytes>) {
+    /// Returns the keys it was not tracking already.
+    fn remember(&self, shared: &Shared, id: u64, keys: impl Iterator<Item = Bytes>) -> Vec<Bytes> {
         let mut t = self.table.lock();
+        let mut fresh = Vec::new();
         for k in keys {
-            if t.keys.entry(k).or_default().insert(id) {
+            if t.keys.entry(k.clone()).or_default().insert(id) {
                 t.items += 1;
+                fresh.push(k);
             }
         }
         let max = self.max_keys.load(Ordering::Relaxed);
         evict_over(shared, &mut t, max);
+        fresh
     }
 
     /// Invalidates what a committed command wrote (`written`: key, and
     /// whether `writer` itself wrote it rather than found it expired) and,
-    /// if it flushed a database, everything.
+    /// if it flushed a database, everything. `spared` are keys the writer
+    /// started tracking in the same command: it keeps tracking them
+    /// without an invalidation.
     pub fn invalidate(
         &self,
         shared: &Shared,
         writer: Option<u64>,
         written: &[(Bytes, bool)],
         flushed: bool,
+        spared: &[Bytes],
     ) {
         let mut t = self.table.lock();
         let Table {
@@ -390,6 +401,11 @@ impl Tracking {
             };
             *items -= ids.len();
             for id in ids {
+                if writer == Some(id) && spared.contains(key) {
+                    keys.entry(key.clone()).or_default().insert(id);
+                    *items += 1;
+                    continue;
+                }
                 let Some(tr) = trackers.get_mut(&id) else {
                     continue;
                 };
@@ -556,18 +572,22 @@ pub fn run_data(
     ctx.client.tracking.depth -= 1;
     let local = &mut ctx.client.tracking;
     let outermost = local.depth == 0;
+    let mut fresh = Vec::new();
     if local.caches_reads() {
         if is_script(spec) {
             if outermost && std::mem::take(&mut local.script_read) {
                 let keys = script_keys(args);
-                ctx.shared
-                    .tracking
-                    .remember(ctx.shared, ctx.client.handle.id, keys.into_iter());
+                fresh = ctx.shared.tracking.remember(
+                    ctx.shared,
+                    ctx.client.handle.id,
+                    keys.into_iter(),
+                );
             }
         } else if spec.flags & flags::READONLY != 0 {
             if outermost {
                 let keys = spec.key_indexes(args).into_iter().map(|i| args[i].clone());
-                ctx.shared
+                fresh = ctx
+                    .shared
                     .tracking
                     .remember(ctx.shared, ctx.client.handle.id, keys);
             } else {
@@ -580,6 +600,9 @@ pub fn run_data(
         for m in &txn.mutations()[before..] {
             match m {
                 Mutation::Key { key, op, .. } if crate::watch::touches_value(op) => {
+                    if fresh.contains(key) {
+                        local.spared.push(key.clone());
+                    }
                     local.written.push((key.clone(), true))
                 }
                 Mutation::Key { .. } => {}
@@ -597,6 +620,7 @@ pub fn run_data(
 /// Sends the invalidations of what the command wrote, now committed.
 pub fn flush(ctx: &mut Ctx<'_>) {
     let local = &mut ctx.client.tracking;
+    let spared = std::mem::take(&mut local.spared);
     if local.written.is_empty() && !local.flushed {
         return;
     }
@@ -608,7 +632,7 @@ pub fn flush(ctx: &mut Ctx<'_>) {
         let me = ctx.client.handle.id;
         ctx.shared
             .tracking
-            .invalidate(ctx.shared, Some(me), &written, flushed);
+            .invalidate(ctx.shared, Some(me), &written, flushed, &spared);
     }
 }
 
@@ -616,6 +640,7 @@ pub fn flush(ctx: &mut Ctx<'_>) {
 pub fn discard(ctx: &mut Ctx<'_>) {
     ctx.client.tracking.written.clear();
     ctx.client.tracking.flushed = false;
+    ctx.client.tracking.spared.clear();
 }
 
 /// The keys a served blocked command (or anything committing outside a

@@ -128,6 +128,34 @@ fn own_writes_invalidate_after_the_reply_unless_noloop() {
     assert_eq!(t.frame(), inval(&["k"]));
 }
 
+/// Redis remembers a read after the command, so a read that writes the key
+/// (PFCOUNT caching its count) does not invalidate it for the reader; a
+/// later write does, and the next recount, no longer tracked, again not.
+/// In a transaction each command counts on its own: GET then SET of the
+/// same key invalidates it.
+#[test]
+fn a_read_that_writes_does_not_invalidate_its_reader() {
+    let srv = Server::start(&[]);
+    let mut t = tracker(&srv);
+    call(&mut t, &["CLIENT", "TRACKING", "ON"]);
+    assert_eq!(call(&mut t, &["PFADD", "hll", "a"]), Frame::Integer(1));
+    assert_eq!(call(&mut t, &["PFCOUNT", "hll"]), Frame::Integer(1));
+    nothing_pending(&mut t);
+    assert_eq!(call(&mut t, &["PFADD", "hll", "b"]), Frame::Integer(1));
+    assert_eq!(t.frame(), inval(&["hll"]));
+    assert_eq!(call(&mut t, &["PFCOUNT", "hll"]), Frame::Integer(2));
+    nothing_pending(&mut t);
+
+    call(&mut t, &["MULTI"]);
+    call(&mut t, &["GET", "k"]);
+    call(&mut t, &["SET", "k", "v"]);
+    assert_eq!(
+        call(&mut t, &["EXEC"]),
+        Frame::Array(vec![Frame::Null, ok()])
+    );
+    assert_eq!(t.frame(), inval(&["k"]));
+}
+
 #[test]
 fn bcast_announces_writes_under_each_prefix() {
     let srv = Server::start(&[]);
