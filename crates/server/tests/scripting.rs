@@ -1146,6 +1146,32 @@ fn library_arguments_and_errors_as_redis_gives_them() {
         ],
     );
     assert_eq!(caught, "Cannot serialise number: must not be NaN or Inf");
+    // Argument errors name the function, as luaL_argerror does.
+    for (body, want) in [
+        (
+            "local s = struct.pack('q', 1) return s",
+            "bad argument #1 to 'pack' (invalid format option 'q')",
+        ),
+        (
+            "local s = bit.band(1, 'x') return s",
+            "bad argument #2 to 'band' (number expected, got string)",
+        ),
+        (
+            "local s = bit.tohex(255, nil) return s",
+            "bad argument #2 to 'tohex' (number expected, got nil)",
+        ),
+        (
+            "local s = bit.lshift(1) return s",
+            "bad argument #2 to 'lshift' (number expected, got no value)",
+        ),
+    ] {
+        let e = error(&mut c, &["EVAL", body, "0"]);
+        assert!(e.starts_with(&format!("ERR user_script:1: {want}")), "{e}");
+    }
+    assert_eq!(
+        ok::<i64>(&mut c, &["EVAL", "return bit.bor(1, 2, 4, '8')", "0"]),
+        15
+    );
     // Several results still come back from a library call.
     let both: Vec<i64> = ok(
         &mut c,

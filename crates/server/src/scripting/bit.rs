@@ -1,6 +1,6 @@
 //! `bit`: the LuaBitOp API scripts use (32-bit operations on Lua numbers).
 
-use mlua::{Lua, Table, Variadic};
+use mlua::{Lua, Table, Value, Variadic};
 
 /// LuaBitOp's normalisation: add 2^52 + 2^51 and keep the low 32 bits of
 /// the double, which rounds to the nearest integer and wraps modulo 2^32.
@@ -13,38 +13,82 @@ fn num(v: i32) -> f64 {
     v as f64
 }
 
+/// Argument `i` (from 0) of `name` as LuaBitOp's `luaL_checknumber` reads
+/// it: a number, or a string Lua converts to one; otherwise Lua's message.
+fn arg(lua: &Lua, args: &[Value], i: usize, name: &str) -> mlua::Result<f64> {
+    let got = match args.get(i) {
+        None => "no value",
+        Some(v) => match lua.coerce_number(v.clone())? {
+            Some(n) => return Ok(n),
+            None => match v {
+                Value::LightUserData(_) => "userdata",
+                other => other.type_name(),
+            },
+        },
+    };
+    Err(mlua::Error::RuntimeError(format!(
+        "bad argument #{} to '{name}' (number expected, got {got})",
+        i + 1
+    )))
+}
+
+fn one(lua: &Lua, name: &'static str, f: fn(i32) -> i32) -> mlua::Result<mlua::Function> {
+    super::lib_fn(lua, move |lua, a: Variadic<Value>| {
+        Ok(num(f(tobit(arg(lua, &a, 0, name)?))))
+    })
+}
+
 pub fn module(lua: &Lua) -> mlua::Result<Table> {
     let t = lua.create_table()?;
-    t.raw_set("tobit", super::lib_fn(lua, |_, x: f64| Ok(num(tobit(x))))?)?;
-    t.raw_set("bnot", super::lib_fn(lua, |_, x: f64| Ok(num(!tobit(x))))?)?;
+    t.raw_set("tobit", one(lua, "tobit", |x| x)?)?;
+    t.raw_set("bnot", one(lua, "bnot", |x| !x)?)?;
+    t.raw_set("bswap", one(lua, "bswap", i32::swap_bytes)?)?;
+    let fold = |lua: &Lua, name: &'static str, f: fn(i32, i32) -> i32| {
+        super::lib_fn(lua, move |lua, a: Variadic<Value>| {
+            let mut acc = tobit(arg(lua, &a, 0, name)?);
+            for i in 1..a.len() {
+                acc = f(acc, tobit(arg(lua, &a, i, name)?));
+            }
+            Ok(num(acc))
+        })
+    };
+    t.raw_set("band", fold(lua, "band", |a, b| a & b)?)?;
+    t.raw_set("bor", fold(lua, "bor", |a, b| a | b)?)?;
+    t.raw_set("bxor", fold(lua, "bxor", |a, b| a ^ b)?)?;
+    let shift = |lua: &Lua, name: &'static str, f: fn(i32, u32) -> i32| {
+        super::lib_fn(lua, move |lua, a: Variadic<Value>| {
+            let x = tobit(arg(lua, &a, 0, name)?);
+            let n = tobit(arg(lua, &a, 1, name)?);
+            Ok(num(f(x, n as u32 & 31)))
+        })
+    };
     t.raw_set(
-        "bswap",
-        super::lib_fn(lua, |_, x: f64| Ok(num(tobit(x).swap_bytes())))?,
+        "lshift",
+        shift(lua, "lshift", |x, n| ((x as u32) << n) as i32)?,
     )?;
-    let fold = |lua: &Lua, f: fn(i32, i32) -> i32| {
-        super::lib_fn(lua, move |_, (first, rest): (f64, Variadic<f64>)| {
-            Ok(num(rest
-                .iter()
-                .fold(tobit(first), |acc, &x| f(acc, tobit(x)))))
-        })
-    };
-    t.raw_set("band", fold(lua, |a, b| a & b)?)?;
-    t.raw_set("bor", fold(lua, |a, b| a | b)?)?;
-    t.raw_set("bxor", fold(lua, |a, b| a ^ b)?)?;
-    let shift = |lua: &Lua, f: fn(i32, u32) -> i32| {
-        super::lib_fn(lua, move |_, (x, n): (f64, f64)| {
-            Ok(num(f(tobit(x), tobit(n) as u32 & 31)))
-        })
-    };
-    t.raw_set("lshift", shift(lua, |x, n| ((x as u32) << n) as i32)?)?;
-    t.raw_set("rshift", shift(lua, |x, n| ((x as u32) >> n) as i32)?)?;
-    t.raw_set("arshift", shift(lua, |x, n| x >> n)?)?;
-    t.raw_set("rol", shift(lua, |x, n| (x as u32).rotate_left(n) as i32)?)?;
-    t.raw_set("ror", shift(lua, |x, n| (x as u32).rotate_right(n) as i32)?)?;
+    t.raw_set(
+        "rshift",
+        shift(lua, "rshift", |x, n| ((x as u32) >> n) as i32)?,
+    )?;
+    t.raw_set("arshift", shift(lua, "arshift", |x, n| x >> n)?)?;
+    t.raw_set(
+        "rol",
+        shift(lua, "rol", |x, n| (x as u32).rotate_left(n) as i32)?,
+    )?;
+    t.raw_set(
+        "ror",
+        shift(lua, "ror", |x, n| (x as u32).rotate_right(n) as i32)?,
+    )?;
     t.raw_set(
         "tohex",
-        super::lib_fn(lua, |_, (x, n): (f64, Option<f64>)| {
-            let mut n = n.map(tobit).unwrap_or(8);
+        super::lib_fn(lua, |lua, a: Variadic<Value>| {
+            let x = arg(lua, &a, 0, "tohex")?;
+            // The width is optional: absent is 8 (nil is refused, as in
+            // LuaBitOp).
+            let mut n = match a.get(1) {
+                None => 8,
+                Some(_) => tobit(arg(lua, &a, 1, "tohex")?),
+            };
             let upper = n < 0;
             if upper {
                 n = n.saturating_neg();

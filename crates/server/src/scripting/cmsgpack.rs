@@ -26,7 +26,7 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
         "pack",
         super::lib_fn(lua, |lua, args: Variadic<Value>| {
             if args.is_empty() {
-                return fail("bad argument #0 to '?' (MessagePack pack needs input.)");
+                return fail("bad argument #0 to 'pack' (MessagePack pack needs input.)");
             }
             let mut out = Vec::new();
             for v in args.iter() {

@@ -367,7 +367,7 @@ where
             }
             Err(e) => MultiValue::from_iter([
                 Value::Boolean(false),
-                Value::String(lua.create_string(vm::error_message(&e))?),
+                Value::String(lua.create_string(unnamed_if_anonymous(lua, vm::error_message(&e)))?),
             ]),
         })
     })?;
@@ -383,6 +383,26 @@ where
         .set_name("=lib")
         .into_function()?;
     wrap.call(inner)
+}
+
+/// luaL_argerror names the function as its caller's call instruction
+/// does: `struct.pack(...)` says 'pack', a call through pcall says '?'.
+/// The libraries' messages name the function; this turns the name into
+/// '?' when the wrapper (level 1 from here) was called without one.
+fn unnamed_if_anonymous(lua: &mlua::Lua, msg: String) -> String {
+    if !msg.starts_with("bad argument #") {
+        return msg;
+    }
+    let named = lua
+        .inspect_stack(1)
+        .is_some_and(|d| d.names().name.is_some());
+    if named {
+        return msg;
+    }
+    match (msg.find(" to '"), msg.find("' (")) {
+        (Some(a), Some(b)) if a + 5 <= b => format!("{}?{}", &msg[..a + 5], &msg[b..]),
+        _ => msg,
+    }
 }
 
 /// Lower-case hex SHA1 of `body`, as Redis names scripts.

@@ -22,10 +22,10 @@ fn fail<T>(msg: impl Into<String>) -> mlua::Result<T> {
     Err(mlua::Error::RuntimeError(msg.into()))
 }
 
-/// luaL_argerror's message; called through a table field (or pcall), Lua
-/// 5.1 cannot name the function, so it says '?'.
-fn arg_error<T>(n: usize, _func: &str, msg: &str) -> mlua::Result<T> {
-    fail(format!("bad argument #{n} to '?' ({msg})"))
+/// luaL_argerror's message, naming the function as Lua 5.1 does for the
+/// usual call, `struct.pack(...)` (under pcall Redis says '?').
+fn arg_error<T>(n: usize, func: &str, msg: &str) -> mlua::Result<T> {
+    fail(format!("bad argument #{n} to '{func}' ({msg})"))
 }
 
 #[derive(Clone, Copy)]
