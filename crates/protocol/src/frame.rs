@@ -210,17 +210,10 @@ impl Frame {
 /// switched to the shortest round-trip form, but 7.0's clients and test
 /// suite compare these strings.
 pub fn format_double(d: f64) -> String {
-    if d.is_infinite() {
-        return if d > 0.0 { "inf".into() } else { "-inf".into() };
-    }
-    // NaN (only a script's {double=0/0} makes one) keeps its sign, as
-    // glibc prints it: x86's 0/0 is `-nan`.
     // Whole numbers below 1e17 print as integers under `%.17g`; scores are
-    // most often these, so skip the general path.
-    if d == d.trunc() && d.abs() < 1e17 {
-        if d == 0.0 && d.is_sign_negative() {
-            return "-0".into();
-        }
+    // most often these, so skip the general path (which also keeps -0's
+    // and NaN's sign: x86's 0/0 prints `-nan`).
+    if d != 0.0 && d == d.trunc() && d.abs() < 1e17 {
         return itoa::Buffer::new().format(d as i64).to_string();
     }
     format_g(d, 17)

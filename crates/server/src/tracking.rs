@@ -118,9 +118,8 @@ pub struct Local {
     written: Vec<(Bytes, bool)>,
     /// The current command flushed a database.
     flushed: bool,
-    /// Keys a command started tracking and wrote itself (a PFCOUNT caching
-    /// its count): Redis remembers a read after the command, so that write
-    /// does not invalidate the key for this client.
+    /// Keys a command started tracking and wrote itself: the client keeps
+    /// tracking them without an invalidation (see `run_data`).
     spared: Vec<Bytes>,
 }
 
@@ -353,19 +352,24 @@ impl Tracking {
 
     /// Remembers that client `id` read `keys`; called while the command
     /// holds their shard locks.
-    /// Returns the keys it was not tracking already.
-    fn remember(&self, shared: &Shared, id: u64, keys: impl Iterator<Item = Bytes>) -> Vec<Bytes> {
+    fn remember(&self, shared: &Shared, id: u64, keys: impl Iterator<Item = Bytes>) {
         let mut t = self.table.lock();
-        let mut fresh = Vec::new();
         for k in keys {
-            if t.keys.entry(k.clone()).or_default().insert(id) {
+            if t.keys.entry(k).or_default().insert(id) {
                 t.items += 1;
-                fresh.push(k);
             }
         }
         let max = self.max_keys.load(Ordering::Relaxed);
         evict_over(shared, &mut t, max);
-        fresh
+    }
+
+    /// Whether client `id` tracks `key` now.
+    fn tracks(&self, id: u64, key: &Bytes) -> bool {
+        self.table
+            .lock()
+            .keys
+            .get(key)
+            .is_some_and(|ids| ids.contains(&id))
     }
 
     /// Invalidates what a committed command wrote (`written`: key, and
@@ -572,35 +576,36 @@ pub fn run_data(
     ctx.client.tracking.depth -= 1;
     let local = &mut ctx.client.tracking;
     let outermost = local.depth == 0;
-    let mut fresh = Vec::new();
+    let mut reads: Vec<Bytes> = Vec::new();
     if local.caches_reads() {
         if is_script(spec) {
             if outermost && std::mem::take(&mut local.script_read) {
-                let keys = script_keys(args);
-                fresh = ctx.shared.tracking.remember(
-                    ctx.shared,
-                    ctx.client.handle.id,
-                    keys.into_iter(),
-                );
+                reads = script_keys(args);
             }
         } else if spec.flags & flags::READONLY != 0 {
             if outermost {
-                let keys = spec.key_indexes(args).into_iter().map(|i| args[i].clone());
-                fresh = ctx
-                    .shared
-                    .tracking
-                    .remember(ctx.shared, ctx.client.handle.id, keys);
+                reads = spec
+                    .key_indexes(args)
+                    .into_iter()
+                    .map(|i| args[i].clone())
+                    .collect();
             } else {
                 local.script_read = true;
             }
         }
     }
     if outermost {
+        let me = ctx.client.handle.id;
+        let tracking = &ctx.shared.tracking;
         let local = &mut ctx.client.tracking;
         for m in &txn.mutations()[before..] {
             match m {
                 Mutation::Key { key, op, .. } if crate::watch::touches_value(op) => {
-                    if fresh.contains(key) {
+                    // A read that wrote its own key (PFCOUNT caching its
+                    // count): Redis remembers the read after the command,
+                    // so that write does not invalidate a key this client
+                    // did not track before.
+                    if reads.contains(key) && !tracking.tracks(me, key) {
                         local.spared.push(key.clone());
                     }
                     local.written.push((key.clone(), true))
@@ -613,6 +618,11 @@ pub fn run_data(
         if !crate::notify::wants_expired(notify_flags) {
             txn.take_expired(|_, key| local.note_expired(key));
         }
+    }
+    if !reads.is_empty() {
+        ctx.shared
+            .tracking
+            .remember(ctx.shared, ctx.client.handle.id, reads.into_iter());
     }
     reply
 }

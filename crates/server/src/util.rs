@@ -49,9 +49,21 @@ pub fn parse_f64_bare(b: &[u8]) -> Option<f64> {
     if b.is_empty() {
         return Some(0.0);
     }
-    // C's isspace: space, \t, \n, \v, \f, \r.
-    let start = b.iter().position(|c| !matches!(c, b' ' | b'\t'..=b'\r'))?;
-    parse_f64_saturating(&b[start..])
+    let rest = skip_c_space(b);
+    if rest.is_empty() {
+        return None;
+    }
+    parse_f64_saturating(rest)
+}
+
+/// `b` after the white space C's `isspace` skips (space, \t, \n, \v, \f,
+/// \r), as `strtod` and `strtoull` skip it.
+pub fn skip_c_space(b: &[u8]) -> &[u8] {
+    let start = b
+        .iter()
+        .position(|c| !matches!(c, b' ' | b'\t'..=b'\r'))
+        .unwrap_or(b.len());
+    &b[start..]
 }
 
 /// C's `strtod` over all of `b`: the value, and whether it lay outside a

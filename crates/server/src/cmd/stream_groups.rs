@@ -358,7 +358,7 @@ fn xclaim(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let db = ctx.db();
     // WRONGTYPE and NOGROUP before argument errors, as Redis looks the
     // key and group up first.
-    group_of(txn, db, key, group)?;
+    let (s, g) = group_of(txn, db, key, group)?;
     let min_idle = min_idle_arg(&args[4], "XCLAIM")?;
     let mut i = 5;
     let mut ids = Vec::new();
@@ -405,7 +405,6 @@ fn xclaim(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
         }
         i += 1;
     }
-    let (s, g) = group_of(txn, db, key, group)?;
     let mut claimed = Vec::new();
     let mut dropped = Vec::new();
     let mut reply = Vec::new();

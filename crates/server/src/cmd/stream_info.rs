@@ -65,9 +65,9 @@ fn xinfo(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let key = &args[2];
     // The key first, as in Redis: a missing or mistyped key answers before
     // FULL and COUNT are read.
-    if read_stream(txn, ctx.db(), key)?.is_none() {
+    let Some(s) = read_stream(txn, ctx.db(), key)? else {
         return Err(errors::err(errors::NO_SUCH_KEY));
-    }
+    };
     let mut full = None;
     if sub.name == "stream" && args.len() > 3 {
         // Redis answers any other shape with its subcommand usage error.
@@ -85,9 +85,6 @@ fn xinfo(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
         }
         full = Some(count);
     }
-    let Some(s) = read_stream(txn, ctx.db(), key)? else {
-        return Err(errors::err(errors::NO_SUCH_KEY));
-    };
     let now = now_ms();
     match sub.name {
         "stream" => Ok(stream_info(s, full, now)),

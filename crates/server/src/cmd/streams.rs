@@ -50,11 +50,10 @@ pub(crate) fn parse_id(arg: &[u8], missing_seq: u64, special: bool) -> Result<St
     if arg.len() > 127 {
         return Err(invalid_id());
     }
-    let num = id_part;
     let id = match arg.iter().position(|&c| c == b'-') {
-        None => num(arg).map(|ms| StreamId::new(ms, missing_seq)),
-        Some(dash) => num(&arg[..dash])
-            .zip(num(&arg[dash + 1..]))
+        None => id_part(arg).map(|ms| StreamId::new(ms, missing_seq)),
+        Some(dash) => id_part(&arg[..dash])
+            .zip(id_part(&arg[dash + 1..]))
             .map(|(ms, seq)| StreamId::new(ms, seq)),
     };
     id.ok_or_else(invalid_id)
@@ -67,12 +66,7 @@ fn id_part(s: &[u8]) -> Option<u64> {
     if let Some(v) = durakv_engine::value::parse_i64(s) {
         return u64::try_from(v).ok();
     }
-    // C's isspace, which counts the vertical tab too.
-    let skip = s
-        .iter()
-        .take_while(|c| matches!(c, b' ' | b'\t' | b'\n' | b'\x0b' | b'\x0c' | b'\r'))
-        .count();
-    let t = &s[skip..];
+    let t = crate::util::skip_c_space(s);
     let (neg, digits) = match t.first() {
         Some(b'+') => (false, &t[1..]),
         Some(b'-') => (true, &t[1..]),

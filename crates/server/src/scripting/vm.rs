@@ -500,9 +500,8 @@ fn command_args(args: &Table, n: usize) -> Result<Vec<Bytes>, &'static str> {
     }
     let mut out = Vec::with_capacity(n);
     for i in 1..=n {
-        let v = args.raw_get::<Value>(i).unwrap_or(Value::Nil);
         out.push(
-            match super::convert::exact(args, i, v).unwrap_or(Value::Nil) {
+            match super::convert::exact_get(args, i).unwrap_or(Value::Nil) {
                 Value::String(s) => Bytes::copy_from_slice(&s.as_bytes()),
                 // Lua 5.1 numbers are doubles, which `%.17g` prints with an
                 // exponent from 1e17 on; below that, the digits are the same.
