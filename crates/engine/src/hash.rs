@@ -593,9 +593,13 @@ fn packed_with(buf: &[u8], pairs: &[(Bytes, Bytes)]) -> Option<(Vec<u8>, usize)>
     if len + new_fields > PACKED_MAX_ENTRIES {
         return None;
     }
-    for (i, (f, v)) in pairs.iter().enumerate() {
-        if last_for(i) && packed_span(buf, f).is_none() {
-            put_entry(&mut out, f, v);
+    // A new field takes its place at its first mention and the value of
+    // its last, as a listpack updated pair by pair keeps it (and as the
+    // table's ordered map does).
+    for (i, (f, _)) in pairs.iter().enumerate() {
+        let first = !pairs[..i].iter().any(|p| p.0 == *f);
+        if first && packed_span(buf, f).is_none() {
+            put_entry(&mut out, f, value_of(f).map_or(&[][..], |v| &v[..]));
         }
     }
     Some((out, new_fields))
@@ -637,6 +641,12 @@ mod tests {
         assert_eq!(n, 2);
         assert_eq!(h.get(b"f"), Some(b("2")));
         assert_eq!(h.len(), 2);
+        // At its first mention, as Redis's listpack keeps it.
+        let order: Vec<_> = h.keys().collect();
+        assert_eq!(order, vec![b("f"), b("g")]);
+        h.extend_counting(&[(b("h"), b("1")), (b("g"), b("y")), (b("h"), b("2"))]);
+        let order: Vec<_> = h.slices().map(|(f, v)| [f, v].concat()).collect();
+        assert_eq!(order, vec![b"f2".to_vec(), b"gy".to_vec(), b"h2".to_vec()]);
     }
 
     #[test]

@@ -17,6 +17,16 @@ fn set_get_and_lengths() {
     assert_eq!(q::<i64>(c, &["HSET", "h", "b", "3", "c", "4", "c", "5"]), 1);
     assert_eq!(q::<String>(c, &["HGET", "h", "b"]), "3");
     assert_eq!(q::<String>(c, &["HGET", "h", "c"]), "5");
+    // A new field named twice takes its place at its first mention, as in
+    // Redis's listpack.
+    assert_eq!(
+        q::<i64>(c, &["HSET", "order", "x", "1", "y", "2", "x", "3"]),
+        2
+    );
+    assert_eq!(
+        q::<Vec<String>>(c, &["HGETALL", "order"]),
+        ["x", "3", "y", "2"]
+    );
     assert_eq!(q::<Option<String>>(c, &["HGET", "h", "zz"]), None);
     assert_eq!(q::<Option<String>>(c, &["HGET", "nokey", "a"]), None);
     assert_eq!(
