@@ -160,10 +160,10 @@ pub fn serve_until_shutdown(shared: Arc<Shared>) -> Result<(), String> {
         // arrival order. With tokio's default of 1,024, 3,200 busy
         // connections kept about 2,800 tasks in the shared queue, behind
         // which every wake-up from outside the event loops waited: a `full`
-        // reply, released by a log writer thread, took 120 ms at the median
-        // while a GET took 5 ms (p99 350 and 200 ms). With 48: 43 and 36 ms
-        // (p99 110 and 55 ms), as fair as Redis's single loop, and no change
-        // measured at 50 connections.
+        // SET, whose reply a log writer thread releases, took 82 ms at the
+        // median and a GET 5.5 ms (p99 377 and 213 ms). With 48: 49 and
+        // 42 ms (p99 116 and 64), about as fair as Redis's single loop, at
+        // the same throughput; no change measured at 50 connections.
         .event_interval(EVENT_INTERVAL)
         .max_io_events_per_tick(MAX_IO_EVENTS_PER_TICK);
     // Tokio's LIFO slot runs the last task woken first, so two connections
