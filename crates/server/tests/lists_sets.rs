@@ -449,6 +449,34 @@ fn set_algebra_and_moves() {
 }
 
 #[test]
+fn an_integer_set_lists_in_ascending_order_everywhere() {
+    // Redis keeps a small all-integer set as a sorted intset, so every
+    // command that lists a whole one lists it ascending, not only SMEMBERS.
+    let srv = Server::start(&[]);
+    let c = &mut srv.conn();
+    q::<i64>(c, &["SADD", "si", "3", "1", "2", "10", "-5"]);
+    q::<i64>(c, &["SADD", "sj", "10", "3", "99"]);
+    let all = ["-5", "1", "2", "3", "10"];
+    assert_eq!(strs(c, &["SMEMBERS", "si"]), all);
+    assert_eq!(strs(c, &["SORT", "si", "BY", "nosort"]), all);
+    assert_eq!(
+        strs(c, &["SORT", "si", "BY", "nosort", "LIMIT", "1", "2"]),
+        ["1", "2"]
+    );
+    assert_eq!(strs(c, &["SRANDMEMBER", "si", "5"]), all);
+    assert_eq!(strs(c, &["SRANDMEMBER", "si", "100"]), all);
+    assert_eq!(strs(c, &["SINTER", "si", "si"]), all);
+    assert_eq!(strs(c, &["SINTER", "si", "sj"]), ["3", "10"]);
+    assert_eq!(
+        strs(c, &["SUNION", "sj", "si"]),
+        ["-5", "1", "2", "3", "10", "99"]
+    );
+    assert_eq!(strs(c, &["SDIFF", "si", "sj"]), ["-5", "1", "2"]);
+    assert_eq!(strs(c, &["SPOP", "si", "9"]), all);
+    assert_eq!(q::<i64>(c, &["EXISTS", "si"]), 0);
+}
+
+#[test]
 fn sscan_walk() {
     let srv = Server::start(&[]);
     let c = &mut srv.conn();

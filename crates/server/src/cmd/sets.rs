@@ -85,7 +85,7 @@ fn srem(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
 
 /// Members in the order Redis lists them: ascending for a set it would
 /// hold as an intset (small, all integers), insertion order otherwise.
-fn listing_order<'s>(s: &'s SetValue, limits: &EncodingLimits) -> Vec<&'s Key> {
+pub(crate) fn listing_order<'s>(s: &'s SetValue, limits: &EncodingLimits) -> Vec<&'s Key> {
     if s.len() <= limits.set_intset_entries {
         let ints: Option<Vec<(i64, &Key)>> =
             s.iter().map(|m| parse_i64(m).map(|n| (n, m))).collect();
@@ -152,10 +152,18 @@ fn spop(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
         return Ok(Frame::Set(Vec::new()));
     };
     let count = i64::try_from(count).unwrap_or(i64::MAX);
-    let popped: Vec<Bytes> = random_positions(s.len(), count)?
-        .into_iter()
-        .filter_map(|i| s.get_index(i).map(Key::to_bytes))
-        .collect();
+    let popped: Vec<Bytes> = if count as u64 >= s.len() as u64 {
+        // The whole set, listed as SMEMBERS lists it.
+        listing_order(s, &super::encoding_limits(ctx))
+            .into_iter()
+            .map(Key::to_bytes)
+            .collect()
+    } else {
+        random_positions(s.len(), count)?
+            .into_iter()
+            .filter_map(|i| s.get_index(i).map(Key::to_bytes))
+            .collect()
+    };
     let reply = members_frame(popped.iter().cloned());
     if !popped.is_empty() {
         apply(txn, db, key, KeyOp::SRem(popped))?;
@@ -177,6 +185,15 @@ fn srandmember(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let Some(s) = read_set(txn, db, &args[1])? else {
         return Ok(Frame::Array(Vec::new()));
     };
+    if count >= 0 && count as u64 >= s.len() as u64 {
+        // The whole set, listed as SMEMBERS lists it.
+        return Ok(Frame::Array(
+            listing_order(s, &super::encoding_limits(ctx))
+                .into_iter()
+                .map(|m| Frame::Bulk(m.to_bytes()))
+                .collect(),
+        ));
+    }
     Ok(Frame::Array(
         random_positions(s.len(), count)?
             .into_iter()
@@ -229,6 +246,7 @@ fn intersect(
     db: usize,
     keys: &[Bytes],
     limit: usize,
+    limits: &EncodingLimits,
 ) -> Result<Vec<Bytes>, Frame> {
     let sizes = set_sizes(txn, db, keys)?;
     let Some((smallest, _)) = sizes.iter().enumerate().min_by_key(|(_, n)| **n) else {
@@ -237,8 +255,12 @@ fn intersect(
     if sizes[smallest] == 0 {
         return Ok(Vec::new());
     }
-    let mut out: Vec<Bytes> = read_set(txn, db, &keys[smallest])?
-        .map_or_else(Vec::new, |s| s.iter().map(Key::to_bytes).collect());
+    let mut out: Vec<Bytes> = read_set(txn, db, &keys[smallest])?.map_or_else(Vec::new, |s| {
+        listing_order(s, limits)
+            .into_iter()
+            .map(Key::to_bytes)
+            .collect()
+    });
     for (i, k) in keys.iter().enumerate() {
         if i == smallest || k == &keys[smallest] {
             continue;
@@ -286,21 +308,31 @@ fn difference(txn: &mut Txn<'_>, db: usize, keys: &[Bytes]) -> Result<SetValue, 
 }
 
 fn sinter(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
-    Ok(members_frame(intersect(txn, ctx.db(), &args[1..], 0)?))
+    let limits = super::encoding_limits(ctx);
+    Ok(members_frame(intersect(
+        txn,
+        ctx.db(),
+        &args[1..],
+        0,
+        &limits,
+    )?))
+}
+
+/// A computed set, listed as SMEMBERS would list it once stored (Redis
+/// replies from the set it built).
+fn listed(ctx: &Ctx<'_>, s: &SetValue) -> Frame {
+    let limits = super::encoding_limits(ctx);
+    members_frame(listing_order(s, &limits).into_iter().map(Key::to_bytes))
 }
 
 fn sunion(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
-    Ok(members_frame(
-        union(txn, ctx.db(), &args[1..])?.iter().map(Key::to_bytes),
-    ))
+    let result = union(txn, ctx.db(), &args[1..])?;
+    Ok(listed(ctx, &result))
 }
 
 fn sdiff(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
-    Ok(members_frame(
-        difference(txn, ctx.db(), &args[1..])?
-            .iter()
-            .map(Key::to_bytes),
-    ))
+    let result = difference(txn, ctx.db(), &args[1..])?;
+    Ok(listed(ctx, &result))
 }
 
 /// Replaces `dest` (whatever it held, and its TTL) with `result`; an empty
@@ -327,7 +359,10 @@ fn store(txn: &mut Txn<'_>, db: usize, dest: &Bytes, result: SetValue) -> Reply 
 
 fn sinterstore(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let db = ctx.db();
-    let result = intersect(txn, db, &args[2..], 0)?.into_iter().collect();
+    let limits = super::encoding_limits(ctx);
+    let result = intersect(txn, db, &args[2..], 0, &limits)?
+        .into_iter()
+        .collect();
     store(txn, db, &args[1], result)
 }
 
@@ -408,7 +443,8 @@ fn sintercard(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
             return Err(syntax());
         }
     }
+    let limits = super::encoding_limits(ctx);
     Ok(Frame::Integer(
-        intersect(txn, ctx.db(), &args[2..2 + n], limit)?.len() as i64,
+        intersect(txn, ctx.db(), &args[2..2 + n], limit, &limits)?.len() as i64,
     ))
 }

@@ -220,12 +220,14 @@ fn run(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes], readonly: bool) -> 
     // Lists and sorted sets keep their own order unsorted: the LIMIT window
     // (from the tail for DESC) is read directly.
     let direct = dont_sort && kind != Kind::Set;
+    let limits = super::encoding_limits(ctx);
     let elements = load(
         txn,
         db,
         &args[1],
         kind,
         direct.then_some((start, end, o.desc)),
+        &limits,
     );
     let (start, end) = if direct {
         (0, elements.len() as i64 - 1)
@@ -299,7 +301,8 @@ fn window(offset: i64, count: i64, len: usize) -> (i64, i64) {
     (start, end.min(len - 1))
 }
 
-/// The elements to sort: all in the key's own order, or for `range`
+/// The elements to sort: all in the key's own order (a set's as SMEMBERS
+/// lists it), or for `range`
 /// (start, end, desc) only that window, counted from the tail when desc.
 fn load(
     txn: &mut Txn<'_>,
@@ -307,6 +310,7 @@ fn load(
     key: &[u8],
     kind: Kind,
     range: Option<(i64, i64, bool)>,
+    limits: &durakv_engine::value::EncodingLimits,
 ) -> Vec<Bytes> {
     let Some(v) = txn.get(db, key).map(|e| &e.value) else {
         return Vec::new();
@@ -332,7 +336,10 @@ fn load(
             .take(take)
             .map(Bytes::copy_from_slice)
             .collect(),
-        (Kind::Set, Value::Set(s)) => s.iter().map(Key::to_bytes).collect(),
+        (Kind::Set, Value::Set(s)) => super::sets::listing_order(s, limits)
+            .into_iter()
+            .map(Key::to_bytes)
+            .collect(),
         (Kind::ZSet, Value::ZSet(z)) if desc => z
             .iter()
             .rev()
