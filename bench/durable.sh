@@ -470,12 +470,14 @@ measure_conns() {
         echo "### connections: $CONNS opened one after another, each sent PING and kept open; memtier 1:10 -d 128, ${TEST_TIME} s"
         echo
         header 2 server "connection 10,001 got" "connect time s" accepted "RSS KB per connection" \
-            "ops/s at 200 (4×50)" "ops/s at 3,200 (4×800)" "3,200 ÷ 200" "p99 ms at 3,200"
+            "ops/s at 200 (4×50)" "ops/s at 3,200 (4×800)" "3,200 ÷ 200" "p99 ms at 3,200" \
+            "SET / GET p99 ms at 3,200"
         for cfg in $PAIR; do
             row "$(label $cfg)" "$(sort -u "$WORK/conns-$cfg-reply" 2>/dev/null | paste -sd/ - | sed 's/|/\\|/g')" \
                 "$(mms conns/$cfg/elapsed_s)" "$(mnum conns/$cfg/accepted)" "$(med conns/$cfg/rss_per_conn_kb)" \
                 "$(mnum conns/c50/$cfg/rps)" "$(mnum conns/c800/$cfg/rps)" \
-                "$(mratio conns/c800/$cfg/rps conns/c50/$cfg/rps)" "$(mms conns/c800/$cfg/p99)"
+                "$(mratio conns/c800/$cfg/rps conns/c50/$cfg/rps)" "$(mms conns/c800/$cfg/p99)" \
+                "$(mms conns/c800/$cfg/set_p99) / $(mms conns/c800/$cfg/get_p99)"
         done
         echo
         echo "durakv ÷ Redis: connect time $(mratio conns/durakv-full/elapsed_s conns/redis-always/elapsed_s)," \
