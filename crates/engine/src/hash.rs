@@ -596,10 +596,10 @@ fn packed_with(buf: &[u8], pairs: &[(Bytes, Bytes)]) -> Option<(Vec<u8>, usize)>
     // A new field takes its place at its first mention and the value of
     // its last, as a listpack updated pair by pair keeps it (and as the
     // table's ordered map does).
-    for (i, (f, _)) in pairs.iter().enumerate() {
+    for (i, (f, v)) in pairs.iter().enumerate() {
         let first = !pairs[..i].iter().any(|p| p.0 == *f);
         if first && packed_span(buf, f).is_none() {
-            put_entry(&mut out, f, value_of(f).map_or(&[][..], |v| &v[..]));
+            put_entry(&mut out, f, value_of(f).unwrap_or(v));
         }
     }
     Some((out, new_fields))

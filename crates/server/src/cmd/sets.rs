@@ -97,14 +97,19 @@ pub(crate) fn listing_order<'s>(s: &'s SetValue, limits: &EncodingLimits) -> Vec
     s.iter().collect()
 }
 
+/// The members, copied out in `listing_order`.
+pub(crate) fn listed_members(s: &SetValue, limits: &EncodingLimits) -> Vec<Bytes> {
+    listing_order(s, limits)
+        .into_iter()
+        .map(Key::to_bytes)
+        .collect()
+}
+
 fn smembers(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let limits = super::encoding_limits(ctx);
     let s = read_set(txn, ctx.db(), &args[1])?;
     Ok(members_frame(
-        s.map(|s| listing_order(s, &limits))
-            .unwrap_or_default()
-            .into_iter()
-            .map(Key::to_bytes),
+        s.map(|s| listed_members(s, &limits)).unwrap_or_default(),
     ))
 }
 
@@ -154,10 +159,7 @@ fn spop(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let count = i64::try_from(count).unwrap_or(i64::MAX);
     let popped: Vec<Bytes> = if count as u64 >= s.len() as u64 {
         // The whole set, listed as SMEMBERS lists it.
-        listing_order(s, &super::encoding_limits(ctx))
-            .into_iter()
-            .map(Key::to_bytes)
-            .collect()
+        listed_members(s, &super::encoding_limits(ctx))
     } else {
         random_positions(s.len(), count)?
             .into_iter()
@@ -188,9 +190,9 @@ fn srandmember(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     if count >= 0 && count as u64 >= s.len() as u64 {
         // The whole set, listed as SMEMBERS lists it.
         return Ok(Frame::Array(
-            listing_order(s, &super::encoding_limits(ctx))
+            listed_members(s, &super::encoding_limits(ctx))
                 .into_iter()
-                .map(|m| Frame::Bulk(m.to_bytes()))
+                .map(Frame::Bulk)
                 .collect(),
         ));
     }
@@ -255,12 +257,8 @@ fn intersect(
     if sizes[smallest] == 0 {
         return Ok(Vec::new());
     }
-    let mut out: Vec<Bytes> = read_set(txn, db, &keys[smallest])?.map_or_else(Vec::new, |s| {
-        listing_order(s, limits)
-            .into_iter()
-            .map(Key::to_bytes)
-            .collect()
-    });
+    let mut out: Vec<Bytes> =
+        read_set(txn, db, &keys[smallest])?.map_or_else(Vec::new, |s| listed_members(s, limits));
     for (i, k) in keys.iter().enumerate() {
         if i == smallest || k == &keys[smallest] {
             continue;
@@ -322,7 +320,7 @@ fn sinter(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
 /// replies from the set it built).
 fn listed(ctx: &Ctx<'_>, s: &SetValue) -> Frame {
     let limits = super::encoding_limits(ctx);
-    members_frame(listing_order(s, &limits).into_iter().map(Key::to_bytes))
+    members_frame(listed_members(s, &limits))
 }
 
 fn sunion(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {

@@ -14,7 +14,6 @@ use super::{apply, syntax, wrongtype};
 use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Keys, Reply, FIRST_KEY};
 use crate::util::{arg_i64, is};
 use bytes::Bytes;
-use durakv_engine::key::Key;
 use durakv_engine::mutation::KeyOp;
 use durakv_engine::txn::Txn;
 use durakv_engine::value::{ListValue, Str, Value};
@@ -336,10 +335,7 @@ fn load(
             .take(take)
             .map(Bytes::copy_from_slice)
             .collect(),
-        (Kind::Set, Value::Set(s)) => super::sets::listing_order(s, limits)
-            .into_iter()
-            .map(Key::to_bytes)
-            .collect(),
+        (Kind::Set, Value::Set(s)) => super::sets::listed_members(s, limits),
         (Kind::ZSet, Value::ZSet(z)) if desc => z
             .iter()
             .rev()
