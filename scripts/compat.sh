@@ -75,7 +75,9 @@ cleanup() {
 trap cleanup EXIT INT TERM
 
 # Port 0 lets the kernel pick a free port; durakv prints the one it bound.
-"$BIN" serve --bind 127.0.0.1 --port 0 --dir "$WORK/data" >"$WORK/server.out" 2>"$WORK/server.err" &
+# DEBUG is on (from loopback only) for Redis's slowlog and latency units.
+"$BIN" serve --bind 127.0.0.1 --port 0 --dir "$WORK/data" --enable-debug-command local \
+    >"$WORK/server.out" 2>"$WORK/server.err" &
 SERVER_PID=$!
 PORT=""
 for _ in $(seq 1 100); do
@@ -208,6 +210,15 @@ if [[ -x $REDIS_TESTS/run.sh ]] && command -v tclsh >/dev/null; then
         sed -i '1s/ external:skip//' "$WORK/redis-tests-acl/tests/unit/acl.tcl"
         note "Redis's unit/acl, first block"
         run_units unit/acl "$WORK/redis-tests-acl"
+        # unit/slowlog and unit/latency-monitor time DEBUG SLEEP and check
+        # the redaction of passwords; run.sh leaves out the tests tagged
+        # needs:debug, needs:latency and needs:repl, so a private copy
+        # keeps them (this server has DEBUG on and nothing they need of a
+        # replica).
+        cp -r "$REDIS_TESTS" "$WORK/redis-tests-diag"
+        sed -i 's/-needs:\(debug\|latency\|repl\) //g' "$WORK/redis-tests-diag/run.sh"
+        note "Redis's unit/slowlog and unit/latency-monitor, with DEBUG"
+        run_units "unit/slowlog unit/latency-monitor" "$WORK/redis-tests-diag"
         # Last: its CONFIG tests leave maxmemory set for whatever follows.
         note "Redis's unit/introspection"
         run_units unit/introspection "$REDIS_TESTS"

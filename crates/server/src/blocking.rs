@@ -33,7 +33,7 @@ use parking_lot::Mutex;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
 /// What a blocked command does when one of its keys may serve it.
@@ -164,9 +164,16 @@ pub struct Blocked {
     /// The deadline passed while a writer was serving it: from then on
     /// only the writer's word ends the wait.
     expired: bool,
+    /// The command and how long its first run took, for the slow log,
+    /// which logs it once the wait ends (as Redis does).
+    call: Option<(Vec<Bytes>, Duration)>,
 }
 
 impl Blocked {
+    pub fn remember_call(&mut self, args: &[Bytes], took: Duration) {
+        self.call = Some((args.to_vec(), took));
+    }
+
     /// Resolves when [`resume`] may have an answer: a reply arrived or the
     /// deadline passed.
     async fn ready(&self) {
@@ -255,6 +262,7 @@ impl Blocking {
             silent: false,
             read_dependency: 0,
             expired: false,
+            call: None,
         });
     }
 
@@ -582,6 +590,13 @@ pub fn resume(shared: &Shared, client: &mut ClientState) -> Option<(Frame, u64)>
         }
     };
     let b = client.blocked.take()?;
+    if let Some((args, took)) = &b.call {
+        let who = crate::slowlog::Who::Client {
+            addr: client.handle.addr,
+            name: client.name.as_ref(),
+        };
+        shared.slowlog.note(args, *took, who);
+    }
     client.last_write_lsn = client.last_write_lsn.max(u.lsn);
     if u.lsn != 0 {
         client.last_write_dep = u.written;

@@ -238,7 +238,7 @@ impl ClientState {
 
     /// A cheap fingerprint of the fields other clients must see at once
     /// (CLIENT LIST/KILL by name, db, level); the rest may lag a little.
-    pub fn info_signature(&self) -> [usize; 8] {
+    pub fn info_signature(&self) -> [usize; 9] {
         let ptr = |b: &Option<Bytes>| {
             b.as_ref()
                 .map(|b| b.as_ptr() as usize ^ b.len())
@@ -256,6 +256,12 @@ impl ClientState {
             self.watched.len(),
             ptr(&self.lib_name) ^ ptr(&self.lib_ver),
             Arc::as_ptr(&self.user) as usize,
+            // The last command's name: a connection that goes quiet right
+            // after a SUBSCRIBE must not stay listed with the command
+            // before it (tools find connections by `cmd=`).
+            self.last_cmd.bytes().fold(self.last_cmd.len(), |h, b| {
+                h.rotate_left(5) ^ usize::from(b)
+            }),
         ]
     }
 

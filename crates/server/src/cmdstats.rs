@@ -1,16 +1,30 @@
-//! INFO commandstats and errorstats: per command (and per subcommand, as
-//! `client|list`) calls, time, rejections and failures, and per error code
-//! the number of error replies. Cheap enough for every command: one clock
-//! read around the handler and a few relaxed atomic adds on counters
-//! indexed by the command's table position.
+//! INFO commandstats, errorstats and latencystats, and LATENCY HISTOGRAM:
+//! per command (and per subcommand, as `client|list`) calls, time,
+//! rejections, failures and a latency histogram, and per error code the
+//! number of error replies. Cheap enough for every command: one clock
+//! read around the handler, a few relaxed atomic adds on counters indexed
+//! by the command's table position, and (with `latency-tracking` on) one
+//! uncontended lock to record the run time.
 
 use crate::command::{CommandSpec, COMMANDS};
+use bytes::Bytes;
 use durakv_protocol::Frame;
-use parking_lot::Mutex;
+use hdrhistogram::Histogram;
+use parking_lot::{Mutex, RwLock};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
+
+/// Histogram range and precision, in nanoseconds: runs past a second
+/// count as a second, and two significant digits keep each histogram to
+/// a few kilobytes (it exists only for commands that ran).
+const HIST_MIN_NS: u64 = 1;
+const HIST_MAX_NS: u64 = 1_000_000_000;
+const HIST_DIGITS: u8 = 2;
+/// LATENCY HISTOGRAM's first bucket (about a microsecond); each next one
+/// is twice as wide.
+const HIST_FIRST_BUCKET_NS: u64 = 1024;
 
 /// Redis keeps at most this many distinct error codes; replies with later
 /// new codes count only in `total_error_replies`.
@@ -22,6 +36,8 @@ struct Counters {
     usec: AtomicU64,
     rejected: AtomicU64,
     failed: AtomicU64,
+    /// Run times in nanoseconds, made at the first call.
+    hist: Mutex<Option<Box<Histogram<u64>>>>,
 }
 
 impl Counters {
@@ -29,6 +45,30 @@ impl Counters {
         for c in [&self.calls, &self.usec, &self.rejected, &self.failed] {
             c.store(0, Ordering::Relaxed);
         }
+        *self.hist.lock() = None;
+    }
+
+    fn record(&self, took: Duration) {
+        let ns = (took.as_nanos().min(u128::from(HIST_MAX_NS)) as u64).max(HIST_MIN_NS);
+        let mut slot = self.hist.lock();
+        if slot.is_none() {
+            // Constant bounds: this never fails.
+            *slot = Histogram::new_with_bounds(HIST_MIN_NS, HIST_MAX_NS, HIST_DIGITS)
+                .ok()
+                .map(Box::new);
+        }
+        if let Some(h) = slot.as_mut() {
+            h.saturating_record(ns);
+        }
+    }
+
+    /// A copy of the histogram, if the command ran since the last reset.
+    fn histogram(&self) -> Option<Histogram<u64>> {
+        self.hist
+            .lock()
+            .as_deref()
+            .filter(|h| !h.is_empty())
+            .cloned()
     }
 
     fn line(&self, out: &mut String, name: &str) {
@@ -56,6 +96,10 @@ pub struct CommandStats {
     /// `container|sub` → counters; subcommands are rare enough for a lock.
     subs: Mutex<HashMap<String, Counters>>,
     errors: Mutex<BTreeMap<String, u64>>,
+    /// `latency-tracking`: whether run times go into histograms.
+    tracking: AtomicBool,
+    /// `latency-tracking-info-percentiles`.
+    percentiles: RwLock<Vec<f64>>,
 }
 
 impl Default for CommandStats {
@@ -64,6 +108,8 @@ impl Default for CommandStats {
             by_id: (0..COMMANDS.len()).map(|_| Counters::default()).collect(),
             subs: Mutex::new(HashMap::new()),
             errors: Mutex::new(BTreeMap::new()),
+            tracking: AtomicBool::new(true),
+            percentiles: RwLock::new(vec![50.0, 99.0, 99.9]),
         }
     }
 }
@@ -79,13 +125,23 @@ impl CommandStats {
         }
     }
 
+    /// Takes `latency-tracking` and its percentiles from the configuration.
+    pub fn configure(&self, tracking: bool, percentiles: Vec<f64>) {
+        self.tracking.store(tracking, Ordering::Relaxed);
+        *self.percentiles.write() = percentiles;
+    }
+
     /// A command that ran; `failed` when it answered with an error.
     pub fn call(&self, spec: &CommandSpec, sub: &str, took: Duration, failed: bool) {
+        let tracking = self.tracking.load(Ordering::Relaxed);
         self.with(spec, sub, |c| {
             c.calls.fetch_add(1, Ordering::Relaxed);
             c.usec.fetch_add(took.as_micros() as u64, Ordering::Relaxed);
             if failed {
                 c.failed.fetch_add(1, Ordering::Relaxed);
+            }
+            if tracking {
+                c.record(took);
             }
         });
     }
@@ -150,6 +206,97 @@ impl CommandStats {
         out
     }
 
+    /// Every command and subcommand that ran since the last reset, by
+    /// full name (`client|list`), sorted, with its histogram.
+    fn histograms(&self) -> Vec<(String, Histogram<u64>)> {
+        let mut out: Vec<(String, Histogram<u64>)> = COMMANDS
+            .values()
+            .filter_map(|s| {
+                let h = self.by_id.get(s.id)?.histogram()?;
+                Some((s.name.to_string(), h))
+            })
+            .collect();
+        out.extend(
+            self.subs
+                .lock()
+                .iter()
+                .filter_map(|(name, c)| Some((name.clone(), c.histogram()?))),
+        );
+        out.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
+
+    /// LATENCY HISTOGRAM: for each command that ran and that `names`
+    /// selects (all for an empty list; a container's name selects its
+    /// subcommands; unknown names select nothing), its calls and the
+    /// cumulative count per doubling bucket in microseconds.
+    pub fn latency_histogram(&self, names: &[Bytes]) -> Frame {
+        let selected = |name: &str| {
+            names.is_empty()
+                || names.iter().any(|n| {
+                    let n = n.as_ref();
+                    name.as_bytes().eq_ignore_ascii_case(n)
+                        || name
+                            .split_once('|')
+                            .is_some_and(|(parent, _)| parent.as_bytes().eq_ignore_ascii_case(n))
+                })
+        };
+        let entries = self
+            .histograms()
+            .into_iter()
+            .filter(|(name, _)| selected(name))
+            .map(|(name, h)| {
+                let mut buckets = Vec::new();
+                let mut cumulative = 0;
+                for step in h.iter_log(HIST_FIRST_BUCKET_NS, 2.0) {
+                    let before = cumulative;
+                    cumulative += step.count_since_last_iteration();
+                    if cumulative > before {
+                        let micros = h.highest_equivalent(step.value_iterated_to()) / 1000;
+                        buckets.push((
+                            Frame::Integer(micros as i64),
+                            Frame::Integer(cumulative as i64),
+                        ));
+                    }
+                }
+                let body = Frame::Map(vec![
+                    (
+                        Frame::Bulk(Bytes::from_static(b"calls")),
+                        Frame::Integer(h.len() as i64),
+                    ),
+                    (
+                        Frame::Bulk(Bytes::from_static(b"histogram_usec")),
+                        Frame::Map(buckets),
+                    ),
+                ]);
+                (Frame::Bulk(Bytes::from(name)), body)
+            })
+            .collect();
+        Frame::Map(entries)
+    }
+
+    /// The body of INFO latencystats: the configured percentiles of each
+    /// command's run time, in microseconds.
+    pub fn latencystats(&self) -> String {
+        let percentiles = self.percentiles.read().clone();
+        let mut out = String::new();
+        for (name, h) in self.histograms() {
+            let values: Vec<String> = percentiles
+                .iter()
+                .map(|&p| {
+                    let us = h.value_at_quantile(p / 100.0) as f64 / 1000.0;
+                    format!("p{}={us:.3}", percentile_label(p))
+                })
+                .collect();
+            let _ = write!(
+                out,
+                "latency_percentiles_usec_{name}:{}\r\n",
+                values.join(",")
+            );
+        }
+        out
+    }
+
     /// The body of INFO errorstats.
     pub fn errorstats(&self) -> String {
         let mut out = String::new();
@@ -158,4 +305,10 @@ impl CommandStats {
         }
         out
     }
+}
+
+/// A percentile as INFO names it: `50`, `99.9` (no trailing zeros).
+fn percentile_label(p: f64) -> String {
+    let s = format!("{p:.6}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }

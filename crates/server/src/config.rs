@@ -144,6 +144,16 @@ pub struct Config {
     pub hll_sparse_max_bytes: u64,
     /// `tracking-table-max-keys`: keys CLIENT TRACKING remembers; 0 = no limit.
     pub tracking_table_max_keys: u64,
+    /// `slowlog-log-slower-than` (microseconds; -1 logs nothing).
+    pub slowlog_log_slower_than: i64,
+    /// `slowlog-max-len`.
+    pub slowlog_max_len: u64,
+    /// `latency-monitor-threshold` (milliseconds; 0 turns the monitor off).
+    pub latency_monitor_threshold: u64,
+    /// `latency-tracking`: per-command latency histograms.
+    pub latency_tracking: bool,
+    /// `latency-tracking-info-percentiles`: what INFO latencystats reports.
+    pub latency_tracking_info_percentiles: Vec<f64>,
     /// Redis compatibility directives accepted and reported but without
     /// effect in durakv (`appendonly`, `save`, ...): name → value.
     pub compat: BTreeMap<&'static str, String>,
@@ -216,6 +226,11 @@ impl Default for Config {
             notify_keyspace_events: 0,
             hll_sparse_max_bytes: 3000,
             tracking_table_max_keys: 1_000_000,
+            slowlog_log_slower_than: 10_000,
+            slowlog_max_len: 128,
+            latency_monitor_threshold: 0,
+            latency_tracking: true,
+            latency_tracking_info_percentiles: vec![50.0, 99.0, 99.9],
             client_output_buffer_limit: [
                 OutputBufferLimit {
                     hard_bytes: 0,
@@ -470,6 +485,29 @@ fn parse_output_limits(
 
 /// An integer directive, read as Redis reads one: a signed number (so -1
 /// is out of range, not "not a number"), then its range.
+/// `latency-tracking-info-percentiles`: numbers from 0 to 100, with
+/// Redis's errors.
+fn parse_percentiles(v: &str) -> Result<Vec<f64>, String> {
+    v.split_ascii_whitespace()
+        .map(|w| {
+            let p: f64 = w
+                .parse()
+                .ok()
+                .filter(|p: &f64| p.is_finite())
+                .ok_or_else(|| {
+                    "Invalid latency-tracking-info-percentiles parameters".to_string()
+                })?;
+            if !(0.0..=100.0).contains(&p) {
+                return Err(
+                    "latency-tracking-info-percentiles parameters should sit between [0.0,100.0]"
+                        .to_string(),
+                );
+            }
+            Ok(p)
+        })
+        .collect()
+}
+
 fn int_in(v: &str, min: i64, max: i64) -> Result<i64, String> {
     let n: i64 = v
         .parse()
@@ -1370,11 +1408,75 @@ pub static DIRECTIVES: &[Directive] = &[
         },
         get: |_| "no".into(),
     },
-    compat!("slowlog-log-slower-than", "10000", |v| redis_check::int(v, -1, i64::MAX)),
-    compat!("slowlog-max-len", "128", |v| redis_check::int(v, 0, i64::MAX)),
-    compat!("latency-monitor-threshold", "0", |v| redis_check::int(v, 0, i64::MAX)),
-    compat!("latency-tracking", "yes", redis_check::yes_no),
-    compat!("latency-tracking-info-percentiles", "50 99 99.9"),
+    Directive {
+        name: "slowlog-log-slower-than",
+        default: "10000",
+        help: "Commands running at least this many microseconds go into the slow log (SLOWLOG GET); 0 logs every command, -1 none",
+        runtime: true,
+        repeatable: false,
+        set: |c, v| {
+            c.slowlog_log_slower_than = int_in(v, -1, i64::MAX)?;
+            Ok(())
+        },
+        get: |c| c.slowlog_log_slower_than.to_string(),
+    },
+    Directive {
+        name: "slowlog-max-len",
+        default: "128",
+        help: "Entries the slow log keeps; older ones are dropped",
+        runtime: true,
+        repeatable: false,
+        set: |c, v| {
+            c.slowlog_max_len = int_in(v, 0, i64::MAX)? as u64;
+            Ok(())
+        },
+        get: |c| c.slowlog_max_len.to_string(),
+    },
+    Directive {
+        name: "latency-monitor-threshold",
+        default: "0",
+        help: "Commands and expiry passes taking at least this many milliseconds are latency events (LATENCY LATEST); 0 turns the monitor off",
+        runtime: true,
+        repeatable: false,
+        set: |c, v| {
+            c.latency_monitor_threshold = int_in(v, 0, i64::MAX)? as u64;
+            Ok(())
+        },
+        get: |c| c.latency_monitor_threshold.to_string(),
+    },
+    Directive {
+        name: "latency-tracking",
+        default: "yes",
+        help: "Keep a latency histogram per command (LATENCY HISTOGRAM, INFO latencystats)",
+        runtime: true,
+        repeatable: false,
+        set: |c, v| {
+            c.latency_tracking = redis_check::yes_no(v)? == "yes";
+            Ok(())
+        },
+        get: |c| yes_no(c.latency_tracking),
+    },
+    Directive {
+        name: "latency-tracking-info-percentiles",
+        default: "50 99 99.9",
+        help: "Percentiles of each command's latency that INFO latencystats reports, space-separated",
+        runtime: true,
+        repeatable: false,
+        set: |c, v| {
+            c.latency_tracking_info_percentiles = parse_percentiles(v)?;
+            Ok(())
+        },
+        get: |c| {
+            c.latency_tracking_info_percentiles
+                .iter()
+                .map(|p| {
+                    let s = format!("{p:.6}");
+                    s.trim_end_matches('0').trim_end_matches('.').to_string()
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        },
+    },
     compat!("stream-node-max-entries", "100", |v| redis_check::int(v, 0, i64::MAX)),
     compat!("stream-node-max-bytes", "4096", |v| redis_check::memory(v, 0)),
     Directive {

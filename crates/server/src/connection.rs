@@ -185,7 +185,7 @@ async fn run<S: ClientStream>(
     // message) for the whole connection, not one (a lock and an unlock) per
     // loop turn; pinned inside the task.
     let mut woken = std::pin::pin!(handle.wake.notified());
-    let mut published_sig = [usize::MAX; 8];
+    let mut published_sig = [usize::MAX; 9];
     let mut published_at = std::time::Instant::now();
     loop {
         let mut out = scratch::take(&scratch::WRITE, WRITE_CHUNK_BYTES);

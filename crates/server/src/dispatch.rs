@@ -11,7 +11,7 @@ use durakv_engine::txn::{CommitOutcome, Txn};
 use durakv_engine::Durability;
 use durakv_protocol::Frame;
 use std::sync::atomic::Ordering;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// A reply, and the LSN that must be durable before it may be sent (0: none).
 pub struct Outcome {
@@ -109,13 +109,47 @@ fn check_and_run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let started = Instant::now();
     let out = run(ctx, spec, args);
     crate::monitor::show(ctx, spec, args);
-    ctx.shared.cmdstats.call(
-        spec,
-        &ctx.client.last_cmd,
-        started.elapsed(),
-        out.frame.is_error(),
-    );
+    let took = started.elapsed();
+    account(ctx, spec, args, took, out.frame.is_error(), false);
+    if let Some(b) = ctx.client.blocked.as_mut() {
+        b.remember_call(args, took);
+    }
     out
+}
+
+/// Accounts for a command that ran (`by_script`: one a script called):
+/// INFO commandstats and the command's latency histogram, the latency
+/// monitor, and the slow log. EXEC is not logged, the commands it ran
+/// are; a command that blocked is logged once its wait ends.
+pub(crate) fn account(
+    ctx: &Ctx<'_>,
+    spec: &CommandSpec,
+    args: &[Bytes],
+    took: Duration,
+    failed: bool,
+    by_script: bool,
+) {
+    let shared = ctx.shared;
+    shared
+        .cmdstats
+        .call(spec, &ctx.client.last_cmd, took, failed);
+    if shared.latency.notable(took) {
+        let fast = crate::cmd::subcommands::flags_of(spec, args) & flags::FAST != 0;
+        let event = if fast { "fast-command" } else { "command" };
+        shared.latency.add(event, took);
+    }
+    if spec.name == "exec" || (!by_script && ctx.client.blocked.is_some()) {
+        return;
+    }
+    let who = if by_script {
+        crate::slowlog::Who::Script
+    } else {
+        crate::slowlog::Who::Client {
+            addr: ctx.client.handle.addr,
+            name: ctx.client.name.as_ref(),
+        }
+    };
+    shared.slowlog.note(args, took, who);
 }
 
 /// Runs a command that passed every check, taking the locks it needs.
@@ -553,7 +587,6 @@ fn run_counted(
     };
     ctx.client.in_exec = false;
     crate::monitor::show(ctx, spec, args);
-    let (stats, name) = (&ctx.shared.cmdstats, &ctx.client.last_cmd);
-    stats.call(spec, name, started.elapsed(), reply.is_error());
+    account(ctx, spec, args, started.elapsed(), reply.is_error(), false);
     (reply, dep)
 }

@@ -41,7 +41,9 @@ pub async fn run(shared: Arc<Shared>) {
         if !shared.debug.active_expire.load(Ordering::Relaxed) {
             continue;
         }
+        let started = std::time::Instant::now();
         active_expire_cycle(&shared);
+        shared.latency.add("expire-cycle", started.elapsed());
     }
 }
 

@@ -149,12 +149,27 @@ pub fn line(now: SystemTime, db: usize, origin: Origin, args: &[Bytes]) -> Bytes
     out.freeze()
 }
 
-/// Arguments Redis never shows: passwords of AUTH, HELLO ... AUTH and
-/// MIGRATE ... AUTH/AUTH2 (usernames included).
-fn redacted(args: &[Bytes]) -> Vec<usize> {
+/// Arguments Redis never shows (here and in SLOWLOG): passwords of AUTH,
+/// HELLO ... AUTH and MIGRATE ... AUTH/AUTH2 (usernames included), every
+/// argument of ACL SETUSER past the subcommand, and the values CONFIG SET
+/// gives `masteruser`, `masterauth` and `requirepass`. (The last two
+/// commands are administrative, so only SLOWLOG ever shows them.)
+pub(crate) fn redacted(args: &[Bytes]) -> Vec<usize> {
     let name = args[0].to_ascii_lowercase();
+    let sub_is = |s: &[u8]| args.get(1).is_some_and(|a| a.eq_ignore_ascii_case(s));
     match name.as_slice() {
         b"auth" => (1..args.len()).collect(),
+        b"acl" if sub_is(b"setuser") => (2..args.len()).collect(),
+        b"config" if sub_is(b"set") => (2..args.len())
+            .step_by(2)
+            .filter(|&i| {
+                i + 1 < args.len()
+                    && [&b"masteruser"[..], b"masterauth", b"requirepass"]
+                        .iter()
+                        .any(|n| args[i].eq_ignore_ascii_case(n))
+            })
+            .map(|i| i + 1)
+            .collect(),
         b"hello" => match args.iter().position(|a| a.eq_ignore_ascii_case(b"auth")) {
             Some(at) => (at + 1..(at + 3).min(args.len())).collect(),
             None => Vec::new(),
@@ -205,11 +220,11 @@ fn quote(out: &mut BytesMut, s: &[u8]) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::time::Duration;
 
-    fn args(list: &[&str]) -> Vec<Bytes> {
+    pub(crate) fn args(list: &[&str]) -> Vec<Bytes> {
         list.iter()
             .map(|s| Bytes::copy_from_slice(s.as_bytes()))
             .collect()

@@ -149,8 +149,12 @@ pub struct Shared {
     pub scripting: crate::scripting::Scripting,
     /// Readings behind INFO's instantaneous rates.
     pub rates: crate::rates::Rates,
-    /// INFO commandstats and errorstats.
+    /// INFO commandstats, errorstats and latencystats.
     pub cmdstats: crate::cmdstats::CommandStats,
+    /// SLOWLOG.
+    pub slowlog: crate::slowlog::SlowLog,
+    /// The latency monitor (LATENCY LATEST and friends).
+    pub latency: crate::latency::LatencyMonitor,
     /// Subscriptions, pub/sub limits, keyspace notification classes.
     pub pubsub: crate::pubsub::PubSub,
     /// Connections in MONITOR mode.
@@ -221,6 +225,8 @@ impl Shared {
             watches: WatchRegistry::default(),
             rates: crate::rates::Rates::default(),
             cmdstats: crate::cmdstats::CommandStats::default(),
+            slowlog: crate::slowlog::SlowLog::default(),
+            latency: crate::latency::LatencyMonitor::default(),
             stats: Stats::default(),
             started: Instant::now(),
             run_id: run_id.clone(),
@@ -238,6 +244,7 @@ impl Shared {
             evict: crate::evict::Eviction::default(),
         };
         crate::evict::apply_config(&shared);
+        crate::latency::apply_config(&shared);
         // Recovery's replay expires keys too; INFO counts from here.
         shared.count_expired_from_now();
         shared

@@ -59,6 +59,15 @@ fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     match (sub.as_str(), args.len()) {
         ("help", 2) => Ok(help()),
         ("sleep", 3) => sleep(&args[2]),
+        // Client libraries test their handling of LOADING, READONLY, OOM
+        // and auth errors with it.
+        ("error", 3) => {
+            let text: Vec<u8> = args[2]
+                .iter()
+                .map(|&b| if b == b'\r' || b == b'\n' { b' ' } else { b })
+                .collect();
+            Err(Frame::Error(Bytes::from(text)))
+        }
         ("object", 3) => object(ctx, &args[2]),
         ("digest", 2) => digest(ctx),
         ("digest-value", _) => digest_values(ctx, &args[2..]),
@@ -85,6 +94,9 @@ fn help() -> Frame {
         "    Output a hex signature representing the current DB content.",
         "DIGEST-VALUE <key> [<key> ...]",
         "    Output a hex signature of the values of all the specified keys.",
+        "ERROR <string>",
+        "    Reply with an error whose text is <string>, so that a client library can",
+        "    test how it handles one.",
         "OBJECT <key>",
         "    Show low level info about the key and associated value.",
         "RELOAD",

@@ -103,23 +103,50 @@ pub(super) const SLOWLOG_SUBS: &[SubSpec] = &[
 ];
 
 // ---------------------------------------------------------------------------
-// LATENCY, SLOWLOG: neither is recorded yet, so both report empty.
+// LATENCY (crate::latency, and the histograms in crate::cmdstats)
 // ---------------------------------------------------------------------------
 
 fn latency(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let s = find_sub("latency", args)?;
     note_subcommand(ctx, "latency", s);
+    let monitor = &ctx.shared.latency;
     match s.name {
-        "latest" | "history" => Ok(Frame::Array(Vec::new())),
-        "reset" => Ok(Frame::Integer(0)),
-        "graph" => Err(Frame::error(format!(
-            "ERR No samples available for event '{}'",
-            lossy(&args[2])
-        ))),
-        "doctor" => Ok(Frame::Verbatim(Bytes::from_static(
-            b"durakv does not record latency events yet, so there is nothing to analyse.\n",
-        ))),
-        "histogram" => Ok(Frame::Map(Vec::new())),
+        "latest" => Ok(Frame::Array(
+            monitor
+                .latest()
+                .into_iter()
+                .map(|(name, time, last, max)| {
+                    Frame::Array(vec![
+                        Frame::Bulk(Bytes::from_static(name.as_bytes())),
+                        Frame::Integer(time as i64),
+                        Frame::Integer(last as i64),
+                        Frame::Integer(max as i64),
+                    ])
+                })
+                .collect(),
+        )),
+        "history" => Ok(Frame::Array(
+            monitor
+                .history(&args[2])
+                .into_iter()
+                .map(|(time, ms)| {
+                    Frame::Array(vec![Frame::Integer(time as i64), Frame::Integer(ms as i64)])
+                })
+                .collect(),
+        )),
+        "reset" => {
+            let names: Vec<&[u8]> = args[2..].iter().map(|a| &a[..]).collect();
+            Ok(Frame::Integer(monitor.reset(&names) as i64))
+        }
+        "graph" => match monitor.graph(&args[2]) {
+            Some(g) => Ok(Frame::Verbatim(Bytes::from(g))),
+            None => Err(Frame::error(format!(
+                "ERR No samples available for event '{}'",
+                lossy(&args[2])
+            ))),
+        },
+        "doctor" => Ok(Frame::Verbatim(Bytes::from(monitor.doctor()))),
+        "histogram" => Ok(ctx.shared.cmdstats.latency_histogram(&args[2..])),
         _ => help(
             "latency",
             &[
@@ -140,28 +167,39 @@ fn latency(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     }
 }
 
+// ---------------------------------------------------------------------------
+// SLOWLOG (crate::slowlog)
+// ---------------------------------------------------------------------------
+
+/// Entries SLOWLOG GET returns without a count.
+const SLOWLOG_GET_DEFAULT: usize = 10;
+
 fn slowlog(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let s = find_sub("slowlog", args)?;
     note_subcommand(ctx, "slowlog", s);
+    let log = &ctx.shared.slowlog;
     match s.name {
         "get" => {
             if args.len() > 3 {
                 return Err(errors::err(errors::SYNTAX));
             }
-            if args.len() == 3 {
-                match parse_i64(&args[2]) {
-                    Some(n) if n >= -1 => {}
-                    _ => {
-                        return Err(Frame::error(
-                            "ERR count should be greater than or equal to -1",
-                        ))
-                    }
+            let count = match args.get(2).map(|a| parse_i64(a)) {
+                None => Some(SLOWLOG_GET_DEFAULT),
+                Some(Some(-1)) => None,
+                Some(Some(n)) if n >= 0 => Some(n as usize),
+                Some(_) => {
+                    return Err(Frame::error(
+                        "ERR count should be greater than or equal to -1",
+                    ))
                 }
-            }
-            Ok(Frame::Array(Vec::new()))
+            };
+            Ok(log.get(count))
         }
-        "len" => Ok(Frame::Integer(0)),
-        "reset" => Ok(Frame::ok()),
+        "len" => Ok(Frame::Integer(log.len() as i64)),
+        "reset" => {
+            log.reset();
+            Ok(Frame::ok())
+        }
         _ => help(
             "slowlog",
             &[

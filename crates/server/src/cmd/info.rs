@@ -42,6 +42,7 @@ const SECTIONS: &[(&str, bool)] = &[
     ("cpu", true),
     ("commandstats", false),
     ("errorstats", true),
+    ("latencystats", false),
     ("cluster", true),
     ("keyspace", true),
 ];
@@ -169,6 +170,7 @@ fn info_text(
             "cpu" => ("CPU", cpu_section()),
             "commandstats" => ("Commandstats", shared.cmdstats.commandstats()),
             "errorstats" => ("Errorstats", shared.cmdstats.errorstats()),
+            "latencystats" => ("Latencystats", shared.cmdstats.latencystats()),
             "cluster" => ("Cluster", "cluster_enabled:0\r\n".to_string()),
             _ => ("Keyspace", keyspace_section(counts.as_ref())),
         };

@@ -260,13 +260,8 @@ pub(crate) fn call(
     });
     ctx.client.in_script = false;
     crate::monitor::show_called(ctx, spec, args);
-    let stats = &ctx.shared.cmdstats;
-    stats.call(
-        spec,
-        &ctx.client.last_cmd,
-        started.elapsed(),
-        reply.is_error(),
-    );
+    let took = started.elapsed();
+    crate::dispatch::account(ctx, spec, args, took, reply.is_error(), true);
     ctx.client.last_cmd = script_cmd;
     if reply.is_error() {
         count_error(ctx, &reply);
