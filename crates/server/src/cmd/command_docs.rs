@@ -1,5 +1,6 @@
 //! COMMAND: the command table as clients see it (COUNT, INFO, DOCS,
 //! LIST, GETKEYS), from the same specs dispatch uses.
+use super::command_tips::tips_of;
 use super::key_flags::{flags_of_key, key_spec_flags};
 use crate::command::{
     flags::*, key_indexes_of, spec, CommandSpec, Ctx, Handler, Keys, Reply, COMMANDS, NO_KEYS,
@@ -209,7 +210,7 @@ impl View {
             Frame::Integer(last),
             Frame::Integer(step),
             Frame::Set(self.acl_categories().into_iter().map(status).collect()),
-            Frame::Set(Vec::new()),
+            Frame::Set(tips_of(&self.name).iter().copied().map(bulk).collect()),
             self.key_specs(),
             Frame::Array(subs),
         ])

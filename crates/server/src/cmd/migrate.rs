@@ -15,12 +15,15 @@ use bytes::Bytes;
 use durakv_engine::mutation::KeyOp;
 use durakv_engine::txn::Txn;
 use durakv_protocol::Frame;
+use socket2::{Domain, Protocol, Socket, Type};
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
 const KEYS_NEED_EMPTY_KEY: &str =
     "ERR When using MIGRATE KEYS option, the key argument must be set to the empty string";
+/// Only when there is no address to dial: Redis's connect just starts the
+/// handshake, so a refused or timed-out connection fails the first write.
 const CONNECT_FAILED: &str = "IOERR error or timeout connecting to the client";
 const WRITE_FAILED: &str = "IOERR error or timeout writing to target instance";
 const READ_FAILED: &str = "IOERR error or timeout reading to target instance";
@@ -134,11 +137,11 @@ fn migrate(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
         return Ok(Frame::simple("NOKEY"));
     }
     let host = String::from_utf8_lossy(&args[1]).into_owned();
-    let port = String::from_utf8_lossy(&args[2]).into_owned();
+    let port = target_port(&args[2]).ok_or_else(|| Frame::error(CONNECT_FAILED))?;
     let timeout = Duration::from_millis(timeout as u64);
     let expected = sent.len() + 1 + usize::from(opts.auth.is_some());
     let replies =
-        crate::checkpointer::blocking(|| exchange(&host, &port, timeout, &wire, expected))?;
+        crate::checkpointer::blocking(|| exchange(&host, port, timeout, &wire, expected))?;
     let mut first_error = None;
     let mut replies = replies.into_iter();
     // AUTH and SELECT first: if either fails, nothing was restored.
@@ -166,23 +169,82 @@ fn migrate(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     }
 }
 
+/// The port Redis dials for MIGRATE's port argument, so that a malformed
+/// one fails as it does there: Redis reads it as C's `atoi` would (into an
+/// `int`), prints it back into a five-character buffer for the address
+/// lookup, and the lookup keeps the low 16 bits. "1x" is port 1, "70000"
+/// 4464, "123456" 12345; a negative number is no service at all (None).
+fn target_port(arg: &[u8]) -> Option<u16> {
+    // C's isspace: space, \t, \n, \v, \f, \r.
+    let blank = arg
+        .iter()
+        .take_while(|c| matches!(c, b' ' | b'\t'..=b'\r'))
+        .count();
+    let text = &arg[blank..];
+    let (negative, digits) = match text.first() {
+        Some(b'-') => (true, &text[1..]),
+        Some(b'+') => (false, &text[1..]),
+        _ => (false, text),
+    };
+    // strtol saturates at the bounds of a 64-bit long; atoi then truncates.
+    let mut n: i64 = 0;
+    for d in digits.iter().take_while(|d| d.is_ascii_digit()) {
+        let d = i64::from(d - b'0');
+        n = n.saturating_mul(10);
+        n = if negative {
+            n.saturating_sub(d)
+        } else {
+            n.saturating_add(d)
+        };
+    }
+    let n = n as i32;
+    if n < 0 {
+        return None;
+    }
+    let printed = n.to_string();
+    let kept = printed.get(..5).unwrap_or(&printed);
+    kept.parse::<u32>().ok().map(|p| p as u16)
+}
+
+/// Connects as Redis does: the first address where a non-blocking connect
+/// gets under way is used, whether or not the handshake then succeeds.
+/// Back in blocking mode, the first write waits up to its timeout for the
+/// handshake and fails if it was refused or never completes.
+fn connect(host: &str, port: u16) -> Result<TcpStream, Frame> {
+    let addrs = (host, port)
+        .to_socket_addrs()
+        .map_err(|_| Frame::error(CONNECT_FAILED))?;
+    for addr in addrs {
+        let Ok(socket) = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))
+        else {
+            continue;
+        };
+        if socket.set_nonblocking(true).is_err() {
+            continue;
+        }
+        match socket.connect(&addr.into()) {
+            Ok(()) => {}
+            Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
+            Err(_) => continue,
+        }
+        socket
+            .set_nonblocking(false)
+            .map_err(|_| Frame::error(WRITE_FAILED))?;
+        return Ok(socket.into());
+    }
+    Err(Frame::error(CONNECT_FAILED))
+}
+
 /// Sends `wire` and reads `expected` one-line replies: Ok for a status,
 /// the error text for an error.
 fn exchange(
     host: &str,
-    port: &str,
+    port: u16,
     timeout: Duration,
     wire: &[u8],
     expected: usize,
 ) -> Result<Vec<Result<(), String>>, Frame> {
-    let connect_failed = || Frame::error(CONNECT_FAILED);
-    let port: u16 = port.parse().map_err(|_| connect_failed())?;
-    let addr = (host, port)
-        .to_socket_addrs()
-        .ok()
-        .and_then(|mut a| a.next())
-        .ok_or_else(connect_failed)?;
-    let mut stream = TcpStream::connect_timeout(&addr, timeout).map_err(|_| connect_failed())?;
+    let mut stream = connect(host, port)?;
     let io = |r: std::io::Result<()>, msg: &'static str| r.map_err(|_| Frame::error(msg));
     io(stream.set_write_timeout(Some(timeout)), WRITE_FAILED)?;
     io(stream.set_read_timeout(Some(timeout)), READ_FAILED)?;
@@ -203,4 +265,23 @@ fn exchange(
         });
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::target_port;
+
+    #[test]
+    fn port_is_read_as_redis_reads_it() {
+        assert_eq!(target_port(b"6379"), Some(6379));
+        assert_eq!(target_port(b" +6379x"), Some(6379));
+        assert_eq!(target_port(b"abc"), Some(0));
+        assert_eq!(target_port(b"70000"), Some(4464));
+        assert_eq!(target_port(b"123456"), Some(12345));
+        // An int's worth of a long: 99999999999 wraps to 1215752191.
+        assert_eq!(target_port(b"99999999999"), Some(12157));
+        assert_eq!(target_port(b"-4294967295"), Some(1));
+        assert_eq!(target_port(b"-1"), None);
+        assert_eq!(target_port(b"99999999999999999999"), None);
+    }
 }

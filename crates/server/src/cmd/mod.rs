@@ -40,6 +40,7 @@ pub mod blocking;
 pub mod client;
 pub mod cluster;
 pub mod command_docs;
+pub mod command_tips;
 pub mod config;
 pub mod connection;
 pub mod debug;
