@@ -83,19 +83,39 @@ pub mod flags {
     /// Not shown to MONITOR after it ran: scripts show themselves before.
     pub const SKIP_MONITOR: u32 = 1 << 12;
 
+    // Flags only COMMAND reports (nothing in dispatch looks at them); they
+    // come from `cmd::command_flags`, not from the command tables.
+    pub const PUBSUB: u32 = 1 << 13;
+    pub const SKIP_SLOWLOG: u32 = 1 << 14;
+    pub const ASKING: u32 = 1 << 15;
+    pub const NO_MANDATORY_KEYS: u32 = 1 << 16;
+    pub const NO_ASYNC_LOADING: u32 = 1 << 17;
+    pub const ALLOW_BUSY: u32 = 1 << 18;
+    /// Reported for a command whose keys need its arguments parsed (a
+    /// [`super::Keys::Custom`]); never set in a table.
+    pub const MOVABLEKEYS: u32 = 1 << 19;
+
+    /// Names of the flags COMMAND reports, in the order Redis lists them.
     pub const NAMES: &[(u32, &str)] = &[
         (WRITE, "write"),
         (READONLY, "readonly"),
         (DENYOOM, "denyoom"),
         (ADMIN, "admin"),
-        (NOAUTH, "no_auth"),
-        (FAST, "fast"),
+        (PUBSUB, "pubsub"),
+        (NOSCRIPT, "noscript"),
+        (BLOCKING, "blocking"),
         (LOADING, "loading"),
         (STALE, "stale"),
-        (NOSCRIPT, "noscript"),
-        (NO_MULTI, "no_multi"),
-        (BLOCKING, "blocking"),
         (SKIP_MONITOR, "skip_monitor"),
+        (SKIP_SLOWLOG, "skip_slowlog"),
+        (ASKING, "asking"),
+        (FAST, "fast"),
+        (NOAUTH, "no_auth"),
+        (NO_MANDATORY_KEYS, "no_mandatory_keys"),
+        (NO_ASYNC_LOADING, "no_async_loading"),
+        (NO_MULTI, "no_multi"),
+        (MOVABLEKEYS, "movablekeys"),
+        (ALLOW_BUSY, "allow_busy"),
     ];
 }
 

@@ -713,8 +713,13 @@ fn command_count_info_docs_list_getkeys() {
 
     let keys: Vec<String> = ok(&mut c, &["COMMAND", "GETKEYS", "MSET", "a", "1", "b", "2"]);
     assert_eq!(keys, ["a", "b"]);
+    // Redis 7.0's COMMAND GETKEYS wants the command and an argument.
     assert_eq!(
         error(&mut c, &["COMMAND", "GETKEYS", "PING"]),
+        "ERR wrong number of arguments for 'command|getkeys' command"
+    );
+    assert_eq!(
+        error(&mut c, &["COMMAND", "GETKEYS", "PING", "x"]),
         "ERR The command has no key arguments"
     );
     assert_eq!(
@@ -722,7 +727,7 @@ fn command_count_info_docs_list_getkeys() {
         "ERR Invalid command specified"
     );
     assert_eq!(
-        error(&mut c, &["COMMAND", "GETKEYS", "GET"]),
+        error(&mut c, &["COMMAND", "GETKEYS", "GET", "a", "b"]),
         "ERR Invalid number of arguments specified for command"
     );
 
@@ -777,6 +782,123 @@ fn command_count_info_docs_list_getkeys() {
         scripting.contains(&"script|kill".to_string()),
         "{scripting:?}"
     );
+}
+
+/// Client libraries read COMMAND's flags and key positions: redis-py's
+/// CommandsParser finds PUBLISH's and SUBSCRIBE's channels by the `pubsub`
+/// flag. They are Redis 7.0's, in its order.
+#[test]
+fn command_info_flags_and_keys_as_redis_7() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let got: Vec<redis::Value> = ok(
+        &mut c,
+        &[
+            "COMMAND",
+            "INFO",
+            "publish",
+            "subscribe",
+            "exec",
+            "sort",
+            "zunionstore",
+            "client|list",
+            "client",
+            "eval",
+            "xgroup|create",
+        ],
+    );
+    let entry = |i: usize| -> (String, Vec<String>, [i64; 3]) {
+        let redis::Value::Array(f) = &got[i] else {
+            panic!("{got:?}")
+        };
+        let int = |v: &redis::Value| -> i64 { redis::from_redis_value_ref(v).unwrap() };
+        (
+            redis::from_redis_value_ref(&f[0]).unwrap(),
+            redis::from_redis_value_ref(&f[2]).unwrap(),
+            [int(&f[3]), int(&f[4]), int(&f[5])],
+        )
+    };
+    let want: [(&str, &[&str], [i64; 3]); 9] = [
+        (
+            "publish",
+            &["pubsub", "loading", "stale", "fast"],
+            [0, 0, 0],
+        ),
+        (
+            "subscribe",
+            &["pubsub", "noscript", "loading", "stale"],
+            [0, 0, 0],
+        ),
+        (
+            "exec",
+            &["noscript", "loading", "stale", "skip_slowlog"],
+            [0, 0, 0],
+        ),
+        ("sort", &["write", "denyoom", "movablekeys"], [1, 1, 1]),
+        (
+            "zunionstore",
+            &["write", "denyoom", "movablekeys"],
+            [1, 1, 1],
+        ),
+        (
+            "client|list",
+            &["admin", "noscript", "loading", "stale"],
+            [0, 0, 0],
+        ),
+        // A container has no flags of its own.
+        ("client", &[], [0, 0, 0]),
+        (
+            "eval",
+            &[
+                "noscript",
+                "stale",
+                "skip_monitor",
+                "no_mandatory_keys",
+                "movablekeys",
+            ],
+            [0, 0, 0],
+        ),
+        ("xgroup|create", &["write", "denyoom"], [2, 2, 1]),
+    ];
+    for (i, (name, flags, triple)) in want.into_iter().enumerate() {
+        let (got_name, got_flags, got_triple) = entry(i);
+        assert_eq!(got_name, name);
+        assert_eq!(got_flags, flags, "{name}");
+        assert_eq!(got_triple, triple, "{name}");
+    }
+
+    // Key specs: BITOP's destination and sources are two specs; SPUBLISH's
+    // channel is no key, so GETKEYS leaves it out.
+    let bitop: Vec<redis::Value> = ok(&mut c, &["COMMAND", "INFO", "bitop"]);
+    let redis::Value::Array(bitop) = &bitop[0] else {
+        panic!("{bitop:?}")
+    };
+    let redis::Value::Array(specs) = &bitop[8] else {
+        panic!("{bitop:?}")
+    };
+    assert_eq!(specs.len(), 2, "{specs:?}");
+    let spec0 = format!("{:?}", specs[0]);
+    assert!(spec0.contains("OW") && spec0.contains("update"), "{spec0}");
+    assert_eq!(
+        error(&mut c, &["COMMAND", "GETKEYS", "SPUBLISH", "ch", "msg"]),
+        "ERR The command has no key arguments"
+    );
+    let got: Vec<(String, Vec<String>)> =
+        ok(&mut c, &["COMMAND", "GETKEYSANDFLAGS", "HDEL", "h", "f"]);
+    assert_eq!(got, [("h".to_string(), vec!["RW".into(), "delete".into()])]);
+    let got: Vec<(String, Vec<String>)> = ok(
+        &mut c,
+        &[
+            "COMMAND",
+            "GETKEYSANDFLAGS",
+            "XGROUP",
+            "CREATE",
+            "s",
+            "g",
+            "$",
+        ],
+    );
+    assert_eq!(got, [("s".to_string(), vec!["RW".into(), "insert".into()])]);
 }
 
 /// Cluster clients route and merge replies by these tips (go-redis's

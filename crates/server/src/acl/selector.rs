@@ -372,34 +372,12 @@ fn has_space(b: &[u8]) -> bool {
         .any(|&c| c.is_ascii_whitespace() || c == 0x0b || c == 0)
 }
 
-/// The access a command's `i`-th key needs, from its key-spec flags, and
-/// for the commands whose flags depend on their arguments (SET ... GET,
-/// BITFIELD with only GETs), from those.
+/// The access a command's `i`-th key needs, from its key-spec flags (for
+/// SET ... GET, BITFIELD with only GETs and a container's subcommand, as
+/// its arguments make them: see [`crate::cmd::key_flags::call_key_flags`]).
 pub fn key_access(command: &str, is_write: bool, i: usize, args: &[bytes::Bytes]) -> KeyAccess {
-    // SET's options follow its value; BITFIELD's operations its key.
-    let from = if command == "set" { 3 } else { 2 };
-    let has_arg = |w: &str| {
-        args.iter()
-            .skip(from)
-            .any(|a| a.eq_ignore_ascii_case(w.as_bytes()))
-    };
-    match command {
-        "set" if has_arg("get") => {
-            return KeyAccess {
-                read: true,
-                write: true,
-            }
-        }
-        "bitfield" if !has_arg("set") && !has_arg("incrby") => {
-            return KeyAccess {
-                read: true,
-                write: false,
-            }
-        }
-        _ => {}
-    }
-    let specs = crate::cmd::key_flags::key_spec_flags(command, is_write);
-    let flags = crate::cmd::key_flags::flags_of_key(specs, i);
+    let specs = crate::cmd::key_flags::call_key_flags(command, is_write, args);
+    let flags = crate::cmd::key_flags::flags_of_key(&specs, i);
     let has = |f: &str| flags.iter().any(|x| x.eq_ignore_ascii_case(f));
     KeyAccess {
         read: has("access"),

@@ -52,8 +52,10 @@ pub fn commands() -> Vec<CommandSpec> {
     ]
 }
 
-const ADMIN_SUB: u32 = ADMIN | STALE | NOSCRIPT;
-const INFO_SUB: u32 = LOADING | STALE;
+// Redis's flags: scripts may call CLUSTER's subcommands (but RESET), and
+// none but HELP answers while loading.
+const ADMIN_SUB: u32 = ADMIN | STALE;
+const INFO_SUB: u32 = STALE;
 
 pub(super) const CLUSTER_SUBS: &[SubSpec] = &[
     sub(
@@ -166,7 +168,7 @@ pub(super) const CLUSTER_SUBS: &[SubSpec] = &[
         ADMIN_SUB,
         "Configure a node as replica of a master node.",
     ),
-    sub("reset", -2, ADMIN_SUB, "Resets a node."),
+    sub("reset", -2, ADMIN | STALE | NOSCRIPT, "Resets a node."),
     sub(
         "saveconfig",
         2,

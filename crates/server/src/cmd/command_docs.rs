@@ -1,7 +1,9 @@
 //! COMMAND: the command table as clients see it (COUNT, INFO, DOCS,
 //! LIST, GETKEYS), from the same specs dispatch uses.
+use super::command_flags::informational_flags;
 use super::command_tips::tips_of;
-use super::key_flags::{flags_of_key, key_spec_flags};
+use super::key_flags::{call_key_flags, flags_of_key, is_not_key, key_spec_flags};
+use super::key_specs::{legacy_triple, redis_key_specs, Begin, Find, KeySpec};
 use crate::command::{
     flags::*, key_indexes_of, spec, CommandSpec, Ctx, Handler, Keys, Reply, COMMANDS, NO_KEYS,
 };
@@ -47,13 +49,13 @@ pub(super) const COMMAND_SUBS: &[SubSpec] = &[
     ),
     sub(
         "getkeys",
-        -3,
+        -4,
         LOADING | STALE,
         "Extracts the key names from an arbitrary command.",
     ),
     sub(
         "getkeysandflags",
-        -3,
+        -4,
         LOADING | STALE,
         "Extracts the key names and access flags for an arbitrary command.",
     ),
@@ -94,8 +96,11 @@ impl View {
     }
 
     fn of_sub(parent: &CommandSpec, s: &SubSpec) -> View {
-        // MEMORY USAGE is the only subcommand with a key (argument 2).
-        let keys = if (parent.name == "memory" && s.name == "usage") || parent.name == "object" {
+        // MEMORY USAGE and OBJECT's subcommands but HELP have a key at 2
+        // (XGROUP's and XINFO's are in their key specs only).
+        let keys = if (parent.name == "memory" && s.name == "usage")
+            || (parent.name == "object" && s.name != "help")
+        {
             Keys::Range {
                 first: 2,
                 last: 2,
@@ -115,7 +120,19 @@ impl View {
         }
     }
 
+    /// A container: Redis gives it no flags and no keys of its own, its
+    /// subcommands have them.
+    fn is_container(&self) -> bool {
+        !self.subs.is_empty()
+    }
+
     fn triple(&self) -> (i64, i64, i64) {
+        if let Some(specs) = redis_key_specs(&self.name) {
+            return legacy_triple(specs);
+        }
+        if self.is_container() {
+            return (0, 0, 0);
+        }
         match self.keys {
             Keys::Range { first, last, step } => (first as i64, last as i64, step as i64),
             Keys::Custom(_) => (0, 0, 0),
@@ -123,16 +140,24 @@ impl View {
         }
     }
 
+    /// The flags COMMAND reports, in Redis's order. A container's own
+    /// flags (CLIENT's `loading stale`, XGROUP's `write`) let dispatch
+    /// treat its subcommands alike; Redis shows none for it, unless it
+    /// also runs without a subcommand (COMMAND, arity -1).
     fn flag_names(&self) -> Vec<&'static str> {
-        let mut v: Vec<&'static str> = NAMES
-            .iter()
-            .filter(|(bit, _)| self.flags & bit != 0)
-            .map(|(_, n)| *n)
-            .collect();
-        if matches!(self.keys, Keys::Custom(_)) && self.subs.is_empty() {
-            v.push("movablekeys");
+        let mut flags = if self.is_container() && self.arity != -1 {
+            0
+        } else {
+            self.flags | informational_flags(&self.name)
+        };
+        if matches!(self.keys, Keys::Custom(_)) && !self.is_container() {
+            flags |= MOVABLEKEYS;
         }
-        v
+        NAMES
+            .iter()
+            .filter(|(bit, _)| flags & bit != 0)
+            .map(|(_, n)| *n)
+            .collect()
     }
 
     /// The ACL categories the ACL rules use for it, with `@`.
@@ -146,8 +171,14 @@ impl View {
     }
 
     fn key_specs(&self) -> Frame {
+        if let Some(specs) = redis_key_specs(&self.name) {
+            return Frame::Set(specs.iter().map(key_spec_frame).collect());
+        }
+        if self.is_container() {
+            return Frame::Set(Vec::new());
+        }
         let specs = key_spec_flags(&self.name, self.flags & WRITE != 0);
-        let flag_set = Frame::Set(flags_of_key(specs, 0).iter().map(|f| status(*f)).collect());
+        let flag_set = Frame::Set(flags_of_key(&specs, 0).iter().map(|f| status(*f)).collect());
         let (begin, find) = match self.keys {
             Keys::Range { first, last, step } => {
                 // Redis counts `lastkey` from the first key, not from argv[0].
@@ -182,9 +213,9 @@ impl View {
                 };
                 (unknown(), unknown())
             }
-            Keys::None | Keys::All => return Frame::Array(Vec::new()),
+            Keys::None | Keys::All => return Frame::Set(Vec::new()),
         };
-        Frame::Array(vec![Frame::Map(vec![
+        Frame::Set(vec![Frame::Map(vec![
             (bulk("flags"), flag_set),
             (bulk("begin_search"), begin),
             (bulk("find_keys"), find),
@@ -194,13 +225,16 @@ impl View {
     /// `[name, arity, flags, first, last, step, acl, tips, key specs, subcommands]`.
     fn info(&self, parent: Option<&CommandSpec>) -> Frame {
         let (first, last, step) = self.triple();
+        // Redis sends a set for a command without subcommands (RESP3
+        // tells them apart), an array of a container's.
         let subs = match parent {
-            Some(p) => self
-                .subs
-                .iter()
-                .map(|s| View::of_sub(p, s).info(None))
-                .collect(),
-            None => Vec::new(),
+            Some(p) if self.is_container() => Frame::Array(
+                self.subs
+                    .iter()
+                    .map(|s| View::of_sub(p, s).info(None))
+                    .collect(),
+            ),
+            _ => Frame::Set(Vec::new()),
         };
         Frame::Array(vec![
             bulk(&self.name),
@@ -212,7 +246,7 @@ impl View {
             Frame::Set(self.acl_categories().into_iter().map(status).collect()),
             Frame::Set(tips_of(&self.name).iter().copied().map(bulk).collect()),
             self.key_specs(),
-            Frame::Array(subs),
+            subs,
         ])
     }
 
@@ -236,6 +270,63 @@ impl View {
         }
         Frame::Map(m)
     }
+}
+
+/// One of Redis's key specs as COMMAND INFO sends it.
+fn key_spec_frame(s: &KeySpec) -> Frame {
+    let int = |n: i32| Frame::Integer(n as i64);
+    let search = |kind: &str, spec: Vec<(Frame, Frame)>| {
+        Frame::Map(vec![
+            (bulk("type"), bulk(kind)),
+            (bulk("spec"), Frame::Map(spec)),
+        ])
+    };
+    let begin = match s.begin {
+        Begin::Index(i) => search("index", vec![(bulk("index"), int(i))]),
+        Begin::Keyword(k, from) => search(
+            "keyword",
+            vec![(bulk("keyword"), bulk(k)), (bulk("startfrom"), int(from))],
+        ),
+        Begin::Unknown => search("unknown", Vec::new()),
+    };
+    let find = match s.find {
+        Find::Range {
+            lastkey,
+            keystep,
+            limit,
+        } => search(
+            "range",
+            vec![
+                (bulk("lastkey"), int(lastkey)),
+                (bulk("keystep"), int(keystep)),
+                (bulk("limit"), int(limit)),
+            ],
+        ),
+        Find::Keynum {
+            keynumidx,
+            firstkey,
+            keystep,
+        } => search(
+            "keynum",
+            vec![
+                (bulk("keynumidx"), int(keynumidx)),
+                (bulk("firstkey"), int(firstkey)),
+                (bulk("keystep"), int(keystep)),
+            ],
+        ),
+        Find::Unknown => search("unknown", Vec::new()),
+    };
+    let mut m = Vec::with_capacity(4);
+    if let Some(notes) = s.notes {
+        m.push((bulk("notes"), bulk(notes)));
+    }
+    m.push((
+        bulk("flags"),
+        Frame::Set(s.flags.iter().map(|f| status(*f)).collect()),
+    ));
+    m.push((bulk("begin_search"), begin));
+    m.push((bulk("find_keys"), find));
+    Frame::Map(m)
 }
 
 /// Every command, sorted by name so replies are stable.
@@ -366,18 +457,20 @@ fn command_keys(inner: &[Bytes]) -> Result<Vec<(Frame, &'static [&'static str])>
         ));
     }
     let keys = spec.shown_keys();
-    let idx = key_indexes_of(keys, inner);
-    // A command whose keys depend on its arguments (EVAL's numkeys) may
-    // name none; one with fixed key positions always has some.
-    if idx.is_empty() && !matches!(keys, Keys::Custom(_)) {
-        return Err(Frame::error("ERR The command has no key arguments"));
-    }
-    let specs = key_spec_flags(spec.name, spec.is_write());
-    Ok(idx
+    let specs = call_key_flags(spec.name, spec.is_write(), inner);
+    let found: Vec<_> = key_indexes_of(keys, inner)
         .into_iter()
         .enumerate()
-        .map(|(n, i)| (Frame::Bulk(inner[i].clone()), flags_of_key(specs, n)))
-        .collect())
+        .map(|(n, i)| (Frame::Bulk(inner[i].clone()), flags_of_key(&specs, n)))
+        .filter(|(_, flags)| !is_not_key(flags))
+        .collect();
+    // A command whose keys depend on its arguments (EVAL's numkeys) may
+    // name none; one with fixed key positions always has some, unless
+    // they are channels (SPUBLISH's).
+    if found.is_empty() && !matches!(keys, Keys::Custom(_)) {
+        return Err(Frame::error("ERR The command has no key arguments"));
+    }
+    Ok(found)
 }
 
 fn command_list(args: &[Bytes]) -> Frame {

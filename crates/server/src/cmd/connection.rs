@@ -15,7 +15,7 @@ pub fn commands() -> Vec<CommandSpec> {
         spec(
             "ping",
             -1,
-            FAST | STALE,
+            FAST,
             NO_KEYS,
             Handler::Conn(ping),
             "connection",

@@ -36,7 +36,7 @@ pub const XGROUP_SUBS: &[SubSpec] = &[
     sub("destroy", 4, WRITE, "Destroys a consumer group."),
     sub("createconsumer", 5, WRITE | DENYOOM, "Creates a consumer in a consumer group."),
     sub("delconsumer", 5, WRITE, "Deletes a consumer from a consumer group."),
-    sub("help", 2, 0, "Returns helpful text about the different subcommands."),
+    sub("help", 2, LOADING | STALE, "Returns helpful text about the different subcommands."),
 ];
 
 /// XGROUP and XINFO name their key third (HELP has none).
