@@ -21,6 +21,9 @@ pub const PAYLOAD_VERSION_STREAMS: u8 = 3;
 /// Version 4: version 3 plus mutation tag 6 (a replica's stream position).
 /// Written only for payloads that hold one.
 pub const PAYLOAD_VERSION_REPL_ORIGIN: u8 = 4;
+/// Version 4 plus value type 6 (a stream whose consumers carry their
+/// active time), in RESTOREs of stream values.
+pub const PAYLOAD_VERSION_STREAM_ACTIVE: u8 = 5;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("malformed payload at byte {offset}: {reason}")]
@@ -70,7 +73,12 @@ mod tag {
     pub const V_LIST: u8 = 2;
     pub const V_SET: u8 = 3;
     pub const V_ZSET: u8 = 4;
+    /// Written by format versions up to 4; read with each consumer's
+    /// active time equal to its seen time (as Redis 7.2 reads a 7.0 RDB).
     pub const V_STREAM: u8 = 5;
+    /// A stream whose consumers carry their active time (payload version
+    /// 5, checkpoint version 5).
+    pub const V_STREAM_ACTIVE: u8 = 6;
 }
 
 pub(crate) fn put_u32(out: &mut Vec<u8>, v: u32) {
@@ -113,13 +121,17 @@ pub fn encode_record<'m>(
     let mut functions = false;
     let mut streams = false;
     let mut origin = false;
+    let mut stream_values = false;
     for m in muts {
         functions |= m.is_function();
         streams |= has_stream(m);
         origin |= matches!(m, Mutation::ReplOrigin(_));
+        stream_values |= has_stream_value(m);
         encode_mutation(m, out);
     }
-    if origin {
+    if stream_values {
+        out[start] = PAYLOAD_VERSION_STREAM_ACTIVE;
+    } else if origin {
         out[start] = PAYLOAD_VERSION_REPL_ORIGIN;
     } else if streams {
         out[start] = PAYLOAD_VERSION_STREAMS;
@@ -132,7 +144,25 @@ pub fn encode_record<'m>(
 /// recovery must read it even when a checkpoint covers its record: a
 /// replica's stream position (only version 4 payloads can hold one).
 pub fn covered_state(payload: &[u8]) -> bool {
-    payload.first() == Some(&PAYLOAD_VERSION_REPL_ORIGIN)
+    matches!(
+        payload.first(),
+        Some(&(PAYLOAD_VERSION_REPL_ORIGIN | PAYLOAD_VERSION_STREAM_ACTIVE))
+    )
+}
+
+/// Whether `m` holds a whole stream value (a RESTORE): a version 5
+/// payload, which writes its consumers' active times.
+fn has_stream_value(m: &Mutation) -> bool {
+    matches!(
+        m,
+        Mutation::Key {
+            op: KeyOp::Restore {
+                value: Value::Stream(_),
+                ..
+            },
+            ..
+        }
+    )
 }
 
 /// Whether `m` needs a version 3 payload.
@@ -418,7 +448,7 @@ pub fn encode_value(v: &Value, out: &mut Vec<u8>) {
             }
         }
         Value::Stream(st) => {
-            out.push(tag::V_STREAM);
+            out.push(tag::V_STREAM_ACTIVE);
             crate::stream_codec::encode_stream(st, out);
         }
     }
@@ -430,6 +460,9 @@ pub struct Reader<'a> {
     pos: usize,
     /// Slices are taken from this shared buffer instead of copied.
     shared: Option<&'a Bytes>,
+    /// A value of type 6 was read: the caller checks that its container's
+    /// version allows one.
+    pub saw_active_streams: bool,
 }
 
 impl<'a> Reader<'a> {
@@ -438,6 +471,7 @@ impl<'a> Reader<'a> {
             buf,
             pos: 0,
             shared: None,
+            saw_active_streams: false,
         }
     }
 
@@ -447,6 +481,7 @@ impl<'a> Reader<'a> {
             buf,
             pos: 0,
             shared: Some(buf),
+            saw_active_streams: false,
         }
     }
 
@@ -543,7 +578,7 @@ impl<'a> Reader<'a> {
 pub fn decode_mutations(payload: &Bytes) -> Result<Vec<Mutation>, DecodeError> {
     let mut r = Reader::shared(payload);
     let version = r.u8()?;
-    if !(PAYLOAD_VERSION..=PAYLOAD_VERSION_REPL_ORIGIN).contains(&version) {
+    if !(PAYLOAD_VERSION..=PAYLOAD_VERSION_STREAM_ACTIVE).contains(&version) {
         return r.fail("unknown payload version");
     }
     let functions = version >= PAYLOAD_VERSION_FUNCTIONS;
@@ -559,6 +594,9 @@ pub fn decode_mutations(payload: &Bytes) -> Result<Vec<Mutation>, DecodeError> {
         }
         if matches!(m, Mutation::ReplOrigin(_)) && version < PAYLOAD_VERSION_REPL_ORIGIN {
             return r.fail("stream position in a payload older than version 4");
+        }
+        if r.saw_active_streams && version < PAYLOAD_VERSION_STREAM_ACTIVE {
+            return r.fail("stream value with active times in a payload older than version 5");
         }
         out.push(m);
     }
@@ -714,7 +752,11 @@ pub fn decode_value(r: &mut Reader<'_>) -> Result<Value, DecodeError> {
             }
             Value::ZSet(Box::new(ZSet::from_pairs(&pairs)))
         }
-        tag::V_STREAM => Value::Stream(Box::new(crate::stream_codec::decode_stream(r)?)),
+        tag::V_STREAM => Value::Stream(Box::new(crate::stream_codec::decode_stream(r, false)?)),
+        tag::V_STREAM_ACTIVE => {
+            r.saw_active_streams = true;
+            Value::Stream(Box::new(crate::stream_codec::decode_stream(r, true)?))
+        }
         _ => return r.fail("unknown value type"),
     })
 }

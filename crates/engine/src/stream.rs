@@ -98,7 +98,12 @@ pub struct PendingEntry {
 
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct Consumer {
+    /// The last time it read or claimed, whether or not it got anything
+    /// (XINFO's `idle`).
     pub seen_time: u64,
+    /// The last time it read or claimed at least one entry; None if it
+    /// never has (Redis 7.2's `active-time`, XINFO's `inactive`).
+    pub active_time: Option<u64>,
     pub pending: BTreeSet<StreamId>,
 }
 

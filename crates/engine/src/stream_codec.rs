@@ -294,8 +294,8 @@ pub fn decode_op(r: &mut Reader<'_>) -> Result<StreamOp, DecodeError> {
     })
 }
 
-/// A whole stream (after the value tag): its counters, its live entries
-/// and its groups. Tombstones and node layout are not kept.
+/// A whole stream (after the value tag 6): its counters, its live
+/// entries and its groups. Tombstones and node layout are not kept.
 pub fn encode_stream(s: &Stream, out: &mut Vec<u8>) {
     put_id(out, s.last_id);
     put_id(out, s.max_deleted_id);
@@ -315,6 +315,8 @@ pub fn encode_stream(s: &Stream, out: &mut Vec<u8>) {
         for (cname, c) in &g.consumers {
             put_bytes(out, cname);
             put_u64(out, c.seen_time);
+            out.push(u8::from(c.active_time.is_some()));
+            put_u64(out, c.active_time.unwrap_or(0));
         }
         put_u32(out, g.pel.len() as u32);
         for (pid, p) in &g.pel {
@@ -326,7 +328,9 @@ pub fn encode_stream(s: &Stream, out: &mut Vec<u8>) {
     }
 }
 
-pub fn decode_stream(r: &mut Reader<'_>) -> Result<Stream, DecodeError> {
+/// Decodes a stream value of type 6 (`active`) or 5, whose consumers'
+/// active times are taken to be their seen times.
+pub fn decode_stream(r: &mut Reader<'_>, active: bool) -> Result<Stream, DecodeError> {
     let last_id = id(r)?;
     let max_deleted_id = id(r)?;
     let entries_added = r.u64()?;
@@ -349,14 +353,26 @@ pub fn decode_stream(r: &mut Reader<'_>) -> Result<Stream, DecodeError> {
     for _ in 0..ng {
         let name = r.bytes()?;
         let mut g = Group::new(id(r)?, r.u64()? as i64);
-        let nc = r.count(12)?;
+        let nc = r.count(if active { 21 } else { 12 })?;
         for _ in 0..nc {
             let cname = r.bytes()?;
             let seen_time = r.u64()?;
+            let active_time = if active {
+                let known = match r.u8()? {
+                    0 => false,
+                    1 => true,
+                    _ => return r.fail("consumer active-time flag is neither 0 nor 1"),
+                };
+                let t = r.u64()?;
+                known.then_some(t)
+            } else {
+                Some(seen_time)
+            };
             g.consumers.insert(
                 cname,
                 Consumer {
                     seen_time,
+                    active_time,
                     ..Consumer::default()
                 },
             );
@@ -411,6 +427,8 @@ mod tests {
             },
         );
         g.consumers.entry(b("bob")).or_default().seen_time = 9;
+        g.consumers.entry(b("bob")).or_default().active_time = Some(7);
+        g.consumers.entry(b("carl")).or_default().seen_time = 11;
         s.groups.insert(b("g1"), g);
         let ops = vec![
             StreamOp::Create,
@@ -488,15 +506,54 @@ mod tests {
         ));
         let mut out = Vec::new();
         encode_mutations(&muts, &mut out);
-        assert_eq!(out[0], crate::codec::PAYLOAD_VERSION_STREAMS);
+        // A whole stream value carries its consumers' active times.
+        assert_eq!(out[0], crate::codec::PAYLOAD_VERSION_STREAM_ACTIVE);
         assert_eq!(decode_mutations(&Bytes::from(out.clone())).unwrap(), muts);
+        let mut ops_only = Vec::new();
+        encode_mutations(&muts[..muts.len() - 1], &mut ops_only);
+        assert_eq!(ops_only[0], crate::codec::PAYLOAD_VERSION_STREAMS);
         let total: u64 = muts.iter().map(encoded_len).sum::<u64>() + RECORD_HEADER_BYTES;
         assert_eq!(total, out.len() as u64);
         for cut in 0..out.len() {
             assert!(decode_mutations(&Bytes::copy_from_slice(&out[..cut])).is_err());
         }
         // Older versions cannot carry them.
+        out[0] = crate::codec::PAYLOAD_VERSION_REPL_ORIGIN;
+        assert!(decode_mutations(&Bytes::from(out.clone())).is_err());
         out[0] = crate::codec::PAYLOAD_VERSION_FUNCTIONS;
         assert!(decode_mutations(&Bytes::from(out)).is_err());
+    }
+
+    /// A stream value in the layout of versions 3 and 4 (value type 5,
+    /// no active times) still decodes, each consumer active when last seen.
+    #[test]
+    fn a_stream_value_without_active_times_takes_the_seen_times() {
+        let mut s = Stream::default();
+        let mut g = Group::new(StreamId::MIN, 0);
+        let c = g.consumers.entry(b("ann")).or_default();
+        c.seen_time = 42;
+        c.active_time = None;
+        s.groups.insert(b("g"), g);
+        let mut new = Vec::new();
+        encode_stream(&s, &mut new);
+        // Counters (40 bytes), no entries (4), one group (4), its name
+        // (4 + 1), last ID (16), entries read (8), one consumer (4), its
+        // name (4 + 3) and seen time (8): then the flag and active time
+        // that type 5 lacks.
+        let at = 40 + 4 + 4 + 5 + 16 + 8 + 4 + 7 + 8;
+        assert_eq!(new[at..at + 9], [0u8; 9]);
+        let mut old = new[..at].to_vec();
+        old.extend_from_slice(&new[at + 9..]);
+        let back = decode_stream(&mut Reader::new(&old), false).unwrap();
+        assert_eq!(
+            back.groups[&b("g")].consumers[&b("ann")].active_time,
+            Some(42)
+        );
+        let back = decode_stream(&mut Reader::new(&new), true).unwrap();
+        assert_eq!(back.groups[&b("g")].consumers[&b("ann")].active_time, None);
+        // A flag other than 0 or 1 is damage.
+        let mut bad = new.clone();
+        bad[at] = 2;
+        assert!(decode_stream(&mut Reader::new(&bad), true).is_err());
     }
 }

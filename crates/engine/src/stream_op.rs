@@ -111,6 +111,13 @@ fn seen(g: &mut Group, consumer: &Bytes, time: u64) {
     g.consumers.entry(consumer.clone()).or_default().seen_time = time;
 }
 
+/// Seen, and got at least one entry.
+fn active(g: &mut Group, consumer: &Bytes, time: u64) {
+    let c = g.consumers.entry(consumer.clone()).or_default();
+    c.seen_time = time;
+    c.active_time = Some(time);
+}
+
 pub fn apply(s: &mut Stream, op: &StreamOp) -> Result<(), &'static str> {
     match op {
         StreamOp::Create => {}
@@ -193,7 +200,11 @@ pub fn apply(s: &mut Stream, op: &StreamOp) -> Result<(), &'static str> {
             history,
         } => {
             let g = group(s, name)?;
-            seen(g, consumer, *time);
+            if new.is_empty() && history.is_empty() {
+                seen(g, consumer, *time);
+            } else {
+                active(g, consumer, *time);
+            }
             if let Some((id, read)) = last {
                 g.last_id = *id;
                 g.entries_read = *read;
@@ -233,7 +244,7 @@ pub fn apply(s: &mut Stream, op: &StreamOp) -> Result<(), &'static str> {
         } => {
             let g = group(s, name)?;
             if !claimed.is_empty() {
-                seen(g, consumer, *time);
+                active(g, consumer, *time);
             }
             for id in dropped {
                 g.unpend(*id);

@@ -1,8 +1,9 @@
 //! The checkpoint format is a promise: files written by a released version
 //! must load forever. `checkpoint_fixtures/v1.dkcp` was written by format
 //! version 1, `v2.dkcp` by version 2, which adds function libraries, and
-//! `v3.dkcp` by version 3, which adds streams, and `v4.dkcp` by version 4,
-//! which adds a replica's stream position (write the current version's with
+//! `v3.dkcp` by version 3, which adds streams, `v4.dkcp` by version 4,
+//! which adds a replica's stream position, and `v5.dkcp` by version 5,
+//! which adds stream consumers' active times (write the current version's with
 //! `cargo test -p durakv-engine --test checkpoint_format -- --ignored`;
 //! never regenerate an older one), and these tests load them and check every
 //! key, type, value, TTL and library. It also pins the documented byte
@@ -208,6 +209,25 @@ fn build(version: u32) -> Keyspace {
     ks
 }
 
+/// `build(version)`'s entries as a file of `version` holds them: before
+/// version 5 a consumer's active time is not stored, and loads as its
+/// seen time.
+fn expected(version: u32) -> Vec<(usize, Vec<u8>, Value, u64)> {
+    let mut v = entries(&build(version));
+    if version < 5 {
+        for e in &mut v {
+            if let Value::Stream(s) = &mut e.2 {
+                for g in s.groups.values_mut() {
+                    for c in g.consumers.values_mut() {
+                        c.active_time = Some(c.seen_time);
+                    }
+                }
+            }
+        }
+    }
+    v
+}
+
 fn entries(ks: &Keyspace) -> Vec<(usize, Vec<u8>, Value, u64)> {
     let mut v = Vec::new();
     for i in 0..ks.num_shards() {
@@ -251,7 +271,7 @@ fn version_2_fixture_loads_keys_and_function_libraries() {
     assert_eq!(loaded.keys, 8);
     assert_eq!(loaded.libraries, 2);
     assert_eq!(loaded.functions_lsn, Some(0));
-    assert_eq!(entries(&ks), entries(&build(2)));
+    assert_eq!(entries(&ks), expected(2));
     assert_eq!(ks.function_libraries(), libraries());
 }
 
@@ -263,7 +283,7 @@ fn version_3_fixture_loads_streams() {
     let ks = Keyspace::new(3, 4);
     let loaded = checkpoint::load_into(&OsFs, &path, &ks, 2).unwrap();
     assert_eq!(loaded.keys, 10);
-    assert_eq!(entries(&ks), entries(&build(3)));
+    assert_eq!(entries(&ks), expected(3));
     let all = entries(&ks);
     let stream = all.iter().find(|e| e.1 == b"stream").unwrap();
     let Value::Stream(s) = &stream.2 else {
@@ -296,7 +316,7 @@ fn version_4_fixture_loads_the_replication_position() {
     let ks = Keyspace::new(3, 4);
     let loaded = checkpoint::load_into(&OsFs, &path, &ks, 2).unwrap();
     assert_eq!(loaded.keys, 10);
-    assert_eq!(entries(&ks), entries(&build(4)));
+    assert_eq!(entries(&ks), expected(4));
     assert_eq!(ks.function_libraries(), libraries());
     let r = loaded.repl.expect("a replication section");
     assert_eq!((r.lsn, r.offset, r.db), (0, 1_234_567, 2));
@@ -306,6 +326,40 @@ fn version_4_fixture_loads_the_replication_position() {
     let loaded3 = checkpoint::load_into(&OsFs, &fixture_path(3), &ks3, 2).unwrap();
     assert!(loaded3.repl.is_none());
     assert_eq!(ks3.repl_origin(), None);
+}
+
+#[test]
+fn version_5_fixture_loads_consumers_active_times() {
+    let path = fixture_path(5);
+    let summary = checkpoint::read_summary(&OsFs, &path).unwrap();
+    assert_eq!(summary.header.version, 5);
+    let ks = Keyspace::new(3, 4);
+    let loaded = checkpoint::load_into(&OsFs, &path, &ks, 2).unwrap();
+    assert_eq!(loaded.keys, 10);
+    assert_eq!(entries(&ks), expected(5));
+    assert_eq!(ks.function_libraries(), libraries());
+    assert_eq!(ks.repl_origin(), Some(position()));
+    let all = entries(&ks);
+    let stream = all.iter().find(|e| e.1 == b"stream").unwrap();
+    let Value::Stream(s) = &stream.2 else {
+        panic!("not a stream");
+    };
+    let active = |name: &str| s.groups[&b("g1")].consumers[&b(name)].active_time;
+    // Read entries, claimed one, only created.
+    assert_eq!(active("alice"), Some(NOW_MS));
+    assert_eq!(active("bob"), Some(NOW_MS + 7));
+    assert_eq!(active("carol"), None);
+    // Older files load each consumer as active when last seen.
+    let ks4 = Keyspace::new(3, 4);
+    checkpoint::load_into(&OsFs, &fixture_path(4), &ks4, 2).unwrap();
+    let all = entries(&ks4);
+    let Value::Stream(s4) = &all.iter().find(|e| e.1 == b"stream").unwrap().2 else {
+        panic!("not a stream");
+    };
+    assert_eq!(
+        s4.groups[&b("g1")].consumers[&b("carol")].active_time,
+        Some(NOW_MS + 8)
+    );
 }
 
 #[test]
@@ -408,7 +462,7 @@ fn a_cached_checkpoint_loads_in_place_with_the_same_checks() {
     assert!(OsFs.open_file(&path).unwrap().map_resident().is_some());
     let ks = Keyspace::new(3, 4);
     checkpoint::load_into(&OsFs, &path, &ks, 2).unwrap();
-    assert_eq!(entries(&ks), entries(&build(4)));
+    assert_eq!(entries(&ks), expected(4));
 
     let summary = checkpoint::read_summary(&OsFs, &path).unwrap();
     let mut damaged = bytes.clone();

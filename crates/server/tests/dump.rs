@@ -678,8 +678,33 @@ fn build_stream(c: &mut Connection, key: &str) {
 /// Everything a client can see of a stream but the node layout (which
 /// follows configuration and tombstones) and idle times (which follow the
 /// clock): XINFO STREAM FULL, XRANGE, and XPENDING of every group.
+/// `v` without the consumers' `active-time` (Redis 7.2's field, which
+/// Redis 7.0's DUMP layout does not carry: a restored consumer is active
+/// when last seen).
+fn without_active_time(v: Value) -> Value {
+    let Value::Array(items) = v else {
+        return v;
+    };
+    let is_map = items.len() % 2 == 0
+        && items
+            .iter()
+            .step_by(2)
+            .any(|k| matches!(k, Value::BulkString(k) if k == b"seen-time"));
+    if is_map {
+        let pairs: Vec<Value> = items
+            .chunks(2)
+            .filter(|kv| !matches!(&kv[0], Value::BulkString(k) if k == b"active-time"))
+            .flatten()
+            .cloned()
+            .map(without_active_time)
+            .collect();
+        return Value::Array(pairs);
+    }
+    Value::Array(items.into_iter().map(without_active_time).collect())
+}
+
 fn stream_picture(c: &mut Connection, key: &str) -> Vec<Value> {
-    let full: Value = q(c, &["XINFO", "STREAM", key, "FULL", "COUNT", "0"]);
+    let full: Value = without_active_time(q(c, &["XINFO", "STREAM", key, "FULL", "COUNT", "0"]));
     let Value::Array(items) = full else {
         panic!("XINFO reply {full:?}");
     };

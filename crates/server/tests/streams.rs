@@ -489,7 +489,7 @@ fn check_recovered(c: &mut Connection) {
     );
     let groups: Vec<Vec<Value>> = q(c, &["XINFO", "GROUPS", "s"]);
     assert_eq!(text(&groups[0][7]), "3-0", "last-delivered-id");
-    assert_eq!(int(&groups[0][3]), 2, "alice and bob");
+    assert_eq!(int(&groups[0][3]), 3, "alice, bob and carol");
     // IDs stay monotonic: an auto ID never goes back, an old one is refused.
     assert!(err(c, &["XADD", "s", "5-0", "f", "v"]).contains("equal or smaller"));
     assert_eq!(q::<String>(c, &["XADD", "s", "5-*", "f", "v"]), "5-1");
@@ -517,22 +517,55 @@ fn write_group_state(c: &mut Connection) {
     assert_eq!(q::<i64>(c, &["XACK", "s", "g", "1-0", "2-0"]), 2);
     let _: Entries = q(c, &["XCLAIM", "s", "g", "bob", "0", "3-0"]);
     assert_eq!(q::<i64>(c, &["XDEL", "s", "4-0", "1-0"]), 2);
+    assert_eq!(
+        q::<i64>(c, &["XGROUP", "CREATECONSUMER", "s", "g", "carol"]),
+        1
+    );
+}
+
+/// Each consumer of group `g` of `s`: (name, seen-time, active-time), from
+/// XINFO STREAM FULL.
+fn consumer_times(c: &mut Connection) -> Vec<(String, i64, i64)> {
+    let full = info(c, &["XINFO", "STREAM", "s", "FULL"]);
+    let groups: Vec<Vec<Value>> = redis::from_redis_value(full["groups"].clone()).unwrap();
+    let g: HashMap<String, Value> = groups[0]
+        .chunks(2)
+        .map(|p| (text(&p[0]), p[1].clone()))
+        .collect();
+    let consumers: Vec<Vec<Value>> = redis::from_redis_value(g["consumers"].clone()).unwrap();
+    consumers
+        .iter()
+        .map(|c| {
+            let m: HashMap<String, Value> =
+                c.chunks(2).map(|p| (text(&p[0]), p[1].clone())).collect();
+            (
+                text(&m["name"]),
+                int(&m["seen-time"]),
+                int(&m["active-time"]),
+            )
+        })
+        .collect()
 }
 
 /// Writes group state, optionally checkpoints it, kills the server and
 /// checks what recovery brought back.
 fn survives_kill_9(checkpoint: bool) {
     let mut srv = Server::start(&["--durability", "full"]);
-    {
+    let times = {
         let c = &mut srv.conn();
         write_group_state(c);
         if checkpoint {
             ok(c, &["SAVE"]);
         }
-    }
+        consumer_times(c)
+    };
     srv.kill9();
     srv.restart();
-    check_recovered(&mut srv.conn());
+    let c = &mut srv.conn();
+    check_recovered(c);
+    // Seen and active times come back as they were, from the checkpoint
+    // or from the log's deliveries and claims.
+    assert_eq!(consumer_times(c), times);
 }
 
 #[test]
@@ -695,4 +728,27 @@ fn ids_are_read_as_redis_reads_them() {
         err(&mut c, &["XSETID", "x", " 1"]),
         "ERR The ID specified in XSETID is smaller than the target stream top item"
     );
+}
+
+/// Redis 7.2's consumer times: seen when a consumer last read or
+/// claimed, active when it last got an entry; XINFO CONSUMERS shows the
+/// second as `inactive` (-1 for never).
+#[test]
+fn consumers_seen_and_active_times_as_redis_7_2() {
+    let srv = Server::start(&[]);
+    let c = &mut srv.conn();
+    write_group_state(c);
+    let times = consumer_times(c);
+    let by = |name: &str| times.iter().find(|t| t.0 == name).unwrap().clone();
+    let (alice, bob, carol) = (by("alice"), by("bob"), by("carol"));
+    assert!(alice.1 > 0 && alice.2 == alice.1, "{alice:?}");
+    assert!(bob.1 > 0 && bob.2 == bob.1, "{bob:?}");
+    assert_eq!(carol.2, -1, "created, never read: {carol:?}");
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let consumers: Vec<Vec<Value>> = q(c, &["XINFO", "CONSUMERS", "s", "g"]);
+    let fields: Vec<String> = consumers[0].iter().step_by(2).map(text).collect();
+    assert_eq!(fields, ["name", "pending", "idle", "inactive"]);
+    let inactive: Vec<i64> = consumers.iter().map(|c| int(&c[7])).collect();
+    assert!(inactive[0] >= 5 && inactive[1] >= 0, "{inactive:?}");
+    assert_eq!(inactive[2], -1);
 }

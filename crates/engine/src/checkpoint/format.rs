@@ -24,8 +24,11 @@ use std::path::{Path, PathBuf};
 pub const FILE_MAGIC: [u8; 8] = *b"DURAKVCP";
 /// Format version written by this code. Version 3 adds stream values
 /// (value tag 5); version 4 the replication-position section after the
-/// function libraries.
-pub const FORMAT_VERSION: u32 = 4;
+/// function libraries; version 5 stream values whose consumers carry
+/// their active time (value tag 6, in place of 5).
+pub const FORMAT_VERSION: u32 = 5;
+/// The first version whose entries may hold value tag 6.
+pub const STREAM_ACTIVE_VERSION: u32 = 5;
 /// The oldest version the reader accepts (no function-library section).
 pub const MIN_FORMAT_VERSION: u32 = 1;
 /// ASCII `DKFN`: first 4 bytes of the function-library section.
@@ -534,7 +537,11 @@ pub struct DecodedEntry {
 /// per entry would keep all of it alive for as long as any of them lives (a
 /// packed hash copies its fields anyway, and would leave the key pinning
 /// them).
-pub fn decode_entry(body: &[u8], pos: &mut usize) -> Result<DecodedEntry, (usize, &'static str)> {
+pub fn decode_entry(
+    body: &[u8],
+    pos: &mut usize,
+    version: u32,
+) -> Result<DecodedEntry, (usize, &'static str)> {
     let at = *pos;
     if body.len() - at < MIN_ENTRY_BYTES {
         return Err((at, "entry cut short"));
@@ -550,6 +557,12 @@ pub fn decode_entry(body: &[u8], pos: &mut usize) -> Result<DecodedEntry, (usize
     let key = Key::new(r.slice().map_err(fail)?);
     let expire_at_ms = r.u64().map_err(fail)?;
     let value = codec::decode_value(&mut r).map_err(fail)?;
+    if r.saw_active_streams && version < STREAM_ACTIVE_VERSION {
+        return Err((
+            at,
+            "stream value with active times in a file older than version 5",
+        ));
+    }
     if !r.is_empty() {
         return Err((start + r.position(), "entry longer than its value"));
     }
@@ -696,6 +709,32 @@ mod tests {
         assert_eq!(
             snapshot_path(dir, 1).file_name().and_then(|n| n.to_str()),
             Some("checkpoint-00000000000000000001.dkcp")
+        );
+    }
+
+    /// Value type 6 (a stream with its consumers' active times) belongs to
+    /// version 5 files: an older file that holds one is damaged.
+    #[test]
+    fn stream_values_with_active_times_need_version_5() {
+        use crate::stream::Stream;
+        use crate::value::Value;
+        let mut s = Stream::default();
+        s.add(
+            crate::stream::StreamId::new(1, 1),
+            &[(Bytes::from_static(b"f"), Bytes::from_static(b"v"))],
+            crate::stream::NodeLimits::default(),
+        );
+        let entry = Entry::new(Value::Stream(Box::new(s)));
+        let mut body = Vec::new();
+        encode_entry(0, b"s", &entry, 0, &mut body);
+        let mut pos = 0;
+        assert!(decode_entry(&body, &mut pos, STREAM_ACTIVE_VERSION).is_ok());
+        assert_eq!(pos, body.len());
+        let mut pos = 0;
+        let err = decode_entry(&body, &mut pos, STREAM_ACTIVE_VERSION - 1).err();
+        assert_eq!(
+            err.map(|e| e.1),
+            Some("stream value with active times in a file older than version 5")
         );
     }
 }

@@ -298,6 +298,7 @@ pub fn load_into(
     };
 
     let expected = Expected {
+        version: h.version,
         db_count: h.db_count,
         keys_per_shard: (summary.footer.key_count / u64::from(h.shard_count.max(1)))
             .min(len / format::MIN_ENTRY_BYTES as u64),
@@ -493,6 +494,8 @@ fn load_repl(
 
 /// What the file's header and footer say to expect of each shard.
 struct Expected {
+    /// The file's format version.
+    version: u32,
     db_count: u32,
     /// The footer's key count over the shard count (bounded by what the
     /// file could hold, so a bad count cannot reserve gigabytes).
@@ -565,7 +568,8 @@ fn load_block(
     let mut decoded = Vec::with_capacity(h.entry_count as usize);
     for _ in 0..h.entry_count {
         let entry_at = pos;
-        let e = format::decode_entry(raw, &mut pos).map_err(|(at, reason)| bad(at, reason))?;
+        let e = format::decode_entry(raw, &mut pos, expected.version)
+            .map_err(|(at, reason)| bad(at, reason))?;
         if e.db >= expected.db_count {
             return Err(bad(
                 entry_at,

@@ -23,7 +23,7 @@ pub const XINFO_SUBS: &[SubSpec] = &[
     sub("stream", -3, READONLY, "Returns information about a stream."),
     sub("groups", 3, READONLY, "Returns a list of the consumer groups of a stream."),
     sub("consumers", 4, READONLY, "Returns a list of the consumers in a consumer group."),
-    sub("help", 2, 0, "Returns helpful text about the different subcommands."),
+    sub("help", 2, LOADING | STALE, "Returns helpful text about the different subcommands."),
 ];
 
 fn field(name: &str, v: Frame) -> (Frame, Frame) {
@@ -115,6 +115,12 @@ fn xinfo(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
                             field("name", Frame::Bulk(name.clone())),
                             field("pending", int(c.pending.len())),
                             field("idle", int(now.saturating_sub(c.seen_time))),
+                            // Redis 7.2: since it last got an entry; -1 if never.
+                            field(
+                                "inactive",
+                                c.active_time
+                                    .map_or(Frame::Integer(-1), |t| int(now.saturating_sub(t))),
+                            ),
                         ])
                     })
                     .collect(),
@@ -183,6 +189,7 @@ fn stream_info(s: &Stream, full: Option<usize>, now: u64) -> Frame {
                     Frame::Map(vec![
                         field("name", Frame::Bulk(cname.clone())),
                         field("seen-time", int(c.seen_time)),
+                        field("active-time", c.active_time.map_or(Frame::Integer(-1), int)),
                         field("pel-count", int(c.pending.len())),
                         field("pending", Frame::Array(pending)),
                     ])

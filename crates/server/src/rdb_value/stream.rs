@@ -351,8 +351,11 @@ fn group(r: &mut Reader<'_>, v2: bool, s: &Stream) -> Option<Group> {
     for _ in 0..consumers {
         let name = r.string()?;
         let seen_time = ms_time(r)?;
+        // Redis 7.0's layout has no active time; its seen time is the
+        // best estimate, as Redis 7.2 takes it.
         let consumer = Consumer {
             seen_time,
+            active_time: Some(seen_time),
             pending: Default::default(),
         };
         if g.consumers.insert(name.clone(), consumer).is_some() {

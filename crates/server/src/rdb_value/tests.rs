@@ -89,6 +89,10 @@ fn streams() -> Vec<Stream> {
         g.pend(StreamId::new(1_700_000_000_000 + i, 1), p);
     }
     g.consumers.entry(b("idle")).or_default().seen_time = 42;
+    // Redis 7.0's layout has no active time: it loads as the seen time.
+    for c in g.consumers.values_mut() {
+        c.active_time = Some(c.seen_time);
+    }
     big.groups.insert(b("g1"), g);
     big.groups
         .insert(b("g2"), Group::new(StreamId::MIN, ENTRIES_READ_INVALID));
