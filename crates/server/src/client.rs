@@ -137,6 +137,11 @@ pub struct ClientState {
     /// Keyspace events (and messages behind them) of the command being
     /// executed, published once it commits.
     pub notifications: crate::notify::Pending,
+    /// MONITOR lines of the request running.
+    pub monitor_lines: Vec<Bytes>,
+    /// Lines of requests that ran, each with what its reply waits for,
+    /// sent once that reply is written (`crate::monitor::send_ready`).
+    pub monitor_pending: std::collections::VecDeque<(u64, Vec<Bytes>)>,
     /// The command being executed may block: it was sent by the client
     /// itself, not queued in MULTI or called from a script.
     pub may_block: bool,
@@ -212,6 +217,8 @@ impl ClientState {
             suppress_this_reply: false,
             subscriptions: Default::default(),
             notifications: Default::default(),
+            monitor_lines: Vec::new(),
+            monitor_pending: Default::default(),
             may_block: false,
             in_script: false,
             in_exec: false,

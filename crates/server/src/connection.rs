@@ -149,6 +149,7 @@ pub async fn serve<S: ClientStream>(
     }
     crate::tracking::forget(&shared, &mut client);
     crate::tracking::sync_if_changed(&shared);
+    crate::monitor::send_all(&shared, &mut client);
     shared.monitors.remove(&client.handle);
     shared.clients.unregister(id);
 }
@@ -244,6 +245,15 @@ async fn run<S: ClientStream>(
             }
         }
         scratch::give_back(&scratch::WRITE, out);
+        // A held reply whose wait is over is released (and written) on the
+        // next turn: the monitor lines wait for it.
+        if !client.monitor_pending.is_empty()
+            && !held
+                .first_wait()
+                .is_some_and(|(lsn, _)| shared.dep_met(lsn))
+        {
+            crate::monitor::send_ready(shared, client);
+        }
         if owed.owed != Owed(0) {
             // Let the other connections with requests ready on this thread
             // run first (a yield waits for the next poll of the sockets), so

@@ -32,6 +32,9 @@ impl Outcome {
 pub fn execute(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     ctx.client.error_counted = false;
     let out = check_and_run(ctx, args);
+    // Only the local part of a `replicated` dependency: a write that no
+    // replica confirms must not hold a monitor's lines for good.
+    crate::monitor::end_request(ctx, crate::repl::dep_parts(out.dependency_lsn).0);
     crate::tracking::after_command(ctx, &args[0]);
     if out.frame.is_error() && !ctx.client.error_counted {
         ctx.shared.cmdstats.error_reply(&out.frame);

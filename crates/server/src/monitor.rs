@@ -12,13 +12,16 @@
 //!
 //! Lines travel through each monitor's mailbox (`crate::pubsub`), so a
 //! monitor that stops reading is disconnected at the pub/sub output
-//! buffer limit instead of growing the server's memory. A line is not held
-//! back until the command's write is durable: it reports a command, not
-//! data a reader could act on.
+//! buffer limit instead of growing the server's memory. A request's lines
+//! are held, like its reply, until what it wrote is durable: a monitor
+//! sees a `full` write no sooner than its writer learns of it (client
+//! libraries' tests count on that order, as Redis gives it), and never one
+//! a crash takes back.
 
-use crate::client::ClientHandle;
+use crate::client::{ClientHandle, ClientState};
 use crate::command::{flags, CommandSpec, Ctx};
 use crate::pubsub::PubSub;
+use crate::state::Shared;
 use bytes::{BufMut, Bytes, BytesMut};
 use parking_lot::Mutex;
 use std::net::SocketAddr;
@@ -71,15 +74,14 @@ impl Monitors {
         self.count.store(clients.len(), Ordering::Relaxed);
     }
 
-    /// Sends one command's line to every monitor.
-    pub fn feed(&self, pubsub: &PubSub, db: usize, origin: Origin, args: &[Bytes]) {
-        if !self.active() {
-            return;
-        }
+    /// Sends one request's lines to every monitor, each held until `dep`
+    /// is durable.
+    fn feed(&self, pubsub: &PubSub, lines: Vec<Bytes>, dep: u64) {
         let clients: Vec<Arc<ClientHandle>> = self.clients.lock().clone();
-        let text = line(SystemTime::now(), db, origin, args);
-        for h in &clients {
-            pubsub.push_raw(h, text.clone());
+        for text in lines {
+            for h in &clients {
+                pubsub.push_raw(h, text.clone(), dep);
+            }
         }
     }
 }
@@ -87,22 +89,62 @@ impl Monitors {
 /// Shows a command the connection of `ctx` ran, unless its flags say
 /// never to (administrative commands, and scripts, which show themselves
 /// before they run: [`show_script`]).
-pub fn show(ctx: &Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) {
+pub fn show(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) {
     if shown(ctx, spec, args) {
-        feed(ctx, Origin::Client(ctx.client.handle.addr), args);
+        let addr = ctx.client.handle.addr;
+        note(ctx, Origin::Client(addr), args);
     }
 }
 
 /// Shows EVAL, FCALL and friends before their script runs, so that the
 /// commands it calls follow it.
-pub fn show_script(ctx: &Ctx<'_>, args: &[Bytes]) {
-    feed(ctx, Origin::Client(ctx.client.handle.addr), args);
+pub fn show_script(ctx: &mut Ctx<'_>, args: &[Bytes]) {
+    if ctx.shared.monitors.active() {
+        let addr = ctx.client.handle.addr;
+        note(ctx, Origin::Client(addr), args);
+    }
 }
 
 /// Shows a command a script called.
-pub fn show_called(ctx: &Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) {
+pub fn show_called(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) {
     if shown(ctx, spec, args) {
-        feed(ctx, Origin::Lua, args);
+        note(ctx, Origin::Lua, args);
+    }
+}
+
+/// Ends the request that just ran (a command, or EXEC and the commands
+/// it ran, or a script and those it called): its lines wait, with `dep`
+/// (what its reply waits for), until [`send_ready`] finds the reply
+/// written. A monitor must not see a write before the client that made it
+/// is told, nor one a crash could still take back.
+pub fn end_request(ctx: &mut Ctx<'_>, dep: u64) {
+    if ctx.client.monitor_lines.is_empty() {
+        return;
+    }
+    let lines = std::mem::take(&mut ctx.client.monitor_lines);
+    ctx.client.monitor_pending.push_back((dep, lines));
+}
+
+/// Sends, in order, the lines of requests whose writes are durable. The
+/// connection calls it once it has written the replies it could, so a
+/// line goes out after the reply it belongs to.
+pub fn send_ready(shared: &Shared, client: &mut ClientState) {
+    while let Some((dep, _)) = client.monitor_pending.front() {
+        if *dep != 0 && !shared.dep_met(*dep) {
+            return;
+        }
+        if let Some((_, lines)) = client.monitor_pending.pop_front() {
+            shared.monitors.feed(&shared.pubsub, lines, 0);
+        }
+    }
+}
+
+/// Sends every line still waiting (the connection is closing, or is the
+/// replication link, which writes no replies): each monitor holds them
+/// until their writes are durable.
+pub fn send_all(shared: &Shared, client: &mut ClientState) {
+    for (dep, lines) in std::mem::take(&mut client.monitor_pending) {
+        shared.monitors.feed(&shared.pubsub, lines, dep);
     }
 }
 
@@ -114,10 +156,10 @@ fn shown(ctx: &Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> bool {
         && crate::cmd::subcommands::flags_of(spec, args) & (flags::ADMIN | flags::SKIP_MONITOR) == 0
 }
 
-fn feed(ctx: &Ctx<'_>, origin: Origin, args: &[Bytes]) {
-    ctx.shared
-        .monitors
-        .feed(&ctx.shared.pubsub, ctx.client.db, origin, args);
+/// Keeps a line for [`flush`], timed now.
+fn note(ctx: &mut Ctx<'_>, origin: Origin, args: &[Bytes]) {
+    let text = line(SystemTime::now(), ctx.client.db, origin, args);
+    ctx.client.monitor_lines.push(text);
 }
 
 /// One monitor line, `+` to CRLF.

@@ -517,10 +517,14 @@ impl PubSub {
         self.push_now(h, Body::Tracking(push))
     }
 
-    /// Queues bytes to send to `h` as they are (a MONITOR line), under the
-    /// same output limit as messages.
-    pub fn push_raw(&self, h: &Arc<ClientHandle>, bytes: Bytes) -> bool {
-        self.push_now(h, Body::Raw(bytes))
+    /// Queues bytes to send to `h` as they are (a MONITOR line), held
+    /// until `dep` is durable, under the same output limit as messages.
+    pub fn push_raw(&self, h: &Arc<ClientHandle>, bytes: Bytes, dep: u64) -> bool {
+        let m = Message {
+            body: Body::Raw(bytes),
+            dependency_lsn: dep,
+        };
+        self.deliver(h, m, self.limit())
     }
 
     /// Queues a message no write holds back.

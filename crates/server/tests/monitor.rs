@@ -8,6 +8,7 @@ mod common;
 use common::*;
 use common::{err as error, try_q as query};
 use durakv_protocol::Frame;
+use std::io::{Read, Write};
 use std::time::Duration;
 
 /// A connection in MONITOR mode.
@@ -196,9 +197,14 @@ fn monitors_are_flagged_and_leave_on_reset_or_close() {
         next = m.frame();
     }
 
-    // RESET leaves MONITOR mode.
+    // RESET leaves MONITOR mode. The PING's own line follows its reply,
+    // as in Redis (a line goes out once its command's reply is written).
     m.send(&["RESET"]);
-    assert_eq!(m.frame(), Frame::Simple("RESET".into()));
+    let mut next = m.frame();
+    if matches!(&next, Frame::Simple(t) if t.ends_with(b"\"PING\"")) {
+        next = m.frame();
+    }
+    assert_eq!(next, Frame::Simple("RESET".into()));
     let _: () = q(&mut c, &["SET", "after", "reset"]);
     m.send(&["PING"]);
     assert_eq!(m.frame(), Frame::Simple("PONG".into()));
@@ -248,4 +254,35 @@ fn a_monitor_that_stops_reading_is_disconnected_at_the_output_limit() {
     });
     let _: String = q(&mut c, &["PING"]);
     drop(m);
+}
+
+/// A monitor sees a `full` write only after the writer has its reply:
+/// the line waits for the write to be durable, and goes out once the
+/// reply is written (ioredis's tests disconnect on seeing the line, and a
+/// monitor must never show a write a crash could take back).
+#[test]
+fn a_durable_write_shows_after_its_reply() {
+    let srv = Server::start(&["--durability", "full"]);
+    let mut m = monitor(&srv);
+    let mut writer = srv.raw();
+    writer
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    for i in 0..100 {
+        let key = format!("k{i}");
+        writer
+            .write_all(&req(&[b"SET", key.as_bytes(), b"v"]))
+            .unwrap();
+        let shown = line(&mut m);
+        assert!(shown.contains(&format!("\"SET\" \"{key}\"")), "{shown}");
+        // The reply is already in the writer's socket.
+        writer.set_nonblocking(true).unwrap();
+        let mut buf = [0u8; 5];
+        let got = writer.read(&mut buf);
+        writer.set_nonblocking(false).unwrap();
+        assert!(
+            matches!(got, Ok(5)) && &buf == b"+OK\r\n",
+            "write {i}: the monitor line came before the reply ({got:?})"
+        );
+    }
 }

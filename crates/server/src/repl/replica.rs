@@ -448,6 +448,7 @@ impl<'s> MasterClient<'s> {
             client: &mut self.state,
         };
         let out = crate::dispatch::execute(&mut ctx, args);
+        crate::monitor::send_all(self.shared, &mut self.state);
         if let durakv_protocol::Frame::Error(e) = &out.frame {
             tracing::warn!(
                 "replicated {} failed on this replica: {}",
