@@ -49,6 +49,14 @@ unsafe impl GlobalAlloc for Counting {
 }
 use durakv_server::config::{Config, DIRECTIVES};
 
+/// Purges the allocator's freed pages whose delay has passed, and frees
+/// what idle threads hold, without forcing anything still in use.
+fn release_freed_memory() {
+    // SAFETY: mi_collect takes a flag and touches only mimalloc's own
+    // state, which it synchronises itself.
+    unsafe { libmimalloc_sys::mi_collect(false) }
+}
+
 fn serve_command() -> Command {
     let mut cmd = Command::new("serve")
         .about("Start the Redis-protocol server")
@@ -199,6 +207,7 @@ fn main() {
                 }
             };
             init_logging(&config.loglevel);
+            durakv_server::memory::set_release_hook(release_freed_memory);
             if let Err(e) = durakv_server::run(config) {
                 tracing::error!("{e}");
                 eprintln!("durakv: {e}");

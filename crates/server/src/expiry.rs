@@ -17,10 +17,15 @@ const REPEAT_IF_EXPIRED_PERCENT: usize = 25;
 const MAX_ROUNDS_PER_SHARD: usize = 16;
 
 pub async fn run(shared: Arc<Shared>) {
+    let mut released_at = std::time::Instant::now();
     loop {
         let hz = shared.config.read().hz.max(1);
         tokio::time::sleep(Duration::from_millis(1000 / hz)).await;
         crate::memory::sample();
+        if released_at.elapsed() >= Duration::from_secs(1) {
+            crate::memory::release_freed();
+            released_at = std::time::Instant::now();
+        }
         shared.rates.record(&shared.stats);
         // A failed log never advances the durable LSN; wake connections
         // holding replies so they can turn them into errors.

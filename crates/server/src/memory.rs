@@ -75,6 +75,25 @@ pub fn read_rss_bytes() -> u64 {
         .unwrap_or(0)
 }
 
+/// What the binary's allocator does to give freed memory back to the
+/// system (see [`set_release_hook`]).
+static RELEASE_HOOK: std::sync::OnceLock<fn()> = std::sync::OnceLock::new();
+
+/// Installs `f`, run about once a second by the server's background task
+/// to return freed memory to the system. mimalloc only returns it (after
+/// its purge delay) when the allocator is called again, so a server that
+/// went idle after a FLUSHALL kept its whole resident set.
+pub fn set_release_hook(f: fn()) {
+    let _ = RELEASE_HOOK.set(f);
+}
+
+/// Runs the release hook, if the binary installed one.
+pub fn release_freed() {
+    if let Some(f) = RELEASE_HOOK.get() {
+        f();
+    }
+}
+
 /// Refreshes the sampled value; called by the server's background task.
 pub fn sample() -> u64 {
     let used = counted_bytes().unwrap_or_else(read_rss_bytes);
