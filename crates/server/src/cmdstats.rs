@@ -285,7 +285,7 @@ impl CommandStats {
                 .iter()
                 .map(|&p| {
                     let us = h.value_at_quantile(p / 100.0) as f64 / 1000.0;
-                    format!("p{}={us:.3}", percentile_label(p))
+                    format!("p{}={us:.3}", crate::config::percentile_label(p))
                 })
                 .collect();
             let _ = write!(
@@ -305,10 +305,4 @@ impl CommandStats {
         }
         out
     }
-}
-
-/// A percentile as INFO names it: `50`, `99.9` (no trailing zeros).
-fn percentile_label(p: f64) -> String {
-    let s = format!("{p:.6}");
-    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }

@@ -485,6 +485,13 @@ fn parse_output_limits(
 
 /// An integer directive, read as Redis reads one: a signed number (so -1
 /// is out of range, not "not a number"), then its range.
+/// A percentile as Redis spells it in CONFIG GET and INFO latencystats:
+/// `50`, `99.9` (no trailing zeros).
+pub fn percentile_label(p: f64) -> String {
+    let s = format!("{p:.6}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
 /// `latency-tracking-info-percentiles`: numbers from 0 to 100, with
 /// Redis's errors.
 fn parse_percentiles(v: &str) -> Result<Vec<f64>, String> {
@@ -1469,10 +1476,7 @@ pub static DIRECTIVES: &[Directive] = &[
         get: |c| {
             c.latency_tracking_info_percentiles
                 .iter()
-                .map(|p| {
-                    let s = format!("{p:.6}");
-                    s.trim_end_matches('0').trim_end_matches('.').to_string()
-                })
+                .map(|&p| percentile_label(p))
                 .collect::<Vec<_>>()
                 .join(" ")
         },

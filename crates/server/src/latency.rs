@@ -13,7 +13,7 @@ use parking_lot::Mutex;
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 /// Takes the latency monitor's, the slow log's and the per-command
 /// histograms' settings from the configuration (at start-up and after
@@ -64,10 +64,7 @@ impl LatencyMonitor {
             return;
         }
         let ms = took.as_millis().min(u128::from(u32::MAX)) as u64;
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_secs();
+        let now = unix_now();
         let mut events = self.events.lock();
         let s = events.entry(event).or_default();
         s.max_ms = s.max_ms.max(ms);
@@ -122,14 +119,13 @@ impl LatencyMonitor {
     /// LATENCY GRAPH: the event's samples as rows of bars, newest last;
     /// None without samples.
     pub fn graph(&self, event: &[u8]) -> Option<String> {
-        let samples = self.history(event);
+        let (samples, all_time) = {
+            let events = self.events.lock();
+            let s = events.iter().find(|(name, _)| name.as_bytes() == event)?.1;
+            (s.samples.clone(), s.max_ms)
+        };
         let worst = samples.iter().map(|s| s.1).max()?;
         let best = samples.iter().map(|s| s.1).min().unwrap_or(0);
-        let all_time = self
-            .latest()
-            .into_iter()
-            .find(|l| l.0.as_bytes() == event)
-            .map_or(worst, |l| l.3);
         let now = unix_now();
         let mut out = format!(
             "{} - high {worst} ms, low {best} ms (all time high {all_time} ms)\n",
@@ -203,10 +199,7 @@ impl LatencyMonitor {
 }
 
 fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_secs()
+    crate::util::now_ms() / 1000
 }
 
 fn mean_deviation(samples: &VecDeque<(u64, u64)>, mean: u64) -> u64 {

@@ -17,7 +17,7 @@ use durakv_protocol::Frame;
 use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 /// Arguments shown per entry; past this many, the last place says how
 /// many more there were.
@@ -90,10 +90,7 @@ impl SlowLog {
             Who::Script => (Bytes::from_static(b"?:0"), Bytes::new()),
         };
         let args = shown_args(args);
-        let unix_secs = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_secs();
+        let unix_secs = crate::util::now_ms() / 1000;
         let max_len = self.max_len.load(Ordering::Relaxed);
         let mut log = self.log.lock();
         let id = log.next_id;

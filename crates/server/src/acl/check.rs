@@ -4,8 +4,9 @@
 
 use super::index::INDEX;
 use super::log::{Context, Entry, Reason};
-use super::selector::{key_access, Selector};
+use super::selector::{access_of, Selector};
 use super::User;
+use crate::cmd::key_flags::{call_key_flags, flags_of_key};
 use crate::command::{flags, key_indexes_of, CommandSpec, Ctx};
 use bytes::Bytes;
 use durakv_protocol::Frame;
@@ -135,11 +136,13 @@ fn check_selector(
     }
     // Shard channels have key specs for cluster routing; they are channels.
     if !s.all_keys() && !matches!(spec.name, "spublish" | "ssubscribe" | "sunsubscribe") {
+        // The call's key flags once, not once per key (MSET's thousand).
+        let specs = call_key_flags(spec.name, spec.is_write(), args);
         for (i, idx) in key_indexes_of(spec.shown_keys(), args)
             .into_iter()
             .enumerate()
         {
-            let access = key_access(spec.name, spec.is_write(), i, args);
+            let access = access_of(flags_of_key(&specs, i));
             if !s.allows_key(&args[idx], access) {
                 return Err(Denial {
                     reason: Reason::Key,

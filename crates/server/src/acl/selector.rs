@@ -375,9 +375,15 @@ fn has_space(b: &[u8]) -> bool {
 /// The access a command's `i`-th key needs, from its key-spec flags (for
 /// SET ... GET, BITFIELD with only GETs and a container's subcommand, as
 /// its arguments make them: see [`crate::cmd::key_flags::call_key_flags`]).
-pub fn key_access(command: &str, is_write: bool, i: usize, args: &[bytes::Bytes]) -> KeyAccess {
+/// The ACL check takes the call's flags once for all its keys.
+#[cfg(test)]
+fn key_access(command: &str, is_write: bool, i: usize, args: &[bytes::Bytes]) -> KeyAccess {
     let specs = crate::cmd::key_flags::call_key_flags(command, is_write, args);
-    let flags = crate::cmd::key_flags::flags_of_key(&specs, i);
+    access_of(crate::cmd::key_flags::flags_of_key(&specs, i))
+}
+
+/// The access a key with these key-spec flags needs.
+pub fn access_of(flags: &[&str]) -> KeyAccess {
     let has = |f: &str| flags.iter().any(|x| x.eq_ignore_ascii_case(f));
     KeyAccess {
         read: has("access"),

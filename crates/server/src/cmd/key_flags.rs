@@ -69,9 +69,9 @@ pub fn call_key_flags(
             .iter()
             .find(|s| a.eq_ignore_ascii_case(s.name.as_bytes()))
     });
-    match sub {
-        Some(s) if super::key_specs::redis_key_specs(&format!("{name}|{}", s.name)).is_some() => {
-            key_spec_flags(&format!("{name}|{}", s.name), write)
+    match sub.map(|s| format!("{name}|{}", s.name)) {
+        Some(full) if super::key_specs::redis_key_specs(&full).is_some() => {
+            key_spec_flags(&full, write)
         }
         _ => key_spec_flags(name, write),
     }
