@@ -262,10 +262,17 @@ impl<'a> Iterator for Slices<'a> {
     }
 }
 
-/// Fields and values of a hash as `Bytes`: shared handles from a table,
-/// copies from a packed buffer.
+/// Fields and values of a hash as `Bytes`: shared handles from a table;
+/// from a packed hash, slices of one copy of its buffer (one allocation
+/// for the whole hash rather than two per entry: HGETALL of a YCSB
+/// record took twenty).
 pub struct Iter<'a> {
-    inner: IterInner<'a>,
+    inner: OwnedInner<'a>,
+}
+
+enum OwnedInner<'a> {
+    Packed { buf: Bytes, pos: usize },
+    Table(indexmap::map::Iter<'a, Bytes, Bytes>),
 }
 
 enum IterInner<'a> {
@@ -278,10 +285,15 @@ impl Iterator for Iter<'_> {
 
     fn next(&mut self) -> Option<Self::Item> {
         match &mut self.inner {
-            IterInner::Packed(it) => it
-                .next()
-                .map(|(f, v)| (Bytes::copy_from_slice(f), Bytes::copy_from_slice(v))),
-            IterInner::Table(it) => it.next().map(|(f, v)| (f.clone(), v.clone())),
+            OwnedInner::Packed { buf, pos } => {
+                let mut it = PackedIter { buf, pos: *pos };
+                let (_, f, v) = it.next()?;
+                *pos = it.pos;
+                let at = |s: &[u8]| s.as_ptr() as usize - buf.as_ptr() as usize;
+                let (fa, va) = (at(f), at(v));
+                Some((buf.slice(fa..fa + f.len()), buf.slice(va..va + v.len())))
+            }
+            OwnedInner::Table(it) => it.next().map(|(f, v)| (f.clone(), v.clone())),
         }
     }
 }
@@ -438,9 +450,14 @@ impl HashValue {
     }
 
     pub fn iter(&self) -> Iter<'_> {
-        Iter {
-            inner: self.iter_inner(),
-        }
+        let inner = match (self.table(), self.parts()) {
+            (Some(t), _) => OwnedInner::Table(t.iter()),
+            (None, parts) => OwnedInner::Packed {
+                buf: Bytes::from(parts.unwrap_or(&[]).concat()),
+                pos: 0,
+            },
+        };
+        Iter { inner }
     }
 
     fn iter_inner(&self) -> IterInner<'_> {
@@ -466,6 +483,9 @@ impl HashValue {
     /// Sets every pair, rewriting a packed buffer once; returns how many
     /// fields were new.
     pub fn extend_counting(&mut self, pairs: &[(Bytes, Bytes)]) -> usize {
+        if self.overwrite_same_lengths(pairs) {
+            return 0;
+        }
         if let Some(buf) = self.flat() {
             if let Some((new_buf, added)) = packed_with(&buf, pairs) {
                 *self.repr = packed_repr(new_buf);
@@ -524,6 +544,45 @@ impl HashValue {
                 parts.iter().map(|p| p.len()).sum::<usize>() + std::mem::size_of::<Other>()
             }
         }
+    }
+
+    /// Writes new values over old ones in a packed hash when every field
+    /// of `pairs` is there with a value of the same length (YCSB's updates
+    /// are): no allocation and no copy of the rest, where rebuilding the
+    /// buffer took four allocations. False, and nothing written, otherwise.
+    fn overwrite_same_lengths(&mut self, pairs: &[(Bytes, Bytes)]) -> bool {
+        const MAX: usize = 8;
+        if pairs.len() > MAX {
+            return false;
+        }
+        let Some(parts) = self.parts() else {
+            return false;
+        };
+        // (part, offset of the value) per pair, all found before any write.
+        let mut spots = [(0usize, 0usize); MAX];
+        for ((f, v), spot) in pairs.iter().zip(spots.iter_mut()) {
+            let found = parts.iter().enumerate().find_map(|(i, part)| {
+                packed(part)
+                    .find(|(_, pf, _)| *pf == &f[..])
+                    .map(|(_, _, pv)| (i, pv.as_ptr() as usize - part.as_ptr() as usize, pv.len()))
+            });
+            match found {
+                Some((i, at, len)) if len == v.len() => *spot = (i, at),
+                _ => return false,
+            }
+        }
+        let parts: &mut [Box<[u8]>] = match &mut *self.repr {
+            Repr::Packed(buf) => std::slice::from_mut(buf),
+            Repr::Other(o) => match &mut **o {
+                Other::Split(parts) => &mut parts[..],
+                Other::Table(_) => return false,
+            },
+        };
+        // In order, so that a field given twice ends with its last value.
+        for ((_, v), &(i, at)) in pairs.iter().zip(spots.iter()) {
+            parts[i][at..at + v.len()].copy_from_slice(v);
+        }
+        true
     }
 
     fn make_table(&mut self, extra: usize) {
@@ -760,5 +819,53 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn same_length_updates_write_in_place_in_either_packed_shape() {
+        let record = |tag: char| -> Vec<(Bytes, Bytes)> {
+            (0..10)
+                .map(|i| (b(&format!("field{i}")), b(&tag.to_string().repeat(100))))
+                .collect()
+        };
+        let mut h: HashValue = record('a').into_iter().collect();
+        assert!(
+            h.parts().is_some_and(|p| p.len() == 2),
+            "a YCSB record is split"
+        );
+        let before = h.heap_bytes();
+        let update = [
+            (b("field9"), b(&"x".repeat(100))),
+            (b("field0"), b(&"y".repeat(100))),
+            (b("field0"), b(&"z".repeat(100))),
+        ];
+        assert!(h.overwrite_same_lengths(&update));
+        assert_eq!(h.extend_counting(&update[..1]), 0);
+        assert_eq!(h.heap_bytes(), before);
+        assert_eq!(h.get(b"field0"), Some(b(&"z".repeat(100))));
+        assert_eq!(h.get(b"field9"), Some(b(&"x".repeat(100))));
+        assert_eq!(h.get(b"field5"), Some(b(&"a".repeat(100))));
+        // Another length, or a new field, rebuilds the buffer instead.
+        assert!(!h.overwrite_same_lengths(&[(b("field1"), b("short"))]));
+        assert!(!h.overwrite_same_lengths(&[(b("new"), b(&"n".repeat(100)))]));
+        assert_eq!(h.extend_counting(&[(b("field1"), b("short"))]), 0);
+        assert_eq!(h.get(b"field1"), Some(b("short")));
+        let mut small = HashValue::default();
+        small.extend_counting(&[(b("f"), b("12")), (b("g"), b("34"))]);
+        assert!(small.overwrite_same_lengths(&[(b("g"), b("56"))]));
+        let all: Vec<(Bytes, Bytes)> = small.iter().collect();
+        assert_eq!(all, vec![(b("f"), b("12")), (b("g"), b("56"))]);
+    }
+
+    #[test]
+    fn iterating_a_split_record_gives_every_entry_in_order() {
+        let pairs: Vec<(Bytes, Bytes)> = (0..10)
+            .map(|i| (b(&format!("f{i}")), b(&format!("{i}").repeat(100))))
+            .collect();
+        let h: HashValue = pairs.iter().cloned().collect();
+        assert!(h.parts().is_some_and(|p| p.len() == 2));
+        let got: Vec<(Bytes, Bytes)> = h.iter().collect();
+        assert_eq!(got, pairs);
+        assert_eq!(HashValue::default().iter().count(), 0);
     }
 }

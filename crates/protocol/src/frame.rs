@@ -56,6 +56,10 @@ pub enum Frame {
     Verbatim(Bytes),
     /// RESP3 push; an array in RESP2.
     Push(Vec<Frame>),
+    /// RESP3 attribute (`|`): key, value pairs that annotate the reply
+    /// after it, which a client may ignore. Nothing in RESP2. Only
+    /// meaningful in a `Sequence` before the reply it annotates.
+    Attribute(Vec<(Frame, Frame)>),
     /// Several top-level frames back to back, for a command that answers
     /// more than once (SUBSCRIBE confirms each channel separately). Only
     /// meaningful as a whole reply: nested in an array it would add
@@ -165,6 +169,15 @@ impl Frame {
                     f.encode(proto, out);
                 }
             }
+            Frame::Attribute(pairs) => {
+                if proto == Protocol::Resp3 {
+                    header(out, b'|', pairs.len() as i64);
+                    for (k, v) in pairs {
+                        k.encode(proto, out);
+                        v.encode(proto, out);
+                    }
+                }
+            }
             Frame::Double(d) => {
                 let text = format_double(*d);
                 match proto {
@@ -264,9 +277,16 @@ fn line(out: &mut BytesMut, tag: u8, text: &[u8]) {
     out.put_slice(b"\r\n");
 }
 
+/// `tag`, `n` and CRLF in one copy: replies are mostly headers (two per
+/// field of an HGETALL), and three appends each checked the capacity.
 fn header(out: &mut BytesMut, tag: u8, n: i64) {
-    let mut buf = itoa::Buffer::new();
-    line(out, tag, buf.format(n).as_bytes());
+    let mut digits = itoa::Buffer::new();
+    let digits = digits.format(n).as_bytes();
+    let mut buf = [0u8; 24];
+    buf[0] = tag;
+    buf[1..1 + digits.len()].copy_from_slice(digits);
+    buf[1 + digits.len()..3 + digits.len()].copy_from_slice(b"\r\n");
+    out.extend_from_slice(&buf[..3 + digits.len()]);
 }
 
 /// Writes `:n\r\n` directly, without building a [`Frame`].

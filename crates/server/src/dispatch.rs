@@ -345,7 +345,7 @@ fn reply_level(
 
 /// Commits what the handler applied, then serves clients blocked on the
 /// keys it wrote, and computes the reply's dependency.
-fn finish(ctx: &mut Ctx<'_>, mut txn: Txn<'_>, frame: Frame) -> Outcome {
+pub(crate) fn finish(ctx: &mut Ctx<'_>, mut txn: Txn<'_>, frame: Frame) -> Outcome {
     let shared = ctx.shared;
     if let Some((replid, offset)) = ctx.client.repl_origin.take() {
         if !txn.mutations().is_empty() {

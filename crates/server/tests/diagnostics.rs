@@ -286,3 +286,58 @@ fn debug_error_replies_with_the_given_error() {
     raw.send(&["PING"]);
     raw.expect("+PONG\r\n");
 }
+
+/// DEBUG PROTOCOL's samples, byte for byte as Redis 7.0.15 sends them,
+/// in RESP2 and RESP3: client libraries test their parsers with them.
+#[test]
+fn debug_protocol_sends_each_reply_type() {
+    let srv = Server::start(&["--enable-debug-command", "yes"]);
+    let resp2 = [
+        ("string", "$11\r\nHello World\r\n"),
+        ("integer", ":12345\r\n"),
+        ("double", "$5\r\n3.141\r\n"),
+        ("bignum", "$37\r\n1234567999999999999999999999999999999\r\n"),
+        ("null", "$-1\r\n"),
+        ("set", "*3\r\n:0\r\n:1\r\n:2\r\n"),
+        ("map", "*6\r\n:0\r\n:0\r\n:1\r\n:1\r\n:2\r\n:0\r\n"),
+        (
+            "attrib",
+            "$39\r\nSome real reply following the attribute\r\n",
+        ),
+        ("push", "-ERR RESP2 is not supported by this command\r\n"),
+        ("verbatim", "$25\r\nThis is a verbatim\nstring\r\n"),
+        ("true", ":1\r\n"),
+    ];
+    let resp3 = [
+        ("double", ",3.141\r\n"),
+        ("bignum", "(1234567999999999999999999999999999999\r\n"),
+        ("null", "_\r\n"),
+        ("set", "~3\r\n:0\r\n:1\r\n:2\r\n"),
+        ("map", "%3\r\n:0\r\n#f\r\n:1\r\n#t\r\n:2\r\n#f\r\n"),
+        (
+            "attrib",
+            "|1\r\n$14\r\nkey-popularity\r\n*2\r\n$7\r\nkey:123\r\n:90\r\n\
+             $39\r\nSome real reply following the attribute\r\n",
+        ),
+        (
+            "push",
+            ">2\r\n$16\r\nserver-cpu-usage\r\n:42\r\n\
+             $40\r\nSome real reply following the push reply\r\n",
+        ),
+        ("verbatim", "=29\r\ntxt:This is a verbatim\nstring\r\n"),
+        ("false", "#f\r\n"),
+    ];
+    let mut raw = RespConn::new(srv.raw());
+    for (kind, bytes) in resp2 {
+        raw.send(&["DEBUG", "PROTOCOL", kind]);
+        raw.expect(bytes);
+    }
+    raw.send(&["DEBUG", "PROTOCOL", "nope"]);
+    raw.expect("-ERR Wrong protocol type name. Please use one of the following: string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|true|false\r\n");
+    raw.send(&["HELLO", "3"]);
+    let _ = raw.frame();
+    for (kind, bytes) in resp3 {
+        raw.send(&["DEBUG", "PROTOCOL", kind]);
+        raw.expect(bytes);
+    }
+}

@@ -210,3 +210,40 @@ fn second_server_on_same_directory_is_refused() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("LOCK"), "message should name the lock: {err}");
 }
+
+/// DEBUG POPULATE writes through the log like SET (Redis leaves its keys
+/// out of the AOF): what it acknowledged survives kill -9, across several
+/// of its batches, and keys that existed keep their values.
+#[test]
+fn debug_populate_is_logged_and_survives_kill9() {
+    let mut srv = Server::start(&["--enable-debug-command", "yes"]);
+    let mut c = srv.conn();
+    let _: () = c.set("key:7", "mine").unwrap();
+    let ok: String = redis::cmd("DEBUG")
+        .arg(&["POPULATE", "3000"])
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(ok, "OK");
+    let ok: String = redis::cmd("DEBUG")
+        .arg(&["POPULATE", "10", "sized", "12"])
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(ok, "OK");
+    srv.kill9();
+    srv.restart();
+    let mut c = srv.conn();
+    let n: u64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
+    assert_eq!(n, 3010);
+    let got: Vec<String> = c.mget(&["key:0", "key:7", "key:2999"]).unwrap();
+    assert_eq!(got, ["value:0", "mine", "value:2999"]);
+    let sized: Vec<u8> = c.get("sized:3").unwrap();
+    assert_eq!(sized, b"value:3\0\0\0\0\0");
+    let e = redis::cmd("DEBUG")
+        .arg(&["POPULATE", "-1"])
+        .query::<String>(&mut c)
+        .unwrap_err();
+    assert_eq!(
+        common::error_text(&e),
+        "ERR value is out of range, must be positive"
+    );
+}

@@ -1,13 +1,15 @@
 //! DEBUG: the subset test suites use, behind `enable-debug-command` as in
 //! Redis (`no` by default; `local` allows loopback clients only).
-//! SLEEP, OBJECT, RELOAD, CHANGE-REPL-ID, SET-ACTIVE-EXPIRE, DIGEST and
-//! DIGEST-VALUE.
+//! SLEEP, OBJECT, RELOAD, CHANGE-REPL-ID, SET-ACTIVE-EXPIRE, DIGEST,
+//! DIGEST-VALUE, ERROR and POPULATE.
 
 use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Reply, NO_KEYS};
+use crate::dispatch::Outcome;
 use crate::errors;
 use crate::util::is;
 use bytes::Bytes;
 use durakv_engine::keyspace::Keyspace;
+use durakv_engine::mutation::{ExpireMode, KeyOp};
 use durakv_engine::value::Value;
 use durakv_protocol::Frame;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -33,7 +35,7 @@ impl Default for DebugState {
 #[rustfmt::skip]
 pub fn commands() -> Vec<CommandSpec> {
     vec![
-        spec("debug", -2, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, Handler::Conn(debug), "server", "A container for debugging commands."),
+        spec("debug", -2, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, Handler::Outcome(debug), "server", "A container for debugging commands."),
     ]
 }
 
@@ -51,10 +53,20 @@ fn allowed(ctx: &Ctx<'_>) -> bool {
     }
 }
 
-fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
+fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     if !allowed(ctx) {
-        return Err(Frame::error(NOT_ALLOWED));
+        return Outcome::now(Frame::error(NOT_ALLOWED));
     }
+    // The one subcommand that writes, so its reply waits for the log.
+    if is(&args[1], "populate") && (3..=5).contains(&args.len()) {
+        return populate(ctx, args);
+    }
+    match debug_now(ctx, args) {
+        Ok(f) | Err(f) => Outcome::now(f),
+    }
+}
+
+fn debug_now(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let sub = String::from_utf8_lossy(&args[1]).to_ascii_lowercase();
     match (sub.as_str(), args.len()) {
         ("help", 2) => Ok(help()),
@@ -69,6 +81,7 @@ fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             Err(Frame::Error(Bytes::from(text)))
         }
         ("object", 3) => object(ctx, &args[2]),
+        ("protocol", 3) => protocol(ctx, &args[2]),
         ("digest", 2) => digest(ctx),
         ("digest-value", _) => digest_values(ctx, &args[2..]),
         ("reload", _) => reload(ctx),
@@ -99,6 +112,14 @@ fn help() -> Frame {
         "    test how it handles one.",
         "OBJECT <key>",
         "    Show low level info about the key and associated value.",
+        "PROTOCOL <type>",
+        "    Reply with a sample of a RESP type, so that a client library can test its",
+        "    parser: string, integer, double, bignum, null, array, set, map, attrib,",
+        "    push, verbatim, true or false.",
+        "POPULATE <count> [<prefix>] [<size>]",
+        "    Create string keys <prefix>:0 to <prefix>:<count-1> (prefix 'key') with",
+        "    values 'value:<n>', zero-padded or cut to <size> bytes when one is given.",
+        "    Keys that exist are left as they are. The keys are logged like SETs.",
         "RELOAD",
         "    Take a checkpoint and check that loading it gives back the current dataset.",
         "SET-ACTIVE-EXPIRE <0|1>",
@@ -109,6 +130,127 @@ fn help() -> Frame {
         "    Print this help.",
     ];
     Frame::Array(lines.iter().map(|l| Frame::simple(l)).collect())
+}
+
+/// DEBUG PROTOCOL: one sample of each reply type, with Redis's values
+/// (client libraries' tests compare them).
+fn protocol(ctx: &Ctx<'_>, kind: &[u8]) -> Reply {
+    let bulk = |s: &'static str| Frame::Bulk(Bytes::from_static(s.as_bytes()));
+    let ints = || (0..3).map(Frame::Integer).collect::<Vec<_>>();
+    let resp3 = super::resp3(ctx);
+    let kind = String::from_utf8_lossy(kind).to_ascii_lowercase();
+    Ok(match kind.as_str() {
+        "string" => bulk("Hello World"),
+        "integer" => Frame::Integer(12345),
+        // Redis's sample value, not pi.
+        "double" => Frame::DoubleText(Bytes::from_static(b"3.141")),
+        "bignum" => Frame::BigNumber(Bytes::from_static(b"1234567999999999999999999999999999999")),
+        "null" => Frame::Null,
+        "array" => Frame::Array(ints()),
+        "set" => Frame::Set(ints()),
+        "map" => Frame::Map(
+            (0..3)
+                .map(|j| (Frame::Integer(j), Frame::Boolean(j == 1)))
+                .collect(),
+        ),
+        "attrib" => Frame::Sequence(vec![
+            Frame::Attribute(vec![(
+                bulk("key-popularity"),
+                Frame::Array(vec![bulk("key:123"), Frame::Integer(90)]),
+            )]),
+            bulk("Some real reply following the attribute"),
+        ]),
+        // RESP2 has no out-of-band reply to send it as.
+        "push" if !resp3 => return Err(Frame::error("ERR RESP2 is not supported by this command")),
+        "push" => Frame::Sequence(vec![
+            Frame::Push(vec![bulk("server-cpu-usage"), Frame::Integer(42)]),
+            bulk("Some real reply following the push reply"),
+        ]),
+        "verbatim" => Frame::Verbatim(Bytes::from_static(b"This is a verbatim\nstring")),
+        "true" => Frame::Boolean(true),
+        "false" => Frame::Boolean(false),
+        _ => return Err(Frame::error(
+            "ERR Wrong protocol type name. Please use one of the following: string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|true|false",
+        )),
+    })
+}
+
+/// Keys written per transaction by POPULATE: each batch is one log record
+/// and holds its shards' locks only while it is applied, so a populate of
+/// millions of keys neither outgrows `wal-max-record-size-mb` nor stalls
+/// the other clients for its whole run, as Redis's does.
+const POPULATE_BATCH: u64 = 1024;
+
+/// DEBUG POPULATE count [prefix [size]]. Redis adds the keys without
+/// propagating them, so its AOF and replicas never see them; here they
+/// are written as SETs are, logged at the connection's level and
+/// replicated, so that no acknowledged key is lost in a crash.
+fn populate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
+    let count = match super::positive_count(&args[2]) {
+        Ok(n) => n,
+        Err(e) => return Outcome::now(e),
+    };
+    let size = match args.get(4).map(|a| super::positive_count(a)).transpose() {
+        Ok(s) => s.unwrap_or(0) as usize,
+        Err(e) => return Outcome::now(e),
+    };
+    if let Some(refused) = crate::dispatch::refuse_write(ctx, 0) {
+        return Outcome::now(refused);
+    }
+    if ctx.shared.repl.is_replica() && !ctx.client.is_master && crate::repl::read_only(ctx.shared) {
+        return Outcome::now(Frame::error(errors::READONLY_REPLICA));
+    }
+    let prefix: &[u8] = args.get(3).map_or(b"key", |p| &p[..]);
+    let db = ctx.db();
+    let mut dep = 0;
+    let mut next = 0u64;
+    while next < count {
+        let end = count.min(next + POPULATE_BATCH);
+        let keys: Vec<Bytes> = (next..end)
+            .map(|j| {
+                let mut k = Vec::with_capacity(prefix.len() + 21);
+                k.extend_from_slice(prefix);
+                k.push(b':');
+                k.extend_from_slice(itoa::Buffer::new().format(j).as_bytes());
+                Bytes::from(k)
+            })
+            .collect();
+        let mut txn = match crate::dispatch::lock(ctx.shared, false, keys.iter().map(|k| &k[..])) {
+            Ok(t) => t,
+            Err(busy) => return Outcome::now(busy),
+        };
+        for (j, key) in (next..end).zip(&keys) {
+            if txn.get_untouched(db, key).is_some() {
+                continue;
+            }
+            let mut value = format!("value:{j}").into_bytes();
+            if size > 0 {
+                value.resize(size, 0);
+            }
+            let op = KeyOp::SetString {
+                value: Bytes::from(value),
+                expire: ExpireMode::Clear,
+            };
+            if let Err(e) = super::apply(&mut txn, db, key, op) {
+                // What the batch applied so far is committed with it.
+                let out = crate::dispatch::finish(ctx, txn, e);
+                return Outcome {
+                    frame: out.frame,
+                    dependency_lsn: crate::repl::combine_deps(dep, out.dependency_lsn),
+                };
+            }
+        }
+        let out = crate::dispatch::finish(ctx, txn, Frame::ok());
+        if out.frame.is_error() {
+            return out;
+        }
+        dep = crate::repl::combine_deps(dep, out.dependency_lsn);
+        next = end;
+    }
+    Outcome {
+        frame: Frame::ok(),
+        dependency_lsn: dep,
+    }
 }
 
 /// Redis blocks its whole server; here only this connection waits.

@@ -47,8 +47,15 @@ fn hash_len(txn: &mut Txn<'_>, db: usize, key: &[u8]) -> Result<usize, Frame> {
     Ok(read_hash(txn, db, key)?.map_or(0, |h| h.len()))
 }
 
-/// HSET/HMSET: sets the pairs and returns how many fields are new.
-fn set_fields(ctx: &Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Result<usize, Frame> {
+/// HSET/HMSET: sets the pairs and, if `count` (HSET's reply), returns how
+/// many fields are new. HMSET answers OK whatever it added, so it only
+/// checks the type, without counting entries before and after.
+fn set_fields(
+    ctx: &Ctx<'_>,
+    txn: &mut Txn<'_>,
+    args: &[Bytes],
+    count: bool,
+) -> Result<usize, Frame> {
     if !args.len().is_multiple_of(2) {
         return Err(errors::wrong_args(
             std::str::from_utf8(&args[0]).unwrap_or("hset"),
@@ -56,21 +63,29 @@ fn set_fields(ctx: &Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Result<usize,
     }
     let db = ctx.db();
     let key = &args[1];
-    let before = hash_len(txn, db, key)?;
+    let before = if count {
+        hash_len(txn, db, key)?
+    } else {
+        read_hash(txn, db, key)?;
+        0
+    };
     let pairs = args[2..]
         .chunks_exact(2)
         .map(|p| (p[0].clone(), p[1].clone()))
         .collect();
     apply(txn, db, key, KeyOp::HSet(pairs))?;
+    if !count {
+        return Ok(0);
+    }
     Ok(hash_len(txn, db, key)?.saturating_sub(before))
 }
 
 fn hset(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
-    Ok(Frame::Integer(set_fields(ctx, txn, args)? as i64))
+    Ok(Frame::Integer(set_fields(ctx, txn, args, true)? as i64))
 }
 
 fn hmset(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
-    set_fields(ctx, txn, args)?;
+    set_fields(ctx, txn, args, false)?;
     Ok(Frame::ok())
 }
 

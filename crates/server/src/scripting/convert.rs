@@ -34,6 +34,9 @@ pub fn frame_to_lua(lua: &Lua, f: &Frame, resp: u8) -> mlua::Result<Value> {
                 Value::Boolean(false)
             }
         }
+        // As in Redis, scripts never see attributes (only DEBUG PROTOCOL,
+        // which they may not call, sends one).
+        Frame::Attribute(_) => Value::Nil,
         // A sequence only comes from commands scripts may not call.
         Frame::Array(items) | Frame::Push(items) | Frame::Sequence(items) => {
             array(lua, items, resp)?
