@@ -203,12 +203,33 @@ fn memchr(needle: u8, hay: &[u8]) -> Option<usize> {
 
 /// Parses a signed decimal length the way Redis's `string2ll` does (no
 /// leading `+`, no spaces, no leading zeros except `0` itself).
+/// Every request has a few of these, so it is a plain digit loop rather
+/// than UTF-8 validation and `str::parse`. As in `string2ll`, `-0` and
+/// `-01` are refused too.
 fn parse_len(text: &[u8]) -> Option<i64> {
-    let s = std::str::from_utf8(text).ok()?;
-    if s.is_empty() || s.starts_with('+') || (s.len() > 1 && s.starts_with('0')) {
+    if text == b"0" {
+        return Some(0);
+    }
+    let (negative, digits) = match text.split_first()? {
+        (b'-', rest) => (true, rest),
+        _ => (false, text),
+    };
+    if !matches!(digits.first(), Some(b'1'..=b'9')) {
         return None;
     }
-    s.parse::<i64>().ok()
+    let mut n: u64 = 0;
+    for &c in digits {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        n = n.checked_mul(10)?.checked_add(u64::from(d))?;
+    }
+    if negative {
+        0i64.checked_sub_unsigned(n)
+    } else {
+        i64::try_from(n).ok()
+    }
 }
 
 fn inline(buf: &mut BytesMut) -> Result<Step<Vec<Bytes>>, ParseError> {
@@ -442,6 +463,32 @@ mod tests {
                 v.push(b"*$\r\n0123-x \"'"[(seed % 13) as usize]);
             }
             let _ = parse_all(&v);
+        }
+    }
+
+    #[test]
+    fn lengths_are_read_as_string2ll_reads_them() {
+        for (text, want) in [
+            ("0", Some(0)),
+            ("7", Some(7)),
+            ("-1", Some(-1)),
+            ("123456", Some(123456)),
+            ("9223372036854775807", Some(i64::MAX)),
+            ("-9223372036854775808", Some(i64::MIN)),
+            ("9223372036854775808", None),
+            ("-9223372036854775809", None),
+            ("99999999999999999999", None),
+            ("", None),
+            ("-", None),
+            ("+1", None),
+            ("01", None),
+            ("-0", None),
+            ("-01", None),
+            ("1a", None),
+            (" 1", None),
+            ("1 ", None),
+        ] {
+            assert_eq!(parse_len(text.as_bytes()), want, "{text:?}");
         }
     }
 }

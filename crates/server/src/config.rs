@@ -662,6 +662,10 @@ fn repl_priority(v: &str) -> Result<String, String> {
     Ok(bounded(v, 0, i32::MAX as u64)?.to_string())
 }
 
+fn repl_ping_period(v: &str) -> Result<String, String> {
+    Ok(bounded(v, 1, i32::MAX as u64)?.to_string())
+}
+
 fn repl_port(v: &str) -> Result<String, String> {
     Ok(bounded(v, 0, 65_535)?.to_string())
 }
@@ -1587,6 +1591,8 @@ pub static DIRECTIVES: &[Directive] = &[
     repl_text!("slave-announce-ip", "replica-announce-ip", "", "Old name of replica-announce-ip", repl_ip),
     repl_text!("replica-announce-port", "replica-announce-port", "0", "Port this replica gives its primary (REPLCONF listening-port); 0 = the port it listens on", repl_port),
     repl_text!("slave-announce-port", "replica-announce-port", "0", "Old name of replica-announce-port", repl_port),
+    repl_text!("repl-ping-replica-period", "repl-ping-replica-period", "10", "Seconds between the PINGs a primary sends its replicas, so that an idle link does not time out", repl_ping_period),
+    repl_text!("repl-ping-slave-period", "repl-ping-replica-period", "10", "Old name of repl-ping-replica-period", repl_ping_period),
     compat!("masterauth", ""),
     compat!("masteruser", ""),
     compat!("repl-backlog-size", "1048576"),

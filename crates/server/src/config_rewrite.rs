@@ -21,6 +21,7 @@ const ALIASES: &[(&str, &str)] = &[
     ("slave-priority", "replica-priority"),
     ("slave-announce-ip", "replica-announce-ip"),
     ("slave-announce-port", "replica-announce-port"),
+    ("repl-ping-slave-period", "repl-ping-replica-period"),
     ("slaveof", "replicaof"),
 ];
 

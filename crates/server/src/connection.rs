@@ -154,12 +154,23 @@ pub async fn serve<S: ClientStream>(
     shared.clients.unregister(id);
 }
 
+/// Takes `timeout` from the configuration (at start-up and after CONFIG
+/// SET); a change wakes every connection to measure its idle time again.
+pub fn apply_config(shared: &Shared) {
+    let secs = shared.config.read().timeout_secs;
+    if shared.idle_timeout_secs.swap(secs, Ordering::Relaxed) != secs {
+        for handle in shared.clients.all() {
+            handle.wake.notify_one();
+        }
+    }
+}
+
 async fn run<S: ClientStream>(
     shared: &Arc<Shared>,
     stream: &mut S,
     client: &mut ClientState,
 ) -> io::Result<()> {
-    let (limits, query_limit, timeout_secs) = {
+    let (limits, query_limit) = {
         let c = shared.config.read();
         (
             RequestLimits {
@@ -168,7 +179,6 @@ async fn run<S: ClientStream>(
                 unauthenticated: false,
             },
             c.client_query_buffer_limit as usize,
-            c.timeout_secs,
         )
     };
     let parser = RequestParser::new(limits);
@@ -279,11 +289,18 @@ async fn run<S: ClientStream>(
             Some((lsn, _)) => (lsn, false),
             None => (0, false),
         };
+        // Counted from the last request, with the setting of now: CONFIG
+        // SET `timeout` wakes every connection (`apply_config`), so a
+        // change reaches those idle already, as in Redis.
+        let timeout_secs = shared.idle_timeout_secs.load(Ordering::Relaxed);
         let idle = async {
             if timeout_secs == 0 {
                 std::future::pending::<()>().await
             } else {
-                tokio::time::sleep(Duration::from_secs(timeout_secs)).await
+                let last = handle.last_interaction_ms.load(Ordering::Relaxed);
+                let due = last.saturating_add(timeout_secs.saturating_mul(1000));
+                let wait = due.saturating_sub(crate::util::now_ms());
+                tokio::time::sleep(Duration::from_millis(wait)).await
             }
         };
         tokio::select! {
@@ -382,7 +399,12 @@ async fn write_all_unless_killed<'h, S: ClientStream>(
     });
     loop {
         tokio::select! {
-            r = &mut write => return r.map(|()| true),
+            r = &mut write => {
+                // As Redis does: a client whose reply went out (a blocked
+                // one, say) was not idle meanwhile.
+                handle.last_interaction_ms.store(crate::util::now_ms(), Ordering::Relaxed);
+                return r.map(|()| true);
+            }
             _ = woken.as_mut() => {
                 if handle.is_killed() {
                     return Ok(false);

@@ -178,6 +178,8 @@ pub struct Shared {
     pub tls_acceptor: parking_lot::RwLock<Option<tokio_rustls::TlsAcceptor>>,
     /// The listening sockets; CONFIG SET `bind` and `port` rebind them.
     pub listeners: crate::listeners::Listeners,
+    /// `timeout`, read by every connection each time it goes idle.
+    pub idle_timeout_secs: AtomicU64,
 }
 
 impl Shared {
@@ -242,8 +244,10 @@ impl Shared {
             debug: crate::cmd::debug::DebugState::default(),
             tracking,
             evict: crate::evict::Eviction::default(),
+            idle_timeout_secs: AtomicU64::new(0),
         };
         crate::evict::apply_config(&shared);
+        crate::connection::apply_config(&shared);
         crate::latency::apply_config(&shared);
         // Recovery's replay expires keys too; INFO counts from here.
         shared.count_expired_from_now();

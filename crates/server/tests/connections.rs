@@ -133,3 +133,31 @@ fn thousands_of_idle_connections_and_maxclients() {
     let mut extra = connect(server.port);
     assert_eq!(read_to_close(&mut extra), MAX_CLIENTS);
 }
+
+/// CONFIG SET `timeout` reaches connections that are already open and idle,
+/// the one that set it included, as in Redis; `timeout 0` spares them again.
+#[test]
+fn config_set_timeout_applies_to_open_connections() {
+    let srv = Server::start(&[]);
+    let mut early = connect(srv.port);
+    ping(&mut early);
+    let mut setter = connect(srv.port);
+    setter
+        .write_all(&req(&[b"CONFIG", b"SET", b"timeout", b"1"]))
+        .unwrap();
+    assert_eq!(read_exactly(&mut setter, 5), b"+OK\r\n");
+    let started = Instant::now();
+    assert!(read_to_close(&mut early).is_empty());
+    assert!(read_to_close(&mut setter).is_empty());
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(5), "closed after {took:?}");
+
+    let mut spared = connect(srv.port);
+    ping(&mut spared);
+    spared
+        .write_all(&req(&[b"CONFIG", b"SET", b"timeout", b"0"]))
+        .unwrap();
+    assert_eq!(read_exactly(&mut spared, 5), b"+OK\r\n");
+    std::thread::sleep(Duration::from_millis(2500));
+    ping(&mut spared);
+}

@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{eventually, q, RealRedis, Server};
+use common::{error_text, eventually, q, try_q, RealRedis, Server};
 use redis::Connection;
 use std::time::Duration;
 
@@ -1094,4 +1094,26 @@ fn a_replica_logs_in_to_its_primary_as_a_restricted_acl_user() {
     }
     let n: i64 = q(&mut p, &["WAIT", "1", "2000"]);
     assert_eq!(n, 1, "only the replica that logged in is counted");
+}
+
+/// `repl-ping-replica-period` (and its old name) sets how often an idle
+/// primary pings its replicas: the stream grows by one PING per period.
+#[test]
+fn idle_primary_pings_replicas_every_configured_period() {
+    let primary = Server::start(&[]);
+    let mut p = primary.conn();
+    ok(&mut p, &["CONFIG", "SET", "repl-ping-slave-period", "1"]);
+    let got: Vec<String> = q(&mut p, &["CONFIG", "GET", "repl-ping-replica-period"]);
+    assert_eq!(got, ["repl-ping-replica-period", "1"]);
+    let e = try_q::<()>(&mut p, &["CONFIG", "SET", "repl-ping-replica-period", "0"]).unwrap_err();
+    assert!(error_text(&e).contains("repl-ping-replica-period"), "{e}");
+    let replica = replica_of(&primary, &[]);
+    let mut r = replica.conn();
+    eventually("the replica links", || link_up(&mut r));
+    let offset =
+        |c: &mut Connection| -> u64 { info_field(c, "master_repl_offset").parse().unwrap() };
+    let before = offset(&mut p);
+    std::thread::sleep(Duration::from_millis(3500));
+    let pings = (offset(&mut p) - before) / b"*1\r\n$4\r\nPING\r\n".len() as u64;
+    assert!((2..=5).contains(&pings), "{pings} pings in 3.5 s");
 }

@@ -1,7 +1,7 @@
 //! DEBUG: the subset test suites use, behind `enable-debug-command` as in
 //! Redis (`no` by default; `local` allows loopback clients only).
 //! SLEEP, OBJECT, RELOAD, CHANGE-REPL-ID, SET-ACTIVE-EXPIRE, DIGEST,
-//! DIGEST-VALUE, ERROR and POPULATE.
+//! DIGEST-VALUE, ERROR, POPULATE, PROTOCOL and LOADAOF.
 
 use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Reply, NO_KEYS};
 use crate::dispatch::Outcome;
@@ -85,6 +85,12 @@ fn debug_now(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         ("digest", 2) => digest(ctx),
         ("digest-value", _) => digest_values(ctx, &args[2..]),
         ("reload", _) => reload(ctx),
+        // Redis writes out its AOF and loads it back. durakv's log is
+        // always written out; what a restart rebuilds is the newest
+        // checkpoint and the log after it, and RELOAD's checkpoint waits
+        // for every record it holds to be durable, so the same check
+        // covers both.
+        ("loadaof", 2) => reload(ctx),
         ("change-repl-id", 2) => {
             ctx.shared.repl.change_replid();
             Ok(Frame::ok())
@@ -110,6 +116,9 @@ fn help() -> Frame {
         "ERROR <string>",
         "    Reply with an error whose text is <string>, so that a client library can",
         "    test how it handles one.",
+        "LOADAOF",
+        "    Make the log durable and check, as RELOAD does, that a restart would rebuild",
+        "    the current dataset.",
         "OBJECT <key>",
         "    Show low level info about the key and associated value.",
         "PROTOCOL <type>",

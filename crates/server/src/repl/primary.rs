@@ -21,8 +21,6 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Bytes sent to a replica per write from the backlog.
 const SEND_CHUNK_BYTES: usize = 256 * 1024;
-/// `repl-ping-replica-period`: keeps idle links (and their timeouts) alive.
-const PING_PERIOD: Duration = Duration::from_secs(10);
 
 /// What PSYNC (or SYNC) asked for.
 pub struct PsyncRequest {
@@ -424,9 +422,22 @@ fn acknowledge(shared: &Shared, info: &ReplicaInfo, args: &[bytes::Bytes]) {
 
 /// Sends PING down the stream every `repl-ping-replica-period` while
 /// replicas are attached, as Redis does, so their link timeouts see life.
+/// It ticks once a second, as Redis's replication cron does, so a new
+/// period applies from the next tick.
 pub async fn ping_replicas(shared: Arc<Shared>) {
+    let mut ticks = 0u64;
     loop {
-        tokio::time::sleep(PING_PERIOD).await;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        ticks += 1;
+        let period = shared
+            .config
+            .read()
+            .get("repl-ping-replica-period")
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(10);
+        if !ticks.is_multiple_of(period.max(1)) {
+            continue;
+        }
         if !shared.repl.replicas.lock().is_empty() {
             let mut out = Vec::new();
             super::effects::resp(&mut out, &[b"PING"]);
