@@ -246,4 +246,22 @@ fn debug_populate_is_logged_and_survives_kill9() {
         common::error_text(&e),
         "ERR value is out of range, must be positive"
     );
+    // A size no request could carry is refused rather than allocated.
+    let e = redis::cmd("DEBUG")
+        .arg(&["POPULATE", "1", "huge", "1000000000000"])
+        .query::<String>(&mut c)
+        .unwrap_err();
+    assert!(common::error_text(&e).contains("proto-max-bulk-len"), "{e}");
+    // Over maxmemory it stops with Redis's OOM error.
+    let _: () = redis::cmd("CONFIG")
+        .arg(&["SET", "maxmemory", "1"])
+        .query(&mut c)
+        .unwrap();
+    let e = redis::cmd("DEBUG")
+        .arg(&["POPULATE", "10", "more"])
+        .query::<String>(&mut c)
+        .unwrap_err();
+    assert!(common::error_text(&e).starts_with("OOM "), "{e}");
+    let n: u64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
+    assert_eq!(n, 3010);
 }

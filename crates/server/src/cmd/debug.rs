@@ -203,8 +203,12 @@ fn populate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         Ok(s) => s.unwrap_or(0) as usize,
         Err(e) => return Outcome::now(e),
     };
-    if let Some(refused) = crate::dispatch::refuse_write(ctx, 0) {
-        return Outcome::now(refused);
+    // Redis would try to allocate any size and abort; a value no request
+    // could have carried is refused instead.
+    if size as u64 > ctx.shared.config.read().proto_max_bulk_len {
+        return Outcome::now(Frame::error(
+            "ERR DEBUG POPULATE value size is larger than proto-max-bulk-len",
+        ));
     }
     if ctx.shared.repl.is_replica() && !ctx.client.is_master && crate::repl::read_only(ctx.shared) {
         return Outcome::now(Frame::error(errors::READONLY_REPLICA));
@@ -214,6 +218,14 @@ fn populate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let mut dep = 0;
     let mut next = 0u64;
     while next < count {
+        // Checked per batch: memory over `maxmemory` (as for any command
+        // that adds data) or a failed log stops it with what it wrote.
+        if let Some(refused) = crate::dispatch::refuse_write(ctx, DENYOOM) {
+            return Outcome {
+                frame: refused,
+                dependency_lsn: dep,
+            };
+        }
         let end = count.min(next + POPULATE_BATCH);
         let keys: Vec<Bytes> = (next..end)
             .map(|j| {
