@@ -293,6 +293,9 @@ pub(crate) fn install_spare_with(
     ))
 }
 
+/// Told (stream, capped, zeros too dear) after each `Auto` preparation.
+pub(crate) type JudgedFn = Box<dyn Fn(usize, bool, bool) + Send + Sync>;
+
 /// Spares being prepared in the background, one slot per stream.
 ///
 /// Every preparation uses a fresh file name (`bg<generation>`): the writer
@@ -306,9 +309,17 @@ pub(crate) struct Spares {
     /// Per stream: spares prepared since `Auto` last found zeroing too slow
     /// (0: it did not).
     since_too_slow: Vec<AtomicU32>,
+    /// Per stream: whether the last probe found zeroing slow in absolute
+    /// terms (below `ZERO_MIN_BYTES_PER_SEC`): a disk whose bandwidth is the
+    /// limit. Zeros that are merely dear next to a fast log (the relative
+    /// rule) make the stream fallocate, but say nothing about bandwidth: a
+    /// disk with a millisecond fsync, as network block storage has, zeroes
+    /// at 100 MB/s and is bound by latency, where overlapping fsyncs pays.
+    capped: Vec<AtomicBool>,
     /// Told after each `Auto` preparation whether the stream's disk is
-    /// bandwidth-bound (zeroing found too slow), for group commit.
-    on_judged: std::sync::OnceLock<Box<dyn Fn(usize, bool) + Send + Sync>>,
+    /// capped (`capped`) and whether zeros were found too dear (either
+    /// rule), for group commit to decide how it batches.
+    on_judged: std::sync::OnceLock<JudgedFn>,
     queue: Mutex<Vec<usize>>,
     cv: Condvar,
     stop: AtomicBool,
@@ -335,6 +346,7 @@ impl Spares {
                 })
                 .collect(),
             since_too_slow: (0..streams).map(|_| AtomicU32::new(0)).collect(),
+            capped: (0..streams).map(|_| AtomicBool::new(false)).collect(),
             on_judged: std::sync::OnceLock::new(),
             queue: Mutex::new(Vec::new()),
             cv: Condvar::new(),
@@ -344,7 +356,7 @@ impl Spares {
     }
 
     /// Sets what is told each `Auto` judgement of a stream's disk (once).
-    pub fn on_judged(&self, f: Box<dyn Fn(usize, bool) + Send + Sync>) {
+    pub fn on_judged(&self, f: JudgedFn) {
         let _ = self.on_judged.set(f);
     }
 
@@ -431,6 +443,7 @@ impl Spares {
                     slow.fetch_add(1, SeqCst);
                 } else {
                     slow.store(0, SeqCst);
+                    self.capped[stream].store(false, SeqCst);
                 }
             }
             let keep = |zeroed, took| {
@@ -440,13 +453,20 @@ impl Spares {
                 let affordable = self.zeroing_affordable(stream, zeroed, took);
                 if !affordable {
                     slow.store(1, SeqCst);
+                    if !zeroing_fast_enough(zeroed, took) {
+                        self.capped[stream].store(true, SeqCst);
+                    }
                 }
                 affordable
             };
             let prepared = prepare_spare(p, &tag, mode, &keep);
             if p.preallocate == Preallocate::Auto {
                 if let Some(f) = self.on_judged.get() {
-                    f(stream, slow.load(SeqCst) > 0);
+                    f(
+                        stream,
+                        self.capped[stream].load(SeqCst),
+                        slow.load(SeqCst) > 0,
+                    );
                 }
             }
             match prepared {
