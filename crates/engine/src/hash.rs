@@ -289,9 +289,7 @@ impl Iterator for Iter<'_> {
                 let mut it = PackedIter { buf, pos: *pos };
                 let (_, f, v) = it.next()?;
                 *pos = it.pos;
-                let at = |s: &[u8]| s.as_ptr() as usize - buf.as_ptr() as usize;
-                let (fa, va) = (at(f), at(v));
-                Some((buf.slice(fa..fa + f.len()), buf.slice(va..va + v.len())))
+                Some((buf.slice_ref(f), buf.slice_ref(v)))
             }
             OwnedInner::Table(it) => it.next().map(|(f, v)| (f.clone(), v.clone())),
         }
@@ -396,6 +394,17 @@ impl HashValue {
             Repr::Packed(buf) => Some(std::slice::from_ref(buf)),
             Repr::Other(o) => match &**o {
                 Other::Split(parts) => Some(&parts[..]),
+                Other::Table(_) => None,
+            },
+        }
+    }
+
+    /// [`HashValue::parts`], to write into.
+    fn parts_mut(&mut self) -> Option<&mut [Box<[u8]>]> {
+        match &mut *self.repr {
+            Repr::Packed(buf) => Some(std::slice::from_mut(buf)),
+            Repr::Other(o) => match &mut **o {
+                Other::Split(parts) => Some(&mut parts[..]),
                 Other::Table(_) => None,
             },
         }
@@ -562,21 +571,18 @@ impl HashValue {
         let mut spots = [(0usize, 0usize); MAX];
         for ((f, v), spot) in pairs.iter().zip(spots.iter_mut()) {
             let found = parts.iter().enumerate().find_map(|(i, part)| {
-                packed(part)
-                    .find(|(_, pf, _)| *pf == &f[..])
-                    .map(|(_, _, pv)| (i, pv.as_ptr() as usize - part.as_ptr() as usize, pv.len()))
+                let mut it = packed(part);
+                let (_, _, pv) = it.find(|(_, pf, _)| *pf == &f[..])?;
+                // The value ends where the iterator now stands.
+                Some((i, it.pos - pv.len(), pv.len()))
             });
             match found {
                 Some((i, at, len)) if len == v.len() => *spot = (i, at),
                 _ => return false,
             }
         }
-        let parts: &mut [Box<[u8]>] = match &mut *self.repr {
-            Repr::Packed(buf) => std::slice::from_mut(buf),
-            Repr::Other(o) => match &mut **o {
-                Other::Split(parts) => &mut parts[..],
-                Other::Table(_) => return false,
-            },
+        let Some(parts) = self.parts_mut() else {
+            return false;
         };
         // In order, so that a field given twice ends with its last value.
         for ((_, v), &(i, at)) in pairs.iter().zip(spots.iter()) {

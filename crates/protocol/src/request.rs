@@ -201,11 +201,10 @@ fn memchr(needle: u8, hay: &[u8]) -> Option<usize> {
     hay.iter().position(|&b| b == needle)
 }
 
-/// Parses a signed decimal length the way Redis's `string2ll` does (no
-/// leading `+`, no spaces, no leading zeros except `0` itself).
-/// Every request has a few of these, so it is a plain digit loop rather
-/// than UTF-8 validation and `str::parse`. As in `string2ll`, `-0` and
-/// `-01` are refused too.
+/// Parses a signed decimal length the way Redis's `string2ll` does: no
+/// leading `+`, no spaces, no leading zeros except `0` itself (so `-0` and
+/// `-01` are refused too). Every request has a few of these, so it is a
+/// plain digit loop rather than UTF-8 validation and `str::parse`.
 fn parse_len(text: &[u8]) -> Option<i64> {
     if text == b"0" {
         return Some(0);

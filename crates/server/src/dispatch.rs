@@ -84,11 +84,7 @@ fn check_and_run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         flag_multi(ctx);
         return Outcome::now(Frame::error("ERR Command not allowed inside a transaction"));
     }
-    if spec.is_write()
-        && ctx.shared.repl.is_replica()
-        && !ctx.client.is_master
-        && crate::repl::read_only(ctx.shared)
-    {
+    if spec.is_write() && read_only_replica(ctx) {
         return reject(ctx, spec, Frame::error(errors::READONLY_REPLICA));
     }
     if spec.flags & flags::LOADING == 0
@@ -172,7 +168,11 @@ fn run(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> Outcome {
                 Ok(t) => t,
                 Err(busy) => return Outcome::now(busy),
             };
-            if spec.is_write() && demoted_meanwhile(ctx) {
+            // Checked again under the locks: a write that passed the check
+            // above may have waited for them while this server became a
+            // replica (FAILOVER hands over under every shard lock); it is
+            // refused, not applied where no stream carries it on.
+            if spec.is_write() && read_only_replica(ctx) {
                 drop(txn);
                 return reject(ctx, spec, Frame::error(errors::READONLY_REPLICA));
             }
@@ -185,10 +185,9 @@ fn run(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> Outcome {
     }
 }
 
-/// A write that passed the READONLY check, then waited for its locks while
-/// this server became a replica (FAILOVER hands over under every shard
-/// lock): it is refused, not applied where no stream carries it on.
-fn demoted_meanwhile(ctx: &Ctx<'_>) -> bool {
+/// Whether this server is a read-only replica to this client (anyone but
+/// its primary's link): writes then get -READONLY.
+pub(crate) fn read_only_replica(ctx: &Ctx<'_>) -> bool {
     ctx.shared.repl.is_replica() && !ctx.client.is_master && crate::repl::read_only(ctx.shared)
 }
 
@@ -463,7 +462,7 @@ pub fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
             return Outcome::now(busy);
         }
     };
-    if writes && demoted_meanwhile(ctx) {
+    if writes && read_only_replica(ctx) {
         drop(txn);
         return exec_abort(ctx, Frame::error(errors::READONLY_REPLICA));
     }

@@ -210,9 +210,6 @@ fn populate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             "ERR DEBUG POPULATE value size is larger than proto-max-bulk-len",
         ));
     }
-    if ctx.shared.repl.is_replica() && !ctx.client.is_master && crate::repl::read_only(ctx.shared) {
-        return Outcome::now(Frame::error(errors::READONLY_REPLICA));
-    }
     let prefix: &[u8] = args.get(3).map_or(b"key", |p| &p[..]);
     let db = ctx.db();
     let mut dep = 0;
@@ -240,6 +237,14 @@ fn populate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             Ok(t) => t,
             Err(busy) => return Outcome::now(busy),
         };
+        // Under the locks, as for any write: a FAILOVER between batches
+        // makes this server a replica.
+        if crate::dispatch::read_only_replica(ctx) {
+            return Outcome {
+                frame: Frame::error(errors::READONLY_REPLICA),
+                dependency_lsn: dep,
+            };
+        }
         for (j, key) in (next..end).zip(&keys) {
             if txn.get_untouched(db, key).is_some() {
                 continue;

@@ -64,20 +64,20 @@ fn set_fields(
     let db = ctx.db();
     let key = &args[1];
     let before = if count {
-        hash_len(txn, db, key)?
+        Some(hash_len(txn, db, key)?)
     } else {
         read_hash(txn, db, key)?;
-        0
+        None
     };
     let pairs = args[2..]
         .chunks_exact(2)
         .map(|p| (p[0].clone(), p[1].clone()))
         .collect();
     apply(txn, db, key, KeyOp::HSet(pairs))?;
-    if !count {
-        return Ok(0);
+    match before {
+        Some(n) => Ok(hash_len(txn, db, key)?.saturating_sub(n)),
+        None => Ok(0),
     }
-    Ok(hash_len(txn, db, key)?.saturating_sub(before))
 }
 
 fn hset(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
