@@ -733,7 +733,7 @@ pub fn decode_value(r: &mut Reader<'_>) -> Result<Value, DecodeError> {
             for _ in 0..n {
                 l.push_back(r.slice()?);
             }
-            Value::List(Box::new(l))
+            Value::List(std::sync::Arc::new(l))
         }
         tag::V_SET => {
             let n = r.count(4)?;
@@ -741,7 +741,7 @@ pub fn decode_value(r: &mut Reader<'_>) -> Result<Value, DecodeError> {
             for _ in 0..n {
                 s.insert(r.bytes()?);
             }
-            Value::Set(Box::new(s))
+            Value::Set(std::sync::Arc::new(s))
         }
         tag::V_ZSET => {
             let n = r.count(12)?;
@@ -750,12 +750,16 @@ pub fn decode_value(r: &mut Reader<'_>) -> Result<Value, DecodeError> {
                 let s = r.score()?;
                 pairs.push((s, r.slice()?));
             }
-            Value::ZSet(Box::new(ZSet::from_pairs(&pairs)))
+            Value::ZSet(std::sync::Arc::new(ZSet::from_pairs(&pairs)))
         }
-        tag::V_STREAM => Value::Stream(Box::new(crate::stream_codec::decode_stream(r, false)?)),
+        tag::V_STREAM => Value::Stream(std::sync::Arc::new(crate::stream_codec::decode_stream(
+            r, false,
+        )?)),
         tag::V_STREAM_ACTIVE => {
             r.saw_active_streams = true;
-            Value::Stream(Box::new(crate::stream_codec::decode_stream(r, true)?))
+            Value::Stream(std::sync::Arc::new(crate::stream_codec::decode_stream(
+                r, true,
+            )?))
         }
         _ => return r.fail("unknown value type"),
     })
@@ -794,7 +798,7 @@ mod tests {
                 1,
                 b("z"),
                 KeyOp::Restore {
-                    value: Value::ZSet(Box::new(z)),
+                    value: Value::ZSet(std::sync::Arc::new(z)),
                     expire_at_ms: 5,
                 },
             ),

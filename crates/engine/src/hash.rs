@@ -13,6 +13,7 @@
 use bytes::Bytes;
 use indexmap::IndexMap;
 use std::borrow::Cow;
+use std::sync::Arc;
 
 /// Entries a packed hash may hold.
 pub const PACKED_MAX_ENTRIES: usize = 128;
@@ -50,7 +51,9 @@ enum Other {
     /// [`packed_repr`]): the same entries in the same order. 32 bytes, as
     /// large as the pair of pointers it is.
     Split([Box<[u8]>; 2]),
-    Table(Box<Table>),
+    // Shared, as the larger collections are (`crate::value::Value`): a
+    // snapshot takes it in O(1), and a write copies it while one holds it.
+    Table(Arc<Table>),
 }
 
 impl Default for HashValue {
@@ -302,7 +305,7 @@ impl HashValue {
         if n > PACKED_MAX_ENTRIES || bytes > PACKED_MAX_BYTES {
             let t = Table::with_capacity_and_hasher(n, Default::default());
             return HashValue {
-                repr: Box::new(Repr::Other(Box::new(Other::Table(Box::new(t))))),
+                repr: Box::new(Repr::Other(Box::new(Other::Table(Arc::new(t))))),
             };
         }
         HashValue::default()
@@ -363,10 +366,21 @@ impl HashValue {
         }
     }
 
+    /// Where a shared table lives (`crate::cow`); None for a packed hash.
+    pub(crate) fn shared_address(&self) -> Option<usize> {
+        match &*self.repr {
+            Repr::Other(o) => match &**o {
+                Other::Table(t) => Some(crate::cow::address(t)),
+                Other::Split(_) => None,
+            },
+            Repr::Packed(_) => None,
+        }
+    }
+
     fn table_mut(&mut self) -> Option<&mut Table> {
         match &mut *self.repr {
             Repr::Other(o) => match &mut **o {
-                Other::Table(t) => Some(t),
+                Other::Table(t) => Some(crate::cow::make_mut(t)),
                 Other::Split(_) => None,
             },
             Repr::Packed(_) => None,
@@ -596,7 +610,7 @@ impl HashValue {
         for (f, v) in self.iter() {
             t.insert(f, v);
         }
-        *self.repr = Repr::Other(Box::new(Other::Table(Box::new(t))));
+        *self.repr = Repr::Other(Box::new(Other::Table(Arc::new(t))));
     }
 }
 

@@ -29,6 +29,7 @@
 
 pub mod checkpoint;
 pub mod codec;
+mod cow;
 pub mod db;
 pub mod dep;
 pub mod durability;

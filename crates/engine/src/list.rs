@@ -695,7 +695,7 @@ mod tests {
             }
         }
         assert!(l.blocks.len() > 10);
-        let v = crate::value::Value::List(Box::new(l));
+        let v = crate::value::Value::List(std::sync::Arc::new(l));
         let mut out = Vec::new();
         crate::codec::encode_value(&v, &mut out);
         let back = crate::codec::decode_value(&mut crate::codec::Reader::new(&out)).unwrap();

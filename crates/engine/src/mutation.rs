@@ -18,6 +18,7 @@ use crate::shard::Shard;
 pub use crate::stream_op::StreamOp;
 use crate::value::{Str, Value};
 use bytes::Bytes;
+use std::sync::Arc;
 
 /// What happens to an existing TTL when a string is written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -341,10 +342,11 @@ fn apply_key_op(d: &mut Db, key: &Bytes, op: &KeyOp, now_ms: u64) -> Result<(), 
             }
         }
         KeyOp::Push { left, items } => {
-            let e = collection(d, key, now_ms, || Value::List(Box::default()));
+            let e = collection(d, key, now_ms, || Value::List(Arc::default()));
             let Value::List(l) = &mut e.value else {
                 return Err(WRONG_TYPE);
             };
+            let l = crate::cow::make_mut(l);
             for it in items {
                 if *left {
                     l.push_front(it);
@@ -358,6 +360,7 @@ fn apply_key_op(d: &mut Db, key: &Bytes, op: &KeyOp, now_ms: u64) -> Result<(), 
                 let Value::List(l) = &mut e.value else {
                     return Err(WRONG_TYPE);
                 };
+                let l = crate::cow::make_mut(l);
                 for _ in 0..*count {
                     let popped = if *left { l.pop_front() } else { l.pop_back() };
                     if !popped {
@@ -372,6 +375,7 @@ fn apply_key_op(d: &mut Db, key: &Bytes, op: &KeyOp, now_ms: u64) -> Result<(), 
             let Value::List(l) = &mut e.value else {
                 return Err(WRONG_TYPE);
             };
+            let l = crate::cow::make_mut(l);
             let i = list_index(l.len(), *index).ok_or("index out of range")?;
             l.set(i, item);
         }
@@ -380,6 +384,7 @@ fn apply_key_op(d: &mut Db, key: &Bytes, op: &KeyOp, now_ms: u64) -> Result<(), 
                 let Value::List(l) = &mut e.value else {
                     return Err(WRONG_TYPE);
                 };
+                let l = crate::cow::make_mut(l);
                 l.remove_matching(*count, item);
                 remove_if_empty(d, key);
             }
@@ -389,6 +394,7 @@ fn apply_key_op(d: &mut Db, key: &Bytes, op: &KeyOp, now_ms: u64) -> Result<(), 
                 let Value::List(l) = &mut e.value else {
                     return Err(WRONG_TYPE);
                 };
+                let l = crate::cow::make_mut(l);
                 match list_range(l.len(), *start, *stop) {
                     Some((s, e)) => {
                         l.truncate(e + 1);
@@ -408,6 +414,7 @@ fn apply_key_op(d: &mut Db, key: &Bytes, op: &KeyOp, now_ms: u64) -> Result<(), 
                 let Value::List(l) = &mut e.value else {
                     return Err(WRONG_TYPE);
                 };
+                let l = crate::cow::make_mut(l);
                 if let Some(pos) = l.iter().position(|x| x == &pivot[..]) {
                     let at = if *before { pos } else { pos + 1 };
                     l.insert(at, item);
@@ -419,6 +426,7 @@ fn apply_key_op(d: &mut Db, key: &Bytes, op: &KeyOp, now_ms: u64) -> Result<(), 
             let Value::Set(s) = &mut e.value else {
                 return Err(WRONG_TYPE);
             };
+            let s = crate::cow::make_mut(s);
             for m in members {
                 s.insert(m);
             }
@@ -428,6 +436,7 @@ fn apply_key_op(d: &mut Db, key: &Bytes, op: &KeyOp, now_ms: u64) -> Result<(), 
                 let Value::Set(s) = &mut e.value else {
                     return Err(WRONG_TYPE);
                 };
+                let s = crate::cow::make_mut(s);
                 for m in members {
                     s.swap_remove(m);
                 }
@@ -435,10 +444,11 @@ fn apply_key_op(d: &mut Db, key: &Bytes, op: &KeyOp, now_ms: u64) -> Result<(), 
             }
         }
         KeyOp::ZAdd(pairs) => {
-            let e = collection(d, key, now_ms, || Value::ZSet(Box::default()));
+            let e = collection(d, key, now_ms, || Value::ZSet(Arc::default()));
             let Value::ZSet(z) = &mut e.value else {
                 return Err(WRONG_TYPE);
             };
+            let z = crate::cow::make_mut(z);
             for (score, m) in pairs {
                 if score.is_nan() {
                     return Err("NaN score");
@@ -451,6 +461,7 @@ fn apply_key_op(d: &mut Db, key: &Bytes, op: &KeyOp, now_ms: u64) -> Result<(), 
                 let Value::ZSet(z) = &mut e.value else {
                     return Err(WRONG_TYPE);
                 };
+                let z = crate::cow::make_mut(z);
                 for m in members {
                     z.remove(m);
                 }
@@ -459,7 +470,7 @@ fn apply_key_op(d: &mut Db, key: &Bytes, op: &KeyOp, now_ms: u64) -> Result<(), 
         }
         KeyOp::Stream(op) => {
             let e = if op.creates() {
-                collection(d, key, now_ms, || Value::Stream(Box::default()))
+                collection(d, key, now_ms, || Value::Stream(Arc::default()))
             } else {
                 match d.get_mut(key, now_ms) {
                     Some(e) => e,
@@ -472,6 +483,7 @@ fn apply_key_op(d: &mut Db, key: &Bytes, op: &KeyOp, now_ms: u64) -> Result<(), 
             let Value::Stream(s) = &mut e.value else {
                 return Err(WRONG_TYPE);
             };
+            let s = crate::cow::make_mut(s);
             crate::stream_op::apply(s, op)?;
         }
     }

@@ -243,13 +243,14 @@ impl Drop for Walk<'_> {
 /// it (the shard's LSN); then every entry of the point, expired ones
 /// included (replay needs them), goes to `visit` (database number, key,
 /// entry, expiry time), a few hundred per hold of the lock, while writers
-/// go on.
+/// go on; `unlocked` runs after each hold.
 /// Returns `at_point`'s result and the longest hold of the lock.
 pub fn walk_shard<T>(
     ks: &Keyspace,
     shard: usize,
     at_point: impl FnOnce(&Shard) -> T,
     visit: &mut dyn FnMut(usize, &Key, &Entry, u64),
+    unlocked: &mut dyn FnMut(),
 ) -> (T, Duration) {
     let job = NEXT_ID.fetch_add(1, Ordering::Relaxed);
     let m = ks.shard(shard);
@@ -280,6 +281,7 @@ pub fn walk_shard<T>(
         }
         longest = longest.max(held.elapsed());
         parking_lot::MutexGuard::unlock_fair(g);
+        unlocked();
         if done {
             return (t, longest);
         }

@@ -500,7 +500,7 @@ mod tests {
             1,
             b("s2"),
             KeyOp::Restore {
-                value: Value::Stream(Box::new(s)),
+                value: Value::Stream(std::sync::Arc::new(s)),
                 expire_at_ms: 0,
             },
         ));

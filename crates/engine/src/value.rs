@@ -6,6 +6,7 @@ pub use crate::list::ListValue;
 pub use crate::set::SetValue;
 use crate::stream::Stream;
 use crate::zset::ZSet;
+use std::sync::Arc;
 
 pub type HashBuilder = ahash::RandomState;
 
@@ -66,14 +67,16 @@ impl EncodingLimits {
 pub enum Value {
     Str(Str),
     Hash(HashValue),
-    // Boxed: every key's entry is as large as the largest variant, and most
-    // keys are strings or small hashes. A value is 16 bytes: the other
-    // variants' tags are spare values of a string's first byte, and each
-    // is a pointer in the second word.
-    List(Box<ListValue>),
-    Set(Box<SetValue>),
-    ZSet(Box<ZSet>),
-    Stream(Box<Stream>),
+    // Behind a pointer: every key's entry is as large as the largest
+    // variant, and most keys are strings or small hashes. A value is 16
+    // bytes: the other variants' tags are spare values of a string's first
+    // byte, and each is a pointer in the second word. Shared (`Arc`), so
+    // that a snapshot takes a collection of any size in O(1) under its
+    // shard's lock; writes go through `crate::cow`.
+    List(Arc<ListValue>),
+    Set(Arc<SetValue>),
+    ZSet(Arc<ZSet>),
+    Stream(Arc<Stream>),
 }
 
 /// The type of a value, as `TYPE` and `SCAN ... TYPE` name it.
@@ -171,7 +174,23 @@ impl Value {
     }
 
     pub fn new_set() -> Value {
-        Value::Set(Box::default())
+        Value::Set(Arc::default())
+    }
+
+    /// The element count of a value whose clone shares its contents
+    /// rather than copying them (every list, set, sorted set and stream,
+    /// and a hash past the packed shape), and where they live
+    /// (`crate::cow`); None for one a clone copies.
+    pub fn shared(&self) -> Option<(usize, usize)> {
+        use crate::cow::address;
+        match self {
+            Value::Str(_) => None,
+            Value::Hash(h) => h.shared_address().map(|at| (h.len(), at)),
+            Value::List(l) => Some((l.len(), address(l))),
+            Value::Set(s) => Some((s.len(), address(s))),
+            Value::ZSet(z) => Some((z.len(), address(z))),
+            Value::Stream(s) => Some((usize::try_from(s.len()).unwrap_or(usize::MAX), address(s))),
+        }
     }
 
     /// True for a collection with no elements; such keys must not exist.
@@ -307,11 +326,13 @@ mod tests {
     #[test]
     fn encodings_follow_the_limits() {
         let mut l = EncodingLimits::default();
-        let list = Value::List(Box::new((0..10).map(|i| i.to_string()).collect()));
+        let list = Value::List(std::sync::Arc::new(
+            (0..10).map(|i| i.to_string()).collect(),
+        ));
         assert_eq!(list.encoding_name(&l), "listpack");
         l.list_size = 4;
         assert_eq!(list.encoding_name(&l), "quicklist");
-        let set = Value::Set(Box::new(
+        let set = Value::Set(std::sync::Arc::new(
             (0..10).map(|i| Bytes::from(i.to_string())).collect(),
         ));
         assert_eq!(set.encoding_name(&l), "intset");

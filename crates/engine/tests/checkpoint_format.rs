@@ -217,7 +217,7 @@ fn expected(version: u32) -> Vec<(usize, Vec<u8>, Value, u64)> {
     if version < 5 {
         for e in &mut v {
             if let Value::Stream(s) = &mut e.2 {
-                for g in s.groups.values_mut() {
+                for g in std::sync::Arc::make_mut(s).groups.values_mut() {
                     for c in g.consumers.values_mut() {
                         c.active_time = Some(c.seen_time);
                     }

@@ -724,7 +724,7 @@ mod tests {
             &[(Bytes::from_static(b"f"), Bytes::from_static(b"v"))],
             crate::stream::NodeLimits::default(),
         );
-        let entry = Entry::new(Value::Stream(Box::new(s)));
+        let entry = Entry::new(Value::Stream(std::sync::Arc::new(s)));
         let mut body = Vec::new();
         encode_entry(0, b"s", &entry, 0, &mut body);
         let mut pos = 0;

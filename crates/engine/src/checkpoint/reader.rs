@@ -675,7 +675,7 @@ mod tests {
         for i in 0..100 {
             z.insert(format!("user{i}"), f64::from(i % 7));
         }
-        Value::ZSet(Box::new(z))
+        Value::ZSet(std::sync::Arc::new(z))
     }
 
     #[test]

@@ -29,10 +29,14 @@ use super::format::{
     MAX_LZ4_INPUT_BYTES,
 };
 use super::CheckpointError;
+use crate::cow::Lease;
+use crate::db::Entry;
 use crate::io::FsFile;
+use crate::key::Key;
 use crate::keyspace::Keyspace;
 use crate::shard::Shard;
 use crate::snapshot;
+use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -85,49 +89,115 @@ pub(crate) fn serialize_shard(
     block_target_bytes: usize,
     pool: &mut Vec<Vec<u8>>,
 ) -> (ShardImage, Duration) {
-    // Slack so the entry that crosses the target rarely reallocates.
-    let capacity = BLOCK_HEADER_BYTES + block_target_bytes + block_target_bytes / 8;
-    let mut chunks = Vec::new();
-    // Made at the first entry, so an empty shard does not take a block.
-    let mut cur: Option<Chunk> = None;
-    let mut keys = 0u64;
-    let mut raw_bytes = 0u64;
+    let out = ImageBuilder {
+        block_target_bytes,
+        // Slack so the entry that crosses the target rarely reallocates.
+        capacity: BLOCK_HEADER_BYTES + block_target_bytes + block_target_bytes / 8,
+        pool,
+        chunks: Vec::new(),
+        cur: None,
+        keys: 0,
+        raw_bytes: 0,
+        taken: Vec::new(),
+    };
+    // Large collections are taken by reference (a clone shares them), and
+    // serialized as soon as the walk lets the lock go: a sorted set of a
+    // million members took 80-270 ms to serialize, and every writer of the
+    // shard, with the worker thread it ran on, waited that long. Each is
+    // leased meanwhile, so a write to it waits for it rather than copying
+    // it (`crate::cow`); what is serialized is the value at the point.
+    let out = RefCell::new(out);
     let (lsn, longest) = snapshot::walk_shard(
         ks,
         index,
         lsn_at_point,
-        &mut |db, key, entry, expire_at_ms| {
-            let c = cur.get_or_insert_with(|| {
-                Chunk::new(pool.pop().unwrap_or_else(|| Vec::with_capacity(capacity)))
-            });
-            format::encode_entry(db as u32, key, entry, expire_at_ms, &mut c.buf);
-            c.entries += 1;
-            keys += 1;
-            if c.body_len() >= block_target_bytes || c.entries == u32::MAX {
-                raw_bytes += c.body_len() as u64;
-                let next = Chunk::new(pool.pop().unwrap_or_else(|| Vec::with_capacity(capacity)));
-                chunks.push(std::mem::replace(c, next));
+        &mut |db, key, entry, expire_at_ms| match entry.value.shared() {
+            Some((len, at)) if len >= SERIALIZE_UNLOCKED_MIN_ELEMENTS => {
+                let lease = Lease::new(at, (db, key.clone(), entry.clone(), expire_at_ms));
+                out.borrow_mut().taken.push(lease);
             }
+            _ => out.borrow_mut().add(db, key, entry, expire_at_ms),
         },
+        &mut || out.borrow_mut().add_taken(),
     );
-    match cur {
-        Some(c) if c.entries > 0 => {
-            raw_bytes += c.body_len() as u64;
-            chunks.push(c);
+    (out.into_inner().finish(lsn), longest)
+}
+
+/// Collections with at least this many elements are serialized outside
+/// the shard's lock (see [`serialize_shard`]); smaller ones take less time
+/// to serialize than to set aside.
+const SERIALIZE_UNLOCKED_MIN_ELEMENTS: usize = 1024;
+
+/// A shard's entries being serialized into chunks.
+struct ImageBuilder<'a> {
+    block_target_bytes: usize,
+    capacity: usize,
+    /// Buffers to reuse (see [`serialize_shard`]).
+    pool: &'a mut Vec<Vec<u8>>,
+    chunks: Vec<Chunk>,
+    /// Made at the first entry, so an empty shard does not take a block.
+    cur: Option<Chunk>,
+    keys: u64,
+    raw_bytes: u64,
+    /// Entries whose large values are to be serialized once the lock is
+    /// released.
+    taken: Vec<Lease<(usize, Key, Entry, u64)>>,
+}
+
+impl ImageBuilder<'_> {
+    /// Serializes the entries taken, ending their leases.
+    fn add_taken(&mut self) {
+        let mut taken = std::mem::take(&mut self.taken);
+        for lease in taken.drain(..) {
+            let (db, key, entry, expire_at_ms) = lease.get();
+            self.add(*db, key, entry, *expire_at_ms);
         }
-        Some(c) => pool.push(c.buf),
-        None => {}
+        self.taken = taken;
     }
-    if chunks.is_empty() {
-        chunks.push(Chunk::new(Vec::with_capacity(BLOCK_HEADER_BYTES)));
+
+    fn new_chunk(&mut self) -> Chunk {
+        let capacity = self.capacity;
+        Chunk::new(
+            self.pool
+                .pop()
+                .unwrap_or_else(|| Vec::with_capacity(capacity)),
+        )
     }
-    let image = ShardImage {
-        lsn,
-        chunks,
-        keys,
-        raw_bytes,
-    };
-    (image, longest)
+
+    fn add(&mut self, db: usize, key: &Key, entry: &Entry, expire_at_ms: u64) {
+        let mut c = match self.cur.take() {
+            Some(c) => c,
+            None => self.new_chunk(),
+        };
+        format::encode_entry(db as u32, key, entry, expire_at_ms, &mut c.buf);
+        c.entries += 1;
+        self.keys += 1;
+        if c.body_len() >= self.block_target_bytes || c.entries == u32::MAX {
+            self.raw_bytes += c.body_len() as u64;
+            self.chunks.push(c);
+        } else {
+            self.cur = Some(c);
+        }
+    }
+
+    /// Always at least one chunk, so every shard has a block recording
+    /// its LSN.
+    fn finish(mut self, lsn: u64) -> ShardImage {
+        if let Some(c) = self.cur.take() {
+            self.raw_bytes += c.body_len() as u64;
+            self.chunks.push(c);
+        }
+        if self.chunks.is_empty() {
+            self.chunks
+                .push(Chunk::new(Vec::with_capacity(BLOCK_HEADER_BYTES)));
+        }
+        ShardImage {
+            lsn,
+            chunks: self.chunks,
+            keys: self.keys,
+            raw_bytes: self.raw_bytes,
+        }
+    }
 }
 
 /// Returns a written image's buffers to the pool.

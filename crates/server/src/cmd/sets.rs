@@ -347,7 +347,7 @@ fn store(txn: &mut Txn<'_>, db: usize, dest: &Bytes, result: SetValue) -> Reply 
             db,
             dest,
             KeyOp::Restore {
-                value: Value::Set(Box::new(result)),
+                value: Value::Set(std::sync::Arc::new(result)),
                 expire_at_ms: 0,
             },
         )?;

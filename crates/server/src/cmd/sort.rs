@@ -446,7 +446,7 @@ fn store(txn: &mut Txn<'_>, db: usize, dest: &Bytes, gets: &[&[u8]], window: &[B
             apply(txn, db, dest, KeyOp::Del)?;
         }
     } else {
-        let value = Value::List(Box::new(list));
+        let value = Value::List(std::sync::Arc::new(list));
         apply(
             txn,
             db,

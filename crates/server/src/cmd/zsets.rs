@@ -297,7 +297,7 @@ pub(super) fn store_scored(
         for (m, s) in items {
             z.insert(m, s);
         }
-        let value = Value::ZSet(Box::new(z));
+        let value = Value::ZSet(std::sync::Arc::new(z));
         let op = KeyOp::Restore {
             value,
             expire_at_ms: 0,

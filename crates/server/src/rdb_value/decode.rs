@@ -48,13 +48,16 @@ pub fn known(t: u8) -> bool {
 pub fn typed(t: u8, r: &mut Reader<'_>) -> Option<Value> {
     Some(match t {
         ty::STRING => Value::Str(r.string()?.into()),
-        ty::LIST => Value::List(Box::new(counted(r, |r| r.string())?.into_iter().collect())),
-        ty::LIST_ZIPLIST => Value::List(Box::new(
+        ty::LIST => Value::List(std::sync::Arc::new(
+            counted(r, |r| r.string())?.into_iter().collect(),
+        )),
+        ty::LIST_ZIPLIST => Value::List(std::sync::Arc::new(
             legacy::ziplist(&r.string()?)?.into_iter().collect(),
         )),
-        ty::LIST_QUICKLIST | ty::LIST_QUICKLIST_2 => {
-            Value::List(Box::new(quicklist(r, t == ty::LIST_QUICKLIST_2)?))
-        }
+        ty::LIST_QUICKLIST | ty::LIST_QUICKLIST_2 => Value::List(std::sync::Arc::new(quicklist(
+            r,
+            t == ty::LIST_QUICKLIST_2,
+        )?)),
         ty::SET => set(counted(r, |r| r.string())?)?,
         ty::SET_INTSET => {
             let ints = legacy::intset(&r.string()?)?;
@@ -71,9 +74,9 @@ pub fn typed(t: u8, r: &mut Reader<'_>) -> Option<Value> {
         ty::ZSET_2 => zset(counted(r, |r| Some((r.string()?, r.binary_double()?)))?)?,
         ty::ZSET_ZIPLIST => zset(scored(legacy::ziplist(&r.string()?)?)?)?,
         ty::ZSET_LISTPACK => zset(scored(listpack::decode(&r.string()?)?)?)?,
-        ty::STREAM_LISTPACKS | ty::STREAM_LISTPACKS_2 => {
-            Value::Stream(Box::new(stream::decode(r, t == ty::STREAM_LISTPACKS_2)?))
-        }
+        ty::STREAM_LISTPACKS | ty::STREAM_LISTPACKS_2 => Value::Stream(std::sync::Arc::new(
+            stream::decode(r, t == ty::STREAM_LISTPACKS_2)?,
+        )),
         // Module values are not a supported type here.
         _ => return None,
     })
@@ -153,7 +156,7 @@ fn set(members: Vec<Bytes>) -> Option<Value> {
             return None;
         }
     }
-    Some(Value::Set(Box::new(s)))
+    Some(Value::Set(std::sync::Arc::new(s)))
 }
 
 fn hash(pairs: Vec<(Bytes, Bytes)>) -> Option<Value> {
@@ -170,5 +173,5 @@ fn zset(members: Vec<(Bytes, f64)>) -> Option<Value> {
             return None;
         }
     }
-    Some(Value::ZSet(Box::new(z)))
+    Some(Value::ZSet(std::sync::Arc::new(z)))
 }

@@ -18,15 +18,19 @@ fn samples() -> Vec<Value> {
         Value::Str(b("-9223372036854775808").into()),
         Value::Str(b("x".repeat(1000)).into()),
         Value::Str(Bytes::from_static(b"").into()),
-        Value::List(Box::new((0..5).map(|i| Str::from(b(i))).collect())),
-        Value::List(Box::new(
+        Value::List(std::sync::Arc::new(
+            (0..5).map(|i| Str::from(b(i))).collect(),
+        )),
+        Value::List(std::sync::Arc::new(
             (0..5000)
                 .map(|i| Str::from(b(format!("item-{i}"))))
                 .collect(),
         )),
-        Value::Set(Box::new((0..10).map(b).collect())),
-        Value::Set(Box::new((0..10).map(|i| b(format!("m{i}"))).collect())),
-        Value::Set(Box::new((0..1000).map(b).collect())),
+        Value::Set(std::sync::Arc::new((0..10).map(b).collect())),
+        Value::Set(std::sync::Arc::new(
+            (0..10).map(|i| b(format!("m{i}"))).collect(),
+        )),
+        Value::Set(std::sync::Arc::new((0..1000).map(b).collect())),
         Value::Hash(
             (0..5)
                 .map(|i| (b(i), b(format!("v{i}"))))
@@ -46,10 +50,14 @@ fn samples() -> Vec<Value> {
         z.insert(b("inf"), f64::INFINITY);
         z.insert(b("-inf"), f64::NEG_INFINITY);
         z.insert(b("tiny"), 1e-300);
-        v.push(Value::ZSet(Box::new(z)));
+        v.push(Value::ZSet(std::sync::Arc::new(z)));
     }
     assert!(v.iter().any(|x| x.encoding_name(&lim) == "skiplist"));
-    v.extend(streams().into_iter().map(|s| Value::Stream(Box::new(s))));
+    v.extend(
+        streams()
+            .into_iter()
+            .map(|s| Value::Stream(std::sync::Arc::new(s))),
+    );
     v
 }
 
@@ -183,7 +191,10 @@ fn stream_dump_fills_nodes_as_redis_does() {
             NodeLimits::default(),
         );
     }
-    let p = dump(&Value::Stream(Box::new(s)), &EncodingLimits::default());
+    let p = dump(
+        &Value::Stream(std::sync::Arc::new(s)),
+        &EncodingLimits::default(),
+    );
     assert_eq!(&p[..2], &[ty::STREAM_LISTPACKS_2, 3]);
     assert_eq!(&p[2..3], &[16]);
     assert_eq!(&p[3..19], &[0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0]);
@@ -217,7 +228,7 @@ fn small_list_node_limits_split_nodes() {
     };
     let l: ListValue = (0..10).map(|i| Str::from(b(i))).collect();
     assert_eq!(list_nodes(&l, &lim), 3);
-    let v = Value::List(Box::new(l));
+    let v = Value::List(std::sync::Arc::new(l));
     assert_eq!(restore(&dump(&v, &lim)).unwrap(), v);
 }
 

@@ -387,7 +387,7 @@ mod tests {
                 vec![],
                 vec![SnapKey {
                     key: Bytes::from("l"),
-                    value: Value::List(Box::new(list)),
+                    value: Value::List(std::sync::Arc::new(list)),
                     expire_at_ms: 0,
                 }],
             ],
