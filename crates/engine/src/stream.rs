@@ -326,6 +326,30 @@ impl PartialEq for Stream {
 }
 
 /// How XADD/XTRIM trim.
+/// Nodes of a radix tree holding `keys` (sorted, distinct, all sharing
+/// their first `depth` bytes) below `depth`: a run of bytes every key shares
+/// is one compressed node, a byte where they differ one branching node, and
+/// each key ends in a node of its own.
+fn radix_nodes(keys: &[[u8; 16]], depth: usize) -> usize {
+    let (first, last) = (&keys[0], &keys[keys.len() - 1]);
+    if keys.len() == 1 {
+        return if depth < first.len() { 2 } else { 1 };
+    }
+    // Sorted, so what the first and last share, all share.
+    let mut at = depth;
+    while first[at] == last[at] {
+        at += 1;
+    }
+    let mut n = usize::from(at > depth) + 1;
+    let mut rest = keys;
+    while let Some(k) = rest.first() {
+        let run = rest.iter().take_while(|r| r[at] == k[at]).count();
+        n += radix_nodes(&rest[..run], at + 1);
+        rest = &rest[run..];
+    }
+    n
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TrimStrategy {
     MaxLen(u64),
@@ -344,6 +368,26 @@ impl Stream {
     /// Nodes holding entries (XINFO's radix-tree-keys).
     pub fn node_count(&self) -> usize {
         self.nodes.len()
+    }
+
+    /// XINFO's radix-tree-nodes: the nodes of the radix tree Redis would
+    /// file these nodes' first IDs in (16 big-endian bytes each, inserted
+    /// in ascending order), which clients' tests compare exactly.
+    pub fn radix_tree_nodes(&self) -> usize {
+        let keys: Vec<[u8; 16]> = self
+            .nodes
+            .keys()
+            .map(|id| {
+                let mut k = [0u8; 16];
+                k[..8].copy_from_slice(&id.ms.to_be_bytes());
+                k[8..].copy_from_slice(&id.seq.to_be_bytes());
+                k
+            })
+            .collect();
+        if keys.is_empty() {
+            return 1;
+        }
+        radix_nodes(&keys, 0)
     }
 
     /// Appends an entry; `id` must be greater than every ID so far (the
@@ -645,6 +689,35 @@ impl Stream {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Redis 7.0.15's XINFO figures for the same node boundaries.
+    #[test]
+    fn radix_tree_nodes_as_redis_counts_them() {
+        let build = |ids: &[u64], per_node: u32| {
+            let mut s = Stream::default();
+            let limits = NodeLimits {
+                entries: per_node,
+                bytes: 0,
+            };
+            for &ms in ids {
+                let f = [(Bytes::from_static(b"a"), Bytes::from_static(b"b"))];
+                s.add(StreamId::new(ms, 0), &f, limits);
+            }
+            s
+        };
+        assert_eq!(Stream::default().radix_tree_nodes(), 1);
+        for (n, nodes) in [(1, 2), (2, 6), (3, 8), (256, 515), (257, 518), (1000, 2006)] {
+            let ids: Vec<u64> = (1..=n).collect();
+            assert_eq!(
+                build(&ids, 1).radix_tree_nodes(),
+                nodes,
+                "{n} one-entry nodes"
+            );
+        }
+        let ids: Vec<u64> = (1..=1000).collect();
+        let s = build(&ids, 100);
+        assert_eq!((s.node_count(), s.radix_tree_nodes()), (10, 26));
+    }
 
     fn f(v: &str) -> Vec<(Bytes, Bytes)> {
         vec![(

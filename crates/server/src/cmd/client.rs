@@ -54,7 +54,7 @@ pub(super) const CLIENT_SUBS: &[SubSpec] = &[
     sub("tracking", -3, NOSCRIPT | LOADING | STALE, "Controls server-assisted client-side caching for the connection."),
     sub("caching", 3, NOSCRIPT | LOADING | STALE, "Instructs the server whether to track the keys in the next request."),
     sub("trackinginfo", 2, NOSCRIPT | LOADING | STALE, "Returns information about server-assisted client-side caching for the connection."),
-    sub("durability", 3, NOSCRIPT | LOADING | STALE, "Sets this connection's durability level: full, delayed, none, replicated, or default (the database's level)."),
+    sub("durability", -2, NOSCRIPT | LOADING | STALE, "Sets this connection's durability level: full, delayed, none, replicated, or default (the database's level); with no argument, returns it."),
     sub("help", 2, LOADING | STALE, "Returns helpful text about the different subcommands."),
 ];
 
@@ -133,7 +133,20 @@ fn client(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         "caching" => super::tracking::caching(ctx, args),
         "trackinginfo" => super::tracking::trackinginfo(ctx),
         "durability" => {
-            let v = &args[2];
+            // Read with no argument, not from CLIENT INFO / LIST: clients
+            // parse those lines and some (go-redis) refuse a field Redis
+            // does not send.
+            let Some(v) = args.get(2) else {
+                let level = ctx
+                    .client
+                    .durability
+                    .map(|d| d.as_str())
+                    .unwrap_or("default");
+                return Ok(Frame::bulk(Bytes::copy_from_slice(level.as_bytes())));
+            };
+            if args.len() > 3 {
+                return Err(errors::err(errors::SYNTAX));
+            }
             if is(v, "default") {
                 ctx.client.durability = None;
                 return Ok(Frame::ok());
@@ -208,11 +221,13 @@ fn client(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
                 "    Report tracking status for the current connection.",
                 "REPLY ON",
                 "    Reply to every command (OFF and SKIP are not supported).",
-                "DURABILITY (FULL|DELAYED|NONE|DEFAULT)",
-                "    Set the durability level of this connection's writes:",
+                "DURABILITY [FULL|DELAYED|NONE|REPLICATED|DEFAULT]",
+                "    Set the durability level of this connection's writes (with no",
+                "    argument, return it):",
                 "    * FULL: reply after the write is fsynced.",
                 "    * DELAYED: reply at once; flushed within delayed-flush-ms.",
                 "    * NONE: not logged.",
+                "    * REPLICATED: as FULL, and durable on min-replicas-to-ack replicas.",
                 "    * DEFAULT: use the database's level (durability, durability-db-N).",
             ],
         ),
@@ -249,7 +264,7 @@ const READ_BUFFER_BYTES: usize = 16 * 1024;
 /// Rough fixed cost of one connection's state, for `tot-mem`.
 const CLIENT_STATE_BYTES: usize = 2048;
 
-/// One CLIENT LIST line in Redis's field order, plus durakv's `durability=`.
+/// One CLIENT LIST line, with Redis 7.2's fields in its order.
 fn client_line(h: &ClientHandle, info: &ClientInfo, tracking: &(String, i64)) -> String {
     let age = h.created.elapsed().as_secs();
     let idle = now_ms().saturating_sub(h.last_interaction_ms.load(Ordering::Relaxed)) / 1000;
@@ -287,10 +302,9 @@ fn client_line(h: &ClientHandle, info: &ClientInfo, tracking: &(String, i64)) ->
     }
     let rbs = READ_BUFFER_BYTES.max(info.qbuf);
     let text = |b: &Option<Bytes>| b.as_deref().map(lossy).unwrap_or_default();
-    let durability = info.durability.map(|d| d.as_str()).unwrap_or("default");
     // `fd` is not tracked per connection; -1 keeps the field parseable.
     format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={} rbp={} obl=0 oll={} omem={} tot-mem={} events=r cmd={} user={} redir={} resp={} lib-name={} lib-ver={} durability={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={} rbp={} obl=0 oll={} omem={} tot-mem={} events=r cmd={} user={} redir={} resp={} lib-name={} lib-ver={}",
         h.id,
         h.addr,
         h.laddr,
@@ -317,7 +331,6 @@ fn client_line(h: &ClientHandle, info: &ClientInfo, tracking: &(String, i64)) ->
         info.resp,
         text(&info.lib_name),
         text(&info.lib_ver),
-        durability,
     )
 }
 

@@ -133,7 +133,7 @@ fn stream_info(s: &Stream, full: Option<usize>, now: u64) -> Frame {
     let mut out = vec![
         field("length", int(s.len())),
         field("radix-tree-keys", int(s.node_count())),
-        field("radix-tree-nodes", int(s.node_count() * 2 + 1)),
+        field("radix-tree-nodes", int(s.radix_tree_nodes())),
         field("last-generated-id", id_frame(s.last_id)),
         field("max-deleted-entry-id", id_frame(s.max_deleted_id)),
         field("entries-added", int(s.entries_added)),
