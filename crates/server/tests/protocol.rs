@@ -75,6 +75,51 @@ fn pipelining_a_thousand_commands_in_one_write() {
     }
 }
 
+/// Replies far larger than one turn's output (64 KiB) come out whole and
+/// in order, interleaved with durable writes whose replies wait for an
+/// fsync, while the client is still writing its pipeline.
+#[test]
+fn pipelined_replies_larger_than_a_turn_stay_in_order() {
+    let srv = Server::start(&[]);
+    let mut s = srv.raw();
+    let big = vec![b'v'; 40_000];
+    s.write_all(&req(&[b"SET", b"big", &big])).unwrap();
+    assert_eq!(read_replies(&mut s, 1), vec![Frame::ok()]);
+    let mut batch = Vec::new();
+    for i in 0..600 {
+        if i % 3 == 0 {
+            batch.extend(req(&[
+                b"SET",
+                format!("k{i}").as_bytes(),
+                i.to_string().as_bytes(),
+            ]));
+        } else if i % 3 == 1 {
+            batch.extend(req(&[b"GET", b"big"]));
+        } else {
+            batch.extend(req(&[b"GET", format!("k{}", i - 2).as_bytes()]));
+        }
+    }
+    // Written from another thread: the replies (16 MB) outgrow the
+    // socket buffers long before the requests are all sent.
+    let mut w = s.try_clone().unwrap();
+    let writer = std::thread::spawn(move || w.write_all(&batch).unwrap());
+    let replies = read_replies(&mut s, 600);
+    writer.join().unwrap();
+    for (i, r) in replies.iter().enumerate() {
+        let expect = match i % 3 {
+            0 => Frame::ok(),
+            1 => Frame::bulk(bytes::Bytes::from(big.clone())),
+            _ => Frame::bulk_from_str(&(i - 2).to_string()),
+        };
+        assert!(r == &expect, "reply {i} differs");
+    }
+    s.write_all(&req(&[b"PING"])).unwrap();
+    assert_eq!(
+        read_replies(&mut s, 1),
+        vec![Frame::Simple(bytes::Bytes::from_static(b"PONG"))]
+    );
+}
+
 #[test]
 fn frames_split_at_every_byte() {
     let srv = Server::start(&[]);
