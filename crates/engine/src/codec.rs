@@ -7,6 +7,7 @@ use crate::mutation::{ExpireMode, FunctionOp, KeyOp, Mutation, ReplOrigin};
 use crate::value::{ListValue, Value};
 use crate::zset::ZSet;
 use bytes::Bytes;
+use std::sync::Arc;
 
 /// Payload format version, written as the first byte of every payload
 /// that holds no function-library change, so builds that predate
@@ -733,7 +734,7 @@ pub fn decode_value(r: &mut Reader<'_>) -> Result<Value, DecodeError> {
             for _ in 0..n {
                 l.push_back(r.slice()?);
             }
-            Value::List(std::sync::Arc::new(l))
+            Value::List(Arc::new(l))
         }
         tag::V_SET => {
             let n = r.count(4)?;
@@ -741,7 +742,7 @@ pub fn decode_value(r: &mut Reader<'_>) -> Result<Value, DecodeError> {
             for _ in 0..n {
                 s.insert(r.bytes()?);
             }
-            Value::Set(std::sync::Arc::new(s))
+            Value::Set(Arc::new(s))
         }
         tag::V_ZSET => {
             let n = r.count(12)?;
@@ -750,16 +751,12 @@ pub fn decode_value(r: &mut Reader<'_>) -> Result<Value, DecodeError> {
                 let s = r.score()?;
                 pairs.push((s, r.slice()?));
             }
-            Value::ZSet(std::sync::Arc::new(ZSet::from_pairs(&pairs)))
+            Value::ZSet(Arc::new(ZSet::from_pairs(&pairs)))
         }
-        tag::V_STREAM => Value::Stream(std::sync::Arc::new(crate::stream_codec::decode_stream(
-            r, false,
-        )?)),
+        tag::V_STREAM => Value::Stream(Arc::new(crate::stream_codec::decode_stream(r, false)?)),
         tag::V_STREAM_ACTIVE => {
             r.saw_active_streams = true;
-            Value::Stream(std::sync::Arc::new(crate::stream_codec::decode_stream(
-                r, true,
-            )?))
+            Value::Stream(Arc::new(crate::stream_codec::decode_stream(r, true)?))
         }
         _ => return r.fail("unknown value type"),
     })
@@ -798,7 +795,7 @@ mod tests {
                 1,
                 b("z"),
                 KeyOp::Restore {
-                    value: Value::ZSet(std::sync::Arc::new(z)),
+                    value: Value::ZSet(Arc::new(z)),
                     expire_at_ms: 5,
                 },
             ),

@@ -175,7 +175,7 @@ fn random_stream(rng: &mut StdRng, n: usize) -> Stream {
 fn random_value(rng: &mut StdRng, ty: u8) -> Value {
     let n = rng.gen_range(1..6);
     match ty {
-        5 => Value::Stream(std::sync::Arc::new(random_stream(rng, n))),
+        5 => Value::Stream(Arc::new(random_stream(rng, n))),
         0 => Value::Str(small(rng).into()),
         1 => {
             let mut h = durakv_engine::value::HashValue::default();
@@ -184,7 +184,7 @@ fn random_value(rng: &mut StdRng, ty: u8) -> Value {
             }
             Value::Hash(h)
         }
-        2 => Value::List(std::sync::Arc::new(
+        2 => Value::List(Arc::new(
             (0..n).map(|_| Str::from(small(rng))).collect::<ListValue>(),
         )),
         3 => {
@@ -192,14 +192,14 @@ fn random_value(rng: &mut StdRng, ty: u8) -> Value {
             for _ in 0..n {
                 s.insert(small(rng));
             }
-            Value::Set(std::sync::Arc::new(s))
+            Value::Set(Arc::new(s))
         }
         _ => {
             let mut z = ZSet::default();
             for _ in 0..n {
                 z.insert(small(rng), rng.gen_range(-100.0..100.0));
             }
-            Value::ZSet(std::sync::Arc::new(z))
+            Value::ZSet(Arc::new(z))
         }
     }
 }

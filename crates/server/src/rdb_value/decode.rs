@@ -6,6 +6,7 @@ use super::{legacy, listpack, stream, ty};
 use bytes::Bytes;
 use durakv_engine::value::{HashValue, ListValue, SetValue, Value};
 use durakv_engine::zset::ZSet;
+use std::sync::Arc;
 
 /// Quicklist node container kinds (Redis's `QUICKLIST_NODE_CONTAINER_*`).
 const CONTAINER_PLAIN: u64 = 1;
@@ -48,16 +49,13 @@ pub fn known(t: u8) -> bool {
 pub fn typed(t: u8, r: &mut Reader<'_>) -> Option<Value> {
     Some(match t {
         ty::STRING => Value::Str(r.string()?.into()),
-        ty::LIST => Value::List(std::sync::Arc::new(
-            counted(r, |r| r.string())?.into_iter().collect(),
-        )),
-        ty::LIST_ZIPLIST => Value::List(std::sync::Arc::new(
+        ty::LIST => Value::List(Arc::new(counted(r, |r| r.string())?.into_iter().collect())),
+        ty::LIST_ZIPLIST => Value::List(Arc::new(
             legacy::ziplist(&r.string()?)?.into_iter().collect(),
         )),
-        ty::LIST_QUICKLIST | ty::LIST_QUICKLIST_2 => Value::List(std::sync::Arc::new(quicklist(
-            r,
-            t == ty::LIST_QUICKLIST_2,
-        )?)),
+        ty::LIST_QUICKLIST | ty::LIST_QUICKLIST_2 => {
+            Value::List(Arc::new(quicklist(r, t == ty::LIST_QUICKLIST_2)?))
+        }
         ty::SET => set(counted(r, |r| r.string())?)?,
         ty::SET_INTSET => {
             let ints = legacy::intset(&r.string()?)?;
@@ -74,9 +72,9 @@ pub fn typed(t: u8, r: &mut Reader<'_>) -> Option<Value> {
         ty::ZSET_2 => zset(counted(r, |r| Some((r.string()?, r.binary_double()?)))?)?,
         ty::ZSET_ZIPLIST => zset(scored(legacy::ziplist(&r.string()?)?)?)?,
         ty::ZSET_LISTPACK => zset(scored(listpack::decode(&r.string()?)?)?)?,
-        ty::STREAM_LISTPACKS | ty::STREAM_LISTPACKS_2 => Value::Stream(std::sync::Arc::new(
-            stream::decode(r, t == ty::STREAM_LISTPACKS_2)?,
-        )),
+        ty::STREAM_LISTPACKS | ty::STREAM_LISTPACKS_2 => {
+            Value::Stream(Arc::new(stream::decode(r, t == ty::STREAM_LISTPACKS_2)?))
+        }
         // Module values are not a supported type here.
         _ => return None,
     })
@@ -156,7 +154,7 @@ fn set(members: Vec<Bytes>) -> Option<Value> {
             return None;
         }
     }
-    Some(Value::Set(std::sync::Arc::new(s)))
+    Some(Value::Set(Arc::new(s)))
 }
 
 fn hash(pairs: Vec<(Bytes, Bytes)>) -> Option<Value> {
@@ -173,5 +171,5 @@ fn zset(members: Vec<(Bytes, f64)>) -> Option<Value> {
             return None;
         }
     }
-    Some(Value::ZSet(std::sync::Arc::new(z)))
+    Some(Value::ZSet(Arc::new(z)))
 }

@@ -5,6 +5,7 @@ use durakv_engine::stream::{
 };
 use durakv_engine::value::{HashValue, ListValue, SetValue, Str};
 use durakv_engine::zset::ZSet;
+use std::sync::Arc;
 
 fn b(s: impl ToString) -> Bytes {
     Bytes::from(s.to_string())
@@ -18,19 +19,15 @@ fn samples() -> Vec<Value> {
         Value::Str(b("-9223372036854775808").into()),
         Value::Str(b("x".repeat(1000)).into()),
         Value::Str(Bytes::from_static(b"").into()),
-        Value::List(std::sync::Arc::new(
-            (0..5).map(|i| Str::from(b(i))).collect(),
-        )),
-        Value::List(std::sync::Arc::new(
+        Value::List(Arc::new((0..5).map(|i| Str::from(b(i))).collect())),
+        Value::List(Arc::new(
             (0..5000)
                 .map(|i| Str::from(b(format!("item-{i}"))))
                 .collect(),
         )),
-        Value::Set(std::sync::Arc::new((0..10).map(b).collect())),
-        Value::Set(std::sync::Arc::new(
-            (0..10).map(|i| b(format!("m{i}"))).collect(),
-        )),
-        Value::Set(std::sync::Arc::new((0..1000).map(b).collect())),
+        Value::Set(Arc::new((0..10).map(b).collect())),
+        Value::Set(Arc::new((0..10).map(|i| b(format!("m{i}"))).collect())),
+        Value::Set(Arc::new((0..1000).map(b).collect())),
         Value::Hash(
             (0..5)
                 .map(|i| (b(i), b(format!("v{i}"))))
@@ -50,14 +47,10 @@ fn samples() -> Vec<Value> {
         z.insert(b("inf"), f64::INFINITY);
         z.insert(b("-inf"), f64::NEG_INFINITY);
         z.insert(b("tiny"), 1e-300);
-        v.push(Value::ZSet(std::sync::Arc::new(z)));
+        v.push(Value::ZSet(Arc::new(z)));
     }
     assert!(v.iter().any(|x| x.encoding_name(&lim) == "skiplist"));
-    v.extend(
-        streams()
-            .into_iter()
-            .map(|s| Value::Stream(std::sync::Arc::new(s))),
-    );
+    v.extend(streams().into_iter().map(|s| Value::Stream(Arc::new(s))));
     v
 }
 
@@ -191,10 +184,7 @@ fn stream_dump_fills_nodes_as_redis_does() {
             NodeLimits::default(),
         );
     }
-    let p = dump(
-        &Value::Stream(std::sync::Arc::new(s)),
-        &EncodingLimits::default(),
-    );
+    let p = dump(&Value::Stream(Arc::new(s)), &EncodingLimits::default());
     assert_eq!(&p[..2], &[ty::STREAM_LISTPACKS_2, 3]);
     assert_eq!(&p[2..3], &[16]);
     assert_eq!(&p[3..19], &[0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0]);
@@ -228,7 +218,7 @@ fn small_list_node_limits_split_nodes() {
     };
     let l: ListValue = (0..10).map(|i| Str::from(b(i))).collect();
     assert_eq!(list_nodes(&l, &lim), 3);
-    let v = Value::List(std::sync::Arc::new(l));
+    let v = Value::List(Arc::new(l));
     assert_eq!(restore(&dump(&v, &lim)).unwrap(), v);
 }
 
