@@ -177,6 +177,34 @@ fn stat(c: &mut Connection, field: &str) -> String {
         .to_string()
 }
 
+/// WAIT with too few replicas waits out its timeout, as in Redis, so a
+/// replica that connects meanwhile is counted; inside MULTI it answers
+/// at once.
+#[test]
+fn wait_counts_a_replica_that_connects_while_it_waits() {
+    let primary = Server::start(&[]);
+    let mut p = primary.conn();
+    ok(&mut p, &["SET", "k", "v"]);
+    let t = std::time::Instant::now();
+    let n: i64 = q(&mut p, &["WAIT", "1", "300"]);
+    assert_eq!(n, 0);
+    assert!(t.elapsed() >= Duration::from_millis(250), "did not wait");
+    let _: () = redis::cmd("MULTI").query(&mut p).unwrap();
+    let _: () = redis::cmd("WAIT").arg(1).arg(0).query(&mut p).unwrap();
+    let r: Vec<i64> = redis::cmd("EXEC").query(&mut p).unwrap();
+    assert_eq!(r, [0]);
+    let started = std::thread::scope(|s| {
+        let late = s.spawn(|| {
+            std::thread::sleep(Duration::from_millis(300));
+            replica_of(&primary, &[])
+        });
+        let n: i64 = q(&mut p, &["WAIT", "1", "20000"]);
+        assert_eq!(n, 1, "the replica that connected during WAIT");
+        late.join().unwrap()
+    });
+    drop(started);
+}
+
 #[test]
 fn durakv_replica_syncs_streams_refuses_writes_and_promotes() {
     let (_primary, mut p, _replica, mut r) = synced_pair();

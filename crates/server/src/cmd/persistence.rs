@@ -224,7 +224,10 @@ fn wait(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     }
     let target = ctx.client.last_write_offset;
     let count = repl.acked(target);
-    if count as i64 >= wanted || repl.replicas.lock().is_empty() {
+    // As Redis: too few replicas (none at all included; one may connect
+    // and catch up meanwhile) means waiting out the timeout, except where
+    // a command may not block (MULTI/EXEC, scripts).
+    if count as i64 >= wanted || ctx.client.in_exec || ctx.client.in_script {
         return Ok(Frame::Integer(count as i64));
     }
     ctx.shared.repl.request_acks();
