@@ -178,8 +178,8 @@ fn stat(c: &mut Connection, field: &str) -> String {
 }
 
 /// WAIT with too few replicas waits out its timeout, as in Redis, so a
-/// replica that connects meanwhile is counted; inside MULTI it answers
-/// at once.
+/// replica that connects meanwhile is counted; inside MULTI, and with no
+/// timeout and no replica, it answers at once.
 #[test]
 fn wait_counts_a_replica_that_connects_while_it_waits() {
     let primary = Server::start(&[]);
@@ -189,6 +189,9 @@ fn wait_counts_a_replica_that_connects_while_it_waits() {
     let n: i64 = q(&mut p, &["WAIT", "1", "300"]);
     assert_eq!(n, 0);
     assert!(t.elapsed() >= Duration::from_millis(250), "did not wait");
+    // No timeout and no replica: at once (a wait would hold a thread).
+    let n: i64 = q(&mut p, &["WAIT", "1", "0"]);
+    assert_eq!(n, 0);
     let _: () = redis::cmd("MULTI").query(&mut p).unwrap();
     let _: () = redis::cmd("WAIT").arg(1).arg(0).query(&mut p).unwrap();
     let r: Vec<i64> = redis::cmd("EXEC").query(&mut p).unwrap();

@@ -226,8 +226,15 @@ fn wait(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let count = repl.acked(target);
     // As Redis: too few replicas (none at all included; one may connect
     // and catch up meanwhile) means waiting out the timeout, except where
-    // a command may not block (MULTI/EXEC, scripts).
-    if count as i64 >= wanted || ctx.client.in_exec || ctx.client.in_script {
+    // a command may not block (MULTI/EXEC, scripts). Unlike Redis, a WAIT
+    // with no timeout on a server with no replica answers at once: the
+    // wait holds a thread, and clients could otherwise pin any number of
+    // them on a standalone server.
+    if count as i64 >= wanted
+        || ctx.client.in_exec
+        || ctx.client.in_script
+        || (timeout_ms == 0 && repl.replicas.lock().is_empty())
+    {
         return Ok(Frame::Integer(count as i64));
     }
     ctx.shared.repl.request_acks();
