@@ -302,6 +302,26 @@ impl Db {
         self.volatile.len()
     }
 
+    /// The mean time to live, in ms, of up to `max` keys with a TTL that
+    /// have not expired by `now_ms`, spread evenly over the keys that have
+    /// one (INFO keyspace's `avg_ttl`, an estimate in Redis too), and how
+    /// many it averaged.
+    pub fn sampled_ttl_ms(&self, now_ms: u64, max: usize) -> (u64, usize) {
+        let len = self.volatile.len();
+        let step = len.div_ceil(max.max(1)).max(1);
+        let (mut sum, mut n) = (0u128, 0usize);
+        for i in (0..len).step_by(step) {
+            if let Some((_, &at)) = self.volatile.get_index(i) {
+                if at > now_ms {
+                    sum += u128::from(at - now_ms);
+                    n += 1;
+                }
+            }
+        }
+        let mean = if n == 0 { 0 } else { (sum / n as u128) as u64 };
+        (mean, n)
+    }
+
     /// The live entry for `key`, removing it first if it has expired; a
     /// found key counts as accessed.
     pub fn get(&mut self, key: &[u8], now_ms: u64) -> Option<&Entry> {
@@ -935,6 +955,19 @@ mod tests {
     fn volatile(db: &mut Db, key: &'static str, at_ms: u64) {
         let e = Entry::new(Value::Str(crate::value::Str::new(b"v")));
         db.insert_expiring(Bytes::from_static(key.as_bytes()), e, at_ms);
+    }
+
+    #[test]
+    fn sampled_ttl_averages_the_keys_not_yet_expired() {
+        let mut db = Db::default();
+        assert_eq!(db.sampled_ttl_ms(1_000, 16), (0, 0));
+        for (i, at) in [3_000u64, 5_000, 500].into_iter().enumerate() {
+            volatile(&mut db, ["a", "b", "c"][i], at);
+        }
+        // c expired at 500: the mean of 2,000 and 4,000.
+        assert_eq!(db.sampled_ttl_ms(1_000, 16), (3_000, 2));
+        // One sample of three: the first.
+        assert_eq!(db.sampled_ttl_ms(1_000, 1), (2_000, 1));
     }
 
     /// Every key pays for these in its map slot (with its 24-byte key):

@@ -88,22 +88,44 @@ pub(crate) fn info_in_script(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes
 /// TTL) per database, and keys expired so far.
 pub(super) struct KeyCounts {
     per_db: Vec<(usize, usize)>,
+    /// Per database, the sampled TTLs of each shard weighted by its count
+    /// of keys with one: (sum of mean × count, count).
+    ttl: Vec<(u128, u128)>,
     expired: u64,
 }
+
+/// Keys with a TTL sampled per shard and database for `avg_ttl`.
+const TTL_SAMPLES: usize = 16;
 
 impl KeyCounts {
     fn new(ks: &Keyspace) -> KeyCounts {
         KeyCounts {
             per_db: vec![(0, 0); ks.num_dbs()],
+            ttl: vec![(0, 0); ks.num_dbs()],
             expired: 0,
         }
     }
 
     fn add(&mut self, shard: &Shard) {
-        for (c, d) in self.per_db.iter_mut().zip(&shard.dbs) {
+        let now = crate::util::now_ms();
+        for ((c, t), d) in self.per_db.iter_mut().zip(&mut self.ttl).zip(&shard.dbs) {
             c.0 += d.len();
             c.1 += d.volatile_len();
             self.expired += d.expired_count();
+            let (mean, n) = d.sampled_ttl_ms(now, TTL_SAMPLES);
+            if n > 0 {
+                let weight = d.volatile_len() as u128;
+                t.0 += u128::from(mean) * weight;
+                t.1 += weight;
+            }
+        }
+    }
+
+    /// INFO keyspace's `avg_ttl` for `db`, in ms (0 when no key has one).
+    fn avg_ttl_ms(&self, db: usize) -> u64 {
+        match self.ttl.get(db) {
+            Some(&(sum, n)) if n > 0 => (sum / n) as u64,
+            _ => 0,
         }
     }
 
@@ -533,9 +555,16 @@ fn cpu_section() -> String {
 
 fn keyspace_section(counts: Option<&KeyCounts>) -> String {
     let mut s = String::new();
-    for (db, &(keys, expires)) in counts.map_or(&[][..], |c| &c.per_db).iter().enumerate() {
+    let Some(c) = counts else {
+        return s;
+    };
+    for (db, &(keys, expires)) in c.per_db.iter().enumerate() {
         if keys > 0 {
-            let _ = write!(s, "db{db}:keys={keys},expires={expires},avg_ttl=0\r\n");
+            let avg_ttl = c.avg_ttl_ms(db);
+            let _ = write!(
+                s,
+                "db{db}:keys={keys},expires={expires},avg_ttl={avg_ttl}\r\n"
+            );
         }
     }
     s
