@@ -18,16 +18,17 @@ use std::sync::Arc;
 static LEASED: Mutex<Vec<usize>> = Mutex::new(Vec::new());
 static RETURNED: Condvar = Condvar::new();
 
-/// What a lease names a shared collection by.
-pub(crate) fn address<T>(a: &Arc<T>) -> usize {
-    Arc::as_ptr(a) as *const () as usize
+/// What a lease names a shared collection by: where it lives (the same
+/// for every `Arc` sharing it).
+pub(crate) fn address<T>(v: &T) -> usize {
+    std::ptr::from_ref(v) as *const () as usize
 }
 
 /// The collection behind `a`, to write: in place once no one else holds
 /// it (after waiting out a checkpoint's lease), otherwise a copy.
 pub(crate) fn make_mut<T: Clone>(a: &mut Arc<T>) -> &mut T {
     if Arc::get_mut(a).is_none() {
-        let at = address(a);
+        let at = address(&**a);
         let mut leased = LEASED.lock();
         while leased.contains(&at) {
             RETURNED.wait(&mut leased);
@@ -83,7 +84,7 @@ mod tests {
     #[test]
     fn a_write_waits_for_a_lease_and_then_writes_in_place() {
         let mut v = Arc::new(vec![1, 2, 3]);
-        let lease = Lease::new(address(&v), v.clone());
+        let lease = Lease::new(address(&*v), v.clone());
         let before = Arc::as_ptr(&v);
         let reader = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(50));

@@ -356,21 +356,11 @@ impl HashValue {
         }
     }
 
-    fn table(&self) -> Option<&Table> {
+    /// The table of a hash past the packed shape.
+    pub(crate) fn table(&self) -> Option<&Table> {
         match &*self.repr {
             Repr::Other(o) => match &**o {
                 Other::Table(t) => Some(t),
-                Other::Split(_) => None,
-            },
-            Repr::Packed(_) => None,
-        }
-    }
-
-    /// Where a shared table lives (`crate::cow`); None for a packed hash.
-    pub(crate) fn shared_address(&self) -> Option<usize> {
-        match &*self.repr {
-            Repr::Other(o) => match &**o {
-                Other::Table(t) => Some(crate::cow::address(t)),
                 Other::Split(_) => None,
             },
             Repr::Packed(_) => None,

@@ -343,10 +343,7 @@ fn apply_key_op(d: &mut Db, key: &Bytes, op: &KeyOp, now_ms: u64) -> Result<(), 
         }
         KeyOp::Push { left, items } => {
             let e = collection(d, key, now_ms, || Value::List(Arc::default()));
-            let Value::List(l) = &mut e.value else {
-                return Err(WRONG_TYPE);
-            };
-            let l = crate::cow::make_mut(l);
+            let l = e.value.list_mut().ok_or(WRONG_TYPE)?;
             for it in items {
                 if *left {
                     l.push_front(it);
@@ -357,10 +354,7 @@ fn apply_key_op(d: &mut Db, key: &Bytes, op: &KeyOp, now_ms: u64) -> Result<(), 
         }
         KeyOp::Pop { left, count } => {
             if let Some(e) = d.get_mut(key, now_ms) {
-                let Value::List(l) = &mut e.value else {
-                    return Err(WRONG_TYPE);
-                };
-                let l = crate::cow::make_mut(l);
+                let l = e.value.list_mut().ok_or(WRONG_TYPE)?;
                 for _ in 0..*count {
                     let popped = if *left { l.pop_front() } else { l.pop_back() };
                     if !popped {
@@ -372,29 +366,20 @@ fn apply_key_op(d: &mut Db, key: &Bytes, op: &KeyOp, now_ms: u64) -> Result<(), 
         }
         KeyOp::LSet { index, item } => {
             let e = d.get_mut(key, now_ms).ok_or("no such key")?;
-            let Value::List(l) = &mut e.value else {
-                return Err(WRONG_TYPE);
-            };
-            let l = crate::cow::make_mut(l);
+            let l = e.value.list_mut().ok_or(WRONG_TYPE)?;
             let i = list_index(l.len(), *index).ok_or("index out of range")?;
             l.set(i, item);
         }
         KeyOp::LRem { count, item } => {
             if let Some(e) = d.get_mut(key, now_ms) {
-                let Value::List(l) = &mut e.value else {
-                    return Err(WRONG_TYPE);
-                };
-                let l = crate::cow::make_mut(l);
+                let l = e.value.list_mut().ok_or(WRONG_TYPE)?;
                 l.remove_matching(*count, item);
                 remove_if_empty(d, key);
             }
         }
         KeyOp::LTrim { start, stop } => {
             if let Some(e) = d.get_mut(key, now_ms) {
-                let Value::List(l) = &mut e.value else {
-                    return Err(WRONG_TYPE);
-                };
-                let l = crate::cow::make_mut(l);
+                let l = e.value.list_mut().ok_or(WRONG_TYPE)?;
                 match list_range(l.len(), *start, *stop) {
                     Some((s, e)) => {
                         l.truncate(e + 1);
@@ -411,10 +396,7 @@ fn apply_key_op(d: &mut Db, key: &Bytes, op: &KeyOp, now_ms: u64) -> Result<(), 
             item,
         } => {
             if let Some(e) = d.get_mut(key, now_ms) {
-                let Value::List(l) = &mut e.value else {
-                    return Err(WRONG_TYPE);
-                };
-                let l = crate::cow::make_mut(l);
+                let l = e.value.list_mut().ok_or(WRONG_TYPE)?;
                 if let Some(pos) = l.iter().position(|x| x == &pivot[..]) {
                     let at = if *before { pos } else { pos + 1 };
                     l.insert(at, item);
@@ -423,20 +405,14 @@ fn apply_key_op(d: &mut Db, key: &Bytes, op: &KeyOp, now_ms: u64) -> Result<(), 
         }
         KeyOp::SAdd(members) => {
             let e = collection(d, key, now_ms, Value::new_set);
-            let Value::Set(s) = &mut e.value else {
-                return Err(WRONG_TYPE);
-            };
-            let s = crate::cow::make_mut(s);
+            let s = e.value.set_mut().ok_or(WRONG_TYPE)?;
             for m in members {
                 s.insert(m);
             }
         }
         KeyOp::SRem(members) => {
             if let Some(e) = d.get_mut(key, now_ms) {
-                let Value::Set(s) = &mut e.value else {
-                    return Err(WRONG_TYPE);
-                };
-                let s = crate::cow::make_mut(s);
+                let s = e.value.set_mut().ok_or(WRONG_TYPE)?;
                 for m in members {
                     s.swap_remove(m);
                 }
@@ -445,10 +421,7 @@ fn apply_key_op(d: &mut Db, key: &Bytes, op: &KeyOp, now_ms: u64) -> Result<(), 
         }
         KeyOp::ZAdd(pairs) => {
             let e = collection(d, key, now_ms, || Value::ZSet(Arc::default()));
-            let Value::ZSet(z) = &mut e.value else {
-                return Err(WRONG_TYPE);
-            };
-            let z = crate::cow::make_mut(z);
+            let z = e.value.zset_mut().ok_or(WRONG_TYPE)?;
             for (score, m) in pairs {
                 if score.is_nan() {
                     return Err("NaN score");
@@ -458,10 +431,7 @@ fn apply_key_op(d: &mut Db, key: &Bytes, op: &KeyOp, now_ms: u64) -> Result<(), 
         }
         KeyOp::ZRem(members) => {
             if let Some(e) = d.get_mut(key, now_ms) {
-                let Value::ZSet(z) = &mut e.value else {
-                    return Err(WRONG_TYPE);
-                };
-                let z = crate::cow::make_mut(z);
+                let z = e.value.zset_mut().ok_or(WRONG_TYPE)?;
                 for m in members {
                     z.remove(m);
                 }
@@ -480,10 +450,7 @@ fn apply_key_op(d: &mut Db, key: &Bytes, op: &KeyOp, now_ms: u64) -> Result<(), 
                     None => return Err("no such key"),
                 }
             };
-            let Value::Stream(s) = &mut e.value else {
-                return Err(WRONG_TYPE);
-            };
-            let s = crate::cow::make_mut(s);
+            let s = e.value.stream_mut().ok_or(WRONG_TYPE)?;
             crate::stream_op::apply(s, op)?;
         }
     }

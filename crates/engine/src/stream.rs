@@ -325,7 +325,6 @@ impl PartialEq for Stream {
     }
 }
 
-/// How XADD/XTRIM trim.
 /// Nodes of a radix tree holding `keys` (sorted, distinct, all sharing
 /// their first `depth` bytes) below `depth`: a run of bytes every key shares
 /// is one compressed node, a byte where they differ one branching node, and
@@ -350,6 +349,7 @@ fn radix_nodes(keys: &[[u8; 16]], depth: usize) -> usize {
     n
 }
 
+/// How XADD/XTRIM trim.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TrimStrategy {
     MaxLen(u64),

@@ -169,6 +169,36 @@ impl Value {
         }
     }
 
+    /// The list, to write (a copy if a snapshot still shares it:
+    /// `crate::cow`); likewise the three below.
+    pub(crate) fn list_mut(&mut self) -> Option<&mut ListValue> {
+        match self {
+            Value::List(l) => Some(crate::cow::make_mut(l)),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn set_mut(&mut self) -> Option<&mut SetValue> {
+        match self {
+            Value::Set(s) => Some(crate::cow::make_mut(s)),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn zset_mut(&mut self) -> Option<&mut ZSet> {
+        match self {
+            Value::ZSet(z) => Some(crate::cow::make_mut(z)),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn stream_mut(&mut self) -> Option<&mut Stream> {
+        match self {
+            Value::Stream(s) => Some(crate::cow::make_mut(s)),
+            _ => None,
+        }
+    }
+
     pub fn new_hash() -> Value {
         Value::Hash(HashValue::default())
     }
@@ -185,11 +215,14 @@ impl Value {
         use crate::cow::address;
         match self {
             Value::Str(_) => None,
-            Value::Hash(h) => h.shared_address().map(|at| (h.len(), at)),
-            Value::List(l) => Some((l.len(), address(l))),
-            Value::Set(s) => Some((s.len(), address(s))),
-            Value::ZSet(z) => Some((z.len(), address(z))),
-            Value::Stream(s) => Some((usize::try_from(s.len()).unwrap_or(usize::MAX), address(s))),
+            Value::Hash(h) => h.table().map(|t| (t.len(), address(t))),
+            Value::List(l) => Some((l.len(), address(&**l))),
+            Value::Set(s) => Some((s.len(), address(&**s))),
+            Value::ZSet(z) => Some((z.len(), address(&**z))),
+            Value::Stream(s) => Some((
+                usize::try_from(s.len()).unwrap_or(usize::MAX),
+                address(&**s),
+            )),
         }
     }
 

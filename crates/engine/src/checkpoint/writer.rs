@@ -89,7 +89,13 @@ pub(crate) fn serialize_shard(
     block_target_bytes: usize,
     pool: &mut Vec<Vec<u8>>,
 ) -> (ShardImage, Duration) {
-    let out = ImageBuilder {
+    // Large collections are taken by reference (a clone shares them), and
+    // serialized as soon as the walk lets the lock go: a sorted set of a
+    // million members took 80-270 ms to serialize, and every writer of the
+    // shard, with the worker thread it ran on, waited that long. Each is
+    // leased meanwhile, so a write to it waits for it rather than copying
+    // it (`crate::cow`); what is serialized is the value at the point.
+    let out = RefCell::new(ImageBuilder {
         block_target_bytes,
         // Slack so the entry that crosses the target rarely reallocates.
         capacity: BLOCK_HEADER_BYTES + block_target_bytes + block_target_bytes / 8,
@@ -99,14 +105,7 @@ pub(crate) fn serialize_shard(
         keys: 0,
         raw_bytes: 0,
         taken: Vec::new(),
-    };
-    // Large collections are taken by reference (a clone shares them), and
-    // serialized as soon as the walk lets the lock go: a sorted set of a
-    // million members took 80-270 ms to serialize, and every writer of the
-    // shard, with the worker thread it ran on, waited that long. Each is
-    // leased meanwhile, so a write to it waits for it rather than copying
-    // it (`crate::cow`); what is serialized is the value at the point.
-    let out = RefCell::new(out);
+    });
     let (lsn, longest) = snapshot::walk_shard(
         ks,
         index,
@@ -147,12 +146,10 @@ struct ImageBuilder<'a> {
 impl ImageBuilder<'_> {
     /// Serializes the entries taken, ending their leases.
     fn add_taken(&mut self) {
-        let mut taken = std::mem::take(&mut self.taken);
-        for lease in taken.drain(..) {
+        for lease in std::mem::take(&mut self.taken) {
             let (db, key, entry, expire_at_ms) = lease.get();
             self.add(*db, key, entry, *expire_at_ms);
         }
-        self.taken = taken;
     }
 
     fn new_chunk(&mut self) -> Chunk {
