@@ -1,6 +1,8 @@
 //! Clients blocked until a key can serve them (BLPOP and the other blocking
-//! pops; the same registry suits XREAD BLOCK, and WAIT through
-//! [`Blocking::unblock`] with no keys), and serving them.
+//! pops, XREAD BLOCK), and serving them; and clients blocked until a
+//! condition of the server holds ([`Condition`]: WAIT and WAITAOF, which
+//! wait for replicas' acknowledgements and are looked at again whenever
+//! one arrives, [`Blocking::recheck`]).
 //!
 //! Waiters queue per (database, key) in arrival order, so the client that
 //! blocked first on a key is served first.
@@ -63,6 +65,42 @@ pub trait Serve: Send + Sync {
     }
 }
 
+/// A wait on the server's state rather than on keys. Parked like a key
+/// wait, so a waiting client holds no thread.
+pub trait Condition: Send + Sync {
+    /// The command, for the slow log and command statistics.
+    fn command(&self) -> &'static str;
+
+    /// The reply if the wait is over now.
+    fn met(&self, shared: &Shared) -> Option<Unblocked>;
+
+    /// The reply when the wait ends unmet: a timeout, or CLIENT UNBLOCK
+    /// without ERROR.
+    fn expired(&self, shared: &Shared) -> Unblocked;
+}
+
+/// What a waiter waits for.
+enum Op {
+    Keys(Box<dyn Serve>),
+    Condition(Box<dyn Condition>),
+}
+
+impl Op {
+    fn command(&self) -> &'static str {
+        match self {
+            Op::Keys(s) => s.command(),
+            Op::Condition(c) => c.command(),
+        }
+    }
+
+    fn expired(&self, shared: &Shared) -> Unblocked {
+        match self {
+            Op::Keys(s) => Unblocked::now(s.timeout_reply()),
+            Op::Condition(c) => c.expired(shared),
+        }
+    }
+}
+
 pub enum Served {
     /// The wait is over with this reply, possibly an error (BLMOVE into a
     /// key of another type); what `serve` applied is committed for it.
@@ -100,7 +138,7 @@ pub struct Waiter {
     /// write serving it makes follows it, as if the client had made it.
     after: u64,
     deadline: Option<Instant>,
-    op: Box<dyn Serve>,
+    op: Op,
     /// The ACL user the client ran the command as: a writer serving it
     /// checks the user's rules as they are then.
     user: String,
@@ -139,16 +177,19 @@ pub struct Unblocked {
     pub written: u64,
     /// Refused on being served (ACL): counted as rejected, not failed.
     pub rejected: bool,
+    /// The connection closes once the reply is written.
+    pub close: bool,
 }
 
 impl Unblocked {
-    fn now(frame: Frame) -> Unblocked {
+    pub fn now(frame: Frame) -> Unblocked {
         Unblocked {
             frame,
             dependency_lsn: 0,
             lsn: 0,
             written: 0,
             rejected: false,
+            close: false,
         }
     }
 }
@@ -194,6 +235,8 @@ impl Blocked {
 struct Registry {
     by_key: HashMap<(usize, Bytes), VecDeque<Arc<Waiter>>>,
     by_client: HashMap<u64, Arc<Waiter>>,
+    /// Waiters on a [`Condition`], in arrival order.
+    conditions: Vec<Arc<Waiter>>,
 }
 
 #[derive(Default)]
@@ -203,6 +246,9 @@ pub struct Blocking {
     blocked: AtomicUsize,
     /// Keys waited on: writers skip the registry while there are none.
     waited_keys: AtomicUsize,
+    /// Clients waiting on a condition: [`Blocking::recheck`] skips the
+    /// registry while there are none.
+    conditions: AtomicUsize,
 }
 
 impl Blocking {
@@ -225,6 +271,31 @@ impl Blocking {
     ) {
         let mut seen = HashSet::with_capacity(keys.len());
         let keys: Vec<Bytes> = keys.iter().filter(|k| seen.insert(*k)).cloned().collect();
+        self.register(client, keys, timeout, Op::Keys(op));
+    }
+
+    /// Blocks `client` until `cond` is met or `timeout` passes (None:
+    /// never). What makes it true must call [`Blocking::recheck`]; this
+    /// looks once after registering, so nothing that happened before is
+    /// missed.
+    pub fn block_until(
+        &self,
+        shared: &Shared,
+        client: &mut ClientState,
+        timeout: Option<std::time::Duration>,
+        cond: Box<dyn Condition>,
+    ) {
+        let waiter = self.register(client, Vec::new(), timeout, Op::Condition(cond));
+        self.check_condition(shared, &waiter);
+    }
+
+    fn register(
+        &self,
+        client: &mut ClientState,
+        keys: Vec<Bytes>,
+        timeout: Option<std::time::Duration>,
+        op: Op,
+    ) -> Arc<Waiter> {
         let deadline = timeout
             .filter(|t| t.as_secs() < MAX_WAIT_SECS)
             .and_then(|t| Instant::now().checked_add(t));
@@ -250,6 +321,9 @@ impl Blocking {
                 .or_default()
                 .push_back(waiter.clone());
         }
+        if matches!(waiter.op, Op::Condition(_)) {
+            reg.conditions.push(waiter.clone());
+        }
         if let Some(earlier) = reg.by_client.insert(waiter.handle.id, waiter.clone()) {
             // A connection runs one command at a time; never expected.
             self.remove(&mut reg, &earlier);
@@ -264,6 +338,34 @@ impl Blocking {
             expired: false,
             call: None,
         });
+        waiter
+    }
+
+    /// Ends the waits on conditions that now hold. Called by whatever may
+    /// make one true (a replica's acknowledgement), with no locks held.
+    pub fn recheck(&self, shared: &Shared) {
+        if self.conditions.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        let waiting = self.registry.lock().conditions.clone();
+        for w in &waiting {
+            self.check_condition(shared, w);
+        }
+    }
+
+    fn check_condition(&self, shared: &Shared, w: &Arc<Waiter>) {
+        let Op::Condition(cond) = &w.op else {
+            return;
+        };
+        if w.state() != WAITING {
+            return;
+        }
+        if let Some(u) = cond.met(shared) {
+            // Only one of two racing rechecks ends the wait.
+            if self.cancel(w) {
+                w.deliver(u);
+            }
+        }
     }
 
     /// Takes `w` out of every queue; it no longer counts as blocked.
@@ -285,6 +387,9 @@ impl Blocking {
             reg.by_client.remove(&w.handle.id);
             w.handle.blocked.store(false, Ordering::Release);
         }
+        if matches!(w.op, Op::Condition(_)) {
+            reg.conditions.retain(|x| !Arc::ptr_eq(x, w));
+        }
         w.set_state(DONE);
         self.recount(reg);
     }
@@ -292,6 +397,8 @@ impl Blocking {
     fn recount(&self, reg: &Registry) {
         self.blocked.store(reg.by_client.len(), Ordering::Relaxed);
         self.waited_keys.store(reg.by_key.len(), Ordering::Relaxed);
+        self.conditions
+            .store(reg.conditions.len(), Ordering::Relaxed);
     }
 
     /// The keys among `muts` that clients wait on, in the order written.
@@ -361,15 +468,17 @@ impl Blocking {
             let Some(w) = self.nth_waiting(db, key, passed) else {
                 return;
             };
-            let keys = std::iter::once(key)
-                .chain(w.op.extra_keys())
-                .map(|k| &k[..]);
+            // Only key waits are queued on keys.
+            let Op::Keys(op) = &w.op else {
+                return;
+            };
+            let keys = std::iter::once(key).chain(op.extra_keys()).map(|k| &k[..]);
             let mut txn = lock(shared, keys);
             if !self.claim(&w) {
                 // Served elsewhere or gone meanwhile: the next one.
                 continue;
             }
-            if let Some(denied) = self.acl_denial(shared, &w, key) {
+            if let Some(denied) = self.acl_denial(shared, &w, op.as_ref(), key) {
                 self.remove(&mut self.registry.lock(), &w);
                 w.deliver(Unblocked {
                     rejected: true,
@@ -377,21 +486,21 @@ impl Blocking {
                 });
                 continue;
             }
-            let touched = std::iter::once(key).chain(w.op.extra_keys());
+            let touched = std::iter::once(key).chain(op.extra_keys());
             let events = crate::notify::Serving::start(&shared.pubsub, &mut txn, db, touched);
-            match w.op.serve(&mut txn, db, key, w.resp3) {
+            match op.serve(&mut txn, db, key, w.resp3) {
                 Served::Exhausted => {
-                    self.release(&w, queue);
+                    self.release(shared, &w, queue);
                     return;
                 }
                 Served::Skip => {
-                    self.release(&w, queue);
+                    self.release(shared, &w, queue);
                     passed += 1;
                 }
                 Served::Reply(frame) => {
                     self.remove(&mut self.registry.lock(), &w);
                     let more = self.ready_keys(txn.mutations());
-                    let events = events.map(|e| e.finish(w.op.command(), &mut txn));
+                    let events = events.map(|e| e.finish(op.command(), &mut txn));
                     let mut written = crate::tracking::written_keys(shared, txn.mutations());
                     txn.after_write(w.after);
                     let u = match crate::dispatch::commit(shared, w.durability, db, txn) {
@@ -400,11 +509,10 @@ impl Blocking {
                                 events.publish(&shared.pubsub, out.dependency_lsn);
                             }
                             Unblocked {
-                                frame,
                                 dependency_lsn: out.dependency_lsn,
                                 lsn: out.lsn,
                                 written: durakv_engine::dep::on_stream(out.stream, out.lsn),
-                                rejected: false,
+                                ..Unblocked::now(frame)
                             }
                         }
                         Err(e) => {
@@ -434,8 +542,14 @@ impl Blocking {
     /// Redis runs a blocked command again when a key can serve it, so rules
     /// changed during the wait apply: the command, the key serving it and
     /// any other key it writes must still be allowed.
-    fn acl_denial(&self, shared: &Shared, w: &Waiter, key: &Bytes) -> Option<Frame> {
-        let spec = crate::command::lookup(w.op.command().as_bytes())?;
+    fn acl_denial(
+        &self,
+        shared: &Shared,
+        w: &Waiter,
+        op: &dyn Serve,
+        key: &Bytes,
+    ) -> Option<Frame> {
+        let spec = crate::command::lookup(op.command().as_bytes())?;
         let Some(user) = shared.acl.get(&w.user) else {
             // Deleted meanwhile: its connection is being closed.
             let denial = crate::acl::check::Denial {
@@ -448,8 +562,8 @@ impl Blocking {
         if user.unrestricted() {
             return None;
         }
-        let mut args = vec![Bytes::from_static(w.op.command().as_bytes()), key.clone()];
-        args.extend(w.op.extra_keys().iter().cloned());
+        let mut args = vec![Bytes::from_static(op.command().as_bytes()), key.clone()];
+        args.extend(op.extra_keys().iter().cloned());
         let denial = crate::acl::check::check_keys(&user, spec, &args).err()?;
         shared.cmdstats.rejected(spec);
         Some(denial.reply(&user.name))
@@ -481,12 +595,12 @@ impl Blocking {
 
     /// Gives back a claim that did not serve `w`. Keys it was passed over
     /// on meanwhile join `queue`, since data there may have been meant for it.
-    fn release(&self, w: &Arc<Waiter>, queue: &mut VecDeque<(usize, Bytes)>) {
+    fn release(&self, shared: &Shared, w: &Arc<Waiter>, queue: &mut VecDeque<(usize, Bytes)>) {
         let mut reg = self.registry.lock();
         if w.state() == CLAIMED_CANCELLED {
             self.remove(&mut reg, w);
             drop(reg);
-            w.deliver(Unblocked::now(w.op.timeout_reply()));
+            w.deliver(w.op.expired(shared));
             return;
         }
         w.set_state(WAITING);
@@ -516,7 +630,7 @@ impl Blocking {
     /// CLIENT UNBLOCK: ends client `id`'s wait with `error`, or with its
     /// command's timeout reply. False if it is not blocked, or a writer is
     /// serving it at this moment.
-    pub fn unblock(&self, id: u64, error: Option<Frame>) -> bool {
+    pub fn unblock(&self, shared: &Shared, id: u64, error: Option<Frame>) -> bool {
         let mut reg = self.registry.lock();
         let Some(w) = reg.by_client.get(&id).cloned() else {
             return false;
@@ -526,9 +640,32 @@ impl Blocking {
         }
         self.remove(&mut reg, &w);
         drop(reg);
-        let frame = error.unwrap_or_else(|| w.op.timeout_reply());
-        w.deliver(Unblocked::now(frame));
+        w.deliver(match error {
+            Some(e) => Unblocked::now(e),
+            None => w.op.expired(shared),
+        });
         true
+    }
+}
+
+impl Blocking {
+    /// This server became a replica (REPLICAOF host port, FAILOVER): as
+    /// in Redis, every blocked client gets an UNBLOCKED error and is
+    /// disconnected after it, so that it finds the new primary (its keys
+    /// now change only through the replication stream, and the replicas a
+    /// WAIT counted are gone).
+    pub fn disconnect_all(&self) {
+        let waiting: Vec<Arc<Waiter>> = self.registry.lock().by_client.values().cloned().collect();
+        for w in waiting {
+            if self.cancel(&w) {
+                w.deliver(Unblocked {
+                    close: true,
+                    ..Unblocked::now(Frame::error(
+                        "UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)",
+                    ))
+                });
+            }
+        }
     }
 }
 
@@ -586,10 +723,11 @@ pub fn resume(shared: &Shared, client: &mut ClientState) -> Option<(Frame, u64)>
                 b.expired = true;
                 return None;
             }
-            Unblocked::now(b.waiter.op.timeout_reply())
+            b.waiter.op.expired(shared)
         }
     };
     let b = client.blocked.take()?;
+    client.close_after_reply |= u.close;
     if let Some((args, took)) = &b.call {
         let who = crate::slowlog::Who::Client {
             addr: client.handle.addr,

@@ -216,6 +216,9 @@ async fn run<S: ClientStream>(
             deliver_messages(shared, client, &mut out, &mut held, false);
             resume_blocked(shared, client, &mut out, &mut held)
         };
+        // A wait ended by this server becoming a replica closes the
+        // connection once its reply is written.
+        closing |= client.close_after_reply;
         // This loop writes and fsyncs its own `full` writes (below) when
         // the log lets it; the guard hands them to the log's writers on any
         // early return.

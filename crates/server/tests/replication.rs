@@ -178,8 +178,8 @@ fn stat(c: &mut Connection, field: &str) -> String {
 }
 
 /// WAIT with too few replicas waits out its timeout, as in Redis, so a
-/// replica that connects meanwhile is counted; inside MULTI, and with no
-/// timeout and no replica, it answers at once.
+/// replica that connects meanwhile is counted; inside MULTI it answers at
+/// once.
 #[test]
 fn wait_counts_a_replica_that_connects_while_it_waits() {
     let primary = Server::start(&[]);
@@ -189,9 +189,6 @@ fn wait_counts_a_replica_that_connects_while_it_waits() {
     let n: i64 = q(&mut p, &["WAIT", "1", "300"]);
     assert_eq!(n, 0);
     assert!(t.elapsed() >= Duration::from_millis(250), "did not wait");
-    // No timeout and no replica: at once (a wait would hold a thread).
-    let n: i64 = q(&mut p, &["WAIT", "1", "0"]);
-    assert_eq!(n, 0);
     let _: () = redis::cmd("MULTI").query(&mut p).unwrap();
     let _: () = redis::cmd("WAIT").arg(1).arg(0).query(&mut p).unwrap();
     let r: Vec<i64> = redis::cmd("EXEC").query(&mut p).unwrap();
@@ -206,6 +203,123 @@ fn wait_counts_a_replica_that_connects_while_it_waits() {
         late.join().unwrap()
     });
     drop(started);
+}
+
+/// The server's OS threads (Linux).
+fn threads(server: &Server) -> usize {
+    let pid = server.child.as_ref().unwrap().id();
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Threads:"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// Clients in WAIT and WAITAOF are parked as blocked clients, holding no
+/// thread: hundreds of them with no timeout leave the server serving
+/// others, CLIENT UNBLOCK ends one with what holds so far, and a replica
+/// that connects and acknowledges releases the rest.
+#[test]
+fn waiting_clients_are_parked_and_released_by_acknowledgements() {
+    use durakv_protocol::Frame;
+    const WAITERS: usize = 300;
+    let blocked = |c: &mut Connection| common::info_field(c, "clients", "blocked_clients");
+    let primary = Server::start(&["--maxclients", "1000"]);
+    let mut p = primary.conn();
+    let before = threads(&primary);
+    // Every third client sends WAITAOF, the others WAIT.
+    let mut waiters: Vec<(i64, common::RespConn)> = (0..WAITERS)
+        .map(|i| {
+            let mut c = common::RespConn::new(primary.raw());
+            c.send(&["CLIENT", "ID"]);
+            let Frame::Integer(id) = c.frame() else {
+                panic!("CLIENT ID")
+            };
+            c.send(&["SET", &format!("w{i}"), "v"]);
+            c.expect("+OK\r\n");
+            if i % 3 == 0 {
+                c.send(&["WAITAOF", "1", "1", "0"]);
+            } else {
+                c.send(&["WAIT", "1", "0"]);
+            }
+            (id, c)
+        })
+        .collect();
+    common::eventually("all waiters blocked", || {
+        blocked(&mut p) == WAITERS.to_string()
+    });
+    let t = std::time::Instant::now();
+    let pong: String = q(&mut p, &["PING"]);
+    assert_eq!(pong, "PONG");
+    assert!(t.elapsed() < Duration::from_secs(1));
+    let grown = threads(&primary).saturating_sub(before);
+    assert!(
+        grown < 16,
+        "{grown} more threads for {WAITERS} waiting clients"
+    );
+
+    // CLIENT UNBLOCK answers WAIT with the replicas so far, and WAITAOF
+    // with [local, replicas], its local write durable.
+    let answer = |c: &mut common::RespConn| c.frame();
+    for (i, want) in [
+        (0, Frame::Array(vec![Frame::Integer(1), Frame::Integer(0)])),
+        (1, Frame::Integer(0)),
+    ] {
+        let id = waiters[i].0.to_string();
+        let n: i64 = q(&mut p, &["CLIENT", "UNBLOCK", &id]);
+        assert_eq!(n, 1);
+        assert_eq!(answer(&mut waiters[i].1), want);
+    }
+    assert_eq!(blocked(&mut p), (WAITERS - 2).to_string());
+
+    let replica = replica_of(&primary, &[]);
+    for (i, (_, c)) in waiters.iter_mut().enumerate().skip(2) {
+        let want = if i % 3 == 0 {
+            Frame::Array(vec![Frame::Integer(1), Frame::Integer(1)])
+        } else {
+            Frame::Integer(1)
+        };
+        assert_eq!(answer(c), want, "waiter {i}");
+    }
+    assert_eq!(blocked(&mut p), "0");
+    drop(replica);
+}
+
+/// A server made a replica disconnects its blocked clients with Redis's
+/// UNBLOCKED error, so that they go and find the new primary, as Redis's
+/// clients expect after a failover.
+#[test]
+fn becoming_a_replica_disconnects_blocked_clients() {
+    use std::io::Read;
+    let primary = Server::start(&[]);
+    let demoted = Server::start(&[]);
+    let mut d = demoted.conn();
+    ok(&mut d, &["SET", "k", "v"]);
+    let mut blpop = common::RespConn::new(demoted.raw());
+    blpop.send(&["BLPOP", "list", "0"]);
+    let mut wait = common::RespConn::new(demoted.raw());
+    wait.send(&["WAIT", "1", "0"]);
+    common::eventually("both blocked", || {
+        common::info_field(&mut d, "clients", "blocked_clients") == "2"
+    });
+    let port = primary.port.to_string();
+    ok(&mut d, &["REPLICAOF", "127.0.0.1", &port]);
+    for c in [&mut blpop, &mut wait] {
+        c.expect("-UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)\r\n");
+    }
+    for mut c in [blpop, wait] {
+        let mut rest = Vec::new();
+        c.s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let n = c.s.read_to_end(&mut rest).unwrap();
+        assert_eq!(n, 0, "connection left open: {rest:?}");
+    }
+    assert_eq!(
+        common::info_field(&mut d, "clients", "blocked_clients"),
+        "0"
+    );
 }
 
 #[test]

@@ -691,12 +691,6 @@ impl Wal {
         }
     }
 
-    /// Wakes the writer threads for every record left to a caller of
-    /// `defer_syncs`: call before blocking for durability inside one.
-    pub fn release_deferred(&self) {
-        self.core.release_deferred();
-    }
-
     /// Hands what `owed` streams have urgent to their writer threads.
     pub fn hand_off(&self, owed: Owed) {
         for s in owed.streams() {

@@ -317,6 +317,6 @@ pub(crate) fn client_unblock(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     };
     let id = arg_i64(&args[2])?;
     let error = error.then(|| Frame::error("UNBLOCKED client unblocked via CLIENT UNBLOCK"));
-    let done = u64::try_from(id).is_ok_and(|id| ctx.shared.blocking.unblock(id, error));
+    let done = u64::try_from(id).is_ok_and(|id| ctx.shared.blocking.unblock(ctx.shared, id, error));
     Ok(Frame::Integer(done as i64))
 }

@@ -1,5 +1,6 @@
 //! Persistence and durability waits: LASTSAVE, SAVE, BGSAVE (all backed
 //! by checkpoints), WAITAOF and WAIT.
+use crate::blocking::{Condition, Unblocked};
 use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Reply, NO_KEYS};
 use crate::dispatch::Outcome;
 use crate::errors;
@@ -112,9 +113,10 @@ fn parse_timeout(arg: &[u8]) -> Result<i64, Frame> {
 /// WAITAOF: with `numreplicas` 0 the reply is held by the connection until
 /// this connection's last logged write is durable, so `[1, 0]` is true when
 /// it is delivered (the timeout cannot shorten that wait: durakv has no
-/// timer on held replies). With replicas wanted it waits here, like WAIT,
-/// for replicas whose acknowledged durable offset (REPLCONF ACK ... FACK)
-/// covers the connection's last write, and for the local log if asked.
+/// timer on held replies). With replicas wanted the client blocks, like
+/// WAIT, until enough replicas' acknowledged durable offsets (REPLCONF ACK
+/// ... FACK) cover the connection's last write; a local write asked for
+/// holds that reply in the same way.
 fn waitaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let checked = (|| {
         let numlocal = parse_i64(&args[1]).ok_or_else(|| errors::err(errors::NOT_INTEGER))?;
@@ -139,108 +141,154 @@ fn waitaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         Ok(n) => n,
         Err(e) => return Outcome::now(e),
     };
-    let pair = |local: i64, replicas: usize| {
-        Frame::Array(vec![Frame::Integer(local), Frame::Integer(replicas as i64)])
-    };
     let level = ctx
         .shared
         .effective_durability(ctx.client.durability, ctx.client.db);
     // In a database the log does not cover, nothing this connection writes
     // is ever fsynced (in a logged one, even a `none` connection's writes are).
     let unlogged = level == Durability::None && !ctx.shared.store.keyspace.is_logged(ctx.client.db);
-    let lsn = ctx.client.last_write_lsn;
-    let repl = &ctx.shared.repl;
-    let target = ctx.client.last_write_offset;
-    if numreplicas == 0 {
-        if unlogged {
-            return Outcome::now(pair(0, repl.facked(target)));
+    let wait = DurableAcks {
+        target: ctx.client.last_write_offset,
+        wanted: numreplicas,
+        lsn: ctx.client.last_write_lsn,
+        local: if unlogged {
+            Local::Never
+        } else if numlocal == 1 {
+            Local::Held
+        } else {
+            Local::Report
+        },
+    };
+    let now = |ctx: &Ctx<'_>| {
+        let u = wait.reply(ctx.shared);
+        Outcome {
+            frame: u.frame,
+            dependency_lsn: u.dependency_lsn,
         }
-        if numlocal == 0 {
-            let done = i64::from(lsn <= ctx.shared.durable_lsn());
-            return Outcome::now(pair(done, repl.facked(target)));
-        }
-        return Outcome {
-            frame: pair(1, repl.facked(target)),
-            dependency_lsn: lsn,
-        };
+    };
+    if numreplicas == 0 || ctx.client.in_exec || ctx.client.in_script {
+        return now(ctx);
     }
-    if numlocal == 1 && !unlogged && lsn > ctx.shared.durable_lsn() {
-        ctx.shared.store.wal.request_sync_upto(lsn);
+    if wait.local == Local::Held && wait.lsn > ctx.shared.durable_lsn() {
+        ctx.shared.store.wal.request_sync_upto(wait.lsn);
     }
-    ctx.shared.repl.request_acks();
-    let local_done = |shared: &crate::state::Shared| !unlogged && lsn <= shared.durable_lsn();
-    let (local, count) = poll_until(ctx, timeout_ms, |shared| {
-        let local = local_done(shared);
-        let n = shared.repl.facked(target);
-        let done = (numlocal == 0 || local) && n as i64 >= numreplicas;
-        (done, (local, n))
-    });
-    Outcome::now(pair(i64::from(local), count))
+    if wait.met(ctx.shared).is_some() {
+        return now(ctx);
+    }
+    block_until(ctx, timeout_ms, Box::new(wait));
+    Outcome::now(Frame::Null)
 }
 
-/// Polls `check` until it says done, the timeout passes (0: none), the
-/// client is killed or the server shuts down, holding this connection's
-/// thread; returns the last value it computed.
-fn poll_until<T>(
-    ctx: &Ctx<'_>,
-    timeout_ms: i64,
-    check: impl Fn(&crate::state::Shared) -> (bool, T),
-) -> T {
-    let deadline = (timeout_ms > 0)
-        .then(|| std::time::Instant::now() + std::time::Duration::from_millis(timeout_ms as u64));
-    // This connection's own writes may be waiting for it to lead their
-    // fsync once its requests are done (`Wal::defer_syncs`).
-    ctx.shared.store.wal.release_deferred();
-    crate::checkpointer::blocking(|| loop {
-        let (done, v) = check(ctx.shared);
-        if done
-            || deadline.is_some_and(|d| std::time::Instant::now() >= d)
-            || ctx.client.handle.is_killed()
-            || ctx
-                .shared
-                .shutting_down
-                .load(std::sync::atomic::Ordering::Acquire)
-        {
-            return v;
+/// How WAITAOF answers for the local log.
+#[derive(Clone, Copy, PartialEq)]
+enum Local {
+    /// Asked for (`numlocal` 1): the reply says 1 and waits for the fsync.
+    Held,
+    /// Not asked for: whether the write is durable when the reply is made.
+    Report,
+    /// The connection's writes are never logged: 0.
+    Never,
+}
+
+/// WAITAOF's wait for replicas whose durable offset covers `target`.
+struct DurableAcks {
+    target: u64,
+    wanted: i64,
+    /// The connection's last logged write.
+    lsn: u64,
+    local: Local,
+}
+
+impl DurableAcks {
+    fn reply(&self, shared: &crate::state::Shared) -> Unblocked {
+        let (local, dependency_lsn) = match self.local {
+            Local::Held => (1, self.lsn),
+            Local::Report => (i64::from(self.lsn <= shared.durable_lsn()), 0),
+            Local::Never => (0, 0),
+        };
+        let replicas = shared.repl.facked(self.target) as i64;
+        Unblocked {
+            dependency_lsn,
+            ..Unblocked::now(Frame::Array(vec![
+                Frame::Integer(local),
+                Frame::Integer(replicas),
+            ]))
         }
-        std::thread::sleep(std::time::Duration::from_millis(1));
-    })
+    }
+}
+
+impl Condition for DurableAcks {
+    fn command(&self) -> &'static str {
+        "waitaof"
+    }
+
+    fn met(&self, shared: &crate::state::Shared) -> Option<Unblocked> {
+        (shared.repl.facked(self.target) as i64 >= self.wanted).then(|| self.reply(shared))
+    }
+
+    fn expired(&self, shared: &crate::state::Shared) -> Unblocked {
+        self.reply(shared)
+    }
+}
+
+/// Blocks the client on `cond` for `timeout_ms` (0: no timeout), after
+/// asking the replicas for an acknowledgement. The connection answers
+/// when the wait ends, holding no thread meanwhile.
+fn block_until(ctx: &mut Ctx<'_>, timeout_ms: i64, cond: Box<dyn Condition>) {
+    let timeout = (timeout_ms > 0).then(|| std::time::Duration::from_millis(timeout_ms as u64));
+    ctx.shared
+        .blocking
+        .block_until(ctx.shared, ctx.client, timeout, cond);
+    ctx.shared.repl.request_acks();
 }
 
 /// WAIT: replicas whose acknowledged offset covers this connection's last
-/// write. Asks them for an acknowledgement at once, then polls until
-/// enough answered or the timeout passes (0: no timeout), holding this
-/// connection's thread.
+/// write. Blocks until enough of them acknowledge it or the timeout passes
+/// (0: none), as Redis does; a replica that connects and catches up
+/// meanwhile counts. Where a command may not block (MULTI/EXEC, scripts)
+/// it answers at once.
 fn wait(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let Some(wanted) = parse_i64(&args[1]) else {
         return Err(errors::err(errors::NOT_INTEGER));
     };
     let timeout_ms = parse_timeout(&args[2])?;
-    let repl = &ctx.shared.repl;
-    if repl.is_replica() {
+    if ctx.shared.repl.is_replica() {
         return Err(Frame::error(
             "ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated.",
         ));
     }
-    let target = ctx.client.last_write_offset;
-    let count = repl.acked(target);
-    // As Redis: too few replicas (none at all included; one may connect
-    // and catch up meanwhile) means waiting out the timeout, except where
-    // a command may not block (MULTI/EXEC, scripts). Unlike Redis, a WAIT
-    // with no timeout on a server with no replica answers at once: the
-    // wait holds a thread, and clients could otherwise pin any number of
-    // them on a standalone server.
-    if count as i64 >= wanted
-        || ctx.client.in_exec
-        || ctx.client.in_script
-        || (timeout_ms == 0 && repl.replicas.lock().is_empty())
-    {
-        return Ok(Frame::Integer(count as i64));
+    let wait = Acks {
+        target: ctx.client.last_write_offset,
+        wanted,
+    };
+    if let Some(u) = wait.met(ctx.shared) {
+        return Ok(u.frame);
     }
-    ctx.shared.repl.request_acks();
-    let count = poll_until(ctx, timeout_ms, |shared| {
-        let n = shared.repl.acked(target);
-        (n as i64 >= wanted, n)
-    });
-    Ok(Frame::Integer(count as i64))
+    if ctx.client.in_exec || ctx.client.in_script {
+        return Ok(wait.expired(ctx.shared).frame);
+    }
+    block_until(ctx, timeout_ms, Box::new(wait));
+    // Never sent: the connection answers when the wait ends.
+    Ok(Frame::Null)
+}
+
+/// WAIT's wait for replicas whose acknowledged offset covers `target`.
+struct Acks {
+    target: u64,
+    wanted: i64,
+}
+
+impl Condition for Acks {
+    fn command(&self) -> &'static str {
+        "wait"
+    }
+
+    fn met(&self, shared: &crate::state::Shared) -> Option<Unblocked> {
+        let n = shared.repl.acked(self.target) as i64;
+        (n >= self.wanted).then(|| Unblocked::now(Frame::Integer(n)))
+    }
+
+    fn expired(&self, shared: &crate::state::Shared) -> Unblocked {
+        Unblocked::now(Frame::Integer(shared.repl.acked(self.target) as i64))
+    }
 }

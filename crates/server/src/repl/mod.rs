@@ -394,12 +394,13 @@ impl Replication {
 
     /// Makes this server a replica of `host:port`: replicas attached to it
     /// are dropped (they reconnect and resync through it from the new
-    /// primary's history).
+    /// primary's history), and so are blocked clients.
     pub fn demote(&self, shared: &crate::state::Shared, host: String, port: u16) {
         self.is_replica.store(true, Ordering::Release);
         self.link_generation.fetch_add(1, Ordering::AcqRel);
         self.stream.backlog.lock().paused = true;
         self.drop_replicas(shared);
+        shared.blocking.disconnect_all();
         *self.link.lock() = MasterLink {
             host: host.clone(),
             port,

@@ -411,6 +411,8 @@ fn acknowledge(shared: &Shared, info: &ReplicaInfo, args: &[bytes::Bytes]) {
     info.last_ack_ms
         .store(crate::util::now_ms(), Ordering::Release);
     shared.repl.acks.fetch_add(1, Ordering::AcqRel);
+    // Clients in WAIT or WAITAOF may have what they wait for.
+    shared.blocking.recheck(shared);
     if fack.is_some() {
         let k = shared.config.read().min_replicas_to_ack as usize;
         if shared.repl.advance_replicated(k) {
