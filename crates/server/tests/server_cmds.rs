@@ -1499,17 +1499,36 @@ fn commandstats_and_errorstats() {
     assert!(info_field(&errs, "errorstat_ERR").is_none(), "{errs}");
 }
 
-/// The commands tools probe with: MODULE LIST is empty and a module load
-/// is refused as Redis refuses one it cannot load; RESTORE-ASKING (what
-/// MIGRATE sends a cluster node) restores like RESTORE; SCRIPT DEBUG NO
-/// is the mode every connection is in and YES/SYNC are refused; LOLWUT
-/// names the versions.
+/// The commands tools probe with: MODULE LIST is empty, and a module load
+/// is refused as Redis refuses it without `enable-module-command`, and with
+/// it ("local" lets loopback clients in) as Redis refuses a module it
+/// cannot load; RESTORE-ASKING (what MIGRATE sends a cluster node)
+/// restores like RESTORE; SCRIPT DEBUG NO is the mode every connection is
+/// in and YES/SYNC are refused; LOLWUT names the versions.
 #[test]
 fn module_restore_asking_script_debug_and_lolwut() {
-    let srv = Server::start(&[]);
-    let mut c = srv.conn();
+    let locked = Server::start(&[]);
+    let mut c = locked.conn();
     let modules: Vec<redis::Value> = ok(&mut c, &["MODULE", "LIST"]);
     assert!(modules.is_empty());
+    for args in [
+        &["LOAD", "/m.so"][..],
+        &["LOADEX", "/m.so"],
+        &["UNLOAD", "search"],
+    ] {
+        let cmd: Vec<&str> = std::iter::once("MODULE")
+            .chain(args.iter().copied())
+            .collect();
+        assert_eq!(
+            error(&mut c, &cmd),
+            "ERR MODULE command not allowed. If the enable-module-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server."
+        );
+    }
+    drop(c);
+    drop(locked);
+
+    let srv = Server::start(&["--enable-module-command", "local"]);
+    let mut c = srv.conn();
     assert_eq!(
         error(&mut c, &["MODULE", "LOAD", "/nonexistent/module.so"]),
         "ERR Error loading the extension. Please check the server logs."

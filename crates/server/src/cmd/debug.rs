@@ -15,7 +15,6 @@ use durakv_protocol::Frame;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-const NOT_ALLOWED: &str = "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.";
 const RELOAD_FAILED: &str = "ERR Error trying to load the RDB dump";
 
 /// What DEBUG switches at runtime.
@@ -39,13 +38,11 @@ pub fn commands() -> Vec<CommandSpec> {
     ]
 }
 
-fn allowed(ctx: &Ctx<'_>) -> bool {
-    let setting = ctx
-        .shared
-        .config
-        .read()
-        .get("enable-debug-command")
-        .unwrap_or_default();
+/// Whether a command Redis protects behind `directive` (DEBUG behind
+/// `enable-debug-command`, MODULE LOAD behind `enable-module-command`) may
+/// run for this client: "yes", or "local" from a loopback address.
+pub(super) fn protected_allowed(ctx: &Ctx<'_>, directive: &str) -> bool {
+    let setting = ctx.shared.config.read().get(directive).unwrap_or_default();
     match setting.as_str() {
         "yes" => true,
         "local" => ctx.client.handle.addr.ip().is_loopback(),
@@ -53,9 +50,16 @@ fn allowed(ctx: &Ctx<'_>) -> bool {
     }
 }
 
+/// Redis's refusal of a protected command.
+pub(super) fn not_allowed(command: &str, directive: &str) -> Frame {
+    Frame::error(format!(
+        "ERR {command} command not allowed. If the {directive} option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server."
+    ))
+}
+
 fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    if !allowed(ctx) {
-        return Outcome::now(Frame::error(NOT_ALLOWED));
+    if !protected_allowed(ctx, "enable-debug-command") {
+        return Outcome::now(not_allowed("DEBUG", "enable-debug-command"));
     }
     // The one subcommand that writes, so its reply waits for the log.
     if is(&args[1], "populate") && (3..=5).contains(&args.len()) {

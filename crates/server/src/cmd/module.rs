@@ -1,7 +1,8 @@
 //! MODULE: durakv loads no Redis modules (they are C code written against
 //! Redis's internals), but tools and client libraries ask MODULE LIST to
-//! learn which are there; they get the empty list, and a load is refused
-//! the way Redis refuses a module it cannot load.
+//! learn which are there; they get the empty list. LOAD, LOADEX and UNLOAD
+//! are refused as Redis refuses them without `enable-module-command`, and
+//! with it as Redis refuses a module it cannot load.
 use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Reply, NO_KEYS};
 use bytes::Bytes;
 use durakv_protocol::Frame;
@@ -43,6 +44,10 @@ pub(super) const MODULE_SUBS: &[SubSpec] = &[
 fn module(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let s = find_sub("module", args)?;
     note_subcommand(ctx, "module", s);
+    let protected = matches!(s.name, "load" | "loadex" | "unload");
+    if protected && !super::debug::protected_allowed(ctx, "enable-module-command") {
+        return Err(super::debug::not_allowed("MODULE", "enable-module-command"));
+    }
     match s.name {
         "list" => Ok(Frame::Array(Vec::new())),
         "load" | "loadex" => {
