@@ -175,7 +175,9 @@ fn normalize_args(args: Vec<String>) -> Vec<String> {
     out
 }
 
-fn init_logging(level: &str) {
+/// Logs at `level` to standard output, or appended to `logfile` when one
+/// is set (as Redis's `logfile`, relative to the working directory).
+fn init_logging(level: &str, logfile: &str) -> Result<(), String> {
     let filter = match level {
         "debug" => "debug",
         "verbose" => "info",
@@ -185,10 +187,23 @@ fn init_logging(level: &str) {
     };
     let env = tracing_subscriber::EnvFilter::try_from_env("DURAKV_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(filter));
-    let _ = tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(env)
-        .with_target(false)
+        .with_target(false);
+    if logfile.is_empty() {
+        let _ = builder.try_init();
+        return Ok(());
+    }
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(logfile)
+        .map_err(|e| format!("Can't open the log file: {logfile}: {e}"))?;
+    let _ = builder
+        .with_ansi(false)
+        .with_writer(std::sync::Mutex::new(file))
         .try_init();
+    Ok(())
 }
 
 fn main() {
@@ -206,7 +221,10 @@ fn main() {
                     std::process::exit(2);
                 }
             };
-            init_logging(&config.loglevel);
+            if let Err(e) = init_logging(&config.loglevel, &config.logfile) {
+                eprintln!("durakv: {e}");
+                std::process::exit(1);
+            }
             durakv_server::memory::set_release_hook(release_freed_memory);
             if let Err(e) = durakv_server::run(config) {
                 tracing::error!("{e}");

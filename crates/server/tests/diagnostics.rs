@@ -341,3 +341,30 @@ fn debug_protocol_sends_each_reply_type() {
         raw.expect(bytes);
     }
 }
+
+/// `logfile` sends the log to that file, appended to, as in Redis; a file
+/// that cannot be opened stops the server at start with Redis's message.
+#[test]
+fn logfile_receives_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("durakv.log");
+    std::fs::write(&path, "an earlier line\n").unwrap();
+    let srv = Server::start(&["--logfile", path.to_str().unwrap()]);
+    let mut c = srv.conn();
+    let _: () = q(&mut c, &["SET", "k", "v"]);
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.starts_with("an earlier line\n"), "{text}");
+    assert!(text.contains("Ready to accept connections"), "{text}");
+    assert!(!text.contains('\x1b'), "colour codes in a file: {text:?}");
+
+    let err = try_spawn(
+        dir.path(),
+        &["--logfile".into(), "/nonexistent/durakv.log".into()],
+    )
+    .err()
+    .expect("a server with an unopenable logfile");
+    assert!(
+        err.contains("Can't open the log file: /nonexistent/durakv.log"),
+        "{err}"
+    );
+}
