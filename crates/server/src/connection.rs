@@ -205,6 +205,11 @@ async fn run<S: ClientStream>(
     let mut published_sig = [usize::MAX; 9];
     let mut published_at = std::time::Instant::now();
     loop {
+        // DEBUG SLEEP stops the whole server, as in Redis, where tools use
+        // it to stand for a busy one.
+        if shared.debug.sleeping() {
+            shared.debug.slept().await;
+        }
         let mut out = scratch::take(&scratch::WRITE, WRITE_CHUNK_BYTES);
         // A served blocked command's reply goes before what its serving
         // queued (its invalidations are queued after the reply is ready).

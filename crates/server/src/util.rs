@@ -56,6 +56,54 @@ pub fn parse_f64_bare(b: &[u8]) -> Option<f64> {
     parse_f64_saturating(rest)
 }
 
+/// The number C's `strtod(b, NULL)` reads where nothing checks what is
+/// left (DEBUG SLEEP): leading white space skipped, then the longest
+/// decimal number, `inf` or `nan` at the start; 0 when there is none.
+/// Hexadecimal floats read as their leading 0.
+pub fn leading_f64(b: &[u8]) -> f64 {
+    let b = skip_c_space(b);
+    let (sign, rest) = match b.first() {
+        Some(b'-') => (-1.0, &b[1..]),
+        Some(b'+') => (1.0, &b[1..]),
+        _ => (1.0, b),
+    };
+    let starts =
+        |word: &[u8]| rest.len() >= word.len() && rest[..word.len()].eq_ignore_ascii_case(word);
+    if starts(b"inf") {
+        return sign * f64::INFINITY;
+    }
+    if starts(b"nan") {
+        return f64::NAN;
+    }
+    let digits = |from: usize| {
+        rest[from..]
+            .iter()
+            .take_while(|c| c.is_ascii_digit())
+            .count()
+    };
+    let mut end = digits(0);
+    let mut any = end > 0;
+    if rest.get(end) == Some(&b'.') {
+        let frac = digits(end + 1);
+        any |= frac > 0;
+        end += 1 + frac;
+    }
+    if !any {
+        return 0.0;
+    }
+    if matches!(rest.get(end), Some(b'e' | b'E')) {
+        let signed = usize::from(matches!(rest.get(end + 1), Some(b'+' | b'-')));
+        let exp = digits(end + 1 + signed);
+        if exp > 0 {
+            end += 1 + signed + exp;
+        }
+    }
+    std::str::from_utf8(&rest[..end])
+        .ok()
+        .and_then(|s| s.parse::<f64>().ok())
+        .map_or(0.0, |v| sign * v)
+}
+
 /// `b` after the white space C's `isspace` skips (space, \t, \n, \v, \f,
 /// \r), as `strtod` and `strtoull` skip it.
 pub fn skip_c_space(b: &[u8]) -> &[u8] {
@@ -250,6 +298,16 @@ mod tests {
 
     #[test]
     fn saturating_floats_take_values_past_the_range() {
+        assert_eq!(leading_f64(b"0\r\n"), 0.0);
+        assert_eq!(leading_f64(b"abc"), 0.0);
+        assert_eq!(leading_f64(b" 1.5xyz"), 1.5);
+        assert_eq!(leading_f64(b"-2e1s"), -20.0);
+        assert_eq!(leading_f64(b"3e"), 3.0);
+        assert_eq!(leading_f64(b".5"), 0.5);
+        assert_eq!(leading_f64(b"."), 0.0);
+        assert_eq!(leading_f64(b"Infinity"), f64::INFINITY);
+        assert!(leading_f64(b"nan").is_nan());
+        assert_eq!(leading_f64(b"0x10"), 0.0);
         assert_eq!(parse_f64_saturating(b"1e309"), Some(f64::INFINITY));
         assert_eq!(parse_f64_saturating(b"-1e309"), Some(f64::NEG_INFINITY));
         assert_eq!(parse_f64_saturating(b"1e-400"), Some(0.0));

@@ -564,6 +564,24 @@ fn debug_subcommands() {
     let t = std::time::Instant::now();
     ok(c, &["DEBUG", "SLEEP", "0.2"]);
     assert!(t.elapsed() >= std::time::Duration::from_millis(200));
+    // It stops the whole server, as in Redis: another client's command,
+    // and a new connection's first one, wait for it to end.
+    std::thread::scope(|s| {
+        let t = std::time::Instant::now();
+        let sleeper = s.spawn(|| ok(&mut srv.conn(), &["DEBUG", "SLEEP", "0.4"]));
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let mut other = srv.conn();
+        let pong: String = q(&mut other, &["PING"]);
+        assert_eq!(pong, "PONG");
+        assert!(t.elapsed() >= std::time::Duration::from_millis(380));
+        sleeper.join().unwrap();
+    });
+    // The time is read as C's strtod reads it: a number at the start, or 0.
+    let mut raw = common::RespConn::new(srv.raw());
+    raw.send(&["DEBUG", "SLEEP", "0\r\n"]);
+    raw.expect("+OK\r\n");
+    ok(c, &["DEBUG", "SLEEP", "abc"]);
+    ok(c, &["DEBUG", "SLEEP", "-1"]);
     assert!(err(c, &["DEBUG", "NOPE"]).starts_with("ERR unknown subcommand"));
 }
 

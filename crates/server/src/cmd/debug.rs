@@ -12,7 +12,7 @@ use durakv_engine::keyspace::Keyspace;
 use durakv_engine::mutation::{ExpireMode, KeyOp};
 use durakv_engine::value::Value;
 use durakv_protocol::Frame;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 const RELOAD_FAILED: &str = "ERR Error trying to load the RDB dump";
@@ -21,12 +21,48 @@ const RELOAD_FAILED: &str = "ERR Error trying to load the RDB dump";
 pub struct DebugState {
     /// Cleared by DEBUG SET-ACTIVE-EXPIRE 0: the background expiry pauses.
     pub active_expire: AtomicBool,
+    /// DEBUG SLEEPs in progress: while there is one, no connection starts
+    /// a turn, as no command runs in Redis while its one thread sleeps.
+    sleepers: AtomicUsize,
+    woke: tokio::sync::Notify,
 }
 
 impl Default for DebugState {
     fn default() -> DebugState {
         DebugState {
             active_expire: AtomicBool::new(true),
+            sleepers: AtomicUsize::new(0),
+            woke: tokio::sync::Notify::new(),
+        }
+    }
+}
+
+impl DebugState {
+    /// Whether a DEBUG SLEEP is stopping the server.
+    pub fn sleeping(&self) -> bool {
+        self.sleepers.load(Ordering::Acquire) != 0
+    }
+
+    /// Resolves once no DEBUG SLEEP is stopping the server.
+    pub async fn slept(&self) {
+        loop {
+            let woke = self.woke.notified();
+            tokio::pin!(woke);
+            woke.as_mut().enable();
+            if !self.sleeping() {
+                return;
+            }
+            woke.await;
+        }
+    }
+
+    /// Stops the server for `d`: this thread sleeps, and every other
+    /// connection waits at the start of its next turn.
+    fn sleep(&self, d: Duration) {
+        self.sleepers.fetch_add(1, Ordering::AcqRel);
+        crate::checkpointer::blocking(|| std::thread::sleep(d));
+        if self.sleepers.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.woke.notify_waiters();
         }
     }
 }
@@ -74,7 +110,7 @@ fn debug_now(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let sub = String::from_utf8_lossy(&args[1]).to_ascii_lowercase();
     match (sub.as_str(), args.len()) {
         ("help", 2) => Ok(help()),
-        ("sleep", 3) => sleep(&args[2]),
+        ("sleep", 3) => sleep(ctx, &args[2]),
         // Client libraries test their handling of LOADING, READONLY, OOM
         // and auth errors with it.
         ("error", 3) => {
@@ -284,12 +320,14 @@ fn populate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 }
 
 /// Redis blocks its whole server; here only this connection waits.
-fn sleep(arg: &[u8]) -> Reply {
-    let secs = crate::util::parse_f64_saturating(arg)
-        .filter(|s| s.is_finite())
-        .ok_or_else(|| errors::err(errors::NOT_FLOAT))?;
-    let d = Duration::from_secs_f64(secs.max(0.0));
-    crate::checkpointer::blocking(|| std::thread::sleep(d));
+/// DEBUG SLEEP: stops the server for a number of seconds, read as Redis
+/// reads it (C's strtod: the longest number at the start, 0 if none), so
+/// `0\r\n` and `abc` are 0; a negative or infinite time does not sleep.
+fn sleep(ctx: &Ctx<'_>, arg: &[u8]) -> Reply {
+    let secs = crate::util::leading_f64(arg);
+    if secs.is_finite() && secs > 0.0 {
+        ctx.shared.debug.sleep(Duration::from_secs_f64(secs));
+    }
     Ok(Frame::ok())
 }
 
