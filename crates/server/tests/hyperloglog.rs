@@ -238,3 +238,19 @@ fn acknowledged_pfadds_survive_kill9() {
     assert_eq!(bytes(c, "de"), dense);
     assert_eq!(int(c, &["PFCOUNT", "m"]), merged);
 }
+
+/// PFSELFTEST runs Redis's checks of the implementation (registers, the
+/// estimate's error up to ten million elements, sparse against dense) and
+/// answers OK; ACL CAT hyperloglog lists it, as Redis does.
+#[test]
+fn pfselftest_passes_and_is_listed() {
+    let srv = Server::start(&[]);
+    let c = &mut srv.conn();
+    let reply: String = q(c, &["PFSELFTEST"]);
+    assert_eq!(reply, "OK");
+    let cat: Vec<String> = q(c, &["ACL", "CAT", "hyperloglog"]);
+    for name in ["pfadd", "pfcount", "pfmerge", "pfdebug", "pfselftest"] {
+        assert!(cat.contains(&name.to_string()), "{cat:?}");
+    }
+    assert!(err(c, &["PFSELFTEST", "x"]).contains("wrong number of arguments"));
+}

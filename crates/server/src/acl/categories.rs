@@ -401,6 +401,7 @@ static REDIS: &[(&str, u32)] = &[
     ("pfcount", READ | HYPERLOGLOG | SLOW),
     ("pfdebug", WRITE | HYPERLOGLOG | ADMIN | SLOW | DANGEROUS),
     ("pfmerge", WRITE | HYPERLOGLOG | SLOW),
+    ("pfselftest", HYPERLOGLOG | ADMIN | SLOW | DANGEROUS),
     ("ping", FAST | CONNECTION),
     ("psetex", WRITE | STRING | SLOW),
     ("psubscribe", PUBSUB | SLOW),

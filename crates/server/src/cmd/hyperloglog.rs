@@ -1,4 +1,4 @@
-//! HyperLogLog commands: PFADD, PFCOUNT, PFMERGE and PFDEBUG. Values are
+//! HyperLogLog commands: PFADD, PFCOUNT, PFMERGE, PFDEBUG and PFSELFTEST. Values are
 //! plain strings in Redis's own format ([`crate::hll`]), so they survive
 //! GET/SET, DUMP/RESTORE and replication to and from Redis unchanged.
 //!
@@ -35,6 +35,7 @@ pub fn commands() -> Vec<CommandSpec> {
         spec("pfadd", -2, WRITE | DENYOOM | FAST, crate::command::FIRST_KEY, Handler::Data(pfadd), "hyperloglog", "Adds elements to a HyperLogLog key. Creates the key if it doesn't exist."),
         spec("pfcount", -2, READONLY, ALL_ARGS_KEYS, Handler::Data(pfcount), "hyperloglog", "Returns the approximated cardinality of the set(s) observed by the HyperLogLog key(s)."),
         spec("pfmerge", -2, WRITE | DENYOOM, ALL_ARGS_KEYS, Handler::Data(pfmerge), "hyperloglog", "Merges one or more HyperLogLog values into a single key."),
+        spec("pfselftest", 1, ADMIN, crate::command::NO_KEYS, Handler::Conn(pfselftest), "hyperloglog", "An internal command for testing HyperLogLog values."),
         spec("pfdebug", 3, WRITE | DENYOOM | ADMIN, PFDEBUG_KEY, Handler::Data(pfdebug), "hyperloglog", "Internal commands for debugging HyperLogLog values."),
     ]
 }
@@ -296,4 +297,15 @@ fn pfdebug(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
             String::from_utf8_lossy(sub)
         )))
     }
+}
+
+/// PFSELFTEST: checks the HyperLogLog implementation ([`hll::self_test`]).
+/// Ten million elements take a while: the worker's other connections go
+/// to another thread meanwhile.
+fn pfselftest(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Reply {
+    let sparse_max = sparse_max(ctx);
+    let seed = rand::random::<u64>();
+    crate::checkpointer::blocking(|| hll::self_test(sparse_max, seed))
+        .map(|()| Frame::ok())
+        .map_err(Frame::error)
 }
