@@ -361,8 +361,7 @@ fn logfile_receives_the_log() {
         dir.path(),
         &["--logfile".into(), "/nonexistent/durakv.log".into()],
     )
-    .err()
-    .expect("a server with an unopenable logfile");
+    .expect_err("a server with an unopenable logfile");
     assert!(
         err.contains("Can't open the log file: /nonexistent/durakv.log"),
         "{err}"
