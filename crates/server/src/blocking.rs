@@ -730,7 +730,7 @@ pub fn resume(shared: &Shared, client: &mut ClientState) -> Option<(Frame, u64)>
     client.close_after_reply |= u.close;
     if let Some((args, took)) = &b.call {
         let who = crate::slowlog::Who::Client {
-            addr: client.handle.addr,
+            addr: &client.handle.addr,
             name: client.name.as_ref(),
         };
         shared.slowlog.note(args, *took, who);

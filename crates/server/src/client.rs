@@ -12,11 +12,39 @@ use std::sync::Arc;
 use std::time::Instant;
 use tokio::sync::Notify;
 
+/// One end of a client's connection, as Redis names it: `ip:port`, or for
+/// a Unix socket its path and port 0.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Peer {
+    Tcp(SocketAddr),
+    Unix(Arc<str>),
+}
+
+impl Peer {
+    /// Whether this end is on this machine: a loopback address or a Unix
+    /// socket (what `local` allows for DEBUG and MODULE).
+    pub fn is_local(&self) -> bool {
+        match self {
+            Peer::Tcp(a) => a.ip().is_loopback(),
+            Peer::Unix(_) => true,
+        }
+    }
+}
+
+impl std::fmt::Display for Peer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Peer::Tcp(a) => a.fmt(f),
+            Peer::Unix(path) => write!(f, "{path}:0"),
+        }
+    }
+}
+
 /// What other tasks may see or change about a connection.
 pub struct ClientHandle {
     pub id: u64,
-    pub addr: SocketAddr,
-    pub laddr: SocketAddr,
+    pub addr: Peer,
+    pub laddr: Peer,
     /// The socket's file descriptor, as CLIENT LIST reports it.
     pub fd: i64,
     pub created: Instant,
@@ -302,7 +330,7 @@ pub struct ClientRegistry {
 }
 
 impl ClientRegistry {
-    pub fn register(&self, addr: SocketAddr, laddr: SocketAddr, fd: i64) -> Arc<ClientHandle> {
+    pub fn register(&self, addr: Peer, laddr: Peer, fd: i64) -> Arc<ClientHandle> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
         let h = Arc::new(ClientHandle {
             id,

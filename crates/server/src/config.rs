@@ -53,6 +53,11 @@ pub struct Config {
     pub port: u16,
     /// `tls-port` (0: no TLS listener) and its files (`crate::tls`).
     pub tls_port: u16,
+    /// `unixsocket`: a Unix socket path to listen on as well ("" = none).
+    pub unixsocket: String,
+    /// `unixsocketperm`: the socket file's permission bits (0 = leave the
+    /// umask's).
+    pub unixsocketperm: u32,
     pub tls_cert_file: String,
     pub tls_key_file: String,
     pub tls_ca_cert_file: String,
@@ -187,6 +192,8 @@ impl Default for Config {
             tcp_keepalive_secs: 300,
             loglevel: "notice".into(),
             logfile: String::new(),
+            unixsocket: String::new(),
+            unixsocketperm: 0,
             maxmemory_bytes: 0,
             maxmemory_policy: crate::evict::Policy::NoEviction,
             maxmemory_samples: 5,
@@ -760,6 +767,33 @@ pub static DIRECTIVES: &[Directive] = &[
             Ok(())
         },
         get: |c| c.port.to_string(),
+    },
+    Directive {
+        name: "unixsocket",
+        default: "",
+        help: "Also listen on this Unix socket path (\"\" = none); a file already there is replaced",
+        runtime: false,
+        repeatable: false,
+        set: |c, v| {
+            c.unixsocket = v.to_string();
+            Ok(())
+        },
+        get: |c| c.unixsocket.clone(),
+    },
+    Directive {
+        name: "unixsocketperm",
+        default: "0",
+        help: "Permissions of the unixsocket file, in octal (0 = as the umask leaves them)",
+        runtime: false,
+        repeatable: false,
+        set: |c, v| {
+            c.unixsocketperm = u32::from_str_radix(v, 8)
+                .ok()
+                .filter(|p| *p <= 0o777)
+                .ok_or("argument must be between 0 and 777 (octal)")?;
+            Ok(())
+        },
+        get: |c| format!("{:o}", c.unixsocketperm),
     },
     Directive {
         name: "tls-port",

@@ -144,7 +144,7 @@ pub(crate) fn account(
         crate::slowlog::Who::Script
     } else {
         crate::slowlog::Who::Client {
-            addr: ctx.client.handle.addr,
+            addr: &ctx.client.handle.addr,
             name: ctx.client.name.as_ref(),
         }
     };

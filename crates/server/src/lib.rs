@@ -67,6 +67,7 @@ pub mod slowlog;
 pub mod state;
 pub mod tls;
 pub mod tracking;
+pub mod unix_socket;
 pub mod util;
 pub mod wal_info;
 pub mod watch;

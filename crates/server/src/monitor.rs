@@ -18,21 +18,20 @@
 //! libraries' tests count on that order, as Redis gives it), and never one
 //! a crash takes back.
 
-use crate::client::{ClientHandle, ClientState};
+use crate::client::{ClientHandle, ClientState, Peer};
 use crate::command::{flags, CommandSpec, Ctx};
 use crate::pubsub::PubSub;
 use crate::state::Shared;
 use bytes::{BufMut, Bytes, BytesMut};
 use parking_lot::Mutex;
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Who ran a command, as the line names it.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub enum Origin {
-    Client(SocketAddr),
+    Client(Peer),
     /// A command a script or function called.
     Lua,
 }
@@ -91,7 +90,7 @@ impl Monitors {
 /// before they run: [`show_script`]).
 pub fn show(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) {
     if shown(ctx, spec, args) {
-        let addr = ctx.client.handle.addr;
+        let addr = ctx.client.handle.addr.clone();
         note(ctx, Origin::Client(addr), args);
     }
 }
@@ -100,7 +99,7 @@ pub fn show(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) {
 /// commands it calls follow it.
 pub fn show_script(ctx: &mut Ctx<'_>, args: &[Bytes]) {
     if ctx.shared.monitors.active() {
-        let addr = ctx.client.handle.addr;
+        let addr = ctx.client.handle.addr.clone();
         note(ctx, Origin::Client(addr), args);
     }
 }
@@ -167,6 +166,7 @@ pub fn line(now: SystemTime, db: usize, origin: Origin, args: &[Bytes]) -> Bytes
     let since = now.duration_since(UNIX_EPOCH).unwrap_or_default();
     let mut out = BytesMut::with_capacity(48 + args.iter().map(|a| a.len() + 3).sum::<usize>());
     let who = match origin {
+        Origin::Client(Peer::Unix(path)) => format!("unix:{path}"),
         Origin::Client(addr) => addr.to_string(),
         Origin::Lua => "lua".to_string(),
     };
@@ -279,7 +279,7 @@ pub(crate) mod tests {
 
     #[test]
     fn lines_look_like_redis() {
-        let addr: SocketAddr = "127.0.0.1:50123".parse().unwrap();
+        let addr = Peer::Tcp("127.0.0.1:50123".parse().unwrap());
         assert_eq!(
             text(Origin::Client(addr), &["SET", "foo", "bar"]),
             "+1700000000.000042 [3 127.0.0.1:50123] \"SET\" \"foo\" \"bar\"\r\n"
@@ -291,8 +291,10 @@ pub(crate) mod tests {
             ),
             "+1700000000.000042 [3 lua] \"set\" \"a\\\"b\\\\c\" \"x\\r\\n\\t\\a\\b\\x01\\x7f\"\r\n"
         );
-        let v6: SocketAddr = "[::1]:7000".parse().unwrap();
+        let v6 = Peer::Tcp("[::1]:7000".parse().unwrap());
         assert!(text(Origin::Client(v6), &["ping"]).contains("[3 [::1]:7000] \"ping\""));
+        let unix = Peer::Unix("/tmp/d.sock".into());
+        assert!(text(Origin::Client(unix), &["ping"]).contains("[3 unix:/tmp/d.sock] \"ping\""));
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! protected mode), runs background tasks, and shuts down gracefully on
 //! SIGTERM, SIGINT or SHUTDOWN.
 
+use crate::client::Peer;
 use crate::connection;
 use crate::expiry;
 use crate::listeners::{Change, Listening};
@@ -54,6 +55,24 @@ pub async fn serve(shared: Arc<Shared>) -> std::io::Result<()> {
         println!("durakv listening for TLS on port {tls_port}");
     }
 
+    let unixsocket = shared.config.read().unixsocket.clone();
+    let unix = if unixsocket.is_empty() {
+        None
+    } else {
+        let perm = shared.config.read().unixsocketperm;
+        let listener = crate::unix_socket::bind(&unixsocket, perm).map_err(|e| {
+            std::io::Error::other(format!("Failed opening Unix socket {unixsocket}: {e}"))
+        })?;
+        tracing::info!("Ready to accept connections unix on {unixsocket}");
+        let path: Arc<str> = unixsocket.into();
+        let task = tokio::spawn(crate::unix_socket::accept_loop(
+            shared.clone(),
+            listener,
+            path.clone(),
+        ));
+        Some((path, task))
+    };
+
     crate::repl::replica::adopt_configured_primary(&shared);
     let background = tokio::spawn(expiry::run(shared.clone()));
     let replication = [
@@ -101,6 +120,10 @@ pub async fn serve(shared: Arc<Shared>) -> std::io::Result<()> {
     shared.request_shutdown();
     for (_, a) in accepts {
         a.abort();
+    }
+    if let Some((path, task)) = unix {
+        task.abort();
+        let _ = std::fs::remove_file(&*path);
     }
     background.abort();
     for t in replication {
@@ -295,7 +318,9 @@ async fn accept_loop(
             None
         };
         let Some(acceptor) = acceptor else {
-            let handle = shared.clients.register(addr, laddr, fd);
+            let handle = shared
+                .clients
+                .register(Peer::Tcp(addr), Peer::Tcp(laddr), fd);
             tokio::spawn(connection::serve(
                 shared.clone(),
                 stream,
@@ -312,7 +337,9 @@ async fn accept_loop(
                 tokio::time::timeout(crate::tls::HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await;
             match accepted {
                 Ok(Ok(stream)) => {
-                    let handle = shared.clients.register(addr, laddr, fd);
+                    let handle = shared
+                        .clients
+                        .register(Peer::Tcp(addr), Peer::Tcp(laddr), fd);
                     connection::serve(shared, stream, handle, authenticated).await;
                 }
                 Ok(Err(e)) => tracing::debug!("TLS handshake with {addr} failed: {e}"),

@@ -28,7 +28,7 @@ const MAX_ARG_BYTES: usize = 128;
 /// Who ran a logged command.
 pub enum Who<'a> {
     Client {
-        addr: std::net::SocketAddr,
+        addr: &'a crate::client::Peer,
         name: Option<&'a Bytes>,
     },
     /// A command a script or function called.
@@ -180,8 +180,11 @@ mod tests {
     use crate::monitor::tests::args;
 
     fn client() -> Who<'static> {
+        static ADDR: std::sync::LazyLock<crate::client::Peer> = std::sync::LazyLock::new(|| {
+            crate::client::Peer::Tcp("127.0.0.1:5000".parse().unwrap())
+        });
         Who::Client {
-            addr: "127.0.0.1:5000".parse().unwrap(),
+            addr: &ADDR,
             name: None,
         }
     }

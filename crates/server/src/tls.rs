@@ -214,17 +214,32 @@ pub trait ClientStream: Stream {
     fn write_now(&mut self, out: &mut BytesMut) -> io::Result<()>;
 }
 
+/// Writes what a plain socket takes now (`try_write`), as
+/// [`ClientStream::write_now`] says.
+fn write_what_it_takes(
+    mut try_write: impl FnMut(&[u8]) -> io::Result<usize>,
+    out: &mut BytesMut,
+) -> io::Result<()> {
+    while !out.is_empty() {
+        match try_write(out) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => out.advance(n),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
 impl ClientStream for TcpStream {
     fn write_now(&mut self, out: &mut BytesMut) -> io::Result<()> {
-        while !out.is_empty() {
-            match self.try_write(out) {
-                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-                Ok(n) => out.advance(n),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(())
+        write_what_it_takes(|b| self.try_write(b), out)
+    }
+}
+
+impl ClientStream for tokio::net::UnixStream {
+    fn write_now(&mut self, out: &mut BytesMut) -> io::Result<()> {
+        write_what_it_takes(|b| self.try_write(b), out)
     }
 }
 

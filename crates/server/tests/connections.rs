@@ -161,3 +161,56 @@ fn config_set_timeout_applies_to_open_connections() {
     std::thread::sleep(Duration::from_millis(2500));
     ping(&mut spared);
 }
+
+/// `unixsocket`: clients on a Unix socket are served like TCP ones, with
+/// the socket's path as their address and the `U` flag, count as local
+/// for `enable-debug-command local`, and the file gets `unixsocketperm`,
+/// replaces one a crashed run left, and is removed at shutdown.
+#[test]
+fn unix_socket_clients() {
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    let sockets = tempfile::tempdir().unwrap();
+    let path = sockets.path().join("durakv.sock");
+    let path_s = path.to_str().unwrap().to_string();
+    // A socket file left behind, as after kill -9.
+    drop(std::os::unix::net::UnixListener::bind(&path).unwrap());
+    let mut srv = Server::start(&[
+        "--unixsocket",
+        &path_s,
+        "--unixsocketperm",
+        "770",
+        "--enable-debug-command",
+        "local",
+    ]);
+    let meta = std::fs::metadata(&path).unwrap();
+    assert!(meta.file_type().is_socket());
+    assert_eq!(meta.permissions().mode() & 0o777, 0o770);
+
+    let client = redis::Client::open(format!("redis+unix://{path_s}")).unwrap();
+    let mut c = client.get_connection().unwrap();
+    let _: () = redis::cmd("SET").arg("k").arg("v").query(&mut c).unwrap();
+    let mut tcp = srv.conn();
+    let v: String = redis::cmd("GET").arg("k").query(&mut tcp).unwrap();
+    assert_eq!(v, "v");
+    let me: String = redis::cmd("CLIENT").arg("INFO").query(&mut c).unwrap();
+    assert!(
+        me.contains(&format!(" addr={path_s}:0 laddr={path_s}:0 ")),
+        "{me}"
+    );
+    assert!(me.contains(" flags=U "), "{me}");
+    let _: () = redis::cmd("DEBUG")
+        .arg("SLEEP")
+        .arg("0")
+        .query(&mut c)
+        .unwrap();
+    let killed: i64 = redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("ADDR")
+        .arg(format!("{path_s}:0"))
+        .query(&mut tcp)
+        .unwrap();
+    assert_eq!(killed, 1);
+
+    srv.terminate();
+    assert!(!path.exists(), "the socket file outlived the server");
+}

@@ -294,6 +294,9 @@ fn client_line(h: &ClientHandle, info: &ClientInfo, tracking: &(String, i64)) ->
     if h.blocked.load(Ordering::Acquire) {
         flags.push('b');
     }
+    if matches!(h.addr, crate::client::Peer::Unix(_)) {
+        flags.push('U');
+    }
     if info.no_touch {
         flags.push('T');
     }

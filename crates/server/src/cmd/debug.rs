@@ -81,7 +81,7 @@ pub(super) fn protected_allowed(ctx: &Ctx<'_>, directive: &str) -> bool {
     let setting = ctx.shared.config.read().get(directive).unwrap_or_default();
     match setting.as_str() {
         "yes" => true,
-        "local" => ctx.client.handle.addr.ip().is_loopback(),
+        "local" => ctx.client.handle.addr.is_local(),
         _ => false,
     }
 }

@@ -248,7 +248,10 @@ pub async fn serve<S: Stream>(
         ip: client
             .repl_announced_ip
             .clone()
-            .unwrap_or_else(|| client.handle.addr.ip().to_string()),
+            .unwrap_or_else(|| match &client.handle.addr {
+                crate::client::Peer::Tcp(a) => a.ip().to_string(),
+                crate::client::Peer::Unix(path) => path.to_string(),
+            }),
         port: AtomicU64::new(u64::from(client.repl_listening_port)),
         ack: AtomicU64::new(0),
         fack: AtomicU64::new(0),

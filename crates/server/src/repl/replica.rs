@@ -432,7 +432,11 @@ impl<'s> MasterClient<'s> {
         shared: &'s Shared,
         (addr, laddr): (std::net::SocketAddr, std::net::SocketAddr),
     ) -> MasterClient<'s> {
-        let handle = shared.clients.register(addr, laddr, -1);
+        let handle = shared.clients.register(
+            crate::client::Peer::Tcp(addr),
+            crate::client::Peer::Tcp(laddr),
+            -1,
+        );
         handle.replication.store(true, Ordering::Release);
         handle.master_link.store(true, Ordering::Release);
         let mut state = ClientState::new(handle, true, Arc::new(crate::acl::User::default_user()));
