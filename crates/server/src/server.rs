@@ -42,19 +42,8 @@ pub async fn serve(shared: Arc<Shared>) -> std::io::Result<()> {
         .start(&binds, port, tls_port)
         .map_err(|e| std::io::Error::other(e.to_string()))?;
     shared.bound_port.store(port as u64, Ordering::Release);
-    tracing::info!("Ready to accept connections tcp on port {port}");
-    // Tests and scripts read this line to learn an ephemeral port.
-    println!("durakv listening on port {port}");
-    let tls_bound = listening
-        .iter()
-        .find(|l| l.tls)
-        .and_then(|l| l.socket.local_addr().ok());
-    if let Some(tls_addr) = tls_bound {
-        let tls_port = tls_addr.port();
-        tracing::info!("Ready to accept connections tls on port {tls_port}");
-        println!("durakv listening for TLS on port {tls_port}");
-    }
-
+    // Bound before the port is announced, so that whoever waits for that
+    // line finds the socket too.
     let unixsocket = shared.config.read().unixsocket.clone();
     let unix = if unixsocket.is_empty() {
         None
@@ -72,6 +61,19 @@ pub async fn serve(shared: Arc<Shared>) -> std::io::Result<()> {
         ));
         Some((path, task))
     };
+
+    tracing::info!("Ready to accept connections tcp on port {port}");
+    // Tests and scripts read this line to learn an ephemeral port.
+    println!("durakv listening on port {port}");
+    let tls_bound = listening
+        .iter()
+        .find(|l| l.tls)
+        .and_then(|l| l.socket.local_addr().ok());
+    if let Some(tls_addr) = tls_bound {
+        let tls_port = tls_addr.port();
+        tracing::info!("Ready to accept connections tls on port {tls_port}");
+        println!("durakv listening for TLS on port {tls_port}");
+    }
 
     crate::repl::replica::adopt_configured_primary(&shared);
     let background = tokio::spawn(expiry::run(shared.clone()));
