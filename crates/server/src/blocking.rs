@@ -71,8 +71,9 @@ pub trait Condition: Send + Sync {
     /// The command, for the slow log and command statistics.
     fn command(&self) -> &'static str;
 
-    /// The reply if the wait is over now.
-    fn met(&self, shared: &Shared) -> Option<Unblocked>;
+    /// The reply if the wait is over now, given the replicas'
+    /// acknowledgements as they are.
+    fn met(&self, shared: &Shared, acks: &crate::repl::Acks) -> Option<Unblocked>;
 
     /// The reply when the wait ends unmet: a timeout, or CLIENT UNBLOCK
     /// without ERROR.
@@ -286,7 +287,7 @@ impl Blocking {
         cond: Box<dyn Condition>,
     ) {
         let waiter = self.register(client, Vec::new(), timeout, Op::Condition(cond));
-        self.check_condition(shared, &waiter);
+        self.check_condition(shared, &shared.repl.acks(), &waiter);
     }
 
     fn register(
@@ -348,19 +349,20 @@ impl Blocking {
             return;
         }
         let waiting = self.registry.lock().conditions.clone();
+        let acks = shared.repl.acks();
         for w in &waiting {
-            self.check_condition(shared, w);
+            self.check_condition(shared, &acks, w);
         }
     }
 
-    fn check_condition(&self, shared: &Shared, w: &Arc<Waiter>) {
+    fn check_condition(&self, shared: &Shared, acks: &crate::repl::Acks, w: &Arc<Waiter>) {
         let Op::Condition(cond) = &w.op else {
             return;
         };
         if w.state() != WAITING {
             return;
         }
-        if let Some(u) = cond.met(shared) {
+        if let Some(u) = cond.met(shared, acks) {
             // Only one of two racing rechecks ends the wait.
             if self.cancel(w) {
                 w.deliver(u);

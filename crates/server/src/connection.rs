@@ -30,7 +30,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncReadExt;
 
 /// Room a read offers the socket; a request bigger than this grows the
 /// buffer up to the query buffer limit.
@@ -263,8 +263,14 @@ async fn run<S: ClientStream>(
             if !out.is_empty() {
                 // The client is not reading (or this is TLS, which always
                 // writes here): this connection keeps the buffer until the
-                // socket takes it, and reads nothing more meanwhile.
-                if !write_all_unless_killed(stream, &out, &handle, &mut woken).await? {
+                // socket takes it, and meanwhile takes in, but does not
+                // run, what the client sends.
+                let reading = Reading {
+                    rbuf: &mut rbuf,
+                    limit: query_limit,
+                    shared,
+                };
+                if !write_all_unless_killed(stream, &out, reading, &handle, &mut woken).await? {
                     return Ok(());
                 }
                 out.clear();
@@ -405,19 +411,76 @@ fn poll_read_lent<S: ClientStream>(
     r
 }
 
+/// Where a connection blocked on a write puts what the client sends
+/// meanwhile.
+struct Reading<'a> {
+    rbuf: &'a mut BytesMut,
+    /// `client-query-buffer-limit`.
+    limit: usize,
+    shared: &'a Shared,
+}
+
 /// Writes all of `out`, waiting for the socket as long as it takes, unless
 /// the connection is killed meanwhile: a subscriber that stopped reading is
-/// killed by its output buffer limit while this waits. False when killed.
+/// killed by its output buffer limit while this waits. False when killed,
+/// or when what the client sent meanwhile passed the query buffer limit.
+///
+/// While the socket takes nothing, what the client sends is read into
+/// `reading.rbuf`, to be run once the write is done. A client that writes
+/// a whole pipeline before reading any reply (hiredis's blocking API does)
+/// would otherwise wait forever for this connection to read, and it for
+/// the client to read, once both sockets' buffers are full. Redis reads on
+/// and runs it, keeping the replies in its output buffer.
 async fn write_all_unless_killed<'h, S: ClientStream>(
     stream: &mut S,
     out: &[u8],
+    reading: Reading<'_>,
     handle: &'h ClientHandle,
     woken: &mut std::pin::Pin<&mut tokio::sync::futures::Notified<'h>>,
 ) -> io::Result<bool> {
-    // TLS buffers records until flushed; a socket's flush does nothing.
-    let mut write = std::pin::pin!(async {
-        stream.write_all(out).await?;
-        stream.flush().await
+    let Reading {
+        rbuf,
+        limit,
+        shared,
+    } = reading;
+    let mut written = 0;
+    let mut read_closed = false;
+    let mut write = std::future::poll_fn(|cx| loop {
+        while written < out.len() {
+            match std::pin::Pin::new(&mut *stream).poll_write(cx, &out[written..]) {
+                Poll::Ready(Ok(0)) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
+                Poll::Ready(Ok(n)) => written += n,
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => break,
+            }
+        }
+        if written == out.len() {
+            // TLS buffers records until flushed; a socket's flush does nothing.
+            return std::pin::Pin::new(&mut *stream)
+                .poll_flush(cx)
+                .map(|r| r.map(|()| true));
+        }
+        if read_closed || rbuf.len() > limit {
+            return Poll::Pending;
+        }
+        match poll_read_lent(stream, rbuf, cx) {
+            Poll::Ready(Ok(0)) => read_closed = true,
+            Poll::Ready(Ok(n)) => {
+                shared
+                    .stats
+                    .total_net_input_bytes
+                    .fetch_add(n as u64, Ordering::Relaxed);
+                if rbuf.len() > limit {
+                    tracing::warn!(
+                        client = handle.id,
+                        "closing client that exceeded client-query-buffer-limit"
+                    );
+                    return Poll::Ready(Ok(false));
+                }
+            }
+            Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+            Poll::Pending => return Poll::Pending,
+        }
     });
     loop {
         tokio::select! {
@@ -425,7 +488,7 @@ async fn write_all_unless_killed<'h, S: ClientStream>(
                 // As Redis does: a client whose reply went out (a blocked
                 // one, say) was not idle meanwhile.
                 handle.last_interaction_ms.store(crate::util::now_ms(), Ordering::Relaxed);
-                return r.map(|()| true);
+                return r;
             }
             _ = woken.as_mut() => {
                 if handle.is_killed() {

@@ -214,3 +214,47 @@ fn unix_socket_clients() {
     srv.terminate();
     assert!(!path.exists(), "the socket file outlived the server");
 }
+
+/// A client that writes a whole pipeline before reading any reply (as
+/// hiredis's blocking API does) is served: while its replies wait for the
+/// socket, the server goes on reading its requests, so neither side waits
+/// for the other forever once both sockets' buffers are full. A Unix
+/// socket's small buffers make this quick to reach.
+#[test]
+fn a_pipeline_written_before_any_reply_is_read_is_served() {
+    use std::io::{BufRead, BufReader, Read};
+    use std::os::unix::net::UnixStream;
+    const REQUESTS: usize = 20_000;
+    let sockets = tempfile::tempdir().unwrap();
+    let path = sockets.path().join("s.sock");
+    let srv = Server::start(&["--unixsocket", path.to_str().unwrap()]);
+    let value = "v".repeat(1000);
+    let _: () = redis::cmd("SET")
+        .arg("k")
+        .arg(&value)
+        .query(&mut srv.conn())
+        .unwrap();
+
+    let mut s = UnixStream::connect(&path).unwrap();
+    let mut w = s.try_clone().unwrap();
+    let pipeline = "*2\r\n$3\r\nGET\r\n$1\r\nk\r\n".repeat(REQUESTS);
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    let writer = std::thread::spawn(move || {
+        w.write_all(pipeline.as_bytes()).unwrap();
+        done_tx.send(()).unwrap();
+    });
+    done_rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the whole pipeline written while no reply was read");
+    writer.join().unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let mut r = BufReader::new(&mut s);
+    let mut line = String::new();
+    let mut body = vec![0u8; value.len() + 2];
+    for i in 0..REQUESTS {
+        line.clear();
+        r.read_line(&mut line).unwrap();
+        assert_eq!(line, "$1000\r\n", "reply {i}");
+        r.read_exact(&mut body).unwrap();
+    }
+}

@@ -172,7 +172,7 @@ fn waitaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     if wait.local == Local::Held && wait.lsn > ctx.shared.durable_lsn() {
         ctx.shared.store.wal.request_sync_upto(wait.lsn);
     }
-    if wait.met(ctx.shared).is_some() {
+    if wait.met(ctx.shared, &ctx.shared.repl.acks()).is_some() {
         return now(ctx);
     }
     block_until(ctx, timeout_ms, Box::new(wait));
@@ -222,8 +222,8 @@ impl Condition for DurableAcks {
         "waitaof"
     }
 
-    fn met(&self, shared: &crate::state::Shared) -> Option<Unblocked> {
-        (shared.repl.facked(self.target) as i64 >= self.wanted).then(|| self.reply(shared))
+    fn met(&self, shared: &crate::state::Shared, acks: &crate::repl::Acks) -> Option<Unblocked> {
+        (acks.facked(self.target) as i64 >= self.wanted).then(|| self.reply(shared))
     }
 
     fn expired(&self, shared: &crate::state::Shared) -> Unblocked {
@@ -232,14 +232,16 @@ impl Condition for DurableAcks {
 }
 
 /// Blocks the client on `cond` for `timeout_ms` (0: no timeout), after
-/// asking the replicas for an acknowledgement. The connection answers
-/// when the wait ends, holding no thread meanwhile.
+/// asking the replicas to acknowledge its last write. The connection
+/// answers when the wait ends, holding no thread meanwhile.
 fn block_until(ctx: &mut Ctx<'_>, timeout_ms: i64, cond: Box<dyn Condition>) {
     let timeout = (timeout_ms > 0).then(|| std::time::Duration::from_millis(timeout_ms as u64));
     ctx.shared
         .blocking
         .block_until(ctx.shared, ctx.client, timeout, cond);
-    ctx.shared.repl.request_acks();
+    ctx.shared
+        .repl
+        .request_acks_covering(ctx.client.last_write_offset);
 }
 
 /// WAIT: replicas whose acknowledged offset covers this connection's last
@@ -261,7 +263,7 @@ fn wait(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         target: ctx.client.last_write_offset,
         wanted,
     };
-    if let Some(u) = wait.met(ctx.shared) {
+    if let Some(u) = wait.met(ctx.shared, &ctx.shared.repl.acks()) {
         return Ok(u.frame);
     }
     if ctx.client.in_exec || ctx.client.in_script {
@@ -283,8 +285,8 @@ impl Condition for Acks {
         "wait"
     }
 
-    fn met(&self, shared: &crate::state::Shared) -> Option<Unblocked> {
-        let n = shared.repl.acked(self.target) as i64;
+    fn met(&self, _shared: &crate::state::Shared, acks: &crate::repl::Acks) -> Option<Unblocked> {
+        let n = acks.acked(self.target) as i64;
         (n >= self.wanted).then(|| Unblocked::now(Frame::Integer(n)))
     }
 

@@ -35,6 +35,9 @@ pub const DEFAULT_BACKLOG_BYTES: usize = 1024 * 1024;
 pub struct Stream {
     pub backlog: Mutex<Backlog>,
     pub end_tx: watch::Sender<u64>,
+    /// Where the last `REPLCONF GETACK *` went: every byte before this
+    /// offset precedes it, so the acknowledgements it asks for cover them.
+    getack_at: AtomicU64,
 }
 
 impl Stream {
@@ -197,6 +200,24 @@ pub struct Replication {
 /// never come near it; `UNLOGGED_FAILED_LSN` (all ones) is not a flagged LSN.
 pub const REPLICATED_DEP: u64 = 1 << 62;
 
+/// The online replicas' acknowledged offsets at one moment.
+pub struct Acks {
+    ack: Vec<u64>,
+    fack: Vec<u64>,
+}
+
+impl Acks {
+    /// Replicas whose acknowledged offset reached `offset` (WAIT).
+    pub fn acked(&self, offset: u64) -> usize {
+        self.ack.iter().filter(|a| **a >= offset).count()
+    }
+
+    /// Replicas whose reported durable offset reached `offset` (WAITAOF).
+    pub fn facked(&self, offset: u64) -> usize {
+        self.fack.iter().filter(|a| **a >= offset).count()
+    }
+}
+
 /// A dependency's LSN, and whether it waits for replicas too.
 pub fn dep_parts(dep: u64) -> (u64, bool) {
     if dep == durakv_engine::txn::UNLOGGED_FAILED_LSN {
@@ -235,6 +256,7 @@ impl Replication {
             stream: Arc::new(Stream {
                 backlog: Mutex::new(Backlog::new(backlog_bytes)),
                 end_tx,
+                getack_at: AtomicU64::new(0),
             }),
             replicas: Mutex::new(Vec::new()),
             acks: AtomicU64::new(0),
@@ -353,12 +375,50 @@ impl Replication {
 
     /// Asks the replicas for an acknowledgement now (REPLCONF GETACK *).
     pub fn request_acks(&self) {
+        self.request_acks_covering(u64::MAX);
+    }
+
+    /// Asks the replicas for an acknowledgement of the stream up to
+    /// `offset`, unless a request already sent follows it: hundreds of
+    /// clients entering WAIT at once then cost one GETACK, and one round
+    /// of acknowledgements, rather than one each.
+    pub fn request_acks_covering(&self, offset: u64) {
         if self.replicas.lock().is_empty() {
             return;
         }
         let mut getack = Vec::new();
         effects::resp(&mut getack, &[b"REPLCONF", b"GETACK", b"*"]);
-        self.stream.append_raw(&getack);
+        let s = &self.stream;
+        let mut b = s.backlog.lock();
+        if b.paused || !b.active {
+            return;
+        }
+        let at = s.getack_at.load(Ordering::Relaxed);
+        // An offset past the end: the stream started again below it.
+        if offset <= at && at <= b.end {
+            return;
+        }
+        s.getack_at.store(b.end, Ordering::Relaxed);
+        b.append(&getack);
+        let end = b.end;
+        drop(b);
+        s.end_tx.send_replace(end);
+    }
+
+    /// The acknowledged offsets of the online replicas, read once for
+    /// many waiting clients.
+    pub fn acks(&self) -> Acks {
+        let replicas = self.replicas.lock();
+        let online = replicas.iter().filter(|r| r.online.load(Ordering::Acquire));
+        let (ack, fack) = online
+            .map(|r| {
+                (
+                    r.ack.load(Ordering::Acquire),
+                    r.fack.load(Ordering::Acquire),
+                )
+            })
+            .unzip();
+        Acks { ack, fack }
     }
 
     /// DEBUG CHANGE-REPL-ID: a new ID, and no previous one.
