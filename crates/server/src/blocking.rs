@@ -648,9 +648,7 @@ impl Blocking {
         });
         true
     }
-}
 
-impl Blocking {
     /// This server became a replica (REPLICAOF host port, FAILOVER): as
     /// in Redis, every blocked client gets an UNBLOCKED error and is
     /// disconnected after it, so that it finds the new primary (its keys

@@ -343,10 +343,7 @@ async fn run<S: ClientStream>(
                 if n == 0 {
                     return Ok(());
                 }
-                shared.stats.total_net_input_bytes.fetch_add(n as u64, Ordering::Relaxed);
-                handle.last_interaction_ms.store(crate::util::now_ms(), Ordering::Relaxed);
-                if rbuf.len() > query_limit {
-                    tracing::warn!(client = handle.id, "closing client that exceeded client-query-buffer-limit");
+                if !took_input(shared, &handle, &rbuf, query_limit, n) {
                     return Ok(());
                 }
             }
@@ -411,6 +408,32 @@ fn poll_read_lent<S: ClientStream>(
     r
 }
 
+/// Accounts for `n` bytes just read onto `rbuf`. False, logged, when they
+/// took it past `client-query-buffer-limit`: the connection is to close.
+fn took_input(
+    shared: &Shared,
+    handle: &ClientHandle,
+    rbuf: &BytesMut,
+    limit: usize,
+    n: usize,
+) -> bool {
+    shared
+        .stats
+        .total_net_input_bytes
+        .fetch_add(n as u64, Ordering::Relaxed);
+    handle
+        .last_interaction_ms
+        .store(crate::util::now_ms(), Ordering::Relaxed);
+    if rbuf.len() > limit {
+        tracing::warn!(
+            client = handle.id,
+            "closing client that exceeded client-query-buffer-limit"
+        );
+        return false;
+    }
+    true
+}
+
 /// Where a connection blocked on a write puts what the client sends
 /// meanwhile.
 struct Reading<'a> {
@@ -460,21 +483,13 @@ async fn write_all_unless_killed<'h, S: ClientStream>(
                 .poll_flush(cx)
                 .map(|r| r.map(|()| true));
         }
-        if read_closed || rbuf.len() > limit {
+        if read_closed {
             return Poll::Pending;
         }
         match poll_read_lent(stream, rbuf, cx) {
             Poll::Ready(Ok(0)) => read_closed = true,
             Poll::Ready(Ok(n)) => {
-                shared
-                    .stats
-                    .total_net_input_bytes
-                    .fetch_add(n as u64, Ordering::Relaxed);
-                if rbuf.len() > limit {
-                    tracing::warn!(
-                        client = handle.id,
-                        "closing client that exceeded client-query-buffer-limit"
-                    );
+                if !took_input(shared, handle, rbuf, limit, n) {
                     return Poll::Ready(Ok(false));
                 }
             }

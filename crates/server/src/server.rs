@@ -244,29 +244,41 @@ fn raise_open_files_limit(_wanted: u64) -> Option<u64> {
     None
 }
 
+/// The next connection `accept` takes, counted in
+/// `total_connections_received`; None once the server is shutting down.
+/// A failed accept (EMFILE and friends) is retried after a pause instead
+/// of spinning.
+pub(crate) async fn next_accepted<T, F: std::future::Future<Output = std::io::Result<T>>>(
+    shared: &Shared,
+    mut accept: impl FnMut() -> F,
+) -> Option<T> {
+    loop {
+        match accept().await {
+            Ok(accepted) => {
+                if shared.shutting_down.load(Ordering::Acquire) {
+                    return None;
+                }
+                shared
+                    .stats
+                    .total_connections_received
+                    .fetch_add(1, Ordering::Relaxed);
+                return Some(accepted);
+            }
+            Err(e) => {
+                tracing::warn!("accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+    }
+}
+
 async fn accept_loop(
     shared: Arc<Shared>,
     listener: TcpListener,
     mut limit: ClientLimit,
     tls: bool,
 ) {
-    loop {
-        let (stream, addr) = match listener.accept().await {
-            Ok(x) => x,
-            Err(e) => {
-                // EMFILE and friends: back off instead of spinning.
-                tracing::warn!("accept failed: {e}");
-                tokio::time::sleep(Duration::from_millis(10)).await;
-                continue;
-            }
-        };
-        if shared.shutting_down.load(Ordering::Acquire) {
-            return;
-        }
-        shared
-            .stats
-            .total_connections_received
-            .fetch_add(1, Ordering::Relaxed);
+    while let Some((stream, addr)) = next_accepted(&shared, || listener.accept()).await {
         let (maxclients, protected, authenticated, keepalive) = {
             let c = shared.config.read();
             // As in Redis: a `default` user without a password, on or off.
@@ -357,7 +369,8 @@ fn set_keepalive(stream: &TcpStream, secs: u64) -> std::io::Result<()> {
     socket2::SockRef::from(stream).set_tcp_keepalive(&keepalive)
 }
 
-async fn refuse(mut stream: TcpStream, msg: String) {
+/// Answers a connection turned away with `msg`, and closes it.
+pub(crate) async fn refuse<S: tokio::io::AsyncWrite + Unpin>(mut stream: S, msg: String) {
     let _ = stream.write_all(msg.as_bytes()).await;
     let _ = stream.shutdown().await;
 }

@@ -7,9 +7,7 @@ use crate::client::Peer;
 use crate::state::Shared;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
-use tokio::io::AsyncWriteExt;
-use tokio::net::{UnixListener, UnixStream};
+use tokio::net::UnixListener;
 
 /// Binds `path`, replacing a socket file a previous run left, and gives it
 /// `perm` when that is not 0.
@@ -29,30 +27,16 @@ pub fn bind(path: &str, perm: u32) -> std::io::Result<UnixListener> {
 /// Accepts clients on `listener` until the server shuts down (which then
 /// removes the socket file).
 pub async fn accept_loop(shared: Arc<Shared>, listener: UnixListener, path: Arc<str>) {
-    loop {
-        let stream = match listener.accept().await {
-            Ok((s, _)) => s,
-            Err(e) => {
-                // EMFILE and friends: back off instead of spinning.
-                tracing::warn!("accept on {path} failed: {e}");
-                tokio::time::sleep(Duration::from_millis(10)).await;
-                continue;
-            }
-        };
-        if shared.shutting_down.load(Ordering::Acquire) {
-            return;
-        }
-        shared
-            .stats
-            .total_connections_received
-            .fetch_add(1, Ordering::Relaxed);
+    while let Some((stream, _)) = crate::server::next_accepted(&shared, || listener.accept()).await
+    {
         let maxclients = shared.config.read().maxclients;
         if shared.clients.len() >= maxclients {
             shared
                 .stats
                 .rejected_connections
                 .fetch_add(1, Ordering::Relaxed);
-            tokio::spawn(refuse(stream));
+            let msg = format!("-{}\r\n", crate::errors::MAX_CLIENTS);
+            tokio::spawn(crate::server::refuse(stream, msg));
             continue;
         }
         let fd = {
@@ -69,10 +53,4 @@ pub async fn accept_loop(shared: Arc<Shared>, listener: UnixListener, path: Arc<
             authenticated,
         ));
     }
-}
-
-async fn refuse(mut stream: UnixStream) {
-    let msg = format!("-{}\r\n", crate::errors::MAX_CLIENTS);
-    let _ = stream.write_all(msg.as_bytes()).await;
-    let _ = stream.shutdown().await;
 }

@@ -74,28 +74,9 @@ pub fn commands() -> Vec<CommandSpec> {
     ]
 }
 
-/// Whether a command Redis protects behind `directive` (DEBUG behind
-/// `enable-debug-command`, MODULE LOAD behind `enable-module-command`) may
-/// run for this client: "yes", or "local" from a loopback address.
-pub(super) fn protected_allowed(ctx: &Ctx<'_>, directive: &str) -> bool {
-    let setting = ctx.shared.config.read().get(directive).unwrap_or_default();
-    match setting.as_str() {
-        "yes" => true,
-        "local" => ctx.client.handle.addr.is_local(),
-        _ => false,
-    }
-}
-
-/// Redis's refusal of a protected command.
-pub(super) fn not_allowed(command: &str, directive: &str) -> Frame {
-    Frame::error(format!(
-        "ERR {command} command not allowed. If the {directive} option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server."
-    ))
-}
-
 fn debug(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    if !protected_allowed(ctx, "enable-debug-command") {
-        return Outcome::now(not_allowed("DEBUG", "enable-debug-command"));
+    if !super::protected_allowed(ctx, "enable-debug-command") {
+        return Outcome::now(super::not_allowed("DEBUG", "enable-debug-command"));
     }
     // The one subcommand that writes, so its reply waits for the log.
     if is(&args[1], "populate") && (3..=5).contains(&args.len()) {

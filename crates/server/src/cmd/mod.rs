@@ -123,6 +123,25 @@ pub fn all_commands() -> Vec<CommandSpec> {
 // ---------------------------------------------------------------------------
 // Helpers the command families share.
 
+/// Whether a command Redis protects behind `directive` (DEBUG behind
+/// `enable-debug-command`, MODULE LOAD behind `enable-module-command`) may
+/// run for this client: "yes", or "local" from loopback or the Unix socket.
+pub(crate) fn protected_allowed(ctx: &Ctx<'_>, directive: &str) -> bool {
+    let setting = ctx.shared.config.read().get(directive).unwrap_or_default();
+    match setting.as_str() {
+        "yes" => true,
+        "local" => ctx.client.handle.addr.is_local(),
+        _ => false,
+    }
+}
+
+/// Redis's refusal of a protected command.
+pub(crate) fn not_allowed(command: &str, directive: &str) -> Frame {
+    Frame::error(format!(
+        "ERR {command} command not allowed. If the {directive} option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server."
+    ))
+}
+
 pub(crate) fn wrongtype() -> Frame {
     errors::err(errors::WRONGTYPE)
 }

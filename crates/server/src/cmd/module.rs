@@ -45,8 +45,8 @@ fn module(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     let s = find_sub("module", args)?;
     note_subcommand(ctx, "module", s);
     let protected = matches!(s.name, "load" | "loadex" | "unload");
-    if protected && !super::debug::protected_allowed(ctx, "enable-module-command") {
-        return Err(super::debug::not_allowed("MODULE", "enable-module-command"));
+    if protected && !super::protected_allowed(ctx, "enable-module-command") {
+        return Err(super::not_allowed("MODULE", "enable-module-command"));
     }
     match s.name {
         "list" => Ok(Frame::Array(Vec::new())),

@@ -147,7 +147,7 @@ fn waitaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     // In a database the log does not cover, nothing this connection writes
     // is ever fsynced (in a logged one, even a `none` connection's writes are).
     let unlogged = level == Durability::None && !ctx.shared.store.keyspace.is_logged(ctx.client.db);
-    let wait = DurableAcks {
+    let wait = WaitAofAcks {
         target: ctx.client.last_write_offset,
         wanted: numreplicas,
         lsn: ctx.client.last_write_lsn,
@@ -159,21 +159,19 @@ fn waitaof(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             Local::Report
         },
     };
-    let now = |ctx: &Ctx<'_>| {
-        let u = wait.reply(ctx.shared);
-        Outcome {
+    let done = if numreplicas == 0 || ctx.client.in_exec || ctx.client.in_script {
+        Some(wait.reply(ctx.shared))
+    } else {
+        if wait.local == Local::Held && wait.lsn > ctx.shared.durable_lsn() {
+            ctx.shared.store.wal.request_sync_upto(wait.lsn);
+        }
+        wait.met(ctx.shared, &ctx.shared.repl.acks())
+    };
+    if let Some(u) = done {
+        return Outcome {
             frame: u.frame,
             dependency_lsn: u.dependency_lsn,
-        }
-    };
-    if numreplicas == 0 || ctx.client.in_exec || ctx.client.in_script {
-        return now(ctx);
-    }
-    if wait.local == Local::Held && wait.lsn > ctx.shared.durable_lsn() {
-        ctx.shared.store.wal.request_sync_upto(wait.lsn);
-    }
-    if wait.met(ctx.shared, &ctx.shared.repl.acks()).is_some() {
-        return now(ctx);
+        };
     }
     block_until(ctx, timeout_ms, Box::new(wait));
     Outcome::now(Frame::Null)
@@ -191,7 +189,7 @@ enum Local {
 }
 
 /// WAITAOF's wait for replicas whose durable offset covers `target`.
-struct DurableAcks {
+struct WaitAofAcks {
     target: u64,
     wanted: i64,
     /// The connection's last logged write.
@@ -199,14 +197,14 @@ struct DurableAcks {
     local: Local,
 }
 
-impl DurableAcks {
+impl WaitAofAcks {
     fn reply(&self, shared: &crate::state::Shared) -> Unblocked {
         let (local, dependency_lsn) = match self.local {
             Local::Held => (1, self.lsn),
             Local::Report => (i64::from(self.lsn <= shared.durable_lsn()), 0),
             Local::Never => (0, 0),
         };
-        let replicas = shared.repl.facked(self.target) as i64;
+        let replicas = shared.repl.acks().facked(self.target) as i64;
         Unblocked {
             dependency_lsn,
             ..Unblocked::now(Frame::Array(vec![
@@ -217,7 +215,7 @@ impl DurableAcks {
     }
 }
 
-impl Condition for DurableAcks {
+impl Condition for WaitAofAcks {
     fn command(&self) -> &'static str {
         "waitaof"
     }
@@ -259,7 +257,7 @@ fn wait(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             "ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated.",
         ));
     }
-    let wait = Acks {
+    let wait = WaitAcks {
         target: ctx.client.last_write_offset,
         wanted,
     };
@@ -275,12 +273,12 @@ fn wait(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
 }
 
 /// WAIT's wait for replicas whose acknowledged offset covers `target`.
-struct Acks {
+struct WaitAcks {
     target: u64,
     wanted: i64,
 }
 
-impl Condition for Acks {
+impl Condition for WaitAcks {
     fn command(&self) -> &'static str {
         "wait"
     }
@@ -291,6 +289,6 @@ impl Condition for Acks {
     }
 
     fn expired(&self, shared: &crate::state::Shared) -> Unblocked {
-        Unblocked::now(Frame::Integer(shared.repl.acked(self.target) as i64))
+        Unblocked::now(Frame::Integer(shared.repl.acks().acked(self.target) as i64))
     }
 }

@@ -43,8 +43,14 @@ pub struct Stream {
 impl Stream {
     /// Appends bytes that are not a committed write (PING, GETACK).
     pub fn append_raw(&self, bytes: &[u8]) {
+        self.append_raw_if(bytes, |_| true);
+    }
+
+    /// [`Stream::append_raw`], if `wanted` says so when it sees the
+    /// backlog (under its lock).
+    fn append_raw_if(&self, bytes: &[u8], wanted: impl FnOnce(&Backlog) -> bool) {
         let mut b = self.backlog.lock();
-        if b.paused || !b.active {
+        if b.paused || !b.active || !wanted(&b) {
             return;
         }
         b.append(bytes);
@@ -299,26 +305,6 @@ impl Replication {
         self.stream.backlog.lock().end
     }
 
-    /// Replicas whose acknowledged offset reached `offset`.
-    pub fn acked(&self, offset: u64) -> usize {
-        self.replicas
-            .lock()
-            .iter()
-            .filter(|r| r.online.load(Ordering::Acquire) && r.ack.load(Ordering::Acquire) >= offset)
-            .count()
-    }
-
-    /// Replicas whose reported durable offset reached `offset`.
-    pub fn facked(&self, offset: u64) -> usize {
-        self.replicas
-            .lock()
-            .iter()
-            .filter(|r| {
-                r.online.load(Ordering::Acquire) && r.fack.load(Ordering::Acquire) >= offset
-            })
-            .count()
-    }
-
     /// The stream's end as the feed last published it (no backlog lock).
     pub fn end_offset(&self) -> u64 {
         *self.stream.end_tx.borrow()
@@ -388,21 +374,16 @@ impl Replication {
         }
         let mut getack = Vec::new();
         effects::resp(&mut getack, &[b"REPLCONF", b"GETACK", b"*"]);
-        let s = &self.stream;
-        let mut b = s.backlog.lock();
-        if b.paused || !b.active {
-            return;
-        }
-        let at = s.getack_at.load(Ordering::Relaxed);
-        // An offset past the end: the stream started again below it.
-        if offset <= at && at <= b.end {
-            return;
-        }
-        s.getack_at.store(b.end, Ordering::Relaxed);
-        b.append(&getack);
-        let end = b.end;
-        drop(b);
-        s.end_tx.send_replace(end);
+        let at = &self.stream.getack_at;
+        self.stream.append_raw_if(&getack, |b| {
+            let last = at.load(Ordering::Relaxed);
+            // A last request past the end: the stream started again below it.
+            if offset <= last && last <= b.end {
+                return false;
+            }
+            at.store(b.end, Ordering::Relaxed);
+            true
+        });
     }
 
     /// The acknowledged offsets of the online replicas, read once for
