@@ -30,6 +30,7 @@ use crate::shard::Shard;
 use crate::wal::WalError;
 use bytes::Bytes;
 use parking_lot::MutexGuard;
+use smallvec::SmallVec;
 use std::time::{Duration, Instant};
 
 /// The write-ahead log as seen by a committing transaction.
@@ -94,6 +95,11 @@ fn read_dep(stream: Option<usize>, floor: u64, e: Option<&Entry>, dep: u64) -> u
     }
 }
 
+fn count_lookup(hits: &mut u32, misses: &mut u32, found: bool) {
+    let c = if found { hits } else { misses };
+    *c = c.saturating_add(1);
+}
+
 /// One entry of the record being built.
 enum RecordItem {
     /// The applied mutation at this index, as it is.
@@ -102,9 +108,16 @@ enum RecordItem {
     Own(Mutation),
 }
 
+/// The locked shards, by index, ascending. Nearly every command locks one
+/// or two, so they live inline in the transaction: no allocation.
+pub(crate) type Guards<'a> = SmallVec<[(usize, MutexGuard<'a, Shard>); 2]>;
+
+/// Shard indexes to lock, ascending and distinct.
+pub(crate) type ShardList = SmallVec<[usize; 4]>;
+
 pub struct Txn<'a> {
     ks: &'a Keyspace,
-    guards: Vec<(usize, MutexGuard<'a, Shard>)>,
+    guards: Guards<'a>,
     /// The function libraries, locked by the first change to them and held
     /// until the LSN is assigned (see `crate::functions`).
     functions: Option<MutexGuard<'a, FunctionLibraries>>,
@@ -124,14 +137,18 @@ pub struct Txn<'a> {
     record_stream: Option<(usize, usize)>,
     /// Lookups leave LRU/LFU alone (`CLIENT NO-TOUCH`); undone on drop.
     no_touch: bool,
+    /// Lookups that found their key, and that did not, since last taken
+    /// (INFO's `keyspace_hits` / `keyspace_misses`).
+    hits: u32,
+    misses: u32,
 }
 
 impl<'a> Txn<'a> {
     /// Locks `sorted_shards`. The transaction's time is `max(clock, every
     /// locked shard's clock)`, read after locking, and becomes those shards'
     /// clock (see [`Shard::tick`]).
-    pub(crate) fn new(ks: &'a Keyspace, sorted_shards: Vec<usize>, now: Option<u64>) -> Txn<'a> {
-        let guards: Vec<(usize, MutexGuard<'a, Shard>)> = sorted_shards
+    pub(crate) fn new(ks: &'a Keyspace, sorted_shards: ShardList, now: Option<u64>) -> Txn<'a> {
+        let guards: Guards<'a> = sorted_shards
             .into_iter()
             .map(|i| (i, ks.shard(i).lock()))
             .collect();
@@ -143,11 +160,11 @@ impl<'a> Txn<'a> {
     /// a shard is contended, so the common path costs what `new` does.
     pub(crate) fn try_new(
         ks: &'a Keyspace,
-        sorted_shards: Vec<usize>,
+        sorted_shards: ShardList,
         patience: Duration,
     ) -> Option<Txn<'a>> {
         let mut deadline = None;
-        let mut guards = Vec::with_capacity(sorted_shards.len());
+        let mut guards = Guards::new();
         for i in sorted_shards {
             let m = ks.shard(i);
             let g = match m.try_lock() {
@@ -162,11 +179,7 @@ impl<'a> Txn<'a> {
         Some(Self::from_guards(ks, guards, None))
     }
 
-    fn from_guards(
-        ks: &'a Keyspace,
-        mut guards: Vec<(usize, MutexGuard<'a, Shard>)>,
-        now: Option<u64>,
-    ) -> Txn<'a> {
+    fn from_guards(ks: &'a Keyspace, mut guards: Guards<'a>, now: Option<u64>) -> Txn<'a> {
         let wall = now.unwrap_or_else(wall_clock_ms);
         let now_ms = guards.iter().map(|(_, g)| g.clock_ms).fold(wall, u64::max);
         for (_, g) in guards.iter_mut() {
@@ -185,6 +198,8 @@ impl<'a> Txn<'a> {
             after: 0,
             record_stream: None,
             no_touch: false,
+            hits: 0,
+            misses: 0,
         }
     }
 
@@ -228,6 +243,7 @@ impl<'a> Txn<'a> {
         let floor = d.floor_lsn;
         let (e, dep) = d.get_with_dependency(key, now, true);
         self.dependency_lsn = dep::combine(self.dependency_lsn, read_dep(stream, floor, e, dep));
+        count_lookup(&mut self.hits, &mut self.misses, e.is_some());
         e
     }
 
@@ -240,6 +256,7 @@ impl<'a> Txn<'a> {
         let floor = d.floor_lsn;
         let (e, dep) = d.get_with_dependency(key, now, false);
         self.dependency_lsn = dep::combine(self.dependency_lsn, read_dep(stream, floor, e, dep));
+        count_lookup(&mut self.hits, &mut self.misses, e.is_some());
         e
     }
 
@@ -254,7 +271,16 @@ impl<'a> Txn<'a> {
         let (e, dep) = d.get_with_expiry(key, now, touch);
         let dep = read_dep(stream, floor, e.map(|(e, _)| e), dep);
         self.dependency_lsn = dep::combine(self.dependency_lsn, dep);
+        count_lookup(&mut self.hits, &mut self.misses, e.is_some());
         e
+    }
+
+    /// Lookups that found their key and that did not since the last call.
+    pub fn take_lookups(&mut self) -> (u32, u32) {
+        (
+            std::mem::take(&mut self.hits),
+            std::mem::take(&mut self.misses),
+        )
     }
 
     /// When `key` expires, as [`Txn::get_with_expiry`] finds it: None when
@@ -789,7 +815,7 @@ pub fn replay_record(
     idx.sort_unstable();
     idx.dedup();
     // Ascending order, like every other multi-shard lock.
-    let guards: Vec<(usize, MutexGuard<'_, Shard>)> = idx
+    let guards: Guards<'_> = idx
         .into_iter()
         .map(|i| (i, ks.shard(i).lock()))
         .filter(|(_, g)| g.applied_lsn < lsn)
@@ -812,6 +838,8 @@ pub fn replay_record(
         after: 0,
         record_stream: None,
         no_touch: false,
+        hits: 0,
+        misses: 0,
     };
     for (_, g) in txn.guards.iter_mut() {
         g.tick(time_ms);

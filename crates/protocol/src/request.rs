@@ -16,6 +16,10 @@ pub const INLINE_MAX_SIZE_BYTES: usize = 64 * 1024;
 /// of copied.
 pub const ZERO_COPY_MIN_BYTES: usize = 16 * 1024;
 
+/// Requests of at most this many arguments are parsed without allocating
+/// for their offsets.
+const FEW_ARGS: usize = 8;
+
 /// Limits that bound what a single request may claim.
 #[derive(Clone, Copy, Debug)]
 pub struct RequestLimits {
@@ -127,11 +131,18 @@ impl RequestParser {
             buf.advance(pos);
             return Ok(Step::Done(Vec::new()));
         }
-        // Offsets of each argument within the request; bytes are sliced out
-        // only once the whole request has arrived, so a partial request costs
-        // a header re-scan, never a copy.
-        let mut spans = Vec::with_capacity((count as usize).min(1024));
-        for _ in 0..count {
+        // Where each argument lies in the request. Bytes are taken only once
+        // the whole request has arrived, so a partial request costs a header
+        // re-scan, never a copy; the offsets of a request of few arguments
+        // (nearly all of them) live on the stack.
+        let count = count as usize;
+        let mut few = [(0usize, 0usize); FEW_ARGS];
+        let mut many = Vec::new();
+        if count > FEW_ARGS {
+            many.reserve(count.min(1024));
+        }
+        let mut large = false;
+        for k in 0..count {
             if pos >= buf.len() {
                 return Ok(Step::Incomplete);
             }
@@ -155,29 +166,38 @@ impl RequestParser {
                 }
                 return Ok(Step::Incomplete);
             }
-            spans.push((next, len));
+            large |= len >= ZERO_COPY_MIN_BYTES;
+            match few.get_mut(k) {
+                Some(slot) if count <= FEW_ARGS => *slot = (next, len),
+                _ => many.push((next, len)),
+            }
             pos = next + len + 2;
         }
-        // Arguments often outlive the request (a SET value lives in the
-        // keyspace). Slicing small ones out of the read buffer would pin the
-        // whole buffer for as long as any of them lives, so small arguments
-        // are copied and the buffer reused; a large one is the request
-        // itself, so it is taken without a copy.
-        if spans.iter().any(|&(_, len)| len >= ZERO_COPY_MIN_BYTES) {
-            let frame = buf.split_to(pos).freeze();
-            return Ok(Step::Done(
-                spans
-                    .into_iter()
-                    .map(|(start, len)| frame.slice(start..start + len))
-                    .collect(),
-            ));
-        }
-        let args = spans
-            .into_iter()
-            .map(|(start, len)| Bytes::copy_from_slice(&buf[start..start + len]))
-            .collect();
-        buf.advance(pos);
-        Ok(Step::Done(args))
+        let spans = if count > FEW_ARGS {
+            &many[..]
+        } else {
+            &few[..count]
+        };
+        // Arguments often outlive the request (a SET value goes into a log
+        // record, a channel name into the subscriptions). Slicing them out
+        // of the read buffer would pin the whole buffer for as long as any
+        // of them lives, so a request of small arguments is copied once and
+        // the arguments are slices of that copy: one allocation for all of
+        // them, and cloning one is a reference count. A large argument is
+        // most of the request, so such a request is taken without a copy.
+        let frame = if large {
+            buf.split_to(pos).freeze()
+        } else {
+            let copy = Bytes::copy_from_slice(&buf[..pos]);
+            buf.advance(pos);
+            copy
+        };
+        Ok(Step::Done(
+            spans
+                .iter()
+                .map(|&(at, len)| frame.slice(at..at + len))
+                .collect(),
+        ))
     }
 }
 
@@ -363,6 +383,41 @@ mod tests {
         let got = parse_all(b"*1\r\n$4\r\nPING\r\n*2\r\n$3\r\nGET\r\n$1\r\nk\r\n").unwrap();
         assert_eq!(got.len(), 2);
         assert_eq!(got[1], vec![Bytes::from("GET"), Bytes::from("k")]);
+    }
+
+    /// More arguments than fit the stack's offsets, and a large argument
+    /// (taken from the read buffer without a copy) among small ones: each
+    /// comes out whole, and stays so when the buffer is reused.
+    #[test]
+    fn many_and_large_arguments() {
+        let mut wire = b"*20\r\n".to_vec();
+        for i in 0..20 {
+            let a = format!("arg{i}");
+            wire.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
+        }
+        let big = vec![b'x'; ZERO_COPY_MIN_BYTES + 5];
+        wire.extend_from_slice(
+            format!("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n${}\r\n", big.len()).as_bytes(),
+        );
+        wire.extend_from_slice(&big);
+        wire.extend_from_slice(b"\r\n");
+        let got = parse_all(&wire).unwrap();
+        assert_eq!(got.len(), 2);
+        let want: Vec<Bytes> = (0..20).map(|i| Bytes::from(format!("arg{i}"))).collect();
+        assert_eq!(got[0], want);
+        assert_eq!(got[1][0], Bytes::from("SET"));
+        assert_eq!(got[1][1], Bytes::from("k"));
+        assert_eq!(got[1][2], Bytes::from(big.clone()));
+
+        let p = RequestParser::default();
+        let mut buf = BytesMut::from(&b"*2\r\n$3\r\nGET\r\n$3\r\nkey\r\n"[..]);
+        let args = p.parse(&mut buf).unwrap().unwrap();
+        buf.extend_from_slice(b"*1\r\n$4\r\nPING\r\n");
+        assert_eq!(
+            p.parse(&mut buf).unwrap().unwrap(),
+            vec![Bytes::from("PING")]
+        );
+        assert_eq!(args, vec![Bytes::from("GET"), Bytes::from("key")]);
     }
 
     #[test]

@@ -744,10 +744,7 @@ pub fn resume(shared: &Shared, client: &mut ClientState) -> Option<(Frame, u64)>
         return None;
     }
     if u.frame.is_error() {
-        shared
-            .stats
-            .total_error_replies
-            .fetch_add(1, Ordering::Relaxed);
+        shared.stats.total_error_replies.add(1);
         shared.cmdstats.error_reply(&u.frame);
         match crate::command::lookup(b.waiter.op.command().as_bytes()) {
             Some(spec) if !u.rejected => shared.cmdstats.failed_after_block(spec),

@@ -268,7 +268,7 @@ pub fn checkpoint_now(
         return Err(CheckpointError::WalFailed(f));
     }
     engine.set_keep(shared.config.read().checkpoint_keep as usize);
-    let dirty_before = shared.stats.dirty.load(Ordering::Relaxed);
+    let dirty_before = shared.stats.dirty.get();
     let wal_bytes_before = shared.store.wal.stats().bytes_written;
     let opts = options(shared, pace);
     tracing::info!(
@@ -280,12 +280,7 @@ pub fn checkpoint_now(
     match &result {
         Ok(st) => {
             // Writes made while it ran still count, as in Redis.
-            let _ = shared
-                .stats
-                .dirty
-                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |d| {
-                    Some(d.saturating_sub(dirty_before))
-                });
+            shared.stats.dirty.sub(dirty_before);
             cp.last_save_unix_secs
                 .store(st.finished_unix_ms / 1000, Ordering::Relaxed);
             cp.wal_bytes_at_last
@@ -376,11 +371,7 @@ fn field(out: &mut String, name: &str, value: impl std::fmt::Display) {
 pub fn rdb_fields(shared: &Shared, s: &mut String) {
     let cp = &shared.checkpoints;
     let status = cp.engine.as_ref().map(|e| e.status()).unwrap_or_default();
-    field(
-        s,
-        "rdb_changes_since_last_save",
-        shared.stats.dirty.load(Ordering::Relaxed),
-    );
+    field(s, "rdb_changes_since_last_save", shared.stats.dirty.get());
     field(s, "rdb_bgsave_in_progress", u8::from(cp.in_progress()));
     field(s, "rdb_last_save_time", cp.last_save_unix_secs());
     field(

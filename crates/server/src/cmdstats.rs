@@ -4,9 +4,12 @@
 //! number of error replies. Cheap enough for every command: one clock
 //! read around the handler, a few relaxed atomic adds on counters indexed
 //! by the command's table position, and (with `latency-tracking` on) one
-//! uncontended lock to record the run time.
+//! uncontended lock to record the run time. Each thread stripe
+//! (`crate::stripe`) has a table of its own, so threads running the same
+//! command at once never write the same cache line; readers merge them.
 
 use crate::command::{CommandSpec, COMMANDS};
+use crate::stripe::STRIPES;
 use bytes::Bytes;
 use durakv_protocol::Frame;
 use hdrhistogram::Histogram;
@@ -14,6 +17,7 @@ use parking_lot::{Mutex, RwLock};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 /// Histogram range and precision, in nanoseconds: runs past a second
@@ -40,7 +44,26 @@ struct Counters {
     hist: Mutex<Option<Box<Histogram<u64>>>>,
 }
 
+/// One command's counts, merged over the stripes.
+#[derive(Default, Clone, Copy)]
+struct Totals {
+    calls: u64,
+    usec: u64,
+    rejected: u64,
+    failed: u64,
+}
+
 impl Counters {
+    fn totals(&self) -> Totals {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        Totals {
+            calls: get(&self.calls),
+            usec: get(&self.usec),
+            rejected: get(&self.rejected),
+            failed: get(&self.failed),
+        }
+    }
+
     fn reset(&self) {
         for c in [&self.calls, &self.usec, &self.rejected, &self.failed] {
             c.store(0, Ordering::Relaxed);
@@ -70,11 +93,23 @@ impl Counters {
             .filter(|h| !h.is_empty())
             .cloned()
     }
+}
+
+impl Totals {
+    fn add(&mut self, o: Totals) {
+        self.calls += o.calls;
+        self.usec += o.usec;
+        self.rejected += o.rejected;
+        self.failed += o.failed;
+    }
 
     fn line(&self, out: &mut String, name: &str) {
-        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
-        let (calls, usec) = (get(&self.calls), get(&self.usec));
-        let (rejected, failed) = (get(&self.rejected), get(&self.failed));
+        let Totals {
+            calls,
+            usec,
+            rejected,
+            failed,
+        } = *self;
         if calls + rejected + failed == 0 {
             return;
         }
@@ -91,8 +126,9 @@ impl Counters {
 }
 
 pub struct CommandStats {
-    /// Indexed by `CommandSpec::id`.
-    by_id: Box<[Counters]>,
+    /// Per stripe, made when a thread of it first runs a command: counters
+    /// indexed by `CommandSpec::id`.
+    tables: [OnceLock<Box<[Counters]>>; STRIPES],
     /// `container|sub` → counters; subcommands are rare enough for a lock.
     subs: Mutex<HashMap<String, Counters>>,
     errors: Mutex<BTreeMap<String, u64>>,
@@ -105,7 +141,7 @@ pub struct CommandStats {
 impl Default for CommandStats {
     fn default() -> Self {
         CommandStats {
-            by_id: (0..COMMANDS.len()).map(|_| Counters::default()).collect(),
+            tables: std::array::from_fn(|_| OnceLock::new()),
             subs: Mutex::new(HashMap::new()),
             errors: Mutex::new(BTreeMap::new()),
             tracking: AtomicBool::new(true),
@@ -120,9 +156,44 @@ impl CommandStats {
     fn with(&self, spec: &CommandSpec, sub: &str, f: impl FnOnce(&Counters)) {
         if sub.contains('|') {
             f(self.subs.lock().entry(sub.to_string()).or_default());
-        } else if let Some(c) = self.by_id.get(spec.id) {
+        } else if let Some(c) = self.mine().get(spec.id) {
             f(c);
         }
+    }
+
+    /// This thread's stripe's table.
+    fn mine(&self) -> &[Counters] {
+        self.tables[crate::stripe::index()]
+            .get_or_init(|| (0..COMMANDS.len()).map(|_| Counters::default()).collect())
+    }
+
+    /// Every stripe's counters of command `id`.
+    fn of(&self, id: usize) -> impl Iterator<Item = &Counters> {
+        self.tables
+            .iter()
+            .filter_map(move |t| t.get().and_then(|t| t.get(id)))
+    }
+
+    /// Command `id`'s counts over every stripe.
+    fn totals(&self, id: usize) -> Totals {
+        let mut t = Totals::default();
+        self.of(id).for_each(|c| t.add(c.totals()));
+        t
+    }
+
+    /// Command `id`'s histogram over every stripe, if it ran.
+    fn histogram(&self, id: usize) -> Option<Histogram<u64>> {
+        let mut merged: Option<Histogram<u64>> = None;
+        for h in self.of(id).filter_map(Counters::histogram) {
+            match merged.as_mut() {
+                // Same bounds everywhere: adding cannot fail.
+                Some(m) => {
+                    let _ = m.add(&h);
+                }
+                None => merged = Some(h),
+            }
+        }
+        merged
     }
 
     /// Takes `latency-tracking` and its percentiles from the configuration.
@@ -182,7 +253,9 @@ impl CommandStats {
 
     /// CONFIG RESETSTAT.
     pub fn reset(&self) {
-        self.by_id.iter().for_each(Counters::reset);
+        for t in self.tables.iter().filter_map(OnceLock::get) {
+            t.iter().for_each(Counters::reset);
+        }
         self.subs.lock().clear();
         self.errors.lock().clear();
     }
@@ -193,15 +266,13 @@ impl CommandStats {
         let mut names: Vec<(&str, usize)> = COMMANDS.values().map(|s| (s.name, s.id)).collect();
         names.sort_unstable();
         for (name, id) in names {
-            if let Some(c) = self.by_id.get(id) {
-                c.line(&mut out, name);
-            }
+            self.totals(id).line(&mut out, name);
         }
         let subs = self.subs.lock();
         let mut sub_names: Vec<&String> = subs.keys().collect();
         sub_names.sort_unstable();
         for name in sub_names {
-            subs[name].line(&mut out, name);
+            subs[name].totals().line(&mut out, name);
         }
         out
     }
@@ -212,7 +283,7 @@ impl CommandStats {
         let mut out: Vec<(String, Histogram<u64>)> = COMMANDS
             .values()
             .filter_map(|s| {
-                let h = self.by_id.get(s.id)?.histogram()?;
+                let h = self.histogram(s.id)?;
                 Some((s.name.to_string(), h))
             })
             .collect();

@@ -257,15 +257,19 @@ pub const ALL_ARGS_KEYS: Keys = Keys::Range {
     step: 1,
 };
 
-pub static COMMANDS: LazyLock<HashMap<&'static str, CommandSpec>> = LazyLock::new(|| {
-    let mut m = HashMap::new();
-    for (id, mut spec) in crate::cmd::all_commands().into_iter().enumerate() {
-        spec.id = id;
-        let prev = m.insert(spec.name, spec);
-        assert!(prev.is_none(), "command {} registered twice", spec.name);
-    }
-    m
-});
+/// Every command by its lower-case name. Looked up once per request, so
+/// keyed by bytes (no UTF-8 check) and hashed with ahash rather than
+/// SipHash, whose resistance to chosen keys buys nothing for a fixed table.
+pub static COMMANDS: LazyLock<HashMap<&'static [u8], CommandSpec, ahash::RandomState>> =
+    LazyLock::new(|| {
+        let mut m = HashMap::with_hasher(ahash::RandomState::new());
+        for (id, mut spec) in crate::cmd::all_commands().into_iter().enumerate() {
+            spec.id = id;
+            let prev = m.insert(spec.name.as_bytes(), spec);
+            assert!(prev.is_none(), "command {} registered twice", spec.name);
+        }
+        m
+    });
 
 /// Looks a command up by name, case-insensitively, without allocating for
 /// names of ordinary length.
@@ -279,6 +283,5 @@ pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
     for (d, s) in lower.iter_mut().zip(name) {
         *d = s.to_ascii_lowercase();
     }
-    let s = std::str::from_utf8(lower).ok()?;
-    COMMANDS.get(s)
+    COMMANDS.get(&*lower)
 }

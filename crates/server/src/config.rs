@@ -24,6 +24,26 @@ pub enum DurabilityPolicy {
     Strictest,
 }
 
+/// The level of a reply from a connection with override `conn` about a
+/// database whose own level is `db_level`, under `policy`.
+pub fn combine_levels(
+    conn: Option<Durability>,
+    db_level: Durability,
+    policy: DurabilityPolicy,
+) -> Durability {
+    match (conn, policy) {
+        (None, _) => db_level,
+        (Some(c), DurabilityPolicy::Connection) => c,
+        (Some(c), DurabilityPolicy::Strictest) => {
+            if c.strictness() >= db_level.strictness() {
+                c
+            } else {
+                db_level
+            }
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WalRecoveryMode {
     Strict,
@@ -273,18 +293,7 @@ impl Config {
     /// database `db` gets. See `docs/durability.md`, "When the reply goes
     /// out".
     pub fn effective_durability(&self, conn: Option<Durability>, db: usize) -> Durability {
-        let db_level = self.db_durability(db);
-        match (conn, self.durability_policy) {
-            (None, _) => db_level,
-            (Some(c), DurabilityPolicy::Connection) => c,
-            (Some(c), DurabilityPolicy::Strictest) => {
-                if c.strictness() >= db_level.strictness() {
-                    c
-                } else {
-                    db_level
-                }
-            }
-        }
+        combine_levels(conn, self.db_durability(db), self.durability_policy)
     }
 
     /// The log directories, defaulting to `<dir>/wal`.

@@ -255,10 +255,7 @@ async fn run<S: ClientStream>(
             published_at = std::time::Instant::now();
         }
         if !out.is_empty() {
-            shared
-                .stats
-                .total_net_output_bytes
-                .fetch_add(out.len() as u64, Ordering::Relaxed);
+            shared.stats.total_net_output_bytes.add(out.len() as u64);
             stream.write_now(&mut out)?;
             if !out.is_empty() {
                 // The client is not reading (or this is TLS, which always
@@ -417,10 +414,7 @@ fn took_input(
     limit: usize,
     n: usize,
 ) -> bool {
-    shared
-        .stats
-        .total_net_input_bytes
-        .fetch_add(n as u64, Ordering::Relaxed);
+    shared.stats.total_net_input_bytes.add(n as u64);
     handle
         .last_interaction_ms
         .store(crate::util::now_ms(), Ordering::Relaxed);
@@ -649,10 +643,7 @@ fn process(
             continue;
         }
         if outcome.frame.is_error() && !std::mem::take(&mut client.error_counted) {
-            shared
-                .stats
-                .total_error_replies
-                .fetch_add(1, Ordering::Relaxed);
+            shared.stats.total_error_replies.add(1);
         }
         let (lsn, replicated) = crate::repl::dep_parts(outcome.dependency_lsn);
         let dep = if lsn != 0 && !shared.dep_met(lsn) {

@@ -43,10 +43,7 @@ pub fn execute(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 }
 
 fn check_and_run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
-    ctx.shared
-        .stats
-        .total_commands_processed
-        .fetch_add(1, Ordering::Relaxed);
+    ctx.shared.stats.total_commands_processed.add(1);
     let Some(spec) = lookup(&args[0]) else {
         flag_multi(ctx);
         return Outcome::now(errors::unknown_command(&args[0], &args[1..]));
@@ -226,10 +223,7 @@ pub(crate) fn refuse_write(ctx: &Ctx<'_>, cmd_flags: u32) -> Option<Frame> {
         return Some(errors::err(errors::OOM));
     }
     if !ctx.shared.repl.is_replica() {
-        let (min, lag) = {
-            let c = ctx.shared.config.read();
-            (c.min_replicas_to_write, c.min_replicas_max_lag)
-        };
+        let (min, lag) = ctx.shared.hot.min_replicas();
         if min > 0 && (ctx.shared.repl.good_replicas(lag) as u64) < min {
             return Some(Frame::error(errors::NOREPLICAS));
         }
@@ -311,10 +305,7 @@ fn reply_level(
     db: usize,
     muts: &[Mutation],
 ) -> Durability {
-    // One read of the configuration for the whole command (MSET may write
-    // hundreds of keys).
-    let cfg = shared.config.read();
-    let of = |db: usize| cfg.effective_durability(conn, db);
+    let of = |db: usize| shared.effective_durability(conn, db);
     let mut level: Option<Durability> = None;
     let mut add = |l: Durability| {
         if level.is_none_or(|cur| l.strictness() > cur.strictness()) {
@@ -400,10 +391,7 @@ pub(crate) fn commit(
     let muts = txn.mutations();
     if !muts.is_empty() {
         shared.watches.touch(muts);
-        shared
-            .stats
-            .dirty
-            .fetch_add(muts.len() as u64, Ordering::Relaxed);
+        shared.stats.dirty.add(muts.len() as u64);
     }
     let level = reply_level(shared, conn, db, muts);
     let mut out = txn
@@ -480,10 +468,7 @@ pub fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
             txn.get_untouched(w.db, &w.key);
         }
         unwatch_all(ctx);
-        ctx.shared
-            .stats
-            .watch_aborts
-            .fetch_add(1, Ordering::Relaxed);
+        ctx.shared.stats.watch_aborts.add(1);
         return finish(ctx, txn, Frame::NullArray);
     }
     let mut replies = Vec::with_capacity(multi.queued.len());

@@ -212,10 +212,7 @@ pub fn perform(shared: &Shared) -> Outcome {
     };
     drop(pool);
     if evicted > 0 {
-        shared
-            .stats
-            .evicted_keys
-            .fetch_add(evicted as u64, Ordering::Relaxed);
+        shared.stats.evicted_keys.add(evicted as u64);
     }
     out
 }

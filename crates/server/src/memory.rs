@@ -4,39 +4,20 @@
 //! without that allocator (embedded use), the resident set size sampled by
 //! the background task.
 
-use std::cell::Cell;
-use std::sync::atomic::{AtomicIsize, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicIsize, AtomicU64, Ordering};
 
-/// Allocation counters, one per group of threads on its own cache line, so
-/// threads allocating at once do not contend on one counter.
-const SLOTS: usize = 16;
+/// Allocation counters, one per thread stripe (`crate::stripe`) on its own
+/// cache line, so threads allocating at once do not contend on one counter.
+const SLOTS: usize = crate::stripe::STRIPES;
 
 #[repr(align(64))]
 struct Slot(AtomicIsize);
 
 static ALLOCATED: [Slot; SLOTS] = [const { Slot(AtomicIsize::new(0)) }; SLOTS];
-static NEXT_SLOT: AtomicUsize = AtomicUsize::new(0);
-
-thread_local! {
-    // Const-initialised and without a destructor: safe to touch from inside
-    // the global allocator.
-    static MY_SLOT: Cell<usize> = const { Cell::new(usize::MAX) };
-}
 
 #[inline]
 fn slot() -> &'static AtomicIsize {
-    let i = MY_SLOT
-        .try_with(|s| {
-            let v = s.get();
-            if v != usize::MAX {
-                return v;
-            }
-            let n = NEXT_SLOT.fetch_add(1, Ordering::Relaxed) % SLOTS;
-            s.set(n);
-            n
-        })
-        .unwrap_or(0);
-    &ALLOCATED[i % SLOTS].0
+    &ALLOCATED[crate::stripe::index() % SLOTS].0
 }
 
 /// Called by the global allocator for every allocation of `bytes`.

@@ -170,8 +170,9 @@ impl Pending {
     }
 }
 
-/// Runs a data command's handler, noting the events it causes. With
-/// notifications off this is the call plus one atomic load.
+/// Runs a data command's handler, noting the events it causes and the
+/// lookups it made. With notifications off this is the call plus one
+/// atomic load.
 #[inline]
 pub fn run_data(
     f: DataFn,
@@ -181,10 +182,23 @@ pub fn run_data(
     args: &[bytes::Bytes],
 ) -> Reply {
     let flags = ctx.shared.pubsub.keyspace_events();
-    if ctx.shared.tracking.is_active() {
-        return crate::tracking::run_data(flags, f, ctx, txn, spec, args);
+    let reply = if ctx.shared.tracking.is_active() {
+        crate::tracking::run_data(flags, f, ctx, txn, spec, args)
+    } else {
+        run_notified(flags, f, ctx, txn, spec, args)
+    };
+    // INFO's keyspace_hits / keyspace_misses: the lookups of read commands,
+    // as Redis counts its read lookups (a write's lookups do not count).
+    let (hits, misses) = txn.take_lookups();
+    if !spec.is_write() {
+        if hits > 0 {
+            ctx.shared.stats.keyspace_hits.add(u64::from(hits));
+        }
+        if misses > 0 {
+            ctx.shared.stats.keyspace_misses.add(u64::from(misses));
+        }
     }
-    run_notified(flags, f, ctx, txn, spec, args)
+    reply
 }
 
 /// [`run_data`] without client tracking's part.

@@ -6,7 +6,6 @@
 use crate::state::Stats;
 use parking_lot::Mutex;
 use std::collections::VecDeque;
-use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 /// Readings older than this no longer count as "instantaneous".
@@ -28,9 +27,9 @@ impl Sample {
     fn now(st: &Stats) -> Sample {
         Sample {
             at: Instant::now(),
-            commands: st.total_commands_processed.load(Ordering::Relaxed),
-            net_in: st.total_net_input_bytes.load(Ordering::Relaxed),
-            net_out: st.total_net_output_bytes.load(Ordering::Relaxed),
+            commands: st.total_commands_processed.get(),
+            net_in: st.total_net_input_bytes.get(),
+            net_out: st.total_net_output_bytes.get(),
         }
     }
 
@@ -106,7 +105,7 @@ mod tests {
             net_in: 0,
             net_out: 0,
         });
-        st.total_commands_processed.store(1000, Ordering::Relaxed);
+        st.total_commands_processed.set(1000);
         let (ops, _, _) = r.instantaneous(&st);
         // 1000 commands over about half a second.
         assert!((1500..=2100).contains(&ops), "{ops}");

@@ -258,10 +258,7 @@ pub(crate) async fn next_accepted<T, F: std::future::Future<Output = std::io::Re
                 if shared.shutting_down.load(Ordering::Acquire) {
                     return None;
                 }
-                shared
-                    .stats
-                    .total_connections_received
-                    .fetch_add(1, Ordering::Relaxed);
+                shared.stats.total_connections_received.add(1);
                 return Some(accepted);
             }
             Err(e) => {
@@ -297,10 +294,7 @@ async fn accept_loop(
             limit = ClientLimit::for_maxclients(maxclients);
         }
         if shared.clients.len() >= limit.clients {
-            shared
-                .stats
-                .rejected_connections
-                .fetch_add(1, Ordering::Relaxed);
+            shared.stats.rejected_connections.add(1);
             tokio::spawn(refuse(
                 stream,
                 format!("-{}\r\n", crate::errors::MAX_CLIENTS),
@@ -308,10 +302,7 @@ async fn accept_loop(
             continue;
         }
         if protected {
-            shared
-                .stats
-                .rejected_connections
-                .fetch_add(1, Ordering::Relaxed);
+            shared.stats.rejected_connections.add(1);
             tokio::spawn(refuse(stream, DENIED.to_string()));
             continue;
         }

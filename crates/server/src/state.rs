@@ -6,6 +6,7 @@ use crate::checkpointer::Checkpoints;
 use crate::client::ClientRegistry;
 use crate::config::{Config, WalRecoveryMode};
 use crate::durable_wait::DurableWaiters;
+use crate::stripe::Counter;
 use crate::watch::WatchRegistry;
 use durakv_engine::checkpoint::Checkpointer;
 use durakv_engine::io::FileSystem;
@@ -21,26 +22,27 @@ use std::sync::Arc;
 use std::time::Instant;
 use tokio::sync::watch;
 
-/// Counters reported by INFO stats; reset by CONFIG RESETSTAT.
+/// Counters reported by INFO stats; reset by CONFIG RESETSTAT. Striped
+/// (`crate::stripe`): every command adds to some of them.
 #[derive(Default)]
 pub struct Stats {
-    pub total_connections_received: AtomicU64,
-    pub total_commands_processed: AtomicU64,
-    pub rejected_connections: AtomicU64,
+    pub total_connections_received: Counter,
+    pub total_commands_processed: Counter,
+    pub rejected_connections: Counter,
     /// The keyspace's count of expired keys (`Keyspace::expired_keys`,
     /// which counts lazy and active expiry alike) when stats were last
     /// reset or the server started: INFO reports the count since.
     pub expired_keys_base: AtomicU64,
     /// Keys removed by `maxmemory` eviction.
-    pub evicted_keys: AtomicU64,
-    pub keyspace_hits: AtomicU64,
-    pub keyspace_misses: AtomicU64,
-    pub total_net_input_bytes: AtomicU64,
-    pub total_net_output_bytes: AtomicU64,
-    pub total_error_replies: AtomicU64,
-    pub watch_aborts: AtomicU64,
+    pub evicted_keys: Counter,
+    pub keyspace_hits: Counter,
+    pub keyspace_misses: Counter,
+    pub total_net_input_bytes: Counter,
+    pub total_net_output_bytes: Counter,
+    pub total_error_replies: Counter,
+    pub watch_aborts: Counter,
     /// Writes since the last checkpoint (`rdb_changes_since_last_save`).
-    pub dirty: AtomicU64,
+    pub dirty: Counter,
 }
 
 impl Stats {
@@ -57,7 +59,7 @@ impl Stats {
             &self.total_error_replies,
             &self.watch_aborts,
         ] {
-            c.store(0, Ordering::Relaxed);
+            c.set(0);
         }
     }
 }
@@ -180,6 +182,8 @@ pub struct Shared {
     pub listeners: crate::listeners::Listeners,
     /// `timeout`, read by every connection each time it goes idle.
     pub idle_timeout_secs: AtomicU64,
+    /// What every write reads of the configuration, without its lock.
+    pub hot: crate::hot_config::HotConfig,
 }
 
 impl Shared {
@@ -214,7 +218,9 @@ impl Shared {
             .keyspace
             .set_replication_feed(repl.feed(config.encodings));
         let durable_waiters = Arc::new(DurableWaiters::new(store.wal.num_streams()));
+        let hot = crate::hot_config::HotConfig::new(&config);
         let shared = Shared {
+            hot,
             acl,
             pause: Default::default(),
             tls_acceptor: parking_lot::RwLock::new(None),
@@ -266,7 +272,9 @@ impl Shared {
     /// The level a write from a connection with override `conn` to database
     /// `db` gets. See `docs/durability.md`, "Choosing a level".
     pub fn effective_durability(&self, conn: Option<Durability>, db: usize) -> Durability {
-        self.config.read().effective_durability(conn, db)
+        self.hot
+            .effective_durability(conn, db)
+            .unwrap_or_else(|| self.config.read().effective_durability(conn, db))
     }
 
     pub fn durable_lsn(&self) -> u64 {

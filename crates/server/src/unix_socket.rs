@@ -5,7 +5,6 @@
 
 use crate::client::Peer;
 use crate::state::Shared;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use tokio::net::UnixListener;
 
@@ -31,10 +30,7 @@ pub async fn accept_loop(shared: Arc<Shared>, listener: UnixListener, path: Arc<
     {
         let maxclients = shared.config.read().maxclients;
         if shared.clients.len() >= maxclients {
-            shared
-                .stats
-                .rejected_connections
-                .fetch_add(1, Ordering::Relaxed);
+            shared.stats.rejected_connections.add(1);
             let msg = format!("-{}\r\n", crate::errors::MAX_CLIENTS);
             tokio::spawn(crate::server::refuse(stream, msg));
             continue;

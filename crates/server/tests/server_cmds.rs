@@ -1688,3 +1688,29 @@ fn client_pause_leaves_expired_keys_in_place() {
         "reads expire them once unpaused"
     );
 }
+
+#[test]
+fn keyspace_hits_and_misses_count_the_lookups_of_reads() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let _: () = ok(&mut c, &["SET", "a", "1"]);
+    let _: () = ok(&mut c, &["CONFIG", "RESETSTAT"]);
+    let _: Option<String> = ok(&mut c, &["GET", "a"]);
+    let _: Option<String> = ok(&mut c, &["GET", "missing"]);
+    let _: Vec<Option<String>> = ok(&mut c, &["MGET", "a", "b", "c"]);
+    let _: i64 = ok(&mut c, &["EXISTS", "a"]);
+    // Writes look keys up too, but as in Redis they do not count.
+    let _: i64 = ok(&mut c, &["SETNX", "a", "2"]);
+    let _: i64 = ok(&mut c, &["INCR", "n"]);
+    // Reads queued in a transaction count when EXEC runs them.
+    let _: () = ok(&mut c, &["MULTI"]);
+    let _: String = ok(&mut c, &["GET", "a"]);
+    let _: Vec<redis::Value> = ok(&mut c, &["EXEC"]);
+    let s = &info(&mut c, &["stats"])["stats"];
+    assert_eq!(s["keyspace_hits"], "4");
+    assert_eq!(s["keyspace_misses"], "3");
+    let _: () = ok(&mut c, &["CONFIG", "RESETSTAT"]);
+    let s = &info(&mut c, &["stats"])["stats"];
+    assert_eq!(s["keyspace_hits"], "0");
+    assert_eq!(s["keyspace_misses"], "0");
+}

@@ -164,6 +164,7 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> (Frame, u64) {
             return (e, 0);
         }
     };
+    crate::hot_config::apply_config(ctx.shared);
     crate::acl::apply_config(ctx.shared, &before);
     crate::pubsub::apply_config(ctx.shared);
     crate::tracking::apply_config(ctx.shared);

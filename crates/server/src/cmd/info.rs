@@ -427,7 +427,7 @@ pub fn persistence_section(shared: &Shared) -> String {
 
 fn stats_section(shared: &Shared, expired: u64) -> String {
     let st = &shared.stats;
-    let get = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed);
+    let get = |c: &crate::stripe::Counter| c.get();
     let (ops, in_kbps, out_kbps) = shared.rates.instantaneous(&shared.stats);
     let mut s = String::new();
     field(
@@ -484,7 +484,7 @@ fn stats_section(shared: &Shared, expired: u64) -> String {
     field(
         &mut s,
         "expired_keys",
-        expired.saturating_sub(get(&st.expired_keys_base)),
+        expired.saturating_sub(st.expired_keys_base.load(Ordering::Relaxed)),
     );
     field(&mut s, "evicted_keys", get(&st.evicted_keys));
     field(&mut s, "evicted_clients", 0);
@@ -504,10 +504,14 @@ fn stats_section(shared: &Shared, expired: u64) -> String {
     field(&mut s, "total_error_replies", get(&st.total_error_replies));
     field(&mut s, "unexpected_error_replies", 0);
     let denied = &shared.acl.denied;
-    field(&mut s, "acl_access_denied_auth", get(&denied.auth));
-    field(&mut s, "acl_access_denied_cmd", get(&denied.cmd));
-    field(&mut s, "acl_access_denied_key", get(&denied.key));
-    field(&mut s, "acl_access_denied_channel", get(&denied.channel));
+    for (name, c) in [
+        ("acl_access_denied_auth", &denied.auth),
+        ("acl_access_denied_cmd", &denied.cmd),
+        ("acl_access_denied_key", &denied.key),
+        ("acl_access_denied_channel", &denied.channel),
+    ] {
+        field(&mut s, name, c.load(Ordering::Relaxed));
+    }
     field(&mut s, "watch_aborts", get(&st.watch_aborts));
     s
 }

@@ -276,10 +276,7 @@ pub(crate) fn call(
 /// `total_error_replies` even when the script catches it, as in Redis.
 fn count_error(ctx: &Ctx<'_>, error: &Frame) {
     ctx.shared.cmdstats.error_reply(error);
-    ctx.shared
-        .stats
-        .total_error_replies
-        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    ctx.shared.stats.total_error_replies.add(1);
 }
 
 /// Why `redis.call` refuses `args` before running it, if it does.
