@@ -712,7 +712,7 @@ fn decode_op(r: &mut Reader<'_>) -> Result<KeyOp, DecodeError> {
             KeyOp::ZAdd(pairs)
         }
         tag::ZREM => KeyOp::ZRem(r.list()?),
-        tag::STREAM => KeyOp::Stream(crate::stream_codec::decode_op(r)?),
+        tag::STREAM => KeyOp::Stream(Box::new(crate::stream_codec::decode_op(r)?)),
         _ => return r.fail("unknown operation tag"),
     })
 }

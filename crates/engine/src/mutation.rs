@@ -84,8 +84,10 @@ pub enum KeyOp {
     /// Members with their final scores (ZINCRBY is logged as its result).
     ZAdd(Vec<(f64, Bytes)>),
     ZRem(Vec<Bytes>),
-    /// A stream write (see `crate::stream_op`).
-    Stream(StreamOp),
+    /// A stream write (see `crate::stream_op`). Boxed: it is the largest
+    /// operation by far, and every mutation (a SET's too) is as large as
+    /// the largest, and is moved several times on its way to the log.
+    Stream(Box<StreamOp>),
 }
 
 #[derive(Clone, Debug, PartialEq)]

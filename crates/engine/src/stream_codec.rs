@@ -494,7 +494,7 @@ mod tests {
         ];
         let mut muts: Vec<Mutation> = ops
             .into_iter()
-            .map(|op| Mutation::key(0, b("s"), KeyOp::Stream(op)))
+            .map(|op| Mutation::key(0, b("s"), KeyOp::Stream(Box::new(op))))
             .collect();
         muts.push(Mutation::key(
             1,

@@ -51,7 +51,7 @@ fn b(s: &str) -> Bytes {
 /// field layout, a tombstone, a group with a PEL and an idle consumer, and
 /// an empty stream with a group.
 fn streams() -> Vec<Mutation> {
-    let s = |op| Mutation::key(0, b("stream"), KeyOp::Stream(op));
+    let s = |op| Mutation::key(0, b("stream"), KeyOp::Stream(Box::new(op)));
     let id = StreamId::new;
     let limits = NodeLimits {
         entries: 2,
@@ -114,16 +114,16 @@ fn streams() -> Vec<Mutation> {
     v.push(Mutation::key(
         2,
         b("empty"),
-        KeyOp::Stream(StreamOp::Create),
+        KeyOp::Stream(Box::new(StreamOp::Create)),
     ));
     v.push(Mutation::key(
         2,
         b("empty"),
-        KeyOp::Stream(StreamOp::GroupCreate {
+        KeyOp::Stream(Box::new(StreamOp::GroupCreate {
             group: b("g"),
             last_id: StreamId::MIN,
             entries_read: 0,
-        }),
+        })),
     ));
     v
 }

@@ -71,19 +71,19 @@ impl Op {
             Op::XAdd(db, k, ms, v) => Mutation::key(
                 *db as u32,
                 b(k),
-                KeyOp::Stream(StreamOp::Add {
+                KeyOp::Stream(Box::new(StreamOp::Add {
                     id: StreamId::new(*ms, 0),
                     fields: vec![(b("v"), b(v))],
                     limits: NodeLimits {
                         entries: 4,
                         bytes: 0,
                     },
-                }),
+                })),
             ),
             Op::XDel(db, k, ms) => Mutation::key(
                 *db as u32,
                 b(k),
-                KeyOp::Stream(StreamOp::Delete(vec![StreamId::new(*ms, 0)])),
+                KeyOp::Stream(Box::new(StreamOp::Delete(vec![StreamId::new(*ms, 0)]))),
             ),
             Op::FlushDb(db) => Mutation::FlushDb { db: *db as u32 },
         }

@@ -11,6 +11,7 @@ use crate::state::Shared;
 use bytes::Bytes;
 use durakv_engine::txn::Txn;
 use durakv_protocol::Frame;
+use smallvec::SmallVec;
 use std::collections::HashMap;
 use std::sync::LazyLock;
 
@@ -181,7 +182,7 @@ impl CommandSpec {
     }
 
     /// Indexes of key arguments, for locking and WATCH.
-    pub fn key_indexes(&self, args: &[Bytes]) -> Vec<usize> {
+    pub fn key_indexes(&self, args: &[Bytes]) -> KeyIndexes {
         key_indexes_of(self.keys, args)
     }
 
@@ -195,15 +196,19 @@ impl CommandSpec {
     }
 }
 
+/// Positions of a request's keys: on the stack for the few keys of nearly
+/// every command.
+pub type KeyIndexes = SmallVec<[usize; 4]>;
+
 /// Indexes of the arguments `keys` names in `args`.
-pub fn key_indexes_of(keys: Keys, args: &[Bytes]) -> Vec<usize> {
+pub fn key_indexes_of(keys: Keys, args: &[Bytes]) -> KeyIndexes {
     match keys {
-        Keys::None | Keys::All => Vec::new(),
-        Keys::Custom(f) => f(args),
+        Keys::None | Keys::All => KeyIndexes::new(),
+        Keys::Custom(f) => f(args).into(),
         Keys::Range { first, last, step } => {
             let n = args.len() as i32;
             let last = if last < 0 { n + last } else { last };
-            let mut out = Vec::new();
+            let mut out = KeyIndexes::new();
             let mut i = first;
             while i <= last && i < n && step > 0 {
                 out.push(i as usize);

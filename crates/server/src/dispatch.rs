@@ -156,7 +156,7 @@ fn run(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> Outcome {
         Handler::Data(f) => {
             let all = spec.locks_all(args);
             let idx = if all {
-                Vec::new()
+                Default::default()
             } else {
                 spec.key_indexes(args)
             };

@@ -117,7 +117,7 @@ impl WatchRegistry {
 pub(crate) fn touches_value(op: &KeyOp) -> bool {
     match op {
         KeyOp::Stream(s) => matches!(
-            s,
+            **s,
             StreamOp::Create | StreamOp::Add { .. } | StreamOp::Trim { .. } | StreamOp::Delete(_)
         ),
         _ => true,

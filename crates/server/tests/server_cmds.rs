@@ -1215,6 +1215,16 @@ fn time_lastsave_wait_waitaof_role_and_diagnostics() {
         error(&mut c, &["WAITAOF", "x", "0", "0"]),
         "ERR value is not an integer or out of range"
     );
+    // A threshold below the 50 ms the WAITAOF below blocks, but above
+    // what running any command here takes even on a loaded machine.
+    assert_eq!(
+        ok::<String>(
+            &mut c,
+            &["CONFIG", "SET", "slowlog-log-slower-than", "40000"]
+        ),
+        "OK"
+    );
+    let _: () = ok(&mut c, &["SLOWLOG", "RESET"]);
     let t = std::time::Instant::now();
     let got: Vec<i64> = ok(&mut c, &["WAITAOF", "1", "1", "50"]);
     assert_eq!(got, vec![1, 0]);

@@ -280,7 +280,7 @@ pub fn random_key_mutation(rng: &mut StdRng, db: usize, now_ms: u64) -> Mutation
                     KeyOp::SRem(vec![b(format!("m{}", rng.gen_range(0..12)))])
                 }
             }
-            5 => KeyOp::Stream(match rng.gen_range(0..10) {
+            5 => KeyOp::Stream(Box::new(match rng.gen_range(0..10) {
                 0..=5 => StreamOp::Add {
                     id: next_stream_id(),
                     fields: stream_fields(rng),
@@ -294,7 +294,7 @@ pub fn random_key_mutation(rng: &mut StdRng, db: usize, now_ms: u64) -> Mutation
                     next_stream_id().ms.saturating_sub(rng.gen_range(1..20)),
                     0,
                 )]),
-            }),
+            })),
             _ => {
                 if rng.gen_bool(0.7) {
                     KeyOp::ZAdd(
@@ -335,11 +335,13 @@ pub fn commit(store: &Store, muts: Vec<Mutation>, level: Durability, now_ms: u64
         // entry takes its ID here, under the key's lock, so it is above
         // every ID the key holds whichever thread generated first.
         if let Mutation::Key {
-            op: KeyOp::Stream(StreamOp::Add { id, .. }),
+            op: KeyOp::Stream(op),
             ..
         } = &mut m
         {
-            *id = next_stream_id();
+            if let StreamOp::Add { id, .. } = &mut **op {
+                *id = next_stream_id();
+            }
         }
         txn.apply(m).expect("mutation fits the state");
     }

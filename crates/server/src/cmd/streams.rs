@@ -134,7 +134,7 @@ pub(crate) fn stream_op(
     key: &Bytes,
     op: StreamOp,
 ) -> Result<(), Frame> {
-    apply(txn, db, key, KeyOp::Stream(op))
+    apply(txn, db, key, KeyOp::Stream(Box::new(op)))
 }
 
 /// `stream-node-max-entries` and `stream-node-max-bytes`.
