@@ -168,6 +168,56 @@ struct Node {
     count: u32,
     live: u32,
     last: StreamId,
+    /// The size Redis's listpack for the same entries would have, which is
+    /// what `stream-node-max-bytes` measures there. Nodes end where Redis's
+    /// end, so `~` trimming (which drops whole nodes) removes what Redis
+    /// removes; this node's own encoding is more compact and would hold
+    /// more entries.
+    lp_bytes: u64,
+}
+
+/// Sizes in a Redis listpack (`listpack.c`): an element is its encoding,
+/// its data, and a back-length of 1 to 5 bytes.
+mod listpack {
+    /// The listpack's header and end byte.
+    pub const EMPTY: u64 = 7;
+
+    fn backlen(l: u64) -> u64 {
+        match l {
+            0..=127 => 1,
+            128..=16382 => 2,
+            16383..=2097150 => 3,
+            2097151..=268435454 => 4,
+            _ => 5,
+        }
+    }
+
+    pub fn int(v: i64) -> u64 {
+        let enc = match v {
+            0..=127 => 1,
+            -4096..=4095 => 2,
+            -32768..=32767 => 3,
+            -8388608..=8388607 => 4,
+            -2147483648..=2147483647 => 5,
+            _ => 9,
+        };
+        enc + backlen(enc)
+    }
+
+    /// A string element; one that reads as an integer is stored as one
+    /// (`lpStringToInt64` reads integers as `string2ll` does).
+    pub fn string(s: &[u8]) -> u64 {
+        if let Some(v) = crate::value::parse_i64(s) {
+            return int(v);
+        }
+        let len = s.len() as u64;
+        let enc = match len {
+            0..=63 => 1,
+            64..=4095 => 2,
+            _ => 5,
+        } + len;
+        enc + backlen(enc)
+    }
 }
 
 fn get_slice<'a>(buf: &'a [u8], pos: &mut usize) -> &'a [u8] {
@@ -188,7 +238,15 @@ struct Slot {
 
 impl Node {
     fn new(first: &[(Bytes, Bytes)]) -> Node {
+        // The master entry: count, deleted count, the field names and a
+        // terminating 0.
+        let lp_bytes = listpack::EMPTY
+            + 2 * listpack::int(0)
+            + listpack::int(first.len() as i64)
+            + first.iter().map(|(f, _)| listpack::string(f)).sum::<u64>()
+            + listpack::int(0);
         Node {
+            lp_bytes,
             // Copied: a slice of the request would keep all of it alive.
             master: first
                 .iter()
@@ -208,6 +266,20 @@ impl Node {
 
     fn push(&mut self, base: StreamId, id: StreamId, fields: &[(Bytes, Bytes)]) {
         let same = self.same_fields(fields);
+        // flags, ms and seq differences, [field count], [fields,] values,
+        // and the entry's element count.
+        let n = fields.len() as i64;
+        self.lp_bytes += listpack::int(if same { 2 } else { 0 })
+            + listpack::int(id.ms.wrapping_sub(base.ms) as i64)
+            + listpack::int((id.seq as i64).wrapping_sub(base.seq as i64))
+            + fields.iter().map(|(_, v)| listpack::string(v)).sum::<u64>()
+            + if same {
+                listpack::int(n + 3)
+            } else {
+                listpack::int(n)
+                    + fields.iter().map(|(f, _)| listpack::string(f)).sum::<u64>()
+                    + listpack::int(2 * n + 4)
+            };
         self.buf.push(if same { FLAG_SAME_FIELDS } else { 0 });
         put_varint(&mut self.buf, id.ms.wrapping_sub(base.ms));
         put_varint(&mut self.buf, id.seq);
@@ -396,12 +468,14 @@ impl Stream {
         let full = match self.nodes.last_key_value() {
             None => true,
             Some((_, n)) => {
-                let size: usize = fields.iter().map(|(f, v)| f.len() + v.len() + 4).sum();
+                // Redis's test: the listpack's size plus the new entry's
+                // field and value lengths.
+                let size: u64 = fields.iter().map(|(f, v)| (f.len() + v.len()) as u64).sum();
                 // After XSETID lowered the last ID below a tombstone, a new
                 // node keeps every node's IDs ascending.
                 id <= n.last
                     || (limits.entries > 0 && n.count >= limits.entries)
-                    || (limits.bytes > 0 && n.buf.len() + size > limits.bytes as usize)
+                    || (limits.bytes > 0 && n.lp_bytes + size >= u64::from(limits.bytes))
             }
         };
         if full {
@@ -809,5 +883,44 @@ mod tests {
         assert_eq!(s.len(), 55);
         assert_eq!(s.first_id(), id(46));
         assert_eq!(s.plan_trim(TrimStrategy::MinId(id(46)), false, 0), None);
+    }
+
+    /// Nodes fill as Redis 7.0.15's listpacks do with the default limits
+    /// (4096 bytes, 100 entries), so `~` trimming removes what Redis does
+    /// (figures from Redis: XTRIM's reply after XADDs of the same entries).
+    #[test]
+    fn nodes_end_where_redis_listpacks_end() {
+        let trimmed = |n: u64, value_len: usize, fields: &[&str], max: u64| {
+            let mut s = Stream::default();
+            let v = Bytes::from(vec![b'x'; value_len]);
+            let fv: Vec<(Bytes, Bytes)> = fields
+                .iter()
+                .map(|f| (Bytes::copy_from_slice(f.as_bytes()), v.clone()))
+                .collect();
+            for i in 1..=n {
+                s.add(StreamId::new(1, i), &fv, NodeLimits::default());
+            }
+            s.plan_trim(TrimStrategy::MaxLen(max), true, 0)
+                .map_or(0, |(_, k)| k)
+        };
+        assert_eq!(trimmed(119, 32, &["f"], 20), 97);
+        assert_eq!(trimmed(119, 36, &["f"], 20), 88);
+        assert_eq!(trimmed(60, 100, &["f"], 20), 36);
+        // The entry count still ends a node of small entries.
+        assert_eq!(trimmed(150, 1, &["f"], 20), 100);
+        // Fields that change from entry to entry, integer values: Redis
+        // keeps all 60 in one node.
+        let mut s = Stream::default();
+        for i in 1..=60u64 {
+            let fv = [
+                (
+                    Bytes::from(format!("f{}", i % 3)),
+                    Bytes::from_static(b"12345"),
+                ),
+                (Bytes::from_static(b"g"), Bytes::from_static(b"hello")),
+            ];
+            s.add(StreamId::new(1, i), &fv, NodeLimits::default());
+        }
+        assert_eq!(s.plan_trim(TrimStrategy::MaxLen(5), true, 0), None);
     }
 }

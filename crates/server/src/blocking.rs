@@ -448,12 +448,15 @@ impl Blocking {
 
     /// Serves the clients waiting on the `ready` keys, and on the keys that
     /// serving makes ready in turn (a BLMOVE into a key others wait on).
-    /// Called with no shard locks held.
-    pub fn serve(&self, shared: &Shared, ready: Vec<(usize, Bytes)>) {
+    /// Called with no shard locks held. Returns what the served clients'
+    /// replies wait for, combined (0: none), and whether any was served.
+    pub fn serve(&self, shared: &Shared, ready: Vec<(usize, Bytes)>) -> (u64, bool) {
         let mut queue: VecDeque<(usize, Bytes)> = ready.into();
+        let mut served = (0, false);
         while let Some((db, key)) = queue.pop_front() {
-            self.serve_key(shared, db, &key, &mut queue);
+            self.serve_key(shared, db, &key, &mut queue, &mut served);
         }
+        served
     }
 
     fn serve_key(
@@ -462,6 +465,7 @@ impl Blocking {
         db: usize,
         key: &Bytes,
         queue: &mut VecDeque<(usize, Bytes)>,
+        served: &mut (u64, bool),
     ) {
         // Waiters passed over (`Served::Skip`), still waiting ahead of the
         // next candidate.
@@ -522,6 +526,7 @@ impl Blocking {
                             Unblocked::now(e)
                         }
                     };
+                    *served = (crate::repl::combine_deps(served.0, u.dependency_lsn), true);
                     w.deliver(u);
                     // After the reply is handed over, so the served client
                     // (which may track what it just wrote) sees it first.

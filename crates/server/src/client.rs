@@ -173,6 +173,9 @@ pub struct ClientState {
     /// The command being executed may block: it was sent by the client
     /// itself, not queued in MULTI or called from a script.
     pub may_block: bool,
+    /// A command of this client served blocked clients: its next write
+    /// to the socket lets theirs go first (`dispatch::finish`).
+    pub served_blocked: bool,
     /// The command being executed was called by a script (`redis.call`).
     pub in_script: bool,
     /// The command being executed was queued in MULTI and runs in EXEC.
@@ -248,6 +251,7 @@ impl ClientState {
             monitor_lines: Vec::new(),
             monitor_pending: Default::default(),
             may_block: false,
+            served_blocked: false,
             in_script: false,
             in_exec: false,
             query_bytes: 0,

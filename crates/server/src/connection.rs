@@ -254,6 +254,12 @@ async fn run<S: ClientStream>(
             published_sig = sig;
             published_at = std::time::Instant::now();
         }
+        if client.served_blocked && !out.is_empty() {
+            // The clients this one's writes unblocked were woken just now:
+            // let them run and write their replies before this one's.
+            client.served_blocked = false;
+            tokio::task::yield_now().await;
+        }
         if !out.is_empty() {
             shared.stats.total_net_output_bytes.add(out.len() as u64);
             stream.write_now(&mut out)?;

@@ -364,10 +364,17 @@ pub(crate) fn finish(ctx: &mut Ctx<'_>, mut txn: Txn<'_>, frame: Frame) -> Outco
             // sees the change.
             crate::notify::flush(ctx, out.dependency_lsn);
             crate::tracking::flush(ctx);
-            shared.blocking.serve(shared, ready);
+            // Redis sends the replies of the clients a write unblocked
+            // before the write's own (its list of clients to write to is
+            // last in, first out), and job queues rely on it: a worker
+            // woken for a job asks for it before a newcomer does. So this
+            // reply waits for theirs to be durable, and the connection
+            // lets them go out first (`ClientState::served_blocked`).
+            let (served_dep, served) = shared.blocking.serve(shared, ready);
+            ctx.client.served_blocked |= served;
             Outcome {
                 frame,
-                dependency_lsn: out.dependency_lsn,
+                dependency_lsn: crate::repl::combine_deps(out.dependency_lsn, served_dep),
             }
         }
         Err(e) => {

@@ -30,6 +30,9 @@
 //!   invalidations writes send them.
 //! - [`errors`], [`glob`], [`util`]: Redis error strings and helpers.
 
+/// The name of the runtime's threads, which run connections and commands.
+pub const IO_THREAD_NAME: &str = "durakv-io";
+
 pub mod acl;
 pub mod blocking;
 pub mod checkpointer;
@@ -157,7 +160,7 @@ pub fn serve_until_shutdown(shared: Arc<Shared>) -> Result<(), String> {
     builder
         .worker_threads(threads)
         .enable_all()
-        .thread_name("durakv-io")
+        .thread_name(IO_THREAD_NAME)
         // A worker runs EVENT_INTERVAL tasks between two polls of the
         // sockets. Taking fewer ready sockets than that per poll keeps its
         // run queue (256 tasks) from overflowing into the shared one, and

@@ -39,6 +39,9 @@ pub struct Stats {
     pub keyspace_misses: Counter,
     pub total_net_input_bytes: Counter,
     pub total_net_output_bytes: Counter,
+    /// Bytes read from this replica's primary, and written to replicas.
+    pub total_net_repl_input_bytes: Counter,
+    pub total_net_repl_output_bytes: Counter,
     pub total_error_replies: Counter,
     pub watch_aborts: Counter,
     /// Writes since the last checkpoint (`rdb_changes_since_last_save`).
@@ -56,6 +59,8 @@ impl Stats {
             &self.keyspace_misses,
             &self.total_net_input_bytes,
             &self.total_net_output_bytes,
+            &self.total_net_repl_input_bytes,
+            &self.total_net_repl_output_bytes,
             &self.total_error_replies,
             &self.watch_aborts,
         ] {

@@ -625,3 +625,29 @@ fn list_waits_answer_redis_null_kinds() {
     let want = b"+OK\r\n+QUEUED\r\n*1\r\n$-1\r\n";
     assert_eq!(read_exactly(&mut s, want.len()), want);
 }
+
+/// The reply to a write that served a blocked client waits for that
+/// client's own write (the pop) to be durable, so that it can be sent
+/// after the served client's reply, as Redis sends them: once the pusher
+/// has its reply, a crash brings back the list without the popped element.
+#[test]
+fn a_write_that_serves_a_blocked_client_is_acknowledged_with_the_pop_durable() {
+    let mut srv = Server::start(&[]);
+    for round in 0..20 {
+        let key = format!("l{round}");
+        let mut waiter = Deferred::new(&srv);
+        waiter.send(&["BLPOP", &key, "0"]);
+        let mut c = srv.conn();
+        wait_blocked(&mut c, 1);
+        let n: i64 = q(&mut c, &["RPUSH", &key, "x", "y"]);
+        assert_eq!(n, 2);
+        srv.kill9();
+        srv.restart();
+        let mut c = srv.conn();
+        assert_eq!(
+            strs(&mut c, &["LRANGE", &key, "0", "-1"]),
+            ["y"],
+            "round {round}"
+        );
+    }
+}

@@ -336,6 +336,10 @@ fn durakv_replica_syncs_streams_refuses_writes_and_promotes() {
     assert_eq!(e, "READONLY You can't write against a read only replica.");
     let n: i64 = q(&mut p, &["WAIT", "1", "5000"]);
     assert_eq!(n, 1);
+    // The full sync and the stream since count as replication traffic.
+    let sent: u64 = stat(&mut p, "total_net_repl_output_bytes").parse().unwrap();
+    let got: u64 = stat(&mut r, "total_net_repl_input_bytes").parse().unwrap();
+    assert!(sent > 1000 && got > 1000, "sent {sent}, received {got}");
 
     assert_eq!(info_field(&mut p, "role"), "master");
     assert_eq!(info_field(&mut p, "connected_slaves"), "1");

@@ -496,6 +496,12 @@ fn maxclients_limit_refuses_extra_connections() {
 fn info_sections_have_real_values() {
     let srv = Server::start(&[]);
     let mut c = srv.conn();
+    // Enough commands for the connection threads' CPU time to show.
+    let mut pipe = redis::pipe();
+    for i in 0..20_000 {
+        pipe.cmd("ECHO").arg(i).ignore();
+    }
+    let _: () = pipe.query(&mut c).unwrap();
     let all = info(&mut c, &[]);
     for s in [
         "server",
@@ -550,6 +556,12 @@ fn info_sections_have_real_values() {
     assert_eq!(p["wal_failure"], "");
     assert_eq!(all["replication"]["role"], "master");
     assert_eq!(all["replication"]["connected_slaves"], "0");
+    // The connection threads run commands: Redis's "main thread".
+    let main: f64 = ["used_cpu_user_main_thread", "used_cpu_sys_main_thread"]
+        .iter()
+        .map(|f| all["cpu"][*f].parse::<f64>().unwrap())
+        .sum();
+    assert!(main > 0.0, "{:?}", all["cpu"]);
     assert!(all["cpu"]["used_cpu_user"].parse::<f64>().is_ok());
     assert!(all["cpu"]["used_cpu_sys"].parse::<f64>().is_ok());
     let st = &all["stats"];

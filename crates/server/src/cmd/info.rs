@@ -290,8 +290,14 @@ fn clients_section(shared: &Shared) -> String {
     field(&mut s, "connected_clients", clients.len());
     field(&mut s, "cluster_connections", 0);
     field(&mut s, "maxclients", shared.config.read().maxclients);
-    field(&mut s, "client_recent_max_input_buffer", 0);
-    field(&mut s, "client_recent_max_output_buffer", 0);
+    // Redis's peaks of the last few seconds; here the largest buffers the
+    // connections last published (`ClientState::publish_info`).
+    let (qbuf, omem) = clients.iter().fold((0, 0), |(q, o), c| {
+        let i = c.info.lock();
+        (q.max(i.qbuf), o.max(i.omem))
+    });
+    field(&mut s, "client_recent_max_input_buffer", qbuf);
+    field(&mut s, "client_recent_max_output_buffer", omem);
     field(
         &mut s,
         "blocked_clients",
@@ -451,8 +457,16 @@ fn stats_section(shared: &Shared, expired: u64) -> String {
         "total_net_output_bytes",
         get(&st.total_net_output_bytes),
     );
-    field(&mut s, "total_net_repl_input_bytes", 0);
-    field(&mut s, "total_net_repl_output_bytes", 0);
+    field(
+        &mut s,
+        "total_net_repl_input_bytes",
+        get(&st.total_net_repl_input_bytes),
+    );
+    field(
+        &mut s,
+        "total_net_repl_output_bytes",
+        get(&st.total_net_repl_output_bytes),
+    );
     field(&mut s, "instantaneous_input_kbps", format!("{in_kbps:.2}"));
     field(
         &mut s,
@@ -535,10 +549,30 @@ fn cpu_times(path: &str) -> Option<[f64; 4]> {
     Some([secs(11)?, secs(12)?, secs(13)?, secs(14)?])
 }
 
+/// Redis's "main thread" is the one that runs commands; here the
+/// connection threads (`durakv-io`) do, so their times are summed. None
+/// when there are none (an embedded server on another runtime).
+fn command_threads_cpu() -> Option<[f64; 4]> {
+    let mut sum: Option<[f64; 4]> = None;
+    for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+        let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        if !comm.starts_with(crate::IO_THREAD_NAME) {
+            continue;
+        }
+        let Some(t) = cpu_times(&task.path().join("stat").to_string_lossy()) else {
+            continue;
+        };
+        let s = sum.get_or_insert([0.0; 4]);
+        for (a, b) in s.iter_mut().zip(t) {
+            *a += b;
+        }
+    }
+    sum
+}
+
 fn cpu_section() -> String {
     let p = cpu_times("/proc/self/stat").unwrap_or_default();
-    let main =
-        cpu_times(&format!("/proc/self/task/{}/stat", std::process::id())).unwrap_or_default();
+    let main = command_threads_cpu().unwrap_or_default();
     let mut s = String::new();
     field(&mut s, "used_cpu_sys", format!("{:.6}", p[1]));
     field(&mut s, "used_cpu_user", format!("{:.6}", p[0]));

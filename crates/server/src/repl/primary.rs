@@ -132,6 +132,10 @@ async fn full_sync<S: Stream>(
         stream.write_all(&piece).await?;
         stream.flush().await?;
         bytes += piece.len() as u64;
+        shared
+            .stats
+            .total_net_repl_output_bytes
+            .add(piece.len() as u64);
     }
     // A file cut short must not be ended with the mark as if whole.
     if !producer.await.map_err(|_| failed())? {
@@ -351,6 +355,10 @@ async fn stream_to<S: Stream>(
                 break;
             }
             stream.write_all(&chunk).await?;
+            shared
+                .stats
+                .total_net_repl_output_bytes
+                .add(chunk.len() as u64);
             pos += chunk.len() as u64;
         }
         stream.flush().await?;

@@ -299,6 +299,10 @@ async fn sync_over<S: Stream>(
             let _loading = ClearOnDrop(&shared.repl.loading);
             let mut load = crate::checkpointer::blocking(|| Load::begin(shared, &mut master))?;
             let received = receive_rdb(stream, &mut buf, |piece| {
+                shared
+                    .stats
+                    .total_net_repl_input_bytes
+                    .add(piece.len() as u64);
                 crate::checkpointer::blocking(|| load.feed(piece))
             })
             .await;
@@ -789,7 +793,10 @@ async fn apply_stream<S: Stream>(
                     Err(_) => break Err("primary silent past the link timeout".into()),
                     Ok(Err(e)) => break Err(e.to_string()),
                     Ok(Ok(0)) => break Err("connection closed by the primary".into()),
-                    Ok(Ok(_)) => shared.repl.link.lock().last_io_ms = crate::util::now_ms(),
+                    Ok(Ok(n)) => {
+                        shared.stats.total_net_repl_input_bytes.add(n as u64);
+                        shared.repl.link.lock().last_io_ms = crate::util::now_ms();
+                    }
                 }
             }
             _ = handle.wake.notified() => {}
