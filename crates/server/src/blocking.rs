@@ -526,7 +526,10 @@ impl Blocking {
                             Unblocked::now(e)
                         }
                     };
-                    *served = (crate::repl::combine_deps(served.0, u.dependency_lsn), true);
+                    // Only its local part: a writer at `full` does not
+                    // wait for the replicas a `replicated` client waits for.
+                    let local = crate::repl::dep_parts(u.dependency_lsn).0;
+                    *served = (crate::repl::combine_deps(served.0, local), true);
                     w.deliver(u);
                     // After the reply is handed over, so the served client
                     // (which may track what it just wrote) sees it first.
