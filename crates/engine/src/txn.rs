@@ -95,9 +95,23 @@ fn read_dep(stream: Option<usize>, floor: u64, e: Option<&Entry>, dep: u64) -> u
     }
 }
 
-fn count_lookup(hits: &mut u32, misses: &mut u32, found: bool) {
-    let c = if found { hits } else { misses };
-    *c = c.saturating_add(1);
+/// Lookups that found their key, and that did not (INFO's
+/// `keyspace_hits` / `keyspace_misses`).
+#[derive(Default, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Lookups {
+    pub hits: u32,
+    pub misses: u32,
+}
+
+impl Lookups {
+    fn note(&mut self, found: bool) {
+        let c = if found {
+            &mut self.hits
+        } else {
+            &mut self.misses
+        };
+        *c = c.saturating_add(1);
+    }
 }
 
 /// One entry of the record being built.
@@ -137,10 +151,8 @@ pub struct Txn<'a> {
     record_stream: Option<(usize, usize)>,
     /// Lookups leave LRU/LFU alone (`CLIENT NO-TOUCH`); undone on drop.
     no_touch: bool,
-    /// Lookups that found their key, and that did not, since last taken
-    /// (INFO's `keyspace_hits` / `keyspace_misses`).
-    hits: u32,
-    misses: u32,
+    /// Lookups since last taken.
+    lookups: Lookups,
 }
 
 impl<'a> Txn<'a> {
@@ -198,8 +210,7 @@ impl<'a> Txn<'a> {
             after: 0,
             record_stream: None,
             no_touch: false,
-            hits: 0,
-            misses: 0,
+            lookups: Lookups::default(),
         }
     }
 
@@ -243,7 +254,7 @@ impl<'a> Txn<'a> {
         let floor = d.floor_lsn;
         let (e, dep) = d.get_with_dependency(key, now, true);
         self.dependency_lsn = dep::combine(self.dependency_lsn, read_dep(stream, floor, e, dep));
-        count_lookup(&mut self.hits, &mut self.misses, e.is_some());
+        self.lookups.note(e.is_some());
         e
     }
 
@@ -256,7 +267,7 @@ impl<'a> Txn<'a> {
         let floor = d.floor_lsn;
         let (e, dep) = d.get_with_dependency(key, now, false);
         self.dependency_lsn = dep::combine(self.dependency_lsn, read_dep(stream, floor, e, dep));
-        count_lookup(&mut self.hits, &mut self.misses, e.is_some());
+        self.lookups.note(e.is_some());
         e
     }
 
@@ -271,16 +282,13 @@ impl<'a> Txn<'a> {
         let (e, dep) = d.get_with_expiry(key, now, touch);
         let dep = read_dep(stream, floor, e.map(|(e, _)| e), dep);
         self.dependency_lsn = dep::combine(self.dependency_lsn, dep);
-        count_lookup(&mut self.hits, &mut self.misses, e.is_some());
+        self.lookups.note(e.is_some());
         e
     }
 
-    /// Lookups that found their key and that did not since the last call.
-    pub fn take_lookups(&mut self) -> (u32, u32) {
-        (
-            std::mem::take(&mut self.hits),
-            std::mem::take(&mut self.misses),
-        )
+    /// The lookups made since the last call.
+    pub fn take_lookups(&mut self) -> Lookups {
+        std::mem::take(&mut self.lookups)
     }
 
     /// When `key` expires, as [`Txn::get_with_expiry`] finds it: None when
@@ -838,8 +846,7 @@ pub fn replay_record(
         after: 0,
         record_stream: None,
         no_touch: false,
-        hits: 0,
-        misses: 0,
+        lookups: Lookups::default(),
     };
     for (_, g) in txn.guards.iter_mut() {
         g.tick(time_ms);

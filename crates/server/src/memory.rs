@@ -4,38 +4,31 @@
 //! without that allocator (embedded use), the resident set size sampled by
 //! the background task.
 
-use std::sync::atomic::{AtomicIsize, AtomicU64, Ordering};
+use crate::stripe::Counter;
+use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Allocation counters, one per thread stripe (`crate::stripe`) on its own
-/// cache line, so threads allocating at once do not contend on one counter.
-const SLOTS: usize = crate::stripe::STRIPES;
-
-#[repr(align(64))]
-struct Slot(AtomicIsize);
-
-static ALLOCATED: [Slot; SLOTS] = [const { Slot(AtomicIsize::new(0)) }; SLOTS];
-
-#[inline]
-fn slot() -> &'static AtomicIsize {
-    &ALLOCATED[crate::stripe::index() % SLOTS].0
-}
+/// Bytes allocated and not freed, striped by thread (`crate::stripe`) so
+/// threads allocating at once do not contend on one counter. A stripe goes
+/// below zero when its threads free what others allocated; the sum does
+/// not.
+static ALLOCATED: Counter = Counter::new();
 
 /// Called by the global allocator for every allocation of `bytes`.
 #[inline]
 pub fn note_alloc(bytes: usize) {
-    slot().fetch_add(bytes as isize, Ordering::Relaxed);
+    ALLOCATED.add(bytes as u64);
 }
 
 /// Called by the global allocator for every release of `bytes`.
 #[inline]
 pub fn note_free(bytes: usize) {
-    slot().fetch_sub(bytes as isize, Ordering::Relaxed);
+    ALLOCATED.sub(bytes as u64);
 }
 
 /// Bytes allocated and not freed, if the counting allocator is installed
 /// (a live process always holds some, so 0 means it is not).
 pub fn counted_bytes() -> Option<u64> {
-    let sum: isize = ALLOCATED.iter().map(|s| s.0.load(Ordering::Relaxed)).sum();
+    let sum = ALLOCATED.get() as i64;
     (sum > 0).then_some(sum as u64)
 }
 

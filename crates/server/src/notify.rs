@@ -189,13 +189,16 @@ pub fn run_data(
     };
     // INFO's keyspace_hits / keyspace_misses: the lookups of read commands,
     // as Redis counts its read lookups (a write's lookups do not count).
-    let (hits, misses) = txn.take_lookups();
+    let lookups = txn.take_lookups();
     if !spec.is_write() {
-        if hits > 0 {
-            ctx.shared.stats.keyspace_hits.add(u64::from(hits));
+        if lookups.hits > 0 {
+            ctx.shared.stats.keyspace_hits.add(u64::from(lookups.hits));
         }
-        if misses > 0 {
-            ctx.shared.stats.keyspace_misses.add(u64::from(misses));
+        if lookups.misses > 0 {
+            ctx.shared
+                .stats
+                .keyspace_misses
+                .add(u64::from(lookups.misses));
         }
     }
     reply

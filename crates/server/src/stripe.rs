@@ -39,7 +39,6 @@ pub fn index() -> usize {
 
 /// One stripe's value, alone on its cache line.
 #[repr(align(64))]
-#[derive(Default)]
 struct Line(AtomicU64);
 
 /// A counter added to from many threads and read rarely.
@@ -47,18 +46,23 @@ pub struct Counter([Line; STRIPES]);
 
 impl Default for Counter {
     fn default() -> Self {
-        Counter(std::array::from_fn(|_| Line::default()))
+        Counter::new()
     }
 }
 
 impl Counter {
+    pub const fn new() -> Counter {
+        Counter([const { Line(AtomicU64::new(0)) }; STRIPES])
+    }
+
     #[inline]
     pub fn add(&self, n: u64) {
         self.0[index()].0.fetch_add(n, Ordering::Relaxed);
     }
 
     /// Takes `n` off the total, which must be at least `n` (one stripe may
-    /// go below zero; the sum wraps back).
+    /// go below zero; the sum wraps back). Never allocates: the global
+    /// allocator calls it (`crate::memory`).
     #[inline]
     pub fn sub(&self, n: u64) {
         self.0[index()].0.fetch_sub(n, Ordering::Relaxed);
