@@ -20,6 +20,8 @@
 #
 # usage: bench/restart.sh [RECORDS] [ROUNDS]     (defaults 1000000 3)
 # env:   DURAKV=target/release/durakv  STOP=crash|clean
+#        SERVERS="durakv redis" (either alone to measure one build; the
+#        ratio line needs both)
 set -euo pipefail
 RECORDS=${1:-1000000}
 ROUNDS=${2:-3}
@@ -66,7 +68,7 @@ stop() {
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 printf '%-7s %9s %9s %9s %12s\n' server records load_s ready_s rec/s
-for kind in durakv redis; do
+for kind in ${SERVERS:-durakv redis}; do
     dir="$TMP/$kind"
     mkdir -p "$dir"
     port=$(free_port)
@@ -98,4 +100,6 @@ for kind in durakv redis; do
     printf '%-7s %9s %9s %9s %12s\n' "$kind" "$RECORDS" "$load" "$ready" "$rate"
     eval "load_$kind=$load ready_$kind=$ready"
 done
-python3 -c "print(f'durakv / Redis: load {$load_durakv / $load_redis:.2f}x, ready {$ready_durakv / $ready_redis:.2f}x')"
+if [ -n "${load_durakv:-}" ] && [ -n "${load_redis:-}" ]; then
+    python3 -c "print(f'durakv / Redis: load {$load_durakv / $load_redis:.2f}x, ready {$ready_durakv / $ready_redis:.2f}x')"
+fi

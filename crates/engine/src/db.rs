@@ -5,8 +5,8 @@
 //! sampling (RANDOMKEY, active expiry) is O(1) and SCAN can walk it by
 //! position with a stable guarantee (see [`Db::scan`]).
 
-use crate::key::Key;
-use crate::keymap::KeyMap;
+use crate::key::{Key, Str};
+use crate::keymap::{KeyMap, Vacant};
 use crate::snapshot::Cursor;
 use crate::value::Value;
 use bytes::Bytes;
@@ -656,10 +656,27 @@ impl Db {
 
     // An entry comes in unstamped: `Db::stamp` sets its LSN once the write
     // is logged, so that it is read against this database's highest.
-    fn insert_with(&mut self, key: &[u8], mut entry: Entry, expire_at_ms: u64) -> Option<Entry> {
+    /// Where this database's key map lies (`keymap::Place`).
+    pub(crate) fn place(&self) -> crate::keymap::Place {
+        self.map.place()
+    }
+
+    fn insert_with(&mut self, key: &[u8], entry: Entry, expire_at_ms: u64) -> Option<Entry> {
+        let found = self.map.find(key);
+        self.insert_found(found, key, entry, expire_at_ms)
+    }
+
+    /// [`Db::insert_with`] where `found` is what `map.find(key)` gave.
+    fn insert_found(
+        &mut self,
+        found: Result<usize, Vacant>,
+        key: &[u8],
+        mut entry: Entry,
+        expire_at_ms: u64,
+    ) -> Option<Entry> {
         entry.meta.set_lsn(0, false);
         entry.meta.set_ttl(expire_at_ms != 0);
-        let (i, old) = match self.map.find(key) {
+        let (i, old) = match found {
             Ok(i) => {
                 self.before_change(i);
                 entry.set_access(self.fresh_access(Some(&self.map[i])));
@@ -672,12 +689,50 @@ impl Db {
                 (i, None)
             }
         };
+        self.file_expiry(
+            i,
+            key,
+            expire_at_ms,
+            old.as_ref().is_some_and(Entry::has_ttl),
+        );
+        old
+    }
+
+    /// Files or unfiles the key at `i` as expiring once it was written with
+    /// `expire_at_ms` (0: never), `had_ttl` saying whether it expired before.
+    fn file_expiry(&mut self, i: usize, key: &[u8], expire_at_ms: u64, had_ttl: bool) {
         if expire_at_ms != 0 {
             self.set_volatile(i, expire_at_ms);
-        } else if old.as_ref().is_some_and(Entry::has_ttl) {
+        } else if had_ttl {
             self.volatile.swap_remove(key);
         }
-        old
+    }
+
+    /// Sets `key` to the string `value`, as `insert_expiring` would. A
+    /// string of the same length on the heap is overwritten where it is
+    /// (`Str::overwrite_same_len`); a snapshot in progress has saved its
+    /// old bytes first, as for any change.
+    pub fn set_string(&mut self, key: &[u8], value: &Bytes, expire_at_ms: u64) {
+        let found = self.map.find(key);
+        if let Ok(i) = found {
+            if matches!(&self.map[i].value, Value::Str(s) if s.heap_len_is(value.len())) {
+                self.before_change(i);
+                let access = self.fresh_access(Some(&self.map[i]));
+                let e = &mut self.map[i];
+                let had_ttl = e.has_ttl();
+                if let Value::Str(s) = &mut e.value {
+                    s.overwrite_same_len(value);
+                }
+                e.meta = Meta::default();
+                e.meta.set_lsn(0, false);
+                e.meta.set_ttl(expire_at_ms != 0);
+                e.set_access(access);
+                self.file_expiry(i, key, expire_at_ms, had_ttl);
+                return;
+            }
+        }
+        let entry = Entry::new(Value::Str(Str::from_bytes(value)));
+        self.insert_found(found, key, entry, expire_at_ms);
     }
 
     /// Files the key at position `i` as expiring at `at_ms`.

@@ -347,6 +347,26 @@ impl Str {
         }
     }
 
+    /// Whether this string owns a block of exactly `n` bytes.
+    pub fn heap_len_is(&self, n: usize) -> bool {
+        self.tag == Tag::Heap && self.heap_len() == n
+    }
+
+    /// Writes `b` over this string's bytes when it owns a block of exactly
+    /// that length; false, changing nothing, otherwise. Overwriting a value
+    /// with one of the same size (a fixed-size record, a benchmark's
+    /// values) then costs no allocation, and no free of a block that, with
+    /// connections on several threads, another thread allocated.
+    pub fn overwrite_same_len(&mut self, b: &[u8]) -> bool {
+        if !self.heap_len_is(b.len()) {
+            return false;
+        }
+        // SAFETY: the block is `heap_len` bytes, owned by this string
+        // alone (`&mut self`), and `b` is another allocation's bytes.
+        unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), self.tail.ptr, b.len()) };
+        true
+    }
+
     /// Gives up the block or the shared handle, leaving an empty string
     /// (an inline string is left as it is).
     fn take_owned(&mut self) -> Owned {

@@ -9,6 +9,7 @@
 
 use crate::db::Db;
 use crate::functions::FunctionLibraries;
+use crate::keymap::{self, Place};
 use crate::replication::ReplicationFeed;
 use crate::shard::Shard;
 use crate::txn::{ShardList, Txn};
@@ -49,6 +50,17 @@ pub struct Keyspace {
     repl_origin: Mutex<(u64, Option<crate::mutation::ReplOrigin>)>,
     /// WAL streams: shard `i` logs to stream `i % num_streams`.
     num_streams: AtomicUsize,
+    /// Per shard, per database: where its key map's index lies
+    /// (`keymap::Place`), published under the shard's lock when it moves
+    /// and read without it, for [`Keyspace::prefetch`].
+    places: Box<[PlaceHint]>,
+}
+
+/// A [`Place`] that can be read without the shard's lock.
+#[derive(Default)]
+struct PlaceHint {
+    ctrl: AtomicUsize,
+    mask: AtomicUsize,
 }
 
 /// The wall clock in Unix milliseconds.
@@ -126,6 +138,56 @@ impl Keyspace {
             feeding: AtomicBool::new(false),
             repl_origin: Mutex::new((0, None)),
             num_streams: AtomicUsize::new(1),
+            places: (0..shard_count * num_dbs)
+                .map(|_| PlaceHint::default())
+                .collect(),
+        }
+    }
+
+    /// Asks the CPU to fetch the first cache lines a lookup of `key` in
+    /// database `db` will read, without taking any lock: the connection
+    /// calls it for the next commands of a pipelined batch before it runs
+    /// the first, so that their cache misses overlap (see `keymap::Place`).
+    #[inline]
+    pub fn prefetch(&self, db: usize, key: &[u8]) {
+        if db >= self.num_dbs {
+            return;
+        }
+        let hint = &self.places[self.shard_index(key) * self.num_dbs + db];
+        let place = Place::new(
+            hint.ctrl.load(Ordering::Relaxed),
+            hint.mask.load(Ordering::Relaxed),
+        );
+        place.prefetch(keymap::key_hash(key));
+    }
+
+    /// [`Keyspace::publish_place`] for a read: only where nothing was
+    /// published yet (a restart fills the maps without a transaction), so
+    /// that a read costs one load of a line no one writes.
+    #[inline]
+    pub(crate) fn publish_first_place(&self, shard: usize, db: usize, place: Place) {
+        let unset = self
+            .places
+            .get(shard * self.num_dbs + db)
+            .is_some_and(|h| h.ctrl.load(Ordering::Relaxed) == 0);
+        if unset {
+            self.publish_place(shard, db, place);
+        }
+    }
+
+    /// Publishes where shard `shard`'s map of database `db` now lies, if it
+    /// moved; called under that shard's lock.
+    #[inline]
+    pub(crate) fn publish_place(&self, shard: usize, db: usize, place: Place) {
+        let Some(hint) = self.places.get(shard * self.num_dbs + db) else {
+            return;
+        };
+        let (ctrl, mask) = place.parts();
+        // Read first: the line stays shared between the threads that
+        // prefetch through it unless the table really moved.
+        if hint.ctrl.load(Ordering::Relaxed) != ctrl || hint.mask.load(Ordering::Relaxed) != mask {
+            hint.ctrl.store(ctrl, Ordering::Relaxed);
+            hint.mask.store(mask, Ordering::Relaxed);
         }
     }
 

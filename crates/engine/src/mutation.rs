@@ -277,11 +277,7 @@ fn apply_key_op(d: &mut Db, key: &Bytes, op: &KeyOp, now_ms: u64) -> Result<(), 
                     *t
                 }
             };
-            d.insert_expiring(
-                key.clone(),
-                Entry::new(Value::Str(Str::from_bytes(value))),
-                expire_at_ms,
-            );
+            d.set_string(key, value, expire_at_ms);
         }
         KeyOp::Restore {
             value,

@@ -355,7 +355,14 @@ mod tests {
                 } else {
                     0
                 };
-                db.insert_expiring(key.as_bytes(), e, at);
+                if rng.gen_bool(0.5) {
+                    db.insert_expiring(key.as_bytes(), e, at);
+                } else {
+                    // 20 bytes, on the heap: overwriting one such value
+                    // with another writes in place.
+                    let v = Bytes::from(format!("{:020}", rng.gen::<u64>()));
+                    db.set_string(key.as_bytes(), &v, at);
+                }
             }
             30..=54 => {
                 db.remove(key.as_bytes());

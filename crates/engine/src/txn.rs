@@ -20,7 +20,7 @@
 //! ([`Txn::stamp`]), so the LSNs replies wait for cannot drift between them.
 
 use crate::codec;
-use crate::db::Entry;
+use crate::db::{Db, Entry};
 use crate::dep;
 use crate::durability::Durability;
 use crate::functions::{FunctionLibraries, FunctionOp};
@@ -155,6 +155,20 @@ pub struct Txn<'a> {
     lookups: Lookups,
 }
 
+/// Database `db` of the shard held at `slot`, for a read (which publishes
+/// its map's place for `Keyspace::prefetch` if no write has yet).
+fn db_in<'g>(
+    ks: &Keyspace,
+    guards: &'g mut Guards<'_>,
+    slot: usize,
+    db: usize,
+) -> Option<&'g mut Db> {
+    let (shard, g) = &mut guards[slot];
+    let d = g.dbs.get_mut(db)?;
+    ks.publish_first_place(*shard, db, d.place());
+    Some(d)
+}
+
 impl<'a> Txn<'a> {
     /// Locks `sorted_shards`. The transaction's time is `max(clock, every
     /// locked shard's clock)`, read after locking, and becomes those shards'
@@ -250,7 +264,7 @@ impl<'a> Txn<'a> {
         let now = self.now_ms;
         let slot = self.slot(key)?;
         let stream = self.home_stream(slot);
-        let d = self.guards[slot].1.dbs.get_mut(db)?;
+        let d = db_in(self.ks, &mut self.guards, slot, db)?;
         let floor = d.floor_lsn;
         let (e, dep) = d.get_with_dependency(key, now, true);
         self.dependency_lsn = dep::combine(self.dependency_lsn, read_dep(stream, floor, e, dep));
@@ -263,7 +277,7 @@ impl<'a> Txn<'a> {
         let now = self.now_ms;
         let slot = self.slot(key)?;
         let stream = self.home_stream(slot);
-        let d = self.guards[slot].1.dbs.get_mut(db)?;
+        let d = db_in(self.ks, &mut self.guards, slot, db)?;
         let floor = d.floor_lsn;
         let (e, dep) = d.get_with_dependency(key, now, false);
         self.dependency_lsn = dep::combine(self.dependency_lsn, read_dep(stream, floor, e, dep));
@@ -277,7 +291,7 @@ impl<'a> Txn<'a> {
         let now = self.now_ms;
         let slot = self.slot(key)?;
         let stream = self.home_stream(slot);
-        let d = self.guards[slot].1.dbs.get_mut(db)?;
+        let d = db_in(self.ks, &mut self.guards, slot, db)?;
         let floor = d.floor_lsn;
         let (e, dep) = d.get_with_expiry(key, now, touch);
         let dep = read_dep(stream, floor, e.map(|(e, _)| e), dep);
@@ -641,7 +655,16 @@ impl<'a> Txn<'a> {
         }
         match m.target_key() {
             Some(key) => match self.slot(key) {
-                Some(slot) => m.apply(&mut self.guards[slot].1, now)?,
+                Some(slot) => {
+                    let (shard, g) = &mut self.guards[slot];
+                    m.apply(g, now)?;
+                    if let Mutation::Key { db, .. } = m {
+                        let db = *db as usize;
+                        if let Some(d) = g.dbs.get(db) {
+                            self.ks.publish_place(*shard, db, d.place());
+                        }
+                    }
+                }
                 None if replay => {}
                 None => {
                     return Err(

@@ -201,6 +201,63 @@ impl RequestParser {
     }
 }
 
+/// Requests with more arguments than this end [`peek_second_args`]'s walk.
+const PEEK_MAX_ARGS: usize = 16;
+
+/// Calls `f` with the second argument (for most commands, the first key)
+/// of each of the first `max` requests complete in `buf`, without parsing
+/// them: a hint for prefetching what they will read. It stops early, having
+/// said nothing wrong, at anything the parser would refuse or wait for, and
+/// at an inline command. Returns how many requests it walked.
+pub fn peek_second_args<'b>(buf: &'b [u8], max: usize, mut f: impl FnMut(&'b [u8])) -> usize {
+    let mut pos = 0;
+    let mut walked = 0;
+    while walked < max && buf.get(pos) == Some(&b'*') {
+        // A request of many arguments is no pipelined lookup, and walking
+        // one still arriving would repeat the parser's own scan of it.
+        let Some(count) = peek_header(buf, &mut pos).filter(|&c| c <= PEEK_MAX_ARGS) else {
+            break;
+        };
+        let mut second = None;
+        for k in 0..count {
+            if buf.get(pos) != Some(&b'$') {
+                return walked;
+            }
+            let Some(len) = peek_header(buf, &mut pos) else {
+                return walked;
+            };
+            let Some(end) = pos.checked_add(len).filter(|&e| e + 2 <= buf.len()) else {
+                return walked;
+            };
+            if k == 1 {
+                second = Some(&buf[pos..end]);
+            }
+            pos = end + 2;
+        }
+        if let Some(arg) = second {
+            f(arg);
+        }
+        walked += 1;
+    }
+    walked
+}
+
+/// The length in the header at `pos` (a `*` or `$` line), moving `pos`
+/// past it; None if it is incomplete or not a plain length.
+fn peek_header(buf: &[u8], pos: &mut usize) -> Option<usize> {
+    let window = buf.get(*pos..)?;
+    let cr = memchr(
+        b'\r',
+        window.get(..INLINE_MAX_SIZE_BYTES.min(window.len()))?,
+    )?;
+    if cr + 1 >= window.len() {
+        return None;
+    }
+    let n = parse_len(&window[1..cr]).and_then(|n| usize::try_from(n).ok())?;
+    *pos += cr + 2;
+    Some(n)
+}
+
 /// Finds the `\r\n`-terminated header starting at `start` (whose first byte
 /// is the type tag) and returns its text and the offset just past it.
 fn header_line(
@@ -544,5 +601,32 @@ mod tests {
         ] {
             assert_eq!(parse_len(text.as_bytes()), want, "{text:?}");
         }
+    }
+
+    #[test]
+    fn peeking_names_the_second_argument_of_each_complete_request() {
+        let peek = |buf: &[u8], max: usize| {
+            let mut seen = Vec::new();
+            let n = peek_second_args(buf, max, |k| seen.push(k.to_vec()));
+            (n, seen)
+        };
+        let pipeline = b"*3\r\n$3\r\nSET\r\n$2\r\nk1\r\n$1\r\nv\r\n*1\r\n$4\r\nPING\r\n*2\r\n$3\r\nGET\r\n$2\r\nk2\r\n";
+        assert_eq!(
+            peek(pipeline, 16),
+            (3, vec![b"k1".to_vec(), b"k2".to_vec()])
+        );
+        assert_eq!(peek(pipeline, 1), (1, vec![b"k1".to_vec()]));
+        // Cut anywhere, it names only what is complete before the cut.
+        for cut in 0..pipeline.len() {
+            let (n, seen) = peek(&pipeline[..cut], 16);
+            assert!(n <= 3 && seen.len() <= 2, "cut at {cut}");
+        }
+        // What the parser would refuse or treat as inline ends the walk.
+        assert_eq!(peek(b"GET k\r\n", 16).0, 0);
+        assert_eq!(peek(b"*2\r\n$-1\r\n", 16).0, 0);
+        assert_eq!(peek(b"*2\r\n$99999999999999999999\r\n", 16).0, 0);
+        assert_eq!(peek(b"*1\r\n$1\r\nx\r\n*2\r\n:1\r\n", 16).0, 1);
+        assert_eq!(peek(b"*x\r\n", 16).0, 0);
+        assert_eq!(peek(&[b'*'; 100_000], 16).0, 0);
     }
 }

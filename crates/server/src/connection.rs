@@ -577,7 +577,13 @@ fn process(
     held: &mut Held,
 ) -> TurnEnd {
     let mut asked = 0;
+    // Requests ahead whose keys were prefetched and have not run yet.
+    let mut prefetched = 0usize;
     loop {
+        if prefetched == 0 {
+            prefetched = prefetch_keys(shared, client.db, rbuf);
+        }
+        prefetched = prefetched.saturating_sub(1);
         let unparsed = rbuf.len();
         let parsed = if let Some(held) = client.paused_request.take() {
             shared.pause.note_held(false);
@@ -677,6 +683,30 @@ fn process(
             return TurnEnd::OutputFull;
         }
     }
+}
+
+/// How many pipelined requests ahead have their keys prefetched at once.
+const PREFETCH_AHEAD: usize = 8;
+
+/// When `rbuf` holds several requests (a pipeline), asks the CPU to fetch
+/// where the next ones' keys are indexed before the first runs: on a
+/// keyspace larger than the cache each lookup starts with misses, and
+/// issued together they overlap (`Keyspace::prefetch`). A lone request
+/// gains nothing from it and is left alone. Returns how many requests it
+/// looked at.
+fn prefetch_keys(shared: &Shared, db: usize, rbuf: &[u8]) -> usize {
+    let mut keys: [&[u8]; PREFETCH_AHEAD] = [&[]; PREFETCH_AHEAD];
+    let mut n = 0;
+    let walked = durakv_protocol::request::peek_second_args(rbuf, PREFETCH_AHEAD, |k| {
+        keys[n] = k;
+        n += 1;
+    });
+    if walked > 1 {
+        for k in &keys[..n] {
+            shared.store.keyspace.prefetch(db, k);
+        }
+    }
+    walked
 }
 
 /// Queues a blocked command's reply once its wait is over. True while it

@@ -514,6 +514,14 @@ impl Checkpointer {
                 }
             };
             if kept.len() < keep_total {
+                if !kept.is_empty() {
+                    // An older one is read only if every newer one is
+                    // damaged: its pages should not crowd the cache (the
+                    // newest, which a restart reads, stays).
+                    if let Ok(file) = self.fs.open_file(&f.path) {
+                        file.release_cache();
+                    }
+                }
                 kept.push(summary);
                 continue;
             }

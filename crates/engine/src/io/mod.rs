@@ -55,6 +55,12 @@ pub trait FsFile: Send + Sync {
     /// Makes data and all metadata durable: `fsync(2)`.
     fn sync_all(&self) -> io::Result<()>;
 
+    /// Tells the OS this file's data will not be read again soon, so that
+    /// its cached pages (those already written back) go before anything
+    /// else's: `posix_fadvise(POSIX_FADV_DONTNEED)`. A hint: ignoring it
+    /// changes nothing but memory.
+    fn release_cache(&self) {}
+
     /// The whole file, read in place, if this file system can map it and
     /// every page is already in memory (see [`Mapped`]); `None` means read
     /// it with [`FsFile::read_at`].
@@ -165,6 +171,16 @@ impl FsFile for OsFile {
 
     fn map_resident(&self) -> Option<Mapped> {
         mapped::map_resident(&self.0, self.len().ok()?)
+    }
+
+    fn release_cache(&self) {
+        use std::os::fd::AsRawFd;
+        // SAFETY: the descriptor is this open file's; the call only drops
+        // clean cached pages and reports errors as its return value, which
+        // a hint has no use for.
+        unsafe {
+            libc::posix_fadvise(self.0.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED);
+        }
     }
 }
 
