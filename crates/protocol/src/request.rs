@@ -628,5 +628,21 @@ mod tests {
         assert_eq!(peek(b"*1\r\n$1\r\nx\r\n*2\r\n:1\r\n", 16).0, 1);
         assert_eq!(peek(b"*x\r\n", 16).0, 0);
         assert_eq!(peek(&[b'*'; 100_000], 16).0, 0);
+        // Damaged anywhere, a pipeline is walked without a panic, never
+        // past `max` requests.
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..20_000 {
+            let mut buf = pipeline.to_vec();
+            for _ in 0..3 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let at = (x % buf.len() as u64) as usize;
+                buf[at] = [b'*', b'$', b'\r', b'\n', b'-', b'9', b'0', (x >> 40) as u8]
+                    [(x >> 32) as usize % 8];
+            }
+            let (n, seen) = peek(&buf, 2);
+            assert!(n <= 2 && seen.len() <= n, "{buf:?}");
+        }
     }
 }
