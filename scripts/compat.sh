@@ -81,7 +81,9 @@ trap cleanup EXIT INT TERM
 SERVER_PID=$!
 PORT=""
 for _ in $(seq 1 100); do
-    PORT=$(sed -n 's/^durakv listening on port \([0-9][0-9]*\)$/\1/p' "$WORK/server.out" | head -n 1)
+    # The background shell may not have created server.out yet.
+    [[ -f $WORK/server.out ]] &&
+        PORT=$(sed -n 's/^durakv listening on port \([0-9][0-9]*\)$/\1/p' "$WORK/server.out" | head -n 1)
     [[ -n $PORT ]] && break
     kill -0 "$SERVER_PID" 2>/dev/null || fail "durakv exited during start-up"
     sleep 0.1

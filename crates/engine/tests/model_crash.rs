@@ -135,7 +135,9 @@ fn random_op(rng: &mut StdRng, step: usize) -> Op {
     // Strings and hashes use disjoint key names, so no op meets the wrong type.
     let n = rng.gen_range(0..12);
     match rng.gen_range(0..100) {
-        0..=44 => Op::Set(db, format!("s{n}"), format!("v{step}-{}", rng.gen::<u32>())),
+        0..=24 => Op::Set(db, format!("s{n}"), format!("v{step}-{}", rng.gen::<u32>())),
+        // 24 bytes, on the heap: one overwriting another is written in place.
+        25..=44 => Op::Set(db, format!("s{n}"), format!("{:024}", rng.gen::<u64>())),
         45..=64 => Op::HSet(
             db,
             format!("h{n}"),

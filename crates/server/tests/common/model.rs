@@ -975,6 +975,12 @@ fn value(rng: &mut StdRng) -> String {
     )
 }
 
+/// A 20-byte value: past what a string keeps inline, so one overwriting
+/// another goes through the in-place path.
+fn long_value(rng: &mut StdRng) -> String {
+    format!("{:0>20}", value(rng))
+}
+
 fn field(rng: &mut StdRng) -> String {
     format!("f{}", rng.gen_range(0..4))
 }
@@ -1324,7 +1330,9 @@ pub fn gen_command(rng: &mut StdRng, ids: &mut StreamIds, in_multi: bool) -> Cmd
         0..=149 => {
             let k = key_of(rng, 0);
             match rng.gen_range(0..11) {
-                0 | 1 => v!["SET", k, value(rng)],
+                0 => v!["SET", k, value(rng)],
+                // On the heap, all one length: overwritten in place.
+                1 => v!["SET", k, long_value(rng)],
                 2 | 3 => {
                     let [u, n] = ttl(rng);
                     v!["SET", k, value(rng), u, n]
