@@ -230,6 +230,16 @@ impl Entry {
         self.meta.set_access(a);
     }
 
+    /// Readies the entry to be stored as written now, expiring at
+    /// `expire_at_ms` (0: never): unstamped, for `Db::stamp` sets its LSN
+    /// once the write is logged, and accessed as `access` says. Every bit
+    /// of its metadata is set.
+    fn mark_written(&mut self, expire_at_ms: u64, access: Access) {
+        self.meta.set_lsn(0, false);
+        self.meta.set_ttl(expire_at_ms != 0);
+        self.meta.set_access(access);
+    }
+
     /// Counts an access at `now_s` (LRU clock, and the LFU counter when on).
     fn touch(&mut self, now_s: u32) {
         let mut a = self.meta.access();
@@ -674,16 +684,14 @@ impl Db {
         mut entry: Entry,
         expire_at_ms: u64,
     ) -> Option<Entry> {
-        entry.meta.set_lsn(0, false);
-        entry.meta.set_ttl(expire_at_ms != 0);
         let (i, old) = match found {
             Ok(i) => {
                 self.before_change(i);
-                entry.set_access(self.fresh_access(Some(&self.map[i])));
+                entry.mark_written(expire_at_ms, self.fresh_access(Some(&self.map[i])));
                 (i, Some(std::mem::replace(&mut self.map[i], entry)))
             }
             Err(slot) => {
-                entry.set_access(self.fresh_access(None));
+                entry.mark_written(expire_at_ms, self.fresh_access(None));
                 let i = self.map.insert_new(slot, own(key), entry);
                 self.arrived(i);
                 (i, None)
@@ -723,10 +731,7 @@ impl Db {
                 if let Value::Str(s) = &mut e.value {
                     s.overwrite_same_len(value);
                 }
-                e.meta = Meta::default();
-                e.meta.set_lsn(0, false);
-                e.meta.set_ttl(expire_at_ms != 0);
-                e.set_access(access);
+                e.mark_written(expire_at_ms, access);
                 self.file_expiry(i, key, expire_at_ms, had_ttl);
                 return;
             }

@@ -56,11 +56,28 @@ pub struct Keyspace {
     places: Box<[PlaceHint]>,
 }
 
-/// A [`Place`] that can be read without the shard's lock.
+/// A [`Place`] that can be read without the shard's lock. Its two words
+/// may be read torn, from two places: a prefetch through that is wasted,
+/// never wrong.
 #[derive(Default)]
 struct PlaceHint {
     ctrl: AtomicUsize,
     mask: AtomicUsize,
+}
+
+impl PlaceHint {
+    fn load(&self) -> Place {
+        Place::new(
+            self.ctrl.load(Ordering::Relaxed),
+            self.mask.load(Ordering::Relaxed),
+        )
+    }
+
+    fn store(&self, place: Place) {
+        let (ctrl, mask) = place.parts();
+        self.ctrl.store(ctrl, Ordering::Relaxed);
+        self.mask.store(mask, Ordering::Relaxed);
+    }
 }
 
 /// The wall clock in Unix milliseconds.
@@ -150,15 +167,16 @@ impl Keyspace {
     /// the first, so that their cache misses overlap (see `keymap::Place`).
     #[inline]
     pub fn prefetch(&self, db: usize, key: &[u8]) {
-        if db >= self.num_dbs {
-            return;
+        if let Some(hint) = self.place_hint(self.shard_index(key), db) {
+            hint.load().prefetch(keymap::key_hash(key));
         }
-        let hint = &self.places[self.shard_index(key) * self.num_dbs + db];
-        let place = Place::new(
-            hint.ctrl.load(Ordering::Relaxed),
-            hint.mask.load(Ordering::Relaxed),
-        );
-        place.prefetch(keymap::key_hash(key));
+    }
+
+    fn place_hint(&self, shard: usize, db: usize) -> Option<&PlaceHint> {
+        if db >= self.num_dbs {
+            return None;
+        }
+        self.places.get(shard * self.num_dbs + db)
     }
 
     /// [`Keyspace::publish_place`] for a read: only where nothing was
@@ -166,12 +184,10 @@ impl Keyspace {
     /// that a read costs one load of a line no one writes.
     #[inline]
     pub(crate) fn publish_first_place(&self, shard: usize, db: usize, place: Place) {
-        let unset = self
-            .places
-            .get(shard * self.num_dbs + db)
-            .is_some_and(|h| h.ctrl.load(Ordering::Relaxed) == 0);
-        if unset {
-            self.publish_place(shard, db, place);
+        if let Some(hint) = self.place_hint(shard, db) {
+            if hint.load() == Place::default() {
+                hint.store(place);
+            }
         }
     }
 
@@ -179,15 +195,12 @@ impl Keyspace {
     /// moved; called under that shard's lock.
     #[inline]
     pub(crate) fn publish_place(&self, shard: usize, db: usize, place: Place) {
-        let Some(hint) = self.places.get(shard * self.num_dbs + db) else {
-            return;
-        };
-        let (ctrl, mask) = place.parts();
         // Read first: the line stays shared between the threads that
         // prefetch through it unless the table really moved.
-        if hint.ctrl.load(Ordering::Relaxed) != ctrl || hint.mask.load(Ordering::Relaxed) != mask {
-            hint.ctrl.store(ctrl, Ordering::Relaxed);
-            hint.mask.store(mask, Ordering::Relaxed);
+        if let Some(hint) = self.place_hint(shard, db) {
+            if hint.load() != place {
+                hint.store(place);
+            }
         }
     }
 

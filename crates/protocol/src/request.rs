@@ -245,16 +245,9 @@ pub fn peek_second_args<'b>(buf: &'b [u8], max: usize, mut f: impl FnMut(&'b [u8
 /// The length in the header at `pos` (a `*` or `$` line), moving `pos`
 /// past it; None if it is incomplete or not a plain length.
 fn peek_header(buf: &[u8], pos: &mut usize) -> Option<usize> {
-    let window = buf.get(*pos..)?;
-    let cr = memchr(
-        b'\r',
-        window.get(..INLINE_MAX_SIZE_BYTES.min(window.len()))?,
-    )?;
-    if cr + 1 >= window.len() {
-        return None;
-    }
-    let n = parse_len(&window[1..cr]).and_then(|n| usize::try_from(n).ok())?;
-    *pos += cr + 2;
+    let (text, next) = header_line(buf, *pos, ParseError::TooBigBulkCount).ok()??;
+    let n = parse_len(text).and_then(|n| usize::try_from(n).ok())?;
+    *pos = next;
     Some(n)
 }
 
