@@ -722,7 +722,9 @@ pub fn decode_value(r: &mut Reader<'_>) -> Result<Value, DecodeError> {
         tag::V_STR => Value::Str(r.bytes()?.into()),
         tag::V_HASH => {
             let n = r.count(8)?;
-            let mut pairs = Vec::with_capacity(n);
+            // On the stack for a small hash: a restart decodes every record.
+            let mut pairs: smallvec::SmallVec<[(&[u8], &[u8]); 16]> =
+                smallvec::SmallVec::with_capacity(n);
             for _ in 0..n {
                 pairs.push((r.slice()?, r.slice()?));
             }

@@ -12,6 +12,7 @@
 
 use bytes::Bytes;
 use indexmap::IndexMap;
+use smallvec::SmallVec;
 use std::borrow::Cow;
 use std::sync::Arc;
 
@@ -322,12 +323,11 @@ impl HashValue {
         // Fields compared pairwise, by a cheap fingerprint first (length
         // and edge bytes): most fields of a record share a length, and a
         // restart checks every record.
+        // Sized to the hash: a zeroed array of `PACKED_MAX_ENTRIES` was a
+        // 3 KB memset per record.
         let distinct = || {
-            let mut prints = [(0usize, 0u64, 0u64); PACKED_MAX_ENTRIES];
-            for (p, (f, _)) in prints.iter_mut().zip(pairs) {
-                *p = fingerprint(f);
-            }
-            let prints = &prints[..pairs.len()];
+            let prints: SmallVec<[(usize, u64, u64); 16]> =
+                pairs.iter().map(|(f, _)| fingerprint(f)).collect();
             prints.iter().enumerate().all(|(i, p)| {
                 prints[..i]
                     .iter()
