@@ -136,8 +136,10 @@ pub struct Txn<'a> {
     /// until the LSN is assigned (see `crate::functions`).
     functions: Option<MutexGuard<'a, FunctionLibraries>>,
     pub now_ms: u64,
-    applied: Vec<Mutation>,
-    record: Vec<RecordItem>,
+    /// Inline for the common single-mutation write: no allocation and free
+    /// per command.
+    applied: SmallVec<[Mutation; 1]>,
+    record: SmallVec<[RecordItem; 1]>,
     record_bytes: u64,
     /// What the reply waits for (`crate::dep`).
     dependency_lsn: u64,
@@ -216,8 +218,8 @@ impl<'a> Txn<'a> {
             guards,
             functions: None,
             now_ms,
-            applied: Vec::new(),
-            record: Vec::new(),
+            applied: SmallVec::new(),
+            record: SmallVec::new(),
             record_bytes: 0,
             dependency_lsn: 0,
             extra_dep: 0,
@@ -861,8 +863,8 @@ pub fn replay_record(
         // Exactly the time the command ran with: logs written before shard
         // clocks existed may go backwards, and replay must do what live did.
         now_ms: time_ms,
-        applied: Vec::new(),
-        record: Vec::new(),
+        applied: SmallVec::new(),
+        record: SmallVec::new(),
         record_bytes: 0,
         dependency_lsn: 0,
         extra_dep: 0,
