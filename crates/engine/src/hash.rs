@@ -322,9 +322,8 @@ impl HashValue {
         let size: usize = pairs.iter().map(|(f, v)| entry_len(f, v)).sum();
         // Fields compared pairwise, by a cheap fingerprint first (length
         // and edge bytes): most fields of a record share a length, and a
-        // restart checks every record.
-        // Sized to the hash: a zeroed array of `PACKED_MAX_ENTRIES` was a
-        // 3 KB memset per record.
+        // restart checks every record, so the fingerprints sit on the stack
+        // in an array sized to the hash, not one of `PACKED_MAX_ENTRIES`.
         let distinct = || {
             let prints: SmallVec<[(usize, u64, u64); 16]> =
                 pairs.iter().map(|(f, _)| fingerprint(f)).collect();
