@@ -262,6 +262,7 @@ async fn run<S: ClientStream>(
         }
         if !out.is_empty() {
             shared.stats.total_net_output_bytes.add(out.len() as u64);
+            shared.stats.total_writes_processed.add(1);
             stream.write_now(&mut out)?;
             if !out.is_empty() {
                 // The client is not reading (or this is TLS, which always
@@ -421,6 +422,7 @@ fn took_input(
     n: usize,
 ) -> bool {
     shared.stats.total_net_input_bytes.add(n as u64);
+    shared.stats.total_reads_processed.add(1);
     handle
         .last_interaction_ms
         .store(crate::util::now_ms(), Ordering::Relaxed);

@@ -89,6 +89,7 @@ pub fn run(config: Config) -> Result<(), String> {
         memory::disable_thp();
     }
     let acl = acl::file::from_config(&config)?;
+    memory::note_startup();
     let store = Store::open(&config)?;
     serve_until_shutdown(prepare(config, store, acl))
 }
@@ -97,6 +98,7 @@ pub fn run(config: Config) -> Result<(), String> {
 /// the state a server on it shares; call [`serve_until_shutdown`] next.
 pub fn open_with(config: Config, fs: Arc<dyn FileSystem>) -> Result<Arc<Shared>, String> {
     let acl = acl::file::from_config(&config)?;
+    memory::note_startup();
     let store = Store::open_with(&config, fs)?;
     Ok(prepare(config, store, acl))
 }

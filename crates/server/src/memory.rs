@@ -34,6 +34,20 @@ pub fn counted_bytes() -> Option<u64> {
 
 static USED_MEMORY_BYTES: AtomicU64 = AtomicU64::new(0);
 static PEAK_MEMORY_BYTES: AtomicU64 = AtomicU64::new(0);
+static STARTUP_MEMORY_BYTES: AtomicU64 = AtomicU64::new(0);
+
+/// Records the memory in use now as Redis's `used_memory_startup`: what
+/// the server holds before it has loaded any data. Called once, before the
+/// data directory is opened; what the dataset takes is `used_memory` less
+/// this.
+pub fn note_startup() {
+    STARTUP_MEMORY_BYTES.store(used_memory_bytes(), Ordering::Relaxed);
+}
+
+/// See [`note_startup`] (0 if it was never called).
+pub fn startup_memory_bytes() -> u64 {
+    STARTUP_MEMORY_BYTES.load(Ordering::Relaxed)
+}
 
 /// Reads the current RSS from `/proc/self/statm` (0 where unavailable).
 pub fn read_rss_bytes() -> u64 {

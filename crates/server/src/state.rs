@@ -42,6 +42,10 @@ pub struct Stats {
     /// Bytes read from this replica's primary, and written to replicas.
     pub total_net_repl_input_bytes: Counter,
     pub total_net_repl_output_bytes: Counter,
+    /// Reads from and writes to client sockets (Redis's
+    /// `total_reads_processed` and `total_writes_processed`).
+    pub total_reads_processed: Counter,
+    pub total_writes_processed: Counter,
     pub total_error_replies: Counter,
     pub watch_aborts: Counter,
     /// Writes since the last checkpoint (`rdb_changes_since_last_save`).
@@ -61,6 +65,8 @@ impl Stats {
             &self.total_net_output_bytes,
             &self.total_net_repl_input_bytes,
             &self.total_net_repl_output_bytes,
+            &self.total_reads_processed,
+            &self.total_writes_processed,
             &self.total_error_replies,
             &self.watch_aborts,
         ] {

@@ -492,6 +492,63 @@ fn maxclients_limit_refuses_extra_connections() {
     }
 }
 
+/// INFO's socket counters, the memory held before the data, and the LRU
+/// clock: fields that redis_exporter and other dashboards chart.
+#[test]
+fn info_counts_socket_reads_and_writes_and_memory_since_startup() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let num = |m: &HashMap<String, String>, f: &str| -> i64 {
+        m.get(f)
+            .unwrap_or_else(|| panic!("no {f}"))
+            .parse()
+            .unwrap_or_else(|_| panic!("{f}: {}", m[f]))
+    };
+    let st = &info(&mut c, &["stats"])["stats"];
+    let (reads, writes) = (
+        num(st, "total_reads_processed"),
+        num(st, "total_writes_processed"),
+    );
+    // One request at a time: a read and a write each.
+    for _ in 0..10 {
+        let _: String = ok(&mut c, &["PING"]);
+    }
+    let st = &info(&mut c, &["stats"])["stats"];
+    assert!(num(st, "total_reads_processed") >= reads + 10, "{st:?}");
+    assert!(num(st, "total_writes_processed") >= writes + 10, "{st:?}");
+
+    let m = &info(&mut c, &["memory"])["memory"];
+    let startup = num(m, "used_memory_startup");
+    assert!(
+        startup > 0 && startup <= num(m, "used_memory_peak"),
+        "{m:?}"
+    );
+    assert_eq!(
+        num(m, "mem_fragmentation_bytes"),
+        num(m, "used_memory_rss") - num(m, "used_memory")
+    );
+    // A megabyte of data is memory in use beyond the start-up baseline.
+    let value = "x".repeat(1 << 20);
+    let _: () = ok(&mut c, &["SET", "big", &value]);
+    let m = &info(&mut c, &["memory"])["memory"];
+    assert_eq!(num(m, "used_memory_startup"), startup, "fixed at start-up");
+    assert!(num(m, "used_memory") - startup >= 1 << 20, "{m:?}");
+
+    let server = &info(&mut c, &["server"])["server"];
+    let now_s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let lru = num(server, "lru_clock");
+    let behind = ((now_s & 0xFF_FFFF) - lru).rem_euclid(1 << 24);
+    assert!(behind <= 2, "lru_clock {lru}, now {now_s}");
+    assert_eq!(server["monotonic_clock"], "POSIX clock_gettime");
+
+    let _: () = ok(&mut c, &["CONFIG", "RESETSTAT"]);
+    let st = &info(&mut c, &["stats"])["stats"];
+    assert!(num(st, "total_reads_processed") <= 3, "reset: {st:?}");
+}
+
 #[test]
 fn info_sections_have_real_values() {
     let srv = Server::start(&[]);

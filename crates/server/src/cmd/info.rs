@@ -254,6 +254,8 @@ fn server_section(shared: &Shared) -> String {
     );
     field(&mut s, "os", os.trim());
     field(&mut s, "arch_bits", usize::BITS);
+    // Rust's `Instant`, which durakv times with, reads CLOCK_MONOTONIC.
+    field(&mut s, "monotonic_clock", "POSIX clock_gettime");
     field(&mut s, "multiplexing_api", "epoll");
     field(&mut s, "process_id", std::process::id());
     field(&mut s, "process_supervised", "no");
@@ -264,6 +266,7 @@ fn server_section(shared: &Shared) -> String {
     field(&mut s, "uptime_in_days", uptime / 86_400);
     field(&mut s, "hz", cfg.hz);
     field(&mut s, "configured_hz", cfg.hz);
+    field(&mut s, "lru_clock", lru_clock(crate::util::now_ms()));
     let exe = std::env::current_exe()
         .map(|p| p.display().to_string())
         .unwrap_or_default();
@@ -276,6 +279,11 @@ fn server_section(shared: &Shared) -> String {
         let _ = write!(s, "listener{i}:name=tcp,bind={b},port={port}\r\n");
     }
     s
+}
+
+/// Redis's LRU clock: seconds, wrapping at 24 bits.
+fn lru_clock(now_ms: u64) -> u64 {
+    (now_ms / 1000) & ((1 << 24) - 1)
 }
 
 fn clients_section(shared: &Shared) -> String {
@@ -350,6 +358,8 @@ fn memory_section(shared: &Shared) -> String {
         0.0
     };
     field(&mut s, "used_memory_peak_perc", format!("{perc:.2}%"));
+    let startup = crate::memory::startup_memory_bytes();
+    field(&mut s, "used_memory_startup", startup);
     field(&mut s, "total_system_memory", system);
     field(&mut s, "total_system_memory_human", bytes_to_human(system));
     let lua = shared.scripting.used_memory();
@@ -372,6 +382,7 @@ fn memory_section(shared: &Shared) -> String {
         1.0
     };
     field(&mut s, "mem_fragmentation_ratio", format!("{ratio:.2}"));
+    field(&mut s, "mem_fragmentation_bytes", rss as i64 - used as i64);
     field(&mut s, "mem_allocator", "libc");
     // Values are freed where they are removed, never handed to a background
     // thread, so nothing is ever pending; tools and tests poll these fields.
@@ -527,6 +538,16 @@ fn stats_section(shared: &Shared, expired: u64) -> String {
         field(&mut s, name, c.load(Ordering::Relaxed));
     }
     field(&mut s, "watch_aborts", get(&st.watch_aborts));
+    field(
+        &mut s,
+        "total_reads_processed",
+        get(&st.total_reads_processed),
+    );
+    field(
+        &mut s,
+        "total_writes_processed",
+        get(&st.total_writes_processed),
+    );
     s
 }
 
@@ -611,6 +632,12 @@ fn keyspace_section(counts: Option<&KeyCounts>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lru_clock_is_seconds_in_24_bits() {
+        assert_eq!(lru_clock(1_999), 1);
+        assert_eq!(lru_clock(((1 << 24) + 5) * 1000 + 999), 5);
+    }
 
     #[test]
     fn human_sizes() {
