@@ -492,8 +492,9 @@ fn maxclients_limit_refuses_extra_connections() {
     }
 }
 
-/// INFO's socket counters, the memory held before the data, and the LRU
-/// clock: fields that redis_exporter and other dashboards chart.
+/// INFO's socket counters, the memory held before the data, the LRU clock
+/// and the function counts: fields that redis_exporter and other
+/// dashboards chart.
 #[test]
 fn info_counts_socket_reads_and_writes_and_memory_since_startup() {
     let srv = Server::start(&[]);
@@ -543,6 +544,22 @@ fn info_counts_socket_reads_and_writes_and_memory_since_startup() {
     let behind = ((now_s & 0xFF_FFFF) - lru).rem_euclid(1 << 24);
     assert!(behind <= 2, "lru_clock {lru}, now {now_s}");
     assert_eq!(server["monotonic_clock"], "POSIX clock_gettime");
+
+    // FUNCTION LOAD's libraries and functions.
+    let m = &info(&mut c, &["memory"])["memory"];
+    assert_eq!(
+        (num(m, "number_of_libraries"), num(m, "number_of_functions")),
+        (0, 0)
+    );
+    let lib = "#!lua name=counts\n\
+               redis.register_function('one', function() return 1 end)\n\
+               redis.register_function('two', function() return 2 end)";
+    let _: String = ok(&mut c, &["FUNCTION", "LOAD", lib]);
+    let m = &info(&mut c, &["memory"])["memory"];
+    assert_eq!(
+        (num(m, "number_of_libraries"), num(m, "number_of_functions")),
+        (1, 2)
+    );
 
     let _: () = ok(&mut c, &["CONFIG", "RESETSTAT"]);
     let st = &info(&mut c, &["stats"])["stats"];

@@ -370,6 +370,9 @@ fn memory_section(shared: &Shared) -> String {
         "number_of_cached_scripts",
         shared.scripting.cached_count(),
     );
+    let (libraries, functions) = shared.scripting.function_counts();
+    field(&mut s, "number_of_functions", functions);
+    field(&mut s, "number_of_libraries", libraries);
     field(&mut s, "maxmemory", maxmemory);
     field(&mut s, "maxmemory_human", bytes_to_human(maxmemory));
     field(&mut s, "maxmemory_policy", policy);
