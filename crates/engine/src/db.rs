@@ -40,6 +40,11 @@ pub const LFU_INIT: u8 = 5;
 /// Redis's LRU clock: 24 bits of seconds, wrapping every 194 days.
 pub const LRU_MASK: u32 = (1 << 24) - 1;
 
+/// The LRU clock at `now_ms` (Unix milliseconds), as INFO's `lru_clock`.
+pub fn lru_clock(now_ms: u64) -> u32 {
+    (now_ms / 1000) as u32 & LRU_MASK
+}
+
 /// Access bookkeeping per key: the LRU clock (seconds, 24 bits) of the
 /// last access, and Redis's LFU counter (counted by [`crate::lfu`] while an
 /// LFU policy is chosen; RESTORE ... FREQ sets it). Not logged or
@@ -1010,6 +1015,12 @@ impl Db {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lru_clock_is_seconds_in_24_bits() {
+        assert_eq!(lru_clock(1_999), 1);
+        assert_eq!(lru_clock(((1 << 24) + 5) * 1000 + 999), 5);
+    }
     use rand::Rng;
 
     fn volatile(db: &mut Db, key: &'static str, at_ms: u64) {

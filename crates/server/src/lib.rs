@@ -88,18 +88,23 @@ pub fn run(config: Config) -> Result<(), String> {
     if config.disable_thp {
         memory::disable_thp();
     }
-    let acl = acl::file::from_config(&config)?;
-    memory::note_startup();
-    let store = Store::open(&config)?;
-    serve_until_shutdown(prepare(config, store, acl))
+    serve_until_shutdown(open_on(config, None)?)
 }
 
 /// Opens the store on `fs` (tests use a fault-injecting disk) and returns
 /// the state a server on it shares; call [`serve_until_shutdown`] next.
 pub fn open_with(config: Config, fs: Arc<dyn FileSystem>) -> Result<Arc<Shared>, String> {
+    open_on(config, Some(fs))
+}
+
+/// Opens the store on `fs` (None: the real disk).
+fn open_on(config: Config, fs: Option<Arc<dyn FileSystem>>) -> Result<Arc<Shared>, String> {
     let acl = acl::file::from_config(&config)?;
     memory::note_startup();
-    let store = Store::open_with(&config, fs)?;
+    let store = match fs {
+        Some(fs) => Store::open_with(&config, fs)?,
+        None => Store::open(&config)?,
+    };
     Ok(prepare(config, store, acl))
 }
 

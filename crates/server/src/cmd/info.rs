@@ -266,7 +266,11 @@ fn server_section(shared: &Shared) -> String {
     field(&mut s, "uptime_in_days", uptime / 86_400);
     field(&mut s, "hz", cfg.hz);
     field(&mut s, "configured_hz", cfg.hz);
-    field(&mut s, "lru_clock", lru_clock(crate::util::now_ms()));
+    field(
+        &mut s,
+        "lru_clock",
+        durakv_engine::db::lru_clock(crate::util::now_ms()),
+    );
     let exe = std::env::current_exe()
         .map(|p| p.display().to_string())
         .unwrap_or_default();
@@ -279,11 +283,6 @@ fn server_section(shared: &Shared) -> String {
         let _ = write!(s, "listener{i}:name=tcp,bind={b},port={port}\r\n");
     }
     s
-}
-
-/// Redis's LRU clock: seconds, wrapping at 24 bits.
-fn lru_clock(now_ms: u64) -> u64 {
-    (now_ms / 1000) & ((1 << 24) - 1)
 }
 
 fn clients_section(shared: &Shared) -> String {
@@ -358,8 +357,11 @@ fn memory_section(shared: &Shared) -> String {
         0.0
     };
     field(&mut s, "used_memory_peak_perc", format!("{perc:.2}%"));
-    let startup = crate::memory::startup_memory_bytes();
-    field(&mut s, "used_memory_startup", startup);
+    field(
+        &mut s,
+        "used_memory_startup",
+        crate::memory::startup_memory_bytes(),
+    );
     field(&mut s, "total_system_memory", system);
     field(&mut s, "total_system_memory_human", bytes_to_human(system));
     let lua = shared.scripting.used_memory();
@@ -540,17 +542,13 @@ fn stats_section(shared: &Shared, expired: u64) -> String {
     ] {
         field(&mut s, name, c.load(Ordering::Relaxed));
     }
-    field(&mut s, "watch_aborts", get(&st.watch_aborts));
-    field(
-        &mut s,
-        "total_reads_processed",
-        get(&st.total_reads_processed),
-    );
-    field(
-        &mut s,
-        "total_writes_processed",
-        get(&st.total_writes_processed),
-    );
+    for (name, c) in [
+        ("watch_aborts", &st.watch_aborts),
+        ("total_reads_processed", &st.total_reads_processed),
+        ("total_writes_processed", &st.total_writes_processed),
+    ] {
+        field(&mut s, name, get(c));
+    }
     s
 }
 
@@ -635,12 +633,6 @@ fn keyspace_section(counts: Option<&KeyCounts>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn lru_clock_is_seconds_in_24_bits() {
-        assert_eq!(lru_clock(1_999), 1);
-        assert_eq!(lru_clock(((1 << 24) + 5) * 1000 + 999), 5);
-    }
 
     #[test]
     fn human_sizes() {
