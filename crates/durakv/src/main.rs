@@ -90,12 +90,18 @@ fn release_freed_memory() {
 fn serve_command() -> Command {
     let mut cmd = Command::new("serve")
         .about("Start the Redis-protocol server")
-        .after_help("Every directive can also be set in the TOML file given with --config, and the ones marked [runtime] with CONFIG SET.\nPer-database durability: --durability-db-N full|delayed|none, or a [durability-db] table in the TOML file.")
+        .after_help("Every directive can also be set in the file given with --config (TOML, or a redis.conf with the same names), and the ones marked [runtime] with CONFIG SET.\nPer-database durability: --durability-db-N full|delayed|none, or a [durability-db] table in the TOML file.")
         .arg(
             Arg::new("config")
                 .long("config")
                 .value_name("FILE")
-                .help("TOML configuration file; flags given on the command line override it"),
+                .help("Configuration file: durakv's TOML, or a redis.conf (read as Redis reads it); flags given on the command line override it"),
+        )
+        .arg(
+            Arg::new("config-file")
+                .value_name("FILE")
+                .conflicts_with("config")
+                .help("The configuration file as a first argument, as redis-server takes it (same as --config)"),
         )
         .arg(
             Arg::new("durability-db")
@@ -146,18 +152,14 @@ fn cli() -> Command {
         )
 }
 
-/// Builds the configuration: defaults, then the TOML file, then flags.
+/// Builds the configuration: defaults, then the file, then flags.
 fn config_from(m: &clap::ArgMatches) -> Result<Config, String> {
     let mut config = Config::default();
-    if let Some(path) = m.get_one::<String>("config") {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read config file {path}: {e}"))?;
-        config
-            .apply_toml(&text)
-            .map_err(|e| format!("{path}: {e}"))?;
-        config.config_file = std::fs::canonicalize(path)
-            .map(|p| p.display().to_string())
-            .unwrap_or_else(|_| path.clone());
+    let file = m
+        .get_one::<String>("config")
+        .or(m.get_one::<String>("config-file"));
+    if let Some(path) = file {
+        config.load_file(path)?;
     }
     // `databases` first, since per-database directives are checked against it.
     if let Some(v) = m.get_one::<String>("databases") {
@@ -251,6 +253,12 @@ fn main() {
                     std::process::exit(2);
                 }
             };
+            if config.daemonize {
+                if let Err(e) = durakv_server::service::daemonize() {
+                    eprintln!("durakv: {e}");
+                    std::process::exit(1);
+                }
+            }
             if let Err(e) = init_logging(&config.loglevel, &config.logfile) {
                 eprintln!("durakv: {e}");
                 std::process::exit(1);

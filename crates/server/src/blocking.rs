@@ -559,7 +559,7 @@ impl Blocking {
         op: &dyn Serve,
         key: &Bytes,
     ) -> Option<Frame> {
-        let spec = crate::command::lookup(op.command().as_bytes())?;
+        let spec = crate::command::lookup_original(op.command().as_bytes())?;
         let Some(user) = shared.acl.get(&w.user) else {
             // Deleted meanwhile: its connection is being closed.
             let denial = crate::acl::check::Denial {
@@ -754,7 +754,7 @@ pub fn resume(shared: &Shared, client: &mut ClientState) -> Option<(Frame, u64)>
     if u.frame.is_error() {
         shared.stats.total_error_replies.add(1);
         shared.cmdstats.error_reply(&u.frame);
-        match crate::command::lookup(b.waiter.op.command().as_bytes()) {
+        match crate::command::lookup_original(b.waiter.op.command().as_bytes()) {
             Some(spec) if !u.rejected => shared.cmdstats.failed_after_block(spec),
             _ => {}
         }

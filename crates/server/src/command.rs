@@ -276,9 +276,22 @@ pub static COMMANDS: LazyLock<HashMap<&'static [u8], CommandSpec, ahash::RandomS
         m
     });
 
-/// Looks a command up by name, case-insensitively, without allocating for
-/// names of ordinary length.
+/// Looks a command up by the name a client sends, case-insensitively,
+/// without allocating for names of ordinary length: after `rename-command`,
+/// by its new name, and not at all by its old one.
 pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
+    let Some(r) = RENAMES.get() else {
+        return lookup_original(name);
+    };
+    match lookup_original(name) {
+        Some(spec) if !r.away.contains(&spec.name) => Some(spec),
+        _ => r.renamed_to(name),
+    }
+}
+
+/// Looks a command up by its own name, whatever `rename-command` did:
+/// for the server's internal uses of a command.
+pub fn lookup_original(name: &[u8]) -> Option<&'static CommandSpec> {
     const MAX_NAME_BYTES: usize = 32;
     if name.len() > MAX_NAME_BYTES {
         return None;
@@ -289,4 +302,50 @@ pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
         *d = s.to_ascii_lowercase();
     }
     COMMANDS.get(&*lower)
+}
+
+/// What `rename-command` lines did, fixed at start as in Redis.
+struct Renames {
+    /// New lower-case name to the command.
+    to: HashMap<Vec<u8>, &'static CommandSpec>,
+    /// Commands no longer reachable by their own name.
+    away: Vec<&'static str>,
+}
+
+impl Renames {
+    fn renamed_to(&self, name: &[u8]) -> Option<&'static CommandSpec> {
+        self.to.get(&name.to_ascii_lowercase()).copied()
+    }
+}
+
+static RENAMES: std::sync::OnceLock<Renames> = std::sync::OnceLock::new();
+
+/// Applies `rename-command OLD NEW` pairs (NEW empty: the command is gone),
+/// once, at start, with Redis's checks. Later calls are refused.
+pub fn install_renames(pairs: &[(String, String)]) -> Result<(), String> {
+    if pairs.is_empty() {
+        return Ok(());
+    }
+    let mut r = Renames {
+        to: HashMap::new(),
+        away: Vec::new(),
+    };
+    for (old, new) in pairs {
+        let spec = lookup_original(old.as_bytes())
+            .filter(|s| !r.away.contains(&s.name))
+            .ok_or_else(|| format!("No such command '{old}' in rename-command"))?;
+        let new = new.to_ascii_lowercase();
+        if lookup_original(new.as_bytes()).is_some() || r.to.contains_key(new.as_bytes()) {
+            return Err(format!(
+                "Target command name '{new}' already exists in rename-command"
+            ));
+        }
+        r.away.push(spec.name);
+        if !new.is_empty() {
+            r.to.insert(new.into_bytes(), spec);
+        }
+    }
+    RENAMES
+        .set(r)
+        .map_err(|_| "rename-command was already applied".to_string())
 }

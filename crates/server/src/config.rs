@@ -15,6 +15,14 @@ use std::path::PathBuf;
 /// Upper bound on `databases`, to keep per-shard database vectors small.
 pub const DATABASES_MAX: usize = 1024;
 
+/// How the configuration file is written: durakv's TOML, or Redis's
+/// `redis.conf` lines (`redis_conf`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConfigFormat {
+    Toml,
+    Redis,
+}
+
 /// Which level applies when both the connection and the database set one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DurabilityPolicy {
@@ -151,8 +159,21 @@ pub struct Config {
     pub recovery_target_secs: u64,
     pub checkpoint_wal_size_mb: u64,
     pub checkpoint_keep: u64,
-    /// The TOML file the configuration was loaded from, if any.
+    /// The file the configuration was loaded from, if any.
     pub config_file: String,
+    /// The format of `config_file`, which CONFIG REWRITE writes back.
+    pub config_format: ConfigFormat,
+    /// `tcp-backlog`: connections each listening socket queues unaccepted.
+    pub tcp_backlog: i32,
+    /// `pidfile`: where the process id is written at start ("" = nowhere).
+    pub pidfile: String,
+    /// `supervised`: how readiness is told to a service manager (no,
+    /// upstart, systemd, auto).
+    pub supervised: String,
+    /// `daemonize`: detach into the background at start.
+    pub daemonize: bool,
+    /// `rename-command` lines of a redis.conf: (command, new name or "").
+    pub rename_commands: Vec<(String, String)>,
     pub io_threads: usize,
     /// `busy-reply-threshold` (`lua-time-limit`): how long a script runs
     /// before other clients get -BUSY and SCRIPT KILL may stop it; 0 = never.
@@ -247,6 +268,12 @@ impl Default for Config {
             checkpoint_wal_size_mb: 1024,
             checkpoint_keep: 2,
             config_file: String::new(),
+            config_format: ConfigFormat::Toml,
+            tcp_backlog: 511,
+            pidfile: String::new(),
+            supervised: "no".into(),
+            daemonize: false,
+            rename_commands: Vec::new(),
             io_threads: 0,
             busy_reply_threshold_ms: 5000,
             encodings: EncodingLimits::default(),
@@ -557,6 +584,15 @@ fn bounded(v: &str, min: u64, max: u64) -> Result<u64, String> {
 /// because tools, clients and Redis's own tests set or read it, but that
 /// does not change durakv's behaviour (durability, for one, is governed by
 /// `durability`, not by AOF/RDB settings). The README lists them.
+/// Where a compatibility directive keeps its value: an old name
+/// (`slave-lazy-flush`) shares its current name's.
+fn compat_key(name: &'static str) -> &'static str {
+    crate::config_rewrite::ALIASES
+        .iter()
+        .find(|(old, _)| *old == name)
+        .map_or(name, |(_, new)| new)
+}
+
 macro_rules! compat {
     ($name:literal, $default:literal) => {
         compat!($name, $default, |v| Ok(v.to_string()), true)
@@ -575,12 +611,12 @@ macro_rules! compat {
             repeatable: false,
             set: |c, v| {
                 let check: fn(&str) -> Result<String, String> = $check;
-                c.compat.insert($name, check(v)?);
+                c.compat.insert(compat_key($name), check(v)?);
                 Ok(())
             },
             get: |c| {
                 c.compat
-                    .get($name)
+                    .get(compat_key($name))
                     .cloned()
                     .unwrap_or_else(|| $default.to_string())
             },
@@ -607,6 +643,27 @@ mod redis_check {
             "argument(s) must be one of the following: {}",
             options.join(", ")
         ))
+    }
+
+    /// `tls-protocols`: Redis's names, at least one (`tls::acceptor`
+    /// keeps those rustls speaks).
+    pub fn tls_protocols(v: &str) -> Result<String, String> {
+        for p in v.split_whitespace() {
+            if !["tlsv1", "tlsv1.1", "tlsv1.2", "tlsv1.3"]
+                .contains(&p.to_ascii_lowercase().as_str())
+            {
+                return Err(format!("Invalid tls-protocols specified: {p}"));
+            }
+        }
+        Ok(v.to_string())
+    }
+
+    /// A setting only its empty default is accepted for.
+    pub fn unsupported(v: &str, why: &str) -> Result<String, String> {
+        if v.is_empty() {
+            return Ok(String::new());
+        }
+        Err(why.to_string())
     }
 
     pub fn int(v: &str, min: i64, max: i64) -> Result<String, String> {
@@ -1163,6 +1220,30 @@ pub static DIRECTIVES: &[Directive] = &[
         get: |c| c.min_replicas_max_lag.to_string(),
     },
     Directive {
+        name: "min-slaves-to-write",
+        default: "0",
+        help: "Old name of min-replicas-to-write",
+        runtime: true,
+        repeatable: false,
+        set: |c, v| {
+            c.min_replicas_to_write = bounded(v, 0, i32::MAX as u64)?;
+            Ok(())
+        },
+        get: |c| c.min_replicas_to_write.to_string(),
+    },
+    Directive {
+        name: "min-slaves-max-lag",
+        default: "10",
+        help: "Old name of min-replicas-max-lag",
+        runtime: true,
+        repeatable: false,
+        set: |c, v| {
+            c.min_replicas_max_lag = bounded(v, 0, i32::MAX as u64)?;
+            Ok(())
+        },
+        get: |c| c.min_replicas_max_lag.to_string(),
+    },
+    Directive {
         name: "durability-policy",
         default: "connection",
         help: "When a connection sets CLIENT DURABILITY: 'connection' (its level wins) or 'strictest' (stricter of connection and database)",
@@ -1425,7 +1506,20 @@ pub static DIRECTIVES: &[Directive] = &[
             out.join(" ")
         },
     },
-    compat!("cluster-enabled", "no", redis_check::yes_no, false),
+    // Accepting `yes` would let an operator believe the keyspace is
+    // sharded across nodes.
+    Directive {
+        name: "cluster-enabled",
+        default: "no",
+        help: "Always no: durakv does not run in Redis Cluster mode",
+        runtime: false,
+        repeatable: false,
+        set: |_, v| match parse_bool(v)? {
+            false => Ok(()),
+            true => Err("durakv does not run in Redis Cluster mode".into()),
+        },
+        get: |_| "no".into(),
+    },
     compat!("list-compress-depth", "0", |v| redis_check::int(v, 0, i64::from(i32::MAX))),
     Directive {
         name: "maxmemory-clients",
@@ -1453,14 +1547,50 @@ pub static DIRECTIVES: &[Directive] = &[
     Directive {
         name: "daemonize",
         default: "no",
-        help: "Always no: durakv runs in the foreground, under a service manager",
+        help: "Detach into the background at start (with its output sent to /dev/null unless logfile is set)",
         runtime: false,
         repeatable: false,
-        set: |_, v| match parse_bool(v)? {
-            false => Ok(()),
-            true => Err("durakv does not daemonize itself; run it under a service manager (systemd, a container)".into()),
+        set: |c, v| {
+            c.daemonize = parse_bool(v)?;
+            Ok(())
         },
-        get: |_| "no".into(),
+        get: |c| yes_no(c.daemonize),
+    },
+    Directive {
+        name: "pidfile",
+        default: "",
+        help: "Write the process id to this file at start, and remove it at exit (\"\" = no file)",
+        runtime: false,
+        repeatable: false,
+        set: |c, v| {
+            c.pidfile = v.to_string();
+            Ok(())
+        },
+        get: |c| c.pidfile.clone(),
+    },
+    Directive {
+        name: "supervised",
+        default: "no",
+        help: "Tell a service manager when the server is ready: systemd (sd_notify READY=1), upstart (SIGSTOP), auto (whichever started it), or no",
+        runtime: false,
+        repeatable: false,
+        set: |c, v| {
+            c.supervised = redis_check::one_of(v, &["upstart", "systemd", "auto", "no"])?;
+            Ok(())
+        },
+        get: |c| c.supervised.clone(),
+    },
+    Directive {
+        name: "tcp-backlog",
+        default: "511",
+        help: "Connections each listening socket queues before they are accepted (the kernel caps it at net.core.somaxconn)",
+        runtime: false,
+        repeatable: false,
+        set: |c, v| {
+            c.tcp_backlog = int_in(v, 0, i64::from(i32::MAX))? as i32;
+            Ok(())
+        },
+        get: |c| c.tcp_backlog.to_string(),
     },
     Directive {
         name: "slowlog-log-slower-than",
@@ -1742,6 +1872,82 @@ pub static DIRECTIVES: &[Directive] = &[
     },
     compat!("enable-protected-configs", "no", |v| redis_check::one_of(v, &["no", "yes", "local"]), false),
     compat!("enable-module-command", "no", |v| redis_check::one_of(v, &["no", "yes", "local"]), false),
+    // Redis directives of features durakv has in another form or not at
+    // all, accepted so that an operator's redis.conf loads unchanged
+    // (`redis_conf`), checked as Redis checks them.
+    compat!("always-show-logo", "no", redis_check::yes_no, false),
+    compat!("set-proc-title", "yes", redis_check::yes_no, false),
+    compat!("proc-title-template", "{title} {listen-addr} {server-mode}"),
+    compat!("syslog-enabled", "no", redis_check::yes_no, false),
+    compat!("syslog-ident", "redis", |v| Ok(v.to_string()), false),
+    compat!("syslog-facility", "local0", |v| redis_check::one_of(v, &["user", "local0", "local1", "local2", "local3", "local4", "local5", "local6", "local7"]), false),
+    compat!("crash-log-enabled", "yes", redis_check::yes_no),
+    compat!("crash-memcheck-enabled", "yes", redis_check::yes_no),
+    compat!("ignore-warnings", ""),
+    compat!("jemalloc-bg-thread", "yes", redis_check::yes_no),
+    compat!("active-expire-effort", "1", |v| redis_check::int(v, 1, 10)),
+    compat!("io-threads-do-reads", "no", redis_check::yes_no, false),
+    compat!("server_cpulist", "", |v| Ok(v.to_string()), false),
+    compat!("bio_cpulist", "", |v| Ok(v.to_string()), false),
+    compat!("aof_rewrite_cpulist", "", |v| Ok(v.to_string()), false),
+    compat!("bgsave_cpulist", "", |v| Ok(v.to_string()), false),
+    compat!("bind-source-addr", ""),
+    compat!("socket-mark-id", "0", |v| redis_check::int(v, 0, i64::from(u32::MAX))),
+    compat!("stop-writes-on-bgsave-error", "yes", redis_check::yes_no),
+    compat!("rdb-del-sync-files", "no", redis_check::yes_no),
+    compat!("rdb-save-incremental-fsync", "yes", redis_check::yes_no),
+    compat!("appenddirname", "appendonlydir", |v| Ok(v.to_string()), false),
+    compat!("no-appendfsync-on-rewrite", "no", redis_check::yes_no),
+    compat!("auto-aof-rewrite-percentage", "100", |v| redis_check::int(v, 0, i64::from(i32::MAX))),
+    compat!("auto-aof-rewrite-min-size", "67108864", |v| redis_check::memory(v, 0)),
+    compat!("aof-load-truncated", "yes", redis_check::yes_no),
+    compat!("aof-timestamp-enabled", "no", redis_check::yes_no),
+    compat!("aof-rewrite-incremental-fsync", "yes", redis_check::yes_no),
+    compat!("aof-disable-auto-gc", "no", redis_check::yes_no),
+    compat!("repl-timeout", "60", |v| redis_check::int(v, 1, i64::from(i32::MAX))),
+    compat!("repl-disable-tcp-nodelay", "no", redis_check::yes_no),
+    compat!("repl-diskless-sync-max-replicas", "0", |v| redis_check::int(v, 0, i64::from(i32::MAX))),
+    compat!("replica-lazy-flush", "no", redis_check::yes_no),
+    compat!("slave-lazy-flush", "no", redis_check::yes_no),
+    compat!("replica-ignore-maxmemory", "yes", redis_check::yes_no),
+    compat!("slave-ignore-maxmemory", "yes", redis_check::yes_no),
+    compat!("replica-ignore-disk-write-errors", "no", redis_check::yes_no),
+    compat!("propagation-error-behavior", "ignore", |v| redis_check::one_of(v, &["ignore", "panic", "panic-on-replicas"])),
+    compat!("tls-protocols", "", redis_check::tls_protocols),
+    // OpenSSL's cipher lists and DH parameters: rustls offers only its
+    // own modern suites (`tls::acceptor`), which a startup warning says.
+    compat!("tls-ciphers", ""),
+    compat!("tls-ciphersuites", ""),
+    compat!("tls-dh-params-file", ""),
+    // Encrypted keys and CA directories would fail at the first TLS
+    // connection rather than at start: refused here instead.
+    compat!("tls-key-file-pass", "", |v| redis_check::unsupported(v, "encrypted private keys are not supported: give tls-key-file unencrypted")),
+    compat!("tls-client-key-file-pass", "", |v| redis_check::unsupported(v, "encrypted private keys are not supported: give tls-client-key-file unencrypted")),
+    compat!("tls-ca-cert-dir", "", |v| redis_check::unsupported(v, "tls-ca-cert-dir is not supported: put the CA certificates in one file for tls-ca-cert-file")),
+    compat!("tls-cluster", "no", redis_check::yes_no),
+    compat!("tls-session-caching", "yes", redis_check::yes_no),
+    compat!("tls-session-cache-size", "20480", |v| redis_check::int(v, 0, i64::from(i32::MAX))),
+    compat!("tls-session-cache-timeout", "300", |v| redis_check::int(v, 0, i64::from(i32::MAX))),
+    compat!("tls-prefer-server-ciphers", "no", redis_check::yes_no),
+    compat!("cluster-config-file", "nodes.conf", |v| Ok(v.to_string()), false),
+    compat!("cluster-port", "0", |v| redis_check::int(v, 0, 65535), false),
+    compat!("cluster-node-timeout", "15000", |v| redis_check::int(v, 0, i64::MAX)),
+    compat!("cluster-announce-ip", ""),
+    compat!("cluster-announce-hostname", ""),
+    compat!("cluster-announce-port", "0", |v| redis_check::int(v, 0, 65535)),
+    compat!("cluster-announce-bus-port", "0", |v| redis_check::int(v, 0, 65535)),
+    compat!("cluster-announce-tls-port", "0", |v| redis_check::int(v, 0, 65535)),
+    compat!("cluster-preferred-endpoint-type", "ip", |v| redis_check::one_of(v, &["ip", "hostname", "unknown-endpoint"])),
+    compat!("cluster-require-full-coverage", "yes", redis_check::yes_no),
+    compat!("cluster-allow-reads-when-down", "no", redis_check::yes_no),
+    compat!("cluster-allow-pubsubshard-when-down", "yes", redis_check::yes_no),
+    compat!("cluster-allow-replica-migration", "yes", redis_check::yes_no),
+    compat!("cluster-replica-no-failover", "no", redis_check::yes_no),
+    compat!("cluster-slave-no-failover", "no", redis_check::yes_no),
+    compat!("cluster-migration-barrier", "1", |v| redis_check::int(v, 0, i64::from(i32::MAX))),
+    compat!("cluster-replica-validity-factor", "10", |v| redis_check::int(v, 0, i64::from(i32::MAX))),
+    compat!("cluster-slave-validity-factor", "10", |v| redis_check::int(v, 0, i64::from(i32::MAX))),
+    compat!("cluster-link-sendbuf-limit", "0", |v| redis_check::memory(v, 0)),
 ];
 
 #[cfg(test)]

@@ -1,7 +1,8 @@
 //! CONFIG REWRITE: writes the running configuration back into the TOML file
 //! the server was started with, keeping the file's comments, layout and the
 //! keys it already had, and adding only directives that differ from their
-//! defaults. The new file replaces the old one atomically.
+//! defaults (a `redis.conf` goes to `redis_conf::rewrite`, with the same
+//! rules). The new file replaces the old one atomically.
 
 use crate::config::{Config, DIRECTIVES};
 use std::path::Path;
@@ -9,7 +10,7 @@ use toml_edit::{value, Array, DocumentMut, Item, Table};
 
 /// Older names Redis still accepts; a file that uses one keeps it, and a
 /// file that has neither gets the current name.
-const ALIASES: &[(&str, &str)] = &[
+pub(crate) const ALIASES: &[(&str, &str)] = &[
     ("lua-time-limit", "busy-reply-threshold"),
     ("hash-max-ziplist-entries", "hash-max-listpack-entries"),
     ("hash-max-ziplist-value", "hash-max-listpack-value"),
@@ -23,6 +24,15 @@ const ALIASES: &[(&str, &str)] = &[
     ("slave-announce-port", "replica-announce-port"),
     ("repl-ping-slave-period", "repl-ping-replica-period"),
     ("slaveof", "replicaof"),
+    ("min-slaves-to-write", "min-replicas-to-write"),
+    ("min-slaves-max-lag", "min-replicas-max-lag"),
+    ("slave-lazy-flush", "replica-lazy-flush"),
+    ("slave-ignore-maxmemory", "replica-ignore-maxmemory"),
+    ("cluster-slave-no-failover", "cluster-replica-no-failover"),
+    (
+        "cluster-slave-validity-factor",
+        "cluster-replica-validity-factor",
+    ),
 ];
 
 pub fn rewrite(cfg: &Config) -> Result<(), String> {
@@ -35,6 +45,11 @@ pub fn rewrite(cfg: &Config) -> Result<(), String> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(e) => return Err(format!("Rewriting config file: {e}")),
     };
+    if cfg.config_format == crate::config::ConfigFormat::Redis {
+        let out = crate::redis_conf::rewrite(&text, cfg);
+        return crate::util::replace_file(path, out.as_bytes())
+            .map_err(|e| format!("Rewriting config file: {e}"));
+    }
     let mut doc: DocumentMut = text
         .parse()
         .map_err(|e| format!("Rewriting config file: the file is not valid TOML: {e}"))?;
@@ -47,6 +62,11 @@ fn update(doc: &mut DocumentMut, cfg: &Config) {
     let defaults = Config::default();
     for d in DIRECTIVES {
         let current = (d.get)(cfg);
+        if d.name == "wal-dir" && cfg.wal_dir.is_empty() && !doc.contains_key(d.name) {
+            // Derived from `dir`: written out, it would stay behind when
+            // `dir` changes.
+            continue;
+        }
         if matches!(d.name, "replicaof" | "slaveof") && current.is_empty() {
             // A primary's file names no primary: after REPLICAOF NO ONE the
             // line goes, as in Redis, so a restart keeps the new role.

@@ -41,6 +41,7 @@ pub mod cmd;
 pub mod cmdstats;
 pub mod command;
 pub mod config;
+pub mod config_file;
 pub mod config_rewrite;
 pub mod connection;
 pub mod decimal;
@@ -63,10 +64,13 @@ pub mod notify;
 pub mod pause;
 pub mod pubsub;
 pub mod rates;
+pub mod rdb_load;
 pub mod rdb_value;
+pub mod redis_conf;
 pub mod repl;
 pub mod scripting;
 pub mod server;
+pub mod service;
 pub mod slowlog;
 pub mod state;
 pub mod stripe;
@@ -88,7 +92,19 @@ pub fn run(config: Config) -> Result<(), String> {
     if config.disable_thp {
         memory::disable_thp();
     }
-    serve_until_shutdown(open_on(config, None)?)
+    // Written before the data is loaded, as Redis does, so a service
+    // manager waiting for it finds it early; removed when this returns.
+    let _pidfile = service::PidFile::create(&config.pidfile);
+    for name in ["tls-ciphers", "tls-ciphersuites", "tls-dh-params-file"] {
+        if config.get(name).is_some_and(|v| !v.is_empty()) {
+            tracing::warn!(
+                "{name} is not applied: TLS here offers rustls's own suites (TLS 1.2 and 1.3 AEAD ciphers with ECDHE)"
+            );
+        }
+    }
+    let shared = open_on(config, None)?;
+    rdb_load::import_at_start(&shared)?;
+    serve_until_shutdown(shared)
 }
 
 /// Opens the store on `fs` (tests use a fault-injecting disk) and returns
@@ -100,6 +116,7 @@ pub fn open_with(config: Config, fs: Arc<dyn FileSystem>) -> Result<Arc<Shared>,
 /// Opens the store on `fs` (None: the real disk).
 fn open_on(config: Config, fs: Option<Arc<dyn FileSystem>>) -> Result<Arc<Shared>, String> {
     let acl = acl::file::from_config(&config)?;
+    command::install_renames(&config.rename_commands)?;
     memory::note_startup();
     let store = match fs {
         Some(fs) => Store::open_with(&config, fs)?,
@@ -194,6 +211,7 @@ pub fn serve_until_shutdown(shared: Arc<Shared>) -> Result<(), String> {
     let scheduler = checkpointer::spawn(shared.clone())
         .map_err(|e| format!("cannot start the checkpointer: {e}"))?;
     let served = rt.block_on(server::serve(shared.clone()));
+    service::notify_stopping(&shared.config.read().supervised);
     shared.checkpoints.stop();
     if scheduler.join().is_err() {
         tracing::error!("the checkpointer thread panicked");

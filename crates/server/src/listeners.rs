@@ -13,11 +13,12 @@ use parking_lot::Mutex;
 use socket2::{Domain, Protocol, Socket, Type};
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener};
+use std::sync::atomic::{AtomicI32, Ordering};
 use tokio::sync::mpsc;
 
-/// Pending connections a listening socket queues, as Redis's `tcp-backlog`
-/// default.
-const BACKLOG: i32 = 511;
+/// Pending connections a listening socket queues (`tcp-backlog`, read
+/// once at start; 511 is Redis's default). Process-wide, as the setting is.
+static BACKLOG: AtomicI32 = AtomicI32::new(511);
 
 /// One listening socket and whether its connections speak TLS.
 pub struct Listening {
@@ -72,6 +73,13 @@ pub struct Listeners {
     bound: Mutex<Vec<Listening>>,
     tx: mpsc::UnboundedSender<Change>,
     rx: Mutex<Option<mpsc::UnboundedReceiver<Change>>>,
+}
+
+impl Listeners {
+    /// `tcp-backlog`, for every socket bound from now on.
+    pub fn set_backlog(&self, backlog: i32) {
+        BACKLOG.store(backlog, Ordering::Relaxed);
+    }
 }
 
 impl Default for Listeners {
@@ -323,7 +331,7 @@ fn listen(at: SocketAddr) -> io::Result<TcpListener> {
     }
     socket.set_reuse_address(true)?;
     socket.bind(&at.into())?;
-    socket.listen(BACKLOG)?;
+    socket.listen(BACKLOG.load(Ordering::Relaxed))?;
     socket.set_nonblocking(true)?;
     Ok(socket.into())
 }

@@ -37,6 +37,9 @@ pub async fn serve(shared: Arc<Shared>) -> std::io::Result<()> {
         .map_err(std::io::Error::other)?;
         *shared.tls_acceptor.write() = Some(acceptor);
     }
+    shared
+        .listeners
+        .set_backlog(shared.config.read().tcp_backlog);
     let (port, listening) = shared
         .listeners
         .start(&binds, port, tls_port)
@@ -75,6 +78,7 @@ pub async fn serve(shared: Arc<Shared>) -> std::io::Result<()> {
         println!("durakv listening for TLS on port {tls_port}");
     }
 
+    crate::service::notify_ready(&shared.config.read().supervised);
     crate::repl::replica::adopt_configured_primary(&shared);
     let background = tokio::spawn(expiry::run(shared.clone()));
     let replication = [

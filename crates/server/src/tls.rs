@@ -59,6 +59,8 @@ pub struct TlsSettings<'a> {
     pub key_file: &'a str,
     pub ca_cert_file: &'a str,
     pub auth_clients: ClientAuth,
+    /// `tls-protocols`: the versions offered ("" = TLS 1.2 and 1.3).
+    pub protocols: &'a str,
 }
 
 impl<'a> TlsSettings<'a> {
@@ -69,6 +71,7 @@ impl<'a> TlsSettings<'a> {
             key_file: &c.tls_key_file,
             ca_cert_file: &c.tls_ca_cert_file,
             auth_clients: c.tls_auth_clients,
+            protocols: c.compat.get("tls-protocols").map_or("", String::as_str),
         }
     }
 
@@ -109,7 +112,7 @@ pub fn acceptor(s: &TlsSettings<'_>) -> Result<TlsAcceptor, String> {
     let (certs, key) = cert_and_key(s)?;
     let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
     let builder = ServerConfig::builder_with_provider(provider.clone())
-        .with_safe_default_protocol_versions()
+        .with_protocol_versions(&protocol_versions(s.protocols)?)
         .map_err(|e| format!("TLS: {e}"))?;
     let builder = if s.auth_clients == ClientAuth::None {
         builder.with_no_client_auth()
@@ -139,6 +142,32 @@ pub fn acceptor(s: &TlsSettings<'_>) -> Result<TlsAcceptor, String> {
 }
 
 /// `tls-cert-file`'s chain and `tls-key-file`'s key.
+/// The versions `tls-protocols` names, of those rustls implements: TLS
+/// 1.0 and 1.1, which Redis still accepts, are left out, and a list of
+/// nothing else is an error rather than a server nobody can reach.
+fn protocol_versions(
+    protocols: &str,
+) -> Result<Vec<&'static tokio_rustls::rustls::SupportedProtocolVersion>, String> {
+    use tokio_rustls::rustls::version::{TLS12, TLS13};
+    if protocols.trim().is_empty() {
+        return Ok(vec![&TLS12, &TLS13]);
+    }
+    let mut out = Vec::new();
+    for p in protocols.split_whitespace() {
+        match p.to_ascii_lowercase().as_str() {
+            "tlsv1.2" => out.push(&TLS12),
+            "tlsv1.3" => out.push(&TLS13),
+            _ => {}
+        }
+    }
+    if out.is_empty() {
+        return Err(format!(
+            "tls-protocols '{protocols}': durakv speaks only TLSv1.2 and TLSv1.3"
+        ));
+    }
+    Ok(out)
+}
+
 fn cert_and_key(
     s: &TlsSettings<'_>,
 ) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), String> {
@@ -183,7 +212,7 @@ pub fn connector(s: &TlsSettings<'_>) -> Result<TlsConnector, String> {
     }
     let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
     let builder = ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
+        .with_protocol_versions(&protocol_versions(s.protocols)?)
         .map_err(|e| format!("TLS: {e}"))?
         .with_root_certificates(roots(s.ca_cert_file)?);
     let config = if s.cert_file.is_empty() || s.key_file.is_empty() {

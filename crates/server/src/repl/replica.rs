@@ -13,7 +13,7 @@ use crate::command::Ctx;
 use crate::state::Shared;
 use crate::tls::Stream;
 use bytes::{Bytes, BytesMut};
-use durakv_engine::mutation::{KeyOp, Mutation, ReplOrigin};
+use durakv_engine::mutation::{Mutation, ReplOrigin};
 use durakv_protocol::{RequestLimits, RequestParser};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -316,7 +316,9 @@ async fn sync_over<S: Stream>(
                     // Part of a dataset would answer reads wrongly without
                     // saying so: none is left instead, as Redis does when
                     // a diskless load fails.
-                    crate::checkpointer::blocking(|| empty_dataset(shared));
+                    crate::checkpointer::blocking(|| {
+                        crate::rdb_load::empty_dataset(shared, "a failed full sync")
+                    });
                     return Err(e);
                 }
             };
@@ -527,7 +529,7 @@ impl<'s> Load<'s> {
         let last_lsn = &mut self.last_lsn;
         self.reader
             .feed(bytes, &mut |db, key, value, expire_at_ms| {
-                restore(shared, db, key, value, expire_at_ms, last_lsn)
+                crate::rdb_load::restore(shared, db, key, value, expire_at_ms, last_lsn)
             })
     }
 
@@ -541,7 +543,7 @@ impl<'s> Load<'s> {
             mut last_lsn,
         } = self;
         let loaded = reader.finish(&mut |db, key, value, expire_at_ms| {
-            restore(shared, db, key, value, expire_at_ms, &mut last_lsn)
+            crate::rdb_load::restore(shared, db, key, value, expire_at_ms, &mut last_lsn)
         })?;
         for code in &loaded.functions {
             master.run(&[
@@ -590,60 +592,6 @@ impl<'s> Load<'s> {
         }
         Ok(loaded.keys)
     }
-}
-
-/// Empties every database after a full sync failed part-way.
-fn empty_dataset(shared: &Shared) {
-    let mut txn = shared.store.keyspace.lock_all();
-    let level = shared.effective_durability(None, 0);
-    let emptied = txn
-        .apply(Mutation::FlushAll)
-        .map_err(|e| e.to_string())
-        .and_then(|()| {
-            txn.commit(shared.store.wal.as_ref(), level)
-                .map_err(|e| e.to_string())
-        });
-    if let Err(e) = emptied {
-        tracing::warn!("cannot empty the dataset after a failed full sync: {e}");
-    }
-}
-
-/// One key of a full sync, as its own logged record.
-fn restore(
-    shared: &Shared,
-    db: u32,
-    key: Bytes,
-    value: durakv_engine::value::Value,
-    expire_at_ms: u64,
-    last_lsn: &mut u64,
-) -> Result<(), String> {
-    let ks = &shared.store.keyspace;
-    let num_dbs = ks.num_dbs();
-    if db as usize >= num_dbs {
-        return Err(format!(
-            "the RDB has database {db}, but only {num_dbs} are configured"
-        ));
-    }
-    let mut txn = ks.lock_keys([&key[..]]);
-    txn.apply(Mutation::key(
-        db,
-        key,
-        KeyOp::Restore {
-            value,
-            expire_at_ms,
-        },
-    ))
-    .map_err(|e| e.to_string())?;
-    let level = shared.effective_durability(None, db as usize);
-    let out = txn
-        .commit(shared.store.wal.as_ref(), level)
-        .map_err(|e| e.to_string())?;
-    *last_lsn = (*last_lsn).max(out.lsn);
-    let delay = shared.config.read().key_load_delay;
-    if delay != 0 {
-        crate::util::debug_delay(delay);
-    }
-    Ok(())
 }
 
 /// Where the replica's own log stands against the stream it applied: the

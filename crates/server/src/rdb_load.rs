@@ -1,0 +1,191 @@
+//! Loading an RDB file's keys into the store: a replica's full sync
+//! (`repl::replica`), and at start-up the import of a Redis `dump.rdb`
+//! found in `dir`, so that moving a dataset from Redis is: stop Redis,
+//! start durakv on its redis.conf and data directory.
+
+use crate::state::Shared;
+use bytes::Bytes;
+use durakv_engine::mutation::{KeyOp, Mutation};
+use std::io::Read;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// Written before an import starts and removed once all of it is durable:
+/// found at start-up, it says the last import was cut short, so the keys
+/// it left are dropped and the file imported again.
+const IMPORTING: &str = "rdb-import.in-progress";
+
+/// Bytes of the file read at a time: the loader holds one item's bytes,
+/// not the file's.
+const CHUNK: usize = 1 << 20;
+
+/// Empties every database (after `why` left part of a dataset).
+pub fn empty_dataset(shared: &Shared, why: &str) {
+    let mut txn = shared.store.keyspace.lock_all();
+    let level = shared.effective_durability(None, 0);
+    let emptied = txn
+        .apply(Mutation::FlushAll)
+        .map_err(|e| e.to_string())
+        .and_then(|()| {
+            txn.commit(shared.store.wal.as_ref(), level)
+                .map_err(|e| e.to_string())
+        });
+    if let Err(e) = emptied {
+        tracing::warn!("cannot empty the dataset after {why}: {e}");
+    }
+}
+
+/// One key of an RDB file, as its own logged record.
+pub fn restore(
+    shared: &Shared,
+    db: u32,
+    key: Bytes,
+    value: durakv_engine::value::Value,
+    expire_at_ms: u64,
+    last_lsn: &mut u64,
+) -> Result<(), String> {
+    let ks = &shared.store.keyspace;
+    let num_dbs = ks.num_dbs();
+    if db as usize >= num_dbs {
+        return Err(format!(
+            "the RDB has database {db}, but only {num_dbs} are configured"
+        ));
+    }
+    let mut txn = ks.lock_keys([&key[..]]);
+    txn.apply(Mutation::key(
+        db,
+        key,
+        KeyOp::Restore {
+            value,
+            expire_at_ms,
+        },
+    ))
+    .map_err(|e| e.to_string())?;
+    let level = shared.effective_durability(None, db as usize);
+    let out = txn
+        .commit(shared.store.wal.as_ref(), level)
+        .map_err(|e| e.to_string())?;
+    *last_lsn = (*last_lsn).max(out.lsn);
+    let delay = shared.config.read().key_load_delay;
+    if delay != 0 {
+        crate::util::debug_delay(delay);
+    }
+    Ok(())
+}
+
+/// Imports `dir`/`dbfilename` (Redis's `dump.rdb`) into a store that has
+/// never held anything, or again after an import was cut short. A store
+/// with data of its own is left alone: its log and checkpoints are the
+/// truth, and the file a leftover. Keys past `databases`, module values
+/// or a damaged file stop the start with the reason.
+pub fn import_at_start(shared: &Shared) -> Result<(), String> {
+    let (dir, name, aof) = {
+        let c = shared.config.read();
+        let aof = (c.get("appendonly").as_deref() == Some("yes"))
+            .then(|| c.get("appenddirname").unwrap_or_default());
+        (c.dir.clone(), c.get("dbfilename").unwrap_or_default(), aof)
+    };
+    let file = dir.join(&name);
+    let marker = dir.join(IMPORTING);
+    let interrupted = marker.exists();
+    let store = &shared.store;
+    let fresh = store.checkpoint_recovery.loaded.is_none() && store.recovery.last_lsn == 0;
+    if !(fresh || interrupted) {
+        return Ok(());
+    }
+    if let Some(aof_dir) = aof.map(|d| dir.join(d)).filter(|d| d.is_dir()) {
+        // With `appendonly yes` Redis loads its append-only file, not the
+        // RDB, which may be old or missing: starting from either would
+        // silently lose what only the AOF holds.
+        return Err(format!(
+            "{} holds Redis's append-only file, which durakv does not import: in Redis, run SAVE (it writes {name} with everything), then start durakv with appendonly no",
+            aof_dir.display()
+        ));
+    }
+    if name.is_empty() || !file.is_file() {
+        return Ok(());
+    }
+    let started = Instant::now();
+    write_marker(&marker).map_err(|e| format!("{}: {e}", marker.display()))?;
+    if interrupted {
+        tracing::warn!(
+            "an import of {} was cut short: dropping what it loaded and importing again",
+            file.display()
+        );
+        empty_dataset(shared, "an interrupted import");
+    }
+    tracing::info!("importing {}", file.display());
+    let keys =
+        load_file(shared, &file).map_err(|e| format!("importing {}: {e}", file.display()))?;
+    std::fs::remove_file(&marker)
+        .and_then(|()| sync_dir(&dir))
+        .map_err(|e| format!("{}: {e}", marker.display()))?;
+    tracing::info!(
+        "imported {keys} keys from {} in {:.3}s",
+        file.display(),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// Loads every key and library of `file`, and waits until all of it is
+/// durable. Returns the keys loaded.
+fn load_file(shared: &Shared, file: &Path) -> Result<u64, String> {
+    let mut f = std::fs::File::open(file).map_err(|e| e.to_string())?;
+    let mut loader = crate::repl::rdb::Loader::default();
+    let mut last_lsn = 0;
+    let mut key =
+        |db, key, value, expire_at_ms| restore(shared, db, key, value, expire_at_ms, &mut last_lsn);
+    let mut buf = vec![0u8; CHUNK];
+    loop {
+        let n = f.read(&mut buf).map_err(|e| e.to_string())?;
+        if n == 0 {
+            break;
+        }
+        loader.feed(&buf[..n], &mut key)?;
+    }
+    let loaded = loader.finish(&mut key)?;
+    for code in &loaded.functions {
+        let lsn = load_library(shared, code)?;
+        last_lsn = last_lsn.max(lsn);
+    }
+    if last_lsn > 0 {
+        shared.store.wal.request_sync_upto(last_lsn);
+        durakv_engine::store::wait_durable(&shared.store.wal, last_lsn, Duration::from_secs(600))
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(loaded.keys)
+}
+
+/// A function library of the file, logged as FUNCTION LOAD logs it and
+/// compiled as recovery compiles one.
+fn load_library(shared: &Shared, code: &Bytes) -> Result<u64, String> {
+    let meta = crate::scripting::functions::metadata(code).map_err(|e| format!("{e:?}"))?;
+    let name = Bytes::from(meta.name);
+    let mut txn = shared.store.keyspace.lock_keys(std::iter::empty::<&[u8]>());
+    txn.apply(Mutation::Function(
+        durakv_engine::mutation::FunctionOp::Load {
+            name: name.clone(),
+            code: code.clone(),
+        },
+    ))
+    .map_err(|e| e.to_string())?;
+    let out = txn
+        .commit(
+            shared.store.wal.as_ref(),
+            shared.effective_durability(None, 0),
+        )
+        .map_err(|e| e.to_string())?;
+    shared.scripting.load_recovered(&[(name, code.clone())]);
+    Ok(out.lsn)
+}
+
+fn write_marker(path: &Path) -> std::io::Result<()> {
+    let f = std::fs::File::create(path)?;
+    f.sync_all()?;
+    sync_dir(path.parent().unwrap_or(Path::new(".")))
+}
+
+fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::File::open(dir)?.sync_all()
+}
