@@ -98,6 +98,14 @@ fn serve_command() -> Command {
                 .help("Configuration file: durakv's TOML, or a redis.conf (read as Redis reads it); flags given on the command line override it"),
         )
         .arg(
+            Arg::new("rename-command")
+                .long("rename-command")
+                .num_args(2)
+                .value_names(["COMMAND", "NEW_NAME"])
+                .action(ArgAction::Append)
+                .help("Serve COMMAND under NEW_NAME only (\"\" removes it), as Redis's rename-command; repeat for more"),
+        )
+        .arg(
             Arg::new("config-file")
                 .value_name("FILE")
                 .conflicts_with("config")
@@ -176,6 +184,14 @@ fn config_from(m: &clap::ArgMatches) -> Result<Config, String> {
                 .map_err(|e| format!("--{}: {e}", d.name))?;
         }
     }
+    if let Some(pairs) = m.get_occurrences::<String>("rename-command") {
+        for pair in pairs {
+            let pair: Vec<&String> = pair.collect();
+            config
+                .rename_command(pair[0], pair[1])
+                .map_err(|e| format!("--rename-command {} {}: {e}", pair[0], pair[1]))?;
+        }
+    }
     if let Some(values) = m.get_many::<String>("durability-db") {
         for v in values {
             let (db, level) = v
@@ -238,8 +254,21 @@ fn init_logging(level: &str, logfile: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// Started under redis-server's name (a link, as a drop-in replacement):
+/// the arguments are `serve`'s, as redis-server's are.
+fn as_redis_server(mut args: Vec<String>) -> Vec<String> {
+    let name = args
+        .first()
+        .and_then(|a| std::path::Path::new(a).file_name())
+        .map(|n| n.to_string_lossy().into_owned());
+    if name.as_deref() == Some("redis-server") {
+        args.insert(1, "serve".into());
+    }
+    args
+}
+
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
+    let args = as_redis_server(std::env::args().collect());
     if args.get(1).map(String::as_str) == Some("bench") {
         std::process::exit(durakv_bench::run(args[2..].to_vec()));
     }

@@ -410,6 +410,23 @@ impl Config {
                             .map_err(|e| format!("durability-db.{db}: {e}"))?;
                     }
                 }
+                toml::Value::Array(pairs) if name == "rename-command" => {
+                    for pair in pairs {
+                        let words: Vec<String> = match pair.as_array() {
+                            Some(a) if a.len() == 2 => {
+                                a.iter().map(toml_text).collect::<Result<_, _>>()?
+                            }
+                            _ => {
+                                return Err(
+                                    "rename-command takes pairs: [[\"FLUSHALL\", \"\"], ...]"
+                                        .into(),
+                                )
+                            }
+                        };
+                        self.rename_command(&words[0], &words[1])
+                            .map_err(|e| format!("rename-command: {e}"))?;
+                    }
+                }
                 toml::Value::Array(items) => {
                     let d = find(name).ok_or_else(|| format!("unknown directive '{name}'"))?;
                     if !d.repeatable {

@@ -260,9 +260,10 @@ impl Config {
 }
 
 impl Config {
-    /// One `rename-command` line, checked as Redis checks it when it
-    /// reads the file; `command::install_renames` applies them all.
-    fn rename_command(&mut self, old: &str, new: &str) -> Result<(), String> {
+    /// One `rename-command` (a line of the file, a flag or a TOML pair),
+    /// checked as Redis checks it; `command::install_renames` applies
+    /// them all at start.
+    pub fn rename_command(&mut self, old: &str, new: &str) -> Result<(), String> {
         let renamed_away = |name: &str| {
             self.rename_commands
                 .iter()
@@ -521,6 +522,17 @@ mod tests {
                 ("config".into(), "cfg-7f3a".into())
             ]
         );
+    }
+
+    #[test]
+    fn toml_takes_renames_as_pairs() {
+        let mut c = Config::default();
+        c.apply_toml("rename-command = [[\"FLUSHALL\", \"\"], [\"keys\", \"k2\"]]\n")
+            .unwrap();
+        assert_eq!(c.rename_commands.len(), 2);
+        assert!(Config::default()
+            .apply_toml("rename-command = [\"FLUSHALL\"]\n")
+            .is_err());
     }
 
     #[test]

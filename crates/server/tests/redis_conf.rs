@@ -230,6 +230,49 @@ fn renamed_commands_answer_only_to_their_new_names() {
     assert_eq!(got.as_deref(), Some("v3"));
 }
 
+/// As a drop-in for redis-server: a link of that name takes redis-server's
+/// command line (the file first, then `--name value` flags, including
+/// `--rename-command OLD NEW`).
+#[test]
+fn runs_under_redis_servers_name_and_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let link = dir.path().join("redis-server");
+    std::os::unix::fs::symlink(binary(), &link).unwrap();
+    let conf = dir.path().join("redis.conf");
+    std::fs::write(&conf, "maxclients 77\n").unwrap();
+    let data = dir.path().join("data");
+    let port = free_port();
+    let child = Command::new(&link)
+        .arg(&conf)
+        .args([
+            "--port",
+            &port.to_string(),
+            "--rename-command",
+            "DBSIZE",
+            "keycount",
+            "--dir",
+        ])
+        .arg(&data)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _server = Running(child);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut c = loop {
+        let client = redis::Client::open(format!("redis://127.0.0.1:{port}/")).unwrap();
+        match client.get_connection() {
+            Ok(c) => break c,
+            Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
+            Err(e) => panic!("no server: {e}"),
+        }
+    };
+    let got = config_get(&mut c, &["maxclients"]);
+    assert_eq!(got["maxclients"], "77");
+    assert_eq!(q::<i64>(&mut c, &["KEYCOUNT"]), 0);
+    assert!(err(&mut c, &["DBSIZE"]).starts_with("ERR unknown command"));
+}
+
 #[test]
 fn a_bad_line_stops_the_start_and_names_the_line() {
     let dir = tempfile::tempdir().unwrap();
@@ -271,6 +314,24 @@ fn alive(pid: i32) -> bool {
     unsafe { libc::kill(pid, 0) == 0 }
 }
 
+/// A loopback port nothing listens on now.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap_or_else(|e| panic!("no free port: {e}"))
+}
+
+/// A server process this test started, stopped when the test ends.
+struct Running(std::process::Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// Kills the daemon if a test fails before it stops it.
 struct Daemon(i32);
 
@@ -291,11 +352,7 @@ fn daemonizes_writes_its_pidfile_and_tells_systemd_it_is_ready() {
     sock.set_read_timeout(Some(Duration::from_secs(30)))
         .unwrap();
     let pidfile = dir.path().join("durakv.pid");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     let conf = dir.path().join("redis.conf");
     std::fs::write(
         &conf,
