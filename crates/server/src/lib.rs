@@ -34,6 +34,7 @@
 pub const IO_THREAD_NAME: &str = "durakv-io";
 
 pub mod acl;
+pub mod aof_import;
 pub mod blocking;
 pub mod checkpointer;
 pub mod client;

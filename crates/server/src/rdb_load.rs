@@ -7,7 +7,7 @@ use crate::state::Shared;
 use bytes::Bytes;
 use durakv_engine::mutation::{KeyOp, Mutation};
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// Written before an import starts and removed once all of it is durable:
@@ -73,19 +73,24 @@ pub fn restore(
     Ok(())
 }
 
-/// Imports `dir`/`dbfilename` (Redis's `dump.rdb`) into a store that has
-/// never held anything, or again after an import was cut short. A store
-/// with data of its own is left alone: its log and checkpoints are the
-/// truth, and the file a leftover. Keys past `databases`, module values
-/// or a damaged file stop the start with the reason.
+/// Imports a Redis data directory into a store that has never held
+/// anything, or again after an import was cut short: its append-only file
+/// when `appendonly yes` and `appenddirname` exists (`aof_import`), else
+/// `dbfilename` (`dump.rdb`). A store with data of its own is left alone:
+/// its log and checkpoints are the truth, and the files leftovers. Keys
+/// past `databases`, module values or a damaged file stop the start with
+/// the reason.
 pub fn import_at_start(shared: &Shared) -> Result<(), String> {
     let (dir, name, aof) = {
         let c = shared.config.read();
-        let aof = (c.get("appendonly").as_deref() == Some("yes"))
-            .then(|| c.get("appenddirname").unwrap_or_default());
+        let aof = (c.get("appendonly").as_deref() == Some("yes")).then(|| {
+            (
+                c.get("appenddirname").unwrap_or_default(),
+                c.get("appendfilename").unwrap_or_default(),
+            )
+        });
         (c.dir.clone(), c.get("dbfilename").unwrap_or_default(), aof)
     };
-    let file = dir.join(&name);
     let marker = dir.join(IMPORTING);
     let interrupted = marker.exists();
     let store = &shared.store;
@@ -93,49 +98,74 @@ pub fn import_at_start(shared: &Shared) -> Result<(), String> {
     if !(fresh || interrupted) {
         return Ok(());
     }
-    if let Some(aof_dir) = aof.map(|d| dir.join(d)).filter(|d| d.is_dir()) {
-        // With `appendonly yes` Redis loads its append-only file, not the
-        // RDB, which may be old or missing: starting from either would
-        // silently lose what only the AOF holds.
-        return Err(format!(
-            "{} holds Redis's append-only file, which durakv does not import: in Redis, run SAVE (it writes {name} with everything), then start durakv with appendonly no",
-            aof_dir.display()
-        ));
-    }
-    if name.is_empty() || !file.is_file() {
-        return Ok(());
-    }
+    // With `appendonly yes` Redis loads its append-only file, not the RDB,
+    // which may then be old or missing.
+    let source = match aof.filter(|(d, _)| dir.join(d).is_dir()) {
+        Some((aof_dir, aof_name)) => {
+            let aof_dir = dir.join(aof_dir);
+            let manifest = crate::aof_import::manifest_path(&aof_dir, &aof_name);
+            if !manifest.is_file() {
+                return Err(format!(
+                    "{} has no {}: durakv imports Redis 7's multi-part append-only file; in Redis, run BGREWRITEAOF (or SAVE, and start durakv with appendonly no)",
+                    aof_dir.display(),
+                    manifest.display()
+                ));
+            }
+            Source::Aof { aof_dir, manifest }
+        }
+        None if !name.is_empty() && dir.join(&name).is_file() => Source::Rdb(dir.join(&name)),
+        None => return Ok(()),
+    };
     let started = Instant::now();
     write_marker(&marker).map_err(|e| format!("{}: {e}", marker.display()))?;
     if interrupted {
-        tracing::warn!(
-            "an import of {} was cut short: dropping what it loaded and importing again",
-            file.display()
-        );
+        tracing::warn!("an import was cut short: dropping what it loaded and importing again");
         empty_dataset(shared, "an interrupted import");
     }
-    tracing::info!("importing {}", file.display());
-    let keys =
-        load_file(shared, &file).map_err(|e| format!("importing {}: {e}", file.display()))?;
+    let what = match &source {
+        Source::Rdb(file) => file.display().to_string(),
+        Source::Aof { manifest, .. } => manifest.display().to_string(),
+    };
+    tracing::info!("importing {what}");
+    let mut last_lsn = 0;
+    let imported = match &source {
+        Source::Rdb(file) => std::fs::File::open(file)
+            .map_err(|e| e.to_string())
+            .and_then(|f| load_rdb(shared, f, &mut last_lsn))
+            .map(|keys| format!("{keys} keys")),
+        Source::Aof { aof_dir, manifest } => {
+            crate::aof_import::import(shared, aof_dir, manifest, &mut last_lsn)
+                .map(|(keys, commands)| format!("{keys} keys and {commands} commands"))
+        }
+    }
+    .map_err(|e| format!("importing {what}: {e}"))?;
+    if last_lsn > 0 {
+        shared.store.wal.request_sync_upto(last_lsn);
+        durakv_engine::store::wait_durable(&shared.store.wal, last_lsn, Duration::from_secs(600))
+            .map_err(|e| format!("importing {what}: {e}"))?;
+    }
     std::fs::remove_file(&marker)
         .and_then(|()| sync_dir(&dir))
         .map_err(|e| format!("{}: {e}", marker.display()))?;
     tracing::info!(
-        "imported {keys} keys from {} in {:.3}s",
-        file.display(),
+        "imported {imported} from {what} in {:.3}s",
         started.elapsed().as_secs_f64()
     );
     Ok(())
 }
 
-/// Loads every key and library of `file`, and waits until all of it is
-/// durable. Returns the keys loaded.
-fn load_file(shared: &Shared, file: &Path) -> Result<u64, String> {
-    let mut f = std::fs::File::open(file).map_err(|e| e.to_string())?;
+/// What a first start imports.
+enum Source {
+    Rdb(PathBuf),
+    Aof { aof_dir: PathBuf, manifest: PathBuf },
+}
+
+/// Loads every key and library of an RDB file read from `f`, raising
+/// `last_lsn` to the last record logged. Returns the keys loaded.
+pub fn load_rdb(shared: &Shared, mut f: impl Read, last_lsn: &mut u64) -> Result<u64, String> {
     let mut loader = crate::repl::rdb::Loader::default();
-    let mut last_lsn = 0;
     let mut key =
-        |db, key, value, expire_at_ms| restore(shared, db, key, value, expire_at_ms, &mut last_lsn);
+        |db, key, value, expire_at_ms| restore(shared, db, key, value, expire_at_ms, last_lsn);
     let mut buf = vec![0u8; CHUNK];
     loop {
         let n = f.read(&mut buf).map_err(|e| e.to_string())?;
@@ -147,12 +177,7 @@ fn load_file(shared: &Shared, file: &Path) -> Result<u64, String> {
     let loaded = loader.finish(&mut key)?;
     for code in &loaded.functions {
         let lsn = load_library(shared, code)?;
-        last_lsn = last_lsn.max(lsn);
-    }
-    if last_lsn > 0 {
-        shared.store.wal.request_sync_upto(last_lsn);
-        durakv_engine::store::wait_durable(&shared.store.wal, last_lsn, Duration::from_secs(600))
-            .map_err(|e| e.to_string())?;
+        *last_lsn = (*last_lsn).max(lsn);
     }
     Ok(loaded.keys)
 }

@@ -427,14 +427,15 @@ async fn receive_rdb<S: Stream>(
     }
 }
 
-/// The privileged client the stream runs as.
-struct MasterClient<'s> {
+/// The privileged client the stream runs as (and an import of Redis's
+/// append-only file, `aof_import`).
+pub(crate) struct MasterClient<'s> {
     shared: &'s Shared,
-    state: ClientState,
+    pub(crate) state: ClientState,
 }
 
 impl<'s> MasterClient<'s> {
-    fn new(
+    pub(crate) fn new(
         shared: &'s Shared,
         (addr, laddr): (std::net::SocketAddr, std::net::SocketAddr),
     ) -> MasterClient<'s> {
@@ -452,14 +453,19 @@ impl<'s> MasterClient<'s> {
         MasterClient { shared, state }
     }
 
-    fn run(&mut self, args: &[Bytes]) {
+    /// Runs one command and returns its reply.
+    pub(crate) fn execute(&mut self, args: &[Bytes]) -> durakv_protocol::Frame {
         let mut ctx = Ctx {
             shared: self.shared,
             client: &mut self.state,
         };
         let out = crate::dispatch::execute(&mut ctx, args);
         crate::monitor::send_all(self.shared, &mut self.state);
-        if let durakv_protocol::Frame::Error(e) = &out.frame {
+        out.frame
+    }
+
+    fn run(&mut self, args: &[Bytes]) {
+        if let durakv_protocol::Frame::Error(e) = &self.execute(args) {
             tracing::warn!(
                 "replicated {} failed on this replica: {}",
                 String::from_utf8_lossy(&args[0]),
