@@ -262,6 +262,15 @@ fn as_redis_server(mut args: Vec<String>) -> Vec<String> {
         .and_then(|a| std::path::Path::new(a).file_name())
         .map(|n| n.to_string_lossy().into_owned());
     if name.as_deref() == Some("redis-server") {
+        if matches!(args.get(1).map(String::as_str), Some("-v" | "--version")) {
+            // What scripts that check redis-server's version parse.
+            println!(
+                "Redis server v={} sha=00000000:0 malloc=mimalloc bits=64 build=durakv-{}",
+                durakv_server::cmd::connection::REDIS_COMPAT_VERSION,
+                env!("CARGO_PKG_VERSION")
+            );
+            std::process::exit(0);
+        }
         args.insert(1, "serve".into());
     }
     args

@@ -19,8 +19,9 @@ const IMPORTING: &str = "rdb-import.in-progress";
 /// not the file's.
 const CHUNK: usize = 1 << 20;
 
-/// Empties every database (after `why` left part of a dataset).
-pub fn empty_dataset(shared: &Shared, why: &str) {
+/// Empties every database (after `why` left part of a dataset); returns
+/// the LSN of the record that did (0 if none was logged).
+pub fn empty_dataset(shared: &Shared, why: &str) -> u64 {
     let mut txn = shared.store.keyspace.lock_all();
     let level = shared.effective_durability(None, 0);
     let emptied = txn
@@ -30,8 +31,28 @@ pub fn empty_dataset(shared: &Shared, why: &str) {
             txn.commit(shared.store.wal.as_ref(), level)
                 .map_err(|e| e.to_string())
         });
-    if let Err(e) = emptied {
-        tracing::warn!("cannot empty the dataset after {why}: {e}");
+    match emptied {
+        Ok(out) => out.lsn,
+        Err(e) => {
+            tracing::warn!("cannot empty the dataset after {why}: {e}");
+            0
+        }
+    }
+}
+
+/// Waits until the log holds everything up to `lsn` durably.
+fn wait_durable(shared: &Shared, lsn: u64) -> Result<(), String> {
+    if lsn == 0 {
+        return Ok(());
+    }
+    shared.store.wal.request_sync_upto(lsn);
+    let timeout = Duration::from_secs(600);
+    match durakv_engine::store::wait_durable(&shared.store.wal, lsn, timeout) {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(format!(
+            "the log did not make it durable within {timeout:?}"
+        )),
+        Err(e) => Err(e.to_string()),
     }
 }
 
@@ -114,6 +135,15 @@ pub fn import_at_start(shared: &Shared) -> Result<(), String> {
             Source::Aof { aof_dir, manifest }
         }
         None if !name.is_empty() && dir.join(&name).is_file() => Source::Rdb(dir.join(&name)),
+        None if interrupted => {
+            // The files went away since: what the import left is dropped,
+            // and the server starts empty, as without them.
+            tracing::warn!(
+                "an import was cut short and its files are gone: dropping what it loaded"
+            );
+            wait_durable(shared, empty_dataset(shared, "an interrupted import"))?;
+            return remove_marker(&marker);
+        }
         None => return Ok(()),
     };
     let started = Instant::now();
@@ -139,14 +169,8 @@ pub fn import_at_start(shared: &Shared) -> Result<(), String> {
         }
     }
     .map_err(|e| format!("importing {what}: {e}"))?;
-    if last_lsn > 0 {
-        shared.store.wal.request_sync_upto(last_lsn);
-        durakv_engine::store::wait_durable(&shared.store.wal, last_lsn, Duration::from_secs(600))
-            .map_err(|e| format!("importing {what}: {e}"))?;
-    }
-    std::fs::remove_file(&marker)
-        .and_then(|()| sync_dir(&dir))
-        .map_err(|e| format!("{}: {e}", marker.display()))?;
+    wait_durable(shared, last_lsn).map_err(|e| format!("importing {what}: {e}"))?;
+    remove_marker(&marker)?;
     tracing::info!(
         "imported {imported} from {what} in {:.3}s",
         started.elapsed().as_secs_f64()
@@ -209,6 +233,12 @@ fn write_marker(path: &Path) -> std::io::Result<()> {
     let f = std::fs::File::create(path)?;
     f.sync_all()?;
     sync_dir(path.parent().unwrap_or(Path::new(".")))
+}
+
+fn remove_marker(marker: &Path) -> Result<(), String> {
+    std::fs::remove_file(marker)
+        .and_then(|()| sync_dir(marker.parent().unwrap_or(Path::new("."))))
+        .map_err(|e| format!("{}: {e}", marker.display()))
 }
 
 fn sync_dir(dir: &Path) -> std::io::Result<()> {

@@ -102,6 +102,16 @@ fn an_import_cut_short_is_done_again_from_the_start() {
     check_dataset(&mut c);
     assert_eq!(q::<Option<String>>(&mut c, &["GET", "partial"]), None);
     assert!(!srv.dir.path().join("rdb-import.in-progress").exists());
+
+    // Cut short again, and the file removed meanwhile: the partial data
+    // goes and the server starts empty.
+    srv.kill9();
+    std::fs::write(srv.dir.path().join("rdb-import.in-progress"), b"").unwrap();
+    std::fs::remove_file(srv.dir.path().join("dump.rdb")).unwrap();
+    srv.restart();
+    let mut c = srv.conn();
+    assert_eq!(q::<i64>(&mut c, &["DBSIZE"]), 0);
+    assert!(!srv.dir.path().join("rdb-import.in-progress").exists());
 }
 
 #[test]

@@ -238,6 +238,9 @@ fn runs_under_redis_servers_name_and_command_line() {
     let dir = tempfile::tempdir().unwrap();
     let link = dir.path().join("redis-server");
     std::os::unix::fs::symlink(binary(), &link).unwrap();
+    let version = Command::new(&link).arg("--version").output().unwrap();
+    let version = String::from_utf8_lossy(&version.stdout).into_owned();
+    assert!(version.starts_with("Redis server v=7."), "{version}");
     let conf = dir.path().join("redis.conf");
     std::fs::write(&conf, "maxclients 77\n").unwrap();
     let data = dir.path().join("data");

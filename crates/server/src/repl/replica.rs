@@ -317,7 +317,7 @@ async fn sync_over<S: Stream>(
                     // saying so: none is left instead, as Redis does when
                     // a diskless load fails.
                     crate::checkpointer::blocking(|| {
-                        crate::rdb_load::empty_dataset(shared, "a failed full sync")
+                        crate::rdb_load::empty_dataset(shared, "a failed full sync");
                     });
                     return Err(e);
                 }
