@@ -109,10 +109,24 @@ fn notify_systemd(socket: &str, message: &str) {
     }
 }
 
+/// The supervisor `notify_ready` found, for INFO's `process_supervised`.
+static SUPERVISED_BY: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
+
+/// INFO's `process_supervised`: `systemd`, `upstart` or `no`.
+pub fn supervised_by() -> &'static str {
+    SUPERVISED_BY.get().copied().unwrap_or("no")
+}
+
 /// The server accepts connections: systemd gets READY=1, upstart a
 /// SIGSTOP (its signal that the job is up).
 pub fn notify_ready(mode: &str) {
-    match supervisor(mode) {
+    let found = supervisor(mode);
+    let _ = SUPERVISED_BY.set(match found {
+        Some(Supervisor::Systemd(_)) => "systemd",
+        Some(Supervisor::Upstart) => "upstart",
+        None => "no",
+    });
+    match found {
         Some(Supervisor::Systemd(s)) => {
             notify_systemd(&s, "STATUS=Ready to accept connections\nREADY=1\n");
             tracing::info!("supervised by systemd: told it the server is ready");

@@ -389,6 +389,10 @@ fn daemonizes_writes_its_pidfile_and_tells_systemd_it_is_ready() {
         .get_connection()
         .unwrap();
     let _: () = q(&mut c, &["SET", "k", "v"]);
+    assert_eq!(
+        info_field(&mut c, "server", "process_supervised"),
+        "systemd"
+    );
     let _ = redis::cmd("SHUTDOWN").query::<()>(&mut c);
     let deadline = Instant::now() + Duration::from_secs(30);
     while alive(pid) && Instant::now() < deadline {

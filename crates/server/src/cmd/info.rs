@@ -258,7 +258,11 @@ fn server_section(shared: &Shared) -> String {
     field(&mut s, "monotonic_clock", "POSIX clock_gettime");
     field(&mut s, "multiplexing_api", "epoll");
     field(&mut s, "process_id", std::process::id());
-    field(&mut s, "process_supervised", "no");
+    field(
+        &mut s,
+        "process_supervised",
+        crate::service::supervised_by(),
+    );
     field(&mut s, "run_id", &shared.run_id);
     field(&mut s, "tcp_port", port);
     field(&mut s, "server_time_usec", now_us());
