@@ -92,29 +92,69 @@ pub fn import(
     let text =
         std::fs::read_to_string(manifest).map_err(|e| format!("{}: {e}", manifest.display()))?;
     let parts = read_manifest(&text).map_err(|e| format!("{}: {e}", manifest.display()))?;
-    let loopback = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
-    let mut client = MasterClient::new(shared, (loopback, loopback));
-    client.state.db = 0;
+    let mut client = import_client(shared);
     let (mut keys, mut commands) = (0, 0);
     let last = parts.len().saturating_sub(1);
     for (i, part) in parts.iter().enumerate() {
-        let path = aof_dir.join(&part.name);
-        let mut f = std::fs::File::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let mut head = [0u8; 5];
-        let n = f.read(&mut head).map_err(|e| e.to_string())?;
-        let f = std::io::Cursor::new(head[..n].to_vec()).chain(f);
-        let at = |e: String| format!("{}: {e}", path.display());
-        if part.kind == PartKind::Base && &head[..n] == b"REDIS" {
-            keys += crate::rdb_load::load_rdb(shared, f, last_lsn).map_err(at)?;
-        } else {
-            commands += replay(&mut client, f, i == last).map_err(at)?;
-        }
+        let (k, c) = import_file(&mut client, &aof_dir.join(&part.name), i == last, last_lsn)?;
+        keys += k;
+        commands += c;
     }
+    finish(client, last_lsn);
+    Ok((keys, commands))
+}
+
+/// Replays Redis 6's append-only file: one file, an RDB preamble or not,
+/// then commands.
+pub fn import_single(
+    shared: &Shared,
+    file: &Path,
+    last_lsn: &mut u64,
+) -> Result<(u64, u64), String> {
+    let mut client = import_client(shared);
+    let done = import_file(&mut client, file, true, last_lsn)?;
+    finish(client, last_lsn);
+    Ok(done)
+}
+
+/// The privileged client the commands run as, in database 0.
+fn import_client(shared: &Shared) -> MasterClient<'_> {
+    let loopback = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+    let mut client = MasterClient::new(shared, (loopback, loopback));
+    client.state.db = 0;
+    client
+}
+
+/// Notes the client's last logged write, and drops a transaction the
+/// file left open, as Redis does.
+fn finish(mut client: MasterClient<'_>, last_lsn: &mut u64) {
     *last_lsn = (*last_lsn).max(client.state.last_write_lsn);
     if client.state.multi.is_some() {
         tracing::warn!("the append-only file ends inside MULTI: that transaction is left out, as Redis leaves it");
         client.execute(&[bytes::Bytes::from_static(b"DISCARD")]);
     }
+}
+
+/// One file: an RDB (the base, or Redis 6's preamble) when it starts with
+/// `REDIS`, then commands. Returns the keys and commands it held.
+fn import_file(
+    client: &mut MasterClient<'_>,
+    path: &Path,
+    last: bool,
+    last_lsn: &mut u64,
+) -> Result<(u64, u64), String> {
+    let at = |e: String| format!("{}: {e}", path.display());
+    let mut f = std::fs::File::open(path).map_err(|e| at(e.to_string()))?;
+    let mut head = [0u8; 5];
+    let n = f.read(&mut head).map_err(|e| at(e.to_string()))?;
+    let mut f = std::io::Cursor::new(head[..n].to_vec()).chain(f);
+    let (keys, rest) = if &head[..n] == b"REDIS" {
+        let shared = client.shared();
+        crate::rdb_load::load_rdb_prefix(shared, &mut f, last_lsn).map_err(at)?
+    } else {
+        (0, Vec::new())
+    };
+    let commands = replay(client, std::io::Cursor::new(rest).chain(f), last).map_err(at)?;
     Ok((keys, commands))
 }
 

@@ -121,21 +121,28 @@ pub fn import_at_start(shared: &Shared) -> Result<(), String> {
     }
     // With `appendonly yes` Redis loads its append-only file, not the RDB,
     // which may then be old or missing.
-    let source = match aof.filter(|(d, _)| dir.join(d).is_dir()) {
-        Some((aof_dir, aof_name)) => {
-            let aof_dir = dir.join(aof_dir);
-            let manifest = crate::aof_import::manifest_path(&aof_dir, &aof_name);
-            if !manifest.is_file() {
-                return Err(format!(
-                    "{} has no {}: durakv imports Redis 7's multi-part append-only file; in Redis, run BGREWRITEAOF (or SAVE, and start durakv with appendonly no)",
-                    aof_dir.display(),
-                    manifest.display()
-                ));
-            }
-            Source::Aof { aof_dir, manifest }
+    let manifest = aof.as_ref().map(|(aof_dir, aof_name)| {
+        let aof_dir = dir.join(aof_dir);
+        let manifest = crate::aof_import::manifest_path(&aof_dir, aof_name);
+        (aof_dir, manifest)
+    });
+    let legacy = aof
+        .as_ref()
+        .map(|(_, aof_name)| dir.join(aof_name))
+        .filter(|f| f.is_file());
+    let source = match (manifest, legacy) {
+        (Some((aof_dir, manifest)), _) if manifest.is_file() => Source::Aof { aof_dir, manifest },
+        // Redis 6 and older: one file in `dir`, an RDB preamble or not.
+        (_, Some(file)) => Source::LegacyAof(file),
+        (Some((aof_dir, manifest)), None) if aof_dir.is_dir() => {
+            return Err(format!(
+                "{} has no {}: in Redis, run BGREWRITEAOF (or SAVE, and start durakv with appendonly no)",
+                aof_dir.display(),
+                manifest.display()
+            ));
         }
-        None if !name.is_empty() && dir.join(&name).is_file() => Source::Rdb(dir.join(&name)),
-        None if interrupted => {
+        _ if !name.is_empty() && dir.join(&name).is_file() => Source::Rdb(dir.join(&name)),
+        _ if interrupted => {
             // The files went away since: what the import left is dropped,
             // and the server starts empty, as without them.
             tracing::warn!(
@@ -144,7 +151,7 @@ pub fn import_at_start(shared: &Shared) -> Result<(), String> {
             wait_durable(shared, empty_dataset(shared, "an interrupted import"))?;
             return remove_marker(&marker);
         }
-        None => return Ok(()),
+        _ => return Ok(()),
     };
     let started = Instant::now();
     write_marker(&marker).map_err(|e| format!("{}: {e}", marker.display()))?;
@@ -153,7 +160,7 @@ pub fn import_at_start(shared: &Shared) -> Result<(), String> {
         empty_dataset(shared, "an interrupted import");
     }
     let what = match &source {
-        Source::Rdb(file) => file.display().to_string(),
+        Source::Rdb(file) | Source::LegacyAof(file) => file.display().to_string(),
         Source::Aof { manifest, .. } => manifest.display().to_string(),
     };
     tracing::info!("importing {what}");
@@ -167,6 +174,8 @@ pub fn import_at_start(shared: &Shared) -> Result<(), String> {
             crate::aof_import::import(shared, aof_dir, manifest, &mut last_lsn)
                 .map(|(keys, commands)| format!("{keys} keys and {commands} commands"))
         }
+        Source::LegacyAof(file) => crate::aof_import::import_single(shared, file, &mut last_lsn)
+            .map(|(keys, commands)| format!("{keys} keys and {commands} commands")),
     }
     .map_err(|e| format!("importing {what}: {e}"))?;
     wait_durable(shared, last_lsn).map_err(|e| format!("importing {what}: {e}"))?;
@@ -182,28 +191,40 @@ pub fn import_at_start(shared: &Shared) -> Result<(), String> {
 enum Source {
     Rdb(PathBuf),
     Aof { aof_dir: PathBuf, manifest: PathBuf },
+    LegacyAof(PathBuf),
 }
 
 /// Loads every key and library of an RDB file read from `f`, raising
 /// `last_lsn` to the last record logged. Returns the keys loaded.
 pub fn load_rdb(shared: &Shared, mut f: impl Read, last_lsn: &mut u64) -> Result<u64, String> {
+    load_rdb_prefix(shared, &mut f, last_lsn).map(|(keys, _)| keys)
+}
+
+/// As `load_rdb`, but stops reading once the RDB's checksum is in, and
+/// returns, with the keys loaded, the bytes read past it: Redis 6's
+/// append-only file continues there with commands.
+pub fn load_rdb_prefix(
+    shared: &Shared,
+    f: &mut impl Read,
+    last_lsn: &mut u64,
+) -> Result<(u64, Vec<u8>), String> {
     let mut loader = crate::repl::rdb::Loader::default();
     let mut key =
         |db, key, value, expire_at_ms| restore(shared, db, key, value, expire_at_ms, last_lsn);
     let mut buf = vec![0u8; CHUNK];
-    loop {
+    while !loader.complete() {
         let n = f.read(&mut buf).map_err(|e| e.to_string())?;
         if n == 0 {
             break;
         }
         loader.feed(&buf[..n], &mut key)?;
     }
-    let loaded = loader.finish(&mut key)?;
+    let (loaded, rest) = loader.finish_with_rest(&mut key)?;
     for code in &loaded.functions {
         let lsn = load_library(shared, code)?;
         *last_lsn = (*last_lsn).max(lsn);
     }
-    Ok(loaded.keys)
+    Ok((loaded.keys, rest))
 }
 
 /// A function library of the file, logged as FUNCTION LOAD logs it and

@@ -229,11 +229,26 @@ impl Loader {
         self.read_items(key, false)
     }
 
+    /// Whether the file's end and its checksum have arrived: what follows
+    /// is not the file's (Redis 6's append-only file, an RDB followed by
+    /// commands).
+    pub fn complete(&self) -> bool {
+        self.ended && (self.version.unwrap_or(0) < 5 || self.pending.len() >= 8)
+    }
+
     /// The file is complete: reads what is left and checks the checksum.
     pub fn finish(
-        mut self,
+        self,
         key: &mut impl FnMut(u32, Bytes, Value, u64) -> Result<(), String>,
     ) -> Result<Loaded, String> {
+        self.finish_with_rest(key).map(|(loaded, _)| loaded)
+    }
+
+    /// As `finish`, also returning the bytes received after the checksum.
+    pub fn finish_with_rest(
+        mut self,
+        key: &mut impl FnMut(u32, Bytes, Value, u64) -> Result<(), String>,
+    ) -> Result<(Loaded, Vec<u8>), String> {
         self.read_items(key, true)?;
         if !self.ended {
             return Err("damaged RDB: truncated".into());
@@ -247,8 +262,9 @@ impl Loader {
             if want != 0 && got != Some(want) {
                 return Err("RDB checksum mismatch".into());
             }
+            return Ok((self.loaded, self.pending[8..].to_vec()));
         }
-        Ok(self.loaded)
+        Ok((self.loaded, self.pending))
     }
 
     fn read_items(

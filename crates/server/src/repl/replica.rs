@@ -453,6 +453,10 @@ impl<'s> MasterClient<'s> {
         MasterClient { shared, state }
     }
 
+    pub(crate) fn shared(&self) -> &'s Shared {
+        self.shared
+    }
+
     /// Runs one command and returns its reply.
     pub(crate) fn execute(&mut self, args: &[Bytes]) -> durakv_protocol::Frame {
         let mut ctx = Ctx {
