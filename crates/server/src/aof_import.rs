@@ -6,7 +6,7 @@
 use crate::repl::replica::MasterClient;
 use crate::state::Shared;
 use bytes::BytesMut;
-use durakv_protocol::{Frame, RequestLimits, RequestParser};
+use durakv_protocol::{Frame, RequestParser};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -92,7 +92,7 @@ pub fn import(
     let text =
         std::fs::read_to_string(manifest).map_err(|e| format!("{}: {e}", manifest.display()))?;
     let parts = read_manifest(&text).map_err(|e| format!("{}: {e}", manifest.display()))?;
-    let mut client = import_client(shared);
+    let mut client = crate::rdb_load::import_client(shared);
     let (mut keys, mut commands) = (0, 0);
     let last = parts.len().saturating_sub(1);
     for (i, part) in parts.iter().enumerate() {
@@ -111,28 +111,20 @@ pub fn import_single(
     file: &Path,
     last_lsn: &mut u64,
 ) -> Result<(u64, u64), String> {
-    let mut client = import_client(shared);
+    let mut client = crate::rdb_load::import_client(shared);
     let done = import_file(&mut client, file, true, last_lsn)?;
     finish(client, last_lsn);
     Ok(done)
 }
 
-/// The privileged client the commands run as, in database 0.
-fn import_client(shared: &Shared) -> MasterClient<'_> {
-    let loopback = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
-    let mut client = MasterClient::new(shared, (loopback, loopback));
-    client.state.db = 0;
-    client
-}
-
-/// Notes the client's last logged write, and drops a transaction the
-/// file left open, as Redis does.
+/// Drops a transaction the file left open, as Redis does, and notes the
+/// client's last logged write.
 fn finish(mut client: MasterClient<'_>, last_lsn: &mut u64) {
-    *last_lsn = (*last_lsn).max(client.state.last_write_lsn);
     if client.state.multi.is_some() {
         tracing::warn!("the append-only file ends inside MULTI: that transaction is left out, as Redis leaves it");
         client.execute(&[bytes::Bytes::from_static(b"DISCARD")]);
     }
+    *last_lsn = (*last_lsn).max(client.state.last_write_lsn);
 }
 
 /// One file: an RDB (the base, or Redis 6's preamble) when it starts with
@@ -149,8 +141,7 @@ fn import_file(
     let n = f.read(&mut head).map_err(|e| at(e.to_string()))?;
     let mut f = std::io::Cursor::new(head[..n].to_vec()).chain(f);
     let (keys, rest) = if &head[..n] == b"REDIS" {
-        let shared = client.shared();
-        crate::rdb_load::load_rdb_prefix(shared, &mut f, last_lsn).map_err(at)?
+        crate::rdb_load::load_rdb_prefix(client, &mut f, last_lsn).map_err(at)?
     } else {
         (0, Vec::new())
     };
@@ -163,11 +154,7 @@ fn import_file(
 /// warning, as `aof-load-truncated yes` does. An error reply means the
 /// file is not what Redis wrote, and stops the import.
 fn replay(client: &mut MasterClient<'_>, mut f: impl Read, last: bool) -> Result<u64, String> {
-    let parser = RequestParser::new(RequestLimits {
-        max_bulk_len_bytes: 512 * 1024 * 1024,
-        max_multibulk_len: i32::MAX as u64,
-        unauthenticated: false,
-    });
+    let parser = RequestParser::new(crate::repl::replica::STREAM_LIMITS);
     let mut buf = BytesMut::with_capacity(CHUNK);
     let mut chunk = vec![0u8; CHUNK];
     let mut commands = 0;

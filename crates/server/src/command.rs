@@ -320,6 +320,24 @@ impl Renames {
 
 static RENAMES: std::sync::OnceLock<Renames> = std::sync::OnceLock::new();
 
+/// Redis's checks of one `rename-command OLD NEW` after the pairs `done`:
+/// OLD must be a command not renamed already, NEW neither a command nor
+/// another rename's new name.
+pub fn check_rename(done: &[(String, String)], old: &str, new: &str) -> Result<(), String> {
+    let renamed_away = done.iter().any(|(o, _)| o.eq_ignore_ascii_case(old));
+    if lookup_original(old.as_bytes()).is_none() || renamed_away {
+        return Err("No such command in rename-command".into());
+    }
+    let taken = lookup_original(new.as_bytes()).is_some()
+        || done
+            .iter()
+            .any(|(_, n)| !n.is_empty() && n.eq_ignore_ascii_case(new));
+    if taken {
+        return Err("Target command name already exists".into());
+    }
+    Ok(())
+}
+
 /// Applies `rename-command OLD NEW` pairs (NEW empty: the command is gone),
 /// once, at start, with Redis's checks. Later calls are refused.
 pub fn install_renames(pairs: &[(String, String)]) -> Result<(), String> {
@@ -330,19 +348,14 @@ pub fn install_renames(pairs: &[(String, String)]) -> Result<(), String> {
         to: HashMap::new(),
         away: Vec::new(),
     };
-    for (old, new) in pairs {
-        let spec = lookup_original(old.as_bytes())
-            .filter(|s| !r.away.contains(&s.name))
-            .ok_or_else(|| format!("No such command '{old}' in rename-command"))?;
-        let new = new.to_ascii_lowercase();
-        if lookup_original(new.as_bytes()).is_some() || r.to.contains_key(new.as_bytes()) {
-            return Err(format!(
-                "Target command name '{new}' already exists in rename-command"
-            ));
-        }
+    for (i, (old, new)) in pairs.iter().enumerate() {
+        check_rename(&pairs[..i], old, new).map_err(|e| format!("{e}: {old} {new}"))?;
+        let Some(spec) = lookup_original(old.as_bytes()) else {
+            continue;
+        };
         r.away.push(spec.name);
         if !new.is_empty() {
-            r.to.insert(new.into_bytes(), spec);
+            r.to.insert(new.to_ascii_lowercase().into_bytes(), spec);
         }
     }
     RENAMES

@@ -597,19 +597,26 @@ fn bounded(v: &str, min: u64, max: u64) -> Result<u64, String> {
     Ok(int_in(v, min as i64, max as i64)? as u64)
 }
 
+/// An old name of a directive (`min-slaves-to-write`): it reads and sets
+/// the current one's value.
+macro_rules! old_name {
+    ($old:literal, $new:literal, $default:literal) => {
+        Directive {
+            name: $old,
+            default: $default,
+            help: concat!("Old name of ", $new),
+            runtime: true,
+            repeatable: false,
+            set: |c, v| c.set($new, v),
+            get: |c| c.get($new).unwrap_or_default(),
+        }
+    };
+}
+
 /// A Redis directive that durakv accepts and reports, with Redis's default,
 /// because tools, clients and Redis's own tests set or read it, but that
 /// does not change durakv's behaviour (durability, for one, is governed by
 /// `durability`, not by AOF/RDB settings). The README lists them.
-/// Where a compatibility directive keeps its value: an old name
-/// (`slave-lazy-flush`) shares its current name's.
-fn compat_key(name: &'static str) -> &'static str {
-    crate::config_rewrite::ALIASES
-        .iter()
-        .find(|(old, _)| *old == name)
-        .map_or(name, |(_, new)| new)
-}
-
 macro_rules! compat {
     ($name:literal, $default:literal) => {
         compat!($name, $default, |v| Ok(v.to_string()), true)
@@ -628,12 +635,12 @@ macro_rules! compat {
             repeatable: false,
             set: |c, v| {
                 let check: fn(&str) -> Result<String, String> = $check;
-                c.compat.insert(compat_key($name), check(v)?);
+                c.compat.insert($name, check(v)?);
                 Ok(())
             },
             get: |c| {
                 c.compat
-                    .get(compat_key($name))
+                    .get($name)
                     .cloned()
                     .unwrap_or_else(|| $default.to_string())
             },
@@ -1236,30 +1243,8 @@ pub static DIRECTIVES: &[Directive] = &[
         },
         get: |c| c.min_replicas_max_lag.to_string(),
     },
-    Directive {
-        name: "min-slaves-to-write",
-        default: "0",
-        help: "Old name of min-replicas-to-write",
-        runtime: true,
-        repeatable: false,
-        set: |c, v| {
-            c.min_replicas_to_write = bounded(v, 0, i32::MAX as u64)?;
-            Ok(())
-        },
-        get: |c| c.min_replicas_to_write.to_string(),
-    },
-    Directive {
-        name: "min-slaves-max-lag",
-        default: "10",
-        help: "Old name of min-replicas-max-lag",
-        runtime: true,
-        repeatable: false,
-        set: |c, v| {
-            c.min_replicas_max_lag = bounded(v, 0, i32::MAX as u64)?;
-            Ok(())
-        },
-        get: |c| c.min_replicas_max_lag.to_string(),
-    },
+    old_name!("min-slaves-to-write", "min-replicas-to-write", "0"),
+    old_name!("min-slaves-max-lag", "min-replicas-max-lag", "10"),
     Directive {
         name: "durability-policy",
         default: "connection",
@@ -1925,9 +1910,9 @@ pub static DIRECTIVES: &[Directive] = &[
     compat!("repl-disable-tcp-nodelay", "no", redis_check::yes_no),
     compat!("repl-diskless-sync-max-replicas", "0", |v| redis_check::int(v, 0, i64::from(i32::MAX))),
     compat!("replica-lazy-flush", "no", redis_check::yes_no),
-    compat!("slave-lazy-flush", "no", redis_check::yes_no),
+    old_name!("slave-lazy-flush", "replica-lazy-flush", "no"),
     compat!("replica-ignore-maxmemory", "yes", redis_check::yes_no),
-    compat!("slave-ignore-maxmemory", "yes", redis_check::yes_no),
+    old_name!("slave-ignore-maxmemory", "replica-ignore-maxmemory", "yes"),
     compat!("replica-ignore-disk-write-errors", "no", redis_check::yes_no),
     compat!("propagation-error-behavior", "ignore", |v| redis_check::one_of(v, &["ignore", "panic", "panic-on-replicas"])),
     compat!("tls-protocols", "", redis_check::tls_protocols),
@@ -1960,10 +1945,10 @@ pub static DIRECTIVES: &[Directive] = &[
     compat!("cluster-allow-pubsubshard-when-down", "yes", redis_check::yes_no),
     compat!("cluster-allow-replica-migration", "yes", redis_check::yes_no),
     compat!("cluster-replica-no-failover", "no", redis_check::yes_no),
-    compat!("cluster-slave-no-failover", "no", redis_check::yes_no),
+    old_name!("cluster-slave-no-failover", "cluster-replica-no-failover", "no"),
     compat!("cluster-migration-barrier", "1", |v| redis_check::int(v, 0, i64::from(i32::MAX))),
     compat!("cluster-replica-validity-factor", "10", |v| redis_check::int(v, 0, i64::from(i32::MAX))),
-    compat!("cluster-slave-validity-factor", "10", |v| redis_check::int(v, 0, i64::from(i32::MAX))),
+    old_name!("cluster-slave-validity-factor", "cluster-replica-validity-factor", "10"),
     compat!("cluster-link-sendbuf-limit", "0", |v| redis_check::memory(v, 0)),
 ];
 

@@ -4,7 +4,7 @@
 //! defaults (a `redis.conf` goes to `redis_conf::rewrite`, with the same
 //! rules). The new file replaces the old one atomically.
 
-use crate::config::{Config, DIRECTIVES};
+use crate::config::{Config, Directive, DIRECTIVES};
 use std::path::Path;
 use toml_edit::{value, Array, DocumentMut, Item, Table};
 
@@ -58,38 +58,63 @@ pub fn rewrite(cfg: &Config) -> Result<(), String> {
         .map_err(|e| format!("Rewriting config file: {e}"))
 }
 
+/// What CONFIG REWRITE does with one directive, in either file format.
+pub(crate) enum Plan {
+    /// Leave the file as it is.
+    Keep,
+    /// Take the directive out of the file.
+    Remove,
+    /// Write it with this value.
+    Write(String),
+}
+
+/// The rules both formats follow; `in_file` says whether the file names a
+/// directive. A directive the file has, or whose value differs from its
+/// default, is written; an old name only where the file uses it, and the
+/// current name not where the file uses only the old one.
+pub(crate) fn plan(
+    d: &Directive,
+    cfg: &Config,
+    defaults: &Config,
+    in_file: impl Fn(&str) -> bool,
+) -> Plan {
+    let current = (d.get)(cfg);
+    let here = in_file(d.name);
+    if d.name == "wal-dir" && cfg.wal_dir.is_empty() && !here {
+        // Derived from `dir`: written out, it would stay behind when `dir`
+        // changes.
+        return Plan::Keep;
+    }
+    if matches!(d.name, "replicaof" | "slaveof") && current.is_empty() {
+        // A primary's file names no primary: after REPLICAOF NO ONE the
+        // line goes, as in Redis, so a restart keeps the new role.
+        return Plan::Remove;
+    }
+    let is_old = ALIASES.iter().any(|(old, _)| *old == d.name);
+    let old_in_file = ALIASES
+        .iter()
+        .any(|(old, new)| *new == d.name && in_file(old));
+    if !here && (is_old || old_in_file) {
+        return Plan::Keep;
+    }
+    // Compared as the server reports them, so `512mb` equals 536870912.
+    if here || current != (d.get)(defaults) {
+        return Plan::Write(current);
+    }
+    Plan::Keep
+}
+
 fn update(doc: &mut DocumentMut, cfg: &Config) {
     let defaults = Config::default();
     for d in DIRECTIVES {
-        let current = (d.get)(cfg);
-        if d.name == "wal-dir" && cfg.wal_dir.is_empty() && !doc.contains_key(d.name) {
-            // Derived from `dir`: written out, it would stay behind when
-            // `dir` changes.
-            continue;
-        }
-        if matches!(d.name, "replicaof" | "slaveof") && current.is_empty() {
-            // A primary's file names no primary: after REPLICAOF NO ONE the
-            // line goes, as in Redis, so a restart keeps the new role.
-            doc.remove(d.name);
-            continue;
-        }
-        let in_file = doc.contains_key(d.name);
-        if ALIASES.iter().any(|(old, _)| *old == d.name) {
-            // Only a key the file already uses under the old name is kept.
-            if in_file {
-                set_keeping_decor(doc, d.name, item_for(d.name, d.repeatable, &current));
+        match plan(d, cfg, &defaults, |name| doc.contains_key(name)) {
+            Plan::Keep => {}
+            Plan::Remove => {
+                doc.remove(d.name);
             }
-            continue;
-        }
-        let old_name_in_file = ALIASES
-            .iter()
-            .any(|(old, new)| *new == d.name && doc.contains_key(old));
-        if old_name_in_file {
-            continue;
-        }
-        // Compared as the server reports them, so `512mb` equals 536870912.
-        if in_file || current != (d.get)(&defaults) {
-            set_keeping_decor(doc, d.name, item_for(d.name, d.repeatable, &current));
+            Plan::Write(current) => {
+                set_keeping_decor(doc, d.name, item_for(d.name, d.repeatable, &current))
+            }
         }
     }
     let mut levels = Table::new();

@@ -20,6 +20,11 @@ use tokio::sync::mpsc;
 /// once at start; 511 is Redis's default). Process-wide, as the setting is.
 static BACKLOG: AtomicI32 = AtomicI32::new(511);
 
+/// `tcp-backlog`, for every socket bound from now on.
+pub fn set_backlog(backlog: i32) {
+    BACKLOG.store(backlog, Ordering::Relaxed);
+}
+
 /// One listening socket and whether its connections speak TLS.
 pub struct Listening {
     pub socket: TcpListener,
@@ -73,13 +78,6 @@ pub struct Listeners {
     bound: Mutex<Vec<Listening>>,
     tx: mpsc::UnboundedSender<Change>,
     rx: Mutex<Option<mpsc::UnboundedReceiver<Change>>>,
-}
-
-impl Listeners {
-    /// `tcp-backlog`, for every socket bound from now on.
-    pub fn set_backlog(&self, backlog: i32) {
-        BACKLOG.store(backlog, Ordering::Relaxed);
-    }
 }
 
 impl Default for Listeners {

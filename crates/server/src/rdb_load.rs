@@ -3,6 +3,7 @@
 //! found in `dir`, so that moving a dataset from Redis is: stop Redis,
 //! start durakv on its redis.conf and data directory.
 
+use crate::repl::replica::MasterClient;
 use crate::state::Shared;
 use bytes::Bytes;
 use durakv_engine::mutation::{KeyOp, Mutation};
@@ -166,10 +167,14 @@ pub fn import_at_start(shared: &Shared) -> Result<(), String> {
     tracing::info!("importing {what}");
     let mut last_lsn = 0;
     let imported = match &source {
-        Source::Rdb(file) => std::fs::File::open(file)
-            .map_err(|e| e.to_string())
-            .and_then(|f| load_rdb(shared, f, &mut last_lsn))
-            .map(|keys| format!("{keys} keys")),
+        Source::Rdb(file) => {
+            let mut client = import_client(shared);
+            let loaded = std::fs::File::open(file)
+                .map_err(|e| e.to_string())
+                .and_then(|mut f| load_rdb_prefix(&mut client, &mut f, &mut last_lsn));
+            last_lsn = last_lsn.max(client.state.last_write_lsn);
+            loaded.map(|(keys, _)| format!("{keys} keys"))
+        }
         Source::Aof { aof_dir, manifest } => {
             crate::aof_import::import(shared, aof_dir, manifest, &mut last_lsn)
                 .map(|(keys, commands)| format!("{keys} keys and {commands} commands"))
@@ -194,20 +199,27 @@ enum Source {
     LegacyAof(PathBuf),
 }
 
-/// Loads every key and library of an RDB file read from `f`, raising
-/// `last_lsn` to the last record logged. Returns the keys loaded.
-pub fn load_rdb(shared: &Shared, mut f: impl Read, last_lsn: &mut u64) -> Result<u64, String> {
-    load_rdb_prefix(shared, &mut f, last_lsn).map(|(keys, _)| keys)
+/// The privileged client an import runs its commands as, in database 0:
+/// the one a replica runs its primary's stream as.
+pub(crate) fn import_client(shared: &Shared) -> MasterClient<'_> {
+    let loopback = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+    let mut client = MasterClient::new(shared, (loopback, loopback));
+    client.state.db = 0;
+    client
 }
 
-/// As `load_rdb`, but stops reading once the RDB's checksum is in, and
-/// returns, with the keys loaded, the bytes read past it: Redis 6's
-/// append-only file continues there with commands.
-pub fn load_rdb_prefix(
-    shared: &Shared,
+/// Loads every key and function library of an RDB file read from `f`,
+/// stopping once its checksum is in: returns the keys loaded and the
+/// bytes read past the checksum (Redis 6's append-only file continues
+/// there with commands). Keys raise `last_lsn` to the last record logged;
+/// the libraries are loaded with FUNCTION LOAD REPLACE, as a full sync
+/// loads them, and logged as the client's writes.
+pub(crate) fn load_rdb_prefix(
+    client: &mut MasterClient<'_>,
     f: &mut impl Read,
     last_lsn: &mut u64,
 ) -> Result<(u64, Vec<u8>), String> {
+    let shared = client.shared();
     let mut loader = crate::repl::rdb::Loader::default();
     let mut key =
         |db, key, value, expire_at_ms| restore(shared, db, key, value, expire_at_ms, last_lsn);
@@ -221,33 +233,17 @@ pub fn load_rdb_prefix(
     }
     let (loaded, rest) = loader.finish_with_rest(&mut key)?;
     for code in &loaded.functions {
-        let lsn = load_library(shared, code)?;
-        *last_lsn = (*last_lsn).max(lsn);
+        let load = [
+            Bytes::from_static(b"FUNCTION"),
+            Bytes::from_static(b"LOAD"),
+            Bytes::from_static(b"REPLACE"),
+            code.clone(),
+        ];
+        if let durakv_protocol::Frame::Error(e) = client.execute(&load) {
+            return Err(format!("function library: {}", String::from_utf8_lossy(&e)));
+        }
     }
     Ok((loaded.keys, rest))
-}
-
-/// A function library of the file, logged as FUNCTION LOAD logs it and
-/// compiled as recovery compiles one.
-fn load_library(shared: &Shared, code: &Bytes) -> Result<u64, String> {
-    let meta = crate::scripting::functions::metadata(code).map_err(|e| format!("{e:?}"))?;
-    let name = Bytes::from(meta.name);
-    let mut txn = shared.store.keyspace.lock_keys(std::iter::empty::<&[u8]>());
-    txn.apply(Mutation::Function(
-        durakv_engine::mutation::FunctionOp::Load {
-            name: name.clone(),
-            code: code.clone(),
-        },
-    ))
-    .map_err(|e| e.to_string())?;
-    let out = txn
-        .commit(
-            shared.store.wal.as_ref(),
-            shared.effective_durability(None, 0),
-        )
-        .map_err(|e| e.to_string())?;
-    shared.scripting.load_recovered(&[(name, code.clone())]);
-    Ok(out.lsn)
 }
 
 fn write_marker(path: &Path) -> std::io::Result<()> {

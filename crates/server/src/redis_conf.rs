@@ -5,6 +5,7 @@
 //! writes it back in the same format (`rewrite`).
 
 use crate::config::{find, Config, DIRECTIVES};
+use crate::config_rewrite::{plan, Plan};
 use std::path::Path;
 
 /// Directives whose repeated lines add up instead of the last one winning:
@@ -108,6 +109,18 @@ struct Line {
     args: Vec<String>,
 }
 
+impl Line {
+    /// Why this line could not be applied.
+    fn error(&self, reason: String) -> LoadError {
+        LoadError {
+            file: self.file.clone(),
+            line: self.number,
+            text: self.text.clone(),
+            reason,
+        }
+    }
+}
+
 /// Reads `path` and the files it includes, in order.
 fn read_lines(path: &Path, depth: usize, out: &mut Vec<Line>) -> Result<(), LoadError> {
     let file = path.display().to_string();
@@ -198,12 +211,7 @@ impl Config {
         lines.sort_by_key(|l| l.args[0] != "databases");
         let mut accumulated: Vec<(&'static str, Vec<String>, usize)> = Vec::new();
         for (idx, line) in lines.iter().enumerate() {
-            let fail = |reason: String| LoadError {
-                file: line.file.clone(),
-                line: line.number,
-                text: line.text.clone(),
-                reason,
-            };
+            let fail = |reason: String| line.error(reason);
             let name = line.args[0].as_str();
             let values = &line.args[1..];
             if DEPRECATED.contains(&name) {
@@ -247,39 +255,17 @@ impl Config {
             } else {
                 values.join("\n")
             };
-            let line = &lines[idx];
-            self.set(name, &joined).map_err(|reason| LoadError {
-                file: line.file.clone(),
-                line: line.number,
-                text: line.text.clone(),
-                reason,
-            })?;
+            self.set(name, &joined)
+                .map_err(|reason| lines[idx].error(reason))?;
         }
         Ok(())
     }
-}
 
-impl Config {
     /// One `rename-command` (a line of the file, a flag or a TOML pair),
     /// checked as Redis checks it; `command::install_renames` applies
     /// them all at start.
     pub fn rename_command(&mut self, old: &str, new: &str) -> Result<(), String> {
-        let renamed_away = |name: &str| {
-            self.rename_commands
-                .iter()
-                .any(|(o, _)| o.eq_ignore_ascii_case(name))
-        };
-        if crate::command::lookup_original(old.as_bytes()).is_none() || renamed_away(old) {
-            return Err("No such command in rename-command".into());
-        }
-        let taken = crate::command::lookup_original(new.as_bytes()).is_some()
-            || self
-                .rename_commands
-                .iter()
-                .any(|(_, n)| !n.is_empty() && n.eq_ignore_ascii_case(new));
-        if taken {
-            return Err("Target command name already exists".into());
-        }
+        crate::command::check_rename(&self.rename_commands, old, new)?;
         self.rename_commands
             .push((old.to_string(), new.to_string()));
         Ok(())
@@ -337,29 +323,10 @@ pub fn rewrite(text: &str, cfg: &Config) -> String {
         }
     };
     for d in DIRECTIVES {
-        let current = (d.get)(cfg);
-        let in_file = !at(d.name).is_empty();
-        let aliases = crate::config_rewrite::ALIASES;
-        // An old name is written only where the file uses it, and the
-        // current name is left out where the file uses the old one.
-        let is_old = aliases.iter().any(|(old, _)| *old == d.name);
-        let old_in_file = aliases
-            .iter()
-            .any(|(old, new)| *new == d.name && !at(old).is_empty());
-        if !in_file && (is_old || old_in_file) {
-            continue;
-        }
-        if d.name == "wal-dir" && cfg.wal_dir.is_empty() && !in_file {
-            // Derived from `dir`: written out, it would stay behind when
-            // `dir` changes.
-            continue;
-        }
-        if matches!(d.name, "replicaof" | "slaveof") && current.is_empty() {
-            place(&mut lines, d.name, Vec::new());
-            continue;
-        }
-        if in_file || current != (d.get)(&defaults) {
-            place(&mut lines, d.name, directive_lines(d.name, &current));
+        match plan(d, cfg, &defaults, |name| !at(name).is_empty()) {
+            Plan::Keep => {}
+            Plan::Remove => place(&mut lines, d.name, Vec::new()),
+            Plan::Write(value) => place(&mut lines, d.name, directive_lines(d.name, &value)),
         }
     }
     for db in 0..cfg.databases {

@@ -37,9 +37,7 @@ pub async fn serve(shared: Arc<Shared>) -> std::io::Result<()> {
         .map_err(std::io::Error::other)?;
         *shared.tls_acceptor.write() = Some(acceptor);
     }
-    shared
-        .listeners
-        .set_backlog(shared.config.read().tcp_backlog);
+    crate::listeners::set_backlog(shared.config.read().tcp_backlog);
     let (port, listening) = shared
         .listeners
         .start(&binds, port, tls_port)

@@ -21,6 +21,14 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+/// What a command of a primary's stream (or of an append-only file) may
+/// be: Redis's largest bulk string, and any number of arguments.
+pub(crate) const STREAM_LIMITS: RequestLimits = RequestLimits {
+    max_bulk_len_bytes: 512 * 1024 * 1024,
+    max_multibulk_len: i32::MAX as u64,
+    unauthenticated: false,
+};
+
 /// Wait before reconnecting after the link fails.
 const RETRY: Duration = Duration::from_secs(1);
 /// How often the replica acknowledges its offset (REPLCONF ACK).
@@ -660,11 +668,7 @@ async fn apply_stream<S: Stream>(
         l.sync_in_progress = false;
         l.last_io_ms = crate::util::now_ms();
     }
-    let parser = RequestParser::new(RequestLimits {
-        max_bulk_len_bytes: 512 * 1024 * 1024,
-        max_multibulk_len: i32::MAX as u64,
-        unauthenticated: false,
-    });
+    let parser = RequestParser::new(STREAM_LIMITS);
     let mut ack_timer = tokio::time::interval(ACK_PERIOD);
     let handle = master.state.handle.clone();
     let mut durable_rx = shared.durable_tx.subscribe();
