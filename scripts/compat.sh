@@ -221,6 +221,26 @@ if [[ -x $REDIS_TESTS/run.sh ]] && command -v tclsh >/dev/null; then
         sed -i 's/-needs:\(debug\|latency\|repl\) //g' "$WORK/redis-tests-diag/run.sh"
         note "Redis's unit/slowlog and unit/latency-monitor, with DEBUG"
         run_units "unit/slowlog unit/latency-monitor" "$WORK/redis-tests-diag"
+        # Units tagged external:skip as a whole, although their first
+        # block runs against any server (what the tag guards is a server
+        # of their own in later blocks, or needing a fresh one): output
+        # buffer limits, memory given back, INFO's error counts, AUTH,
+        # sharded pub/sub, ACL selectors, maxmemory's policies and client
+        # eviction. A private copy drops the tag from each first block, and
+        # from every block of unit/maxmemory (those needing a replica fail
+        # on Redis itself in this mode), and keeps the maxmemory tests
+        # run.sh leaves out. unit/maxmemory goes last: it leaves maxmemory
+        # set, which the next command clears.
+        cp -r "$REDIS_TESTS" "$WORK/redis-tests-more"
+        for u in info auth pubsubshard acl-v2 obuf-limits memefficiency; do
+            sed -i '0,/external:skip/{s/ "external:skip"//;s/ external:skip"/"/}' \
+                "$WORK/redis-tests-more/tests/unit/$u.tcl"
+        done
+        sed -i 's/ "external:skip"//;s/ external:skip"/"/' "$WORK/redis-tests-more/tests/unit/maxmemory.tcl"
+        sed -i 's/-needs:config-maxmemory //' "$WORK/redis-tests-more/run.sh"
+        note "Redis's units that external mode skips whole, first blocks"
+        run_units "unit/other unit/lazyfree unit/info unit/auth unit/pubsubshard unit/acl-v2 unit/obuf-limits unit/memefficiency unit/maxmemory" "$WORK/redis-tests-more"
+        cli_is OK config set maxmemory 0
         # Last: its CONFIG tests leave maxmemory set for whatever follows.
         note "Redis's unit/introspection"
         run_units unit/introspection "$REDIS_TESTS"

@@ -798,6 +798,9 @@ impl Db {
                 c.detach(gone.iter().cloned());
             }
         }
+        // Frees the tables too, as Redis's FLUSHALL releases its
+        // dictionaries: a flushed database's memory counts as free for
+        // `maxmemory` and INFO at once.
         self.map.clear();
         self.volatile.clear();
     }

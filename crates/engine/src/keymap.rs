@@ -22,6 +22,15 @@ use std::sync::OnceLock;
 /// reaching it would hold over 4 billion keys, hundreds of GB.
 pub const MAX_LEN: usize = u32::MAX as usize;
 
+/// A map whose keys fill less than one eighth of its index gives the rest
+/// back, keeping room for twice its keys; smaller than this it stays. As
+/// Redis's dictionaries shrink below 10% fill, memory freed by deleting
+/// keys then shows in `used_memory` (and counts for `maxmemory`) rather
+/// than staying with the table. The room kept means a map must lose three
+/// quarters of its keys again before the next shrink, so a workload that
+/// deletes and adds around one size does not rebuild the index each time.
+const SHRINK_MIN_SLOTS: usize = 64;
+
 pub struct KeyMap<V> {
     entries: Vec<(Key, V)>,
     index: HashTable<u32>,
@@ -242,6 +251,7 @@ impl<V> KeyMap<V> {
             }
         }
         let (k, v) = self.entries.swap_remove(i);
+        self.shrink_if_sparse();
         Some((i, k, v))
     }
 
@@ -256,9 +266,26 @@ impl<V> KeyMap<V> {
         self.index.reserve(additional, rehash(&self.entries));
     }
 
+    /// Removes every entry and frees the map's memory.
     pub fn clear(&mut self) {
-        self.entries.clear();
-        self.index.clear();
+        *self = KeyMap::default();
+    }
+
+    /// See [`SHRINK_MIN_SLOTS`]. Positions do not move, so snapshots and
+    /// SCAN cursors are unaffected; the index is rebuilt, which hashes the
+    /// remaining keys once (amortised over the deletions that emptied it).
+    fn shrink_if_sparse(&mut self) {
+        let slots = self.index.capacity().max(self.entries.capacity());
+        let len = self.entries.len();
+        if slots <= SHRINK_MIN_SLOTS || len * 8 >= slots {
+            return;
+        }
+        let keep = (len * 2).max(SHRINK_MIN_SLOTS / 2);
+        self.entries.shrink_to(keep);
+        self.index.shrink_to(keep, rehash(&self.entries));
+        // The table moved: a prefetch through the old place would fetch
+        // freed memory for nothing.
+        self.place = Place::default();
     }
 
     /// Keeps the entries `keep` accepts, in their order (positions close
@@ -274,6 +301,7 @@ impl<V> KeyMap<V> {
             self.index
                 .insert_unique(key_hash(k.as_slice()), i as u32, rehash(&self.entries));
         }
+        self.shrink_if_sparse();
     }
 
     /// Entries in position order.
@@ -441,6 +469,36 @@ mod tests {
         assert!(set.set(b"s", ()));
         assert!(!set.set(b"s", ()));
         assert_eq!(set.len(), 1);
+    }
+
+    /// Deleting most keys gives their table memory back, positions and
+    /// lookups unchanged; clearing frees it all.
+    #[test]
+    fn a_map_emptied_by_removals_gives_its_memory_back() {
+        let mut m: KeyMap<u64> = KeyMap::default();
+        for n in 0..100_000u32 {
+            m.insert_full(key(n), n as u64);
+        }
+        let full = m.allocated_bytes();
+        for n in 100..100_000u32 {
+            assert_eq!(m.swap_remove(key(n).as_slice()), Some(n as u64));
+        }
+        assert!(
+            m.allocated_bytes() * 100 < full,
+            "{} bytes kept of {full}",
+            m.allocated_bytes()
+        );
+        for n in 0..100u32 {
+            let i = m.get_index_of(key(n).as_slice()).expect("kept");
+            assert_eq!(m.get_index(i).map(|(_, v)| *v), Some(n as u64));
+        }
+        // Around a steady size it does not rebuild on every removal.
+        let kept = m.allocated_bytes();
+        m.insert_full(key(100_000), 0);
+        m.swap_remove(key(100_000).as_slice());
+        assert_eq!(m.allocated_bytes(), kept);
+        m.clear();
+        assert_eq!(m.allocated_bytes(), 0);
     }
 
     /// What the map saves: a key's slot in the vector plus its index slot,

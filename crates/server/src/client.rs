@@ -7,7 +7,7 @@ use durakv_protocol::Protocol;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 use tokio::sync::Notify;
@@ -69,6 +69,31 @@ pub struct ClientHandle {
     pub replication: AtomicBool,
     /// Of those, this replica's link to its primary (TYPE master).
     pub master_link: AtomicBool,
+    /// Bytes of input this connection holds: a request still arriving, or
+    /// what it read while its replies wait for the socket.
+    pub input_bytes: AtomicUsize,
+    /// Bytes of replies it has not written yet, those held for an fsync
+    /// included.
+    pub output_bytes: AtomicUsize,
+    /// CLIENT NO-EVICT on: `maxmemory-clients` passes over it.
+    pub no_evict: AtomicBool,
+}
+
+/// What a connection's own state takes besides its buffers (its task, its
+/// `ClientState`, this handle), as CLIENT LIST's `tot-mem` and
+/// `maxmemory-clients` count it.
+pub const CLIENT_STATE_BYTES: usize = 2048;
+
+impl ClientHandle {
+    /// The memory this client holds, as `maxmemory-clients` and CLIENT
+    /// LIST's `tot-mem` count it: its input and output buffers, the
+    /// messages queued for it, and its fixed state.
+    pub fn memory_bytes(&self) -> usize {
+        CLIENT_STATE_BYTES
+            + self.input_bytes.load(Ordering::Relaxed)
+            + self.output_bytes.load(Ordering::Relaxed)
+            + self.mailbox.queued_bytes()
+    }
 }
 
 #[derive(Clone, Debug, Default)]
@@ -182,6 +207,9 @@ pub struct ClientState {
     pub in_exec: bool,
     /// Bytes of input from the current request on, when it was parsed.
     pub query_bytes: usize,
+    /// Since when the replies not yet written have been over the soft
+    /// `client-output-buffer-limit` (`connection::output_within_limit`).
+    pub output_over_soft_since: Option<std::time::Instant>,
     /// How the evictions run just before the current command ended
     /// (`connection::process`); None: none ran, `dispatch` runs them.
     pub eviction: Option<crate::evict::Outcome>,
@@ -255,6 +283,7 @@ impl ClientState {
             in_script: false,
             in_exec: false,
             query_bytes: 0,
+            output_over_soft_since: None,
             eviction: None,
             error_counted: false,
             blocked: None,
@@ -357,6 +386,9 @@ impl ClientRegistry {
             last_interaction_ms: AtomicU64::new(crate::util::now_ms()),
             blocked: AtomicBool::new(false),
             monitor: AtomicBool::new(false),
+            input_bytes: AtomicUsize::new(0),
+            output_bytes: AtomicUsize::new(0),
+            no_evict: AtomicBool::new(false),
         });
         self.clients.lock().insert(id, h.clone());
         h

@@ -11,6 +11,7 @@ use durakv_engine::wal::Preallocate;
 use durakv_engine::Durability;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// Upper bound on `databases`, to keep per-shard database vectors small.
 pub const DATABASES_MAX: usize = 1024;
@@ -68,11 +69,93 @@ pub struct OutputBufferLimit {
     pub soft_secs: u64,
 }
 
+/// Where a client's pending output stands against its class's
+/// [`OutputBufferLimit`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutputCheck {
+    Within,
+    /// Over the soft limit, and it was not at the last check: whoever
+    /// watches soft limits with no new output must watch this client.
+    NewlyOverSoft,
+    /// Over the hard limit, or over the soft one for too long: the client
+    /// must be disconnected.
+    Exceeded,
+}
+
+impl OutputBufferLimit {
+    /// Checks `pending` bytes, with `over_soft_since` the time they first
+    /// passed the soft limit (set here when they pass it, cleared once they
+    /// are back under). As in Redis, a soft limit is exceeded only once it
+    /// has been passed for more than `soft_secs` without a break.
+    pub fn check(
+        &self,
+        pending: u64,
+        over_soft_since: &mut Option<std::time::Instant>,
+    ) -> OutputCheck {
+        if self.hard_bytes > 0 && pending > self.hard_bytes {
+            return OutputCheck::Exceeded;
+        }
+        if self.soft_bytes == 0 || pending <= self.soft_bytes {
+            *over_soft_since = None;
+            return OutputCheck::Within;
+        }
+        match over_soft_since {
+            None => {
+                *over_soft_since = Some(std::time::Instant::now());
+                OutputCheck::NewlyOverSoft
+            }
+            Some(t) if t.elapsed() > Duration::from_secs(self.soft_secs) => OutputCheck::Exceeded,
+            Some(_) => OutputCheck::Within,
+        }
+    }
+
+    /// When a client over the soft limit since `since` is over it for too
+    /// long (None without a soft limit).
+    pub fn soft_deadline(&self, since: Option<std::time::Instant>) -> Option<std::time::Instant> {
+        if self.soft_bytes == 0 {
+            return None;
+        }
+        Some(since? + Duration::from_secs(self.soft_secs))
+    }
+}
+
+/// An [`OutputBufferLimit`] that connections and publishers read without
+/// the configuration's lock (set after every CONFIG SET).
+#[derive(Default)]
+pub struct SharedOutputLimit {
+    hard_bytes: std::sync::atomic::AtomicU64,
+    soft_bytes: std::sync::atomic::AtomicU64,
+    soft_secs: std::sync::atomic::AtomicU64,
+}
+
+impl SharedOutputLimit {
+    pub fn store(&self, l: OutputBufferLimit) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.hard_bytes.store(l.hard_bytes, Relaxed);
+        self.soft_bytes.store(l.soft_bytes, Relaxed);
+        self.soft_secs.store(l.soft_secs, Relaxed);
+    }
+
+    pub fn load(&self) -> OutputBufferLimit {
+        use std::sync::atomic::Ordering::Relaxed;
+        OutputBufferLimit {
+            hard_bytes: self.hard_bytes.load(Relaxed),
+            soft_bytes: self.soft_bytes.load(Relaxed),
+            soft_secs: self.soft_secs.load(Relaxed),
+        }
+    }
+}
+
 /// The client classes of `client-output-buffer-limit`, in Redis's order and
-/// with the names CONFIG GET reports. durakv enforces only `pubsub` (a
-/// subscriber's queued messages); the others are kept for CONFIG.
+/// with the names CONFIG GET reports: `normal` limits a connection's
+/// replies not yet written, `slave` a replica's stream not yet sent, and
+/// `pubsub` a subscriber's queued messages and replies.
 pub const OUTPUT_CLASSES: [&str; 3] = ["normal", "slave", "pubsub"];
-/// Index of the `pubsub` class in [`Config::client_output_buffer_limit`].
+/// Index of the `normal` class in [`Config::client_output_buffer_limit`].
+pub const NORMAL_CLASS: usize = 0;
+/// Index of the `slave` (replica) class.
+pub const REPLICA_CLASS: usize = 1;
+/// Index of the `pubsub` class.
 pub const PUBSUB_CLASS: usize = 2;
 
 #[derive(Clone, Debug)]
@@ -1526,7 +1609,7 @@ pub static DIRECTIVES: &[Directive] = &[
     Directive {
         name: "maxmemory-clients",
         default: "0",
-        help: "Accepted for Redis compatibility (a memory value or a percentage of maxmemory up to 100%); has no effect in durakv",
+        help: "Disconnect the clients holding the most memory once all clients hold more than this: a memory value, or a percentage of maxmemory up to 100% (0 = no limit)",
         runtime: true,
         repeatable: false,
         set: |c, v| {
@@ -1770,7 +1853,7 @@ pub static DIRECTIVES: &[Directive] = &[
     repl_text!("repl-ping-slave-period", "repl-ping-replica-period", "10", "Old name of repl-ping-replica-period", repl_ping_period),
     compat!("masterauth", ""),
     compat!("masteruser", ""),
-    compat!("repl-backlog-size", "1048576"),
+    compat!("repl-backlog-size", "1048576", |v| redis_check::memory(v, 1)),
     compat!("repl-backlog-ttl", "3600", |v| redis_check::int(v, 0, i64::MAX)),
     compat!("repl-diskless-sync", "yes", redis_check::yes_no),
     compat!("repl-diskless-sync-delay", "5", |v| redis_check::int(v, 0, i64::from(i32::MAX))),

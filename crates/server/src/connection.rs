@@ -15,6 +15,7 @@
 
 use crate::client::{ClientHandle, ClientState, ReplyMode};
 use crate::command::Ctx;
+use crate::config::{OutputCheck, NORMAL_CLASS, PUBSUB_CLASS};
 use crate::dispatch;
 use crate::errors;
 use crate::state::Shared;
@@ -202,6 +203,7 @@ async fn run<S: ClientStream>(
     // message) for the whole connection, not one (a lock and an unlock) per
     // loop turn; pinned inside the task.
     let mut woken = std::pin::pin!(handle.wake.notified());
+    let mut memory = MemoryReport::default();
     let mut published_sig = [usize::MAX; 9];
     let mut published_at = std::time::Instant::now();
     loop {
@@ -240,12 +242,21 @@ async fn run<S: ClientStream>(
             closing = end == TurnEnd::Close;
             more = end == TurnEnd::OutputFull;
             owed.owed = o;
+            if end == TurnEnd::OverLimit {
+                return Ok(());
+            }
         }
         if rbuf.is_empty() {
             scratch::give_back(&scratch::READ, std::mem::take(&mut rbuf));
         }
         release(shared, &mut out, &mut held);
         held.release_memory_if_empty();
+        memory.report_and_check(
+            shared,
+            &handle,
+            rbuf.capacity(),
+            out.len() + held.bytes.capacity(),
+        );
         // Publishing takes a lock and copies strings: do it when something
         // others must see changed, otherwise at most every few milliseconds.
         let sig = client.info_signature();
@@ -259,6 +270,11 @@ async fn run<S: ClientStream>(
             // let them run and write their replies before this one's.
             client.served_blocked = false;
             tokio::task::yield_now().await;
+        }
+        // A served blocked command's reply and delivered messages count
+        // too (a pub/sub message also counts in its subscriber's queue).
+        if !output_within_limit(shared, client, out.len() + held.bytes.len()) {
+            return Ok(());
         }
         if !out.is_empty() {
             shared.stats.total_net_output_bytes.add(out.len() as u64);
@@ -274,13 +290,21 @@ async fn run<S: ClientStream>(
                     limit: query_limit,
                     shared,
                 };
-                if !write_all_unless_killed(stream, &out, reading, &handle, &mut woken).await? {
+                let limit = shared.hot.output_limit(output_class(client));
+                let waiting = Waiting {
+                    handle: &handle,
+                    soft_limit: limit
+                        .soft_deadline(client.output_over_soft_since)
+                        .map(|at| (at, limit.soft_bytes as usize)),
+                };
+                if !write_all_unless_killed(stream, &out, reading, waiting, &mut woken).await? {
                     return Ok(());
                 }
                 out.clear();
             }
         }
         scratch::give_back(&scratch::WRITE, out);
+        memory.report(&handle, rbuf.capacity(), held.bytes.capacity());
         // A held reply whose wait is over is released (and written) on the
         // next turn: the monitor lines wait for it.
         if !client.monitor_pending.is_empty()
@@ -433,7 +457,48 @@ fn took_input(
         );
         return false;
     }
+    let grew = rbuf.capacity() > handle.input_bytes.swap(rbuf.capacity(), Ordering::Relaxed);
+    if grew && shared.evict.clients_limit() != 0 {
+        crate::client_evict::enforce_soon(shared);
+    }
     true
+}
+
+/// What a connection last told its handle it holds (`input_bytes`,
+/// `output_bytes`), so that a turn that changed nothing stores nothing.
+#[derive(Default)]
+struct MemoryReport {
+    input: usize,
+    output: usize,
+}
+
+impl MemoryReport {
+    fn report(&mut self, handle: &ClientHandle, input: usize, output: usize) {
+        if input != self.input || handle.input_bytes.load(Ordering::Relaxed) != input {
+            handle.input_bytes.store(input, Ordering::Relaxed);
+            self.input = input;
+        }
+        if output != self.output {
+            handle.output_bytes.store(output, Ordering::Relaxed);
+            self.output = output;
+        }
+    }
+
+    /// [`MemoryReport::report`], then, if the buffers grew and
+    /// `maxmemory-clients` is set, a look at what all clients hold.
+    fn report_and_check(
+        &mut self,
+        shared: &Shared,
+        handle: &ClientHandle,
+        input: usize,
+        output: usize,
+    ) {
+        let grew = input > self.input || output > self.output;
+        self.report(handle, input, output);
+        if grew && shared.evict.clients_limit() != 0 {
+            crate::client_evict::enforce_soon(shared);
+        }
+    }
 }
 
 /// Where a connection blocked on a write puts what the client sends
@@ -460,7 +525,7 @@ async fn write_all_unless_killed<'h, S: ClientStream>(
     stream: &mut S,
     out: &[u8],
     reading: Reading<'_>,
-    handle: &'h ClientHandle,
+    waiting: Waiting<'h>,
     woken: &mut std::pin::Pin<&mut tokio::sync::futures::Notified<'h>>,
 ) -> io::Result<bool> {
     let Reading {
@@ -468,18 +533,28 @@ async fn write_all_unless_killed<'h, S: ClientStream>(
         limit,
         shared,
     } = reading;
-    let mut written = 0;
+    let Waiting { handle, soft_limit } = waiting;
+    let (soft_deadline, soft_bytes) = soft_limit.unwrap_or((std::time::Instant::now(), 0));
+    let mut soft_over = std::pin::pin!(tokio::time::sleep_until(soft_deadline.into()));
+    let mut soft_armed = soft_limit.is_some();
+    // Read by the soft limit's check below while the write holds it (an
+    // atomic only because the task must be Send).
+    let written = std::sync::atomic::AtomicUsize::new(0);
     let mut read_closed = false;
-    let mut write = std::future::poll_fn(|cx| loop {
-        while written < out.len() {
-            match std::pin::Pin::new(&mut *stream).poll_write(cx, &out[written..]) {
+    let mut write = std::pin::pin!(std::future::poll_fn(|cx| loop {
+        while written.load(Ordering::Relaxed) < out.len() {
+            match std::pin::Pin::new(&mut *stream)
+                .poll_write(cx, &out[written.load(Ordering::Relaxed)..])
+            {
                 Poll::Ready(Ok(0)) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
-                Poll::Ready(Ok(n)) => written += n,
+                Poll::Ready(Ok(n)) => {
+                    written.fetch_add(n, Ordering::Relaxed);
+                }
                 Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
                 Poll::Pending => break,
             }
         }
-        if written == out.len() {
+        if written.load(Ordering::Relaxed) == out.len() {
             // TLS buffers records until flushed; a socket's flush does nothing.
             return std::pin::Pin::new(&mut *stream)
                 .poll_flush(cx)
@@ -498,10 +573,10 @@ async fn write_all_unless_killed<'h, S: ClientStream>(
             Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
             Poll::Pending => return Poll::Pending,
         }
-    });
+    }));
     loop {
         tokio::select! {
-            r = &mut write => {
+            r = write.as_mut() => {
                 // As Redis does: a client whose reply went out (a blocked
                 // one, say) was not idle meanwhile.
                 handle.last_interaction_ms.store(crate::util::now_ms(), Ordering::Relaxed);
@@ -513,8 +588,67 @@ async fn write_all_unless_killed<'h, S: ClientStream>(
                 }
                 woken.set(handle.wake.notified());
             }
+            _ = soft_over.as_mut(), if soft_armed => {
+                // The client read too little for the soft limit's seconds
+                // while its output stayed over it: as Redis does, it goes
+                // (unless what the socket took brought it under).
+                let left = out.len() - written.load(Ordering::Relaxed);
+                if left > soft_bytes {
+                    log_over_limit(handle, left);
+                    return Ok(false);
+                }
+                soft_armed = false;
+            }
         }
     }
+}
+
+/// What [`write_all_unless_killed`] watches besides the socket: the
+/// connection's handle (a kill wakes it) and, when its output is over the
+/// soft `client-output-buffer-limit`, when it will have been so for too
+/// long, with that limit.
+struct Waiting<'h> {
+    handle: &'h ClientHandle,
+    soft_limit: Option<(std::time::Instant, usize)>,
+}
+
+/// The `client-output-buffer-limit` class a connection's replies count
+/// under: `pubsub` while it is subscribed to anything, as in Redis, else
+/// `normal` (a replica's stream is limited in `repl::primary`).
+fn output_class(client: &ClientState) -> usize {
+    if client.subscriptions.is_empty() {
+        NORMAL_CLASS
+    } else {
+        PUBSUB_CLASS
+    }
+}
+
+/// Checks `pending`, the bytes of replies this connection has not written
+/// yet (those ready and those held for durability), against its class's
+/// `client-output-buffer-limit`. False when they pass it: the connection is
+/// then closed without writing them, as Redis stops adding replies for a
+/// client past its limit and frees it. Redis's default for `normal` is no
+/// limit; a command whose reply passes a set one still ran (an EXEC ran
+/// every command) and only its reply is lost.
+fn output_within_limit(shared: &Shared, client: &mut ClientState, pending: usize) -> bool {
+    let limit = shared.hot.output_limit(output_class(client));
+    if limit.hard_bytes == 0 && limit.soft_bytes == 0 {
+        return true;
+    }
+    if limit.check(pending as u64, &mut client.output_over_soft_since) == OutputCheck::Exceeded {
+        log_over_limit(&client.handle, pending);
+        return false;
+    }
+    true
+}
+
+fn log_over_limit(handle: &ClientHandle, pending: usize) {
+    tracing::warn!(
+        client = handle.id,
+        addr = %handle.addr,
+        omem = pending,
+        "closing a client over client-output-buffer-limit"
+    );
 }
 
 /// An HTTP request's `POST` or `Host:` line: a web page tricking a
@@ -566,6 +700,9 @@ enum TurnEnd {
     OutputFull,
     /// The connection closes once its replies are delivered.
     Close,
+    /// The replies not yet written passed `client-output-buffer-limit`:
+    /// the connection closes without writing them.
+    OverLimit,
 }
 
 /// Executes the complete requests in `rbuf`, until their replies fill
@@ -678,6 +815,9 @@ fn process(
         deliver_messages(shared, client, out, held, true);
         push(client, out, held, outcome.frame, dep);
         deliver_messages(shared, client, out, held, false);
+        if !output_within_limit(shared, client, out.len() + held.bytes.len()) {
+            return TurnEnd::OverLimit;
+        }
         if client.close_after_reply {
             return TurnEnd::Close;
         }

@@ -545,7 +545,10 @@ fn run_queued(
         None => run_counted(ctx, txn, spec, args),
     };
     if reply.is_error() && !std::mem::take(&mut ctx.client.error_counted) {
+        // An error inside EXEC's reply is an error reply all the same, in
+        // INFO stats as in errorstats, as in Redis.
         ctx.shared.cmdstats.error_reply(&reply);
+        ctx.shared.stats.total_error_replies.add(1);
     }
     (reply, dep)
 }

@@ -118,6 +118,8 @@ pub struct Eviction {
     policy: AtomicU64,
     samples: AtomicU64,
     tenacity: AtomicU64,
+    /// `maxmemory-clients` in bytes, 0 for none (`crate::client_evict`).
+    clients_limit: AtomicU64,
     /// Next shard to sample.
     cursor: AtomicUsize,
     /// The best candidates seen; its lock also makes evictions one at a
@@ -147,6 +149,11 @@ impl Eviction {
     fn policy(&self) -> Policy {
         Policy::from_index(self.policy.load(Ordering::Relaxed))
     }
+
+    /// `maxmemory-clients` in bytes, 0 for none.
+    pub fn clients_limit(&self) -> u64 {
+        self.clients_limit.load(Ordering::Relaxed)
+    }
 }
 
 /// Installs the configured settings (at start and after CONFIG SET).
@@ -154,6 +161,11 @@ pub fn apply_config(shared: &Shared) {
     let c = shared.config.read();
     let e = &shared.evict;
     e.maxmemory.store(c.maxmemory_bytes, Ordering::Relaxed);
+    let clients = c.get("maxmemory-clients").unwrap_or_default();
+    e.clients_limit.store(
+        crate::client_evict::limit_bytes(&clients, c.maxmemory_bytes),
+        Ordering::Relaxed,
+    );
     e.samples.store(c.maxmemory_samples, Ordering::Relaxed);
     e.tenacity
         .store(c.maxmemory_eviction_tenacity, Ordering::Relaxed);
@@ -188,6 +200,12 @@ fn time_limit(tenacity: u64) -> Option<Duration> {
 pub fn perform(shared: &Shared) -> Outcome {
     let max = shared.evict.maxmemory();
     if max == 0 || crate::memory::used_memory_bytes() <= max {
+        return Outcome::Ok;
+    }
+    // Clients over `maxmemory-clients` go before any key does; what they
+    // held is freed as their connections close, so it counts as freed now.
+    let released = crate::client_evict::enforce(shared);
+    if released > 0 && crate::memory::used_memory_bytes().saturating_sub(released) <= max {
         return Outcome::Ok;
     }
     let policy = shared.evict.policy();

@@ -34,6 +34,7 @@ pub async fn run(shared: Arc<Shared>) {
             shared.durable_tx.send_modify(|_| {});
         }
         shared.pubsub.enforce_soft_limit();
+        crate::client_evict::enforce(&shared);
         // While CLIENT PAUSE holds writes the dataset stands still: no
         // evictions or expiries are written, as in Redis.
         if shared.pause.is_paused() {

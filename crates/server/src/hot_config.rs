@@ -5,7 +5,9 @@
 //! connections on every command. These are plain atomics each thread only
 //! reads.
 
-use crate::config::{combine_levels, Config, DurabilityPolicy};
+use crate::config::{
+    combine_levels, Config, DurabilityPolicy, OutputBufferLimit, SharedOutputLimit,
+};
 use crate::state::Shared;
 use durakv_engine::Durability;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
@@ -17,6 +19,8 @@ pub struct HotConfig {
     strictest: AtomicBool,
     min_replicas_to_write: AtomicU64,
     min_replicas_max_lag: AtomicU64,
+    /// `client-output-buffer-limit`, by class (`config::OUTPUT_CLASSES`).
+    output_limits: [SharedOutputLimit; 3],
 }
 
 const LEVELS: [Durability; 4] = [
@@ -37,6 +41,7 @@ impl HotConfig {
             strictest: AtomicBool::new(false),
             min_replicas_to_write: AtomicU64::new(0),
             min_replicas_max_lag: AtomicU64::new(0),
+            output_limits: Default::default(),
         };
         hot.refresh(cfg);
         hot
@@ -54,6 +59,19 @@ impl HotConfig {
             .store(cfg.min_replicas_to_write, Ordering::Relaxed);
         self.min_replicas_max_lag
             .store(cfg.min_replicas_max_lag, Ordering::Relaxed);
+        for (l, c) in self
+            .output_limits
+            .iter()
+            .zip(cfg.client_output_buffer_limit)
+        {
+            l.store(c);
+        }
+    }
+
+    /// `client-output-buffer-limit` of class `class` (an index of
+    /// `config::OUTPUT_CLASSES`).
+    pub fn output_limit(&self, class: usize) -> OutputBufferLimit {
+        self.output_limits[class].load()
     }
 
     /// As `Config::effective_durability`; None for a database the
@@ -107,5 +125,10 @@ mod tests {
             assert_eq!(hot.effective_durability(None, cfg.databases), None);
         }
         assert_eq!(HotConfig::new(&cfg).min_replicas(), (2, 7));
+        cfg.client_output_buffer_limit[1].soft_secs = 9;
+        let hot = HotConfig::new(&cfg);
+        for (class, l) in cfg.client_output_buffer_limit.iter().enumerate() {
+            assert_eq!(hot.output_limit(class), *l);
+        }
     }
 }

@@ -38,6 +38,7 @@ pub mod aof_import;
 pub mod blocking;
 pub mod checkpointer;
 pub mod client;
+pub mod client_evict;
 pub mod cmd;
 pub mod cmdstats;
 pub mod command;

@@ -12,14 +12,14 @@
 //! (`crate::notify`) publish through [`PubSub::publish`] like PUBLISH does.
 
 use crate::client::ClientHandle;
-use crate::config::{Config, OutputBufferLimit, PUBSUB_CLASS};
+use crate::config::{Config, OutputBufferLimit, OutputCheck, SharedOutputLimit, PUBSUB_CLASS};
 use crate::glob::glob_match;
 use bytes::{Bytes, BytesMut};
 use durakv_protocol::frame::{write_bulk, write_push_header};
 use durakv_protocol::Protocol;
 use parking_lot::{Mutex, RwLock};
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -211,24 +211,11 @@ impl Mailbox {
         let cost = m.cost_bytes();
         let mut inbox = self.inbox.lock();
         let total = (inbox.bytes + cost) as u64;
-        if limit.hard_bytes > 0 && total > limit.hard_bytes {
-            return Offer::Overflow;
-        }
-        let mut offer = Offer::Queued;
-        if limit.soft_bytes > 0 && total > limit.soft_bytes {
-            match inbox.over_soft_since {
-                None => {
-                    inbox.over_soft_since = Some(Instant::now());
-                    offer = Offer::QueuedOverSoft;
-                }
-                Some(t) if t.elapsed() > Duration::from_secs(limit.soft_secs) => {
-                    return Offer::Overflow
-                }
-                Some(_) => {}
-            }
-        } else {
-            inbox.over_soft_since = None;
-        }
+        let offer = match limit.check(total, &mut inbox.over_soft_since) {
+            OutputCheck::Exceeded => return Offer::Overflow,
+            OutputCheck::NewlyOverSoft => Offer::QueuedOverSoft,
+            OutputCheck::Within => Offer::Queued,
+        };
         inbox.messages.push_back(m);
         inbox.bytes += cost;
         self.queued_bytes.store(inbox.bytes, Ordering::Release);
@@ -340,9 +327,7 @@ pub struct PubSub {
     subscribed_clients: AtomicUsize,
     /// `client-output-buffer-limit pubsub`, copied out of the configuration
     /// so publishers never take the configuration lock.
-    hard_bytes: AtomicU64,
-    soft_bytes: AtomicU64,
-    soft_secs: AtomicU64,
+    limit: SharedOutputLimit,
     /// Effective `notify-keyspace-events` (see `crate::notify::effective`).
     keyspace_events: AtomicU32,
     /// Clients whose mailbox went over the soft limit, which the periodic
@@ -355,10 +340,8 @@ impl PubSub {
     /// Takes the pub/sub settings from `config`. Returns whether expired
     /// keys must now be recorded, if that changed.
     pub fn configure(&self, config: &Config) -> Option<bool> {
-        let l = config.client_output_buffer_limit[PUBSUB_CLASS];
-        self.hard_bytes.store(l.hard_bytes, Ordering::Relaxed);
-        self.soft_bytes.store(l.soft_bytes, Ordering::Relaxed);
-        self.soft_secs.store(l.soft_secs, Ordering::Relaxed);
+        self.limit
+            .store(config.client_output_buffer_limit[PUBSUB_CLASS]);
         let flags = crate::notify::effective(config.notify_keyspace_events);
         let before = self.keyspace_events.swap(flags, Ordering::Relaxed);
         let wants = crate::notify::wants_expired(flags);
@@ -372,11 +355,7 @@ impl PubSub {
     }
 
     fn limit(&self) -> OutputBufferLimit {
-        OutputBufferLimit {
-            hard_bytes: self.hard_bytes.load(Ordering::Relaxed),
-            soft_bytes: self.soft_bytes.load(Ordering::Relaxed),
-            soft_secs: self.soft_secs.load(Ordering::Relaxed),
-        }
+        self.limit.load()
     }
 
     fn registry(&self, kind: Kind) -> &Registry {

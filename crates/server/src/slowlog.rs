@@ -85,7 +85,7 @@ impl SlowLog {
         let (addr, name) = match who {
             Who::Client { addr, name } => (
                 Bytes::from(addr.to_string()),
-                name.cloned().unwrap_or_default(),
+                name.map(|n| Bytes::copy_from_slice(n)).unwrap_or_default(),
             ),
             Who::Script => (Bytes::from_static(b"?:0"), Bytes::new()),
         };
@@ -161,7 +161,11 @@ fn shown_args(args: &[Bytes]) -> Vec<Bytes> {
                 );
                 Bytes::from(s)
             } else {
-                a.clone()
+                // A copy: the argument is a slice of its request, which a
+                // clone would keep whole for as long as the entry lives
+                // (1 MB per entry of a 100,000-member SADD until
+                // 2026-11-29).
+                Bytes::copy_from_slice(a)
             }
         })
         .collect();

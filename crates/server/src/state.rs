@@ -35,6 +35,8 @@ pub struct Stats {
     pub expired_keys_base: AtomicU64,
     /// Keys removed by `maxmemory` eviction.
     pub evicted_keys: Counter,
+    /// Clients disconnected by `maxmemory-clients`.
+    pub evicted_clients: Counter,
     pub keyspace_hits: Counter,
     pub keyspace_misses: Counter,
     pub total_net_input_bytes: Counter,
@@ -59,6 +61,7 @@ impl Stats {
             &self.total_commands_processed,
             &self.rejected_connections,
             &self.evicted_keys,
+            &self.evicted_clients,
             &self.keyspace_hits,
             &self.keyspace_misses,
             &self.total_net_input_bytes,
@@ -220,11 +223,7 @@ impl Shared {
             crate::notify::wants_expired(pubsub.keyspace_events()),
             config.tracking_table_max_keys,
         );
-        let backlog_bytes = config
-            .get("repl-backlog-size")
-            .and_then(|v| crate::config::parse_memory(&v).ok())
-            .map_or(crate::repl::DEFAULT_BACKLOG_BYTES, |b| b as usize);
-        let repl = crate::repl::Replication::new(&run_id, backlog_bytes);
+        let repl = crate::repl::Replication::new(&run_id, crate::repl::backlog_bytes(&config));
         store
             .keyspace
             .set_replication_feed(repl.feed(config.encodings));
@@ -266,6 +265,7 @@ impl Shared {
         crate::evict::apply_config(&shared);
         crate::connection::apply_config(&shared);
         crate::latency::apply_config(&shared);
+        crate::repl::apply_config(&shared);
         // Recovery's replay expires keys too; INFO counts from here.
         shared.count_expired_from_now();
         shared

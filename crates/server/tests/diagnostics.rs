@@ -103,6 +103,44 @@ fn slowlog_keeps_commands_with_their_client_and_hides_passwords() {
     assert_eq!(q::<i64>(&mut c, &["SLOWLOG", "LEN"]), 0);
 }
 
+/// An entry keeps only what it shows: a logged SADD of 100,000 members
+/// held its whole 1 MB request until 2026-11-29, as long as the entry
+/// lived.
+#[test]
+fn a_slowlog_entry_keeps_only_what_it_shows() {
+    let srv = Server::start(&["--durability", "none"]);
+    let mut c = srv.conn();
+    let used = |c: &mut redis::Connection| -> u64 {
+        info_field(c, "memory", "used_memory").parse().unwrap()
+    };
+    log_everything(&mut c);
+    let members: Vec<String> = (0..100_000).map(|i| format!("member-{i}")).collect();
+    let before = used(&mut c);
+    for round in 0..5 {
+        let key = format!("set:{round}");
+        let n: i64 = redis::cmd("SADD")
+            .arg(&key)
+            .arg(&members)
+            .query(&mut c)
+            .unwrap();
+        assert_eq!(n, 100_000);
+        let _: i64 = q(&mut c, &["DEL", &key]);
+    }
+    let after = used(&mut c);
+    assert!(
+        after < before + 500_000,
+        "five logged SADDs left {} bytes",
+        after.saturating_sub(before)
+    );
+    let entries = slowlog(&mut c);
+    let sadd = entries
+        .iter()
+        .find(|e| e.2[0] == "SADD")
+        .expect("SADD is logged");
+    assert_eq!(sadd.2.len(), 32);
+    assert_eq!(sadd.2[31], "... (99971 more arguments)");
+}
+
 #[test]
 fn slowlog_logs_what_exec_scripts_and_blocked_commands_ran() {
     let srv = Server::start(&[]);

@@ -401,3 +401,64 @@ fn bookkeeping_lookups_are_not_accesses() {
     let _: String = q(&mut c, &["TYPE", "idle"]);
     assert!(q::<i64>(&mut c, &["OBJECT", "IDLETIME", "idle"]) >= 2);
 }
+
+/// Deleting keys and flushing give their memory back, tables included, as
+/// in Redis: a server that hit `maxmemory` under `noeviction` takes writes
+/// again once its keys are gone. Until 2026-11-29 the keyspace's tables
+/// kept their size, so after FLUSHALL of 100,000 keys `used_memory` stayed
+/// about 7 MB above a fresh server's and writes kept getting -OOM.
+#[test]
+fn deleted_and_flushed_keys_give_their_memory_back() {
+    let srv = Server::start(&["--durability", "none"]);
+    let mut c = srv.conn();
+    let fresh = used(&mut c);
+    let small = |c: &mut redis::Connection, from: usize, to: usize| {
+        let mut p = redis::pipe();
+        for i in from..to {
+            p.cmd("SET").arg(format!("key:{i}")).arg(i).ignore();
+        }
+        p.query::<()>(c).unwrap();
+    };
+    for chunk in 0..100 {
+        small(&mut c, chunk * 1000, (chunk + 1) * 1000);
+    }
+    let full = used(&mut c);
+    assert!(
+        full > fresh + 3_000_000,
+        "100,000 keys took {} bytes",
+        full - fresh
+    );
+
+    // Deleting all but 100 keys frees nearly all of it.
+    for chunk in 0..100 {
+        let mut p = redis::pipe();
+        for i in chunk * 1000..(chunk + 1) * 1000 {
+            if i >= 100 {
+                p.cmd("DEL").arg(format!("key:{i}")).ignore();
+            }
+        }
+        p.query::<()>(&mut c).unwrap();
+    }
+    assert_eq!(q::<i64>(&mut c, &["DBSIZE"]), 100);
+    for i in 0..100 {
+        assert_eq!(q::<i64>(&mut c, &["GET", &format!("key:{i}")]), i);
+    }
+    let after_del = used(&mut c);
+    assert!(
+        after_del < fresh + (full - fresh) / 10,
+        "fresh {fresh}, full {full}, after deleting 99.9% of keys {after_del}"
+    );
+
+    // Full to the limit under noeviction, then flushed: writes go again.
+    small(&mut c, 0, 50_000);
+    let limit = used(&mut c) - 100_000;
+    let _: () = q(&mut c, &["CONFIG", "SET", "maxmemory", &limit.to_string()]);
+    assert!(err(&mut c, &["SET", "new", "v"]).starts_with("OOM"));
+    let _: () = q(&mut c, &["FLUSHALL"]);
+    let flushed = used(&mut c);
+    assert!(
+        flushed < fresh + 500_000,
+        "fresh {fresh}, after FLUSHALL {flushed}"
+    );
+    let _: () = q(&mut c, &["SET", "new", "v"]);
+}

@@ -1266,3 +1266,56 @@ fn idle_primary_pings_replicas_every_configured_period() {
     let pings = (offset(&mut p) - before) / b"*1\r\n$4\r\nPING\r\n".len() as u64;
     assert!((2..=5).contains(&pings), "{pings} pings in 3.5 s");
 }
+
+/// `client-output-buffer-limit replica`: a replica that falls further
+/// behind the stream than the hard limit is cut off (it would resync in
+/// full) instead of being sent a stream with a gap, while one within the
+/// default 256 MB gets every byte.
+#[test]
+fn a_replica_behind_its_output_limit_is_cut_off() {
+    use std::io::Read;
+    let primary = Server::start(&["--durability", "none"]);
+    let mut p = primary.conn();
+    let value = "v".repeat(64 * 1024);
+    // 16 MiB of stream, more than the loopback socket's buffers hold.
+    let write_burst = |p: &mut Connection, tag: &str| {
+        for i in 0..256 {
+            ok(p, &["SET", &format!("{tag}:{i}"), &value]);
+        }
+    };
+    let handshake = ["REPLCONF capa eof capa psync2", "PSYNC ? -1"];
+
+    // Within the default limit: the replica reading late gets it all.
+    let (_, mut link) = raw_full_sync_and_link(primary.port, &handshake);
+    write_burst(&mut p, "within");
+    let mut seen = Vec::new();
+    let mut buf = vec![0u8; 1 << 20];
+    while String::from_utf8_lossy(&seen).matches("within:").count() < 256 {
+        let n = link.read(&mut buf).unwrap();
+        assert!(n > 0, "the link closed");
+        seen.extend_from_slice(&buf[..n]);
+    }
+    drop(link);
+    eventually("the first replica is gone", || {
+        info_field(&mut p, "connected_slaves") == "0"
+    });
+
+    ok(
+        &mut p,
+        &[
+            "CONFIG",
+            "SET",
+            "client-output-buffer-limit",
+            "replica 1mb 0 0",
+        ],
+    );
+    let (_, mut link) = raw_full_sync_and_link(primary.port, &handshake);
+    write_burst(&mut p, "behind");
+    let mut rest = Vec::new();
+    let _ = link.read_to_end(&mut rest);
+    let sent = String::from_utf8_lossy(&rest).matches("behind:").count();
+    assert!(sent < 256, "all {sent} writes were sent past the limit");
+    eventually("the replica is disconnected", || {
+        info_field(&mut p, "connected_slaves") == "0"
+    });
+}

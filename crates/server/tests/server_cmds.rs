@@ -1587,6 +1587,29 @@ fn commandstats_and_errorstats() {
     let default: String = ok(&mut c, &["INFO"]);
     assert!(!default.contains("rejected_calls"));
     assert!(default.contains("errorstat_ERR"));
+    let stats: String = ok(&mut c, &["INFO", "stats"]);
+    assert_eq!(
+        info_field(&stats, "total_error_replies").as_deref(),
+        Some("4")
+    );
+
+    // An error inside EXEC's reply counts in both, as in Redis.
+    let _: () = ok(&mut c, &["MULTI"]);
+    let _: String = ok(&mut c, &["INCR", "s"]);
+    // The client library turns the array's error into its own.
+    let exec: redis::RedisResult<redis::Value> = redis::cmd("EXEC").query(&mut c);
+    assert!(exec.is_err());
+    let errs: String = ok(&mut c, &["INFO", "errorstats"]);
+    assert_eq!(
+        info_field(&errs, "errorstat_ERR").as_deref(),
+        Some("count=4"),
+        "{errs}"
+    );
+    let stats: String = ok(&mut c, &["INFO", "stats"]);
+    assert_eq!(
+        info_field(&stats, "total_error_replies").as_deref(),
+        Some("5")
+    );
 
     let _: () = ok(&mut c, &["CONFIG", "RESETSTAT"]);
     let info: String = ok(&mut c, &["INFO", "commandstats"]);

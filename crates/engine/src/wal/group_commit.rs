@@ -60,7 +60,14 @@ use crate::durability::Durability;
 /// Capacity a pending buffer starts with.
 const BUFFER_INITIAL_BYTES: usize = 64 * 1024;
 /// A buffer that grew past this for one large batch is released afterwards.
-const BUFFER_KEEP_BYTES: usize = 8 * 1024 * 1024;
+/// Each stream has one pending buffer, one for its leader and one per
+/// writer thread, so keeping every one at 8 MiB (as before 2026-11-29)
+/// held tens of MiB after a burst of large values, counted in
+/// `used_memory` against `maxmemory`. Batches of small writes stay well
+/// under this (800 pipelined 128-byte SETs are about 150 KiB), and a batch
+/// larger spends far longer in its write and fsync than in allocating its
+/// buffer again.
+const BUFFER_KEEP_BYTES: usize = 256 * 1024;
 /// Longest a bandwidth-bound stream's short batch waits to fill its page.
 const FILL_WAIT_MAX: Duration = Duration::from_millis(2);
 

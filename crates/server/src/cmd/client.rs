@@ -92,13 +92,15 @@ fn client(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
         }
         "setinfo" => Ok(client_setinfo(ctx, args)),
         "no-evict" => {
-            // Accepted so client libraries that set it work: durakv never
-            // evicts clients.
-            if is(&args[2], "on") || is(&args[2], "off") {
-                Ok(Frame::ok())
+            let on = if is(&args[2], "on") {
+                true
+            } else if is(&args[2], "off") {
+                false
             } else {
-                Err(errors::err(errors::SYNTAX))
-            }
+                return Err(errors::err(errors::SYNTAX));
+            };
+            ctx.client.handle.no_evict.store(on, Ordering::Relaxed);
+            Ok(Frame::ok())
         }
         "no-touch" => {
             if is(&args[2], "on") {
@@ -259,11 +261,6 @@ fn caller_info(ctx: &Ctx<'_>) -> ClientInfo {
     }
 }
 
-/// Size the connection's read buffer starts at (see `connection.rs`).
-const READ_BUFFER_BYTES: usize = 16 * 1024;
-/// Rough fixed cost of one connection's state, for `tot-mem`.
-const CLIENT_STATE_BYTES: usize = 2048;
-
 /// One CLIENT LIST line, with Redis 7.2's fields in its order.
 fn client_line(h: &ClientHandle, info: &ClientInfo, tracking: &(String, i64)) -> String {
     let age = h.created.elapsed().as_secs();
@@ -300,10 +297,15 @@ fn client_line(h: &ClientHandle, info: &ClientInfo, tracking: &(String, i64)) ->
     if info.no_touch {
         flags.push('T');
     }
+    if h.no_evict.load(Ordering::Relaxed) {
+        flags.push('e');
+    }
     if flags.is_empty() {
         flags.push('N');
     }
-    let rbs = READ_BUFFER_BYTES.max(info.qbuf);
+    // The read buffer as it is: an idle connection holds none (a turn
+    // borrows its thread's), so `rbs` is 0 where Redis shows 16 KB.
+    let rbs = h.input_bytes.load(Ordering::Relaxed).max(info.qbuf);
     let text = |b: &Option<Bytes>| b.as_deref().map(lossy).unwrap_or_default();
     // `fd` is not tracked per connection; -1 keeps the field parseable.
     format!(
@@ -326,8 +328,8 @@ fn client_line(h: &ClientHandle, info: &ClientInfo, tracking: &(String, i64)) ->
         rbs,
         rbs,
         info.omem + mailbox.queued_messages(),
-        mailbox.queued_bytes(),
-        rbs + CLIENT_STATE_BYTES + mailbox.queued_bytes(),
+        h.output_bytes.load(Ordering::Relaxed) + mailbox.queued_bytes(),
+        h.memory_bytes().max(rbs + crate::client::CLIENT_STATE_BYTES),
         if info.last_cmd.is_empty() { "NULL" } else { &info.last_cmd },
         info.user,
         tracking.1,

@@ -171,6 +171,7 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> (Frame, u64) {
     crate::evict::apply_config(ctx.shared);
     crate::latency::apply_config(ctx.shared);
     crate::connection::apply_config(ctx.shared);
+    crate::repl::apply_config(ctx.shared);
     match ctx.shared.sync_logged_dbs() {
         Ok(lsn) => (frame, lsn),
         Err(e) => {

@@ -302,10 +302,12 @@ fn clients_section(shared: &Shared) -> String {
     field(&mut s, "cluster_connections", 0);
     field(&mut s, "maxclients", shared.config.read().maxclients);
     // Redis's peaks of the last few seconds; here the largest buffers the
-    // connections last published (`ClientState::publish_info`).
+    // connections hold now (`ClientHandle::input_bytes`, `output_bytes`).
     let (qbuf, omem) = clients.iter().fold((0, 0), |(q, o), c| {
-        let i = c.info.lock();
-        (q.max(i.qbuf), o.max(i.omem))
+        (
+            q.max(c.input_bytes.load(Ordering::Relaxed)),
+            o.max(c.output_bytes.load(Ordering::Relaxed) + c.mailbox.queued_bytes()),
+        )
     });
     field(&mut s, "client_recent_max_input_buffer", qbuf);
     field(&mut s, "client_recent_max_output_buffer", omem);
@@ -385,6 +387,17 @@ fn memory_section(shared: &Shared) -> String {
     // Redis leaves replication and AOF buffers out of the eviction check;
     // here the limit is held against `used_memory` as reported, all of it.
     field(&mut s, "mem_not_counted_for_evict", 0);
+    // What clients hold (`ClientHandle::memory_bytes`), replication links
+    // apart, as `maxmemory-clients` counts it.
+    let (replicas, normal) = shared.clients.all().iter().fold((0, 0), |(r, n), c| {
+        if c.replication.load(Ordering::Relaxed) {
+            (r + c.memory_bytes(), n)
+        } else {
+            (r, n + c.memory_bytes())
+        }
+    });
+    field(&mut s, "mem_clients_slaves", replicas);
+    field(&mut s, "mem_clients_normal", normal);
     let ratio = if used > 0 {
         rss as f64 / used as f64
     } else {
@@ -521,7 +534,7 @@ fn stats_section(shared: &Shared, expired: u64) -> String {
         expired.saturating_sub(st.expired_keys_base.load(Ordering::Relaxed)),
     );
     field(&mut s, "evicted_keys", get(&st.evicted_keys));
-    field(&mut s, "evicted_clients", 0);
+    field(&mut s, "evicted_clients", get(&st.evicted_clients));
     field(&mut s, "keyspace_hits", get(&st.keyspace_hits));
     field(&mut s, "keyspace_misses", get(&st.keyspace_misses));
     let (channels, patterns, shard_channels, _) = shared.pubsub.counts();

@@ -11,11 +11,12 @@ use std::collections::VecDeque;
 const INDEX_CAP: usize = 1 << 16;
 
 /// How far a connected replica may fall behind before it is disconnected
-/// (and resyncs fully): the stream it still needs is kept past
-/// `repl-backlog-size` up to this, as Redis keeps a replica's output buffer
-/// up to `client-output-buffer-limit replica 256mb`. With only the 1 MiB
-/// backlog, a replica that paused for 50 ms under a 20 MB/s stream was cut
-/// off, and its full sync fell behind again under the same load.
+/// (and resyncs fully), by default: the stream it still needs is kept past
+/// `repl-backlog-size` up to `client-output-buffer-limit replica`'s hard
+/// limit, as Redis keeps a replica's output buffer up to it (256mb by
+/// default). With only the 1 MiB backlog, a replica that paused for 50 ms
+/// under a 20 MB/s stream was cut off, and its full sync fell behind again
+/// under the same load.
 pub const REPLICA_BUFFER_LIMIT: usize = 256 << 20;
 
 pub struct Backlog {
@@ -40,6 +41,9 @@ pub struct Backlog {
     max_lsn: u64,
     /// Per connected replica (by client id): the next byte it needs.
     pins: Vec<(u64, u64)>,
+    /// Most of the stream kept for a connected replica
+    /// ([`REPLICA_BUFFER_LIMIT`] unless configured).
+    replica_limit: usize,
 }
 
 impl Backlog {
@@ -54,6 +58,7 @@ impl Backlog {
             index: VecDeque::new(),
             max_lsn: 0,
             pins: Vec::new(),
+            replica_limit: REPLICA_BUFFER_LIMIT,
         }
     }
 
@@ -66,7 +71,7 @@ impl Backlog {
             .map(|&(_, pos)| (self.end + 1).saturating_sub(pos) as usize)
             .max()
             .unwrap_or(0)
-            .min(REPLICA_BUFFER_LIMIT);
+            .min(self.replica_limit);
         let keep = self.cap.max(needed);
         if self.buf.len() > keep {
             let excess = self.buf.len() - keep;
@@ -165,6 +170,14 @@ impl Backlog {
     pub fn capacity(&self) -> usize {
         self.cap
     }
+
+    /// `client-output-buffer-limit replica`'s hard limit (0: none).
+    pub fn set_replica_limit(&mut self, bytes: u64) {
+        self.replica_limit = match bytes {
+            0 => usize::MAX,
+            b => usize::try_from(b).unwrap_or(usize::MAX),
+        };
+    }
 }
 
 #[cfg(test)]
@@ -191,5 +204,19 @@ mod tests {
         b.append(&chunk);
         assert_eq!(b.histlen(), 16 * 1024);
         assert!(b.read_from(1, 4).is_none());
+    }
+
+    #[test]
+    fn a_replica_is_kept_only_up_to_its_limit() {
+        let mut b = Backlog::new(16 * 1024);
+        b.active = true;
+        b.set_replica_limit(40 * 1024);
+        b.pin(7, 1);
+        let chunk = vec![b'x'; 10 * 1024];
+        for _ in 0..10 {
+            b.append(&chunk);
+        }
+        assert_eq!(b.histlen(), 40 * 1024);
+        assert!(b.read_from(1, 4).is_none(), "cut off");
     }
 }

@@ -30,6 +30,30 @@ use tokio::sync::watch;
 /// Default `repl-backlog-size`.
 pub const DEFAULT_BACKLOG_BYTES: usize = 1024 * 1024;
 
+/// `repl-backlog-size` in bytes.
+pub fn backlog_bytes(config: &crate::config::Config) -> usize {
+    config
+        .get("repl-backlog-size")
+        .and_then(|v| crate::config::parse_memory(&v).ok())
+        .map_or(DEFAULT_BACKLOG_BYTES, |b| b as usize)
+}
+
+/// Applies `repl-backlog-size` and `client-output-buffer-limit replica`'s
+/// hard limit to the stream (at start-up and after CONFIG SET; Redis
+/// resizes its backlog on CONFIG SET too).
+pub fn apply_config(shared: &crate::state::Shared) {
+    let (backlog, replica_hard) = {
+        let c = shared.config.read();
+        (
+            backlog_bytes(&c),
+            c.client_output_buffer_limit[crate::config::REPLICA_CLASS].hard_bytes,
+        )
+    };
+    let mut b = shared.repl.stream.backlog.lock();
+    b.set_capacity(backlog);
+    b.set_replica_limit(replica_hard);
+}
+
 /// The replication stream: its backlog, and a signal carrying its end
 /// offset that replica senders wait on.
 pub struct Stream {

@@ -6,6 +6,7 @@
 use super::rdb::{self, Origin, Snapshot};
 use super::ReplicaInfo;
 use crate::client::ClientState;
+use crate::config::{OutputCheck, REPLICA_CLASS};
 use crate::rdb_value::primitives::without_lzf;
 use crate::state::Shared;
 use crate::tls::Stream;
@@ -331,6 +332,7 @@ async fn stream_to<S: Stream>(
     let mut end_rx = shared.repl.stream.end_tx.subscribe();
     let mut rbuf = BytesMut::with_capacity(1024);
     let handle = client.handle.clone();
+    let mut over_soft_since = None;
     loop {
         // Killed (the server's history changed): nothing more goes out,
         // not even what the stream already holds.
@@ -338,16 +340,23 @@ async fn stream_to<S: Stream>(
             return Ok(());
         }
         loop {
-            let chunk = {
+            let (chunk, behind) = {
                 let mut b = shared.repl.stream.backlog.lock();
                 b.pin(info.client_id, pos);
-                b.read_from(pos, SEND_CHUNK_BYTES)
+                (
+                    b.read_from(pos, SEND_CHUNK_BYTES),
+                    (b.end + 1).saturating_sub(pos),
+                )
             };
-            let Some(chunk) = chunk else {
+            // What the replica has yet to receive is its output buffer in
+            // Redis's terms: `client-output-buffer-limit replica` applies.
+            let limit = shared.hot.output_limit(REPLICA_CLASS);
+            let over = limit.check(behind, &mut over_soft_since) == OutputCheck::Exceeded;
+            let Some(chunk) = chunk.filter(|_| !over) else {
                 tracing::warn!(
                     replica = %info.ip,
-                    "replica fell {} MiB behind the stream; disconnecting it",
-                    crate::repl::backlog::REPLICA_BUFFER_LIMIT >> 20
+                    behind,
+                    "replica fell behind the stream past client-output-buffer-limit replica; disconnecting it"
                 );
                 return Ok(());
             };
