@@ -305,6 +305,11 @@ async fn run<S: ClientStream>(
         }
         scratch::give_back(&scratch::WRITE, out);
         memory.report(&handle, rbuf.capacity(), held.bytes.capacity());
+        if held.is_empty() {
+            // Everything went out: a later burst over the soft limit
+            // starts its own count, as Redis's does once the buffer drains.
+            client.output_over_soft_since = None;
+        }
         // A held reply whose wait is over is released (and written) on the
         // next turn: the monitor lines wait for it.
         if !client.monitor_pending.is_empty()
@@ -457,8 +462,11 @@ fn took_input(
         );
         return false;
     }
-    let grew = rbuf.capacity() > handle.input_bytes.swap(rbuf.capacity(), Ordering::Relaxed);
-    if grew && shared.evict.clients_limit() != 0 {
+    let before = handle.input_bytes.load(Ordering::Relaxed);
+    if before != rbuf.capacity() {
+        handle.input_bytes.store(rbuf.capacity(), Ordering::Relaxed);
+    }
+    if rbuf.capacity() > before && shared.evict.clients_limit() != 0 {
         crate::client_evict::enforce_soon(shared);
     }
     true
@@ -631,15 +639,21 @@ fn output_class(client: &ClientState) -> usize {
 /// limit; a command whose reply passes a set one still ran (an EXEC ran
 /// every command) and only its reply is lost.
 fn output_within_limit(shared: &Shared, client: &mut ClientState, pending: usize) -> bool {
-    let limit = shared.hot.output_limit(output_class(client));
-    if limit.hard_bytes == 0 && limit.soft_bytes == 0 {
+    if !output_limited(shared, client) {
         return true;
     }
+    let limit = shared.hot.output_limit(output_class(client));
     if limit.check(pending as u64, &mut client.output_over_soft_since) == OutputCheck::Exceeded {
         log_over_limit(&client.handle, pending);
         return false;
     }
     true
+}
+
+/// Whether the connection's class has any output limit set.
+fn output_limited(shared: &Shared, client: &ClientState) -> bool {
+    let limit = shared.hot.output_limit(output_class(client));
+    limit.hard_bytes != 0 || limit.soft_bytes != 0
 }
 
 fn log_over_limit(handle: &ClientHandle, pending: usize) {
@@ -718,6 +732,9 @@ fn process(
     let mut asked = 0;
     // Requests ahead whose keys were prefetched and have not run yet.
     let mut prefetched = 0usize;
+    // Read once a turn: most servers set no limit for normal clients, and
+    // then a command pays one test of this flag.
+    let mut limited = output_limited(shared, client);
     loop {
         if prefetched == 0 {
             prefetched = prefetch_keys(shared, client.db, rbuf);
@@ -815,11 +832,15 @@ fn process(
         deliver_messages(shared, client, out, held, true);
         push(client, out, held, outcome.frame, dep);
         deliver_messages(shared, client, out, held, false);
-        if !output_within_limit(shared, client, out.len() + held.bytes.len()) {
+        if limited && !output_within_limit(shared, client, out.len() + held.bytes.len()) {
             return TurnEnd::OverLimit;
         }
         if client.close_after_reply {
             return TurnEnd::Close;
+        }
+        if !client.subscriptions.is_empty() {
+            // A SUBSCRIBE moved it to the pubsub class.
+            limited = output_limited(shared, client);
         }
         if out.len() >= TURN_OUTPUT_BYTES {
             return TurnEnd::OutputFull;
