@@ -207,10 +207,14 @@ enum Offer {
 }
 
 impl Mailbox {
-    fn offer(&self, m: Message, limit: OutputBufferLimit) -> Offer {
+    /// Queues `m` unless that takes the subscriber's output past `limit`:
+    /// what is queued here plus `written_later`, the replies and messages
+    /// its connection holds but has not written yet, as Redis counts one
+    /// output buffer.
+    fn offer(&self, m: Message, limit: OutputBufferLimit, written_later: usize) -> Offer {
         let cost = m.cost_bytes();
         let mut inbox = self.inbox.lock();
-        let total = (inbox.bytes + cost) as u64;
+        let total = (inbox.bytes + cost + written_later) as u64;
         let offer = match limit.check(total, &mut inbox.over_soft_since) {
             OutputCheck::Exceeded => return Offer::Overflow,
             OutputCheck::NewlyOverSoft => Offer::QueuedOverSoft,
@@ -226,10 +230,10 @@ impl Mailbox {
 
     /// Whether a queue over the soft limit has been so for too long; forgets
     /// the timer once the queue is back under it.
-    fn soft_limit_expired(&self, limit: OutputBufferLimit) -> Option<bool> {
+    fn soft_limit_expired(&self, limit: OutputBufferLimit, written_later: usize) -> Option<bool> {
         let mut inbox = self.inbox.lock();
         let since = inbox.over_soft_since?;
-        if limit.soft_bytes == 0 || (inbox.bytes as u64) <= limit.soft_bytes {
+        if limit.soft_bytes == 0 || ((inbox.bytes + written_later) as u64) <= limit.soft_bytes {
             inbox.over_soft_since = None;
             return None;
         }
@@ -519,7 +523,8 @@ impl PubSub {
         if h.is_killed() {
             return false;
         }
-        match h.mailbox.offer(m, limit) {
+        let written_later = h.output_bytes.load(Ordering::Relaxed);
+        match h.mailbox.offer(m, limit, written_later) {
             Offer::Queued => {}
             Offer::QueuedOverSoft => {
                 self.over_soft.lock().insert(h.id, h.clone());
@@ -541,14 +546,19 @@ impl PubSub {
             return;
         }
         let limit = self.limit();
-        watched.retain(|_, h| match h.mailbox.soft_limit_expired(limit) {
-            _ if h.is_killed() => false,
-            None => false,
-            Some(true) => {
-                disconnect_slow(h);
-                false
+        watched.retain(|_, h| {
+            match h
+                .mailbox
+                .soft_limit_expired(limit, h.output_bytes.load(Ordering::Relaxed))
+            {
+                _ if h.is_killed() => false,
+                None => false,
+                Some(true) => {
+                    disconnect_slow(h);
+                    false
+                }
+                Some(false) => true,
             }
-            Some(false) => true,
         });
     }
 
