@@ -469,34 +469,38 @@ fn took_input(
         );
         return false;
     }
-    let before = handle.input_bytes.load(Ordering::Relaxed);
-    if before != rbuf.capacity() {
-        handle.input_bytes.store(rbuf.capacity(), Ordering::Relaxed);
-    }
-    if rbuf.capacity() > before && shared.evict.clients_limit() != 0 {
+    if note_input(handle, rbuf.capacity()) && shared.evict.clients_limit() != 0 {
         crate::client_evict::enforce_soon(shared);
     }
     true
 }
 
-/// What a connection last told its handle it holds (`input_bytes`,
-/// `output_bytes`), so that a turn that changed nothing stores nothing.
+/// Sets the handle's `input_bytes` (storing only a change); true if it grew.
+fn note_input(handle: &ClientHandle, bytes: usize) -> bool {
+    let before = handle.input_bytes.load(Ordering::Relaxed);
+    if before != bytes {
+        handle.input_bytes.store(bytes, Ordering::Relaxed);
+    }
+    bytes > before
+}
+
+/// What a connection last told its handle of its output (`output_bytes`),
+/// so that a turn that changed nothing stores nothing. Its input is set by
+/// reads too, so it is compared with the handle's own figure.
 #[derive(Default)]
 struct MemoryReport {
-    input: usize,
     output: usize,
 }
 
 impl MemoryReport {
-    fn report(&mut self, handle: &ClientHandle, input: usize, output: usize) {
-        if input != self.input || handle.input_bytes.load(Ordering::Relaxed) != input {
-            handle.input_bytes.store(input, Ordering::Relaxed);
-            self.input = input;
-        }
+    /// Reports `input` and `output`; true if either grew.
+    fn report(&mut self, handle: &ClientHandle, input: usize, output: usize) -> bool {
+        let grew = note_input(handle, input) | (output > self.output);
         if output != self.output {
             handle.output_bytes.store(output, Ordering::Relaxed);
             self.output = output;
         }
+        grew
     }
 
     /// [`MemoryReport::report`], then, if the buffers grew and
@@ -508,9 +512,7 @@ impl MemoryReport {
         input: usize,
         output: usize,
     ) {
-        let grew = input > self.input || output > self.output;
-        self.report(handle, input, output);
-        if grew && shared.evict.clients_limit() != 0 {
+        if self.report(handle, input, output) && shared.evict.clients_limit() != 0 {
             crate::client_evict::enforce_soon(shared);
         }
     }
