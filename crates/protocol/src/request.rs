@@ -201,6 +201,46 @@ impl RequestParser {
     }
 }
 
+/// Bulk arguments at least this long are read on their own by Redis, its
+/// query buffer then holding only them (`PROTO_MBULK_BIG_ARG`).
+pub const BIG_ARG_BYTES: usize = 32 * 1024;
+
+/// How many bytes of a partly read request Redis would report as its query
+/// buffer (CLIENT LIST's `qbuf`): from the start of a big bulk argument
+/// still arriving, what arrived of it; otherwise all of `buf`. Walks the
+/// request's headers, so it is for a connection waiting on a partial one.
+pub fn pending_query_bytes(buf: &[u8]) -> usize {
+    let whole = buf.len();
+    if whole < BIG_ARG_BYTES || buf[0] != b'*' {
+        return whole;
+    }
+    let Ok(Some((count, mut pos))) = header_line(buf, 0, ParseError::TooBigMultibulkCount) else {
+        return whole;
+    };
+    let count = parse_len(count).unwrap_or(0);
+    for _ in 0..count {
+        if pos >= whole || buf[pos] != b'$' {
+            return whole;
+        }
+        let Ok(Some((len, next))) = header_line(buf, pos, ParseError::TooBigBulkCount) else {
+            return whole;
+        };
+        let Some(len) = parse_len(len).filter(|&l| l >= 0) else {
+            return whole;
+        };
+        let end = next + len as usize + 2;
+        if end > whole {
+            return if len as usize >= BIG_ARG_BYTES {
+                whole - next
+            } else {
+                whole
+            };
+        }
+        pos = end;
+    }
+    whole
+}
+
 /// Requests with more arguments than this end [`peek_second_args`]'s walk.
 const PEEK_MAX_ARGS: usize = 16;
 
@@ -417,6 +457,22 @@ fn hex(c: u8) -> Option<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_big_argument_arriving_counts_from_its_first_byte() {
+        let mut req = b"*2\r\n$3\r\nSET\r\n$40000\r\n".to_vec();
+        let head = req.len();
+        req.extend(std::iter::repeat_n(b'v', 35000));
+        assert_eq!(pending_query_bytes(&req), req.len() - head);
+        // Small requests and small arguments count whole.
+        assert_eq!(pending_query_bytes(b"*1\r\n$4\r\nPI"), 10);
+        let mut small = b"*2\r\n$3\r\nSET\r\n$100\r\n".to_vec();
+        small.extend(std::iter::repeat_n(b'v', 40000));
+        assert_eq!(pending_query_bytes(&small), small.len());
+        // Garbage is counted whole, never a panic.
+        let junk = vec![b'*'; 40000];
+        assert_eq!(pending_query_bytes(&junk), 40000);
+    }
 
     fn parse_all(input: &[u8]) -> Result<Vec<Vec<Bytes>>, ParseError> {
         let p = RequestParser::default();

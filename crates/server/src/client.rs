@@ -75,8 +75,22 @@ pub struct ClientHandle {
     /// Bytes of replies it has not written yet, those held for an fsync
     /// included.
     pub output_bytes: AtomicUsize,
+    /// Bytes of its state that grows with use ([`ClientState::state_bytes`]):
+    /// queued MULTI commands, watched keys, subscriptions, tracking
+    /// prefixes, its name.
+    pub state_bytes: AtomicUsize,
+    /// Bytes of a request still arriving, as Redis's `qbuf` counts them
+    /// (`durakv_protocol::request::pending_query_bytes`), for CLIENT LIST.
+    pub query_pending: AtomicUsize,
     /// CLIENT NO-EVICT on: `maxmemory-clients` passes over it.
     pub no_evict: AtomicBool,
+    /// What this client adds to its registry's running total: what
+    /// [`ClientHandle::memory_bytes`] said at the last
+    /// [`ClientHandle::recount`], or 0 once killed.
+    counted: AtomicUsize,
+    /// The registry's running total of all clients' memory
+    /// ([`ClientRegistry::memory_bytes`]).
+    total: Arc<AtomicUsize>,
 }
 
 /// What a connection's own state takes besides its buffers (its task, its
@@ -92,7 +106,50 @@ impl ClientHandle {
         CLIENT_STATE_BYTES
             + self.input_bytes.load(Ordering::Relaxed)
             + self.output_bytes.load(Ordering::Relaxed)
+            + self.state_bytes.load(Ordering::Relaxed)
             + self.mailbox.queued_bytes()
+    }
+
+    /// Brings the registry's running total up to date with this client's
+    /// memory, after any of its parts changed; a killed client counts
+    /// nothing, as its memory is about to be freed. Each swap returns what
+    /// the client counted before it, so racing recounts leave the total
+    /// equal to the sum of what the clients count.
+    pub fn recount(&self) {
+        let now = if self.is_killed() {
+            0
+        } else {
+            self.memory_bytes()
+        };
+        // Most turns change nothing: a load, not a write to a line that
+        // publishers to this client share.
+        if self.counted.load(Ordering::Relaxed) == now {
+            return;
+        }
+        let before = self.counted.swap(now, Ordering::Relaxed);
+        if now > before {
+            self.total.fetch_add(now - before, Ordering::Relaxed);
+        } else if before > now {
+            self.total.fetch_sub(before - now, Ordering::Relaxed);
+        }
+    }
+
+    /// Sets one part of this client's memory (`input_bytes`,
+    /// `output_bytes` or `state_bytes`), storing only a change; true if it
+    /// grew. [`ClientHandle::recount`] brings the total up to date.
+    pub fn set_part(part: &AtomicUsize, bytes: usize) -> bool {
+        let before = part.load(Ordering::Relaxed);
+        if before != bytes {
+            part.store(bytes, Ordering::Relaxed);
+        }
+        bytes > before
+    }
+}
+
+impl Drop for ClientHandle {
+    fn drop(&mut self) {
+        self.total
+            .fetch_sub(*self.counted.get_mut(), Ordering::Relaxed);
     }
 }
 
@@ -105,6 +162,8 @@ pub struct ClientInfo {
     pub lib_ver: Option<Bytes>,
     pub resp: i64,
     pub multi: i64,
+    /// What the queued MULTI commands take (CLIENT LIST's `multi-mem`).
+    pub multi_mem: usize,
     pub watch: usize,
     pub durability: Option<Durability>,
     pub no_touch: bool,
@@ -116,6 +175,7 @@ pub struct ClientInfo {
 impl ClientHandle {
     pub fn kill(&self) {
         self.killed.store(true, Ordering::Release);
+        self.recount();
         self.wake.notify_one();
     }
 
@@ -124,10 +184,17 @@ impl ClientHandle {
     }
 }
 
+/// What one entry of a connection's growing state (a queued command, a
+/// watched key, a subscription, a tracking prefix) takes besides its bytes:
+/// its slot in the connection's collection and in the server-wide one.
+pub const ENTRY_OVERHEAD_BYTES: usize = 48;
+
 /// A queued MULTI transaction.
 #[derive(Default)]
 pub struct MultiState {
     pub queued: Vec<Vec<Bytes>>,
+    /// What the queued commands take: their arguments, each a `Bytes`.
+    pub bytes: usize,
     /// A command failed to queue: EXEC must answer EXECABORT.
     pub failed: bool,
 }
@@ -165,6 +232,8 @@ pub struct ClientState {
     pub name: Option<Bytes>,
     pub multi: Option<MultiState>,
     pub watched: Vec<Watched>,
+    /// What `watched` takes (`state_bytes`).
+    pub watched_bytes: usize,
     /// `CLIENT DURABILITY`; None means the database's level.
     pub durability: Option<Durability>,
     /// `CLIENT NO-TOUCH`: this client's reads leave LRU/LFU alone.
@@ -247,7 +316,30 @@ pub struct ClientState {
     pub paused_request: Option<Vec<Bytes>>,
 }
 
+impl MultiState {
+    pub fn queue(&mut self, args: &[Bytes]) {
+        self.bytes += ENTRY_OVERHEAD_BYTES
+            + args
+                .iter()
+                .map(|a| a.len() + std::mem::size_of::<Bytes>())
+                .sum::<usize>();
+        self.queued.push(args.to_vec());
+    }
+}
+
 impl ClientState {
+    /// What this connection's state takes beyond its buffers, as
+    /// `maxmemory-clients` and CLIENT LIST's `tot-mem` count it: Redis
+    /// counts the same parts, so that a client cannot hold unbounded
+    /// memory through WATCH, MULTI, SUBSCRIBE or tracking prefixes.
+    pub fn state_bytes(&self) -> usize {
+        self.multi.as_ref().map_or(0, |m| m.bytes)
+            + self.watched_bytes
+            + self.subscriptions.memory_bytes()
+            + self.tracking.prefix_bytes
+            + self.name.as_ref().map_or(0, Bytes::len)
+    }
+
     pub fn new(
         handle: Arc<ClientHandle>,
         authenticated: bool,
@@ -263,6 +355,7 @@ impl ClientState {
             name: None,
             multi: None,
             watched: Vec::new(),
+            watched_bytes: 0,
             durability: None,
             no_touch: false,
             close_after_reply: false,
@@ -334,7 +427,7 @@ impl ClientState {
     }
 
     /// Copies the fields CLIENT LIST shows into the shared handle.
-    pub fn publish_info(&self, qbuf: usize, omem: usize) {
+    pub fn publish_info(&self, omem: usize) {
         let mut i = self.handle.info.lock();
         i.name = self.name.clone();
         i.db = self.db;
@@ -347,11 +440,11 @@ impl ClientState {
             .as_ref()
             .map(|m| m.queued.len() as i64)
             .unwrap_or(-1);
+        i.multi_mem = self.multi.as_ref().map_or(0, |m| m.bytes);
         i.watch = self.watched.len();
         i.durability = self.durability;
         i.no_touch = self.no_touch;
         i.user.clone_from(&self.user.name);
-        i.qbuf = qbuf;
         i.omem = omem;
     }
 }
@@ -360,6 +453,10 @@ impl ClientState {
 pub struct ClientRegistry {
     next_id: AtomicU64,
     clients: Mutex<HashMap<u64, Arc<ClientHandle>>>,
+    /// What all clients not killed hold ([`ClientHandle::recount`]): read
+    /// after every read and turn, so `maxmemory-clients` is checked as
+    /// often as Redis checks it without a walk over the clients.
+    memory: Arc<AtomicUsize>,
 }
 
 impl ClientRegistry {
@@ -388,10 +485,20 @@ impl ClientRegistry {
             monitor: AtomicBool::new(false),
             input_bytes: AtomicUsize::new(0),
             output_bytes: AtomicUsize::new(0),
+            state_bytes: AtomicUsize::new(0),
+            query_pending: AtomicUsize::new(0),
             no_evict: AtomicBool::new(false),
+            counted: AtomicUsize::new(0),
+            total: self.memory.clone(),
         });
+        h.recount();
         self.clients.lock().insert(id, h.clone());
         h
+    }
+
+    /// What all clients hold, as `maxmemory-clients` counts it.
+    pub fn memory_bytes(&self) -> usize {
+        self.memory.load(Ordering::Relaxed)
     }
 
     pub fn unregister(&self, id: u64) {
@@ -421,5 +528,40 @@ impl ClientRegistry {
         for c in self.clients.lock().values() {
             c.kill();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn peer() -> Peer {
+        Peer::Tcp("127.0.0.1:1".parse().unwrap())
+    }
+
+    #[test]
+    fn the_running_total_is_what_live_clients_count() {
+        let reg = ClientRegistry::default();
+        let a = reg.register(peer(), peer(), -1);
+        let b = reg.register(peer(), peer(), -1);
+        assert_eq!(reg.memory_bytes(), 2 * CLIENT_STATE_BYTES);
+        assert!(ClientHandle::set_part(&a.input_bytes, 1000));
+        assert!(!ClientHandle::set_part(&a.input_bytes, 1000));
+        ClientHandle::set_part(&b.state_bytes, 300);
+        a.recount();
+        b.recount();
+        assert_eq!(reg.memory_bytes(), 2 * CLIENT_STATE_BYTES + 1300);
+        // Shrinking counts too; a killed client counts nothing at once.
+        assert!(!ClientHandle::set_part(&a.input_bytes, 10));
+        a.recount();
+        assert_eq!(reg.memory_bytes(), 2 * CLIENT_STATE_BYTES + 310);
+        b.kill();
+        assert_eq!(reg.memory_bytes(), CLIENT_STATE_BYTES + 10);
+        // Gone with the last reference to it.
+        reg.unregister(a.id);
+        drop(a);
+        reg.unregister(b.id);
+        drop(b);
+        assert_eq!(reg.memory_bytes(), 0);
     }
 }

@@ -2,53 +2,66 @@
 //! clients holding the most are disconnected until the rest fit, as in
 //! Redis 7. CLIENT NO-EVICT exempts a client, and replication links are
 //! never evicted. What a client holds is [`ClientHandle::memory_bytes`]:
-//! its input and output buffers, the messages queued for it, and its fixed
-//! state.
+//! its input and output buffers, the messages queued for it, its growing
+//! state (queued MULTI commands, watched keys, subscriptions, tracking
+//! prefixes) and its fixed state.
 //!
-//! Checked by the background task (`hz` times a second) and before keys
-//! are evicted for `maxmemory`, so that with both set a burst of client
-//! memory costs clients, not keys, as Redis's order of the two has it.
+//! With a limit set, connections keep a running total of what all clients
+//! hold ([`crate::client::ClientRegistry::memory_bytes`]) and [`check`] it
+//! after every read and every turn that grew their memory, so a client is
+//! evicted before the request that took it over the limit runs, as in
+//! Redis. The background task, CONFIG SET and CLIENT NO-EVICT OFF run
+//! [`enforce`], which also recounts every client (a publisher does not
+//! recount the subscribers it queues messages for); so does the key
+//! eviction for `maxmemory` before any key goes, as Redis's order has it.
 
 use crate::client::ClientHandle;
 use crate::state::Shared;
+use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-/// Most often a connection whose buffers grew looks at all clients
-/// ([`enforce_soon`]): the look is O(clients).
-const LOOK_EVERY_MS: u64 = 10;
+/// After an [`enforce`] that could evict no one (every client over is
+/// exempt), how long [`check`] leaves the O(clients) walk to the
+/// background task.
+const RETRY_AFTER_NOTHING_MS: u64 = 10;
 
-/// When a connection last looked (unix ms).
-static LOOKED_MS: AtomicU64 = AtomicU64::new(0);
+/// When an [`enforce`] last found no client to evict (unix ms).
+static NOTHING_TO_EVICT_MS: AtomicU64 = AtomicU64::new(0);
 
-/// Called by a connection whose buffers grew, with `maxmemory-clients`
-/// set: enforces it unless another did within the last few milliseconds.
-/// Redis looks after every read and before every command; without this a
-/// client filling its buffers fast could pass the limit by what it reads
-/// in a tick of the background task.
-pub fn enforce_soon(shared: &Shared) {
-    let now = crate::util::now_ms();
-    let last = LOOKED_MS.load(Ordering::Relaxed);
-    if now.saturating_sub(last) >= LOOK_EVERY_MS
-        && LOOKED_MS
-            .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
-            .is_ok()
-    {
-        enforce(shared);
+/// One [`enforce`] at a time: two threads over the limit at once would
+/// each pick the same largest client, and together evict more than needed.
+static ENFORCING: Mutex<()> = Mutex::new(());
+
+/// Called by a connection whose memory grew, with `maxmemory-clients`
+/// set: O(1) unless all clients together hold more than the limit.
+pub fn check(shared: &Shared) {
+    let limit = shared.evict.clients_limit();
+    if limit == 0 || shared.clients.memory_bytes() as u64 <= limit {
+        return;
     }
+    let last = NOTHING_TO_EVICT_MS.load(Ordering::Relaxed);
+    if crate::util::now_ms().saturating_sub(last) < RETRY_AFTER_NOTHING_MS {
+        return;
+    }
+    enforce(shared);
 }
 
-/// Disconnects the clients holding the most memory while all clients
-/// together hold more than `maxmemory-clients`. Returns the memory the
-/// disconnected clients held (freed as their connections close).
+/// Recounts every client, then disconnects the clients holding the most
+/// memory while all clients together hold more than `maxmemory-clients`.
+/// Returns the memory the disconnected clients held (freed as their
+/// connections close).
 pub fn enforce(shared: &Shared) -> u64 {
     let limit = shared.evict.clients_limit();
     if limit == 0 {
         return 0;
     }
+    let _one_at_a_time = ENFORCING.lock();
     let clients = shared.clients.all();
-    let mut total: u64 = clients.iter().map(|h| h.memory_bytes() as u64).sum();
-    if total <= limit {
+    for h in &clients {
+        h.recount();
+    }
+    if shared.clients.memory_bytes() as u64 <= limit {
         return 0;
     }
     let mut candidates: Vec<(usize, &Arc<ClientHandle>)> = clients
@@ -60,6 +73,7 @@ pub fn enforce(shared: &Shared) -> u64 {
     let mut evicted = 0;
     let mut released = 0;
     for (bytes, h) in candidates {
+        let total = shared.clients.memory_bytes() as u64;
         if total <= limit {
             break;
         }
@@ -71,10 +85,13 @@ pub fn enforce(shared: &Shared) -> u64 {
             limit,
             "evicting a client: all clients hold more than maxmemory-clients"
         );
+        // Takes the client out of the running total at once.
         h.kill();
-        total = total.saturating_sub(bytes as u64);
         released += bytes as u64;
         evicted += 1;
+    }
+    if evicted == 0 {
+        NOTHING_TO_EVICT_MS.store(crate::util::now_ms(), Ordering::Relaxed);
     }
     shared.stats.evicted_clients.add(evicted);
     released

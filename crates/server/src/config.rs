@@ -59,6 +59,17 @@ pub enum WalRecoveryMode {
     TolerateCorruption,
 }
 
+/// `oom-score-adj`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OomScoreAdj {
+    /// The process's score is left alone (restored if durakv had set it).
+    No,
+    /// The role's value added to the score the process had before.
+    Relative,
+    /// The role's value as the score.
+    Absolute,
+}
+
 /// One class's `client-output-buffer-limit`: a client whose pending output
 /// passes `hard_bytes`, or stays above `soft_bytes` for more than
 /// `soft_secs`, is disconnected. 0 disables a limit.
@@ -216,6 +227,12 @@ pub struct Config {
     pub keyspace_shards: usize,
     /// Redis's `disable-thp`: transparent huge pages off for the process.
     pub disable_thp: bool,
+    /// `oom-score-adj`: how the process's OOM score is set by role
+    /// (`crate::oom_score`).
+    pub oom_score_adj: OomScoreAdj,
+    /// `oom-score-adj-values`: for a primary, a replica, and a background
+    /// child (durakv forks none; the third is kept for Redis's files).
+    pub oom_score_adj_values: [i32; 3],
     pub durability: Durability,
     pub durability_db: BTreeMap<usize, Durability>,
     pub durability_policy: DurabilityPolicy,
@@ -329,6 +346,8 @@ impl Default for Config {
             rdb_key_save_delay: 0,
             keyspace_shards: durakv_engine::keyspace::DEFAULT_SHARD_COUNT,
             disable_thp: true,
+            oom_score_adj: OomScoreAdj::No,
+            oom_score_adj_values: [0, 200, 800],
             durability: Durability::Full,
             durability_db: BTreeMap::new(),
             durability_policy: DurabilityPolicy::Connection,
@@ -1781,12 +1800,52 @@ pub static DIRECTIVES: &[Directive] = &[
     compat!("active-defrag-max-scan-fields", "1000", |v| redis_check::int(v, 1, i64::MAX)),
     compat!("activerehashing", "yes", redis_check::yes_no),
     compat!("dynamic-hz", "yes", redis_check::yes_no),
-    compat!("oom-score-adj", "no", |v| {
-        // `relative` is Redis's other name for `yes`.
-        let v = redis_check::one_of(v, &["no", "yes", "relative", "absolute"])?;
-        Ok(if v == "relative" { "yes".into() } else { v })
-    }),
-    compat!("oom-score-adj-values", "0 200 800"),
+    Directive {
+        name: "oom-score-adj",
+        default: "no",
+        help: "Set the process's OOM score by its role, from oom-score-adj-values: no, yes (relative: added to the score it started with) or absolute",
+        runtime: true,
+        repeatable: false,
+        set: |c, v| {
+            c.oom_score_adj = match redis_check::one_of(v, &["no", "yes", "relative", "absolute"])?.as_str() {
+                "no" => OomScoreAdj::No,
+                "absolute" => OomScoreAdj::Absolute,
+                _ => OomScoreAdj::Relative,
+            };
+            Ok(())
+        },
+        // `relative` is Redis's other name for `yes`, which it answers.
+        get: |c| match c.oom_score_adj {
+            OomScoreAdj::No => "no".into(),
+            OomScoreAdj::Relative => "yes".into(),
+            OomScoreAdj::Absolute => "absolute".into(),
+        },
+    },
+    Directive {
+        name: "oom-score-adj-values",
+        default: "0 200 800",
+        help: "OOM scores for a primary, a replica and a background child (three integers from -2000 to 2000)",
+        runtime: true,
+        repeatable: false,
+        set: |c, v| {
+            let words: Vec<&str> = v.split_ascii_whitespace().collect();
+            if words.len() != 3 {
+                return Err("wrong number of arguments".into());
+            }
+            for (slot, w) in c.oom_score_adj_values.iter_mut().zip(words) {
+                *slot = w
+                    .parse::<i32>()
+                    .ok()
+                    .filter(|n| (-2000..=2000).contains(n))
+                    .ok_or("Invalid oom-score-adj-values, elements must be between -2000 and 2000.")?;
+            }
+            Ok(())
+        },
+        get: |c| {
+            let [a, b, d] = c.oom_score_adj_values;
+            format!("{a} {b} {d}")
+        },
+    },
     compat!("rdbcompression", "yes", redis_check::yes_no),
     compat!("rdbchecksum", "yes", redis_check::yes_no, false),
     Directive {

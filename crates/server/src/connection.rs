@@ -23,6 +23,7 @@ use crate::tls::ClientStream;
 use bytes::{Buf, Bytes, BytesMut};
 use durakv_engine::txn::UNLOGGED_FAILED_LSN;
 use durakv_engine::wal::{Owed, Wal};
+use durakv_protocol::request::pending_query_bytes;
 use durakv_protocol::{Frame, RequestLimits, RequestParser};
 use std::collections::VecDeque;
 use std::future::Future;
@@ -203,7 +204,6 @@ async fn run<S: ClientStream>(
     // message) for the whole connection, not one (a lock and an unlock) per
     // loop turn; pinned inside the task.
     let mut woken = std::pin::pin!(handle.wake.notified());
-    let mut memory = MemoryReport::default();
     let mut published_sig = [usize::MAX; 9];
     let mut published_at = std::time::Instant::now();
     loop {
@@ -251,17 +251,11 @@ async fn run<S: ClientStream>(
         }
         release(shared, &mut out, &mut held);
         held.release_memory_if_empty();
-        memory.report_and_check(
-            shared,
-            &handle,
-            rbuf.capacity(),
-            out.len() + held.bytes.capacity(),
-        );
         // Publishing takes a lock and copies strings: do it when something
         // others must see changed, otherwise at most every few milliseconds.
         let sig = client.info_signature();
         if sig != published_sig || published_at.elapsed() >= INFO_REFRESH {
-            client.publish_info(rbuf.len(), held.len());
+            client.publish_info(held.len());
             published_sig = sig;
             published_at = std::time::Instant::now();
         }
@@ -276,6 +270,9 @@ async fn run<S: ClientStream>(
         if !output_within_limit(shared, client, out.len() + held.bytes.len()) {
             return Ok(());
         }
+        // After the output limit: a client that passed it is closed for
+        // that, not counted against `maxmemory-clients` to evict others.
+        report_memory(shared, client, &rbuf, out.len() + held.bytes.capacity());
         if !out.is_empty() {
             shared.stats.total_net_output_bytes.add(out.len() as u64);
             shared.stats.total_writes_processed.add(1);
@@ -304,7 +301,7 @@ async fn run<S: ClientStream>(
             }
         }
         scratch::give_back(&scratch::WRITE, out);
-        memory.report(&handle, rbuf.capacity(), held.bytes.capacity());
+        report_memory(shared, client, &rbuf, held.bytes.capacity());
         if held.is_empty() {
             // Everything went out: a later burst over the soft limit
             // starts its own count, as Redis's does once the buffer drains.
@@ -448,8 +445,9 @@ fn poll_read_lent<S: ClientStream>(
     r
 }
 
-/// Accounts for `n` bytes just read onto `rbuf`. False, logged, when they
-/// took it past `client-query-buffer-limit`: the connection is to close.
+/// Accounts for `n` bytes just read onto `rbuf`. False when they took it
+/// past `client-query-buffer-limit` (logged), or made `maxmemory-clients`
+/// evict this client: the connection is to close.
 fn took_input(
     shared: &Shared,
     handle: &ClientHandle,
@@ -469,51 +467,33 @@ fn took_input(
         );
         return false;
     }
-    if note_input(handle, rbuf.capacity()) && shared.evict.clients_limit() != 0 {
-        crate::client_evict::enforce_soon(shared);
+    let grew = ClientHandle::set_part(&handle.input_bytes, rbuf.capacity());
+    if grew && shared.evict.clients_limit() != 0 {
+        handle.recount();
+        // Before the request runs, as Redis checks after every read: a
+        // client evicted for what it sent does not get it run.
+        crate::client_evict::check(shared);
+        return !handle.is_killed();
     }
     true
 }
 
-/// Sets the handle's `input_bytes` (storing only a change); true if it grew.
-fn note_input(handle: &ClientHandle, bytes: usize) -> bool {
-    let before = handle.input_bytes.load(Ordering::Relaxed);
-    if before != bytes {
-        handle.input_bytes.store(bytes, Ordering::Relaxed);
-    }
-    bytes > before
-}
-
-/// What a connection last told its handle of its output (`output_bytes`),
-/// so that a turn that changed nothing stores nothing. Its input is set by
-/// reads too, so it is compared with the handle's own figure.
-#[derive(Default)]
-struct MemoryReport {
-    output: usize,
-}
-
-impl MemoryReport {
-    /// Reports `input` and `output`; true if either grew.
-    fn report(&mut self, handle: &ClientHandle, input: usize, output: usize) -> bool {
-        let grew = note_input(handle, input) | (output > self.output);
-        if output != self.output {
-            handle.output_bytes.store(output, Ordering::Relaxed);
-            self.output = output;
-        }
-        grew
-    }
-
-    /// [`MemoryReport::report`], then, if the buffers grew and
-    /// `maxmemory-clients` is set, a look at what all clients hold.
-    fn report_and_check(
-        &mut self,
-        shared: &Shared,
-        handle: &ClientHandle,
-        input: usize,
-        output: usize,
-    ) {
-        if self.report(handle, input, output) && shared.evict.clients_limit() != 0 {
-            crate::client_evict::enforce_soon(shared);
+/// Tells the handle what the connection holds: its read buffer (and how
+/// much of it CLIENT LIST's `qbuf` shows), its unwritten output and its
+/// state; if any of them grew, checks
+/// `maxmemory-clients`.
+fn report_memory(shared: &Shared, client: &ClientState, rbuf: &BytesMut, output: usize) {
+    let h = &*client.handle;
+    ClientHandle::set_part(&h.query_pending, pending_query_bytes(rbuf));
+    let grew = ClientHandle::set_part(&h.input_bytes, rbuf.capacity())
+        | ClientHandle::set_part(&h.output_bytes, output)
+        | ClientHandle::set_part(&h.state_bytes, client.state_bytes());
+    // Without a limit nothing reads the total: keeping it would cost a
+    // write to a shared counter per turn. Setting one recounts everyone.
+    if shared.evict.clients_limit() != 0 {
+        h.recount();
+        if grew {
+            crate::client_evict::check(shared);
         }
     }
 }

@@ -92,7 +92,7 @@ fn check_and_run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     }
     if ctx.client.multi.is_some() && spec.flags & flags::MULTI_CONTROL == 0 {
         if let Some(m) = ctx.client.multi.as_mut() {
-            m.queued.push(args.to_vec());
+            m.queue(args);
         }
         return Outcome::now(Frame::queued());
     }
@@ -421,6 +421,7 @@ pub fn unwatch_all(ctx: &mut Ctx<'_>) {
     for w in ctx.client.watched.drain(..) {
         ctx.shared.watches.unwatch(id, w.db, &w.key);
     }
+    ctx.client.watched_bytes = 0;
     ctx.client
         .handle
         .watch_dirty

@@ -178,6 +178,9 @@ pub fn apply_config(shared: &Shared) {
         c.lfu_log_factor as u32,
         c.lfu_decay_time as u32,
     );
+    drop(c);
+    // A lower limit takes effect before CONFIG SET answers, as in Redis.
+    crate::client_evict::enforce(shared);
 }
 
 /// True when more memory is in use than `maxmemory` allows.

@@ -63,6 +63,7 @@ pub mod listeners;
 pub mod memory;
 pub mod monitor;
 pub mod notify;
+pub mod oom_score;
 pub mod pause;
 pub mod pubsub;
 pub mod rates;
@@ -105,6 +106,8 @@ pub fn run(config: Config) -> Result<(), String> {
         }
     }
     let shared = open_on(config, None)?;
+    // A failure is logged; the server runs with the score it has.
+    let _ = oom_score::apply(&shared, &shared.config.read());
     rdb_load::import_at_start(&shared)?;
     serve_until_shutdown(shared)
 }

@@ -245,9 +245,17 @@ impl Mailbox {
 #[derive(Default)]
 pub struct Subscriptions {
     names: [HashSet<Bytes>; 3],
+    /// What the names take, as `maxmemory-clients` counts them.
+    bytes: usize,
 }
 
 impl Subscriptions {
+    /// What the subscriptions take: each name and its entries here and in
+    /// the registry.
+    pub fn memory_bytes(&self) -> usize {
+        self.bytes
+    }
+
     pub fn is_empty(&self) -> bool {
         self.names.iter().all(HashSet::is_empty)
     }
@@ -382,6 +390,7 @@ impl PubSub {
         if !subs.names[kind as usize].insert(name.clone()) {
             return false;
         }
+        subs.bytes += name.len() + crate::client::ENTRY_OVERHEAD_BYTES;
         self.registry(kind).add(name, h);
         h.mailbox.counts[kind as usize].store(subs.count(kind), Ordering::Relaxed);
         if was_empty {
@@ -401,6 +410,7 @@ impl PubSub {
         if !subs.names[kind as usize].remove(name) {
             return false;
         }
+        subs.bytes -= name.len() + crate::client::ENTRY_OVERHEAD_BYTES;
         self.registry(kind).remove(name, h.id);
         h.mailbox.counts[kind as usize].store(subs.count(kind), Ordering::Relaxed);
         if subs.is_empty() {

@@ -107,6 +107,9 @@ pub struct Local {
     pub noloop: bool,
     /// Client id invalidations go to; 0: this connection.
     pub redirect: u64,
+    /// What this client's BCAST prefixes take, as `maxmemory-clients`
+    /// counts them.
+    pub prefix_bytes: usize,
     /// `CLIENT CACHING` was given for the next command.
     pub caching: bool,
     /// Nesting of data handler calls (a script's commands run inside it).
@@ -269,8 +272,9 @@ impl Tracking {
     }
 
     /// Turns tracking on (or changes its options) for the client `h`.
-    pub fn enable(&self, h: &Arc<ClientHandle>, opts: Options) {
-        let added = {
+    /// Returns what the client's BCAST prefixes take (`Local::prefix_bytes`).
+    pub fn enable(&self, h: &Arc<ClientHandle>, opts: Options) -> usize {
+        let (added, prefix_bytes) = {
             let mut t = self.table.lock();
             let Table {
                 trackers, prefixes, ..
@@ -304,12 +308,18 @@ impl Tracking {
                     }
                 }
             }
-            added
+            let prefix_bytes = tr
+                .prefixes
+                .iter()
+                .map(|p| p.len() + crate::client::ENTRY_OVERHEAD_BYTES)
+                .sum();
+            (added, prefix_bytes)
         };
         if added {
             self.clients.fetch_add(1, Ordering::Relaxed);
             self.expired_log_changed();
         }
+        prefix_bytes
     }
 
     /// Turns tracking off for client `id`; the keys it read stay in the

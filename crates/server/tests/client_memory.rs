@@ -8,7 +8,11 @@
 //! in full.
 //!
 //! `maxmemory-clients`: once all clients together hold more, those holding
-//! the most are disconnected, except a client with CLIENT NO-EVICT on.
+//! the most are disconnected, except a client with CLIENT NO-EVICT on. A
+//! client is evicted before the request that took it over runs; what it
+//! holds counts its queued MULTI commands, watched keys, subscriptions and
+//! tracking prefixes too; a lower limit set by CONFIG SET applies before
+//! its reply.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -214,4 +218,155 @@ fn clients_holding_the_most_go_once_all_pass_maxmemory_clients() {
 
     let _: () = q(&mut c, &["CONFIG", "RESETSTAT"]);
     assert_eq!(info_number(&mut c, "stats", "evicted_clients"), 0);
+}
+
+/// A number field of a CLIENT LIST line.
+fn list_field(line: &str, name: &str) -> usize {
+    line.split(' ')
+        .find_map(|f| f.strip_prefix(name)?.strip_prefix('='))
+        .unwrap_or_else(|| panic!("no {name} in {line}"))
+        .parse()
+        .unwrap()
+}
+
+/// Whether the server closed `s`: end of stream, or a reset (it closes
+/// with the client's unread bytes in its socket).
+fn closed_by_server(s: &mut std::net::TcpStream) -> bool {
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut b = [0u8; 1];
+    match std::io::Read::read(s, &mut b) {
+        Ok(0) => true,
+        Err(e) => e.kind() == std::io::ErrorKind::ConnectionReset,
+        Ok(_) => false,
+    }
+}
+
+#[test]
+fn a_request_that_takes_its_client_past_maxmemory_clients_does_not_run() {
+    let srv = Server::start(&["--durability", "none"]);
+    let mut c = srv.conn();
+    let _: () = q(&mut c, &["CONFIG", "SET", "maxmemory-clients", "1mb"]);
+    // Under the limit, a large value is stored.
+    let mut s = named(&srv, "big");
+    let value = vec![b'v'; 500_000];
+    s.write_all(&req(&[b"SET", b"small", &value])).unwrap();
+    assert_eq!(read_exactly(&mut s, 5), b"+OK\r\n");
+    // One whose buffer alone passes the limit: evicted, and not run.
+    let value = vec![b'v'; 2_000_000];
+    let _ = s.write_all(&req(&[b"SET", b"big", &value]));
+    assert!(closed_by_server(&mut s));
+    assert_eq!(q::<i64>(&mut c, &["EXISTS", "big"]), 0);
+    assert_eq!(q::<i64>(&mut c, &["STRLEN", "small"]), 500_000);
+    assert_eq!(info_number(&mut c, "stats", "evicted_clients"), 1);
+}
+
+/// Sends `request(i)` for i = 0, 1, ... on a new connection (after
+/// `setup`), each followed by reading its reply, until the server closes
+/// the connection; returns how many it answered.
+fn requests_until_evicted(
+    srv: &Server,
+    setup: &[&[&[u8]]],
+    request: impl Fn(usize) -> Vec<u8>,
+) -> usize {
+    let mut r = RespConn::new(srv.raw());
+    r.s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    for args in setup {
+        r.s.write_all(&req(args)).unwrap();
+        let _ = r.frame();
+    }
+    let mut chunk = [0u8; 4096];
+    for i in 0..100_000 {
+        if r.s.write_all(&request(i)).is_err() {
+            return i;
+        }
+        // One reply per request; the server closing ends the count.
+        match std::io::Read::read(&mut r.s, &mut chunk) {
+            Ok(0) => return i,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return i,
+            Err(e) => panic!("request {i}: {e}"),
+            Ok(_) => {}
+        }
+    }
+    panic!("never evicted");
+}
+
+#[test]
+fn watches_subscriptions_queued_commands_and_prefixes_count_as_client_memory() {
+    let srv = Server::start(&["--durability", "none"]);
+    let mut c = srv.conn();
+    let _: () = q(&mut c, &["CONFIG", "SET", "maxmemory-clients", "200kb"]);
+    // Each entry takes at least its name: 100-byte names pass 200 KB
+    // within 2,000 entries; small replies keep the buffers small.
+    let name = |i: usize| format!("{i:0>100}").into_bytes();
+    let watched = requests_until_evicted(&srv, &[], |i| req(&[b"WATCH", &name(i)]));
+    let channels = requests_until_evicted(&srv, &[], |i| req(&[b"SUBSCRIBE", &name(i)]));
+    let patterns = requests_until_evicted(&srv, &[], |i| req(&[b"PSUBSCRIBE", &name(i)]));
+    let prefixes = requests_until_evicted(&srv, &[], |i| {
+        req(&[b"CLIENT", b"TRACKING", b"on", b"BCAST", b"PREFIX", &name(i)])
+    });
+    let queued =
+        requests_until_evicted(&srv, &[&[b"MULTI"]], |i| req(&[b"SET", &name(i), &name(i)]));
+    for (what, n) in [
+        ("watched keys", watched),
+        ("channels", channels),
+        ("patterns", patterns),
+        ("prefixes", prefixes),
+        ("queued commands", queued),
+    ] {
+        assert!((100..2000).contains(&n), "{what}: evicted after {n}");
+    }
+    assert_eq!(info_number(&mut c, "stats", "evicted_clients"), 5);
+    // Nothing of theirs is left counted.
+    eventually("the evicted clients' memory is gone", || {
+        info_number(&mut c, "memory", "mem_clients_normal") < 50_000
+    });
+}
+
+#[test]
+fn a_lower_limit_evicts_before_config_set_answers() {
+    let srv = Server::start(&["--durability", "none"]);
+    let mut c = srv.conn();
+    let _: () = q(&mut c, &["CLIENT", "NO-EVICT", "on"]);
+    let _: () = q(&mut c, &["CONFIG", "SET", "maxmemory-clients", "10mb"]);
+    // Five clients each holding 300 KB of a request still arriving; CLIENT
+    // LIST's qbuf counts a big argument from its first byte, as Redis's.
+    let mut held: Vec<_> = (0..5)
+        .map(|i| {
+            let mut s = named(&srv, &format!("holder-{i}"));
+            s.write_all(b"*2\r\n$4\r\nPING\r\n$400000\r\n").unwrap();
+            s.write_all(&vec![b'x'; 300_000]).unwrap();
+            s
+        })
+        .collect();
+    eventually("the requests arrive", || {
+        client_names(&mut c).matches("qbuf=300000 ").count() == 5
+    });
+    let list = client_names(&mut c);
+    let line = list.lines().find(|l| l.contains("name=holder-0")).unwrap();
+    let tot = list_field(line, "tot-mem");
+    assert!((300_000..1_000_000).contains(&tot), "{line}");
+    // Room for about two of them: the rest are gone when the reply comes.
+    let _: () = q(&mut c, &["CONFIG", "SET", "maxmemory-clients", "1mb"]);
+    let list = client_names(&mut c);
+    let left = list.matches("name=holder-").count();
+    assert!((1..=2).contains(&left), "{left} left");
+    for (i, s) in held.iter_mut().enumerate() {
+        if !list.contains(&format!("name=holder-{i} ")) {
+            assert!(closed_by_server(s), "holder-{i} is not listed but open");
+        }
+    }
+}
+
+#[test]
+fn client_list_shows_what_a_transaction_holds() {
+    let srv = Server::start(&["--durability", "none"]);
+    let mut c = srv.conn();
+    let _: () = q(&mut c, &["CLIENT", "SETNAME", "tx"]);
+    let _: () = q(&mut c, &["MULTI"]);
+    let value = "v".repeat(10_000);
+    let _: String = q(&mut c, &["SET", "k", &value]);
+    let list = client_names(&mut srv.conn());
+    let line = list.lines().find(|l| l.contains("name=tx ")).unwrap();
+    let multi_mem = list_field(line, "multi-mem");
+    assert!((10_000..11_000).contains(&multi_mem), "{line}");
 }

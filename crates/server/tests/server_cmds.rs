@@ -1446,6 +1446,70 @@ fn compatibility_directives_check_values_as_redis() {
 }
 
 #[test]
+fn oom_score_adj_sets_the_process_score_by_role_and_gives_it_back() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let pid = srv.child.as_ref().unwrap().id();
+    let path = format!("/proc/{pid}/oom_score_adj");
+    let score = || -> i64 {
+        std::fs::read_to_string(&path)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    let base = score();
+    // Values above the score it started with: an unprivileged process may
+    // raise its score and lower it back, not below where it started.
+    let _: () = ok(
+        &mut c,
+        &["CONFIG", "SET", "oom-score-adj-values", "10 20 30"],
+    );
+    assert_eq!(score(), base, "off: left alone");
+    let _: () = ok(&mut c, &["CONFIG", "SET", "oom-score-adj", "yes"]);
+    assert_eq!(score(), base + 10);
+    let _: () = ok(
+        &mut c,
+        &["CONFIG", "SET", "oom-score-adj-values", "15 20 30"],
+    );
+    assert_eq!(score(), base + 15);
+    // A replica's score is its own (port 1 refuses: it stays a replica).
+    let _: () = ok(&mut c, &["REPLICAOF", "127.0.0.1", "1"]);
+    assert_eq!(score(), base + 20);
+    let _: () = ok(&mut c, &["REPLICAOF", "NO", "ONE"]);
+    assert_eq!(score(), base + 15);
+    let _: () = ok(&mut c, &["CONFIG", "SET", "oom-score-adj", "absolute"]);
+    assert_eq!(score(), 15.clamp(-1000, 1000));
+    let got: Vec<String> = ok(&mut c, &["CONFIG", "GET", "oom-score-adj"]);
+    assert_eq!(got[1], "absolute");
+    let _: () = ok(&mut c, &["CONFIG", "SET", "oom-score-adj", "relative"]);
+    let got: Vec<String> = ok(&mut c, &["CONFIG", "GET", "oom-score-adj"]);
+    assert_eq!(got[1], "yes", "Redis answers relative's first name");
+    let _: () = ok(&mut c, &["CONFIG", "SET", "oom-score-adj", "no"]);
+    assert_eq!(score(), base, "given back");
+    let fails = |why: &str| {
+        format!(
+            "ERR CONFIG SET failed (possibly related to argument 'oom-score-adj-values') - {why}"
+        )
+    };
+    let range = "Invalid oom-score-adj-values, elements must be between -2000 and 2000.";
+    for (value, why) in [
+        ("-2001 0 0", range),
+        ("0 2001 0", range),
+        ("0 x 0", range),
+        ("0 200", "wrong number of arguments"),
+    ] {
+        assert_eq!(
+            error(&mut c, &["CONFIG", "SET", "oom-score-adj-values", value]),
+            fails(why),
+            "{value}"
+        );
+    }
+    let got: Vec<String> = ok(&mut c, &["CONFIG", "GET", "oom-score-adj-values"]);
+    assert_eq!(got[1], "15 20 30");
+}
+
+#[test]
 fn config_rewrite_persists_runtime_changes() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("durakv.toml");

@@ -252,6 +252,7 @@ fn caller_info(ctx: &Ctx<'_>) -> ClientInfo {
             .as_ref()
             .map(|m| m.queued.len() as i64)
             .unwrap_or(-1),
+        multi_mem: c.multi.as_ref().map_or(0, |m| m.bytes),
         watch: c.watched.len(),
         durability: c.durability,
         no_touch: c.no_touch,
@@ -309,7 +310,7 @@ fn client_line(h: &ClientHandle, info: &ClientInfo, tracking: &(String, i64)) ->
     let text = |b: &Option<Bytes>| b.as_deref().map(lossy).unwrap_or_default();
     // `fd` is not tracked per connection; -1 keeps the field parseable.
     format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={} rbp={} obl=0 oll={} omem={} tot-mem={} events=r cmd={} user={} redir={} resp={} lib-name={} lib-ver={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem=0 multi-mem={} rbs={} rbp={} obl=0 oll={} omem={} tot-mem={} events=r cmd={} user={} redir={} resp={} lib-name={} lib-ver={}",
         h.id,
         h.addr,
         h.laddr,
@@ -325,6 +326,7 @@ fn client_line(h: &ClientHandle, info: &ClientInfo, tracking: &(String, i64)) ->
         info.multi,
         info.qbuf,
         rbs - info.qbuf.min(rbs),
+        info.multi_mem,
         rbs,
         rbs,
         info.omem + mailbox.queued_messages(),
@@ -346,7 +348,8 @@ fn line_for(ctx: &Ctx<'_>, h: &ClientHandle) -> String {
     if h.id == ctx.client.id() {
         client_line(h, &caller_info(ctx), &tracking)
     } else {
-        let info = h.info.lock().clone();
+        let mut info = h.info.lock().clone();
+        info.qbuf = h.query_pending.load(Ordering::Relaxed);
         client_line(h, &info, &tracking)
     }
 }

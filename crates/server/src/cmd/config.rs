@@ -152,6 +152,25 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> (Frame, u64) {
             );
         }
     }
+    let oom_named = args[2..]
+        .chunks(2)
+        .find(|p| p[0].len() >= 13 && p[0][..13].eq_ignore_ascii_case(b"oom-score-adj"));
+    if let Some(name) = oom_named {
+        let applied = crate::oom_score::apply(ctx.shared, &ctx.shared.config.read());
+        if let Err(e) = applied {
+            *ctx.shared.config.write() = before;
+            if tls_named {
+                let _ = crate::tls::reload(ctx.shared);
+            }
+            return (
+                Frame::error(format!(
+                    "ERR CONFIG SET failed (possibly related to argument '{}') - {e}",
+                    String::from_utf8_lossy(&name[0]).to_ascii_lowercase()
+                )),
+                0,
+            );
+        }
+    }
     // Last of the steps that can fail but one, so that little has to be
     // undone when one does.
     let moved = match rebind(ctx.shared, &before, args) {
@@ -160,6 +179,9 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> (Frame, u64) {
             *ctx.shared.config.write() = before;
             if tls_named {
                 let _ = crate::tls::reload(ctx.shared);
+            }
+            if oom_named.is_some() {
+                let _ = crate::oom_score::apply(ctx.shared, &ctx.shared.config.read());
             }
             return (e, 0);
         }

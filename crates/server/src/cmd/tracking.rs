@@ -119,7 +119,7 @@ pub(super) fn tracking(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     }
     check(ctx, &r)?;
     let handle = ctx.client.handle.clone();
-    ctx.shared.tracking.enable(
+    let prefix_bytes = ctx.shared.tracking.enable(
         &handle,
         Options {
             redirect: r.redirect,
@@ -135,6 +135,7 @@ pub(super) fn tracking(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     t.optin = r.optin;
     t.optout = r.optout;
     t.noloop = r.noloop;
+    t.prefix_bytes = prefix_bytes;
     Ok(Frame::ok())
 }
 

@@ -102,6 +102,7 @@ fn watch(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             db,
             key.clone(),
         );
+        ctx.client.watched_bytes += key.len() + crate::client::ENTRY_OVERHEAD_BYTES;
         ctx.client.watched.push(Watched {
             db,
             key: key.clone(),

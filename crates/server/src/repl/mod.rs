@@ -455,6 +455,7 @@ impl Replication {
         // Its own replicas learn the new ID by reconnecting, and continue
         // under it from the backlog (the old one is `replid2`), as in Redis.
         self.drop_replicas(shared);
+        let _ = crate::oom_score::apply(shared, &shared.config.read());
     }
 
     /// Makes this server a replica of `host:port`: replicas attached to it
@@ -472,6 +473,7 @@ impl Replication {
             ..MasterLink::default()
         };
         let _ = self.target.send_replace(Some((host, port)));
+        let _ = crate::oom_score::apply(shared, &shared.config.read());
     }
 }
 
