@@ -70,6 +70,13 @@ impl Policy {
         matches!(self, Policy::AllKeysLfu | Policy::VolatileLfu)
     }
 
+    /// Whether values are scored by their own access time or frequency:
+    /// Redis then gives each its own integer object instead of a shared
+    /// one (OBJECT REFCOUNT 1 rather than the shared count).
+    pub fn scores_each_value(self) -> bool {
+        self.is_lfu() || matches!(self, Policy::AllKeysLru | Policy::VolatileLru)
+    }
+
     fn volatile_only(self) -> bool {
         matches!(
             self,
@@ -186,7 +193,13 @@ pub fn apply_config(shared: &Shared) {
 /// True when more memory is in use than `maxmemory` allows.
 pub fn over_limit(shared: &Shared) -> bool {
     let max = shared.evict.maxmemory();
-    max != 0 && crate::memory::used_memory_bytes() > max
+    max != 0 && counted_memory_bytes() > max
+}
+
+/// `used_memory` as `maxmemory` counts it: without the invalidations
+/// queued for tracking clients (`crate::pubsub::tracking_queued_bytes`).
+pub fn counted_memory_bytes() -> u64 {
+    crate::memory::used_memory_bytes().saturating_sub(crate::pubsub::tracking_queued_bytes() as u64)
 }
 
 /// Redis's eviction time limit for a tenacity: 50 µs growing 15% per
@@ -202,13 +215,13 @@ fn time_limit(tenacity: u64) -> Option<Duration> {
 /// Evicts until under the limit. Must be called without shard locks held.
 pub fn perform(shared: &Shared) -> Outcome {
     let max = shared.evict.maxmemory();
-    if max == 0 || crate::memory::used_memory_bytes() <= max {
+    if max == 0 || counted_memory_bytes() <= max {
         return Outcome::Ok;
     }
     // Clients over `maxmemory-clients` go before any key does; what they
     // held is freed as their connections close, so it counts as freed now.
     let released = crate::client_evict::enforce(shared);
-    if released > 0 && crate::memory::used_memory_bytes().saturating_sub(released) <= max {
+    if released > 0 && counted_memory_bytes().saturating_sub(released) <= max {
         return Outcome::Ok;
     }
     let policy = shared.evict.policy();
@@ -219,13 +232,23 @@ pub fn perform(shared: &Shared) -> Outcome {
     let limit = time_limit(shared.evict.tenacity.load(Ordering::Relaxed));
     let started = Instant::now();
     let mut evicted = 0usize;
+    // What the pass is to free, and what the keys it evicted held. An
+    // eviction also queues what tracking clients and subscribers are told
+    // (an invalidation per reader of the key, an `evicted` event), which
+    // takes memory until their connections write it: measured by
+    // `used_memory` alone, evicting keys read by many clients would seem
+    // to free nothing, and the pass would go on until no key was left.
+    // Redis likewise counts only what the deletions themselves free.
+    let to_free = counted_memory_bytes().saturating_sub(max);
+    let mut freed = 0u64;
     let out = loop {
-        if crate::memory::used_memory_bytes() <= max {
+        if counted_memory_bytes() <= max || freed >= to_free {
             break Outcome::Ok;
         }
-        if !evict_one(shared, policy, &mut pool) {
+        let Some(bytes) = evict_one(shared, policy, &mut pool) else {
             break Outcome::Fail;
-        }
+        };
+        freed += bytes as u64;
         evicted += 1;
         if evicted.is_multiple_of(CLOCK_EVERY) && limit.is_some_and(|l| started.elapsed() > l) {
             break Outcome::Running;
@@ -238,8 +261,9 @@ pub fn perform(shared: &Shared) -> Outcome {
     out
 }
 
-/// Picks and evicts one key. False when no key can be evicted.
-fn evict_one(shared: &Shared, policy: Policy, pool: &mut Vec<Candidate>) -> bool {
+/// Picks and evicts one key; returns what that surely freed. None when
+/// no key can be evicted.
+fn evict_one(shared: &Shared, policy: Policy, pool: &mut Vec<Candidate>) -> Option<usize> {
     let samples = shared.evict.samples.load(Ordering::Relaxed).max(1) as usize;
     let mut rng = rand::thread_rng();
     // A few tries: candidates in the pool may have gone since they were seen.
@@ -250,17 +274,17 @@ fn evict_one(shared: &Shared, policy: Policy, pool: &mut Vec<Candidate>) -> bool
         if pool.is_empty() {
             let per_shard = if policy.is_random() { 1 } else { samples };
             if !refill(shared, policy, per_shard, pool, &mut rng) {
-                return false;
+                return None;
             }
         } else if !policy.is_random() {
             refill(shared, policy, samples, pool, &mut rng);
         }
-        let Some(c) = pool.pop() else { return false };
-        if delete(shared, policy, c.db, &c.key) {
-            return true;
+        let c = pool.pop()?;
+        if let Some(bytes) = delete(shared, policy, c.db, &c.key) {
+            return Some(bytes);
         }
     }
-    false
+    None
 }
 
 /// Samples the next shards with keys into the pool. False when a whole
@@ -346,25 +370,27 @@ fn offer(pool: &mut Vec<Candidate>, score: u64, db: usize, key: &[u8]) {
     }
 }
 
+/// What deleting a key surely frees: its value's heap and its name's when
+/// too long to be inline. Not its slot in the map, which stays allocated
+/// until the map shrinks, so a pass never counts more than it freed.
+fn heap_bytes(key: &[u8], value: &durakv_engine::value::Value) -> usize {
+    let empty = durakv_engine::value::Value::Str(Default::default());
+    durakv_engine::db::key_memory_bytes(key, value)
+        .saturating_sub(durakv_engine::db::key_memory_bytes(b"", &empty))
+}
+
 /// Deletes `key` of `db` as DEL would, if it is still there (and, for a
-/// volatile policy, still has a TTL). True if it was deleted.
-fn delete(shared: &Shared, policy: Policy, db: usize, key: &Bytes) -> bool {
+/// volatile policy, still has a TTL); returns what that surely freed
+/// ([`heap_bytes`]), None if it was not deleted.
+fn delete(shared: &Shared, policy: Policy, db: usize, key: &Bytes) -> Option<usize> {
     let ks = &shared.store.keyspace;
-    let Some(mut txn) =
-        ks.try_lock_keys_for(std::iter::once(&key[..]), crate::scripting::BUSY_POLL)
-    else {
-        return false;
+    let mut txn = ks.try_lock_keys_for(std::iter::once(&key[..]), crate::scripting::BUSY_POLL)?;
+    let bytes = match txn.get_untouched(db, key) {
+        Some(e) if !policy.volatile_only() || e.has_ttl() => heap_bytes(key, &e.value),
+        _ => return None,
     };
-    match txn.get_untouched(db, key) {
-        Some(e) if !policy.volatile_only() || e.has_ttl() => {}
-        _ => return false,
-    }
-    if txn
-        .apply(Mutation::key(db as u32, key.clone(), KeyOp::Del))
-        .is_err()
-    {
-        return false;
-    }
+    txn.apply(Mutation::key(db as u32, key.clone(), KeyOp::Del))
+        .ok()?;
     let lsn = match crate::dispatch::commit(shared, None, db, txn) {
         Ok(out) => out.lsn,
         // In memory the key is gone; the failed log refuses writes anyway.
@@ -379,7 +405,7 @@ fn delete(shared: &Shared, policy: Policy, db: usize, key: &Bytes) -> bool {
             .tracking
             .invalidate(shared, None, &[(key.clone(), false)], false, &[]);
     }
-    true
+    Some(bytes)
 }
 
 #[cfg(test)]

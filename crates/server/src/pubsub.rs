@@ -110,6 +110,19 @@ impl Message {
     }
 }
 
+/// Bytes of invalidations queued in all mailboxes, which `maxmemory` does
+/// not count (INFO's `mem_not_counted_for_evict`): an eviction queues one
+/// for each reader of the key, its connection writes them out at its next
+/// turn, and counted they would make the next command evict again, then
+/// again for those evictions' own invalidations. Redis writes a client's
+/// replies before it runs the next command, so its count never sees them.
+static TRACKING_QUEUED_BYTES: AtomicUsize = AtomicUsize::new(0);
+
+/// What [`TRACKING_QUEUED_BYTES`] holds now.
+pub fn tracking_queued_bytes() -> usize {
+    TRACKING_QUEUED_BYTES.load(Ordering::Relaxed)
+}
+
 /// A connection's queue of undelivered messages (on its [`ClientHandle`],
 /// where publishers reach it) and its subscription counts.
 #[derive(Default)]
@@ -127,6 +140,8 @@ pub struct Mailbox {
 struct Inbox {
     messages: VecDeque<Message>,
     bytes: usize,
+    /// Of `bytes`, those of invalidations ([`TRACKING_QUEUED_BYTES`]).
+    tracking_bytes: usize,
     /// Since when the queue has been over the soft limit.
     over_soft_since: Option<Instant>,
 }
@@ -161,10 +176,13 @@ impl Mailbox {
         let stop_at_tracking = before_reply && inbox.messages.iter().any(Message::is_tracking);
         let batch = if inbox.bytes <= DELIVERY_BATCH_BYTES && !stop_at_tracking {
             inbox.bytes = 0;
+            let tracking = inbox.tracking_bytes;
+            inbox.untrack(tracking);
             std::mem::take(&mut inbox.messages)
         } else {
             let mut batch = VecDeque::new();
             let mut taken = 0;
+            let mut tracking = 0;
             while taken < DELIVERY_BATCH_BYTES {
                 if stop_at_tracking && inbox.messages.front().is_some_and(Message::is_tracking) {
                     break;
@@ -172,10 +190,15 @@ impl Mailbox {
                 let Some(m) = inbox.messages.pop_front() else {
                     break;
                 };
-                taken += m.cost_bytes();
+                let cost = m.cost_bytes();
+                taken += cost;
+                if m.is_tracking() {
+                    tracking += cost;
+                }
                 batch.push_back(m);
             }
             inbox.bytes -= taken;
+            inbox.untrack(tracking);
             batch
         };
         self.queued_bytes.store(inbox.bytes, Ordering::Release);
@@ -190,9 +213,27 @@ impl Mailbox {
     /// Drops everything queued (the connection is closing).
     fn clear(&self) {
         let mut inbox = self.inbox.lock();
+        // The old queue's invalidations leave the count as it drops.
         *inbox = Inbox::default();
         self.queued_bytes.store(0, Ordering::Release);
         self.queued_messages.store(0, Ordering::Relaxed);
+    }
+}
+
+impl Inbox {
+    /// Takes `bytes` of invalidations off this queue's and the global count.
+    fn untrack(&mut self, bytes: usize) {
+        if bytes != 0 {
+            self.tracking_bytes -= bytes;
+            TRACKING_QUEUED_BYTES.fetch_sub(bytes, Ordering::Relaxed);
+        }
+    }
+}
+
+impl Drop for Inbox {
+    fn drop(&mut self) {
+        let tracking = self.tracking_bytes;
+        self.untrack(tracking);
     }
 }
 
@@ -220,6 +261,10 @@ impl Mailbox {
             OutputCheck::NewlyOverSoft => Offer::QueuedOverSoft,
             OutputCheck::Within => Offer::Queued,
         };
+        if m.is_tracking() {
+            inbox.tracking_bytes += cost;
+            TRACKING_QUEUED_BYTES.fetch_add(cost, Ordering::Relaxed);
+        }
         inbox.messages.push_back(m);
         inbox.bytes += cost;
         self.queued_bytes.store(inbox.bytes, Ordering::Release);

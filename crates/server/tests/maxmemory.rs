@@ -462,3 +462,75 @@ fn deleted_and_flushed_keys_give_their_memory_back() {
     );
     let _: () = q(&mut c, &["SET", "new", "v"]);
 }
+
+#[test]
+fn evicting_keys_that_many_clients_track_evicts_only_what_is_over() {
+    // Each eviction tells every tracking reader of the key: ten clients
+    // times a 1000-byte key name, more than the key itself held, until
+    // their connections write it. The pass must stop once the keys it
+    // evicted held what was over, not run until no key is left.
+    let srv = Server::start(&["--durability", "none"]);
+    let mut c = srv.conn();
+    let mut readers: Vec<RespConn> = (0..10)
+        .map(|_| {
+            let mut r = RespConn::new(srv.raw());
+            r.send(&["HELLO", "3"]);
+            let _ = r.frame();
+            r.send(&["CLIENT", "TRACKING", "on"]);
+            let _ = r.frame();
+            r
+        })
+        .collect();
+    let key = |j: usize| format!("{j}{}", "x".repeat(1000));
+    for j in 0..300 {
+        let _: () = q(&mut c, &["SET", &key(j), "x"]);
+        for r in &mut readers {
+            r.send(&["GET", &key(j)]);
+            let _ = r.frame();
+        }
+    }
+    let _: () = q(
+        &mut c,
+        &["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"],
+    );
+    let _: () = q(
+        &mut c,
+        &["CONFIG", "SET", "maxmemory-eviction-tenacity", "100"],
+    );
+    let limit = used(&mut c) - 40_000;
+    let _: () = q(&mut c, &["CONFIG", "SET", "maxmemory", &limit.to_string()]);
+    let _: String = q(&mut c, &["PING"]);
+    let evicted = evicted_keys(&mut c);
+    let left: u64 = q(&mut c, &["DBSIZE"]);
+    assert!(
+        (200..=300).contains(&left),
+        "{left} keys left, {evicted} evicted"
+    );
+    assert!((10..=60).contains(&evicted), "{evicted} evicted");
+    // The readers were told.
+    for r in &mut readers {
+        match r.frame() {
+            durakv_protocol::Frame::Push(items) => assert_eq!(items.len(), 2),
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+#[test]
+fn small_integers_are_shared_unless_values_are_scored_by_access() {
+    let srv = Server::start(&["--durability", "none"]);
+    let mut c = srv.conn();
+    let _: () = q(&mut c, &["SET", "a", "1"]);
+    let refcount = |c: &mut redis::Connection| q::<i64>(c, &["OBJECT", "REFCOUNT", "a"]);
+    assert_eq!(refcount(&mut c), i64::from(i32::MAX));
+    let _: () = q(&mut c, &["CONFIG", "SET", "maxmemory", "1gb"]);
+    for (policy, shared) in [
+        ("allkeys-random", true),
+        ("allkeys-lru", false),
+        ("volatile-lfu", false),
+        ("volatile-ttl", true),
+    ] {
+        let _: () = q(&mut c, &["CONFIG", "SET", "maxmemory-policy", policy]);
+        assert_eq!(refcount(&mut c) > 1, shared, "{policy}");
+    }
+}

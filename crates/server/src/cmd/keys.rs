@@ -647,9 +647,11 @@ fn object(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
             OBJECT_HELP.iter().map(|l| Frame::simple(l)).collect(),
         ));
     }
-    let lfu = sub.name != "encoding"
-        && sub.name != "refcount"
-        && ctx.shared.config.read().maxmemory_policy.is_lfu();
+    let (policy, maxmemory) = {
+        let c = ctx.shared.config.read();
+        (c.maxmemory_policy, c.maxmemory_bytes)
+    };
+    let lfu = sub.name != "encoding" && sub.name != "refcount" && policy.is_lfu();
     let now_s = txn.now_ms / 1000;
     let Some(e) = txn.get_untouched(ctx.db(), &args[2]) else {
         return Ok(Frame::Null);
@@ -659,10 +661,12 @@ fn object(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
             e.value.encoding_name(&super::encoding_limits(ctx)),
         )),
         ("refcount", _) => {
+            // Judged by the settings of now; Redis decides when the value
+            // is stored, so a value stored under another policy may differ.
             let shared_int = match &e.value {
                 Value::Str(s) => parse_i64(s).is_some_and(|v| (0..SHARED_INTEGERS).contains(&v)),
                 _ => false,
-            };
+            } && (maxmemory == 0 || !policy.scores_each_value());
             Ok(Frame::Integer(if shared_int { SHARED_REFCOUNT } else { 1 }))
         }
         ("freq", false) => Err(Frame::error(LFU_NOT_SELECTED)),
