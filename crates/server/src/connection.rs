@@ -480,8 +480,7 @@ fn took_input(
 
 /// Tells the handle what the connection holds: its read buffer (and how
 /// much of it CLIENT LIST's `qbuf` shows), its unwritten output and its
-/// state; if any of them grew, checks
-/// `maxmemory-clients`.
+/// state; if any of them grew, checks `maxmemory-clients`.
 fn report_memory(shared: &Shared, client: &ClientState, rbuf: &BytesMut, output: usize) {
     let h = &*client.handle;
     ClientHandle::set_part(&h.query_pending, pending_query_bytes(rbuf));
