@@ -424,9 +424,13 @@ fn client_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
         return errors::err(errors::SYNTAX);
     }
     let mut out = String::new();
+    let me = ctx.client.id();
     for h in ctx.shared.clients.all() {
+        // A killed or evicted client is gone as far as others can see, as
+        // Redis frees it at once; its task may take a moment to close.
         if ids.as_ref().is_some_and(|s| !s.contains(&h.id))
             || wanted.is_some_and(|t| type_of(&h) != t)
+            || (h.is_killed() && h.id != me)
         {
             continue;
         }
