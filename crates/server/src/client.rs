@@ -333,11 +333,16 @@ impl ClientState {
     /// counts the same parts, so that a client cannot hold unbounded
     /// memory through WATCH, MULTI, SUBSCRIBE or tracking prefixes.
     pub fn state_bytes(&self) -> usize {
-        self.multi.as_ref().map_or(0, |m| m.bytes)
+        self.multi_bytes()
             + self.watched_bytes
             + self.subscriptions.memory_bytes()
             + self.tracking.prefix_bytes
             + self.name.as_ref().map_or(0, Bytes::len)
+    }
+
+    /// What the queued MULTI commands take (CLIENT LIST's `multi-mem`).
+    pub fn multi_bytes(&self) -> usize {
+        self.multi.as_ref().map_or(0, |m| m.bytes)
     }
 
     pub fn new(
@@ -440,7 +445,7 @@ impl ClientState {
             .as_ref()
             .map(|m| m.queued.len() as i64)
             .unwrap_or(-1);
-        i.multi_mem = self.multi.as_ref().map_or(0, |m| m.bytes);
+        i.multi_mem = self.multi_bytes();
         i.watch = self.watched.len();
         i.durability = self.durability;
         i.no_touch = self.no_touch;

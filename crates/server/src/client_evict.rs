@@ -10,10 +10,10 @@
 //! hold ([`crate::client::ClientRegistry::memory_bytes`]) and [`check`] it
 //! after every read and every turn that grew their memory, so a client is
 //! evicted before the request that took it over the limit runs, as in
-//! Redis. The background task, CONFIG SET and CLIENT NO-EVICT OFF run
-//! [`enforce`], which also recounts every client (a publisher does not
-//! recount the subscribers it queues messages for); so does the key
-//! eviction for `maxmemory` before any key goes, as Redis's order has it.
+//! Redis. The background task and CONFIG SET run [`enforce`], which also
+//! recounts every client (a publisher does not recount the subscribers it
+//! queues messages for); so does the key eviction for `maxmemory` before
+//! any key goes, as Redis's order has it.
 
 use crate::client::ClientHandle;
 use crate::state::Shared;

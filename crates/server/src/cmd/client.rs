@@ -252,7 +252,7 @@ fn caller_info(ctx: &Ctx<'_>) -> ClientInfo {
             .as_ref()
             .map(|m| m.queued.len() as i64)
             .unwrap_or(-1),
-        multi_mem: c.multi.as_ref().map_or(0, |m| m.bytes),
+        multi_mem: c.multi_bytes(),
         watch: c.watched.len(),
         durability: c.durability,
         no_touch: c.no_touch,

@@ -129,6 +129,15 @@ fn config_other(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
     }
 }
 
+/// Puts back the configuration from before a CONFIG SET that failed, and
+/// the TLS acceptor built from it if the command named a TLS setting.
+fn restore(shared: &Shared, before: Config, tls_named: bool) {
+    *shared.config.write() = before;
+    if tls_named {
+        let _ = crate::tls::reload(shared);
+    }
+}
+
 /// Applies every pair to a copy and installs it only if all succeed, so a
 /// failed CONFIG SET changes nothing.
 fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> (Frame, u64) {
@@ -158,10 +167,7 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> (Frame, u64) {
     if let Some(name) = oom_named {
         let applied = crate::oom_score::apply(ctx.shared, &ctx.shared.config.read());
         if let Err(e) = applied {
-            *ctx.shared.config.write() = before;
-            if tls_named {
-                let _ = crate::tls::reload(ctx.shared);
-            }
+            restore(ctx.shared, before, tls_named);
             return (
                 Frame::error(format!(
                     "ERR CONFIG SET failed (possibly related to argument '{}') - {e}",
@@ -176,10 +182,7 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> (Frame, u64) {
     let moved = match rebind(ctx.shared, &before, args) {
         Ok(moved) => moved,
         Err(e) => {
-            *ctx.shared.config.write() = before;
-            if tls_named {
-                let _ = crate::tls::reload(ctx.shared);
-            }
+            restore(ctx.shared, before, tls_named);
             if oom_named.is_some() {
                 let _ = crate::oom_score::apply(ctx.shared, &ctx.shared.config.read());
             }
