@@ -12,6 +12,8 @@
 #   set      `redis-benchmark -t sadd`: one set, members element:N for
 #            random N below RECORDS (5 x RECORDS adds, so nearly all of them)
 #   zset     `redis-benchmark -t zadd`: one sorted set, members as above
+#   hash     `redis-benchmark -t hset -d 16`: one hash, fields as above,
+#            16-byte values
 #   list     `redis-benchmark -t lpush -d 16`: one list of 5 x RECORDS
 #            16-byte elements
 # The growth is divided by the records (keys, or members or elements of
@@ -20,6 +22,7 @@
 #
 # usage: bench/memory.sh [RECORDS]          (default 200000)
 # env:   DURAKV=target/release/durakv       the server and load generator
+#        LOADERS="ycsb memtier set zset hash list"   the loads to run
 set -euo pipefail
 RECORDS=${1:-200000}
 cd "$(dirname "$0")/.."
@@ -61,6 +64,7 @@ load() {
     else
         local cmd=sadd
         [ "$loader" = zset ] && cmd=zadd
+        [ "$loader" = hash ] && cmd=hset
         [ "$loader" = list ] && cmd=lpush
         redis-benchmark -p "$port" -t "$cmd" -c 20 -P 16 -n $((5 * RECORDS)) \
             -r "$RECORDS" -d 16 -q >/dev/null 2>&1
@@ -72,6 +76,7 @@ records() {
     case "$1" in
     set) redis-cli -p "$2" scard myset ;;
     zset) redis-cli -p "$2" zcard myzset ;;
+    hash) redis-cli -p "$2" hlen myhash ;;
     list) redis-cli -p "$2" llen mylist ;;
     *) redis-cli -p "$2" dbsize ;;
     esac
@@ -84,12 +89,13 @@ sample_key() {
     memtier) echo memtier-1 ;;
     set) echo myset ;;
     zset) echo myzset ;;
+    hash) echo myhash ;;
     list) echo mylist ;;
     esac
 }
 
 printf '%-8s %-7s %10s %12s %14s %s\n' loader server records "rss_growth" "bytes/record" "MEMORY USAGE (sample key)"
-for loader in ycsb memtier set zset list; do
+for loader in ${LOADERS:-ycsb memtier set zset hash list}; do
     for kind in durakv redis; do
         port=$(free_port)
         start "$kind" "$port"

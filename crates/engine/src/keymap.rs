@@ -309,6 +309,11 @@ impl<V> KeyMap<V> {
         self.entries.iter().map(|(k, v)| (k, v))
     }
 
+    /// The entries as a slice, in position order.
+    pub fn entries(&self) -> &[(Key, V)] {
+        &self.entries
+    }
+
     pub fn values(&self) -> impl ExactSizeIterator<Item = &V> {
         self.entries.iter().map(|(_, v)| v)
     }
