@@ -611,7 +611,7 @@ struct Waiting<'h> {
 /// The `client-output-buffer-limit` class a connection's replies count
 /// under: `pubsub` while it is subscribed to anything, as in Redis, else
 /// `normal` (a replica's stream is limited in `repl::primary`).
-fn output_class(client: &ClientState) -> usize {
+pub(crate) fn output_class(client: &ClientState) -> usize {
     if client.subscriptions.is_empty() {
         NORMAL_CLASS
     } else {

@@ -25,6 +25,12 @@ fn client_names(c: &mut redis::Connection) -> String {
     q::<String>(c, &["CLIENT", "LIST"])
 }
 
+/// Sets `client-output-buffer-limit` for normal clients ("hard soft secs").
+fn set_normal_limit(c: &mut redis::Connection, limit: &str) {
+    let limit = format!("normal {limit}");
+    let _: () = q(c, &["CONFIG", "SET", "client-output-buffer-limit", &limit]);
+}
+
 fn named(srv: &Server, name: &str) -> std::net::TcpStream {
     let mut s = srv.raw();
     s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
@@ -47,15 +53,7 @@ fn a_reply_past_the_hard_limit_closes_the_client_without_it() {
     let all: Vec<String> = q(&mut srv.conn(), &["LRANGE", "mylist", "0", "-1"]);
     assert_eq!(all.len(), 150);
 
-    let _: () = q(
-        &mut c,
-        &[
-            "CONFIG",
-            "SET",
-            "client-output-buffer-limit",
-            "normal 100000 0 0",
-        ],
-    );
+    set_normal_limit(&mut c, "100000 0 0");
     let mut big = named(&srv, "mybiglist");
     big.write_all(&req(&[b"LRANGE", b"mylist", b"0", b"-1"]))
         .unwrap();
@@ -97,17 +95,50 @@ fn a_reply_past_the_hard_limit_closes_the_client_without_it() {
     assert_eq!(q::<String>(&mut c, &["GET", "k3"]), "v3");
 
     // The server goes on, and the limit can be lifted again.
-    let _: () = q(
-        &mut c,
-        &[
-            "CONFIG",
-            "SET",
-            "client-output-buffer-limit",
-            "normal 0 0 0",
-        ],
-    );
+    set_normal_limit(&mut c, "0 0 0");
     let all: Vec<String> = q(&mut srv.conn(), &["LRANGE", "mylist", "0", "-1"]);
     assert_eq!(all.len(), 150);
+}
+
+/// A negative count asks for that many random picks, repeats allowed:
+/// past what the output buffer's hard limit holds, the client is closed
+/// (Redis stops such a reply mid-run), and without a hard limit a count
+/// past a million picks is refused rather than built until memory runs out.
+#[test]
+fn a_random_pick_reply_past_the_hard_limit_closes_the_client() {
+    let srv = Server::start(&["--durability", "none"]);
+    let mut c = srv.conn();
+    let _: () = q(&mut c, &["HSET", "myhash", "a", "b"]);
+    let _: () = q(&mut c, &["SADD", "myset", "a"]);
+    let _: () = q(&mut c, &["ZADD", "myzset", "1", "a"]);
+    set_normal_limit(&mut c, "1000000 0 0");
+    for (i, cmd) in [
+        &[&b"HRANDFIELD"[..], b"myhash", b"-999999999"][..],
+        &[b"HRANDFIELD", b"myhash", b"-999999999", b"WITHVALUES"],
+        &[b"SRANDMEMBER", b"myset", b"-999999999"],
+        &[b"ZRANDMEMBER", b"myzset", b"-999999999", b"WITHSCORES"],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let name = format!("picker{i}");
+        let mut s = named(&srv, &name);
+        s.write_all(&req(cmd)).unwrap();
+        assert_eq!(read_to_close(&mut s), b"", "{cmd:?}: nothing of the reply");
+        assert!(!client_names(&mut c).contains(&format!("name={name} ")));
+    }
+    // Under the limit, every pick is there.
+    let picks: Vec<String> = q(&mut c, &["HRANDFIELD", "myhash", "-1000"]);
+    assert_eq!(picks.len(), 1000);
+    assert!(picks.iter().all(|f| f == "a"));
+
+    set_normal_limit(&mut c, "0 0 0");
+    let err = redis::cmd("HRANDFIELD")
+        .arg("myhash")
+        .arg("-999999999")
+        .query::<Vec<String>>(&mut c)
+        .unwrap_err();
+    assert!(err.to_string().contains("value is out of range"), "{err}");
 }
 
 #[test]
@@ -118,15 +149,7 @@ fn a_client_over_the_soft_limit_that_reads_nothing_is_closed_after_its_seconds()
     // stays in the server while the client reads nothing.
     let value = "v".repeat(32 << 20);
     let _: () = q(&mut c, &["SET", "big", &value]);
-    let _: () = q(
-        &mut c,
-        &[
-            "CONFIG",
-            "SET",
-            "client-output-buffer-limit",
-            "normal 0 1mb 1",
-        ],
-    );
+    set_normal_limit(&mut c, "0 1mb 1");
     let mut slow = named(&srv, "slow");
     let started = Instant::now();
     slow.write_all(&req(&[b"GET", b"big"])).unwrap();

@@ -210,6 +210,24 @@ pub(crate) fn random_count(arg: &[u8]) -> Result<i64, Frame> {
 /// refused instead (Redis would try).
 const MAX_REPEATED_SAMPLES: u64 = 1 << 20;
 
+/// A negative sampling count whose reply could not fit the client's output
+/// buffer (its class's hard `client-output-buffer-limit`) is cut to just
+/// past what fits: the reply then passes the limit and the connection
+/// closes the client, as Redis stops building such a reply once its client
+/// is to be closed. Each element's reply takes at least 4 bytes.
+pub(crate) fn capped_by_output_limit(ctx: &Ctx<'_>, count: i64) -> i64 {
+    if count >= 0 {
+        return count;
+    }
+    let class = crate::connection::output_class(ctx.client);
+    let hard = ctx.shared.hot.output_limit(class).hard_bytes;
+    let past = (hard / 4).saturating_add(1);
+    if hard == 0 || count.unsigned_abs() <= past {
+        return count;
+    }
+    -i64::try_from(past).unwrap_or(i64::MAX)
+}
+
 /// Positions to sample from a collection of `len` elements: distinct ones
 /// for `count >= 0` (all of them when `count >= len`), `|count|` independent
 /// draws otherwise.
