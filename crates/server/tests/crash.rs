@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::Server;
+use common::{env_number, Server};
 use rand::{Rng, SeedableRng};
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
@@ -22,10 +22,7 @@ const WRITERS: usize = 8;
 const PIPELINE_DEPTH: usize = 8;
 
 fn cycles() -> usize {
-    std::env::var("DURAKV_CRASH_CYCLES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(CI_CYCLES)
+    env_number("DURAKV_CRASH_CYCLES").unwrap_or(CI_CYCLES)
 }
 
 fn value_for(writer: usize, seq: u64) -> String {
@@ -128,10 +125,7 @@ fn writer(
 
 #[test]
 fn kill9_under_pipelined_load_loses_no_acknowledged_write() {
-    let seed: u64 = std::env::var("DURAKV_CRASH_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(rand::random);
+    let seed: u64 = env_number("DURAKV_CRASH_SEED").unwrap_or_else(rand::random);
     println!("crash test seed {seed} (rerun with DURAKV_CRASH_SEED={seed})");
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let mut srv = Server::start(&["--wal-segment-size-mb", "1", "--durability", "full"]);

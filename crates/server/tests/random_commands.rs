@@ -259,14 +259,8 @@ fn commands(c: &mut redis::Connection) -> Vec<(String, i64)> {
 
 #[test]
 fn random_arguments_to_every_command_get_replies_and_never_a_dropped_connection() {
-    let seed: u64 = std::env::var("DURAKV_FUZZ_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(20261130);
-    let calls: usize = std::env::var("DURAKV_FUZZ_CALLS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(50_000);
+    let seed: u64 = env_number("DURAKV_FUZZ_SEED").unwrap_or(20261130);
+    let calls: usize = env_number("DURAKV_FUZZ_CALLS").unwrap_or(50_000);
     let srv = Server::start(&["--durability", "none"]);
     let mut c = srv.conn();
     c.set_read_timeout(Some(std::time::Duration::from_secs(20)))

@@ -12,7 +12,7 @@
 
 mod common;
 
-use common::{eventually, q, Server};
+use common::{env_number, eventually, q, Server};
 use redis::Connection;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -642,10 +642,7 @@ fn sentinel_facing_fields_and_kills() {
 /// Sentinel failovers: how many rounds (kill -9 of whichever server is
 /// primary) the test runs; `DURAKV_FAILOVER_ROUNDS` asks for more.
 fn failover_rounds() -> usize {
-    std::env::var("DURAKV_FAILOVER_ROUNDS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(2)
+    env_number("DURAKV_FAILOVER_ROUNDS").unwrap_or(2)
 }
 
 /// One writer's progress: keys `w{id}:{i}` written one after another, each

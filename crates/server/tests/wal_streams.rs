@@ -15,7 +15,7 @@
 
 mod common;
 
-use common::{q, Server};
+use common::{env_number, q, Server};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeSet;
@@ -172,10 +172,7 @@ fn run(ordering: &str, seed: u64, rounds: usize) {
 
 #[test]
 fn clients_writes_survive_kill9_as_prefixes_with_per_directory_acks() {
-    let seeds: u64 = std::env::var("DURAKV_STREAM_SEEDS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(2);
+    let seeds: u64 = env_number("DURAKV_STREAM_SEEDS").unwrap_or(2);
     for seed in 0..seeds {
         run("causal", seed, 4);
     }

@@ -189,6 +189,12 @@ fn spawn(dir: &Path, args: &[String]) -> (Child, u16) {
 }
 
 /// Encodes one multibulk request.
+/// The number in environment variable `name` (a test's seed or round
+/// count, to rerun it otherwise), if it is set and parses.
+pub fn env_number<T: std::str::FromStr>(name: &str) -> Option<T> {
+    std::env::var(name).ok().and_then(|v| v.parse().ok())
+}
+
 pub fn req(args: &[&[u8]]) -> Vec<u8> {
     let mut out = format!("*{}\r\n", args.len()).into_bytes();
     for a in args {
