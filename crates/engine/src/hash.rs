@@ -311,12 +311,15 @@ impl HashValue {
     /// An empty hash that will hold about `n` entries of `bytes` in all.
     pub fn with_capacity(n: usize, bytes: usize) -> HashValue {
         if n > PACKED_MAX_ENTRIES || bytes > PACKED_MAX_BYTES {
-            let t = Table::with_capacity(n);
-            return HashValue {
-                repr: Box::new(Repr::Other(Box::new(Other::Table(Arc::new(t))))),
-            };
+            return HashValue::of_table(Table::with_capacity(n));
         }
         HashValue::default()
+    }
+
+    fn of_table(t: Table) -> HashValue {
+        HashValue {
+            repr: Box::new(Repr::Other(Box::new(Other::Table(Arc::new(t))))),
+        }
     }
 
     /// A hash of `pairs` (distinct fields, as a checkpoint or log holds
@@ -348,21 +351,16 @@ impl HashValue {
         }
         if fits && size <= PACKED_MAX_BYTES {
             // A repeated field in a small hash: the last value wins.
-            let owned: Vec<(Bytes, Bytes)> = pairs
+            return pairs
                 .iter()
                 .map(|(f, v)| (Bytes::copy_from_slice(f), Bytes::copy_from_slice(v)))
                 .collect();
-            let mut h = HashValue::default();
-            h.extend_counting(&owned);
-            return h;
         }
         let mut t = Table::with_capacity(pairs.len());
         for (f, v) in pairs {
             t.set(f, Str::new(v));
         }
-        HashValue {
-            repr: Box::new(Repr::Other(Box::new(Other::Table(Arc::new(t))))),
-        }
+        HashValue::of_table(t)
     }
 
     pub fn len(&self) -> usize {
@@ -628,7 +626,7 @@ impl HashValue {
         for (f, v) in self.slices() {
             t.set(f, Str::new(v));
         }
-        *self.repr = Repr::Other(Box::new(Other::Table(Arc::new(t))));
+        *self = HashValue::of_table(t);
     }
 }
 

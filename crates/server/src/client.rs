@@ -110,17 +110,24 @@ impl ClientHandle {
             + self.mailbox.queued_bytes()
     }
 
+    /// [`ClientHandle::memory_bytes`] as `maxmemory-clients` and INFO count
+    /// it: nothing once the client is killed, as its memory is about to be
+    /// freed (Redis frees it at once; its task may take a moment to close).
+    pub fn counted_memory_bytes(&self) -> usize {
+        if self.is_killed() {
+            0
+        } else {
+            self.memory_bytes()
+        }
+    }
+
     /// Brings the registry's running total up to date with this client's
     /// memory, after any of its parts changed; a killed client counts
     /// nothing, as its memory is about to be freed. Each swap returns what
     /// the client counted before it, so racing recounts leave the total
     /// equal to the sum of what the clients count.
     pub fn recount(&self) {
-        let now = if self.is_killed() {
-            0
-        } else {
-            self.memory_bytes()
-        };
+        let now = self.counted_memory_bytes();
         // Most turns change nothing: a load, not a write to a line that
         // publishers to this client share.
         if self.counted.load(Ordering::Relaxed) == now {

@@ -2,8 +2,7 @@
 
 use super::scan::{scan_cursor, scan_options, scan_reply, scan_walk, scans_whole};
 use super::{
-    apply, capped_by_output_limit, pairs_reply, random_count, random_position, random_positions,
-    resp3, syntax, wrongtype,
+    apply, pairs_reply, random_count, random_position, random_positions, resp3, syntax, wrongtype,
 };
 use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Reply, FIRST_KEY};
 use crate::errors;
@@ -289,7 +288,7 @@ fn hrandfield(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let Some(h) = read_hash(txn, db, &args[1])? else {
         return Ok(Frame::Array(Vec::new()));
     };
-    let picks = random_positions(h.len(), capped_by_output_limit(ctx, count))?;
+    let picks = random_positions(ctx, h.len(), count)?;
     let chosen = picks.into_iter().filter_map(|i| h.get_index(i));
     Ok(if withvalues {
         pairs_reply(

@@ -392,15 +392,12 @@ fn memory_section(shared: &Shared) -> String {
         crate::pubsub::tracking_queued_bytes(),
     );
     // What clients hold (`ClientHandle::memory_bytes`), replication links
-    // apart, as `maxmemory-clients` counts it: killed clients hold nothing
-    // (Redis frees them at once; their tasks may take a moment to close).
+    // apart, as `maxmemory-clients` counts it.
     let (replicas, normal) = shared.clients.all().iter().fold((0, 0), |(r, n), c| {
-        if c.is_killed() {
-            (r, n)
-        } else if c.replication.load(Ordering::Relaxed) {
-            (r + c.memory_bytes(), n)
+        if c.replication.load(Ordering::Relaxed) {
+            (r + c.counted_memory_bytes(), n)
         } else {
-            (r, n + c.memory_bytes())
+            (r, n + c.counted_memory_bytes())
         }
     });
     field(&mut s, "mem_clients_slaves", replicas);

@@ -215,7 +215,7 @@ const MAX_REPEATED_SAMPLES: u64 = 1 << 20;
 /// past what fits: the reply then passes the limit and the connection
 /// closes the client, as Redis stops building such a reply once its client
 /// is to be closed. Each element's reply takes at least 4 bytes.
-pub(crate) fn capped_by_output_limit(ctx: &Ctx<'_>, count: i64) -> i64 {
+fn capped_by_output_limit(ctx: &Ctx<'_>, count: i64) -> i64 {
     if count >= 0 {
         return count;
     }
@@ -230,8 +230,10 @@ pub(crate) fn capped_by_output_limit(ctx: &Ctx<'_>, count: i64) -> i64 {
 
 /// Positions to sample from a collection of `len` elements: distinct ones
 /// for `count >= 0` (all of them when `count >= len`), `|count|` independent
-/// draws otherwise.
-pub(crate) fn random_positions(len: usize, count: i64) -> Result<Vec<usize>, Frame> {
+/// draws otherwise, as many as the client's output limit lets through
+/// ([`capped_by_output_limit`]).
+pub(crate) fn random_positions(ctx: &Ctx<'_>, len: usize, count: i64) -> Result<Vec<usize>, Frame> {
+    let count = capped_by_output_limit(ctx, count);
     let mut rng = rand::thread_rng();
     if count >= 0 {
         let n = count as u64;

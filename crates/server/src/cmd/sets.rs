@@ -2,8 +2,7 @@
 
 use super::scan::{scan_cursor, scan_options, scan_reply, scan_walk, scans_whole};
 use super::{
-    apply, capped_by_output_limit, positive_count, random_count, random_position, random_positions,
-    syntax, wrongtype,
+    apply, positive_count, random_count, random_position, random_positions, syntax, wrongtype,
 };
 use crate::command::{
     flags::*, spec, CommandSpec, Ctx, Handler, Keys, Reply, ALL_ARGS_KEYS, FIRST_KEY, TWO_KEYS,
@@ -162,7 +161,7 @@ fn spop(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
         // The whole set, listed as SMEMBERS lists it.
         listed_members(s, &super::encoding_limits(ctx))
     } else {
-        random_positions(s.len(), count)?
+        random_positions(ctx, s.len(), count)?
             .into_iter()
             .filter_map(|i| s.get_index(i).map(Key::to_bytes))
             .collect()
@@ -198,7 +197,7 @@ fn srandmember(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
         ));
     }
     Ok(Frame::Array(
-        random_positions(s.len(), capped_by_output_limit(ctx, count))?
+        random_positions(ctx, s.len(), count)?
             .into_iter()
             .filter_map(|i| s.get_index(i).map(|m| Frame::Bulk(m.to_bytes())))
             .collect(),

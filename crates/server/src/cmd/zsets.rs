@@ -3,8 +3,8 @@
 use super::mpop;
 use super::scan::{scan_cursor, scan_options, scan_reply, scan_walk, scans_whole};
 use super::{
-    apply, capped_by_output_limit, pairs_reply, positive_count, random_count, random_position,
-    random_positions, resp3, syntax, wrongtype,
+    apply, pairs_reply, positive_count, random_count, random_position, random_positions, resp3,
+    syntax, wrongtype,
 };
 use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Keys, Reply, FIRST_KEY, TWO_KEYS};
 use crate::errors;
@@ -732,7 +732,7 @@ fn zrandmember(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let Some(z) = read_zset(txn, db, &args[1])? else {
         return Ok(Frame::Array(Vec::new()));
     };
-    let items = random_positions(z.len(), capped_by_output_limit(ctx, count))?
+    let items = random_positions(ctx, z.len(), count)?
         .into_iter()
         .filter_map(|i| z.get_index(i).map(|(m, s)| (m.to_bytes(), s)))
         .collect();
