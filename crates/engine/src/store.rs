@@ -218,7 +218,16 @@ impl Store {
         wal_cfg.total_order = cfg.wal_total_order;
         wal_cfg.assume_bandwidth_bound = cfg.wal_assume_bandwidth_bound;
         wal_cfg.preallocate = cfg.wal_preallocate;
-        wal_cfg.read_covered = Some(codec::covered_state);
+        // A checkpoint of version 4 or later stores the stream position
+        // with the LSN of its record, and replay starts at or before that
+        // record, so no covered record holds a newer one: the log it covers
+        // need not be read (see `StreamReader::covered_whole`). Its
+        // position can only miss one logged while it was being written,
+        // below every shard it had yet to write; then the replica resyncs
+        // in full, as after damage to covered batches (below).
+        if loaded.as_ref().is_some_and(|l| l.repl.is_none()) {
+            wal_cfg.read_covered = Some(codec::covered_state);
+        }
         let start_after = loaded.as_ref().map_or(0, |l| l.replay_lsn);
         let mut apply = |lsn: u64, time_ms: u64, payload: &[u8]| {
             if lsn <= start_after {

@@ -410,6 +410,57 @@ fn start_after_lsn_skips_checkpointed_records_and_truncation_frees_segments() {
     );
 }
 
+/// Segments a checkpoint covers whole (the next segment of their stream
+/// starts at or below the first LSN it lacks) are not read: garbage in
+/// them changes nothing. A configuration that reads covered records reads
+/// them, and steps over the garbage; a segment holding any record past the
+/// checkpoint is read, and the garbage is corruption.
+#[test]
+fn segments_a_checkpoint_covers_whole_are_not_read() {
+    let fs = FaultFs::new(12);
+    let cfg = sim_config(2, 4096);
+    let (wal, _, _) = open(Arc::new(fs.clone()), &cfg, 0).unwrap();
+    for i in 0..300 {
+        put_full(&wal, (i % 2) as usize, &distinct(i));
+    }
+    wal.close().unwrap();
+    drop(wal);
+    let mut next_starts = Vec::new();
+    for dir in ["/data/wal0", "/data/wal1"] {
+        let segs = segments(&fs, dir);
+        assert!(segs.len() >= 3, "{segs:?}");
+        let len = fs.written_len(&segs[0]).unwrap();
+        let junk = vec![0xa5u8; (len - SEGMENT_HEADER_BYTES as u64) as usize];
+        fs.write_file_raw(&segs[0], SEGMENT_HEADER_BYTES as u64, &junk)
+            .unwrap();
+        // The file name ends in the segment's first LSN.
+        let name = segs[1].file_stem().unwrap().to_str().unwrap();
+        next_starts.push(name.rsplit('-').next().unwrap().parse::<u64>().unwrap());
+    }
+    let covered = *next_starts.iter().max().unwrap() - 1;
+    assert!(covered < 200, "{next_starts:?}");
+
+    let lsns = |got: &[Rec]| got.iter().map(|r| r.0).collect::<Vec<_>>();
+    let (w, stats, got) = open(Arc::new(fs.clone()), &cfg, covered).unwrap();
+    assert_eq!(lsns(&got), (covered + 1..=300).collect::<Vec<_>>());
+    assert!(got.iter().all(|r| r.2 == distinct(r.0 as u32 - 1)));
+    assert_eq!(stats.unread_segments, 2);
+    assert!(stats.skipped_checkpointed_damage.is_empty());
+    drop(w);
+
+    let mut reading = cfg.clone();
+    reading.read_covered = Some(|_| false);
+    let (w, stats, got) = open(Arc::new(fs.clone()), &reading, covered).unwrap();
+    assert_eq!(lsns(&got), (covered + 1..=300).collect::<Vec<_>>());
+    assert_eq!(stats.unread_segments, 0);
+    assert_eq!(stats.skipped_checkpointed_damage.len(), 2);
+    drop(w);
+
+    let short = *next_starts.iter().min().unwrap() - 2;
+    let err = open(Arc::new(fs.clone()), &cfg, short).unwrap_err();
+    assert!(matches!(err, WalError::Corruption { .. }), "{err}");
+}
+
 #[test]
 fn listener_and_config_validation() {
     let fs = FaultFs::new(11);

@@ -139,6 +139,9 @@ struct Cursor {
 struct Job {
     offset: u64,
     header: BlockHeader,
+    /// Read in place from the mapping (its pages were cached), not into
+    /// the worker's body buffer.
+    in_place: bool,
 }
 
 /// Loads `path` into `ks`, which must be empty and have exactly the file's
@@ -181,8 +184,10 @@ pub fn load_into(
         blocks_at = end;
     }
 
-    // Read in place when the file is cached: no copy into `body`.
-    let mapped = file.map_resident().filter(|m| m.len() as u64 == len);
+    // Read a block in place when its pages are cached: no copy into
+    // `body`. A file partly cached (some pages reclaimed since it was
+    // written) still has most of its blocks read so.
+    let mapped = file.map().filter(|m| m.len() as u64 == len);
     let cursor = Mutex::new(Cursor {
         offset: blocks_at,
         shard: 0,
@@ -268,7 +273,10 @@ pub fn load_into(
         }
         let stored = usize::try_from(header.stored_len)
             .map_err(|_| CheckpointError::corrupt(path, at, "block too large for this machine"))?;
-        if mapped.is_none() {
+        let in_place = mapped
+            .as_ref()
+            .is_some_and(|m| usize::try_from(body_at).is_ok_and(|at| m.resident(at, stored)));
+        if !in_place {
             if body.len() < stored {
                 body.resize(stored, 0);
             }
@@ -294,7 +302,11 @@ pub fn load_into(
                 "more shards than the header declares",
             ));
         }
-        Ok(Some(Job { offset: at, header }))
+        Ok(Some(Job {
+            offset: at,
+            header,
+            in_place,
+        }))
     };
 
     let expected = Expected {
@@ -314,12 +326,12 @@ pub fn load_into(
             };
             let stored = job.header.stored_len as usize;
             let bytes = match &mapped {
-                // `next_job` checked that the body ends before the footer.
-                Some(m) => {
+                // `next_job` checked that the body is resident.
+                Some(m) if job.in_place => {
                     let at = job.offset as usize + BLOCK_HEADER_BYTES;
                     &m[at..at + stored]
                 }
-                None => &body[..stored],
+                _ => &body[..stored],
             };
             match load_block(path, ks, &expected, job, bytes, &mut scratch) {
                 Ok((n, raw)) => {

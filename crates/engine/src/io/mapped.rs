@@ -7,11 +7,12 @@
 //! cached pages over instead.
 //!
 //! A mapped read that meets a disk error is a SIGBUS, not an error the
-//! loader can answer by falling back to an older checkpoint. So a file is
-//! mapped only when every one of its pages is already in memory
-//! (`mincore`), when no read needs the disk. If pages are reclaimed during
-//! the load and the disk then fails, the process dies; the next start finds
-//! the file no longer resident and reads it with `pread`, which reports the
+//! loader can answer by falling back to an older checkpoint. So a range is
+//! read in place only when every one of its pages is already in memory
+//! ([`Mapped::resident`], `mincore`), when no read needs the disk; the rest
+//! is read with `pread`. If pages are reclaimed between that check and the
+//! read and the disk then fails, the process dies; the next start finds
+//! them no longer resident and reads them with `pread`, which reports the
 //! error, so the server still comes back.
 
 use std::fs::File;
@@ -39,16 +40,54 @@ impl std::ops::Deref for Mapped {
 
 impl Drop for Mapped {
     fn drop(&mut self) {
-        // SAFETY: unmaps exactly what `map_resident` mapped, once.
+        // SAFETY: unmaps exactly what `map` mapped, once.
         unsafe {
             libc::munmap(self.ptr as *mut libc::c_void, self.len);
         }
     }
 }
 
-/// Maps `file` (`len` bytes) if every page of it is in the page cache.
+impl Mapped {
+    /// Whether every page of `[offset, offset + len)` is in the page cache
+    /// now, so that reading it in place needs no disk read. A range outside
+    /// the mapping, or a failed check, is not resident.
+    #[cfg(target_os = "linux")]
+    pub fn resident(&self, offset: usize, len: usize) -> bool {
+        let Some(end) = offset.checked_add(len).filter(|&e| e <= self.len) else {
+            return false;
+        };
+        // SAFETY: sysconf has no preconditions.
+        let Ok(page) = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }) else {
+            return false;
+        };
+        if page == 0 || len == 0 {
+            return len == 0;
+        }
+        let start = offset / page * page;
+        let mut pages = vec![0u8; (end - start).div_ceil(page)];
+        // SAFETY: `start` is page-aligned (the mapping starts on a page) and
+        // `[start, end)` lies inside the live mapping; `pages` has one byte
+        // per page of it, as mincore requires.
+        let r = unsafe {
+            libc::mincore(
+                self.ptr.add(start) as *mut libc::c_void,
+                end - start,
+                pages.as_mut_ptr(),
+            )
+        };
+        r == 0 && pages.iter().all(|b| b & 1 == 1)
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    pub fn resident(&self, _offset: usize, _len: usize) -> bool {
+        false
+    }
+}
+
+/// Maps `file` (`len` bytes) read-only. Read only the ranges
+/// [`Mapped::resident`] vouches for through it.
 #[cfg(target_os = "linux")]
-pub fn map_resident(file: &File, len: u64) -> Option<Mapped> {
+pub fn map(file: &File, len: u64) -> Option<Mapped> {
     use std::os::fd::AsRawFd;
     let len = usize::try_from(len).ok().filter(|&l| l > 0)?;
     // SAFETY: a fresh read-only shared mapping of an open file; the kernel
@@ -66,21 +105,14 @@ pub fn map_resident(file: &File, len: u64) -> Option<Mapped> {
     if ptr == libc::MAP_FAILED {
         return None;
     }
-    let mapped = Mapped {
+    Some(Mapped {
         ptr: ptr as *const u8,
         len,
-    };
-    // SAFETY: sysconf has no preconditions.
-    let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).ok()?;
-    let mut resident = vec![0u8; len.div_ceil(page.max(1))];
-    // SAFETY: `resident` has one byte per page of the mapping, as mincore
-    // requires; the mapping is live.
-    let r = unsafe { libc::mincore(ptr, len, resident.as_mut_ptr()) };
-    (r == 0 && resident.iter().all(|b| b & 1 == 1)).then_some(mapped)
+    })
 }
 
 #[cfg(not(target_os = "linux"))]
-pub fn map_resident(_file: &File, _len: u64) -> Option<Mapped> {
+pub fn map(_file: &File, _len: u64) -> Option<Mapped> {
     None
 }
 
@@ -100,8 +132,13 @@ mod tests {
             .unwrap();
         // Just written: in the page cache.
         let f = File::open(&path).unwrap();
-        let m = map_resident(&f, bytes.len() as u64).expect("resident");
+        let m = map(&f, bytes.len() as u64).expect("mapped");
         assert_eq!(&m[..], &bytes[..]);
-        assert!(map_resident(&f, 0).is_none());
+        assert!(m.resident(0, bytes.len()));
+        assert!(m.resident(4095, 2), "a range across a page boundary");
+        assert!(m.resident(19_999, 1) && m.resident(20_000, 0));
+        assert!(!m.resident(19_999, 2), "a range past the end");
+        assert!(!m.resident(usize::MAX, 2));
+        assert!(map(&f, 0).is_none());
     }
 }

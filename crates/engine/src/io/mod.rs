@@ -61,10 +61,10 @@ pub trait FsFile: Send + Sync {
     /// changes nothing but memory.
     fn release_cache(&self) {}
 
-    /// The whole file, read in place, if this file system can map it and
-    /// every page is already in memory (see [`Mapped`]); `None` means read
-    /// it with [`FsFile::read_at`].
-    fn map_resident(&self) -> Option<Mapped> {
+    /// The whole file mapped read-only, if this file system can map it;
+    /// read in place only the ranges [`Mapped::resident`] vouches for, and
+    /// the rest with [`FsFile::read_at`]. `None`: read all of it so.
+    fn map(&self) -> Option<Mapped> {
         None
     }
 
@@ -169,8 +169,8 @@ impl FsFile for OsFile {
         self.0.sync_all()
     }
 
-    fn map_resident(&self) -> Option<Mapped> {
-        mapped::map_resident(&self.0, self.len().ok()?)
+    fn map(&self) -> Option<Mapped> {
+        mapped::map(&self.0, self.len().ok()?)
     }
 
     fn release_cache(&self) {

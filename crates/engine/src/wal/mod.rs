@@ -137,7 +137,9 @@ pub struct WalConfig {
     pub total_order: bool,
     /// Recovery also hands a record at or below `start_after_lsn` to its
     /// `apply` when this says its payload holds state the checkpoint does
-    /// not (the engine's `codec::covered_state`). None: never.
+    /// not (the engine's `codec::covered_state`). None: never, and then a
+    /// segment whose successor starts at or below `start_after_lsn + 1` is
+    /// not read at all.
     pub read_covered: Option<fn(&[u8]) -> bool>,
     /// A batch at least this long (header and trailer included) is
     /// followed by zeros to the end of its 4 KiB page, where the next batch
@@ -254,6 +256,9 @@ pub struct RecoveryStats {
     pub last_lsn: u64,
     /// Records with LSN <= `start_after_lsn`, read but not applied.
     pub skipped_before_start: u64,
+    /// Segments left unread: the checkpoint covers every record they can
+    /// hold (see `WalConfig::read_covered`).
+    pub unread_segments: usize,
     /// Torn writes at the end of a stream: (file, offset) where the log now
     /// ends.
     pub truncated_tail: Vec<(PathBuf, u64)>,
@@ -266,7 +271,8 @@ pub struct RecoveryStats {
     /// nothing missing: recovered under the LSNs from the missing one on
     /// and written again into the new epoch.
     pub kept_past_gap: u64,
-    /// Records of closed epochs that an earlier recovery had discarded.
+    /// Records of closed epochs that an earlier recovery had discarded
+    /// (those in unread segments are not counted).
     pub superseded_records: u64,
     /// Spare and half-created segment files deleted.
     pub removed_files: Vec<PathBuf>,

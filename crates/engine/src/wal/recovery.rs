@@ -321,7 +321,13 @@ pub(crate) fn recover(
         .into_iter()
         .map(|segs| {
             let ends = segs.iter().map(|s| epoch_end(s.epoch)).collect();
-            StreamReader::new(fs.clone(), segs, ends, start_after)
+            StreamReader::new(
+                fs.clone(),
+                segs,
+                ends,
+                start_after,
+                cfg.read_covered.is_none(),
+            )
         })
         .collect();
 
@@ -627,11 +633,13 @@ pub(crate) fn recover(
 
     let duration = t0.elapsed();
     let read_bytes: u64 = readers.iter().map(|r| r.bytes).sum();
+    let unread_segments: usize = readers.iter().map(|r| r.skipped_segments).sum();
     let secs = duration.as_secs_f64().max(1e-9);
     tracing::info!(
         records = applied,
         last_lsn = last,
         segments = segment_count,
+        unread_segments,
         mb = format!("{:.1}", mb(read_bytes)),
         mb_per_s = format!("{:.1}", mb(read_bytes) / secs),
         ms = duration.as_millis() as u64,
@@ -645,6 +653,7 @@ pub(crate) fn recover(
             duration,
             last_lsn: last,
             skipped_before_start: skipped,
+            unread_segments,
             truncated_tail,
             dropped,
             discarded_unacknowledged: discarded,
