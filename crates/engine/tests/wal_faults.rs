@@ -381,14 +381,21 @@ fn stream_count_and_order_are_checked() {
     ));
 }
 
-#[test]
-fn start_after_lsn_skips_checkpointed_records_and_truncation_frees_segments() {
-    let fs = FaultFs::new(10);
+/// LSNs 1..=300 written `full`, alternating between two streams of 4 KiB
+/// segments (several segments each), on a fresh simulated disk.
+fn three_hundred_over_two_streams(seed: u64) -> (FaultFs, WalConfig, Wal) {
+    let fs = FaultFs::new(seed);
     let cfg = sim_config(2, 4096);
     let (wal, _, _) = open(Arc::new(fs.clone()), &cfg, 0).unwrap();
     for i in 0..300 {
         put_full(&wal, (i % 2) as usize, &distinct(i));
     }
+    (fs, cfg, wal)
+}
+
+#[test]
+fn start_after_lsn_skips_checkpointed_records_and_truncation_frees_segments() {
+    let (fs, cfg, wal) = three_hundred_over_two_streams(10);
     let before = wal.stats();
     let t = wal.truncate_before(201).unwrap();
     assert!(t.segments_removed > 0 && t.bytes_freed > 0);
@@ -417,12 +424,7 @@ fn start_after_lsn_skips_checkpointed_records_and_truncation_frees_segments() {
 /// checkpoint is read, and the garbage is corruption.
 #[test]
 fn segments_a_checkpoint_covers_whole_are_not_read() {
-    let fs = FaultFs::new(12);
-    let cfg = sim_config(2, 4096);
-    let (wal, _, _) = open(Arc::new(fs.clone()), &cfg, 0).unwrap();
-    for i in 0..300 {
-        put_full(&wal, (i % 2) as usize, &distinct(i));
-    }
+    let (fs, cfg, wal) = three_hundred_over_two_streams(12);
     wal.close().unwrap();
     drop(wal);
     let mut next_starts = Vec::new();

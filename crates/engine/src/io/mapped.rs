@@ -56,13 +56,16 @@ impl Mapped {
         let Some(end) = offset.checked_add(len).filter(|&e| e <= self.len) else {
             return false;
         };
+        if len == 0 {
+            return true;
+        }
         // SAFETY: sysconf has no preconditions.
-        let Ok(page) = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }) else {
+        let Some(page) = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) })
+            .ok()
+            .filter(|&p| p > 0)
+        else {
             return false;
         };
-        if page == 0 || len == 0 {
-            return len == 0;
-        }
         let start = offset / page * page;
         let mut pages = vec![0u8; (end - start).div_ceil(page)];
         // SAFETY: `start` is page-aligned (the mapping starts on a page) and

@@ -191,7 +191,7 @@ pub(crate) struct StreamReader {
     /// Whether a segment holding only covered records may go unread.
     skip_covered: bool,
     /// Segments not read because a checkpoint covers all they can hold.
-    pub skipped_segments: usize,
+    pub unread_segments: usize,
     /// Damaged byte ranges skipped because only checkpointed records can
     /// have lived there.
     pub skipped_damage: Vec<(PathBuf, u64)>,
@@ -335,7 +335,7 @@ impl StreamReader {
             epoch_ends,
             start_after,
             skip_covered,
-            skipped_segments: 0,
+            unread_segments: 0,
             skipped_damage: Vec::new(),
             idx: 0,
             file: None,
@@ -441,7 +441,7 @@ impl StreamReader {
                     max_lsn: Some(last),
                     has_batches: true,
                 };
-                self.skipped_segments += 1;
+                self.unread_segments += 1;
                 self.idx += 1;
             }
             if self.idx >= self.segs.len() {
@@ -784,12 +784,10 @@ impl StreamReader {
         if !self.skip_covered || self.start_after == 0 || self.segs.get(idx)?.header.is_err() {
             return None;
         }
-        match &self.segs.get(idx + 1)?.header {
-            Ok(next) if next.first_lsn >= 1 && next.first_lsn - 1 <= self.start_after => {
-                Some(next.first_lsn - 1)
-            }
-            _ => None,
-        }
+        let next = self.segs.get(idx + 1)?.header.as_ref().ok()?;
+        next.first_lsn
+            .checked_sub(1)
+            .filter(|&last| last <= self.start_after)
     }
 
     fn next_segment(&mut self) {

@@ -633,7 +633,7 @@ pub(crate) fn recover(
 
     let duration = t0.elapsed();
     let read_bytes: u64 = readers.iter().map(|r| r.bytes).sum();
-    let unread_segments: usize = readers.iter().map(|r| r.skipped_segments).sum();
+    let unread_segments: usize = readers.iter().map(|r| r.unread_segments).sum();
     let secs = duration.as_secs_f64().max(1e-9);
     tracing::info!(
         records = applied,
