@@ -2048,7 +2048,7 @@ pub static DIRECTIVES: &[Directive] = &[
     compat!("aof-timestamp-enabled", "no", redis_check::yes_no),
     compat!("aof-rewrite-incremental-fsync", "yes", redis_check::yes_no),
     compat!("aof-disable-auto-gc", "no", redis_check::yes_no),
-    compat!("repl-timeout", "60", |v| redis_check::int(v, 1, i64::from(i32::MAX))),
+    repl_text!("repl-timeout", "repl-timeout", "60", "Seconds a replication link may stay silent before it is dropped: a replica's primary sending nothing, a primary's replica not acknowledging or not taking what is sent", repl_ping_period),
     compat!("repl-disable-tcp-nodelay", "no", redis_check::yes_no),
     compat!("repl-diskless-sync-max-replicas", "0", |v| redis_check::int(v, 0, i64::from(i32::MAX))),
     compat!("replica-lazy-flush", "no", redis_check::yes_no),

@@ -34,17 +34,6 @@ fn synced(p: &mut Connection, r: &mut Connection) {
     });
 }
 
-/// SIGSTOP / SIGCONT: a replica that holds its acknowledgements.
-fn signal(srv: &Server, sig: &str) {
-    let pid = srv.child.as_ref().unwrap().id().to_string();
-    let ok = std::process::Command::new("kill")
-        .args([&format!("-{sig}"), &pid])
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "kill -{sig} {pid}");
-}
-
 fn state(c: &mut Connection) -> String {
     info(c, "master_failover_state")
 }
@@ -207,7 +196,7 @@ fn a_failover_times_out_or_is_aborted_and_writes_go_on() {
     let bport = b.port.to_string();
 
     // A replica that never acknowledges: the timeout gives up.
-    signal(&b, "STOP");
+    b.signal("STOP");
     let _: () = q(&mut ac, &["SET", "k", "1"]);
     let _: () = q(
         &mut ac,
@@ -248,7 +237,7 @@ fn a_failover_times_out_or_is_aborted_and_writes_go_on() {
     assert_eq!(state(&mut ac), "no-failover");
     assert_eq!(role(&mut ac), "master");
 
-    signal(&b, "CONT");
+    b.signal("CONT");
     synced(&mut ac, &mut bc);
     let v: String = q(&mut bc, &["GET", "k"]);
     assert_eq!(v, "3");
@@ -260,7 +249,7 @@ fn force_hands_over_to_a_replica_that_did_not_catch_up() {
     let b = replica_of(&a);
     let (mut ac, mut bc) = (a.conn(), b.conn());
     synced(&mut ac, &mut bc);
-    signal(&b, "STOP");
+    b.signal("STOP");
     let _: () = q(&mut ac, &["SET", "case", "2"]);
     let _: () = q(
         &mut ac,
@@ -279,7 +268,7 @@ fn force_hands_over_to_a_replica_that_did_not_catch_up() {
     });
     // Never two primaries: the old one is already a replica.
     assert_eq!(role(&mut ac), "slave");
-    signal(&b, "CONT");
+    b.signal("CONT");
     wait_state(&mut ac, "no-failover");
     assert_eq!(role(&mut bc), "master");
     assert_eq!(role(&mut ac), "slave");

@@ -254,15 +254,6 @@ fn replica_restart_resumes_with_partial_resync() {
     assert_eq!(v, "y");
 }
 
-fn signal(srv: &Server, sig: &str) {
-    let pid = srv.child.as_ref().expect("running").id().to_string();
-    let st = std::process::Command::new("kill")
-        .args([sig, &pid])
-        .status()
-        .expect("kill");
-    assert!(st.success());
-}
-
 /// A read at `replicated` of a write that is durable here but not yet on a
 /// replica (its replica is stopped) is held, then fails past the timeout;
 /// once the replica runs again the same read is answered.
@@ -277,7 +268,7 @@ fn replicated_reads_wait_for_the_replica() {
     let replica = replica_of(&primary, &[]);
     let mut p = primary.conn();
     ok(&mut p, &["SET", "k", "1"]);
-    signal(&replica, "-STOP");
+    replica.signal("STOP");
     let mut w = primary.conn();
     ok(&mut w, &["CLIENT", "DURABILITY", "full"]);
     ok(&mut w, &["SET", "k", "2"]);
@@ -285,7 +276,7 @@ fn replicated_reads_wait_for_the_replica() {
     assert!(e.starts_with("NOREPLICAS "), "{e}");
     let e = common::err(&mut p, &["DBSIZE"]);
     assert!(e.starts_with("NOREPLICAS "), "{e}");
-    signal(&replica, "-CONT");
+    replica.signal("CONT");
     ok(&mut p, &["CONFIG", "SET", "replicated-timeout-ms", "10000"]);
     let v: String = q(&mut p, &["GET", "k"]);
     assert_eq!(v, "2");

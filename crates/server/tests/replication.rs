@@ -1178,12 +1178,7 @@ fn a_full_sync_cut_off_leaves_the_replica_empty() {
     eventually("the load under way", || {
         persistence_loading(&mut r) && keys_in_info(&mut r) > 1000
     });
-    let pid = primary.child.as_ref().unwrap().id().to_string();
-    let stopped = std::process::Command::new("kill")
-        .args(["-STOP", &pid])
-        .status()
-        .unwrap();
-    assert!(stopped.success());
+    primary.signal("STOP");
     // What was in flight is applied; the rest of the file never comes.
     std::thread::sleep(Duration::from_millis(500));
     assert!(

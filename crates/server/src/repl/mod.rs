@@ -38,6 +38,16 @@ pub fn backlog_bytes(config: &crate::config::Config) -> usize {
         .map_or(DEFAULT_BACKLOG_BYTES, |b| b as usize)
 }
 
+/// `repl-timeout`: how long a link may stay silent, either way, before it
+/// is dropped. Read at each use, so CONFIG SET applies at once.
+pub fn link_timeout(config: &crate::config::Config) -> std::time::Duration {
+    let secs = config
+        .get("repl-timeout")
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(60);
+    std::time::Duration::from_secs(secs.max(1))
+}
+
 /// Applies `repl-backlog-size` and `client-output-buffer-limit replica`'s
 /// hard limit to the stream (at start-up and after CONFIG SET; Redis
 /// resizes its backlog on CONFIG SET too).

@@ -22,6 +22,13 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Bytes sent to a replica per write from the backlog.
 const SEND_CHUNK_BYTES: usize = 256 * 1024;
+/// Bytes of a full sync's file written at a time: each must be taken
+/// within repl-timeout.
+const SYNC_WRITE_BYTES: usize = 1024 * 1024;
+/// How often a write the replica is slow to take checks its limits.
+const STALL_CHECK: Duration = Duration::from_millis(100);
+/// How often a full sync that has yet to send its file says it is alive.
+const KEEPALIVE: Duration = Duration::from_secs(1);
 
 /// What PSYNC (or SYNC) asked for.
 pub struct PsyncRequest {
@@ -123,15 +130,28 @@ async fn full_sync<S: Stream>(
     if let Some(m) = &mark {
         stream.write_all(format!("$EOF:{m}\r\n").as_bytes()).await?;
     }
+    let t = super::link_timeout(&shared.config.read());
     let mut bytes = 0u64;
-    while let Some(piece) = rx.recv().await {
+    loop {
+        // Until a file sent whole after its length is ready, the replica
+        // hears newlines, as from Redis, so that its own repl-timeout does
+        // not end a sync of a large dataset. After `$EOF:` any byte is the
+        // file's.
+        let piece = if mark.is_none() && bytes == 0 {
+            keepalive_until(stream, rx.recv()).await?
+        } else {
+            rx.recv().await
+        };
+        let Some(piece) = piece else { break };
         if mark.is_none() {
             stream
                 .write_all(format!("${}\r\n", piece.len()).as_bytes())
                 .await?;
         }
-        stream.write_all(&piece).await?;
-        stream.flush().await?;
+        for part in piece.chunks(SYNC_WRITE_BYTES) {
+            within(t, stream.write_all(part)).await?;
+        }
+        within(t, stream.flush()).await?;
         bytes += piece.len() as u64;
         shared
             .stats
@@ -147,6 +167,42 @@ async fn full_sync<S: Stream>(
     }
     stream.flush().await?;
     Ok((offset, bytes))
+}
+
+/// Writes newlines every second until `next` resolves.
+async fn keepalive_until<S: Stream, T>(
+    stream: &mut S,
+    next: impl std::future::Future<Output = T>,
+) -> io::Result<T> {
+    let mut next = std::pin::pin!(next);
+    loop {
+        tokio::select! {
+            v = &mut next => return Ok(v),
+            _ = tokio::time::sleep(KEEPALIVE) => {
+                stream.write_all(b"\n").await?;
+                stream.flush().await?;
+            }
+        }
+    }
+}
+
+/// One write the replica must take within repl-timeout (`t`): a replica
+/// that stopped reading, or a link that died without a reset, would
+/// otherwise hold its snapshot, and the stream it pins, until TCP gives up
+/// minutes later.
+async fn within(
+    t: Duration,
+    write: impl std::future::Future<Output = io::Result<()>>,
+) -> io::Result<()> {
+    tokio::time::timeout(t, write).await.map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!(
+                "the replica took nothing for {} s (repl-timeout)",
+                t.as_secs()
+            ),
+        )
+    })?
 }
 
 /// The blocking half of [`full_sync`]: fixes the point, reports it, and
@@ -323,7 +379,12 @@ async fn stream_to<S: Stream>(
             offset + 1
         }
     };
+    // Its repl-timeout counts from here: a replica loading a large file
+    // acknowledges nothing until it is done.
+    info.last_ack_ms
+        .store(crate::util::now_ms(), Ordering::Release);
     info.online.store(true, Ordering::Release);
+    let legacy = req.legacy;
     let parser = RequestParser::new(RequestLimits {
         max_bulk_len_bytes: 1 << 20,
         max_multibulk_len: 1 << 20,
@@ -337,6 +398,10 @@ async fn stream_to<S: Stream>(
         // Killed (the server's history changed): nothing more goes out,
         // not even what the stream already holds.
         if handle.is_killed() {
+            return Ok(());
+        }
+        if let Some(why) = timed_out(shared, info, legacy) {
+            tracing::warn!(replica = %info.ip, "{why}; disconnecting it");
             return Ok(());
         }
         loop {
@@ -363,14 +428,54 @@ async fn stream_to<S: Stream>(
             if chunk.is_empty() {
                 break;
             }
-            stream.write_all(&chunk).await?;
+            // While it catches up this loop may not reach the select below
+            // for a long time: its ACKs are read here too, or its
+            // repl-timeout would run out while it is taking everything.
+            loop {
+                let read = tokio::select! {
+                    biased;
+                    r = stream.read_buf(&mut rbuf) => r?,
+                    _ = std::future::ready(()) => break,
+                };
+                if read == 0 {
+                    return Ok(());
+                }
+                heard(shared, info, &parser, &mut rbuf);
+            }
+            // A replica that stops reading stalls this write while the
+            // backlog keeps what it has yet to take: its limit and its
+            // repl-timeout are checked meanwhile, not only between writes.
+            let stalled = || {
+                let behind = {
+                    let b = shared.repl.stream.backlog.lock();
+                    (b.end + 1).saturating_sub(pos)
+                };
+                let limit = shared.hot.output_limit(REPLICA_CLASS);
+                if limit.check(behind, &mut over_soft_since) == OutputCheck::Exceeded {
+                    Some(format!(
+                        "replica fell behind the stream by {behind} bytes, past client-output-buffer-limit replica"
+                    ))
+                } else {
+                    timed_out(shared, info, legacy)
+                }
+            };
+            if let Some(why) = unless_stalled(stream.write_all(&chunk), stalled).await? {
+                tracing::warn!(replica = %info.ip, "{why}; disconnecting it");
+                return Ok(());
+            }
             shared
                 .stats
                 .total_net_repl_output_bytes
                 .add(chunk.len() as u64);
             pos += chunk.len() as u64;
         }
-        stream.flush().await?;
+        // Over TLS a flush writes what the session holds back.
+        if let Some(why) =
+            unless_stalled(stream.flush(), || timed_out(shared, info, legacy)).await?
+        {
+            tracing::warn!(replica = %info.ip, "{why}; disconnecting it");
+            return Ok(());
+        }
         tokio::select! {
             r = end_rx.changed() => {
                 if r.is_err() {
@@ -381,12 +486,58 @@ async fn stream_to<S: Stream>(
                 if r? == 0 {
                     return Ok(());
                 }
-                while let Ok(Some(args)) = parser.parse(&mut rbuf) {
-                    acknowledge(shared, info, &args);
-                }
+                heard(shared, info, &parser, &mut rbuf);
             }
             _ = handle.wake.notified() => {}
             _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+        }
+    }
+}
+
+/// Takes what the replica sent: REPLCONF ACKs. Anything at all shows it
+/// alive, as in Redis.
+fn heard(shared: &Shared, info: &ReplicaInfo, parser: &RequestParser, rbuf: &mut BytesMut) {
+    info.last_ack_ms
+        .store(crate::util::now_ms(), Ordering::Release);
+    while let Ok(Some(args)) = parser.parse(rbuf) {
+        acknowledge(shared, info, &args);
+    }
+}
+
+/// Why a streaming replica should be dropped: it has sent nothing, not even
+/// its once-a-second REPLCONF ACK, for repl-timeout. A replica that came
+/// with SYNC never acknowledges (redis-cli --replica), and is exempt, as
+/// in Redis.
+fn timed_out(shared: &Shared, info: &ReplicaInfo, legacy: bool) -> Option<String> {
+    if legacy {
+        return None;
+    }
+    let t = super::link_timeout(&shared.config.read());
+    let silent_ms = crate::util::now_ms().saturating_sub(info.last_ack_ms.load(Ordering::Acquire));
+    (silent_ms > t.as_millis() as u64).then(|| {
+        format!(
+            "replica sent nothing for {} s (repl-timeout {} s)",
+            silent_ms / 1000,
+            t.as_secs()
+        )
+    })
+}
+
+/// Runs `write`, checking `stalled` every STALL_CHECK while it waits; the
+/// reason `stalled` gave, if it ended the write.
+async fn unless_stalled(
+    write: impl std::future::Future<Output = io::Result<()>>,
+    mut stalled: impl FnMut() -> Option<String>,
+) -> io::Result<Option<String>> {
+    let mut write = std::pin::pin!(write);
+    loop {
+        tokio::select! {
+            r = &mut write => return r.map(|()| None),
+            _ = tokio::time::sleep(STALL_CHECK) => {
+                if let Some(why) = stalled() {
+                    return Ok(Some(why));
+                }
+            }
         }
     }
 }

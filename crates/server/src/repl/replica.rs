@@ -33,8 +33,6 @@ pub(crate) const STREAM_LIMITS: RequestLimits = RequestLimits {
 const RETRY: Duration = Duration::from_secs(1);
 /// How often the replica acknowledges its offset (REPLCONF ACK).
 const ACK_PERIOD: Duration = Duration::from_secs(1);
-/// `repl-timeout`: a link silent this long is dropped.
-const LINK_TIMEOUT: Duration = Duration::from_secs(60);
 
 type LinkResult<T> = Result<T, String>;
 
@@ -98,21 +96,35 @@ async fn link(shared: Arc<Shared>, host: String, port: u16) {
 }
 
 /// Reads bytes until one line (without CRLF) is complete.
-async fn read_line<S: Stream>(stream: &mut S, buf: &mut BytesMut) -> LinkResult<String> {
+/// `t` is `repl-timeout`: how long the primary may send nothing.
+async fn read_line<S: Stream>(
+    stream: &mut S,
+    buf: &mut BytesMut,
+    t: Duration,
+) -> LinkResult<String> {
     loop {
         if let Some(i) = buf.iter().position(|&b| b == b'\n') {
             let line = buf.split_to(i + 1);
             let text = String::from_utf8_lossy(&line[..i]);
             return Ok(text.trim_end_matches('\r').to_string());
         }
-        read_more(stream, buf).await?;
+        read_more(stream, buf, t).await?;
     }
 }
 
-async fn read_more<S: Stream>(stream: &mut S, buf: &mut BytesMut) -> LinkResult<usize> {
-    let n = tokio::time::timeout(LINK_TIMEOUT, stream.read_buf(buf))
+async fn read_more<S: Stream>(
+    stream: &mut S,
+    buf: &mut BytesMut,
+    t: Duration,
+) -> LinkResult<usize> {
+    let n = tokio::time::timeout(t, stream.read_buf(buf))
         .await
-        .map_err(|_| "timeout reading from the primary".to_string())?
+        .map_err(|_| {
+            format!(
+                "the primary sent nothing for {} s (repl-timeout)",
+                t.as_secs()
+            )
+        })?
         .map_err(|e| e.to_string())?;
     if n == 0 {
         return Err("connection closed by the primary".into());
@@ -133,14 +145,26 @@ async fn write_flushed<S: Stream>(stream: &mut S, bytes: &[u8]) -> LinkResult<()
 }
 
 /// Sends a handshake command and returns the reply line.
-async fn ask<S: Stream>(stream: &mut S, buf: &mut BytesMut, args: &[&[u8]]) -> LinkResult<String> {
+async fn ask<S: Stream>(
+    stream: &mut S,
+    buf: &mut BytesMut,
+    t: Duration,
+    args: &[&[u8]],
+) -> LinkResult<String> {
     send(stream, args).await?;
-    read_line(stream, buf).await
+    read_line(stream, buf, t).await
 }
 
 async fn session(shared: &Shared, host: &str, port: u16, generation: u64) -> LinkResult<()> {
-    let stream = TcpStream::connect((host, port))
+    let t = super::link_timeout(&shared.config.read());
+    let stream = tokio::time::timeout(t, TcpStream::connect((host, port)))
         .await
+        .map_err(|_| {
+            format!(
+                "cannot connect: no answer in {} s (repl-timeout)",
+                t.as_secs()
+            )
+        })?
         .map_err(|e| format!("cannot connect: {e}"))?;
     let _ = stream.set_nodelay(true);
     let fallback = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
@@ -188,7 +212,9 @@ async fn sync_over<S: Stream>(
     generation: u64,
 ) -> LinkResult<()> {
     let mut buf = BytesMut::with_capacity(64 * 1024);
-    let pong = ask(stream, &mut buf, &[b"PING"]).await?;
+    // Fixed for the handshake and the full sync; the stream reads it anew.
+    let t = super::link_timeout(&shared.config.read());
+    let pong = ask(stream, &mut buf, t, &[b"PING"]).await?;
     if pong.starts_with('-') && !pong.starts_with("-NOAUTH") {
         return Err(format!("PING: {pong}"));
     }
@@ -201,8 +227,16 @@ async fn sync_over<S: Stream>(
     };
     if let Some(pass) = pass {
         let reply = match &user {
-            Some(u) => ask(stream, &mut buf, &[b"AUTH", u.as_bytes(), pass.as_bytes()]).await?,
-            None => ask(stream, &mut buf, &[b"AUTH", pass.as_bytes()]).await?,
+            Some(u) => {
+                ask(
+                    stream,
+                    &mut buf,
+                    t,
+                    &[b"AUTH", u.as_bytes(), pass.as_bytes()],
+                )
+                .await?
+            }
+            None => ask(stream, &mut buf, t, &[b"AUTH", pass.as_bytes()]).await?,
         };
         if reply.starts_with('-') {
             return Err(format!("AUTH: {reply}"));
@@ -226,6 +260,7 @@ async fn sync_over<S: Stream>(
     let r = ask(
         stream,
         &mut buf,
+        t,
         &[b"REPLCONF", b"listening-port", my_port.as_bytes()],
     )
     .await?;
@@ -236,6 +271,7 @@ async fn sync_over<S: Stream>(
         let r = ask(
             stream,
             &mut buf,
+            t,
             &[b"REPLCONF", b"ip-address", ip.as_bytes()],
         )
         .await?;
@@ -248,6 +284,7 @@ async fn sync_over<S: Stream>(
     let _ = ask(
         stream,
         &mut buf,
+        t,
         &[b"REPLCONF", b"capa", b"eof", b"capa", b"psync2"],
     )
     .await?;
@@ -271,11 +308,11 @@ async fn sync_over<S: Stream>(
     if failing_over {
         psync.push(b"FAILOVER");
     }
-    let mut reply = ask(stream, &mut buf, &psync).await?;
+    let mut reply = ask(stream, &mut buf, t, &psync).await?;
     // A Redis primary sends newlines to keep the link alive until its
     // snapshot starts (`repl-diskless-sync-delay`).
     while reply.is_empty() {
-        reply = read_line(stream, &mut buf).await?;
+        reply = read_line(stream, &mut buf, t).await?;
     }
     let words: Vec<&str> = reply.split_whitespace().collect();
     let accepted = matches!(words.first().copied(), Some("+FULLRESYNC" | "+CONTINUE"));
@@ -306,7 +343,7 @@ async fn sync_over<S: Stream>(
             shared.repl.loading.store(true, Ordering::Release);
             let _loading = ClearOnDrop(&shared.repl.loading);
             let mut load = crate::checkpointer::blocking(|| Load::begin(shared, &mut master))?;
-            let received = receive_rdb(stream, &mut buf, |piece| {
+            let received = receive_rdb(stream, &mut buf, t, |piece| {
                 shared
                     .stats
                     .total_net_repl_input_bytes
@@ -382,10 +419,11 @@ const RECEIVE_CHUNK: usize = 256 * 1024;
 async fn receive_rdb<S: Stream>(
     stream: &mut S,
     buf: &mut BytesMut,
+    t: Duration,
     mut sink: impl FnMut(&[u8]) -> LinkResult<()>,
 ) -> LinkResult<u64> {
     let header = loop {
-        let line = read_line(stream, buf).await?;
+        let line = read_line(stream, buf, t).await?;
         if !line.is_empty() {
             break line;
         }
@@ -413,7 +451,7 @@ async fn receive_rdb<S: Stream>(
                 total += n as u64;
             }
             buf.reserve(RECEIVE_CHUNK);
-            read_more(stream, buf).await?;
+            read_more(stream, buf, t).await?;
         }
     }
     let len: u64 = spec
@@ -431,7 +469,7 @@ async fn receive_rdb<S: Stream>(
             return Ok(len);
         }
         buf.reserve(RECEIVE_CHUNK);
-        read_more(stream, buf).await?;
+        read_more(stream, buf, t).await?;
     }
 }
 
@@ -683,6 +721,7 @@ async fn apply_stream<S: Stream>(
     // replicas only with their EXEC, as in Redis. A link lost before it
     // resumes from the MULTI, which the primary then sends again.
     let mut open_tx: Vec<u8> = Vec::new();
+    let mut heard = tokio::time::Instant::now();
     let result = loop {
         // CLIENT KILL TYPE master: drop the link; it reconnects and asks
         // for a partial resync, as Redis's replica does.
@@ -749,17 +788,29 @@ async fn apply_stream<S: Stream>(
             }
             sent_fack = Some(fack);
         }
+        // The primary PINGs every repl-ping-replica-period, so silence
+        // past repl-timeout means a dead link (a half-open connection never
+        // ends by itself). Counted from the last byte read, not from this
+        // iteration: the ACK timer starts one every second.
+        let t = super::link_timeout(&shared.config.read());
+        let silent_until = heard + t;
         tokio::select! {
-            r = tokio::time::timeout(LINK_TIMEOUT, stream.read_buf(&mut buf)) => {
+            r = stream.read_buf(&mut buf) => {
                 match r {
-                    Err(_) => break Err("primary silent past the link timeout".into()),
-                    Ok(Err(e)) => break Err(e.to_string()),
-                    Ok(Ok(0)) => break Err("connection closed by the primary".into()),
-                    Ok(Ok(n)) => {
+                    Err(e) => break Err(e.to_string()),
+                    Ok(0) => break Err("connection closed by the primary".into()),
+                    Ok(n) => {
+                        heard = tokio::time::Instant::now();
                         shared.stats.total_net_repl_input_bytes.add(n as u64);
                         shared.repl.link.lock().last_io_ms = crate::util::now_ms();
                     }
                 }
+            }
+            _ = tokio::time::sleep_until(silent_until) => {
+                break Err(format!(
+                    "the primary sent nothing, not even a PING, for {} s (repl-timeout)",
+                    t.as_secs()
+                ));
             }
             _ = handle.wake.notified() => {}
             r = durable_rx.changed(), if !offsets.pending.is_empty() => {

@@ -84,6 +84,19 @@ impl Server {
         }
     }
 
+    /// Sends `sig` ("STOP", "CONT", ...) with kill(1): SIGSTOP leaves a
+    /// peer's connections open and silent, as a host cut off by the
+    /// network does.
+    pub fn signal(&self, sig: &str) {
+        let pid = self.child.as_ref().expect("running").id().to_string();
+        let ok = Command::new("kill")
+            .args([&format!("-{sig}"), &pid])
+            .status()
+            .expect("kill")
+            .success();
+        assert!(ok, "kill -{sig} {pid}");
+    }
+
     /// SIGTERM and wait for exit; returns the exit status code.
     pub fn terminate(&mut self) -> Option<i32> {
         let mut c = self.child.take()?;
