@@ -197,9 +197,17 @@ pub fn over_limit(shared: &Shared) -> bool {
 }
 
 /// `used_memory` as `maxmemory` counts it: without the invalidations
-/// queued for tracking clients (`crate::pubsub::tracking_queued_bytes`).
+/// queued for tracking clients (`crate::pubsub::tracking_queued_bytes`) and
+/// the replication stream held for lagging replicas
+/// (`crate::repl::backlog::held_past_backlog_bytes`).
 pub fn counted_memory_bytes() -> u64 {
-    crate::memory::used_memory_bytes().saturating_sub(crate::pubsub::tracking_queued_bytes() as u64)
+    crate::memory::used_memory_bytes().saturating_sub(not_counted_bytes())
+}
+
+/// INFO's `mem_not_counted_for_evict`.
+pub fn not_counted_bytes() -> u64 {
+    (crate::pubsub::tracking_queued_bytes() + crate::repl::backlog::held_past_backlog_bytes())
+        as u64
 }
 
 /// Redis's eviction time limit for a tenacity: 50 µs growing 15% per

@@ -534,3 +534,45 @@ fn small_integers_are_shared_unless_values_are_scored_by_access() {
         assert_eq!(refcount(&mut c) > 1, shared, "{policy}");
     }
 }
+
+/// What the replication stream holds for a replica that fell behind is
+/// not counted against `maxmemory` (Redis leaves replicas' output buffers
+/// out): counted, the deletes that evictions stream would grow it further.
+/// Once the replica has caught up, the memory is given back.
+#[test]
+fn a_lagging_replica_s_stream_is_not_counted_against_maxmemory() {
+    let primary = Server::start(&["--maxmemory-policy", "allkeys-random"]);
+    let c = &mut primary.conn();
+    load(c, "k", 2000, None);
+    let replicaof = format!("127.0.0.1 {}", primary.port);
+    let replica = Server::start(&["--replicaof", &replicaof]);
+    let r = &mut replica.conn();
+    let synced = |c: &mut redis::Connection, r: &mut redis::Connection| {
+        info_field(r, "replication", "master_link_status") == "up"
+            && info_field(r, "replication", "master_repl_offset")
+                == info_field(c, "replication", "master_repl_offset")
+    };
+    eventually("the replica in sync", || synced(c, r));
+    replica.signal("STOP");
+    let limit = used(c) + (4 << 20);
+    let _: () = q(c, &["CONFIG", "SET", "maxmemory", &limit.to_string()]);
+    // 20 MB of stream for a dataset that stays 2 MB.
+    for _ in 0..10 {
+        load(c, "k", 2000, None);
+    }
+    let held: u64 = info_field(c, "memory", "mem_not_counted_for_evict")
+        .parse()
+        .unwrap();
+    replica.signal("CONT");
+    assert!(held > 10 << 20, "held {held}");
+    assert_eq!(evicted_keys(c), 0);
+    assert_eq!(q::<i64>(c, &["DBSIZE"]), 2000);
+    eventually("the replica caught up", || synced(c, r));
+    // The next write trims the stream and gives the slack back.
+    load(c, "k", 10, None);
+    let held: u64 = info_field(c, "memory", "mem_not_counted_for_evict")
+        .parse()
+        .unwrap();
+    assert!(held < 4 << 20, "still held {held}");
+    let _: () = q(c, &["CONFIG", "SET", "maxmemory", "0"]);
+}

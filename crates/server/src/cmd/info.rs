@@ -384,12 +384,10 @@ fn memory_section(shared: &Shared) -> String {
     field(&mut s, "maxmemory", maxmemory);
     field(&mut s, "maxmemory_human", bytes_to_human(maxmemory));
     field(&mut s, "maxmemory_policy", policy);
-    // Redis leaves replication and AOF buffers out of the eviction check;
-    // here the limit is held against `used_memory` as reported, all of it.
     field(
         &mut s,
         "mem_not_counted_for_evict",
-        crate::pubsub::tracking_queued_bytes(),
+        crate::evict::not_counted_bytes(),
     );
     // What clients hold (`ClientHandle::memory_bytes`), replication links
     // apart, as `maxmemory-clients` counts it.

@@ -6,6 +6,7 @@
 //! in Redis: the stream's byte number `end` is the last one written.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Entries the LSN -> offset index keeps; past it the oldest two merge.
 const INDEX_CAP: usize = 1 << 16;
@@ -18,6 +19,18 @@ const INDEX_CAP: usize = 1 << 16;
 /// under a 20 MB/s stream was cut off, and its full sync fell behind again
 /// under the same load.
 pub const REPLICA_BUFFER_LIMIT: usize = 256 << 20;
+
+/// Bytes the backlog holds past `repl-backlog-size` (allocated, so kept
+/// for lagging replicas or not yet released), which `maxmemory` does not
+/// count, as Redis does not count replicas' output buffers: evicting for
+/// them would stream more deletes to the replica that is already behind,
+/// which would grow them again. INFO's `mem_not_counted_for_evict`.
+static HELD_PAST_BACKLOG_BYTES: AtomicUsize = AtomicUsize::new(0);
+
+/// What [`HELD_PAST_BACKLOG_BYTES`] holds now.
+pub fn held_past_backlog_bytes() -> usize {
+    HELD_PAST_BACKLOG_BYTES.load(Ordering::Relaxed)
+}
 
 pub struct Backlog {
     buf: VecDeque<u8>,
@@ -77,6 +90,21 @@ impl Backlog {
             let excess = self.buf.len() - keep;
             self.buf.drain(..excess);
         }
+        self.release_slack();
+    }
+
+    /// Gives back what a replica's lag made the buffer grow to once it is
+    /// no longer needed (a VecDeque never shrinks by itself), at most once
+    /// per halving, so the copy is paid for by the growth before it.
+    fn release_slack(&mut self) {
+        let wanted = self.buf.len().max(self.cap);
+        if self.buf.capacity() > 4 * wanted {
+            self.buf.shrink_to(2 * wanted);
+        }
+        HELD_PAST_BACKLOG_BYTES.store(
+            self.buf.capacity().saturating_sub(self.cap),
+            Ordering::Relaxed,
+        );
     }
 
     /// Notes that replica `id` needs the stream from byte `pos` on.
@@ -159,12 +187,14 @@ impl Backlog {
     /// a replica: it continues its primary's offsets under a new ID).
     pub fn reset_to(&mut self, offset: u64) {
         self.buf.clear();
+        self.release_slack();
         self.end = offset;
         self.seldb = None;
     }
 
     pub fn set_capacity(&mut self, cap: usize) {
         self.cap = cap.max(16 * 1024);
+        self.release_slack();
     }
 
     pub fn capacity(&self) -> usize {
@@ -218,5 +248,21 @@ mod tests {
         }
         assert_eq!(b.histlen(), 40 * 1024);
         assert!(b.read_from(1, 4).is_none(), "cut off");
+    }
+
+    #[test]
+    fn what_a_lagging_replica_grew_is_given_back_once_it_is_gone() {
+        let mut b = Backlog::new(16 * 1024);
+        b.active = true;
+        b.pin(7, 1);
+        let chunk = vec![b'x'; 64 * 1024];
+        for _ in 0..64 {
+            b.append(&chunk);
+        }
+        assert!(b.buf.capacity() >= 4 << 20);
+        b.unpin(7);
+        b.append(&chunk);
+        assert_eq!(b.histlen(), 16 * 1024);
+        assert!(b.buf.capacity() <= 4 * 64 * 1024, "{}", b.buf.capacity());
     }
 }
