@@ -183,6 +183,7 @@ pub struct Config {
     pub tls_cert_file: String,
     pub tls_key_file: String,
     pub tls_ca_cert_file: String,
+    pub tls_ca_cert_dir: String,
     /// What this server presents when it connects out (a replica to its
     /// primary); `tls-cert-file`/`tls-key-file` when empty.
     pub tls_client_cert_file: String,
@@ -314,6 +315,7 @@ impl Default for Config {
             tls_cert_file: String::new(),
             tls_key_file: String::new(),
             tls_ca_cert_file: String::new(),
+            tls_ca_cert_dir: String::new(),
             tls_client_cert_file: String::new(),
             tls_client_key_file: String::new(),
             tls_auth_clients: crate::tls::ClientAuth::Required,
@@ -1001,7 +1003,8 @@ pub static DIRECTIVES: &[Directive] = &[
     },
     text_file!("tls-cert-file", tls_cert_file, "The server's certificate chain (PEM) for tls-port"),
     text_file!("tls-key-file", tls_key_file, "The private key (PEM) of tls-cert-file"),
-    text_file!("tls-ca-cert-file", tls_ca_cert_file, "CA certificates (PEM) that client certificates must be signed by"),
+    text_file!("tls-ca-cert-file", tls_ca_cert_file, "CA certificates (PEM) that client certificates and a TLS primary's certificate must be signed by"),
+    text_file!("tls-ca-cert-dir", tls_ca_cert_dir, "A directory of CA certificates (PEM files, such as /etc/ssl/certs), trusted with tls-ca-cert-file's"),
     text_file!("tls-client-cert-file", tls_client_cert_file, "The certificate (PEM) this server presents when it connects to a primary over TLS; tls-cert-file when empty"),
     text_file!("tls-client-key-file", tls_client_key_file, "The private key (PEM) of tls-client-cert-file"),
     Directive {
@@ -2067,7 +2070,6 @@ pub static DIRECTIVES: &[Directive] = &[
     // connection rather than at start: refused here instead.
     compat!("tls-key-file-pass", "", |v| redis_check::unsupported(v, "encrypted private keys are not supported: give tls-key-file unencrypted")),
     compat!("tls-client-key-file-pass", "", |v| redis_check::unsupported(v, "encrypted private keys are not supported: give tls-client-key-file unencrypted")),
-    compat!("tls-ca-cert-dir", "", |v| redis_check::unsupported(v, "tls-ca-cert-dir is not supported: put the CA certificates in one file for tls-ca-cert-file")),
     compat!("tls-cluster", "no", redis_check::yes_no),
     compat!("tls-session-caching", "yes", redis_check::yes_no),
     compat!("tls-session-cache-size", "20480", |v| redis_check::int(v, 0, i64::from(i32::MAX))),

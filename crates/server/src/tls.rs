@@ -3,7 +3,8 @@
 //! the stream type connections run over (plain TCP or TLS).
 //!
 //! The directives are Redis's: `tls-port`, `tls-cert-file`,
-//! `tls-key-file`, `tls-ca-cert-file` and `tls-auth-clients` (`yes`: a
+//! `tls-key-file`, `tls-ca-cert-file` and `tls-ca-cert-dir` (the CAs
+//! trusted, from either or both), and `tls-auth-clients` (`yes`: a
 //! client must present a certificate signed by the CA; `optional`: one it
 //! presents must be; `no`: none is asked for). A configuration that cannot
 //! be loaded stops the server at start-up with the reason, rather than
@@ -58,6 +59,7 @@ pub struct TlsSettings<'a> {
     pub cert_file: &'a str,
     pub key_file: &'a str,
     pub ca_cert_file: &'a str,
+    pub ca_cert_dir: &'a str,
     pub auth_clients: ClientAuth,
     /// `tls-protocols`: the versions offered ("" = TLS 1.2 and 1.3).
     pub protocols: &'a str,
@@ -70,6 +72,7 @@ impl<'a> TlsSettings<'a> {
             cert_file: &c.tls_cert_file,
             key_file: &c.tls_key_file,
             ca_cert_file: &c.tls_ca_cert_file,
+            ca_cert_dir: &c.tls_ca_cert_dir,
             auth_clients: c.tls_auth_clients,
             protocols: c.compat.get("tls-protocols").map_or("", String::as_str),
         }
@@ -117,13 +120,13 @@ pub fn acceptor(s: &TlsSettings<'_>) -> Result<TlsAcceptor, String> {
     let builder = if s.auth_clients == ClientAuth::None {
         builder.with_no_client_auth()
     } else {
-        if s.ca_cert_file.is_empty() {
+        if s.ca_cert_file.is_empty() && s.ca_cert_dir.is_empty() {
             return Err(
-                "tls-auth-clients yes or optional needs tls-ca-cert-file (or set tls-auth-clients no)"
+                "tls-auth-clients yes or optional needs tls-ca-cert-file or tls-ca-cert-dir (or set tls-auth-clients no)"
                     .into(),
             );
         }
-        let roots = Arc::new(roots(s.ca_cert_file)?);
+        let roots = Arc::new(roots(s)?);
         let verifier = WebPkiClientVerifier::builder_with_provider(roots, provider);
         let verifier = if s.auth_clients == ClientAuth::Optional {
             verifier.allow_unauthenticated()
@@ -132,7 +135,7 @@ pub fn acceptor(s: &TlsSettings<'_>) -> Result<TlsAcceptor, String> {
         };
         let verifier = verifier
             .build()
-            .map_err(|e| format!("tls-ca-cert-file: {e}"))?;
+            .map_err(|e| format!("tls-ca-cert-file / tls-ca-cert-dir: {e}"))?;
         builder.with_client_cert_verifier(verifier)
     };
     let config = builder
@@ -185,21 +188,64 @@ fn cert_and_key(
     Ok((certs, key))
 }
 
-/// The CA certificates of `tls-ca-cert-file`.
-fn roots(file: &str) -> Result<RootCertStore, String> {
+/// The CA certificates of `tls-ca-cert-file` and `tls-ca-cert-dir`.
+fn roots(s: &TlsSettings<'_>) -> Result<RootCertStore, String> {
     let mut roots = RootCertStore::empty();
-    let cas = CertificateDer::pem_file_iter(file)
-        .and_then(|it| it.collect::<Result<Vec<_>, _>>())
-        .map_err(|e| format!("cannot read tls-ca-cert-file {file}: {e}"))?;
-    for ca in cas {
-        roots
-            .add(ca)
-            .map_err(|e| format!("tls-ca-cert-file {file}: {e}"))?;
+    if !s.ca_cert_file.is_empty() {
+        let file = s.ca_cert_file;
+        let cas = CertificateDer::pem_file_iter(file)
+            .and_then(|it| it.collect::<Result<Vec<_>, _>>())
+            .map_err(|e| format!("cannot read tls-ca-cert-file {file}: {e}"))?;
+        for ca in cas {
+            roots
+                .add(ca)
+                .map_err(|e| format!("tls-ca-cert-file {file}: {e}"))?;
+        }
+        if roots.is_empty() {
+            return Err(format!("tls-ca-cert-file {file} holds no certificate"));
+        }
     }
-    if roots.is_empty() {
-        return Err(format!("tls-ca-cert-file {file} holds no certificate"));
+    if !s.ca_cert_dir.is_empty() {
+        let dir = s.ca_cert_dir;
+        let added = dir_roots(dir, &mut roots)
+            .map_err(|e| format!("cannot read tls-ca-cert-dir {dir}: {e}"))?;
+        if added == 0 {
+            return Err(format!(
+                "tls-ca-cert-dir {dir} holds no certificate in a PEM file"
+            ));
+        }
     }
     Ok(roots)
+}
+
+/// Adds the certificates of every PEM file in `dir` (OpenSSL's `CApath`,
+/// such as `/etc/ssl/certs`, where its hash-named links repeat the files);
+/// how many were added. A file that is not a PEM certificate (a README, a
+/// key, a revocation list) or one rustls cannot use is passed over, as
+/// OpenSSL passes over what it does not look up, so one odd file does not
+/// stop the server.
+fn dir_roots(dir: &str, roots: &mut RootCertStore) -> std::io::Result<usize> {
+    let mut paths: Vec<_> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_file())
+        .collect();
+    paths.sort();
+    let mut added = 0;
+    for path in paths {
+        let Ok(certs) = CertificateDer::pem_file_iter(&path) else {
+            continue;
+        };
+        for cert in certs.flatten() {
+            match roots.add(cert) {
+                Ok(()) => added += 1,
+                Err(e) => tracing::warn!(
+                    "tls-ca-cert-dir: {} has a certificate that cannot be used: {e}",
+                    path.display()
+                ),
+            }
+        }
+    }
+    Ok(added)
 }
 
 /// The outgoing side, a replica's link to its primary with
@@ -207,14 +253,16 @@ fn roots(file: &str) -> Result<RootCertStore, String> {
 /// signed; this server presents the pair in `s` (`tls-client-cert-file`,
 /// or `tls-cert-file` when that is not set, as in Redis).
 pub fn connector(s: &TlsSettings<'_>) -> Result<TlsConnector, String> {
-    if s.ca_cert_file.is_empty() {
-        return Err("tls-replication needs tls-ca-cert-file to check the primary".into());
+    if s.ca_cert_file.is_empty() && s.ca_cert_dir.is_empty() {
+        return Err(
+            "tls-replication needs tls-ca-cert-file or tls-ca-cert-dir to check the primary".into(),
+        );
     }
     let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
     let builder = ClientConfig::builder_with_provider(provider)
         .with_protocol_versions(&protocol_versions(s.protocols)?)
         .map_err(|e| format!("TLS: {e}"))?
-        .with_root_certificates(roots(s.ca_cert_file)?);
+        .with_root_certificates(roots(s)?);
     let config = if s.cert_file.is_empty() || s.key_file.is_empty() {
         builder.with_no_client_auth()
     } else {

@@ -321,6 +321,65 @@ fn clients_without_a_trusted_certificate_and_plaintext_are_turned_away() {
     let _: String = q(&mut c, &["PING"]);
 }
 
+/// `tls-ca-cert-dir` as Redis takes it (OpenSSL's CApath, such as
+/// /etc/ssl/certs): the CAs of the PEM files in it are trusted, files that
+/// are not certificates and hash-named links are passed over, and a
+/// directory with no certificate stops the start-up.
+#[test]
+fn a_ca_directory_is_trusted_as_a_ca_file_is() {
+    let pki = Pki::new();
+    let cas = tempfile::tempdir().unwrap();
+    let (other_ca, _) = make_ca("an unrelated CA");
+    std::fs::write(cas.path().join("other.pem"), other_ca.pem()).unwrap();
+    std::fs::copy(pki.path("ca.crt"), cas.path().join("ours.pem")).unwrap();
+    std::os::unix::fs::symlink(cas.path().join("ours.pem"), cas.path().join("9d66eef0.0")).unwrap();
+    std::fs::write(cas.path().join("README"), "not a certificate\n").unwrap();
+    std::fs::copy(pki.path("server.key"), cas.path().join("a.key")).unwrap();
+    std::fs::create_dir(cas.path().join("sub")).unwrap();
+    let tls_port = free_port();
+    let mut flags = pki.flags(tls_port, "yes");
+    // The same flags with the file swapped for the directory.
+    let at = flags
+        .iter()
+        .position(|f| f == "--tls-ca-cert-file")
+        .unwrap();
+    flags[at] = "--tls-ca-cert-dir".into();
+    flags[at + 1] = cas.path().to_str().unwrap().into();
+    let args: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let srv = Server::start(&args);
+    let mut t = TlsConn::open(&pki, tls_port, Some((&pki.client, &pki.client_key)));
+    assert_eq!(t.call(&["PING"]).unwrap(), Frame::Simple("PONG".into()));
+    let mut t = TlsConn::open(&pki, tls_port, Some((&pki.stranger, &pki.stranger_key)));
+    assert!(t.call(&["PING"]).is_err(), "served a client no CA signed");
+    let mut c = srv.conn();
+    let v: Vec<String> = q(&mut c, &["CONFIG", "GET", "tls-ca-cert-dir"]);
+    assert_eq!(v[1], cas.path().to_str().unwrap());
+    // A directory without a certificate cannot take its place.
+    let empty = tempfile::tempdir().unwrap();
+    std::fs::write(empty.path().join("README"), "nothing here\n").unwrap();
+    let e = err(
+        &mut c,
+        &[
+            "CONFIG",
+            "SET",
+            "tls-ca-cert-dir",
+            empty.path().to_str().unwrap(),
+        ],
+    );
+    assert!(e.contains("holds no certificate"), "{e}");
+    let mut t = TlsConn::open(&pki, tls_port, Some((&pki.client, &pki.client_key)));
+    assert_eq!(t.call(&["PING"]).unwrap(), Frame::Simple("PONG".into()));
+    flags[at + 1] = empty.path().to_str().unwrap().into();
+    let dir = tempfile::tempdir().unwrap();
+    match try_spawn(dir.path(), &flags) {
+        Ok((mut child, _)) => {
+            let _ = child.kill();
+            panic!("started with a CA directory holding no certificate");
+        }
+        Err(e) => assert!(e.contains("holds no certificate"), "{e}"),
+    }
+}
+
 #[test]
 fn tls_auth_clients_optional_and_no() {
     let pki = Pki::new();
