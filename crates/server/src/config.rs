@@ -834,9 +834,11 @@ macro_rules! text_file {
     };
 }
 
-/// A directive the replication code reads as text; `$key` is where it is
-/// stored, shared by Redis's old `slave-*` name and the current one.
-macro_rules! repl_text {
+/// A directive kept as text where the code that applies it reads it
+/// (replication, TLS); `$key` is where it is stored, shared by Redis's
+/// old `slave-*` name and the current one. CONFIG SET of a `tls-*` one
+/// rebuilds the acceptor (`tls::reload`), or is refused with the reason.
+macro_rules! stored_text {
     ($name:literal, $key:literal, $default:literal, $help:literal, $check:expr) => {
         Directive {
             name: $name,
@@ -1566,8 +1568,8 @@ pub static DIRECTIVES: &[Directive] = &[
     compat!("appendonly", "no", redis_check::yes_no),
     compat!("appendfsync", "everysec", |v| redis_check::one_of(v, &["everysec", "always", "no"])),
     compat!("save", ""),
-    repl_text!("slave-read-only", "replica-read-only", "yes", "Old name of replica-read-only", redis_check::yes_no),
-    repl_text!("replica-read-only", "replica-read-only", "yes", "A replica refuses writes from its clients (-READONLY)", redis_check::yes_no),
+    stored_text!("slave-read-only", "replica-read-only", "yes", "Old name of replica-read-only", redis_check::yes_no),
+    stored_text!("replica-read-only", "replica-read-only", "yes", "A replica refuses writes from its clients (-READONLY)", redis_check::yes_no),
     busy_reply_threshold("busy-reply-threshold"),
     busy_reply_threshold("lua-time-limit"),
     encoding!("hash-max-listpack-entries", hash_entries, "128", "Hashes with at most this many fields report the listpack encoding"),
@@ -1884,7 +1886,7 @@ pub static DIRECTIVES: &[Directive] = &[
     compat!("lazyfree-lazy-server-del", "no", redis_check::yes_no),
     compat!("lazyfree-lazy-user-del", "no", redis_check::yes_no),
     compat!("lazyfree-lazy-user-flush", "no", redis_check::yes_no),
-    repl_text!("replica-serve-stale-data", "replica-serve-stale-data", "yes", "Accepted for Redis compatibility; has no effect in durakv", redis_check::yes_no),
+    stored_text!("replica-serve-stale-data", "replica-serve-stale-data", "yes", "Accepted for Redis compatibility; has no effect in durakv", redis_check::yes_no),
     Directive {
         name: "replicaof",
         default: "",
@@ -1903,16 +1905,16 @@ pub static DIRECTIVES: &[Directive] = &[
         set: set_replicaof,
         get: get_replicaof,
     },
-    repl_text!("slave-serve-stale-data", "replica-serve-stale-data", "yes", "Old name of replica-serve-stale-data", redis_check::yes_no),
-    repl_text!("replica-priority", "replica-priority", "100", "Sentinel promotes the replica with the lowest priority first; 0 = never promote it", repl_priority),
-    repl_text!("slave-priority", "replica-priority", "100", "Old name of replica-priority", repl_priority),
-    repl_text!("replica-announced", "replica-announced", "yes", "Whether Sentinel lists this replica (SENTINEL REPLICAS); reported as replica_announced in INFO", redis_check::yes_no),
-    repl_text!("replica-announce-ip", "replica-announce-ip", "", "Address this replica gives its primary (REPLCONF ip-address) for INFO and Sentinel, when it is reached through another address", repl_ip),
-    repl_text!("slave-announce-ip", "replica-announce-ip", "", "Old name of replica-announce-ip", repl_ip),
-    repl_text!("replica-announce-port", "replica-announce-port", "0", "Port this replica gives its primary (REPLCONF listening-port); 0 = the port it listens on", repl_port),
-    repl_text!("slave-announce-port", "replica-announce-port", "0", "Old name of replica-announce-port", repl_port),
-    repl_text!("repl-ping-replica-period", "repl-ping-replica-period", "10", "Seconds between the PINGs a primary sends its replicas, so that an idle link does not time out", repl_ping_period),
-    repl_text!("repl-ping-slave-period", "repl-ping-replica-period", "10", "Old name of repl-ping-replica-period", repl_ping_period),
+    stored_text!("slave-serve-stale-data", "replica-serve-stale-data", "yes", "Old name of replica-serve-stale-data", redis_check::yes_no),
+    stored_text!("replica-priority", "replica-priority", "100", "Sentinel promotes the replica with the lowest priority first; 0 = never promote it", repl_priority),
+    stored_text!("slave-priority", "replica-priority", "100", "Old name of replica-priority", repl_priority),
+    stored_text!("replica-announced", "replica-announced", "yes", "Whether Sentinel lists this replica (SENTINEL REPLICAS); reported as replica_announced in INFO", redis_check::yes_no),
+    stored_text!("replica-announce-ip", "replica-announce-ip", "", "Address this replica gives its primary (REPLCONF ip-address) for INFO and Sentinel, when it is reached through another address", repl_ip),
+    stored_text!("slave-announce-ip", "replica-announce-ip", "", "Old name of replica-announce-ip", repl_ip),
+    stored_text!("replica-announce-port", "replica-announce-port", "0", "Port this replica gives its primary (REPLCONF listening-port); 0 = the port it listens on", repl_port),
+    stored_text!("slave-announce-port", "replica-announce-port", "0", "Old name of replica-announce-port", repl_port),
+    stored_text!("repl-ping-replica-period", "repl-ping-replica-period", "10", "Seconds between the PINGs a primary sends its replicas, so that an idle link does not time out", repl_ping_period),
+    stored_text!("repl-ping-slave-period", "repl-ping-replica-period", "10", "Old name of repl-ping-replica-period", repl_ping_period),
     compat!("masterauth", ""),
     compat!("masteruser", ""),
     compat!("repl-backlog-size", "1048576", |v| redis_check::memory(v, 1)),
@@ -2051,7 +2053,7 @@ pub static DIRECTIVES: &[Directive] = &[
     compat!("aof-timestamp-enabled", "no", redis_check::yes_no),
     compat!("aof-rewrite-incremental-fsync", "yes", redis_check::yes_no),
     compat!("aof-disable-auto-gc", "no", redis_check::yes_no),
-    repl_text!("repl-timeout", "repl-timeout", "60", "Seconds a replication link may stay silent before it is dropped: a replica's primary sending nothing, a primary's replica not acknowledging or not taking what is sent", repl_ping_period),
+    stored_text!("repl-timeout", "repl-timeout", "60", "Seconds a replication link may stay silent before it is dropped: a replica's primary sending nothing, a primary's replica not acknowledging or not taking what is sent", repl_ping_period),
     compat!("repl-disable-tcp-nodelay", "no", redis_check::yes_no),
     compat!("repl-diskless-sync-max-replicas", "0", |v| redis_check::int(v, 0, i64::from(i32::MAX))),
     compat!("replica-lazy-flush", "no", redis_check::yes_no),
@@ -2060,11 +2062,11 @@ pub static DIRECTIVES: &[Directive] = &[
     old_name!("slave-ignore-maxmemory", "replica-ignore-maxmemory", "yes"),
     compat!("replica-ignore-disk-write-errors", "no", redis_check::yes_no),
     compat!("propagation-error-behavior", "ignore", |v| redis_check::one_of(v, &["ignore", "panic", "panic-on-replicas"])),
-    compat!("tls-protocols", "", redis_check::tls_protocols),
-    // OpenSSL's cipher lists and DH parameters: rustls offers only its
-    // own modern suites (`tls::acceptor`), which a startup warning says.
-    compat!("tls-ciphers", ""),
-    compat!("tls-ciphersuites", ""),
+    stored_text!("tls-protocols", "tls-protocols", "", "The TLS versions offered: TLSv1.2 and/or TLSv1.3 (TLSv1 and TLSv1.1 are accepted and not offered)", redis_check::tls_protocols),
+    stored_text!("tls-ciphers", "tls-ciphers", "", "TLS 1.2 suites offered, by OpenSSL's names (ECDHE-RSA-AES256-GCM-SHA384...); class keywords such as HIGH keep rustls's set", |v| Ok(v.to_string())),
+    stored_text!("tls-ciphersuites", "tls-ciphersuites", "", "TLS 1.3 suites offered (TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256...)", |v| Ok(v.to_string())),
+    stored_text!("tls-prefer-server-ciphers", "tls-prefer-server-ciphers", "no", "The server's order of tls-ciphers / tls-ciphersuites decides, not the client's", redis_check::yes_no),
+    // DH parameters: rustls never uses DHE, which a startup warning says.
     compat!("tls-dh-params-file", ""),
     // Encrypted keys and CA directories would fail at the first TLS
     // connection rather than at start: refused here instead.
@@ -2074,7 +2076,6 @@ pub static DIRECTIVES: &[Directive] = &[
     compat!("tls-session-caching", "yes", redis_check::yes_no),
     compat!("tls-session-cache-size", "20480", |v| redis_check::int(v, 0, i64::from(i32::MAX))),
     compat!("tls-session-cache-timeout", "300", |v| redis_check::int(v, 0, i64::from(i32::MAX))),
-    compat!("tls-prefer-server-ciphers", "no", redis_check::yes_no),
     compat!("cluster-config-file", "nodes.conf", |v| Ok(v.to_string()), false),
     compat!("cluster-port", "0", |v| redis_check::int(v, 0, 65535), false),
     compat!("cluster-node-timeout", "15000", |v| redis_check::int(v, 0, i64::MAX)),

@@ -78,6 +78,7 @@ pub mod slowlog;
 pub mod state;
 pub mod stripe;
 pub mod tls;
+mod tls_suites;
 pub mod tracking;
 pub mod unix_socket;
 pub mod util;
@@ -98,12 +99,13 @@ pub fn run(config: Config) -> Result<(), String> {
     // Written before the data is loaded, as Redis does, so a service
     // manager waiting for it finds it early; removed when this returns.
     let _pidfile = service::PidFile::create(&config.pidfile);
-    for name in ["tls-ciphers", "tls-ciphersuites", "tls-dh-params-file"] {
-        if config.get(name).is_some_and(|v| !v.is_empty()) {
-            tracing::warn!(
-                "{name} is not applied: TLS here offers rustls's own suites (TLS 1.2 and 1.3 AEAD ciphers with ECDHE)"
-            );
-        }
+    if config
+        .get("tls-dh-params-file")
+        .is_some_and(|v| !v.is_empty())
+    {
+        tracing::warn!(
+            "tls-dh-params-file is not used: TLS here offers ECDHE key exchange only, never DHE"
+        );
     }
     let shared = open_on(config, None)?;
     // A failure is logged; the server runs with the score it has.

@@ -63,6 +63,11 @@ pub struct TlsSettings<'a> {
     pub auth_clients: ClientAuth,
     /// `tls-protocols`: the versions offered ("" = TLS 1.2 and 1.3).
     pub protocols: &'a str,
+    /// `tls-ciphers` and `tls-ciphersuites` ("" = rustls's suites).
+    pub ciphers: &'a str,
+    pub ciphersuites: &'a str,
+    /// `tls-prefer-server-ciphers`: the server's order decides.
+    pub prefer_server_ciphers: bool,
 }
 
 impl<'a> TlsSettings<'a> {
@@ -75,6 +80,12 @@ impl<'a> TlsSettings<'a> {
             ca_cert_dir: &c.tls_ca_cert_dir,
             auth_clients: c.tls_auth_clients,
             protocols: c.compat.get("tls-protocols").map_or("", String::as_str),
+            ciphers: c.compat.get("tls-ciphers").map_or("", String::as_str),
+            ciphersuites: c.compat.get("tls-ciphersuites").map_or("", String::as_str),
+            prefer_server_ciphers: c
+                .compat
+                .get("tls-prefer-server-ciphers")
+                .is_some_and(|v| v == "yes"),
         }
     }
 
@@ -113,7 +124,7 @@ pub fn acceptor(s: &TlsSettings<'_>) -> Result<TlsAcceptor, String> {
         return Err("tls-port needs tls-cert-file and tls-key-file".into());
     }
     let (certs, key) = cert_and_key(s)?;
-    let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
+    let provider = Arc::new(crate::tls_suites::provider(s.ciphers, s.ciphersuites)?);
     let builder = ServerConfig::builder_with_provider(provider.clone())
         .with_protocol_versions(&protocol_versions(s.protocols)?)
         .map_err(|e| format!("TLS: {e}"))?;
@@ -138,9 +149,10 @@ pub fn acceptor(s: &TlsSettings<'_>) -> Result<TlsAcceptor, String> {
             .map_err(|e| format!("tls-ca-cert-file / tls-ca-cert-dir: {e}"))?;
         builder.with_client_cert_verifier(verifier)
     };
-    let config = builder
+    let mut config = builder
         .with_single_cert(certs, key)
         .map_err(|e| format!("tls-cert-file / tls-key-file: {e}"))?;
+    config.ignore_client_order = s.prefer_server_ciphers;
     Ok(TlsAcceptor::from(Arc::new(config)))
 }
 
@@ -258,7 +270,7 @@ pub fn connector(s: &TlsSettings<'_>) -> Result<TlsConnector, String> {
             "tls-replication needs tls-ca-cert-file or tls-ca-cert-dir to check the primary".into(),
         );
     }
-    let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
+    let provider = Arc::new(crate::tls_suites::provider(s.ciphers, s.ciphersuites)?);
     let builder = ClientConfig::builder_with_provider(provider)
         .with_protocol_versions(&protocol_versions(s.protocols)?)
         .map_err(|e| format!("TLS: {e}"))?

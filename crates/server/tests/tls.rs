@@ -380,6 +380,117 @@ fn a_ca_directory_is_trusted_as_a_ca_file_is() {
     }
 }
 
+/// A PING over TLS from a client offering only `suites` (all of rustls's
+/// when empty); the suite the server chose, or the failed handshake.
+fn negotiate(
+    pki: &Pki,
+    port: u16,
+    suites: &[rustls::CipherSuite],
+) -> std::io::Result<rustls::CipherSuite> {
+    let mut provider = rustls::crypto::ring::default_provider();
+    if !suites.is_empty() {
+        provider
+            .cipher_suites
+            .retain(|s| suites.contains(&s.suite()));
+    }
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(pki.ca.der().clone()).unwrap();
+    let key = pki_types::PrivatePkcs8KeyDer::from(pki.client_key.serialize_der());
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(provider))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_client_auth_cert(vec![pki.client.der().clone()], key.into())
+        .unwrap();
+    let name = pki_types::ServerName::try_from("localhost").unwrap();
+    let conn = rustls::ClientConnection::new(Arc::new(config), name).unwrap();
+    let sock = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    sock.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut t = TlsConn {
+        s: rustls::StreamOwned::new(conn, sock),
+        buf: bytes::BytesMut::new(),
+    };
+    assert_eq!(t.call(&["PING"])?, Frame::Simple("PONG".into()));
+    Ok(t.s.conn.negotiated_cipher_suite().unwrap().suite())
+}
+
+/// `tls-ciphersuites`, `tls-ciphers` and `tls-prefer-server-ciphers` narrow
+/// and order what the server offers; a list naming nothing it offers stops
+/// the start-up, and CONFIG SET of one is refused with the old one kept.
+#[test]
+fn cipher_lists_narrow_what_is_offered() {
+    use rustls::CipherSuite as S;
+    let pki = Pki::new();
+    let tls_port = free_port();
+    let mut flags = pki.flags(tls_port, "yes");
+    flags.extend(
+        [
+            "--tls-ciphersuites",
+            "TLS_CHACHA20_POLY1305_SHA256:TLS_AES_128_CCM_SHA256",
+            "--tls-ciphers",
+            "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305",
+        ]
+        .map(String::from),
+    );
+    let args: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let srv = Server::start(&args);
+    assert_eq!(
+        negotiate(&pki, tls_port, &[]).unwrap(),
+        S::TLS13_CHACHA20_POLY1305_SHA256
+    );
+    assert!(
+        negotiate(&pki, tls_port, &[S::TLS13_AES_256_GCM_SHA384]).is_err(),
+        "a TLS 1.3 suite the list leaves out was accepted"
+    );
+    let mut c = srv.conn();
+    let _: () = q(&mut c, &["CONFIG", "SET", "tls-protocols", "TLSv1.2"]);
+    assert!(
+        negotiate(
+            &pki,
+            tls_port,
+            &[S::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256]
+        )
+        .is_err(),
+        "a TLS 1.2 suite the list leaves out was accepted"
+    );
+    // The client's order (AES first) wins unless the server's is preferred.
+    let both = [
+        S::TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+        S::TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+    ];
+    assert_eq!(negotiate(&pki, tls_port, &both).unwrap(), both[0]);
+    let _: () = q(
+        &mut c,
+        &[
+            "CONFIG",
+            "SET",
+            "tls-ciphers",
+            "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-ECDSA-AES256-GCM-SHA384",
+            "tls-prefer-server-ciphers",
+            "yes",
+        ],
+    );
+    assert_eq!(negotiate(&pki, tls_port, &both).unwrap(), both[1]);
+    let e = err(&mut c, &["CONFIG", "SET", "tls-ciphers", "AES256-SHA256"]);
+    assert!(e.contains("names no suite durakv offers"), "{e}");
+    let v: Vec<String> = q(&mut c, &["CONFIG", "GET", "tls-ciphers"]);
+    assert_eq!(
+        v[1],
+        "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-ECDSA-AES256-GCM-SHA384"
+    );
+    assert_eq!(negotiate(&pki, tls_port, &both).unwrap(), both[1]);
+    flags.extend(["--tls-ciphersuites", "TLS_AES_128_CCM_8_SHA256"].map(String::from));
+    let dir = tempfile::tempdir().unwrap();
+    match try_spawn(dir.path(), &flags) {
+        Ok((mut child, _)) => {
+            let _ = child.kill();
+            panic!("started with a TLS 1.3 list naming no suite it offers");
+        }
+        Err(e) => assert!(e.contains("tls-ciphersuites"), "{e}"),
+    }
+}
+
 #[test]
 fn tls_auth_clients_optional_and_no() {
     let pki = Pki::new();
