@@ -4,7 +4,7 @@
 # Each server starts fresh on a free loopback port (durakv with an empty
 # data directory; Redis with --save '' --appendonly no). Its resident set
 # (VmRSS) is read before and after a load, and the growth is divided by the
-# number of records. Two loaders, each against a fresh server:
+# number of records. Each loader runs against a fresh server:
 #   ycsb     `durakv bench ycsb load redis`: RECORDS YCSB records of ten
 #            100-byte fields (one HSET plus `ZADD _indices` per record)
 #   memtier  `durakv bench memtier`: RECORDS SETs of 128-byte values on keys
@@ -12,6 +12,9 @@
 #   set      `redis-benchmark -t sadd`: one set, members element:N for
 #            random N below RECORDS (5 x RECORDS adds, so nearly all of them)
 #   zset     `redis-benchmark -t zadd`: one sorted set, members as above
+#   board    `redis-benchmark ... zadd board`: one sorted set of 36-byte
+#            members (player:<12 digits>:<16 hex>, as long as a UUID),
+#            a leaderboard's shape, past durakv's 23-byte inline keys
 #   hash     `redis-benchmark -t hset -d 16`: one hash, fields as above,
 #            16-byte values
 #   list     `redis-benchmark -t lpush -d 16`: one list of 5 x RECORDS
@@ -22,7 +25,7 @@
 #
 # usage: bench/memory.sh [RECORDS]          (default 200000)
 # env:   DURAKV=target/release/durakv       the server and load generator
-#        LOADERS="ycsb memtier set zset hash list"   the loads to run
+#        LOADERS="ycsb memtier set zset board hash list"   the loads to run
 set -euo pipefail
 RECORDS=${1:-200000}
 cd "$(dirname "$0")/.."
@@ -58,6 +61,9 @@ load() {
     if [ "$loader" = ycsb ]; then
         "$DURAKV" bench ycsb load redis -threads 8 -p recordcount="$RECORDS" \
             -p redis.port="$port" >/dev/null
+    elif [ "$loader" = board ]; then
+        redis-benchmark -p "$port" -c 20 -P 16 -n $((5 * RECORDS)) -r "$RECORDS" \
+            zadd board __rand_int__ player:__rand_int__:0123456789abcdef >/dev/null 2>&1
     elif [ "$loader" = memtier ]; then
         "$DURAKV" bench memtier -p "$port" -t 1 -c 8 --ratio 1:0 -d 128 --key-pattern P:P \
             --key-minimum 0 --key-maximum $((RECORDS - 1)) -n allkeys --hide-histogram >/dev/null 2>&1
@@ -76,6 +82,7 @@ records() {
     case "$1" in
     set) redis-cli -p "$2" scard myset ;;
     zset) redis-cli -p "$2" zcard myzset ;;
+    board) redis-cli -p "$2" zcard board ;;
     hash) redis-cli -p "$2" hlen myhash ;;
     list) redis-cli -p "$2" llen mylist ;;
     *) redis-cli -p "$2" dbsize ;;
@@ -89,13 +96,14 @@ sample_key() {
     memtier) echo memtier-1 ;;
     set) echo myset ;;
     zset) echo myzset ;;
+    board) echo board ;;
     hash) echo myhash ;;
     list) echo mylist ;;
     esac
 }
 
 printf '%-8s %-7s %10s %12s %14s %s\n' loader server records "rss_growth" "bytes/record" "MEMORY USAGE (sample key)"
-for loader in ${LOADERS:-ycsb memtier set zset hash list}; do
+for loader in ${LOADERS:-ycsb memtier set zset board hash list}; do
     for kind in durakv redis; do
         port=$(free_port)
         start "$kind" "$port"

@@ -206,6 +206,10 @@ impl<V> KeyMap<V> {
         self.entries.get(i).map(|(k, v)| (k, v))
     }
 
+    pub fn get_index_mut(&mut self, i: usize) -> Option<(&Key, &mut V)> {
+        self.entries.get_mut(i).map(|(k, v)| (&*k, v))
+    }
+
     /// Appends `key`, which [`KeyMap::find`] found missing (with no
     /// insertion since), and returns its position.
     pub fn insert_new(&mut self, slot: Vacant, key: Key, value: V) -> usize {

@@ -249,12 +249,9 @@ impl Value {
             // when it is too long to be inline.
             Value::Set(s) => s.iter().map(|m| 24 + 7 + m.heap_bytes()).sum(),
             // A slot of the member map (key and score) and of its index,
-            // and a B-tree element at typical fill; a long member's two
-            // copies.
-            Value::ZSet(z) => z
-                .iter()
-                .map(|(m, _)| 32 + 7 + 48 + 2 * m.heap_bytes())
-                .sum(),
+            // and a B-tree element at typical fill; a long member's block,
+            // which the two share.
+            Value::ZSet(z) => z.iter().map(|(m, _)| 32 + 7 + 48 + m.heap_bytes()).sum(),
             Value::Stream(s) => s.approx_size_bytes(),
         }
     }

@@ -34,8 +34,9 @@ impl Ord for Score {
 
 #[derive(Clone, Debug, Default)]
 pub struct ZSet {
-    // Members are compact keys, each stored twice: short ones (most
-    // members) are inline, so a member costs no heap block of its own.
+    // Members are compact keys held by both structures: short ones (most
+    // members) inline, long ones in one block the two share
+    // (`Key::shared`).
     scores: KeyMap<f64>,
     order: BTreeSet<(Score, Key)>,
 }
@@ -75,7 +76,8 @@ impl ZSet {
                 s
             }
         };
-        let Some(scores) = unique_members(pairs, score_of) else {
+        let members: Vec<Key> = pairs.iter().map(|&(_, m)| Key::shared(m)).collect();
+        let Some(scores) = unique_members(pairs, &members, score_of) else {
             let mut z = ZSet::default();
             for &(score, member) in pairs {
                 z.insert(member, score);
@@ -84,26 +86,35 @@ impl ZSet {
         };
         let order = pairs
             .iter()
-            .map(|&(s, m)| (Score(score_of(s)), Key::new(m)))
+            .zip(members)
+            .map(|(&(s, _), m)| (Score(score_of(s)), m))
             .collect();
         ZSet { scores, order }
     }
 
     /// Inserts or updates; returns true if the member is new.
     pub fn insert(&mut self, member: impl AsRef<[u8]>, score: f64) -> bool {
-        let member = Key::new(member.as_ref());
+        let member = member.as_ref();
         debug_assert!(!score.is_nan());
         // -0.0 and 0.0 compare differently under total_cmp; Redis treats them alike.
         let score = if score == 0.0 { 0.0 } else { score };
-        match self.scores.insert_full(member.clone(), score).1 {
-            Some(old) => {
+        match self.scores.find(member) {
+            Ok(i) => {
+                let Some((held, slot)) = self.scores.get_index_mut(i) else {
+                    unreachable!("find returned a position the map has")
+                };
+                let old = std::mem::replace(slot, score);
                 if old.total_cmp(&score) != Ordering::Equal {
-                    self.order.remove(&(Score(old), member.clone()));
-                    self.order.insert((Score(score), member));
+                    // The map's own key, so the order keeps sharing its block.
+                    let held = held.clone();
+                    self.order.remove(&(Score(old), held.clone()));
+                    self.order.insert((Score(score), held));
                 }
                 false
             }
-            None => {
+            Err(slot) => {
+                let member = Key::shared(member);
+                self.scores.insert_new(slot, member.clone(), score);
                 self.order.insert((Score(score), member));
                 true
             }
@@ -304,13 +315,18 @@ fn prefetch(b: &[u8]) {
 /// caches then fills front to back instead of one cache miss per member.
 const SLOT_ORDER_MIN: usize = 1 << 16;
 
-/// The score map of `pairs`, or None if a member repeats.
-fn unique_members(pairs: &[(f64, &[u8])], score_of: impl Fn(f64) -> f64) -> Option<KeyMap<f64>> {
+/// The score map of `pairs`, holding `members` (their keys, in the same
+/// order), or None if a member repeats.
+fn unique_members(
+    pairs: &[(f64, &[u8])],
+    members: &[Key],
+    score_of: impl Fn(f64) -> f64,
+) -> Option<KeyMap<f64>> {
     let mut scores: KeyMap<f64> = KeyMap::with_capacity(pairs.len());
     if pairs.len() < SLOT_ORDER_MIN {
-        for &(s, m) in pairs {
+        for (&(s, m), key) in pairs.iter().zip(members) {
             let slot = scores.find(m).err()?;
-            scores.insert_new(slot, Key::new(m), score_of(s));
+            scores.insert_new(slot, key.clone(), score_of(s));
         }
         return Some(scores);
     }
@@ -319,18 +335,22 @@ fn unique_members(pairs: &[(f64, &[u8])], score_of: impl Fn(f64) -> f64) -> Opti
     // factor. Were this guess off, the order would still be correct, only
     // slower.
     let mask = (pairs.len() * 8 / 7).next_power_of_two() as u64 - 1;
-    let mut by_slot: Vec<(u64, f64, &[u8])> =
-        pairs.iter().map(|&(s, m)| (scores.hash(m), s, m)).collect();
-    by_slot.sort_unstable_by_key(|&(h, _, _)| h & mask);
+    let mut by_slot: Vec<(u64, usize)> = pairs
+        .iter()
+        .enumerate()
+        .map(|(i, &(_, m))| (scores.hash(m), i))
+        .collect();
+    by_slot.sort_unstable_by_key(|&(h, _)| h & mask);
     // The members' bytes are now read out of order; ask for each a few
     // steps ahead.
     const AHEAD: usize = 8;
-    for (j, &(h, s, m)) in by_slot.iter().enumerate() {
-        if let Some(&(_, _, next)) = by_slot.get(j + AHEAD) {
-            prefetch(next);
+    for (j, &(h, i)) in by_slot.iter().enumerate() {
+        if let Some(&(_, next)) = by_slot.get(j + AHEAD) {
+            prefetch(pairs[next].1);
         }
+        let (s, m) = pairs[i];
         let slot = scores.find_hashed(h, m).err()?;
-        scores.insert_new(slot, Key::new(m), score_of(s));
+        scores.insert_new(slot, members[i].clone(), score_of(s));
     }
     Some(scores)
 }
