@@ -530,6 +530,12 @@ async fn unless_stalled(
     mut stalled: impl FnMut() -> Option<String>,
 ) -> io::Result<Option<String>> {
     let mut write = std::pin::pin!(write);
+    // Most writes finish at once: they need no timer.
+    tokio::select! {
+        biased;
+        r = &mut write => return r.map(|()| None),
+        _ = std::future::ready(()) => {}
+    }
     loop {
         tokio::select! {
             r = &mut write => return r.map(|()| None),
