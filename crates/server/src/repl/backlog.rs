@@ -20,11 +20,14 @@ const INDEX_CAP: usize = 1 << 16;
 /// under the same load.
 pub const REPLICA_BUFFER_LIMIT: usize = 256 << 20;
 
-/// Bytes the backlog holds past `repl-backlog-size` (allocated, so kept
-/// for lagging replicas or not yet released), which `maxmemory` does not
-/// count, as Redis does not count replicas' output buffers: evicting for
-/// them would stream more deletes to the replica that is already behind,
-/// which would grow them again. INFO's `mem_not_counted_for_evict`.
+/// Bytes of stream the backlog keeps past `repl-backlog-size` for lagging
+/// replicas, which `maxmemory` does not count, as Redis does not count
+/// replicas' output buffers: evicting for them would stream more deletes
+/// to the replica that is already behind, which would grow them again.
+/// INFO's `mem_not_counted_for_evict`. Kept bytes, not the allocation: the
+/// buffer's spare capacity is memory like any other, and leaving even
+/// 44 KB of it out let `used_memory` sit over `maxmemory` for good once
+/// the stream had passed the backlog's size (Redis's unit/maxmemory).
 static HELD_PAST_BACKLOG_BYTES: AtomicUsize = AtomicUsize::new(0);
 
 /// What [`HELD_PAST_BACKLOG_BYTES`] holds now.
@@ -101,10 +104,12 @@ impl Backlog {
         if self.buf.capacity() > 4 * wanted {
             self.buf.shrink_to(2 * wanted);
         }
-        HELD_PAST_BACKLOG_BYTES.store(
-            self.buf.capacity().saturating_sub(self.cap),
-            Ordering::Relaxed,
-        );
+        HELD_PAST_BACKLOG_BYTES.store(self.kept_for_replicas(), Ordering::Relaxed);
+    }
+
+    /// Stream bytes kept past `repl-backlog-size` for lagging replicas.
+    fn kept_for_replicas(&self) -> usize {
+        self.buf.len().saturating_sub(self.cap)
     }
 
     /// Notes that replica `id` needs the stream from byte `pos` on.
@@ -260,9 +265,13 @@ mod tests {
             b.append(&chunk);
         }
         assert!(b.buf.capacity() >= 4 << 20);
+        assert_eq!(b.kept_for_replicas(), 64 * 64 * 1024 - 16 * 1024);
         b.unpin(7);
         b.append(&chunk);
         assert_eq!(b.histlen(), 16 * 1024);
         assert!(b.buf.capacity() <= 4 * 64 * 1024, "{}", b.buf.capacity());
+        // Spare capacity is not kept stream: it stays counted.
+        assert!(b.buf.capacity() > b.capacity());
+        assert_eq!(b.kept_for_replicas(), 0);
     }
 }
