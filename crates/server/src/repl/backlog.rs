@@ -20,14 +20,15 @@ const INDEX_CAP: usize = 1 << 16;
 /// under the same load.
 pub const REPLICA_BUFFER_LIMIT: usize = 256 << 20;
 
-/// Bytes of stream the backlog keeps past `repl-backlog-size` for lagging
-/// replicas, which `maxmemory` does not count, as Redis does not count
-/// replicas' output buffers: evicting for them would stream more deletes
-/// to the replica that is already behind, which would grow them again.
-/// INFO's `mem_not_counted_for_evict`. Kept bytes, not the allocation: the
-/// buffer's spare capacity is memory like any other, and leaving even
-/// 44 KB of it out let `used_memory` sit over `maxmemory` for good once
-/// the stream had passed the backlog's size (Redis's unit/maxmemory).
+/// Memory the backlog holds past `repl-backlog-size` while it keeps stream
+/// for lagging replicas, which `maxmemory` does not count, as Redis does
+/// not count replicas' output buffers: evicting for them would stream more
+/// deletes to the replica that is already behind, which would grow them
+/// again. INFO's `mem_not_counted_for_evict`. Only while something is kept
+/// past that size: otherwise the buffer's spare capacity is memory like
+/// any other, and leaving even 44 KB of it out let `used_memory` sit over
+/// `maxmemory` for good once the stream had passed the backlog's size
+/// (Redis's unit/maxmemory).
 static HELD_PAST_BACKLOG_BYTES: AtomicUsize = AtomicUsize::new(0);
 
 /// What [`HELD_PAST_BACKLOG_BYTES`] holds now.
@@ -104,12 +105,17 @@ impl Backlog {
         if self.buf.capacity() > 4 * wanted {
             self.buf.shrink_to(2 * wanted);
         }
-        HELD_PAST_BACKLOG_BYTES.store(self.kept_for_replicas(), Ordering::Relaxed);
+        HELD_PAST_BACKLOG_BYTES.store(self.held_for_replicas(), Ordering::Relaxed);
     }
 
-    /// Stream bytes kept past `repl-backlog-size` for lagging replicas.
-    fn kept_for_replicas(&self) -> usize {
-        self.buf.len().saturating_sub(self.cap)
+    /// The allocation past `repl-backlog-size` while stream is kept past
+    /// it for lagging replicas; 0 when nothing is.
+    fn held_for_replicas(&self) -> usize {
+        if self.buf.len() > self.cap {
+            self.buf.capacity() - self.cap
+        } else {
+            0
+        }
     }
 
     /// Notes that replica `id` needs the stream from byte `pos` on.
@@ -265,13 +271,13 @@ mod tests {
             b.append(&chunk);
         }
         assert!(b.buf.capacity() >= 4 << 20);
-        assert_eq!(b.kept_for_replicas(), 64 * 64 * 1024 - 16 * 1024);
+        assert!(b.held_for_replicas() >= 64 * 64 * 1024 - 16 * 1024);
         b.unpin(7);
         b.append(&chunk);
         assert_eq!(b.histlen(), 16 * 1024);
         assert!(b.buf.capacity() <= 4 * 64 * 1024, "{}", b.buf.capacity());
         // Spare capacity is not kept stream: it stays counted.
         assert!(b.buf.capacity() > b.capacity());
-        assert_eq!(b.kept_for_replicas(), 0);
+        assert_eq!(b.held_for_replicas(), 0);
     }
 }
