@@ -455,7 +455,14 @@ fn deleted_and_flushed_keys_give_their_memory_back() {
     let _: () = q(&mut c, &["CONFIG", "SET", "maxmemory", &limit.to_string()]);
     assert!(err(&mut c, &["SET", "new", "v"]).starts_with("OOM"));
     let _: () = q(&mut c, &["FLUSHALL"]);
-    let flushed = used(&mut c);
+    // A busy machine (the other tests of this file run beside it) may
+    // take a moment to hand the freed pages back.
+    let mut flushed = used(&mut c);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while flushed >= fresh + 500_000 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+        flushed = used(&mut c);
+    }
     assert!(
         flushed < fresh + 500_000,
         "fresh {fresh}, after FLUSHALL {flushed}"
