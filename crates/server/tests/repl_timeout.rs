@@ -7,10 +7,9 @@
 
 mod common;
 
-use common::{eventually, info_field, q, Server};
+use common::{eventually, info_field, q, raw_full_sync_and_link, Server};
 use redis::Connection;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::io::Read;
 use std::time::{Duration, Instant};
 
 fn link_up(r: &mut Connection) -> bool {
@@ -100,35 +99,6 @@ fn a_primary_drops_a_replica_gone_silent_and_takes_it_back() {
     assert_eq!(still, "1");
 }
 
-/// A link that did the handshake and took the RDB, as a replica would.
-fn raw_replica(port: u16, handshake: &[&str]) -> (TcpStream, BufReader<TcpStream>) {
-    let mut w = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    w.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    let mut r = BufReader::new(w.try_clone().unwrap());
-    let mut line = || loop {
-        let mut l = String::new();
-        r.read_line(&mut l).unwrap();
-        if !l.trim_end().is_empty() {
-            return l.trim_end().to_string();
-        }
-    };
-    for cmd in handshake {
-        w.write_all(format!("{cmd}\r\n").as_bytes()).unwrap();
-        if !cmd.starts_with("PSYNC") && *cmd != "SYNC" {
-            assert_eq!(line(), "+OK", "{cmd}");
-        }
-    }
-    let mut header = line();
-    if header.starts_with("+FULLRESYNC") {
-        header = line();
-    }
-    let len: usize = header.strip_prefix('$').unwrap().parse().unwrap();
-    let mut rdb = vec![0u8; len];
-    r.read_exact(&mut rdb).unwrap();
-    assert!(rdb.starts_with(b"REDIS"), "{header}");
-    (w, r)
-}
-
 /// A replica that stops reading stalls the primary's write to it; its
 /// output limit is enforced during that write, so what it has yet to take
 /// (which the backlog keeps for it) stops growing at the limit, long
@@ -142,7 +112,8 @@ fn a_replica_that_stops_reading_is_dropped_at_its_output_limit() {
         "1mb",
     ]);
     let mut p = primary.conn();
-    let (link, _reader) = raw_replica(primary.port, &["REPLCONF capa psync2", "PSYNC ? -1"]);
+    let (rdb, link) = raw_full_sync_and_link(primary.port, &["REPLCONF capa psync2", "PSYNC ? -1"]);
+    assert!(rdb.starts_with(b"REDIS"));
     eventually("the primary counts it", || replicas(&mut p) == "1");
     let value = "x".repeat(64 * 1024);
     let start = Instant::now();
@@ -170,7 +141,7 @@ fn a_replica_that_stops_reading_is_dropped_at_its_output_limit() {
 fn a_sync_client_is_not_timed_out_for_its_silence() {
     let primary = Server::start(&["--repl-timeout", "1"]);
     let mut p = primary.conn();
-    let (_link, mut reader) = raw_replica(primary.port, &["SYNC"]);
+    let (_, mut reader) = raw_full_sync_and_link(primary.port, &["SYNC"]);
     eventually("the primary counts it", || replicas(&mut p) == "1");
     std::thread::sleep(Duration::from_secs(3));
     assert_eq!(replicas(&mut p), "1");

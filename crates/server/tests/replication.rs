@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{error_text, eventually, q, try_q, RealRedis, Server};
+use common::{error_text, eventually, line, q, raw_full_sync_and_link, try_q, RealRedis, Server};
 use redis::Connection;
 use std::time::Duration;
 
@@ -877,63 +877,10 @@ fn durakv_primary_feeds_redis_replica() {
     assert_eq!(n, 1);
 }
 
-/// Reads one `\r\n`-ended line, skipping the newlines a primary may send
-/// while it prepares.
-fn line(r: &mut impl std::io::BufRead) -> String {
-    loop {
-        let mut l = String::new();
-        r.read_line(&mut l).unwrap();
-        let l = l.trim_end().to_string();
-        if !l.is_empty() {
-            return l;
-        }
-    }
-}
-
 /// Opens a raw replication link with `handshake`, and returns the RDB the
 /// primary sends, whichever form it takes.
 fn raw_full_sync(port: u16, handshake: &[&str]) -> Vec<u8> {
     raw_full_sync_and_link(port, handshake).0
-}
-
-/// [`raw_full_sync`], and the link after the RDB.
-fn raw_full_sync_and_link(
-    port: u16,
-    handshake: &[&str],
-) -> (Vec<u8>, std::io::BufReader<std::net::TcpStream>) {
-    use std::io::{BufReader, Read, Write};
-    let s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-    let mut r = BufReader::new(s.try_clone().unwrap());
-    let mut w = s;
-    for cmd in handshake {
-        w.write_all(format!("{cmd}\r\n").as_bytes()).unwrap();
-        if !cmd.starts_with("PSYNC") && *cmd != "SYNC" {
-            assert_eq!(line(&mut r), "+OK", "{cmd}");
-        }
-    }
-    let mut header = line(&mut r);
-    let legacy = handshake.last() == Some(&"SYNC");
-    assert_eq!(header.starts_with("+FULLRESYNC"), !legacy, "{header}");
-    if !legacy {
-        header = line(&mut r);
-    }
-    if let Some(mark) = header.strip_prefix("$EOF:") {
-        let mut data = Vec::new();
-        let mut buf = [0u8; 65536];
-        while !data.ends_with(mark.as_bytes()) {
-            let n = r.read(&mut buf).unwrap();
-            assert!(n > 0, "link closed before the mark");
-            data.extend_from_slice(&buf[..n]);
-        }
-        data.truncate(data.len() - mark.len());
-        (data, r)
-    } else {
-        let len: usize = header.strip_prefix('$').unwrap().parse().unwrap();
-        let mut data = vec![0u8; len];
-        r.read_exact(&mut data).unwrap();
-        (data, r)
-    }
 }
 
 /// What `redis-cli --rdb` and `--functions-rdb` ask for: the file alone
