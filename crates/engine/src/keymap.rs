@@ -220,6 +220,10 @@ impl<V> KeyMap<V> {
             .insert_unique(slot.0, i as u32, rehash(&self.entries));
         let (bucket, slot) = (e.bucket_index(), e.get() as *const u32 as usize);
         self.place = Place::of(e.into_table(), bucket, slot);
+        if i == self.entries.capacity() {
+            let more = crate::headroom::growth(i, std::mem::size_of::<(Key, V)>());
+            self.entries.reserve_exact(more);
+        }
         self.entries.push((key, value));
         i
     }

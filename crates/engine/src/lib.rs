@@ -35,6 +35,7 @@ pub mod dep;
 pub mod durability;
 pub mod functions;
 pub mod hash;
+pub mod headroom;
 pub mod io;
 pub mod key;
 pub mod keymap;

@@ -186,6 +186,10 @@ pub fn apply_config(shared: &Shared) {
         c.lfu_decay_time as u32,
     );
     drop(c);
+    durakv_engine::headroom::set(match e.maxmemory() {
+        0 => u64::MAX,
+        max => max.saturating_sub(counted_memory_bytes()),
+    });
     // A lower limit takes effect before CONFIG SET answers, as in Redis.
     crate::client_evict::enforce(shared);
 }
@@ -197,17 +201,21 @@ pub fn over_limit(shared: &Shared) -> bool {
 }
 
 /// `used_memory` as `maxmemory` counts it: without the invalidations
-/// queued for tracking clients (`crate::pubsub::tracking_queued_bytes`) and
+/// queued for tracking clients (`crate::pubsub::tracking_queued_bytes`),
 /// the replication stream held for lagging replicas
-/// (`crate::repl::backlog::held_past_backlog_bytes`).
+/// (`crate::repl::backlog::held_past_backlog_bytes`) and what a burst of
+/// writes grew the log's batch buffers by
+/// (`durakv_engine::wal::buffered_bytes`, as Redis leaves out its AOF
+/// buffer).
 pub fn counted_memory_bytes() -> u64 {
     crate::memory::used_memory_bytes().saturating_sub(not_counted_bytes())
 }
 
 /// INFO's `mem_not_counted_for_evict`.
 pub fn not_counted_bytes() -> u64 {
-    (crate::pubsub::tracking_queued_bytes() + crate::repl::backlog::held_past_backlog_bytes())
-        as u64
+    (crate::pubsub::tracking_queued_bytes()
+        + crate::repl::backlog::held_past_backlog_bytes()
+        + durakv_engine::wal::buffered_bytes()) as u64
 }
 
 /// Redis's eviction time limit for a tenacity: 50 µs growing 15% per
@@ -223,7 +231,12 @@ fn time_limit(tenacity: u64) -> Option<Duration> {
 /// Evicts until under the limit. Must be called without shard locks held.
 pub fn perform(shared: &Shared) -> Outcome {
     let max = shared.evict.maxmemory();
-    if max == 0 || counted_memory_bytes() <= max {
+    if max == 0 {
+        return Outcome::Ok;
+    }
+    let counted = counted_memory_bytes();
+    durakv_engine::headroom::set(max.saturating_sub(counted));
+    if counted <= max {
         return Outcome::Ok;
     }
     // Clients over `maxmemory-clients` go before any key does; what they
@@ -266,6 +279,7 @@ pub fn perform(shared: &Shared) -> Outcome {
     if evicted > 0 {
         shared.stats.evicted_keys.add(evicted as u64);
     }
+    durakv_engine::headroom::set(max.saturating_sub(counted_memory_bytes()));
     out
 }
 

@@ -45,7 +45,10 @@ use parking_lot::{Condvar, Mutex, MutexGuard};
 use std::cell::Cell;
 use std::collections::{BTreeMap, VecDeque};
 use std::io;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::SeqCst};
+use std::sync::atomic::{
+    AtomicBool, AtomicU64, AtomicUsize,
+    Ordering::{Relaxed, SeqCst},
+};
 use std::sync::Arc;
 use std::thread::Thread;
 use std::time::{Duration, Instant};
@@ -68,6 +71,30 @@ const BUFFER_INITIAL_BYTES: usize = 64 * 1024;
 /// larger spends far longer in its write and fsync than in allocating its
 /// buffer again.
 const BUFFER_KEEP_BYTES: usize = 256 * 1024;
+/// What the log's batch buffers have grown past the capacity each started
+/// with ([`buffered_bytes`]).
+static GROWN: AtomicUsize = AtomicUsize::new(0);
+
+/// Bytes the log's batch buffers hold past their initial capacity: what a
+/// burst of writes made them grow to, released (down to
+/// `BUFFER_KEEP_BYTES` each) once written. Redis likewise leaves its AOF
+/// buffer out of what `maxmemory` counts; counted, a burst of large writes
+/// evicted keys to make room for the log's own transient copy of them.
+pub fn buffered_bytes() -> usize {
+    GROWN.load(Relaxed)
+}
+
+/// Notes a batch buffer's capacity change from `before` to `after`.
+fn grown(before: usize, after: usize) {
+    if after > before {
+        GROWN.fetch_add(after - before, Relaxed);
+    } else if before > after {
+        // Saturating: a count gone wrong must not wrap into "everything
+        // is the log's".
+        let _ = GROWN.fetch_update(Relaxed, Relaxed, |g| Some(g.saturating_sub(before - after)));
+    }
+}
+
 /// Longest a bandwidth-bound stream's short batch waits to fill its page.
 const FILL_WAIT_MAX: Duration = Duration::from_millis(2);
 
@@ -537,6 +564,7 @@ impl Core {
         }
 
         let start = st.buf.len();
+        let capacity = st.buf.capacity();
         st.buf.resize(start + RECORD_HEADER_BYTES, 0);
         {
             let mut guard = TruncateOnUnwind {
@@ -551,6 +579,7 @@ impl Core {
             );
             guard.armed = false;
         }
+        grown(capacity, st.buf.capacity());
         let payload_len = (st.buf.len() - start - RECORD_HEADER_BYTES) as u64;
         if payload_len > self.cfg.max_record_bytes {
             st.buf.truncate(start);
@@ -1232,7 +1261,9 @@ impl Core {
         let has_full = std::mem::take(&mut st.has_full);
         let (records, last_lsn) = match &cut {
             Some(c) => {
+                let capacity = st.buf.capacity();
                 st.buf.extend_from_slice(&batch[c.at..]);
+                grown(capacity, st.buf.capacity());
                 batch.truncate(c.at);
                 st.pending_dep = dep;
                 st.has_full = has_full;
@@ -1297,8 +1328,10 @@ impl Core {
 
         meta.durable_hint = self.durable_lsn();
         let padded = sealed_len(batch.len()) as usize;
+        let capacity = batch.capacity();
         batch.extend_from_slice(&BATCH_TRAILER);
         batch.resize(padded, 0);
+        grown(capacity, batch.capacity());
         let t0 = Instant::now();
         let written = sink.lock().write_batch(slot, batch, &meta);
         let res = match written {
@@ -1367,7 +1400,9 @@ impl Core {
             }
         }
         if batch.capacity() > BUFFER_KEEP_BYTES {
+            let capacity = batch.capacity();
             *batch = new_buffer();
+            grown(capacity, batch.capacity());
         } else {
             batch.clear();
             batch.resize(BATCH_HEADER_BYTES, 0);

@@ -23,7 +23,7 @@
 mod error;
 pub mod format;
 pub mod group_commit;
-pub use group_commit::Owed;
+pub use group_commit::{buffered_bytes, Owed};
 mod reader;
 mod recovery;
 mod segment;

@@ -5,6 +5,7 @@
 //! Offsets count stream bytes since the replication ID began, 1-based as
 //! in Redis: the stream's byte number `end` is the last one written.
 
+use super::chunks::{Chunks, BLOCK};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -25,8 +26,7 @@ pub const REPLICA_BUFFER_LIMIT: usize = 256 << 20;
 /// not count replicas' output buffers: evicting for them would stream more
 /// deletes to the replica that is already behind, which would grow them
 /// again. INFO's `mem_not_counted_for_evict`. Only while something is kept
-/// past that size: otherwise the buffer's spare capacity is memory like
-/// any other, and leaving even 44 KB of it out let `used_memory` sit over
+/// past that size: leaving out even 44 KB more let `used_memory` sit over
 /// `maxmemory` for good once the stream had passed the backlog's size
 /// (Redis's unit/maxmemory).
 static HELD_PAST_BACKLOG_BYTES: AtomicUsize = AtomicUsize::new(0);
@@ -37,7 +37,7 @@ pub fn held_past_backlog_bytes() -> usize {
 }
 
 pub struct Backlog {
-    buf: VecDeque<u8>,
+    buf: Chunks,
     cap: usize,
     /// `master_repl_offset`: bytes of stream ever produced.
     pub end: u64,
@@ -66,7 +66,7 @@ pub struct Backlog {
 impl Backlog {
     pub fn new(cap: usize) -> Backlog {
         Backlog {
-            buf: VecDeque::new(),
+            buf: Chunks::default(),
             cap: cap.max(16 * 1024),
             end: 0,
             seldb: None,
@@ -80,7 +80,7 @@ impl Backlog {
     }
 
     pub fn append(&mut self, bytes: &[u8]) {
-        self.buf.extend(bytes);
+        self.buf.push(bytes);
         self.end += bytes.len() as u64;
         let needed = self
             .pins
@@ -91,28 +91,20 @@ impl Backlog {
             .min(self.replica_limit);
         let keep = self.cap.max(needed);
         if self.buf.len() > keep {
-            let excess = self.buf.len() - keep;
-            self.buf.drain(..excess);
+            self.buf.drop_front(self.buf.len() - keep);
         }
-        self.release_slack();
+        self.note_held();
     }
 
-    /// Gives back what a replica's lag made the buffer grow to once it is
-    /// no longer needed (a VecDeque never shrinks by itself), at most once
-    /// per halving, so the copy is paid for by the growth before it.
-    fn release_slack(&mut self) {
-        let wanted = self.buf.len().max(self.cap);
-        if self.buf.capacity() > 4 * wanted {
-            self.buf.shrink_to(2 * wanted);
-        }
+    fn note_held(&self) {
         HELD_PAST_BACKLOG_BYTES.store(self.held_for_replicas(), Ordering::Relaxed);
     }
 
-    /// The allocation past `repl-backlog-size` while stream is kept past
-    /// it for lagging replicas; 0 when nothing is.
+    /// The allocation past `repl-backlog-size` (and the block it ends in)
+    /// while stream is kept past it for lagging replicas; 0 when nothing is.
     fn held_for_replicas(&self) -> usize {
         if self.buf.len() > self.cap {
-            self.buf.capacity() - self.cap
+            self.buf.allocated().saturating_sub(self.cap + BLOCK)
         } else {
             0
         }
@@ -139,6 +131,17 @@ impl Backlog {
             return;
         }
         self.max_lsn = self.max_lsn.max(lsn);
+        if self.pins.is_empty() {
+            // No replica can cover anything until one attaches and reaches
+            // the stream's end: one entry stands for every commit until
+            // then. Kept one per commit, they grew the index to its cap
+            // (1 MiB) on a server whose replica had gone, in doublings
+            // that `maxmemory` saw as sudden growth with nothing to evict.
+            if let Some(last) = self.index.back_mut() {
+                *last = (self.end, last.1.min(lsn));
+                return;
+            }
+        }
         if self.index.len() >= INDEX_CAP {
             if let (Some((_, l0)), Some((o1, l1))) =
                 (self.index.pop_front(), self.index.pop_front())
@@ -191,21 +194,24 @@ impl Backlog {
             return None;
         }
         let skip = (pos - self.first_byte()) as usize;
-        Some(self.buf.iter().skip(skip).take(max).copied().collect())
+        Some(self.buf.copy_from(skip, max))
     }
 
     /// Starts the stream over at `offset` with nothing kept (promotion of
     /// a replica: it continues its primary's offsets under a new ID).
     pub fn reset_to(&mut self, offset: u64) {
         self.buf.clear();
-        self.release_slack();
+        self.note_held();
         self.end = offset;
         self.seldb = None;
     }
 
     pub fn set_capacity(&mut self, cap: usize) {
         self.cap = cap.max(16 * 1024);
-        self.release_slack();
+        if self.buf.len() > self.cap && self.pins.is_empty() {
+            self.buf.drop_front(self.buf.len() - self.cap);
+        }
+        self.note_held();
     }
 
     pub fn capacity(&self) -> usize {
@@ -270,14 +276,48 @@ mod tests {
         for _ in 0..64 {
             b.append(&chunk);
         }
-        assert!(b.buf.capacity() >= 4 << 20);
-        assert!(b.held_for_replicas() >= 64 * 64 * 1024 - 16 * 1024);
+        assert!(b.buf.allocated() >= 4 << 20);
+        assert!(b.held_for_replicas() >= 64 * 64 * 1024 - 32 * 1024);
         b.unpin(7);
         b.append(&chunk);
         assert_eq!(b.histlen(), 16 * 1024);
-        assert!(b.buf.capacity() <= 4 * 64 * 1024, "{}", b.buf.capacity());
-        // Spare capacity is not kept stream: it stays counted.
-        assert!(b.buf.capacity() > b.capacity());
+        assert!(b.buf.allocated() <= 2 * BLOCK, "{}", b.buf.allocated());
         assert_eq!(b.held_for_replicas(), 0);
+    }
+
+    #[test]
+    fn a_full_backlog_allocates_no_more() {
+        let mut b = Backlog::new(1 << 20);
+        b.active = true;
+        let chunk = vec![b'x'; 100];
+        let mut most = 0;
+        for i in 0..100_000u64 {
+            b.append(&chunk);
+            b.index_commit(i + 1);
+            if i > 20_000 {
+                most = most.max(b.buf.allocated());
+            }
+        }
+        assert!(most <= (1 << 20) + BLOCK, "{most}");
+        // With no replica attached, the commits wait as one entry.
+        assert_eq!(b.index.len(), 1);
+        assert_eq!(b.covered_lsn(b.end - 1), 0);
+        assert_eq!(b.covered_lsn(b.end), 100_000);
+    }
+
+    #[test]
+    fn an_attached_replica_covers_commits_one_by_one() {
+        let mut b = Backlog::new(1 << 20);
+        b.active = true;
+        b.append(b"before");
+        b.index_commit(1);
+        b.pin(7, b.end + 1);
+        b.append(b"one");
+        b.index_commit(2);
+        let one = b.end;
+        b.append(b"two");
+        b.index_commit(3);
+        assert_eq!(b.covered_lsn(one), 2);
+        assert_eq!(b.covered_lsn(b.end), 3);
     }
 }

@@ -11,6 +11,7 @@
 //! - [`replica`]: the link to this server's primary.
 
 pub mod backlog;
+mod chunks;
 pub mod effects;
 pub mod failover;
 pub mod primary;
