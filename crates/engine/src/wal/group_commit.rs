@@ -62,8 +62,8 @@ use crate::durability::Durability;
 
 /// Capacity a pending buffer starts with.
 const BUFFER_INITIAL_BYTES: usize = 64 * 1024;
-/// A buffer that grew past this for one large batch is released afterwards.
-/// Each stream has one pending buffer, one for its leader and one per
+/// A buffer that grew past this for one large batch shrinks back to it
+/// afterwards. Each stream has one pending buffer, one for its leader and one per
 /// writer thread, so keeping every one at 8 MiB (as before 2026-11-29)
 /// held tens of MiB after a burst of large values, counted in
 /// `used_memory` against `maxmemory`. Batches of small writes stay well
@@ -71,21 +71,28 @@ const BUFFER_INITIAL_BYTES: usize = 64 * 1024;
 /// larger spends far longer in its write and fsync than in allocating its
 /// buffer again.
 const BUFFER_KEEP_BYTES: usize = 256 * 1024;
-/// What the log's batch buffers have grown past the capacity each started
-/// with ([`buffered_bytes`]).
+/// What the log's batch buffers hold past `BUFFER_KEEP_BYTES` each
+/// ([`buffered_bytes`]).
 static GROWN: AtomicUsize = AtomicUsize::new(0);
 
-/// Bytes the log's batch buffers hold past their initial capacity: what a
-/// burst of writes made them grow to, released (down to
-/// `BUFFER_KEEP_BYTES` each) once written. Redis likewise leaves its AOF
-/// buffer out of what `maxmemory` counts; counted, a burst of large writes
-/// evicted keys to make room for the log's own transient copy of them.
+/// Bytes the log's batch buffers hold past what each keeps between
+/// batches (`BUFFER_KEEP_BYTES`): what a burst of writes made them grow
+/// to for a moment, given back once written. Redis likewise leaves its
+/// AOF buffer out of what `maxmemory` counts; counted, a burst of large
+/// writes evicted keys to make room for the log's passing copy of them.
+/// What is kept is counted: left out too, it put `used_memory` a megabyte
+/// above what eviction saw for good, and a limit set from `used_memory`
+/// (as Redis's unit/maxmemory sets it) was crossed without evicting.
 pub fn buffered_bytes() -> usize {
     GROWN.load(Relaxed)
 }
 
 /// Notes a batch buffer's capacity change from `before` to `after`.
 fn grown(before: usize, after: usize) {
+    let (before, after) = (
+        before.saturating_sub(BUFFER_KEEP_BYTES),
+        after.saturating_sub(BUFFER_KEEP_BYTES),
+    );
     if after > before {
         GROWN.fetch_add(after - before, Relaxed);
     } else if before > after {
@@ -1400,8 +1407,12 @@ impl Core {
             }
         }
         if batch.capacity() > BUFFER_KEEP_BYTES {
+            // Kept at the size it passed rather than its first: growing it
+            // again, by doublings, would move what `maxmemory` counts.
             let capacity = batch.capacity();
-            *batch = new_buffer();
+            batch.clear();
+            batch.shrink_to(BUFFER_KEEP_BYTES);
+            batch.resize(BATCH_HEADER_BYTES, 0);
             grown(capacity, batch.capacity());
         } else {
             batch.clear();
