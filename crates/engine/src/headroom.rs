@@ -15,10 +15,13 @@ static HEADROOM: AtomicU64 = AtomicU64::new(u64::MAX);
 
 /// Sets the bytes that may still be allocated before the limit is reached
 /// (`u64::MAX` without a limit). The server sets it as it checks memory
-/// before each command.
+/// before each command; kept in steps of 64 KiB (rounded down), so that
+/// threads running commands write the shared line only when a step is
+/// crossed, not at every allocation.
 pub fn set(bytes: u64) {
-    if HEADROOM.load(Ordering::Relaxed) != bytes {
-        HEADROOM.store(bytes, Ordering::Relaxed);
+    let stepped = bytes & !0xFFFF;
+    if HEADROOM.load(Ordering::Relaxed) != stepped {
+        HEADROOM.store(stepped, Ordering::Relaxed);
     }
 }
 
