@@ -24,12 +24,16 @@ fn used(c: &mut redis::Connection) -> u64 {
     info_field(c, "memory", "used_memory").parse().unwrap()
 }
 
+/// INFO's `mem_not_counted_for_evict`.
+fn not_counted(c: &mut redis::Connection) -> u64 {
+    info_field(c, "memory", "mem_not_counted_for_evict")
+        .parse()
+        .unwrap()
+}
+
 /// `used_memory` as `maxmemory` counts it.
 fn counted(c: &mut redis::Connection) -> u64 {
-    let not_counted: u64 = info_field(c, "memory", "mem_not_counted_for_evict")
-        .parse()
-        .unwrap();
-    used(c) - not_counted
+    used(c) - not_counted(c)
 }
 
 /// SETs `prefix:0..n` to 1000-byte values, with EX `ttl(i)` when given.
@@ -575,9 +579,7 @@ fn a_lagging_replica_s_stream_is_not_counted_against_maxmemory() {
     for _ in 0..10 {
         load(c, "k", 2000, None);
     }
-    let held: u64 = info_field(c, "memory", "mem_not_counted_for_evict")
-        .parse()
-        .unwrap();
+    let held = not_counted(c);
     replica.signal("CONT");
     assert!(held > 10 << 20, "held {held}");
     assert_eq!(evicted_keys(c), 0);
@@ -585,9 +587,7 @@ fn a_lagging_replica_s_stream_is_not_counted_against_maxmemory() {
     eventually("the replica caught up", || synced(c, r));
     // The next write trims the stream and gives the slack back.
     load(c, "k", 10, None);
-    let held: u64 = info_field(c, "memory", "mem_not_counted_for_evict")
-        .parse()
-        .unwrap();
+    let held = not_counted(c);
     assert!(held < 4 << 20, "still held {held}");
     let _: () = q(c, &["CONFIG", "SET", "maxmemory", "0"]);
 }

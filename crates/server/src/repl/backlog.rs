@@ -82,6 +82,12 @@ impl Backlog {
     pub fn append(&mut self, bytes: &[u8]) {
         self.buf.push(bytes);
         self.end += bytes.len() as u64;
+        self.trim();
+    }
+
+    /// Drops what neither `repl-backlog-size` nor a connected replica
+    /// (within its limit) still needs.
+    fn trim(&mut self) {
         let needed = self
             .pins
             .iter()
@@ -208,10 +214,7 @@ impl Backlog {
 
     pub fn set_capacity(&mut self, cap: usize) {
         self.cap = cap.max(16 * 1024);
-        if self.buf.len() > self.cap && self.pins.is_empty() {
-            self.buf.drop_front(self.buf.len() - self.cap);
-        }
-        self.note_held();
+        self.trim();
     }
 
     pub fn capacity(&self) -> usize {
