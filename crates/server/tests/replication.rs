@@ -1209,6 +1209,20 @@ fn idle_primary_pings_replicas_every_configured_period() {
     assert!((2..=5).contains(&pings), "{pings} pings in 3.5 s");
 }
 
+fn limit_replicas_to_1mb(p: &mut Connection) {
+    let limit = [
+        "CONFIG",
+        "SET",
+        "client-output-buffer-limit",
+        "replica 1mb 0 0",
+    ];
+    ok(p, &limit);
+}
+
+fn no_replicas(p: &mut Connection) -> bool {
+    info_field(p, "connected_slaves") == "0"
+}
+
 /// `client-output-buffer-limit replica`: a replica that falls further
 /// behind the stream than the hard limit is cut off (it would resync in
 /// full) instead of being sent a stream with a gap, while one within the
@@ -1238,26 +1252,89 @@ fn a_replica_behind_its_output_limit_is_cut_off() {
         seen.extend_from_slice(&buf[..n]);
     }
     drop(link);
-    eventually("the first replica is gone", || {
-        info_field(&mut p, "connected_slaves") == "0"
-    });
+    eventually("the first replica is gone", || no_replicas(&mut p));
 
-    ok(
-        &mut p,
-        &[
-            "CONFIG",
-            "SET",
-            "client-output-buffer-limit",
-            "replica 1mb 0 0",
-        ],
-    );
+    limit_replicas_to_1mb(&mut p);
     let (_, mut link) = raw_full_sync_and_link(primary.port, &handshake);
     write_burst(&mut p, "behind");
     let mut rest = Vec::new();
     let _ = link.read_to_end(&mut rest);
     let sent = String::from_utf8_lossy(&rest).matches("behind:").count();
     assert!(sent < 256, "all {sent} writes were sent past the limit");
-    eventually("the replica is disconnected", || {
-        info_field(&mut p, "connected_slaves") == "0"
-    });
+    eventually("the replica is disconnected", || no_replicas(&mut p));
+}
+
+/// The limit holds during a full sync too: what is written meanwhile waits
+/// for the replica, as in its output buffer in Redis. A sync slower than
+/// the writes is cut off once they pass the hard limit, before its file
+/// is done, instead of keeping every write until it ends; one within the
+/// limit gets the whole file and then every write.
+#[test]
+fn a_full_sync_outgrown_by_the_writes_meanwhile_is_cut_off() {
+    use std::io::{BufRead, Read, Write};
+    let primary = Server::start(&["--durability", "none"]);
+    let mut p = primary.conn();
+    for i in 0..40 {
+        ok(&mut p, &["SET", &format!("base:{i}"), "x"]);
+    }
+    // 50 ms per key: a sync of these 40 keys takes two seconds.
+    ok(&mut p, &["CONFIG", "SET", "rdb-key-save-delay", "50000"]);
+    let value = "v".repeat(64 * 1024);
+    let start_sync = || {
+        let s = std::net::TcpStream::connect(("127.0.0.1", primary.port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let mut r = std::io::BufReader::new(s.try_clone().unwrap());
+        let mut w = s;
+        w.write_all(b"REPLCONF capa eof capa psync2\r\n").unwrap();
+        assert_eq!(line(&mut r), "+OK");
+        w.write_all(b"PSYNC ? -1\r\n").unwrap();
+        assert!(line(&mut r).starts_with("+FULLRESYNC"));
+        let mark = line(&mut r);
+        let mark = mark.strip_prefix("$EOF:").unwrap().to_string();
+        (r, mark)
+    };
+    // 3 MiB of writes while the file is still being made.
+    let write_burst = |p: &mut Connection, tag: &str| {
+        for i in 0..48 {
+            ok(p, &["SET", &format!("{tag}:{i}"), &value]);
+        }
+    };
+
+    // Within the default limit (256 MB): the file, then every write.
+    let (mut r, mark) = start_sync();
+    write_burst(&mut p, "within");
+    let mut seen = Vec::new();
+    let mut buf = vec![0u8; 1 << 20];
+    while String::from_utf8_lossy(&seen).matches("within:").count() < 48 {
+        let n = r.read(&mut buf).unwrap();
+        assert!(n > 0, "the link closed after {} bytes", seen.len());
+        seen.extend_from_slice(&buf[..n]);
+    }
+    let text = String::from_utf8_lossy(&seen);
+    let file_end = text.find(&mark).expect("the file's end mark");
+    assert!(
+        text[..file_end].contains("base:39") && !text[..file_end].contains("within:"),
+        "the file holds the keys of the point, not the writes after it"
+    );
+    assert_eq!(text[file_end..].matches("within:").count(), 48);
+    drop(r);
+    eventually("the first replica is gone", || no_replicas(&mut p));
+
+    // Past a 1 MB limit: cut off in the middle of the file.
+    limit_replicas_to_1mb(&mut p);
+    let started = std::time::Instant::now();
+    let (mut r, mark) = start_sync();
+    write_burst(&mut p, "behind");
+    let mut rest = Vec::new();
+    let _ = r.fill_buf().map(|b| rest.extend_from_slice(b));
+    let _ = r.read_to_end(&mut rest);
+    let text = String::from_utf8_lossy(&rest);
+    assert!(!text.contains(&mark), "the whole file was sent");
+    assert_eq!(text.matches("behind:").count(), 0);
+    assert!(
+        started.elapsed() < Duration::from_millis(1800),
+        "cut off only after {:?}, about when the file would have ended",
+        started.elapsed()
+    );
+    eventually("the replica is disconnected", || no_replicas(&mut p));
 }

@@ -104,11 +104,12 @@ const QUEUED_PIECES: usize = 16;
 async fn full_sync<S: Stream>(
     shared: &Arc<Shared>,
     stream: &mut S,
-    id: u64,
+    replica: &ReplicaInfo,
     legacy: bool,
     streamed: bool,
     functions_only: bool,
 ) -> io::Result<(u64, u64)> {
+    let id = replica.client_id;
     let (point_tx, point_rx) = tokio::sync::oneshot::channel();
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<u8>>(QUEUED_PIECES);
     let producer = {
@@ -131,27 +132,53 @@ async fn full_sync<S: Stream>(
         stream.write_all(format!("$EOF:{m}\r\n").as_bytes()).await?;
     }
     let t = super::link_timeout(&shared.config.read());
+    // The stream written since the point waits in the backlog for the
+    // replica, as it would in its output buffer in Redis, so
+    // `client-output-buffer-limit replica` applies from here: unchecked, a
+    // sync slower than the writes kept all of them, without bound, until
+    // it ended.
+    let mut over_soft_since = None;
+    let mut over_limit = || {
+        let behind = shared.repl.stream.backlog.lock().end.saturating_sub(offset);
+        let limit = shared.hot.output_limit(REPLICA_CLASS);
+        (limit.check(behind, &mut over_soft_since) == OutputCheck::Exceeded).then(|| {
+            format!(
+                "the stream grew by {behind} bytes during the replica's full sync, past client-output-buffer-limit replica"
+            )
+        })
+    };
+    let cut_off = |why: String| {
+        tracing::warn!(replica = %replica.ip, "{why}; disconnecting it");
+        io::Error::other(why)
+    };
     let mut bytes = 0u64;
     loop {
         // Until a file sent whole after its length is ready, the replica
         // hears newlines, as from Redis, so that its own repl-timeout does
         // not end a sync of a large dataset. After `$EOF:` any byte is the
         // file's.
+        let next = watched(rx.recv(), &mut over_limit);
         let piece = if mark.is_none() && bytes == 0 {
-            keepalive_until(stream, rx.recv()).await?
+            keepalive_until(stream, next).await?
         } else {
-            rx.recv().await
+            next.await
         };
-        let Some(piece) = piece else { break };
+        let Some(piece) = piece.map_err(cut_off)? else {
+            break;
+        };
         if mark.is_none() {
             stream
                 .write_all(format!("${}\r\n", piece.len()).as_bytes())
                 .await?;
         }
         for part in piece.chunks(SYNC_WRITE_BYTES) {
-            within(t, stream.write_all(part)).await?;
+            watched(within(t, stream.write_all(part)), &mut over_limit)
+                .await
+                .map_err(cut_off)??;
         }
-        within(t, stream.flush()).await?;
+        watched(within(t, stream.flush()), &mut over_limit)
+            .await
+            .map_err(cut_off)??;
         bytes += piece.len() as u64;
         shared
             .stats
@@ -356,15 +383,8 @@ async fn stream_to<S: Stream>(
             let started = std::time::Instant::now();
             let streamed = client.repl_capa_eof;
             let functions_only = client.repl_functions_only;
-            let (offset, bytes) = full_sync(
-                shared,
-                stream,
-                info.client_id,
-                req.legacy,
-                streamed,
-                functions_only,
-            )
-            .await?;
+            let (offset, bytes) =
+                full_sync(shared, stream, info, req.legacy, streamed, functions_only).await?;
             tracing::info!(
                 replica = %info.ip,
                 "full resync: {bytes} bytes of RDB at offset {offset} in {:.3}s ({})",
@@ -527,21 +547,33 @@ fn timed_out(shared: &Shared, info: &ReplicaInfo, legacy: bool) -> Option<String
 /// reason `stalled` gave, if it ended the write.
 async fn unless_stalled(
     write: impl std::future::Future<Output = io::Result<()>>,
-    mut stalled: impl FnMut() -> Option<String>,
+    stalled: impl FnMut() -> Option<String>,
 ) -> io::Result<Option<String>> {
-    let mut write = std::pin::pin!(write);
-    // Most writes finish at once: they need no timer.
+    match watched(write, stalled).await {
+        Ok(r) => r.map(|()| None),
+        Err(why) => Ok(Some(why)),
+    }
+}
+
+/// Awaits `f`, checking `stalled` every STALL_CHECK meanwhile; the reason
+/// `stalled` gave instead, if it ended the wait.
+async fn watched<T>(
+    f: impl std::future::Future<Output = T>,
+    mut stalled: impl FnMut() -> Option<String>,
+) -> Result<T, String> {
+    let mut f = std::pin::pin!(f);
+    // Most waits end at once: they need no timer.
     tokio::select! {
         biased;
-        r = &mut write => return r.map(|()| None),
+        r = &mut f => return Ok(r),
         _ = std::future::ready(()) => {}
     }
     loop {
         tokio::select! {
-            r = &mut write => return r.map(|()| None),
+            r = &mut f => return Ok(r),
             _ = tokio::time::sleep(STALL_CHECK) => {
                 if let Some(why) = stalled() {
-                    return Ok(Some(why));
+                    return Err(why);
                 }
             }
         }
