@@ -175,6 +175,10 @@ pub struct Config {
     pub port: u16,
     /// `tls-port` (0: no TLS listener) and its files (`crate::tls`).
     pub tls_port: u16,
+    /// Port of the Prometheus endpoint (`metrics_http`); 0: none.
+    pub metrics_port: u16,
+    /// Address the Prometheus endpoint listens on.
+    pub metrics_bind: String,
     /// `unixsocket`: a Unix socket path to listen on as well ("" = none).
     pub unixsocket: String,
     /// `unixsocketperm`: the socket file's permission bits (0 = leave the
@@ -312,6 +316,8 @@ impl Default for Config {
             bind: vec!["127.0.0.1".into()],
             port: 6379,
             tls_port: 0,
+            metrics_port: 0,
+            metrics_bind: "127.0.0.1".into(),
             tls_cert_file: String::new(),
             tls_key_file: String::new(),
             tls_ca_cert_file: String::new(),
@@ -1002,6 +1008,33 @@ pub static DIRECTIVES: &[Directive] = &[
             Ok(())
         },
         get: |c| c.tls_port.to_string(),
+    },
+    Directive {
+        name: "metrics-port",
+        default: "0",
+        help: "TCP port of the Prometheus endpoint, GET /metrics: every INFO field as a metric (0 = none)",
+        runtime: false,
+        repeatable: false,
+        set: |c, v| {
+            c.metrics_port = bounded(v, 0, 65535)? as u16;
+            Ok(())
+        },
+        get: |c| c.metrics_port.to_string(),
+    },
+    Directive {
+        name: "metrics-bind",
+        default: "127.0.0.1",
+        help: "Address the Prometheus endpoint listens on; it has no authentication",
+        runtime: false,
+        repeatable: false,
+        set: |c, v| {
+            if v.parse::<std::net::IpAddr>().is_err() {
+                return Err(format!("'{v}' is not an IP address"));
+            }
+            c.metrics_bind = v.to_string();
+            Ok(())
+        },
+        get: |c| c.metrics_bind.clone(),
     },
     text_file!("tls-cert-file", tls_cert_file, "The server's certificate chain (PEM) for tls-port"),
     text_file!("tls-key-file", tls_key_file, "The private key (PEM) of tls-cert-file"),

@@ -61,6 +61,8 @@ pub mod hot_config;
 pub mod latency;
 pub mod listeners;
 pub mod memory;
+pub mod metrics_export;
+pub mod metrics_http;
 pub mod monitor;
 pub mod notify;
 pub mod oom_score;

@@ -63,6 +63,7 @@ pub async fn serve(shared: Arc<Shared>) -> std::io::Result<()> {
         Some((path, task))
     };
 
+    let metrics = crate::metrics_http::start(&shared).await?;
     tracing::info!("Ready to accept connections tcp on port {port}");
     // Tests and scripts read this line to learn an ephemeral port.
     println!("durakv listening on port {port}");
@@ -130,6 +131,9 @@ pub async fn serve(shared: Arc<Shared>) -> std::io::Result<()> {
         let _ = std::fs::remove_file(&*path);
     }
     background.abort();
+    if let Some(task) = metrics {
+        task.abort();
+    }
     for t in replication {
         t.abort();
     }

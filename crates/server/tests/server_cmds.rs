@@ -300,14 +300,6 @@ fn client_kill_by_id_addr_and_self() {
     assert_eq!(ok::<String>(&mut fresh, &["PING"]), "PONG");
 }
 
-/// A loopback port nobody listens on right now.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("probe port")
-        .port()
-}
-
 fn answers(port: u16) -> bool {
     redis::Client::open(format!("redis://127.0.0.1:{port}/"))
         .and_then(|c| c.get_connection_with_timeout(std::time::Duration::from_secs(5)))

@@ -12,7 +12,7 @@ use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair, SanType,
 };
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
@@ -98,15 +98,6 @@ fn leaf(name: &str, ca: &rcgen::Certificate, ca_key: &KeyPair) -> (rcgen::Certif
     p.distinguished_name.push(DnType::CommonName, name);
     p.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
     (p.signed_by(&key, ca, ca_key).unwrap(), key)
-}
-
-/// A loopback port nobody listens on right now.
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 fn start(pki: &Pki, auth: &str) -> (Server, u16) {

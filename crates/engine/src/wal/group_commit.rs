@@ -229,9 +229,21 @@ pub trait BatchSync: Send + Sync {
     fn sync(&self) -> io::Result<()>;
 }
 
+/// Upper bounds, in µs, of the buckets that count a stream's write +
+/// fdatasync times (`StreamCounters::fsync_buckets`); one more bucket
+/// counts the slower ones. From a fast local SSD (tens of µs) to network
+/// block storage having a bad second.
+pub const FSYNC_BUCKETS_US: [u64; 15] = [
+    50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 500_000,
+    1_000_000, 2_500_000,
+];
+
 /// Per-stream counters for `WalStats`.
 #[derive(Default)]
 pub(crate) struct StreamCounters {
+    /// Batches by write + fdatasync time, [`FSYNC_BUCKETS_US`] (not
+    /// cumulative).
+    pub fsync_buckets: [AtomicU64; FSYNC_BUCKETS_US.len() + 1],
     pub bytes_written: AtomicU64,
     pub fsyncs: AtomicU64,
     pub records: AtomicU64,
@@ -1383,6 +1395,8 @@ impl Core {
                 c.last_fsync_us.store(us, SeqCst);
                 c.max_fsync_us.fetch_max(us, SeqCst);
                 c.total_fsync_us.fetch_add(us, SeqCst);
+                c.fsync_buckets[FSYNC_BUCKETS_US.partition_point(|&ub| ub < us)]
+                    .fetch_add(1, Relaxed);
                 if let Some(w) = self.complete_locked(&mut st, meta.seq, g) {
                     sc.watermark.fetch_max(w, SeqCst);
                     // A sync asked for while this batch was in flight is

@@ -23,7 +23,7 @@
 mod error;
 pub mod format;
 pub mod group_commit;
-pub use group_commit::{buffered_bytes, Owed};
+pub use group_commit::{buffered_bytes, Owed, FSYNC_BUCKETS_US};
 mod reader;
 mod recovery;
 mod segment;
@@ -308,6 +308,9 @@ pub struct StreamStats {
     pub last_fsync_us: u64,
     pub max_fsync_us: u64,
     pub total_fsync_us: u64,
+    /// Batches by write + fdatasync time: one count per bucket of
+    /// [`FSYNC_BUCKETS_US`], then the slower ones (not cumulative).
+    pub fsync_buckets: Vec<u64>,
     pub segments: usize,
     pub active_segment: Option<PathBuf>,
     /// `Preallocate::Auto` last found this stream's disk bandwidth-bound:
@@ -765,6 +768,7 @@ impl Wal {
                 last_fsync_us: c.last_fsync_us.load(SeqCst),
                 max_fsync_us: c.max_fsync_us.load(SeqCst),
                 total_fsync_us: c.total_fsync_us.load(SeqCst),
+                fsync_buckets: c.fsync_buckets.iter().map(|b| b.load(SeqCst)).collect(),
                 segments: list.len(),
                 active_segment: list.iter().find(|x| x.active).map(|x| x.path.clone()),
                 bandwidth_bound: self.core.bandwidth_capped(s),

@@ -61,7 +61,7 @@ const SECTIONS: &[(&str, bool)] = &[
 /// include writes the log refused; `wal_failure` says so.
 fn info(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     let ks = &ctx.shared.store.keyspace;
-    let (frame, counts_keys) = info_text(ctx, args, &mut || KeyCounts::locked(ks));
+    let (frame, counts_keys) = info_text(ctx.shared, args, &mut || KeyCounts::locked(ks));
     let level = ctx
         .shared
         .effective_durability(ctx.client.durability, ctx.client.db);
@@ -81,7 +81,7 @@ fn info(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 /// again.
 pub(crate) fn info_in_script(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Frame {
     let ks = &ctx.shared.store.keyspace;
-    info_text(ctx, args, &mut || KeyCounts::held(ks, txn)).0
+    info_text(ctx.shared, args, &mut || KeyCounts::held(ks, txn)).0
 }
 
 /// What INFO and MEMORY STATS report of the keyspace: (keys, keys with a
@@ -153,12 +153,24 @@ impl KeyCounts {
     }
 }
 
+/// INFO EVERYTHING's text, for the metrics endpoint (`metrics_export`).
+pub fn everything(shared: &Shared) -> Bytes {
+    let args = [
+        Bytes::from_static(b"INFO"),
+        Bytes::from_static(b"everything"),
+    ];
+    let ks = &shared.store.keyspace;
+    match info_text(shared, &args, &mut || KeyCounts::locked(ks)).0 {
+        Frame::Verbatim(text) => text,
+        _ => Bytes::new(),
+    }
+}
+
 fn info_text(
-    ctx: &mut Ctx<'_>,
+    shared: &Shared,
     args: &[Bytes],
     counts: &mut dyn FnMut() -> KeyCounts,
 ) -> (Frame, bool) {
-    let shared = ctx.shared;
     let mut wanted: HashSet<&'static str> = HashSet::new();
     if args.len() == 1 {
         wanted.extend(SECTIONS.iter().filter(|s| s.1).map(|s| s.0));

@@ -28,6 +28,14 @@ pub fn binary() -> PathBuf {
     bin
 }
 
+/// A loopback port nobody listens on right now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("probe port")
+        .port()
+}
+
 pub struct Server {
     pub child: Option<Child>,
     pub port: u16,
