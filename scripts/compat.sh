@@ -43,6 +43,7 @@ for tool in redis-cli redis-benchmark python3; do
     command -v "$tool" >/dev/null || fail "'$tool' not found (install redis-tools / python3)"
 done
 python3 -c 'import redis' 2>/dev/null || fail "redis-py is not installed (pip install redis)"
+python3 -c 'import prometheus_client' 2>/dev/null || fail "prometheus_client is not installed (pip install prometheus_client)"
 
 # --- Start the server -------------------------------------------------------
 
@@ -182,6 +183,11 @@ python3 "$ROOT/scripts/compat.py" "$PORT" || fail "scripts/compat.py failed (see
 # by three redis-sentinels (its own servers; skips without redis-sentinel).
 note "redis-py Sentinel failover"
 python3 "$ROOT/scripts/sentinel-failover.py" "$BIN" || fail "scripts/sentinel-failover.py failed (see above)"
+
+# The Prometheus endpoint, parsed by Prometheus's own Python client (its
+# own server, on free ports).
+note "Prometheus endpoint"
+python3 "$ROOT/scripts/metrics-check.py" "$BIN" || fail "scripts/metrics-check.py failed (see above)"
 
 # --- 4. Redis's own test units -------------------------------------------------
 

@@ -21,6 +21,16 @@ if [ ${#missing[@]} -gt 0 ]; then
     fi
 fi
 
+# The metrics check parses the Prometheus endpoint with Prometheus's own
+# Python client.
+if ! python3 -c 'import prometheus_client' 2>/dev/null; then
+    echo "test.sh: installing prometheus_client (pip install prometheus_client)"
+    pip install -q prometheus_client || {
+        echo "test.sh: install it with: pip install prometheus_client" >&2
+        exit 1
+    }
+fi
+
 # Redis's own test units (run by compat.sh when ../shared/redis-tests is
 # present) need tclsh; install it when we can, else compat.sh skips them.
 if ! command -v tclsh >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
