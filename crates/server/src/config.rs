@@ -1013,7 +1013,7 @@ pub static DIRECTIVES: &[Directive] = &[
         name: "metrics-port",
         default: "0",
         help: "TCP port of the Prometheus endpoint, GET /metrics: every INFO field as a metric (0 = none)",
-        runtime: false,
+        runtime: true,
         repeatable: false,
         set: |c, v| {
             c.metrics_port = bounded(v, 0, 65535)? as u16;
@@ -1025,7 +1025,7 @@ pub static DIRECTIVES: &[Directive] = &[
         name: "metrics-bind",
         default: "127.0.0.1",
         help: "Address the Prometheus endpoint listens on; it has no authentication",
-        runtime: false,
+        runtime: true,
         repeatable: false,
         set: |c, v| {
             if v.parse::<std::net::IpAddr>().is_err() {

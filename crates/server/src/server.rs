@@ -63,7 +63,8 @@ pub async fn serve(shared: Arc<Shared>) -> std::io::Result<()> {
         Some((path, task))
     };
 
-    let metrics = crate::metrics_http::start(&shared).await?;
+    shared.metrics.apply(&shared.config.read())?;
+    let metrics = tokio::spawn(crate::metrics_http::run(shared.clone()));
     tracing::info!("Ready to accept connections tcp on port {port}");
     // Tests and scripts read this line to learn an ephemeral port.
     println!("durakv listening on port {port}");
@@ -131,9 +132,7 @@ pub async fn serve(shared: Arc<Shared>) -> std::io::Result<()> {
         let _ = std::fs::remove_file(&*path);
     }
     background.abort();
-    if let Some(task) = metrics {
-        task.abort();
-    }
+    metrics.abort();
     for t in replication {
         t.abort();
     }

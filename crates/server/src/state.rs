@@ -194,6 +194,8 @@ pub struct Shared {
     pub tls_acceptor: parking_lot::RwLock<Option<tokio_rustls::TlsAcceptor>>,
     /// The listening sockets; CONFIG SET `bind` and `port` rebind them.
     pub listeners: crate::listeners::Listeners,
+    /// The Prometheus endpoint's socket (`metrics-port`).
+    pub metrics: crate::metrics_http::Endpoint,
     /// `timeout`, read by every connection each time it goes idle.
     pub idle_timeout_secs: AtomicU64,
     /// What every write reads of the configuration, without its lock.
@@ -235,6 +237,7 @@ impl Shared {
             pause: Default::default(),
             tls_acceptor: parking_lot::RwLock::new(None),
             listeners: crate::listeners::Listeners::default(),
+            metrics: crate::metrics_http::Endpoint::default(),
             repl,
             checkpoints,
             store,

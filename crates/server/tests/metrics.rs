@@ -186,7 +186,10 @@ fn other_paths_and_methods_are_refused_and_bad_requests_harm_nothing() {
         .set_read_timeout(Some(Duration::from_secs(5)))
         .unwrap();
     let mut buf = [0u8; 16];
-    assert_eq!(extra.read(&mut buf).unwrap_or(0), 0, "not closed");
+    let closed = extra
+        .read(&mut buf)
+        .expect("closed at once, not left waiting");
+    assert_eq!(closed, 0, "not closed");
     drop(idle);
     eventually("scrapes are served again", || {
         TcpStream::connect(("127.0.0.1", port))
@@ -200,6 +203,50 @@ fn other_paths_and_methods_are_refused_and_bad_requests_harm_nothing() {
             .unwrap_or(false)
     });
     let mut c = server.conn();
+    assert_eq!(q::<String>(&mut c, &["PING"]), "PONG");
+}
+
+/// CONFIG SET turns the endpoint on, moves it and turns it off, as it moves
+/// `port`; a port that cannot be bound is refused and changes nothing.
+#[test]
+fn config_set_moves_the_endpoint() {
+    let server = Server::start(&[]);
+    let mut c = server.conn();
+    let first = free_port();
+    let _: () = q(
+        &mut c,
+        &["CONFIG", "SET", "metrics-port", &first.to_string()],
+    );
+    assert!(scrape(first).contains("durakv_used_memory "));
+
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    let e = try_q::<()>(&mut c, &["CONFIG", "SET", "metrics-port", &port]).unwrap_err();
+    assert!(
+        error_text(&e).contains("'metrics-port') - Unable to listen on this port"),
+        "{e}"
+    );
+    let got: Vec<String> = q(&mut c, &["CONFIG", "GET", "metrics-port"]);
+    assert_eq!(got, ["metrics-port", &first.to_string()]);
+    assert!(
+        scrape(first).contains("durakv_used_memory "),
+        "still served"
+    );
+
+    let second = free_port();
+    let _: () = q(
+        &mut c,
+        &["CONFIG", "SET", "metrics-port", &second.to_string()],
+    );
+    assert!(scrape(second).contains("durakv_used_memory "));
+    eventually("the old port is closed", || {
+        TcpStream::connect(("127.0.0.1", first)).is_err()
+    });
+
+    let _: () = q(&mut c, &["CONFIG", "SET", "metrics-port", "0"]);
+    eventually("the endpoint is off", || {
+        TcpStream::connect(("127.0.0.1", second)).is_err()
+    });
     assert_eq!(q::<String>(&mut c, &["PING"]), "PONG");
 }
 

@@ -189,6 +189,36 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> (Frame, u64) {
             return (e, 0);
         }
     };
+    // Bound first: the configuration's read lock must be released before
+    // the failure path below writes it back.
+    let metrics_moved = ctx.shared.metrics.apply(&ctx.shared.config.read());
+    if let Err(e) = metrics_moved {
+        tracing::warn!("CONFIG SET: {e}");
+        if moved {
+            // Back to the sockets in force before the command.
+            let _ = ctx
+                .shared
+                .listeners
+                .change(&before.bind, before.port, before.tls_port)
+                .map(|p| ctx.shared.bound_port.store(p as u64, Release));
+        }
+        restore(ctx.shared, before, tls_named);
+        if oom_named.is_some() {
+            let _ = crate::oom_score::apply(ctx.shared, &ctx.shared.config.read());
+        }
+        let named = |n: &[u8]| args[2..].chunks(2).any(|p| p[0].eq_ignore_ascii_case(n));
+        let arg = if named(b"metrics-port") {
+            "metrics-port"
+        } else {
+            "metrics-bind"
+        };
+        return (
+            Frame::error(format!(
+                "ERR CONFIG SET failed (possibly related to argument '{arg}') - Unable to listen on this port"
+            )),
+            0,
+        );
+    }
     crate::hot_config::apply_config(ctx.shared);
     crate::acl::apply_config(ctx.shared, &before);
     crate::pubsub::apply_config(ctx.shared);
@@ -209,6 +239,7 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> (Frame, u64) {
                     .map(|p| ctx.shared.bound_port.store(p as u64, Release));
             }
             *ctx.shared.config.write() = before;
+            let _ = ctx.shared.metrics.apply(&ctx.shared.config.read());
             let _ = ctx.shared.sync_logged_dbs();
             (
                 Frame::error(format!(
