@@ -195,12 +195,7 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> (Frame, u64) {
     if let Err(e) = metrics_moved {
         tracing::warn!("CONFIG SET: {e}");
         if moved {
-            // Back to the sockets in force before the command.
-            let _ = ctx
-                .shared
-                .listeners
-                .change(&before.bind, before.port, before.tls_port)
-                .map(|p| ctx.shared.bound_port.store(p as u64, Release));
+            listen_as_before(ctx.shared, &before);
         }
         restore(ctx.shared, before, tls_named);
         if oom_named.is_some() {
@@ -231,12 +226,7 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> (Frame, u64) {
         Ok(lsn) => (frame, lsn),
         Err(e) => {
             if moved {
-                // Back to the sockets in force before the command.
-                let _ = ctx
-                    .shared
-                    .listeners
-                    .change(&before.bind, before.port, before.tls_port)
-                    .map(|p| ctx.shared.bound_port.store(p as u64, Release));
+                listen_as_before(ctx.shared, &before);
             }
             *ctx.shared.config.write() = before;
             let _ = ctx.shared.metrics.apply(&ctx.shared.config.read());
@@ -249,6 +239,14 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> (Frame, u64) {
             )
         }
     }
+}
+
+/// Back to the sockets in force before a CONFIG SET that moved them.
+fn listen_as_before(shared: &Shared, before: &Config) {
+    let _ = shared
+        .listeners
+        .change(&before.bind, before.port, before.tls_port)
+        .map(|p| shared.bound_port.store(p as u64, Release));
 }
 
 /// Listens where a changed `bind` or `port` says, keeping the old sockets
