@@ -53,7 +53,10 @@ impl Endpoint {
             return Ok(());
         }
         let socket = match wanted {
-            None => None,
+            None => {
+                tracing::info!("The Prometheus metrics endpoint is off");
+                None
+            }
             Some(at) => {
                 let l = std::net::TcpListener::bind(at).map_err(|e| {
                     std::io::Error::new(e.kind(), format!("metrics endpoint {at}: {e}"))
@@ -63,9 +66,6 @@ impl Endpoint {
                 Some(l)
             }
         };
-        if socket.is_none() {
-            tracing::info!("The Prometheus metrics endpoint is off");
-        }
         *self.next.lock() = Some(socket);
         *bound = wanted;
         // Stored if `run` is not waiting, so it cannot be missed.

@@ -189,31 +189,6 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> (Frame, u64) {
             return (e, 0);
         }
     };
-    // Bound first: the configuration's read lock must be released before
-    // the failure path below writes it back.
-    let metrics_moved = ctx.shared.metrics.apply(&ctx.shared.config.read());
-    if let Err(e) = metrics_moved {
-        tracing::warn!("CONFIG SET: {e}");
-        if moved {
-            listen_as_before(ctx.shared, &before);
-        }
-        restore(ctx.shared, before, tls_named);
-        if oom_named.is_some() {
-            let _ = crate::oom_score::apply(ctx.shared, &ctx.shared.config.read());
-        }
-        let named = |n: &[u8]| args[2..].chunks(2).any(|p| p[0].eq_ignore_ascii_case(n));
-        let arg = if named(b"metrics-port") {
-            "metrics-port"
-        } else {
-            "metrics-bind"
-        };
-        return (
-            Frame::error(format!(
-                "ERR CONFIG SET failed (possibly related to argument '{arg}') - Unable to listen on this port"
-            )),
-            0,
-        );
-    }
     crate::hot_config::apply_config(ctx.shared);
     crate::acl::apply_config(ctx.shared, &before);
     crate::pubsub::apply_config(ctx.shared);
@@ -225,11 +200,8 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> (Frame, u64) {
     match ctx.shared.sync_logged_dbs() {
         Ok(lsn) => (frame, lsn),
         Err(e) => {
-            if moved {
-                listen_as_before(ctx.shared, &before);
-            }
+            listen_as_before(ctx.shared, &before, moved);
             *ctx.shared.config.write() = before;
-            let _ = ctx.shared.metrics.apply(&ctx.shared.config.read());
             let _ = ctx.shared.sync_logged_dbs();
             (
                 Frame::error(format!(
@@ -241,18 +213,55 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> (Frame, u64) {
     }
 }
 
-/// Back to the sockets in force before a CONFIG SET that moved them.
-fn listen_as_before(shared: &Shared, before: &Config) {
-    let _ = shared
-        .listeners
-        .change(&before.bind, before.port, before.tls_port)
-        .map(|p| shared.bound_port.store(p as u64, Release));
+/// Back to the sockets in force before a CONFIG SET: the listeners, if it
+/// `moved` them, and the metrics endpoint (a no-op where it did not move).
+fn listen_as_before(shared: &Shared, before: &Config, moved: bool) {
+    if moved {
+        let _ = shared
+            .listeners
+            .change(&before.bind, before.port, before.tls_port)
+            .map(|p| shared.bound_port.store(p as u64, Release));
+    }
+    let _ = shared.metrics.apply(before);
 }
 
-/// Listens where a changed `bind` or `port` says, keeping the old sockets
-/// if any new one cannot be bound (the caller then restores `before`).
-/// True if the sockets moved.
+/// Listens where a changed `bind`, `port`, `metrics-port` or
+/// `metrics-bind` says, keeping the old sockets if any new one cannot be
+/// bound (the caller then restores `before`). True if the listeners moved.
 fn rebind(shared: &Shared, before: &Config, args: &[Bytes]) -> Result<bool, Frame> {
+    let named = |n: &[u8]| args[2..].chunks(2).any(|p| p[0].eq_ignore_ascii_case(n));
+    let failed = |arg: &str, reason: &str| {
+        Frame::error(format!(
+            "ERR CONFIG SET failed (possibly related to argument '{arg}') - {reason}"
+        ))
+    };
+    let moved = move_listeners(shared, before).map_err(|e| {
+        tracing::warn!("CONFIG SET: {e}");
+        let arg = match e {
+            BindError::Port(_) if named(b"port") => "port",
+            _ if named(b"bind") => "bind",
+            _ => "port",
+        };
+        failed(arg, e.reason())
+    })?;
+    // Bound first: the configuration's read lock must be released before
+    // `listen_as_before` (and the caller) write it back.
+    let metrics_moved = shared.metrics.apply(&shared.config.read());
+    if let Err(e) = metrics_moved {
+        tracing::warn!("CONFIG SET: {e}");
+        listen_as_before(shared, before, moved);
+        let arg = if named(b"metrics-port") {
+            "metrics-port"
+        } else {
+            "metrics-bind"
+        };
+        return Err(failed(arg, "Unable to listen on this port"));
+    }
+    Ok(moved)
+}
+
+/// The listeners' part of [`rebind`]: true if they moved.
+fn move_listeners(shared: &Shared, before: &Config) -> Result<bool, BindError> {
     let (binds, port, tls_port) = {
         let c = shared.config.read();
         if c.bind == before.bind && c.port == before.port {
@@ -260,26 +269,10 @@ fn rebind(shared: &Shared, before: &Config, args: &[Bytes]) -> Result<bool, Fram
         }
         (c.bind.clone(), c.port, c.tls_port)
     };
-    match shared.listeners.change(&binds, port, tls_port) {
-        Ok(bound) => {
-            shared.bound_port.store(bound as u64, Release);
-            tracing::info!("now listening on {binds:?} port {bound}");
-            Ok(true)
-        }
-        Err(e) => {
-            tracing::warn!("CONFIG SET: {e}");
-            let named = |n: &[u8]| args[2..].chunks(2).any(|p| p[0].eq_ignore_ascii_case(n));
-            let arg = match e {
-                BindError::Port(_) if named(b"port") => "port",
-                _ if named(b"bind") => "bind",
-                _ => "port",
-            };
-            Err(Frame::error(format!(
-                "ERR CONFIG SET failed (possibly related to argument '{arg}') - {}",
-                e.reason()
-            )))
-        }
-    }
+    let bound = shared.listeners.change(&binds, port, tls_port)?;
+    shared.bound_port.store(bound as u64, Release);
+    tracing::info!("now listening on {binds:?} port {bound}");
+    Ok(true)
 }
 
 /// Whether setting directive `d` to `value` leaves `cfg` as it is.

@@ -139,9 +139,7 @@ async fn full_sync<S: Stream>(
     // it ended.
     let mut over_soft_since = None;
     let mut over_limit = || {
-        let behind = shared.repl.stream.backlog.lock().end.saturating_sub(offset);
-        let limit = shared.hot.output_limit(REPLICA_CLASS);
-        (limit.check(behind, &mut over_soft_since) == OutputCheck::Exceeded).then(|| {
+        behind_past_limit(shared, offset + 1, &mut over_soft_since).map(|behind| {
             format!(
                 "the stream grew by {behind} bytes during the replica's full sync, past client-output-buffer-limit replica"
             )
@@ -433,10 +431,7 @@ async fn stream_to<S: Stream>(
                     (b.end + 1).saturating_sub(pos),
                 )
             };
-            // What the replica has yet to receive is its output buffer in
-            // Redis's terms: `client-output-buffer-limit replica` applies.
-            let limit = shared.hot.output_limit(REPLICA_CLASS);
-            let over = limit.check(behind, &mut over_soft_since) == OutputCheck::Exceeded;
+            let over = past_limit(shared, behind, &mut over_soft_since);
             let Some(chunk) = chunk.filter(|_| !over) else {
                 tracing::warn!(
                     replica = %info.ip,
@@ -466,18 +461,13 @@ async fn stream_to<S: Stream>(
             // backlog keeps what it has yet to take: its limit and its
             // repl-timeout are checked meanwhile, not only between writes.
             let stalled = || {
-                let behind = {
-                    let b = shared.repl.stream.backlog.lock();
-                    (b.end + 1).saturating_sub(pos)
-                };
-                let limit = shared.hot.output_limit(REPLICA_CLASS);
-                if limit.check(behind, &mut over_soft_since) == OutputCheck::Exceeded {
-                    Some(format!(
-                        "replica fell behind the stream by {behind} bytes, past client-output-buffer-limit replica"
-                    ))
-                } else {
-                    timed_out(shared, info, legacy)
-                }
+                behind_past_limit(shared, pos, &mut over_soft_since)
+                    .map(|behind| {
+                        format!(
+                            "replica fell behind the stream by {behind} bytes, past client-output-buffer-limit replica"
+                        )
+                    })
+                    .or_else(|| timed_out(shared, info, legacy))
             };
             if let Some(why) = unless_stalled(stream.write_all(&chunk), stalled).await? {
                 tracing::warn!(replica = %info.ip, "{why}; disconnecting it");
@@ -522,6 +512,32 @@ fn heard(shared: &Shared, info: &ReplicaInfo, parser: &RequestParser, rbuf: &mut
     while let Ok(Some(args)) = parser.parse(rbuf) {
         acknowledge(shared, info, &args);
     }
+}
+
+/// Whether a replica `behind` bytes short of the stream's end is past
+/// `client-output-buffer-limit replica` (what it has yet to take is its
+/// output buffer in Redis's terms).
+fn past_limit(
+    shared: &Shared,
+    behind: u64,
+    over_soft_since: &mut Option<std::time::Instant>,
+) -> bool {
+    shared
+        .hot
+        .output_limit(REPLICA_CLASS)
+        .check(behind, over_soft_since)
+        == OutputCheck::Exceeded
+}
+
+/// The bytes a replica whose next byte is `pos` has yet to take, if they
+/// are past its limit ([`past_limit`]).
+fn behind_past_limit(
+    shared: &Shared,
+    pos: u64,
+    over_soft_since: &mut Option<std::time::Instant>,
+) -> Option<u64> {
+    let behind = (shared.repl.stream.backlog.lock().end + 1).saturating_sub(pos);
+    past_limit(shared, behind, over_soft_since).then_some(behind)
 }
 
 /// Why a streaming replica should be dropped: it has sent nothing, not even
