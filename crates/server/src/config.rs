@@ -961,7 +961,7 @@ pub static DIRECTIVES: &[Directive] = &[
     Directive {
         name: "port",
         default: "6379",
-        help: "TCP port (0 picks a free port and logs it)",
+        help: "TCP port. 0 turns TCP off beside a unixsocket or tls-port (as in Redis); with nowhere else to listen it picks a free port and prints it",
         runtime: true,
         repeatable: false,
         set: |c, v| {

@@ -122,17 +122,24 @@ impl std::fmt::Display for BindError {
 
 impl Listeners {
     /// Start-up: binds `port` (and `tls_port` unless 0) on every address
-    /// and returns the port bound (0 picks one) and the sockets to serve.
+    /// and returns the port bound and the sockets to serve. Port 0 turns
+    /// plain TCP off when another listener is configured ([`tcp_off`]):
+    /// the port returned is then 0. Otherwise it picks a free port.
     pub fn start(
         &self,
         binds: &[String],
         port: u16,
         tls_port: u16,
+        unixsocket: &str,
     ) -> Result<(u16, Vec<Listening>), BindError> {
         let addrs = parse_all(binds)?;
         let mut bound = self.bound.lock();
         let mut fresh = Vec::new();
-        let port = bind_port(&addrs, port, false, &[], &mut fresh)?;
+        let port = if tcp_off(port, tls_port, unixsocket) {
+            0
+        } else {
+            bind_port(&addrs, port, false, &[], &mut fresh)?
+        };
         if tls_port != 0 {
             bind_port(&addrs, tls_port, true, &[], &mut fresh)?;
         }
@@ -143,9 +150,17 @@ impl Listeners {
     /// CONFIG SET: listens on `binds` at `port` (and `tls_port`) from now
     /// on. Sockets whose address and port stay are kept; the others are
     /// closed first, so that `*` can take over a port `127.0.0.1` had, and
-    /// bound again if the new ones cannot be. Returns the port bound.
-    pub fn change(&self, binds: &[String], port: u16, tls_port: u16) -> Result<u16, BindError> {
+    /// bound again if the new ones cannot be. Returns the port bound (0:
+    /// plain TCP is off, see [`Listeners::start`]).
+    pub fn change(
+        &self,
+        binds: &[String],
+        port: u16,
+        tls_port: u16,
+        unixsocket: &str,
+    ) -> Result<u16, BindError> {
         let addrs = parse_all(binds)?;
+        let plain = !tcp_off(port, tls_port, unixsocket);
         let mut bound = self.bound.lock();
         let wanted = |l: &Listening| {
             let Ok(at) = l.socket.local_addr() else {
@@ -165,7 +180,12 @@ impl Listeners {
         }
         drop(dropped);
         let mut fresh = Vec::new();
-        let bound_now = bind_port(&addrs, port, false, &kept, &mut fresh).and_then(|p| {
+        let plain_now = if plain {
+            bind_port(&addrs, port, false, &kept, &mut fresh)
+        } else {
+            Ok(0)
+        };
+        let bound_now = plain_now.and_then(|p| {
             if tls_port != 0 {
                 bind_port(&addrs, tls_port, true, &kept, &mut fresh)?;
             }
@@ -234,6 +254,15 @@ impl Listeners {
             .filter_map(|l| l.socket.local_addr().ok())
             .collect()
     }
+}
+
+/// Whether `port` 0 turns plain TCP off: as in Redis, when the server
+/// listens elsewhere (a Unix socket or `tls-port`). With nowhere else to
+/// listen Redis refuses to start; durakv picks a free port instead, which
+/// is how tests and scripts start it on an ephemeral one (it prints the
+/// port it took).
+pub fn tcp_off(port: u16, tls_port: u16, unixsocket: &str) -> bool {
+    port == 0 && (tls_port != 0 || !unixsocket.is_empty())
 }
 
 /// Longest a change waits for the accept loops to let go of a socket.
@@ -375,41 +404,76 @@ mod tests {
     fn a_change_keeps_the_sockets_of_addresses_it_keeps() {
         let l = Listeners::default();
         let binds = vec!["127.0.0.1".to_string()];
-        let (port, served) = l.start(&binds, 0, 0).unwrap();
+        let (port, served) = l.start(&binds, 0, 0, "").unwrap();
         assert_eq!(served.len(), 1);
         let loops = accept_loops(&l, served);
         // The same address and port again: no second bind, which would
         // fail with the first socket still listening.
-        assert_eq!(l.change(&binds, port, 0).unwrap(), port);
+        assert_eq!(l.change(&binds, port, 0, "").unwrap(), port);
         // The same address twice is one socket.
         let twice = vec!["127.0.0.1".to_string(), "127.0.0.1".to_string()];
-        assert_eq!(l.change(&twice, port, 0).unwrap(), port);
+        assert_eq!(l.change(&twice, port, 0, "").unwrap(), port);
         assert_eq!(l.addrs().len(), 1);
         // A port somebody else holds: refused, and the old one stays.
         let taken = TcpListener::bind("127.0.0.1:0").unwrap();
         let other = taken.local_addr().unwrap().port();
-        let e = l.change(&binds, other, 0).unwrap_err();
+        let e = l.change(&binds, other, 0, "").unwrap_err();
         assert_eq!(e.reason(), "Unable to listen on this port");
         assert_eq!(
             l.addrs(),
             vec![SocketAddr::new([127, 0, 0, 1].into(), port)]
         );
         let e = l
-            .change(&["999.999.999.999".to_string()], port, 0)
+            .change(&["999.999.999.999".to_string()], port, 0, "")
             .unwrap_err();
         assert_eq!(e.reason(), "Failed to bind to specified addresses.");
         // From one address to all of them on the same port: the narrower
         // socket goes first.
-        assert_eq!(l.change(&["*".to_string()], port, 0).unwrap(), port);
+        assert_eq!(l.change(&["*".to_string()], port, 0, "").unwrap(), port);
         assert_eq!(l.addrs(), vec![SocketAddr::new([0, 0, 0, 0].into(), port)]);
         // An optional address the host lacks is skipped.
         let p2 = l
-            .change(&["127.0.0.1".into(), "-192.0.2.77".into()], 0, 0)
+            .change(&["127.0.0.1".into(), "-192.0.2.77".into()], 0, 0, "")
             .unwrap();
         assert_eq!(l.addrs(), vec![SocketAddr::new([127, 0, 0, 1].into(), p2)]);
         drop(l);
         let serving: Vec<SocketAddr> = loops.join().unwrap();
         assert_eq!(serving, vec![SocketAddr::new([127, 0, 0, 1].into(), p2)]);
+    }
+
+    #[test]
+    fn port_0_turns_plain_tcp_off_only_where_the_server_listens_elsewhere() {
+        let binds = vec!["127.0.0.1".to_string()];
+        assert!(tcp_off(0, 0, "/run/durakv.sock"));
+        assert!(tcp_off(0, 6380, ""));
+        assert!(!tcp_off(0, 0, ""));
+        assert!(!tcp_off(6379, 0, "/run/durakv.sock"));
+        // Beside a Unix socket: no TCP socket at all.
+        let l = Listeners::default();
+        let (port, served) = l.start(&binds, 0, 0, "/run/durakv.sock").unwrap();
+        assert_eq!((port, served.len()), (0, 0));
+        // Beside a TLS port: only the TLS socket.
+        let l = Listeners::default();
+        let (port, served) = l.start(&binds, 0, 0, "").unwrap();
+        assert_ne!(port, 0, "nowhere else to listen: a free port");
+        drop((served, l));
+        let l = Listeners::default();
+        let (port, served) = l.start(&binds, 0, port, "").unwrap();
+        assert_eq!(port, 0);
+        assert_eq!(served.len(), 1);
+        assert!(served[0].tls);
+        // CONFIG SET port 0 with a Unix socket closes the TCP socket.
+        let l = Listeners::default();
+        let (port, served) = l.start(&binds, 0, 0, "").unwrap();
+        let loops = accept_loops(&l, served);
+        assert_eq!(l.change(&binds, 0, 0, "/run/durakv.sock").unwrap(), 0);
+        assert!(l.addrs().is_empty());
+        assert!(
+            TcpListener::bind(("127.0.0.1", port)).is_ok(),
+            "the port was let go"
+        );
+        drop(l);
+        assert!(loops.join().unwrap().is_empty());
     }
 
     /// Stands in for the server's accept loops: holds the sockets it is

@@ -25,9 +25,9 @@ const DENIED: &str = "-DENIED Redis is running in protected mode because protect
 
 /// Binds every configured address and serves until shutdown.
 pub async fn serve(shared: Arc<Shared>) -> std::io::Result<()> {
-    let (binds, port, tls_port) = {
+    let (binds, port, tls_port, unixsocket) = {
         let c = shared.config.read();
-        (c.bind.clone(), c.port, c.tls_port)
+        (c.bind.clone(), c.port, c.tls_port, c.unixsocket.clone())
     };
     if tls_port != 0 {
         let acceptor = {
@@ -40,12 +40,11 @@ pub async fn serve(shared: Arc<Shared>) -> std::io::Result<()> {
     crate::listeners::set_backlog(shared.config.read().tcp_backlog);
     let (port, listening) = shared
         .listeners
-        .start(&binds, port, tls_port)
+        .start(&binds, port, tls_port, &unixsocket)
         .map_err(|e| std::io::Error::other(e.to_string()))?;
     shared.bound_port.store(port as u64, Ordering::Release);
     // Bound before the port is announced, so that whoever waits for that
     // line finds the socket too.
-    let unixsocket = shared.config.read().unixsocket.clone();
     let unix = if unixsocket.is_empty() {
         None
     } else {
@@ -65,9 +64,11 @@ pub async fn serve(shared: Arc<Shared>) -> std::io::Result<()> {
 
     shared.metrics.apply(&shared.config.read())?;
     let metrics = tokio::spawn(crate::metrics_http::run(shared.clone()));
-    tracing::info!("Ready to accept connections tcp on port {port}");
-    // Tests and scripts read this line to learn an ephemeral port.
-    println!("durakv listening on port {port}");
+    if port != 0 {
+        tracing::info!("Ready to accept connections tcp on port {port}");
+        // Tests and scripts read this line to learn an ephemeral port.
+        println!("durakv listening on port {port}");
+    }
     let tls_bound = listening
         .iter()
         .find(|l| l.tls)

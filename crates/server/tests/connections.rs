@@ -215,6 +215,104 @@ fn unix_socket_clients() {
     assert!(!path.exists(), "the socket file outlived the server");
 }
 
+/// TCP sockets `pid` listens on, from /proc (IPv4 and IPv6).
+fn tcp_listening(pid: u32) -> usize {
+    let inodes: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .filter_map(|l| {
+            let l = l.to_string_lossy().into_owned();
+            let inode = l.strip_prefix("socket:[")?.strip_suffix(']')?;
+            Some(inode.to_string())
+        })
+        .collect();
+    ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .filter_map(|t| std::fs::read_to_string(t).ok())
+        .flat_map(|t| t.lines().skip(1).map(str::to_string).collect::<Vec<_>>())
+        .filter(|line| {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            // st 0A is LISTEN; the inode is the tenth field.
+            f.len() > 9 && f[3] == "0A" && inodes.iter().any(|i| i == f[9])
+        })
+        .count()
+}
+
+/// `port 0` beside a Unix socket turns TCP off, as in Redis: a
+/// redis.conf written for a socket-only server must not open a TCP port
+/// (durakv used to pick a free one). CONFIG SET port turns TCP on and, set
+/// to 0 again, off.
+#[test]
+fn port_0_beside_a_unix_socket_listens_on_no_tcp_port() {
+    use std::os::unix::net::UnixStream;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.sock");
+    /// Kills the server if the test fails before stopping it.
+    struct Reaped(std::process::Child);
+    impl Drop for Reaped {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut child = Reaped(
+        std::process::Command::new(common::binary())
+            .args(["serve", "--port", "0", "--unixsocket"])
+            .arg(&path)
+            .arg("--dir")
+            .arg(dir.path())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut s = loop {
+        if let Ok(s) = UnixStream::connect(&path) {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "the Unix socket never accepted");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(PING).unwrap();
+    assert_eq!(read_exactly(&mut s, PONG.len()), PONG);
+    let pid = child.0.id();
+    assert_eq!(tcp_listening(pid), 0, "port 0 opened a TCP port");
+    s.write_all(&req(&[b"CONFIG", b"GET", b"port"])).unwrap();
+    let port0 = b"*2\r\n$4\r\nport\r\n$1\r\n0\r\n";
+    assert_eq!(read_exactly(&mut s, port0.len()), port0);
+
+    let port = common::free_port();
+    s.write_all(&req(&[
+        b"CONFIG",
+        b"SET",
+        b"port",
+        port.to_string().as_bytes(),
+    ]))
+    .unwrap();
+    assert_eq!(read_exactly(&mut s, 5), b"+OK\r\n");
+    let mut tcp = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    tcp.write_all(PING).unwrap();
+    assert_eq!(read_exactly(&mut tcp, PONG.len()), PONG);
+    assert_eq!(tcp_listening(pid), 1);
+
+    s.write_all(&req(&[b"CONFIG", b"SET", b"port", b"0"]))
+        .unwrap();
+    assert_eq!(read_exactly(&mut s, 5), b"+OK\r\n");
+    assert_eq!(tcp_listening(pid), 0, "CONFIG SET port 0 left TCP on");
+    assert!(TcpStream::connect(("127.0.0.1", port)).is_err());
+    // A connection made before stays served, as in Redis.
+    tcp.write_all(PING).unwrap();
+    assert_eq!(read_exactly(&mut tcp, PONG.len()), PONG);
+
+    let _ = std::process::Command::new("kill")
+        .arg(pid.to_string())
+        .status();
+    assert!(child.0.wait().unwrap().success());
+}
+
 /// A client that writes a whole pipeline before reading any reply (as
 /// hiredis's blocking API does) is served: while its replies wait for the
 /// socket, the server goes on reading its requests, so neither side waits

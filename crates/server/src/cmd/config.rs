@@ -219,7 +219,12 @@ fn listen_as_before(shared: &Shared, before: &Config, moved: bool) {
     if moved {
         let _ = shared
             .listeners
-            .change(&before.bind, before.port, before.tls_port)
+            .change(
+                &before.bind,
+                before.port,
+                before.tls_port,
+                &before.unixsocket,
+            )
             .map(|p| shared.bound_port.store(p as u64, Release));
     }
     let _ = shared.metrics.apply(before);
@@ -262,16 +267,22 @@ fn rebind(shared: &Shared, before: &Config, args: &[Bytes]) -> Result<bool, Fram
 
 /// The listeners' part of [`rebind`]: true if they moved.
 fn move_listeners(shared: &Shared, before: &Config) -> Result<bool, BindError> {
-    let (binds, port, tls_port) = {
+    let (binds, port, tls_port, unixsocket) = {
         let c = shared.config.read();
         if c.bind == before.bind && c.port == before.port {
             return Ok(false);
         }
-        (c.bind.clone(), c.port, c.tls_port)
+        (c.bind.clone(), c.port, c.tls_port, c.unixsocket.clone())
     };
-    let bound = shared.listeners.change(&binds, port, tls_port)?;
+    let bound = shared
+        .listeners
+        .change(&binds, port, tls_port, &unixsocket)?;
     shared.bound_port.store(bound as u64, Release);
-    tracing::info!("now listening on {binds:?} port {bound}");
+    if bound == 0 {
+        tracing::info!("plain TCP is off (port 0 beside another listener)");
+    } else {
+        tracing::info!("now listening on {binds:?} port {bound}");
+    }
     Ok(true)
 }
 

@@ -135,10 +135,21 @@ impl Server {
 /// Starts `durakv serve` on `dir`; on an exit before listening, returns its
 /// exit status and output instead of panicking.
 pub fn try_spawn(dir: &Path, args: &[String]) -> Result<(Child, u16), String> {
+    // Port 0 has the server pick a free port and print it, except beside
+    // a Unix socket or a TLS port, where it turns plain TCP off (as in
+    // Redis): such a server gets a free port chosen here.
+    let elsewhere = args
+        .iter()
+        .any(|a| a == "--unixsocket" || a == "--tls-port");
+    let port = if elsewhere {
+        free_port().to_string()
+    } else {
+        "0".to_string()
+    };
     let mut cmd = Command::new(binary());
     cmd.arg("serve")
         .arg("--port")
-        .arg("0")
+        .arg(port)
         .arg("--dir")
         .arg(dir)
         .args(args)
@@ -286,7 +297,7 @@ pub fn send_raw(s: &mut TcpStream, bytes: &[u8]) {
     s.write_all(bytes).expect("write");
 }
 
-pub fn read_exactly(s: &mut TcpStream, n: usize) -> Vec<u8> {
+pub fn read_exactly(s: &mut impl Read, n: usize) -> Vec<u8> {
     let mut buf = vec![0u8; n];
     s.read_exact(&mut buf).expect("read reply");
     buf
