@@ -176,20 +176,27 @@ fn other_paths_and_methods_are_refused_and_bad_requests_harm_nothing() {
         String::from_utf8_lossy(&reply)
     );
     // Idle connections past the endpoint's 16 are closed at once, and
-    // scrapes work again once they go.
-    let idle: Vec<TcpStream> = (0..16)
+    // scrapes work again once they go. Which ones are closed depends on
+    // when the connections above let go of their slots (on a loaded
+    // machine, after some of these are accepted), so the test counts:
+    // of 17 idle connections, at most 16 stay open.
+    let idle: Vec<TcpStream> = (0..17)
         .map(|_| TcpStream::connect(("127.0.0.1", port)).unwrap())
         .collect();
-    std::thread::sleep(Duration::from_millis(200));
-    let mut extra = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    extra
-        .set_read_timeout(Some(Duration::from_secs(5)))
-        .unwrap();
-    let mut buf = [0u8; 16];
-    let closed = extra
-        .read(&mut buf)
-        .expect("closed at once, not left waiting");
-    assert_eq!(closed, 0, "not closed");
+    let mut closed = 0;
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while closed == 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+        closed = idle
+            .iter()
+            .filter(|s| {
+                s.set_nonblocking(true).unwrap();
+                let mut buf = [0u8; 16];
+                matches!((&**s).read(&mut buf), Ok(0))
+            })
+            .count();
+    }
+    assert!(closed >= 1, "17 idle connections were all left open");
     drop(idle);
     eventually("scrapes are served again", || {
         TcpStream::connect(("127.0.0.1", port))
