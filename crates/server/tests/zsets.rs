@@ -454,6 +454,22 @@ fn zscan_and_zrandmember() {
     assert_eq!(cur, "0");
     let (cur, items): (String, Vec<String>) = q(c, &["ZSCAN", "nokey", "0"]);
     assert_eq!((cur.as_str(), items.len()), ("0", 0));
+    // A compact set scans in one call in its listpack's order, by score
+    // then member, whatever order the members came in (walrus iterates a
+    // small sorted set with ZSCAN and expects ZRANGE's order).
+    let _: i64 = q(
+        c,
+        &["ZADD", "o", "1", "foo", "2", "bar", "1", "baz", "3", "nug"],
+    );
+    let _: i64 = q(c, &["ZADD", "o", "0", "first"]);
+    let (cur, items): (String, Vec<String>) = q(c, &["ZSCAN", "o", "0"]);
+    assert_eq!(cur, "0");
+    assert_eq!(
+        items,
+        ["first", "0", "baz", "1", "foo", "1", "bar", "2", "nug", "3"]
+    );
+    let (_, items): (String, Vec<String>) = q(c, &["ZSCAN", "o", "0", "MATCH", "b*"]);
+    assert_eq!(items, ["baz", "1", "bar", "2"]);
 
     let mut args = vec!["ZADD".to_string(), "big".into()];
     for i in 0..400 {

@@ -10,6 +10,7 @@ use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Keys, Reply, FIR
 use crate::errors;
 use crate::util::{arg_f64, arg_i64, is, parse_f64_bare};
 use bytes::Bytes;
+use durakv_engine::key::Key;
 use durakv_engine::mutation::{list_range, KeyOp};
 use durakv_engine::txn::Txn;
 use durakv_engine::value::Value;
@@ -133,7 +134,7 @@ fn select(z: &ZSet, range: &Range, rev: bool, offset: i64, limit: i64) -> Vec<(B
     }
     let offset = usize::try_from(offset).unwrap_or(usize::MAX);
     let limit = usize::try_from(limit).unwrap_or(usize::MAX);
-    let it: Box<dyn Iterator<Item = (&durakv_engine::key::Key, f64)>> = match range {
+    let it: Box<dyn Iterator<Item = (&Key, f64)>> = match range {
         Range::Rank(start, stop) => {
             let Some((s, e)) = list_range(z.len(), *start, *stop) else {
                 return Vec::new();
@@ -691,12 +692,22 @@ fn zscan(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let opts = scan_options(&args[3..], false)?;
     let compact = scans_whole(&e.value, &super::encoding_limits(ctx));
     let mut items = Vec::new();
-    let next = scan_walk(z.len(), cursor, opts.count, compact, |i| {
+    let mut visit = |m: &Key, s: f64| {
+        if opts.matches(m) {
+            items.push(Frame::Bulk(m.to_bytes()));
+            items.push(Frame::Bulk(Bytes::from(scan_score(s, compact))));
+        }
+    };
+    if compact {
+        // Redis scans a listpack in one call, in the order it keeps it:
+        // by score, then member. Clients rely on that (walrus iterates a
+        // small sorted set with ZSCAN and expects ZRANGE's order).
+        z.iter().for_each(|(m, s)| visit(m, s));
+        return Ok(scan_reply(0, items));
+    }
+    let next = scan_walk(z.len(), cursor, opts.count, false, |i| {
         if let Some((m, s)) = z.get_index(i) {
-            if opts.matches(m) {
-                items.push(Frame::Bulk(m.to_bytes()));
-                items.push(Frame::Bulk(Bytes::from(scan_score(s, compact))));
-            }
+            visit(m, s);
         }
     });
     Ok(scan_reply(next, items))
