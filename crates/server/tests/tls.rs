@@ -258,6 +258,29 @@ fn a_replica_follows_its_primary_over_tls() {
         try_q::<Option<String>>(&mut r, &["GET", "after-restart"]).ok() == Some(Some("yes".into()))
     });
     assert_eq!(q::<i64>(&mut r, &["DBSIZE"]), 502);
+
+    // A replica with a TLS listener of its own announces that port, as
+    // Redis does under tls-replication: Sentinel reaches it there over
+    // TLS (the one above has none and announces its plain port).
+    let own_tls = free_port();
+    let mut args = pki.flags(own_tls, "yes");
+    args.extend([
+        "--tls-client-cert-file".to_string(),
+        client_cert.to_str().unwrap().to_string(),
+        "--tls-client-key-file".to_string(),
+        client_key.to_str().unwrap().to_string(),
+        "--tls-replication".to_string(),
+        "yes".to_string(),
+        "--replicaof".to_string(),
+        replicaof.clone(),
+    ]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let _second = Server::start(&args);
+    eventually("the second replica listed at its TLS port", || {
+        let info: String = q(&mut p, &["INFO", "replication"]);
+        info.contains(&format!(",port={own_tls},"))
+            && info.contains(&format!(",port={},", replica.port))
+    });
 }
 
 #[test]

@@ -254,7 +254,14 @@ async fn sync_over<S: Stream>(
                 .filter(|&p| p != 0),
         )
     };
+    // Else, as Redis: the TLS port when replication speaks TLS and this
+    // server has one (Sentinel then reaches it over TLS), the plain port
+    // otherwise.
     let my_port = announce_port
+        .or_else(|| {
+            let c = shared.config.read();
+            (c.tls_replication && c.tls_port != 0).then_some(u64::from(c.tls_port))
+        })
         .unwrap_or_else(|| shared.bound_port.load(Ordering::Acquire))
         .to_string();
     let r = ask(
