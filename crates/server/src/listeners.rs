@@ -130,12 +130,12 @@ impl Listeners {
         binds: &[String],
         port: u16,
         tls_port: u16,
-        unixsocket: &str,
+        unix_socket: bool,
     ) -> Result<(u16, Vec<Listening>), BindError> {
         let addrs = parse_all(binds)?;
         let mut bound = self.bound.lock();
         let mut fresh = Vec::new();
-        let port = if tcp_off(port, tls_port, unixsocket) {
+        let port = if tcp_off(port, tls_port, unix_socket) {
             0
         } else {
             bind_port(&addrs, port, false, &[], &mut fresh)?
@@ -157,10 +157,10 @@ impl Listeners {
         binds: &[String],
         port: u16,
         tls_port: u16,
-        unixsocket: &str,
+        unix_socket: bool,
     ) -> Result<u16, BindError> {
         let addrs = parse_all(binds)?;
-        let plain = !tcp_off(port, tls_port, unixsocket);
+        let plain = !tcp_off(port, tls_port, unix_socket);
         let mut bound = self.bound.lock();
         let wanted = |l: &Listening| {
             let Ok(at) = l.socket.local_addr() else {
@@ -261,8 +261,8 @@ impl Listeners {
 /// listen Redis refuses to start; durakv picks a free port instead, which
 /// is how tests and scripts start it on an ephemeral one (it prints the
 /// port it took).
-pub fn tcp_off(port: u16, tls_port: u16, unixsocket: &str) -> bool {
-    port == 0 && (tls_port != 0 || !unixsocket.is_empty())
+pub fn tcp_off(port: u16, tls_port: u16, unix_socket: bool) -> bool {
+    port == 0 && (tls_port != 0 || unix_socket)
 }
 
 /// Longest a change waits for the accept loops to let go of a socket.
@@ -404,36 +404,36 @@ mod tests {
     fn a_change_keeps_the_sockets_of_addresses_it_keeps() {
         let l = Listeners::default();
         let binds = vec!["127.0.0.1".to_string()];
-        let (port, served) = l.start(&binds, 0, 0, "").unwrap();
+        let (port, served) = l.start(&binds, 0, 0, false).unwrap();
         assert_eq!(served.len(), 1);
         let loops = accept_loops(&l, served);
         // The same address and port again: no second bind, which would
         // fail with the first socket still listening.
-        assert_eq!(l.change(&binds, port, 0, "").unwrap(), port);
+        assert_eq!(l.change(&binds, port, 0, false).unwrap(), port);
         // The same address twice is one socket.
         let twice = vec!["127.0.0.1".to_string(), "127.0.0.1".to_string()];
-        assert_eq!(l.change(&twice, port, 0, "").unwrap(), port);
+        assert_eq!(l.change(&twice, port, 0, false).unwrap(), port);
         assert_eq!(l.addrs().len(), 1);
         // A port somebody else holds: refused, and the old one stays.
         let taken = TcpListener::bind("127.0.0.1:0").unwrap();
         let other = taken.local_addr().unwrap().port();
-        let e = l.change(&binds, other, 0, "").unwrap_err();
+        let e = l.change(&binds, other, 0, false).unwrap_err();
         assert_eq!(e.reason(), "Unable to listen on this port");
         assert_eq!(
             l.addrs(),
             vec![SocketAddr::new([127, 0, 0, 1].into(), port)]
         );
         let e = l
-            .change(&["999.999.999.999".to_string()], port, 0, "")
+            .change(&["999.999.999.999".to_string()], port, 0, false)
             .unwrap_err();
         assert_eq!(e.reason(), "Failed to bind to specified addresses.");
         // From one address to all of them on the same port: the narrower
         // socket goes first.
-        assert_eq!(l.change(&["*".to_string()], port, 0, "").unwrap(), port);
+        assert_eq!(l.change(&["*".to_string()], port, 0, false).unwrap(), port);
         assert_eq!(l.addrs(), vec![SocketAddr::new([0, 0, 0, 0].into(), port)]);
         // An optional address the host lacks is skipped.
         let p2 = l
-            .change(&["127.0.0.1".into(), "-192.0.2.77".into()], 0, 0, "")
+            .change(&["127.0.0.1".into(), "-192.0.2.77".into()], 0, 0, false)
             .unwrap();
         assert_eq!(l.addrs(), vec![SocketAddr::new([127, 0, 0, 1].into(), p2)]);
         drop(l);
@@ -444,29 +444,29 @@ mod tests {
     #[test]
     fn port_0_turns_plain_tcp_off_only_where_the_server_listens_elsewhere() {
         let binds = vec!["127.0.0.1".to_string()];
-        assert!(tcp_off(0, 0, "/run/durakv.sock"));
-        assert!(tcp_off(0, 6380, ""));
-        assert!(!tcp_off(0, 0, ""));
-        assert!(!tcp_off(6379, 0, "/run/durakv.sock"));
+        assert!(tcp_off(0, 0, true));
+        assert!(tcp_off(0, 6380, false));
+        assert!(!tcp_off(0, 0, false));
+        assert!(!tcp_off(6379, 0, true));
         // Beside a Unix socket: no TCP socket at all.
         let l = Listeners::default();
-        let (port, served) = l.start(&binds, 0, 0, "/run/durakv.sock").unwrap();
+        let (port, served) = l.start(&binds, 0, 0, true).unwrap();
         assert_eq!((port, served.len()), (0, 0));
         // Beside a TLS port: only the TLS socket.
         let l = Listeners::default();
-        let (port, served) = l.start(&binds, 0, 0, "").unwrap();
+        let (port, served) = l.start(&binds, 0, 0, false).unwrap();
         assert_ne!(port, 0, "nowhere else to listen: a free port");
         drop((served, l));
         let l = Listeners::default();
-        let (port, served) = l.start(&binds, 0, port, "").unwrap();
+        let (port, served) = l.start(&binds, 0, port, false).unwrap();
         assert_eq!(port, 0);
         assert_eq!(served.len(), 1);
         assert!(served[0].tls);
         // CONFIG SET port 0 with a Unix socket closes the TCP socket.
         let l = Listeners::default();
-        let (port, served) = l.start(&binds, 0, 0, "").unwrap();
+        let (port, served) = l.start(&binds, 0, 0, false).unwrap();
         let loops = accept_loops(&l, served);
-        assert_eq!(l.change(&binds, 0, 0, "/run/durakv.sock").unwrap(), 0);
+        assert_eq!(l.change(&binds, 0, 0, true).unwrap(), 0);
         assert!(l.addrs().is_empty());
         assert!(
             TcpListener::bind(("127.0.0.1", port)).is_ok(),

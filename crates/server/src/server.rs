@@ -40,7 +40,7 @@ pub async fn serve(shared: Arc<Shared>) -> std::io::Result<()> {
     crate::listeners::set_backlog(shared.config.read().tcp_backlog);
     let (port, listening) = shared
         .listeners
-        .start(&binds, port, tls_port, &unixsocket)
+        .start(&binds, port, tls_port, !unixsocket.is_empty())
         .map_err(|e| std::io::Error::other(e.to_string()))?;
     shared.bound_port.store(port as u64, Ordering::Release);
     // Bound before the port is announced, so that whoever waits for that

@@ -217,17 +217,19 @@ fn config_set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> (Frame, u64) {
 /// `moved` them, and the metrics endpoint (a no-op where it did not move).
 fn listen_as_before(shared: &Shared, before: &Config, moved: bool) {
     if moved {
-        let _ = shared
-            .listeners
-            .change(
-                &before.bind,
-                before.port,
-                before.tls_port,
-                &before.unixsocket,
-            )
-            .map(|p| shared.bound_port.store(p as u64, Release));
+        let _ = listen_on(shared, before);
     }
     let _ = shared.metrics.apply(before);
+}
+
+/// Has the listeners listen where `c` says, and notes the port bound.
+fn listen_on(shared: &Shared, c: &Config) -> Result<u16, BindError> {
+    let unix_socket = !c.unixsocket.is_empty();
+    let bound = shared
+        .listeners
+        .change(&c.bind, c.port, c.tls_port, unix_socket)?;
+    shared.bound_port.store(bound as u64, Release);
+    Ok(bound)
 }
 
 /// Listens where a changed `bind`, `port`, `metrics-port` or
@@ -267,21 +269,17 @@ fn rebind(shared: &Shared, before: &Config, args: &[Bytes]) -> Result<bool, Fram
 
 /// The listeners' part of [`rebind`]: true if they moved.
 fn move_listeners(shared: &Shared, before: &Config) -> Result<bool, BindError> {
-    let (binds, port, tls_port, unixsocket) = {
-        let c = shared.config.read();
-        if c.bind == before.bind && c.port == before.port {
-            return Ok(false);
-        }
-        (c.bind.clone(), c.port, c.tls_port, c.unixsocket.clone())
-    };
-    let bound = shared
-        .listeners
-        .change(&binds, port, tls_port, &unixsocket)?;
-    shared.bound_port.store(bound as u64, Release);
+    // A copy: the configuration's lock is not held while sockets close,
+    // which waits for the accept loops.
+    let now = shared.config.read().clone();
+    if now.bind == before.bind && now.port == before.port {
+        return Ok(false);
+    }
+    let bound = listen_on(shared, &now)?;
     if bound == 0 {
         tracing::info!("plain TCP is off (port 0 beside another listener)");
     } else {
-        tracing::info!("now listening on {binds:?} port {bound}");
+        tracing::info!("now listening on {:?} port {bound}", now.bind);
     }
     Ok(true)
 }

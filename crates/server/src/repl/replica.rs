@@ -244,24 +244,22 @@ async fn sync_over<S: Stream>(
     }
     // What the primary lists in INFO (`slaveN:ip=,port=`), and so where
     // Sentinel looks for this replica: `replica-announce-ip/port` when this
-    // server is reached through another address (NAT, containers).
+    // server is reached through another address (NAT, containers); else,
+    // as Redis, the TLS port when replication speaks TLS and this server
+    // has one (Sentinel then reaches it over TLS), the plain port
+    // otherwise.
     let (announce_ip, announce_port) = {
         let c = shared.config.read();
+        let tls = (c.tls_replication && c.tls_port != 0).then_some(u64::from(c.tls_port));
         (
             c.get("replica-announce-ip").filter(|ip| !ip.is_empty()),
             c.get("replica-announce-port")
                 .and_then(|p| p.parse::<u64>().ok())
-                .filter(|&p| p != 0),
+                .filter(|&p| p != 0)
+                .or(tls),
         )
     };
-    // Else, as Redis: the TLS port when replication speaks TLS and this
-    // server has one (Sentinel then reaches it over TLS), the plain port
-    // otherwise.
     let my_port = announce_port
-        .or_else(|| {
-            let c = shared.config.read();
-            (c.tls_replication && c.tls_port != 0).then_some(u64::from(c.tls_port))
-        })
         .unwrap_or_else(|| shared.bound_port.load(Ordering::Acquire))
         .to_string();
     let r = ask(
