@@ -283,12 +283,12 @@ pub struct Iter<'a> {
 
 enum OwnedInner<'a> {
     Packed { buf: Bytes, pos: usize },
-    Table(std::slice::Iter<'a, (Key, Str)>),
+    Table(crate::chunked::Iter<'a, (Key, Str)>),
 }
 
 enum IterInner<'a> {
     Packed(PartsIter<'a>),
-    Table(std::slice::Iter<'a, (Key, Str)>),
+    Table(crate::chunked::Iter<'a, (Key, Str)>),
 }
 
 impl Iterator for Iter<'_> {
@@ -478,7 +478,7 @@ impl HashValue {
 
     pub fn iter(&self) -> Iter<'_> {
         let inner = match (self.table(), self.parts()) {
-            (Some(t), _) => OwnedInner::Table(t.entries().iter()),
+            (Some(t), _) => OwnedInner::Table(t.entries()),
             (None, parts) => OwnedInner::Packed {
                 buf: Bytes::from(parts.unwrap_or(&[]).concat()),
                 pos: 0,
@@ -489,7 +489,7 @@ impl HashValue {
 
     fn iter_inner(&self) -> IterInner<'_> {
         match (self.table(), self.parts()) {
-            (Some(t), _) => IterInner::Table(t.entries().iter()),
+            (Some(t), _) => IterInner::Table(t.entries()),
             (None, parts) => IterInner::Packed(parts_iter(parts.unwrap_or(&[]))),
         }
     }

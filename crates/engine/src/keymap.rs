@@ -1,5 +1,6 @@
-//! The keyspace's map: keys and their values in a vector, found through a
-//! hash index of 32-bit positions.
+//! The keyspace's map: keys and their values in a vector of fixed-size
+//! chunks (`crate::chunked`), found through a hash index of 32-bit
+//! positions.
 //!
 //! It behaves as the `IndexMap` it replaces where the database relies on
 //! it: new keys are appended, a removal moves the last entry into the hole
@@ -9,10 +10,15 @@
 //! per index slot; this map recomputes hashes when it needs them (growing
 //! the index, moving an entry on removal) and keeps 4-byte positions. With
 //! millions of small values that is about 13 of some 230 bytes per key.
+//! The chunks save about 30 more of `used_memory` per key (215 -> 184
+//! bytes with 128-byte string values), since a doubled vector is a
+//! quarter to a half empty; in resident memory, less (190 -> 186), since
+//! its untouched tail is never paged in.
 //!
 //! Lookups cost the same: `IndexMap` compares the key in the vector too,
 //! after the index's control byte has matched.
 
+use crate::chunked::{self, Chunked};
 use crate::key::Key;
 use crate::value::HashBuilder;
 use hashbrown::HashTable;
@@ -32,7 +38,7 @@ pub const MAX_LEN: usize = u32::MAX as usize;
 const SHRINK_MIN_SLOTS: usize = 64;
 
 pub struct KeyMap<V> {
-    entries: Vec<(Key, V)>,
+    entries: Chunked<(Key, V)>,
     index: HashTable<u32>,
     /// Where the index's table was at the last insertion, for
     /// [`KeyMap::place`].
@@ -133,7 +139,7 @@ pub struct Vacant(u64);
 impl<V> Default for KeyMap<V> {
     fn default() -> Self {
         KeyMap {
-            entries: Vec::new(),
+            entries: Chunked::default(),
             index: HashTable::new(),
             place: Place::default(),
         }
@@ -220,10 +226,6 @@ impl<V> KeyMap<V> {
             .insert_unique(slot.0, i as u32, rehash(&self.entries));
         let (bucket, slot) = (e.bucket_index(), e.get() as *const u32 as usize);
         self.place = Place::of(e.into_table(), bucket, slot);
-        if i == self.entries.capacity() {
-            let more = crate::headroom::growth(i, std::mem::size_of::<(Key, V)>());
-            self.entries.reserve_exact(more);
-        }
         self.entries.push((key, value));
         i
     }
@@ -258,7 +260,7 @@ impl<V> KeyMap<V> {
                 *slot = i as u32;
             }
         }
-        let (k, v) = self.entries.swap_remove(i);
+        let (k, v) = self.entries.swap_remove(i)?;
         self.shrink_if_sparse();
         Some((i, k, v))
     }
@@ -317,9 +319,9 @@ impl<V> KeyMap<V> {
         self.entries.iter().map(|(k, v)| (k, v))
     }
 
-    /// The entries as a slice, in position order.
-    pub fn entries(&self) -> &[(Key, V)] {
-        &self.entries
+    /// The entries in position order, as stored.
+    pub fn entries(&self) -> chunked::Iter<'_, (Key, V)> {
+        self.entries.iter()
     }
 
     pub fn values(&self) -> impl ExactSizeIterator<Item = &V> {
@@ -328,13 +330,13 @@ impl<V> KeyMap<V> {
 
     /// Bytes allocated for the vector and the index.
     pub fn allocated_bytes(&self) -> usize {
-        self.entries.capacity() * std::mem::size_of::<(Key, V)>() + self.index.allocation_size()
+        self.entries.allocated_bytes() + self.index.allocation_size()
     }
 }
 
 /// How the index finds the hash of the entry at a position when it grows:
 /// hashes are not stored, so the key is hashed again.
-fn rehash<V>(entries: &[(Key, V)]) -> impl Fn(&u32) -> u64 + '_ {
+fn rehash<V>(entries: &Chunked<(Key, V)>) -> impl Fn(&u32) -> u64 + '_ {
     move |&j| key_hash(entries[j as usize].0.as_slice())
 }
 
@@ -370,7 +372,7 @@ impl<V> std::ops::IndexMut<usize> for KeyMap<V> {
 
 impl<V> IntoIterator for KeyMap<V> {
     type Item = (Key, V);
-    type IntoIter = std::vec::IntoIter<(Key, V)>;
+    type IntoIter = <Chunked<(Key, V)> as IntoIterator>::IntoIter;
     fn into_iter(self) -> Self::IntoIter {
         self.entries.into_iter()
     }

@@ -28,6 +28,7 @@
 //!   let the log be truncated; [`store`] opens a directory (checkpoint + log).
 
 pub mod checkpoint;
+mod chunked;
 pub mod codec;
 mod cow;
 pub mod db;
@@ -35,7 +36,6 @@ pub mod dep;
 pub mod durability;
 pub mod functions;
 pub mod hash;
-pub mod headroom;
 pub mod io;
 pub mod key;
 pub mod keymap;

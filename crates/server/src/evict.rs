@@ -186,10 +186,6 @@ pub fn apply_config(shared: &Shared) {
         c.lfu_decay_time as u32,
     );
     drop(c);
-    durakv_engine::headroom::set(match e.maxmemory() {
-        0 => u64::MAX,
-        max => max.saturating_sub(counted_memory_bytes()),
-    });
     // A lower limit takes effect before CONFIG SET answers, as in Redis.
     crate::client_evict::enforce(shared);
 }
@@ -235,7 +231,6 @@ pub fn perform(shared: &Shared) -> Outcome {
         return Outcome::Ok;
     }
     let counted = counted_memory_bytes();
-    durakv_engine::headroom::set(max.saturating_sub(counted));
     if counted <= max {
         return Outcome::Ok;
     }
@@ -279,7 +274,6 @@ pub fn perform(shared: &Shared) -> Outcome {
     if evicted > 0 {
         shared.stats.evicted_keys.add(evicted as u64);
     }
-    durakv_engine::headroom::set(max.saturating_sub(counted_memory_bytes()));
     out
 }
 
