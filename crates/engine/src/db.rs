@@ -908,29 +908,39 @@ impl Db {
     }
 
     /// Visits live entries from position `cursor - 1` downwards, at most `count`
-    /// of them, and returns the next cursor (0 when done).
+    /// of them, with the LSN of each one's last logged write, and returns
+    /// the next cursor (0 when done). Expired entries it meets are removed,
+    /// as a read of them would (Redis's SCAN expires what it meets too), unless
+    /// reads keep them ([`keep_expired`]).
     ///
     /// Walking downwards is what makes SCAN's guarantee hold on this map:
     /// removal moves the last element into the hole, and the last element has
     /// already been visited, so no element present for the whole scan is
-    /// missed (some may be returned twice, which SCAN allows).
+    /// missed (some may be returned twice, which SCAN allows). The walk's own
+    /// removals are holes at or above its position, so they keep it too.
     pub fn scan(
-        &self,
+        &mut self,
         cursor: usize,
         count: usize,
         now_ms: u64,
-        mut visit: impl FnMut(&Key, &Entry),
+        mut visit: impl FnMut(&Key, &Entry, u64),
     ) -> usize {
+        let remove = !EXPIRED_KEPT.load(Ordering::Relaxed);
+        self.now_s = (now_ms / 1000) as u32;
         let mut pos = cursor.min(self.map.len());
         let mut seen = 0;
         while pos > 0 && seen < count {
             pos -= 1;
-            if let Some((k, e)) = self.map.get_index(pos) {
-                if !self.is_expired(k, e, now_ms) {
-                    visit(k, e);
-                }
-            }
             seen += 1;
+            let Some((k, e)) = self.map.get_index(pos) else {
+                continue;
+            };
+            if !self.is_expired(k, e, now_ms) {
+                visit(k, e, self.lsn_of(e));
+            } else if remove {
+                let k = k.clone();
+                self.remove_expired(&k);
+            }
         }
         pos
     }
@@ -1007,6 +1017,12 @@ impl Db {
             let (k, e) = self.map.get_index(i)?;
             if !self.is_expired(k, e, now_ms) {
                 return Some(k.to_bytes());
+            }
+            if EXPIRED_KEPT.load(Ordering::Relaxed) {
+                // Draws keep landing on kept expired keys: at worst this
+                // answers nil while a live key remains, as Redis does when
+                // its tries are spent.
+                continue;
             }
             let k = k.clone();
             self.remove_expired(&k);

@@ -324,6 +324,43 @@ fn keys_and_scan() {
     assert_eq!((next.as_str(), keys.len()), ("0", 0));
 }
 
+/// SCAN removes the expired keys it walks over, as Redis's does: with
+/// active expiry off, DBSIZE still counts them until then, and each one
+/// raises an `expired` event. KEYS only skips them, as in Redis 7.0.
+#[test]
+fn scan_expires_the_expired_keys_it_meets() {
+    let srv = Server::start(&["--enable-debug-command", "yes"]);
+    let c = &mut srv.conn();
+    run::<()>(c, &["DEBUG", "SET-ACTIVE-EXPIRE", "0"]);
+    run::<()>(c, &["CONFIG", "SET", "notify-keyspace-events", "Ex"]);
+    for i in 0..5 {
+        run::<()>(c, &["SET", &format!("gone:{i}"), "v", "PX", "1"]);
+    }
+    run::<()>(c, &["SET", "kept", "v"]);
+    std::thread::sleep(Duration::from_millis(20));
+    assert_eq!(run::<i64>(c, &["DBSIZE"]), 6);
+    assert_eq!(run::<Vec<String>>(c, &["KEYS", "*"]), ["kept"]);
+    assert_eq!(run::<i64>(c, &["DBSIZE"]), 6, "KEYS deletes nothing");
+
+    let mut sub = srv.conn();
+    let mut pubsub = sub.as_pubsub();
+    pubsub.subscribe("__keyevent@0__:expired").unwrap();
+    pubsub
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    assert_eq!(scan_all(c, &["COUNT", "100"]), ["kept"]);
+    assert_eq!(run::<i64>(c, &["DBSIZE"]), 1);
+    let mut events: Vec<String> = (0..5)
+        .map(|_| pubsub.get_message().unwrap().get_payload().unwrap())
+        .collect();
+    events.sort();
+    let want: Vec<String> = (0..5).map(|i| format!("gone:{i}")).collect();
+    assert_eq!(events, want);
+    let stats: String = run(c, &["INFO", "stats"]);
+    assert!(stats.contains("expired_keys:5\r\n"), "{stats}");
+    run::<()>(c, &["DEBUG", "SET-ACTIVE-EXPIRE", "1"]);
+}
+
 #[test]
 fn randomkey_dbsize_flush_swapdb() {
     let srv = Server::start(&[]);

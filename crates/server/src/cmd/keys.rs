@@ -472,7 +472,7 @@ fn scan(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let db = ctx.db();
     let now = txn.now_ms;
     let durable = ctx.shared.durable_lsn();
-    let shards: Vec<&Shard> = txn.shards_mut().map(|s| &*s).collect();
+    let mut shards: Vec<&mut Shard> = txn.shards_mut().collect();
     let n = shards.len() as u64;
     if n == 0 {
         return Ok(Frame::Array(vec![
@@ -486,11 +486,11 @@ fn scan(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let mut found = Vec::new();
     let mut dependency = 0;
     let next = loop {
-        let shard = shards[s];
-        let d = &shard.dbs[db];
-        let start = if pos == 0 { d.len() } else { pos.min(d.len()) };
+        let shard = &mut *shards[s];
         let track = shard.applied_lsn > durable;
-        let after = d.scan(start, budget, now, |k, e| {
+        let d = &mut shard.dbs[db];
+        let start = if pos == 0 { d.len() } else { pos.min(d.len()) };
+        let after = d.scan(start, budget, now, |k, e, lsn| {
             let type_ok = match wanted_type {
                 None => true,
                 Some(t) => t == Some(e.value.value_type()),
@@ -502,7 +502,7 @@ fn scan(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
             if type_ok && name_ok {
                 found.push(Frame::Bulk(k.to_bytes()));
                 if track {
-                    dependency = dependency.max(d.lsn_of(e));
+                    dependency = dependency.max(lsn);
                 }
             }
         });
