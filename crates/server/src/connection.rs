@@ -96,7 +96,24 @@ mod scratch {
 #[derive(Default)]
 struct Held {
     bytes: BytesMut,
-    replies: VecDeque<(usize, u64, bool, u64)>,
+    replies: VecDeque<HeldReply>,
+}
+
+/// One reply (or published message) in the held queue.
+#[derive(Clone, Copy)]
+struct HeldReply {
+    /// Its bytes, the next `len` of `Held::bytes`.
+    len: usize,
+    /// What it waits for (`crate::repl::dep_parts`).
+    dep: u64,
+    /// A published message, not a reply: it is dropped rather than
+    /// answered with an error, and its wait is not counted.
+    message: bool,
+    /// When it was queued (Unix ms), if it waits for replicas: their
+    /// timeout counts from then. 0 otherwise.
+    queued_ms: u64,
+    /// When it was held (`reply_wait::now_us`).
+    held_us: u64,
 }
 
 impl Held {
@@ -111,15 +128,16 @@ impl Held {
     /// What the oldest held reply waits for, if any: its local dependency,
     /// and whether it waits for replicas once that is met.
     fn first_wait(&self) -> Option<(u64, bool)> {
-        self.replies
-            .front()
-            .map(|&(_, dep, _, _)| crate::repl::dep_parts(dep))
+        self.replies.front().map(|r| crate::repl::dep_parts(r.dep))
     }
 
     /// When the oldest reply waiting for replicas was queued (they are
     /// queued in time order), if any waits for them.
     fn first_replicated_ms(&self) -> Option<u64> {
-        self.replies.iter().find(|r| r.3 != 0).map(|r| r.3)
+        self.replies
+            .iter()
+            .find(|r| r.queued_ms != 0)
+            .map(|r| r.queued_ms)
     }
 
     /// Frees the buffers once nothing is held, so an idle connection owns none.
@@ -910,8 +928,17 @@ fn push_with(
     } else {
         0
     };
-    held.replies
-        .push_back((held.bytes.len() - before, dep, message, queued_ms));
+    held.replies.push_back(HeldReply {
+        len: held.bytes.len() - before,
+        dep,
+        message,
+        queued_ms,
+        held_us: if message {
+            0
+        } else {
+            crate::reply_wait::now_us()
+        },
+    });
 }
 
 /// The LSN up to which `replicated` dependencies are met: every logged
@@ -998,7 +1025,15 @@ fn release(shared: &Shared, out: &mut BytesMut, held: &mut Held) {
         })
     };
     let mut ready = 0;
-    while let Some(&(len, dep, message, queued_ms)) = held.replies.front() {
+    let mut now_us = None;
+    while let Some(&HeldReply {
+        len,
+        dep,
+        message,
+        queued_ms,
+        held_us,
+    }) = held.replies.front()
+    {
         let (lsn, replicated) = crate::repl::dep_parts(dep);
         let local = shared.dep_met(lsn);
         let (covered, timed_out) = if replicated && local {
@@ -1027,6 +1062,10 @@ fn release(shared: &Shared, out: &mut BytesMut, held: &mut Held) {
             }
         } else {
             break;
+        }
+        if !message {
+            let now = *now_us.get_or_insert_with(crate::reply_wait::now_us);
+            shared.reply_waits.record(now.saturating_sub(held_us));
         }
         held.replies.pop_front();
     }

@@ -13,6 +13,7 @@
 //!   `db3_durability`) becomes one metric per number in it, the item as a
 //!   label.
 
+use crate::reply_wait;
 use crate::state::Shared;
 use bytes::Bytes;
 use durakv_engine::wal::{WalStats, FSYNC_BUCKETS_US};
@@ -56,6 +57,7 @@ const COUNTERS: &[&str] = &[
     "wal_bytes_written",
     "wal_records",
     "wal_fsyncs",
+    "wal_replies_held",
     "checkpoint_count",
     "checkpoint_failures",
 ];
@@ -97,11 +99,40 @@ const NUMBERED_ITEMS: &[(&str, &str)] = &[
 ];
 
 /// The exposition text (Prometheus text format 0.0.4): INFO EVERYTHING,
-/// then the log's fsync time histograms.
+/// then the log's fsync time histograms and the replies' wait for them.
 pub fn render_all(shared: &Shared) -> String {
     let mut text = render(&crate::cmd::info::everything(shared));
     fsync_histograms(&shared.store.wal.stats(), &mut text);
+    reply_wait_histogram(&shared.reply_waits.snapshot(), &mut text);
     text
+}
+
+/// `durakv_reply_wait_seconds`: how long replies were held until what
+/// they depend on was durable ([`crate::reply_wait`]), the latency a
+/// `full` client sees on top of the command's own.
+pub fn reply_wait_histogram(waits: &reply_wait::Snapshot, out: &mut String) {
+    let name = format!("{PREFIX}reply_wait_seconds");
+    let _ = write!(
+        out,
+        "# HELP {name} Time each reply was held until the writes it depends on were durable\n\
+         # TYPE {name} histogram\n"
+    );
+    let mut cumulative = 0;
+    for (i, n) in waits.buckets.iter().enumerate() {
+        cumulative += n;
+        let _ = writeln!(out, "{name}_bucket{{le=\"{}\"}} {cumulative}", le(i));
+    }
+    let _ = writeln!(out, "{name}_sum {}", waits.total_us as f64 / 1e6);
+    let _ = writeln!(out, "{name}_count {cumulative}");
+}
+
+/// The `le` label of bucket `i` of [`FSYNC_BUCKETS_US`] (seconds), or
+/// `+Inf` past the last.
+fn le(i: usize) -> String {
+    match FSYNC_BUCKETS_US.get(i) {
+        Some(us) => (*us as f64 / 1e6).to_string(),
+        None => "+Inf".to_string(),
+    }
 }
 
 /// `durakv_wal_fsync_seconds`, a histogram per log directory. INFO gives
@@ -119,13 +150,10 @@ pub fn fsync_histograms(stats: &WalStats, out: &mut String) {
         let mut cumulative = 0;
         for (i, n) in ss.fsync_buckets.iter().enumerate() {
             cumulative += n;
-            let le = match FSYNC_BUCKETS_US.get(i) {
-                Some(us) => (*us as f64 / 1e6).to_string(),
-                None => "+Inf".to_string(),
-            };
             let _ = writeln!(
                 out,
-                "{name}_bucket{{stream=\"{s}\",le=\"{le}\"}} {cumulative}"
+                "{name}_bucket{{stream=\"{s}\",le=\"{}\"}} {cumulative}",
+                le(i)
             );
         }
         let sum = ss.total_fsync_us as f64 / 1e6;
@@ -396,6 +424,27 @@ mod tests {
             "durakv_wal_fsync_seconds_bucket{stream=\"0\",le=\"+Inf\"} 4\n",
             "durakv_wal_fsync_seconds_sum{stream=\"0\"} 3.0004\n",
             "durakv_wal_fsync_seconds_count{stream=\"0\"} 4\n",
+        ] {
+            assert!(out.contains(want), "{want} missing from:\n{out}");
+        }
+    }
+
+    #[test]
+    fn reply_waits_are_one_cumulative_histogram() {
+        let waits = crate::reply_wait::ReplyWaits::default();
+        for us in [10, 40, 300, 3_000_000] {
+            waits.record(us);
+        }
+        let mut out = String::new();
+        reply_wait_histogram(&waits.snapshot(), &mut out);
+        for want in [
+            "# TYPE durakv_reply_wait_seconds histogram\n",
+            "durakv_reply_wait_seconds_bucket{le=\"0.00005\"} 2\n",
+            "durakv_reply_wait_seconds_bucket{le=\"0.0005\"} 3\n",
+            "durakv_reply_wait_seconds_bucket{le=\"2.5\"} 3\n",
+            "durakv_reply_wait_seconds_bucket{le=\"+Inf\"} 4\n",
+            "durakv_reply_wait_seconds_sum 3.00035\n",
+            "durakv_reply_wait_seconds_count 4\n",
         ] {
             assert!(out.contains(want), "{want} missing from:\n{out}");
         }

@@ -167,6 +167,8 @@ pub struct Shared {
     pub rates: crate::rates::Rates,
     /// INFO commandstats, errorstats and latencystats.
     pub cmdstats: crate::cmdstats::CommandStats,
+    /// How long replies were held for durability (`crate::reply_wait`).
+    pub reply_waits: crate::reply_wait::ReplyWaits,
     /// SLOWLOG.
     pub slowlog: crate::slowlog::SlowLog,
     /// The latency monitor (LATENCY LATEST and friends).
@@ -246,6 +248,7 @@ impl Shared {
             watches: WatchRegistry::default(),
             rates: crate::rates::Rates::default(),
             cmdstats: crate::cmdstats::CommandStats::default(),
+            reply_waits: crate::reply_wait::ReplyWaits::default(),
             slowlog: crate::slowlog::SlowLog::default(),
             latency: crate::latency::LatencyMonitor::default(),
             stats: Stats::default(),

@@ -105,6 +105,54 @@ fn info_fields_are_served_as_prometheus_metrics() {
     assert_eq!(sample(&scrape(port), "durakv_db_keys{db=\"0\"}"), 4.0);
 }
 
+/// Each reply a `full` write held for its fsync is counted once, with how
+/// long it was held, in INFO and in `durakv_reply_wait_seconds`; replies
+/// at `none` are never held, so they add nothing.
+#[test]
+fn replies_held_for_durability_are_timed() {
+    let (server, port) = start();
+    let mut c = server.conn();
+    let held = |c: &mut redis::Connection| -> u64 {
+        info_field(c, "persistence", "wal_replies_held")
+            .parse()
+            .unwrap()
+    };
+    let _: () = q(&mut c, &["CLIENT", "DURABILITY", "none"]);
+    let before = held(&mut c);
+    for i in 0..20 {
+        let _: () = q(&mut c, &["SET", &format!("n{i}"), "v"]);
+    }
+    assert_eq!(held(&mut c), before, "no reply at `none` is held");
+
+    let _: () = q(&mut c, &["CLIENT", "DURABILITY", "full"]);
+    for i in 0..20 {
+        let _: () = q(&mut c, &["SET", &format!("f{i}"), "v"]);
+    }
+    let after = held(&mut c);
+    // Each waits for its own fsync, unless (a preempted thread) the fsync
+    // was done before its reply was ready: then it goes out unheld.
+    assert!(
+        after > before && after <= before + 20,
+        "{} of 20 `full` SET replies held",
+        after - before
+    );
+    let avg: f64 = info_field(&mut c, "persistence", "wal_avg_reply_wait_us")
+        .parse()
+        .unwrap();
+    assert!(avg > 0.0, "an fsync takes time: {avg}");
+
+    let body = scrape(port);
+    let count = sample(&body, "durakv_reply_wait_seconds_count");
+    assert_eq!(count, after as f64);
+    assert_eq!(
+        sample(&body, "durakv_reply_wait_seconds_bucket{le=\"+Inf\"}"),
+        count
+    );
+    assert!(sample(&body, "durakv_reply_wait_seconds_sum") > 0.0);
+    assert_eq!(sample(&body, "durakv_wal_replies_held_total"), count);
+    assert!(body.contains("# TYPE durakv_reply_wait_seconds histogram"));
+}
+
 /// Every line is a comment or a sample Prometheus can parse: a name, labels
 /// in braces, and a number; and every name was given a TYPE.
 #[test]
