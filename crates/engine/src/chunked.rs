@@ -22,10 +22,11 @@ pub const CHUNK: usize = 1 << SHIFT;
 const MASK: usize = CHUNK - 1;
 
 pub struct Chunked<T> {
-    /// Every chunk but the last holds exactly `CHUNK` elements. The last
-    /// may be empty: one emptied by removals is kept, so that a map whose
-    /// size hovers at a chunk boundary does not allocate and free a chunk
-    /// at each insertion and removal.
+    /// Element `i` is in chunk `i / CHUNK`, so every chunk before the one
+    /// holding the last element is full. One empty chunk may follow it:
+    /// the last one emptied by removals is kept, so that a map whose size
+    /// hovers at a chunk boundary does not allocate and free a chunk at
+    /// each insertion and removal.
     chunks: Vec<Vec<T>>,
     len: usize,
 }
@@ -126,12 +127,14 @@ impl<T> Chunked<T> {
     /// when reached, which wastes nothing.
     pub fn reserve(&mut self, additional: usize) {
         let want = self.len.saturating_add(additional);
-        if self.len < CHUNK && want > self.capacity() {
+        if self.len < CHUNK {
             if self.chunks.is_empty() {
                 self.chunks.push(Vec::new());
             }
             let first = &mut self.chunks[0];
-            first.reserve_exact(want.min(CHUNK) - first.len());
+            if want.min(CHUNK) > first.capacity() {
+                first.reserve_exact(want.min(CHUNK) - first.len());
+            }
         }
         self.chunks
             .reserve((want >> SHIFT).saturating_sub(self.chunks.len()));
