@@ -137,7 +137,7 @@ impl<T> Chunked<T> {
             }
         }
         self.chunks
-            .reserve((want >> SHIFT).saturating_sub(self.chunks.len()));
+            .reserve(want.div_ceil(CHUNK).saturating_sub(self.chunks.len()));
     }
 
     /// Gives back room beyond `max(len, min)` elements: emptied chunks,

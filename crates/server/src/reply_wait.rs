@@ -13,10 +13,6 @@ use durakv_engine::wal::FSYNC_BUCKETS_US;
 use std::sync::OnceLock;
 use std::time::Instant;
 
-/// Upper bounds of the buckets, in µs: the fsync histogram's, so the two
-/// read side by side; one more bucket counts the slower waits.
-pub const BUCKETS_US: &[u64] = &FSYNC_BUCKETS_US;
-
 /// Microseconds on a monotonic clock, from an arbitrary start: a held
 /// reply's timestamp, which wall-clock steps must not turn negative.
 #[inline]
@@ -26,7 +22,9 @@ pub fn now_us() -> u64 {
 }
 
 /// Held-reply waits by bucket (not cumulative), and their total, striped
-/// by thread as the other per-request counters are.
+/// by thread as the other per-request counters are. The buckets are the
+/// fsync histogram's ([`FSYNC_BUCKETS_US`]), so the two read side by
+/// side; one more counts the slower waits.
 pub struct ReplyWaits {
     buckets: [Counter; FSYNC_BUCKETS_US.len() + 1],
     total_us: Counter,
@@ -44,8 +42,8 @@ impl Default for ReplyWaits {
 /// A reading of [`ReplyWaits`].
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Snapshot {
-    /// Waits per bucket of [`BUCKETS_US`] plus one past the last (not
-    /// cumulative).
+    /// Waits per bucket of [`FSYNC_BUCKETS_US`] plus one past the last
+    /// (not cumulative).
     pub buckets: Vec<u64>,
     pub count: u64,
     pub total_us: u64,
@@ -55,7 +53,7 @@ impl ReplyWaits {
     /// Counts one reply that was held for `us` microseconds.
     #[inline]
     pub fn record(&self, us: u64) {
-        self.buckets[BUCKETS_US.partition_point(|&ub| ub < us)].add(1);
+        self.buckets[FSYNC_BUCKETS_US.partition_point(|&ub| ub < us)].add(1);
         self.total_us.add(us);
     }
 
@@ -65,6 +63,17 @@ impl ReplyWaits {
             count: buckets.iter().sum(),
             buckets,
             total_us: self.total_us.get(),
+        }
+    }
+}
+
+impl Snapshot {
+    /// The mean wait in µs (0 before any).
+    pub fn avg_us(&self) -> f64 {
+        if self.count == 0 {
+            0.0
+        } else {
+            self.total_us as f64 / self.count as f64
         }
     }
 }
@@ -82,9 +91,10 @@ mod tests {
         let s = w.snapshot();
         assert_eq!(s.count, 5);
         assert_eq!(s.total_us, 3_001_001);
+        assert_eq!(s.avg_us(), 600_200.2);
         assert_eq!(&s.buckets[..5], &[2, 1, 0, 0, 1]);
-        assert_eq!(s.buckets[BUCKETS_US.len()], 1, "past the last bound");
-        assert_eq!(s.buckets.len(), BUCKETS_US.len() + 1);
+        assert_eq!(s.buckets[FSYNC_BUCKETS_US.len()], 1, "past the last bound");
+        assert_eq!(s.buckets.len(), FSYNC_BUCKETS_US.len() + 1);
     }
 
     #[test]

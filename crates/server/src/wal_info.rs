@@ -24,12 +24,7 @@ pub fn fields(shared: &Shared, s: &mut String) {
     f("wal_avg_fsync_us", &format!("{:.1}", st.avg_fsync_us));
     let waits = shared.reply_waits.snapshot();
     f("wal_replies_held", &waits.count);
-    let avg_wait = if waits.count > 0 {
-        waits.total_us as f64 / waits.count as f64
-    } else {
-        0.0
-    };
-    f("wal_avg_reply_wait_us", &format!("{avg_wait:.1}"));
+    f("wal_avg_reply_wait_us", &format!("{:.1}", waits.avg_us()));
     f("wal_pending_bytes", &st.pending_bytes);
     f("wal_last_lsn", &st.last_lsn);
     f("wal_durable_lsn", &st.durable_lsn);
