@@ -417,6 +417,36 @@ fn start_after_lsn_skips_checkpointed_records_and_truncation_frees_segments() {
     );
 }
 
+/// A checkpoint's replay LSN lets the log drop the cached pages of the
+/// sealed segments wholly before it (a restart from that checkpoint reads
+/// none of them), each segment once, and never the active ones or any
+/// holding a record at or after the LSN.
+#[test]
+fn cached_pages_are_released_only_for_segments_wholly_before_the_lsn() {
+    let (fs, cfg, wal) = three_hundred_over_two_streams(14);
+    let releases = || fs.stats().cache_releases;
+    assert_eq!(wal.release_cache_before(1), 0);
+    let first = wal.release_cache_before(151);
+    assert!(first > 0, "no segment released before LSN 151");
+    assert_eq!(releases(), first as u64);
+    // Each segment once.
+    assert_eq!(wal.release_cache_before(151), 0);
+    let all_sealed = wal.release_cache_before(u64::MAX);
+    assert!(all_sealed > 0);
+    let stats = wal.stats();
+    assert_eq!(
+        first + all_sealed,
+        stats.segments - 2,
+        "every segment but the two active ones"
+    );
+    assert_eq!(releases(), (first + all_sealed) as u64);
+    // Released, not removed: recovery from the start still reads them all.
+    wal.close().unwrap();
+    drop(wal);
+    let (_w, _, got) = open(Arc::new(fs.clone()), &cfg, 0).unwrap();
+    assert_eq!(got.len(), 300);
+}
+
 /// Segments a checkpoint covers whole (the next segment of their stream
 /// starts at or below the first LSN it lacks) are not read: garbage in
 /// them changes nothing. A configuration that reads covered records reads

@@ -136,6 +136,9 @@ pub struct CheckpointStats {
     /// LSN passed to `Wal::truncate_before`, if truncation ran.
     pub truncated_before_lsn: Option<u64>,
     pub truncate: TruncateStats,
+    /// Log segments whose cached pages were dropped: those wholly before
+    /// this checkpoint's replay LSN, kept for older checkpoints.
+    pub wal_segments_released: usize,
     /// Retention or truncation trouble; the checkpoint itself is complete
     /// and durable regardless.
     pub cleanup_error: Option<String>,
@@ -545,6 +548,12 @@ impl Checkpointer {
         let Some(wal) = wal else {
             return Ok(());
         };
+        // Like the older checkpoints' pages, the log's before the newest
+        // one's replay LSN are read only if it is damaged.
+        if let Some(newest) = kept.first() {
+            stats.wal_segments_released =
+                wal.release_cache_before(newest.footer.replay_lsn.saturating_add(1));
+        }
         // Recovery from any remaining checkpoint needs records after its
         // replay LSN; everything up to the smallest of them can go.
         let Some(oldest) = kept.iter().map(|s| s.footer.replay_lsn).min() else {

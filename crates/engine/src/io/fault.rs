@@ -110,6 +110,8 @@ pub struct FaultStats {
     pub dir_syncs: u64,
     pub failed_syncs: u64,
     pub failed_writes: u64,
+    /// Calls of [`FsFile::release_cache`]: a hint, with no effect here.
+    pub cache_releases: u64,
 }
 
 #[derive(Default, Clone)]
@@ -472,6 +474,10 @@ impl FsFile for FaultFile {
 
     fn sync_all(&self) -> io::Result<()> {
         self.sync()
+    }
+
+    fn release_cache(&self) {
+        self.state.lock().stats.cache_releases += 1;
     }
 }
 

@@ -506,6 +506,7 @@ impl Wal {
                         max_lsn: initial.last().map(|r| r.0),
                         bytes: p.segment_size_bytes,
                         active: true,
+                        cache_released: false,
                     });
                     seg
                 }
@@ -806,6 +807,15 @@ impl Wal {
             );
         }
         Ok(stats)
+    }
+
+    /// Drops the cached pages of sealed segments wholly before `lsn`, as a
+    /// hint to the OS (`FsFile::release_cache`); each segment once. A
+    /// checkpoint calls it with its replay LSN: a restart from it reads no
+    /// record before that, and the pages left crowd out the memory the
+    /// restart's keyspace then needs. Returns how many segments it dropped.
+    pub fn release_cache_before(&self, lsn: u64) -> usize {
+        segment::release_cache_before(self.fs.as_ref(), &self.lists, lsn)
     }
 
     /// Bytes of segment files (including preallocated space and spares).

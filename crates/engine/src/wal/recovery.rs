@@ -626,6 +626,7 @@ pub(crate) fn recover(
                 max_lsn: st.max_lsn,
                 bytes: s.len,
                 active: append.as_ref().is_some_and(|a| a.path == s.path),
+                cache_released: false,
             })
             .collect();
         plans.push(StreamPlan { segments, append });

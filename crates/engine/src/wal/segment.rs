@@ -105,6 +105,8 @@ pub(crate) struct SegmentInfo {
     pub bytes: u64,
     /// The segment the writer appends to; never removed.
     pub active: bool,
+    /// Its cached pages were dropped ([`release_cache_before`]).
+    pub cache_released: bool,
 }
 
 pub(crate) type SegmentList = Arc<Mutex<Vec<SegmentInfo>>>;
@@ -543,6 +545,7 @@ impl SegmentWriter {
                 max_lsn: None,
                 bytes: self.params.segment_size_bytes,
                 active: true,
+                cache_released: false,
             });
         }
         self.spares.rotated(s);
@@ -686,6 +689,32 @@ pub(crate) fn truncate_before(
         fs.sync_dir(dir).map_err(|e| WalError::io(dir, e))?;
     }
     Ok(stats)
+}
+
+/// Drops the cached pages of the sealed segments that hold nothing at or
+/// after `lsn`, each once. Returns how many it dropped.
+pub(crate) fn release_cache_before(fs: &dyn FileSystem, lists: &[SegmentList], lsn: u64) -> usize {
+    let mut released = 0;
+    for list in lists {
+        // Paths under the lock, files opened after it: rotation takes it.
+        let paths: Vec<PathBuf> = list
+            .lock()
+            .iter_mut()
+            .take_while(|s| !s.active && !matches!(s.max_lsn, Some(m) if m >= lsn))
+            .filter(|s| !s.cache_released)
+            .map(|s| {
+                s.cache_released = true;
+                s.path.clone()
+            })
+            .collect();
+        for path in paths {
+            if let Ok(file) = fs.open_file(&path) {
+                file.release_cache();
+                released += 1;
+            }
+        }
+    }
+    released
 }
 
 /// Deletes `path` and makes the deletion durable.
