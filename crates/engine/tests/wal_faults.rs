@@ -419,8 +419,8 @@ fn start_after_lsn_skips_checkpointed_records_and_truncation_frees_segments() {
 
 /// A checkpoint's replay LSN lets the log drop the cached pages of the
 /// sealed segments wholly before it (a restart from that checkpoint reads
-/// none of them), each segment once, and never the active ones or any
-/// holding a record at or after the LSN.
+/// none of them): at LSN 151 of 300 some, the others only at a later LSN;
+/// each segment once; never the two active ones; and every record stays.
 #[test]
 fn cached_pages_are_released_only_for_segments_wholly_before_the_lsn() {
     let (fs, cfg, wal) = three_hundred_over_two_streams(14);
