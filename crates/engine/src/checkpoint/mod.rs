@@ -136,9 +136,6 @@ pub struct CheckpointStats {
     /// LSN passed to `Wal::truncate_before`, if truncation ran.
     pub truncated_before_lsn: Option<u64>,
     pub truncate: TruncateStats,
-    /// Log segments whose cached pages were dropped: those wholly before
-    /// this checkpoint's replay LSN, kept for older checkpoints.
-    pub wal_segments_released: usize,
     /// Retention or truncation trouble; the checkpoint itself is complete
     /// and durable regardless.
     pub cleanup_error: Option<String>,
@@ -548,12 +545,6 @@ impl Checkpointer {
         let Some(wal) = wal else {
             return Ok(());
         };
-        // Like the older checkpoints' pages, the log's before the newest
-        // one's replay LSN are read only if it is damaged.
-        if let Some(newest) = kept.first() {
-            stats.wal_segments_released =
-                wal.release_cache_before(newest.footer.replay_lsn.saturating_add(1));
-        }
         // Recovery from any remaining checkpoint needs records after its
         // replay LSN; everything up to the smallest of them can go.
         let Some(oldest) = kept.iter().map(|s| s.footer.replay_lsn).min() else {
@@ -562,6 +553,12 @@ impl Checkpointer {
         let before = oldest.saturating_add(1);
         stats.truncate = wal.truncate_before(before).map_err(CheckpointError::Wal)?;
         stats.truncated_before_lsn = Some(before);
+        // Like the older checkpoints' pages, the kept log's before the
+        // newest one's replay LSN are read only if it is damaged. After the
+        // truncation, so that no segment about to go is opened for it.
+        if let Some(newest) = kept.first() {
+            wal.release_cache_before(newest.footer.replay_lsn.saturating_add(1));
+        }
         Ok(())
     }
 }
