@@ -80,6 +80,9 @@ mod tag {
     /// A stream whose consumers carry their active time (payload version
     /// 5, checkpoint version 5).
     pub const V_STREAM_ACTIVE: u8 = 6;
+    /// A packed hash as its in-memory buffer (checkpoint version 6 only;
+    /// never in a log record).
+    pub const V_HASH_PACKED: u8 = 7;
 }
 
 pub(crate) fn put_u32(out: &mut Vec<u8>, v: u32) {
@@ -404,6 +407,26 @@ fn encode_op(op: &KeyOp, out: &mut Vec<u8>) {
     }
 }
 
+/// Encodes a value as a checkpoint (version 6 on) stores it: a packed
+/// hash as its buffer, copied whole (type 7), which a restart copies back
+/// without rewriting each entry; anything else as [`encode_value`].
+pub fn encode_stored_value(v: &Value, out: &mut Vec<u8>) {
+    if let Value::Hash(h) = v {
+        if let Some(parts) = h.packed_parts() {
+            out.push(tag::V_HASH_PACKED);
+            let at = out.len();
+            put_u32(out, 0);
+            for p in parts {
+                out.extend_from_slice(p);
+            }
+            let len = (out.len() - at - 4) as u32;
+            out[at..at + 4].copy_from_slice(&len.to_le_bytes());
+            return;
+        }
+    }
+    encode_value(v, out)
+}
+
 /// Encodes a whole value (used by `Restore` and by snapshots).
 pub fn encode_value(v: &Value, out: &mut Vec<u8>) {
     match v {
@@ -464,6 +487,9 @@ pub struct Reader<'a> {
     /// A value of type 6 was read: the caller checks that its container's
     /// version allows one.
     pub saw_active_streams: bool,
+    /// A value of type 7 was read: only a checkpoint of version 6 on may
+    /// hold one.
+    pub saw_packed_hashes: bool,
 }
 
 impl<'a> Reader<'a> {
@@ -473,6 +499,7 @@ impl<'a> Reader<'a> {
             pos: 0,
             shared: None,
             saw_active_streams: false,
+            saw_packed_hashes: false,
         }
     }
 
@@ -483,6 +510,7 @@ impl<'a> Reader<'a> {
             pos: 0,
             shared: Some(buf),
             saw_active_streams: false,
+            saw_packed_hashes: false,
         }
     }
 
@@ -598,6 +626,9 @@ pub fn decode_mutations(payload: &Bytes) -> Result<Vec<Mutation>, DecodeError> {
         }
         if r.saw_active_streams && version < PAYLOAD_VERSION_STREAM_ACTIVE {
             return r.fail("stream value with active times in a payload older than version 5");
+        }
+        if r.saw_packed_hashes {
+            return r.fail("packed hash value in a log record");
         }
         out.push(m);
     }
@@ -729,6 +760,14 @@ pub fn decode_value(r: &mut Reader<'_>) -> Result<Value, DecodeError> {
                 pairs.push((r.slice()?, r.slice()?));
             }
             Value::Hash(crate::value::HashValue::from_slices(&pairs))
+        }
+        tag::V_HASH_PACKED => {
+            r.saw_packed_hashes = true;
+            let buf = r.slice()?;
+            match crate::value::HashValue::from_packed(buf) {
+                Ok(h) => Value::Hash(h),
+                Err(reason) => return r.fail(reason),
+            }
         }
         tag::V_LIST => {
             let n = r.count(4)?;
@@ -879,6 +918,39 @@ mod tests {
             total += encoded_len(m);
         }
         assert_eq!(total, out.len() as u64);
+    }
+
+    /// Value type 7 (a packed hash's buffer) is for checkpoints: a log
+    /// record that holds one is damaged, whatever its payload version.
+    #[test]
+    fn packed_hash_values_are_refused_in_log_records() {
+        let h: crate::value::HashValue = [(b("f"), b("v"))].into_iter().collect();
+        let restore = Mutation::key(
+            0,
+            b("h"),
+            KeyOp::Restore {
+                value: Value::Hash(h.clone()),
+                expire_at_ms: 0,
+            },
+        );
+        let mut out = Vec::new();
+        encode_mutations(std::slice::from_ref(&restore), &mut out);
+        assert_eq!(
+            decode_mutations(&Bytes::from(out.clone())).unwrap(),
+            vec![restore]
+        );
+        // The same record with the value as a checkpoint stores it.
+        let mut plain = Vec::new();
+        encode_value(&Value::Hash(h.clone()), &mut plain);
+        let mut stored = Vec::new();
+        encode_stored_value(&Value::Hash(h), &mut stored);
+        assert_eq!(stored[0], tag::V_HASH_PACKED);
+        let at = out.len() - plain.len();
+        assert_eq!(out[at..], plain[..]);
+        out.truncate(at);
+        out.extend_from_slice(&stored);
+        let err = decode_mutations(&Bytes::from(out)).unwrap_err();
+        assert_eq!(err.reason, "packed hash value in a log record");
     }
 
     #[test]

@@ -173,9 +173,12 @@ fn rounded(n: usize) -> usize {
     (w / step + 1) * step * 8
 }
 
-/// Length and the first and last (up to) eight bytes of `b`, read as
-/// words (a byte copy into a word buffer stalls the load that follows).
-fn fingerprint(b: &[u8]) -> (usize, u64, u64) {
+/// A byte string's length and its first and last (up to) eight bytes.
+type Fingerprint = (usize, u64, u64);
+
+/// The [`Fingerprint`] of `b`, its edge bytes read as words (a byte copy
+/// into a word buffer stalls the load that follows).
+fn fingerprint(b: &[u8]) -> Fingerprint {
     let u32_at = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
     let u64_at = |i: usize| {
         u64::from_le_bytes([
@@ -195,6 +198,44 @@ fn fingerprint(b: &[u8]) -> (usize, u64, u64) {
         4.. => (n, u64::from(u32_at(0)), u64::from(u32_at(n - 4))),
         _ => (n, b.iter().fold(0, |w, &c| w << 8 | u64::from(c)), 0),
     }
+}
+
+/// Whether no two of `fields` are equal. They are compared pairwise, by a
+/// cheap fingerprint first (length and edge bytes): most fields of a
+/// record share a length, and a restart checks every record, so the
+/// fingerprints sit on the stack in an array sized to the hash, not one of
+/// `PACKED_MAX_ENTRIES`.
+fn distinct<'a>(fields: impl Iterator<Item = &'a [u8]>) -> bool {
+    let prints: SmallVec<[(Fingerprint, &[u8]); 16]> =
+        fields.map(|f| (fingerprint(f), f)).collect();
+    prints
+        .iter()
+        .enumerate()
+        .all(|(i, (p, f))| prints[..i].iter().all(|(q, g)| q != p || g != f))
+}
+
+/// Reads a canonical LEB128 length (no needless trailing zero group, at
+/// most five bytes) at `*pos` of a buffer read from disk, and the bytes it
+/// counts; advances `*pos` past them.
+fn checked_item<'a>(buf: &'a [u8], pos: &mut usize) -> Result<&'a [u8], &'static str> {
+    let mut len = 0usize;
+    let mut at = *pos;
+    for shift in (0..35).step_by(7) {
+        let b = *buf.get(at).ok_or("packed hash cut short")?;
+        at += 1;
+        len |= usize::from(b & 0x7f) << shift;
+        if b & 0x80 == 0 {
+            if b == 0 && shift > 0 {
+                return Err("packed hash length not in its shortest form");
+            }
+            let item = buf
+                .get(at..at.checked_add(len).ok_or("packed hash cut short")?)
+                .ok_or("packed hash cut short")?;
+            *pos = at + len;
+            return Ok(item);
+        }
+    }
+    Err("packed hash length longer than five bytes")
 }
 
 /// Bytes one field and value take in a packed buffer.
@@ -330,21 +371,7 @@ impl HashValue {
                 .iter()
                 .all(|(f, v)| f.len() <= PACKED_MAX_ITEM_BYTES && v.len() <= PACKED_MAX_ITEM_BYTES);
         let size: usize = pairs.iter().map(|(f, v)| entry_len(f, v)).sum();
-        // Fields compared pairwise, by a cheap fingerprint first (length
-        // and edge bytes): most fields of a record share a length, and a
-        // restart checks every record, so the fingerprints sit on the stack
-        // in an array sized to the hash, not one of `PACKED_MAX_ENTRIES`.
-        let distinct = || {
-            let prints: SmallVec<[(usize, u64, u64); 16]> =
-                pairs.iter().map(|(f, _)| fingerprint(f)).collect();
-            prints.iter().enumerate().all(|(i, p)| {
-                prints[..i]
-                    .iter()
-                    .zip(pairs)
-                    .all(|(q, (g, _))| q != p || *g != pairs[i].0)
-            })
-        };
-        if fits && size <= PACKED_MAX_BYTES && distinct() {
+        if fits && size <= PACKED_MAX_BYTES && distinct(pairs.iter().map(|(f, _)| *f)) {
             return HashValue {
                 repr: Box::new(packed_repr_of(pairs, size)),
             };
@@ -361,6 +388,46 @@ impl HashValue {
             t.set(f, Str::new(v));
         }
         HashValue::of_table(t)
+    }
+
+    /// The hash a checkpoint stored as its packed buffer
+    /// ([`HashValue::packed_parts`] back to back), checked entry by entry.
+    /// A buffer in packed shape (within the packed bounds, fields
+    /// distinct) is copied as it is, split as [`packed_repr`] would, with
+    /// no entry rewritten; any other well-formed one is built as
+    /// [`HashValue::from_slices`] builds it. `Err` only for bytes that are
+    /// not a sequence of entries.
+    pub fn from_packed(buf: &[u8]) -> Result<HashValue, &'static str> {
+        let mut pairs: SmallVec<[(&[u8], &[u8]); 16]> = SmallVec::new();
+        let mut ends: SmallVec<[usize; 16]> = SmallVec::new();
+        let mut fits = buf.len() <= PACKED_MAX_BYTES;
+        let mut pos = 0;
+        while pos < buf.len() {
+            let f = checked_item(buf, &mut pos)?;
+            let v = checked_item(buf, &mut pos)?;
+            fits &= f.len() <= PACKED_MAX_ITEM_BYTES && v.len() <= PACKED_MAX_ITEM_BYTES;
+            pairs.push((f, v));
+            ends.push(pos);
+        }
+        fits &= pairs.len() <= PACKED_MAX_ENTRIES;
+        if !fits || !distinct(pairs.iter().map(|(f, _)| *f)) {
+            return Ok(HashValue::from_slices(&pairs));
+        }
+        let repr = match split_point(ends.iter().copied(), buf.len()) {
+            Some((_, at)) => {
+                Repr::Other(Box::new(Other::Split([buf[..at].into(), buf[at..].into()])))
+            }
+            None => Repr::Packed(buf.into()),
+        };
+        Ok(HashValue {
+            repr: Box::new(repr),
+        })
+    }
+
+    /// The buffer of a packed hash, in one or two parts to be read back to
+    /// back (see [`HashValue::from_packed`]); `None` for a table.
+    pub fn packed_parts(&self) -> Option<impl Iterator<Item = &[u8]> + '_> {
+        self.parts().map(|p| p.iter().map(|b| &b[..]))
     }
 
     pub fn len(&self) -> usize {
@@ -954,5 +1021,112 @@ mod tests {
         let got: Vec<(Bytes, Bytes)> = h.iter().collect();
         assert_eq!(got, pairs);
         assert_eq!(HashValue::default().iter().count(), 0);
+    }
+
+    fn packed_bytes(h: &HashValue) -> Vec<u8> {
+        h.packed_parts()
+            .expect("packed")
+            .flatten()
+            .copied()
+            .collect()
+    }
+
+    /// A checkpoint stores a packed hash as its buffer; loading it back
+    /// must give the same hash in the same blocks as the hash that wrote
+    /// it, for random shapes on both sides of the split and the bounds.
+    #[test]
+    fn a_packed_buffer_loads_back_as_the_hash_that_wrote_it() {
+        let mut next = xorshift(0x2545_f491_4f6c_dd1d);
+        let mut shapes = [0usize; 3];
+        for _ in 0..2000 {
+            let n = 1 + next(40) as usize;
+            let pairs: Vec<(Bytes, Bytes)> = (0..n)
+                .map(|_| {
+                    let f = b(&format!("field{}", next(60)));
+                    let len = if next(8) == 0 {
+                        200 + next(1000)
+                    } else {
+                        next(120)
+                    };
+                    (f, Bytes::from(vec![b'v'; len as usize]))
+                })
+                .collect();
+            let h: HashValue = pairs.into_iter().collect();
+            let Some(parts) = h.parts() else {
+                assert!(h.packed_parts().is_none());
+                shapes[0] += 1;
+                continue;
+            };
+            let lens: Vec<usize> = parts.iter().map(|p| p.len()).collect();
+            shapes[lens.len()] += 1;
+            let loaded = HashValue::from_packed(&packed_bytes(&h)).unwrap();
+            assert_eq!(loaded, h);
+            let loaded_lens: Vec<usize> = loaded.parts().unwrap().iter().map(|p| p.len()).collect();
+            assert_eq!(loaded_lens, lens);
+            assert_eq!(
+                loaded.keys().collect::<Vec<_>>(),
+                h.keys().collect::<Vec<_>>()
+            );
+        }
+        assert!(
+            shapes.iter().all(|&n| n > 100),
+            "tables, packed, split: {shapes:?}"
+        );
+    }
+
+    /// Well-formed entries outside the packed shape (a repeated field, an
+    /// item or a buffer past the bounds) load as `from_slices` builds the
+    /// same entries; bytes that are not entries are refused.
+    #[test]
+    fn a_stored_buffer_outside_the_packed_shape_is_rebuilt_and_a_malformed_one_refused() {
+        let mut buf = Vec::new();
+        for (f, v) in [("a", "1"), ("b", "2"), ("a", "3")] {
+            put_entry(&mut buf, f.as_bytes(), v.as_bytes());
+        }
+        let h = HashValue::from_packed(&buf).unwrap();
+        assert_eq!(h.len(), 2);
+        assert_eq!(h.get(b"a"), Some(b("3")));
+
+        let long = vec![b'x'; PACKED_MAX_ITEM_BYTES + 1];
+        let mut buf = Vec::new();
+        put_entry(&mut buf, b"f", &long);
+        let h = HashValue::from_packed(&buf).unwrap();
+        assert!(!h.is_packed());
+        assert_eq!(h.get(b"f").as_deref(), Some(&long[..]));
+
+        let mut buf = Vec::new();
+        for i in 0..PACKED_MAX_ENTRIES + 1 {
+            put_entry(&mut buf, format!("f{i}").as_bytes(), b"v");
+        }
+        let h = HashValue::from_packed(&buf).unwrap();
+        assert!(!h.is_packed());
+        assert_eq!(h.len(), PACKED_MAX_ENTRIES + 1);
+
+        assert_eq!(HashValue::from_packed(&[]).unwrap().len(), 0);
+        let refused = |buf: &[u8]| HashValue::from_packed(buf).err();
+        // A field whose value is missing, a length past the end, a length
+        // with a needless zero group, a length of six bytes.
+        assert_eq!(refused(b"\x01a"), Some("packed hash cut short"));
+        assert_eq!(refused(b"\x01a\x05xy"), Some("packed hash cut short"));
+        assert_eq!(
+            refused(b"\x81\x00a\x01v"),
+            Some("packed hash length not in its shortest form")
+        );
+        assert_eq!(
+            refused(b"\x80\x80\x80\x80\x80\x01"),
+            Some("packed hash length longer than five bytes")
+        );
+        assert_eq!(
+            refused(b"\xff\xff\xff\xff\x0f"),
+            Some("packed hash cut short")
+        );
+        // No byte string panics it.
+        let mut next = xorshift(0x1234_5678_9abc_def1);
+        for _ in 0..20_000 {
+            let junk: Vec<u8> = (0..next(40)).map(|_| next(256) as u8).collect();
+            if let Ok(h) = HashValue::from_packed(&junk) {
+                assert!(h.len() <= junk.len());
+            }
+        }
     }
 }

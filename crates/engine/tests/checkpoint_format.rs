@@ -2,8 +2,9 @@
 //! must load forever. `checkpoint_fixtures/v1.dkcp` was written by format
 //! version 1, `v2.dkcp` by version 2, which adds function libraries, and
 //! `v3.dkcp` by version 3, which adds streams, `v4.dkcp` by version 4,
-//! which adds a replica's stream position, and `v5.dkcp` by version 5,
-//! which adds stream consumers' active times (write the current version's with
+//! which adds a replica's stream position, `v5.dkcp` by version 5,
+//! which adds stream consumers' active times, and `v6.dkcp` by version 6,
+//! which stores packed hashes as their buffer (write the current version's with
 //! `cargo test -p durakv-engine --test checkpoint_format -- --ignored`;
 //! never regenerate an older one), and these tests load them and check every
 //! key, type, value, TTL and library. It also pins the documented byte
@@ -134,7 +135,24 @@ fn contents(version: u32) -> Vec<Mutation> {
     if version >= 3 {
         v.extend(streams());
     }
+    if version >= 6 {
+        v.extend(hashes());
+    }
     v
+}
+
+/// The version 6 fixture's hashes: a YCSB-shaped record (packed, in two
+/// blocks in memory, so stored as value type 7) and one past the packed
+/// bounds (a table, stored by its fields as before).
+fn hashes() -> Vec<Mutation> {
+    let record = (0..10)
+        .map(|i| (b(&format!("field{i}")), b(&format!("{i}").repeat(100))))
+        .collect();
+    let wide = (0..200).map(|i| (b(&format!("f{i}")), b("v"))).collect();
+    vec![
+        Mutation::key(0, b("record"), KeyOp::HSet(record)),
+        Mutation::key(0, b("wide"), KeyOp::HSet(wide)),
+    ]
 }
 
 fn base_contents() -> Vec<Mutation> {
@@ -328,18 +346,25 @@ fn version_4_fixture_loads_the_replication_position() {
     assert_eq!(ks3.repl_origin(), None);
 }
 
-#[test]
-fn version_5_fixture_loads_consumers_active_times() {
-    let path = fixture_path(5);
+/// Loads the fixture of `version` (4 on: libraries and a stream
+/// position), checks all of it against what wrote it, and returns its
+/// entries.
+fn load_fixture_with_position(version: u32, keys: u64) -> Vec<(usize, Vec<u8>, Value, u64)> {
+    let path = fixture_path(version);
     let summary = checkpoint::read_summary(&OsFs, &path).unwrap();
-    assert_eq!(summary.header.version, 5);
+    assert_eq!(summary.header.version, version);
     let ks = Keyspace::new(3, 4);
     let loaded = checkpoint::load_into(&OsFs, &path, &ks, 2).unwrap();
-    assert_eq!(loaded.keys, 10);
-    assert_eq!(entries(&ks), expected(5));
+    assert_eq!(loaded.keys, keys);
+    assert_eq!(entries(&ks), expected(version));
     assert_eq!(ks.function_libraries(), libraries());
     assert_eq!(ks.repl_origin(), Some(position()));
-    let all = entries(&ks);
+    entries(&ks)
+}
+
+#[test]
+fn version_5_fixture_loads_consumers_active_times() {
+    let all = load_fixture_with_position(5, 10);
     let stream = all.iter().find(|e| e.1 == b"stream").unwrap();
     let Value::Stream(s) = &stream.2 else {
         panic!("not a stream");
@@ -360,6 +385,18 @@ fn version_5_fixture_loads_consumers_active_times() {
         s4.groups[&b("g1")].consumers[&b("carol")].active_time,
         Some(NOW_MS + 8)
     );
+}
+
+#[test]
+fn version_6_fixture_loads_packed_hashes_stored_as_their_buffer() {
+    let all = load_fixture_with_position(6, 12);
+    let hash = |key: &[u8]| match &all.iter().find(|e| e.1 == key).unwrap().2 {
+        Value::Hash(h) => h.clone(),
+        _ => panic!("not a hash"),
+    };
+    let record = hash(b"record");
+    assert!(record.is_packed());
+    assert!(!hash(b"wide").is_packed());
 }
 
 #[test]

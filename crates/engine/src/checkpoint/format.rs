@@ -25,10 +25,13 @@ pub const FILE_MAGIC: [u8; 8] = *b"DURAKVCP";
 /// Format version written by this code. Version 3 adds stream values
 /// (value tag 5); version 4 the replication-position section after the
 /// function libraries; version 5 stream values whose consumers carry
-/// their active time (value tag 6, in place of 5).
-pub const FORMAT_VERSION: u32 = 5;
+/// their active time (value tag 6, in place of 5); version 6 packed
+/// hashes as their in-memory buffer (value tag 7).
+pub const FORMAT_VERSION: u32 = 6;
 /// The first version whose entries may hold value tag 6.
 pub const STREAM_ACTIVE_VERSION: u32 = 5;
+/// The first version whose entries may hold value tag 7.
+pub const PACKED_HASH_VERSION: u32 = 6;
 /// The oldest version the reader accepts (no function-library section).
 pub const MIN_FORMAT_VERSION: u32 = 1;
 /// ASCII `DKFN`: first 4 bytes of the function-library section.
@@ -516,7 +519,7 @@ pub fn encode_entry(db: u32, key: &[u8], entry: &Entry, expire_at_ms: u64, out: 
     out.extend_from_slice(&(key.len() as u32).to_le_bytes());
     out.extend_from_slice(key);
     out.extend_from_slice(&expire_at_ms.to_le_bytes());
-    codec::encode_value(&entry.value, out);
+    codec::encode_stored_value(&entry.value, out);
     let len = (out.len() - start - 4) as u32;
     out[start..start + 4].copy_from_slice(&len.to_le_bytes());
 }
@@ -562,6 +565,9 @@ pub fn decode_entry(
             at,
             "stream value with active times in a file older than version 5",
         ));
+    }
+    if r.saw_packed_hashes && version < PACKED_HASH_VERSION {
+        return Err((at, "packed hash value in a file older than version 6"));
     }
     if !r.is_empty() {
         return Err((start + r.position(), "entry longer than its value"));
@@ -736,5 +742,82 @@ mod tests {
             err.map(|e| e.1),
             Some("stream value with active times in a file older than version 5")
         );
+    }
+
+    /// Value type 7 (a packed hash's buffer) belongs to version 6 files,
+    /// which store every packed hash so; a table is stored by its fields.
+    #[test]
+    fn packed_hashes_are_stored_as_their_buffer_from_version_6() {
+        use crate::value::{HashValue, Value};
+        let record: HashValue = (0..10)
+            .map(|i| {
+                (
+                    Bytes::from(format!("field{i}")),
+                    Bytes::from(vec![b'v'; 100]),
+                )
+            })
+            .collect();
+        assert!(record.is_packed());
+        let mut body = Vec::new();
+        encode_entry(
+            0,
+            b"h",
+            &Entry::new(Value::Hash(record.clone())),
+            0,
+            &mut body,
+        );
+        // Entry header (length, db, key), expiry, type, buffer length.
+        let value_at = 4 + 4 + 4 + 1 + 8;
+        assert_eq!(body[value_at], 7);
+        assert_eq!(
+            &body[value_at + 5..],
+            &record
+                .packed_parts()
+                .unwrap()
+                .flatten()
+                .copied()
+                .collect::<Vec<u8>>()[..]
+        );
+        let mut pos = 0;
+        let e = decode_entry(&body, &mut pos, PACKED_HASH_VERSION).unwrap();
+        assert_eq!(pos, body.len());
+        assert!(matches!(&e.value, Value::Hash(h) if *h == record && h.is_packed()));
+        let mut pos = 0;
+        let err = decode_entry(&body, &mut pos, PACKED_HASH_VERSION - 1).err();
+        assert_eq!(
+            err.map(|e| e.1),
+            Some("packed hash value in a file older than version 6")
+        );
+
+        // The example in docs/format.md.
+        let small: HashValue = [
+            (Bytes::from_static(b"a"), Bytes::from_static(b"1")),
+            (Bytes::from_static(b"bc"), Bytes::new()),
+        ]
+        .into_iter()
+        .collect();
+        let mut body = Vec::new();
+        encode_entry(0, b"h", &Entry::new(Value::Hash(small)), 0, &mut body);
+        assert_eq!(
+            body[value_at..],
+            [7, 8, 0, 0, 0, 1, b'a', 1, b'1', 2, b'b', b'c', 0]
+        );
+
+        let table: HashValue = (0..200)
+            .map(|i| (Bytes::from(format!("f{i}")), Bytes::from_static(b"v")))
+            .collect();
+        assert!(!table.is_packed());
+        let mut body = Vec::new();
+        encode_entry(
+            0,
+            b"t",
+            &Entry::new(Value::Hash(table.clone())),
+            0,
+            &mut body,
+        );
+        assert_eq!(body[4 + 4 + 4 + 1 + 8], 1);
+        let mut pos = 0;
+        let e = decode_entry(&body, &mut pos, MIN_FORMAT_VERSION).unwrap();
+        assert!(matches!(&e.value, Value::Hash(h) if *h == table));
     }
 }

@@ -634,10 +634,6 @@ mod tests {
     use crate::zset::ZSet;
     use bytes::Bytes;
 
-    fn entry(value: Value) -> Entry {
-        Entry::new(value)
-    }
-
     /// A version 1 file of one shard in two blocks (the first sizes the
     /// maps), holding `blocks`' keys.
     fn write_file(path: &Path, blocks: [&[(&str, Value)]; 2]) {
@@ -655,7 +651,7 @@ mod tests {
         for (i, entries) in blocks.iter().enumerate() {
             let mut chunk = Chunk::new(Vec::new());
             for (k, v) in entries.iter() {
-                format::encode_entry(0, k.as_bytes(), &entry(v.clone()), 0, &mut chunk.buf);
+                version_1_entry(k.as_bytes(), v, &mut chunk.buf);
                 chunk.entries += 1;
                 keys += 1;
             }
@@ -671,6 +667,20 @@ mod tests {
             footer_offset,
         })
         .unwrap();
+    }
+
+    /// An entry of database 0 as version 1 encodes it: a hash as its
+    /// fields (type 1), never as a packed buffer (type 7, version 6 on).
+    fn version_1_entry(key: &[u8], value: &Value, out: &mut Vec<u8>) {
+        let start = out.len();
+        out.extend_from_slice(&[0u8; 4]);
+        out.extend_from_slice(&0u32.to_le_bytes());
+        out.extend_from_slice(&(key.len() as u32).to_le_bytes());
+        out.extend_from_slice(key);
+        out.extend_from_slice(&0u64.to_le_bytes());
+        crate::codec::encode_value(value, out);
+        let len = (out.len() - start - 4) as u32;
+        out[start..start + 4].copy_from_slice(&len.to_le_bytes());
     }
 
     fn record(n: usize) -> Value {
