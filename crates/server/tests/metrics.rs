@@ -49,9 +49,7 @@ fn sample(body: &str, series: &str) -> f64 {
 }
 
 fn start() -> (Server, u16) {
-    let port = free_port();
-    let server = Server::start(&["--metrics-port", &port.to_string()]);
-    (server, port)
+    Server::start_with_free_port(|port| vec!["--metrics-port".into(), port.to_string()])
 }
 
 #[test]

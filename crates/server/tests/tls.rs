@@ -101,10 +101,7 @@ fn leaf(name: &str, ca: &rcgen::Certificate, ca_key: &KeyPair) -> (rcgen::Certif
 }
 
 fn start(pki: &Pki, auth: &str) -> (Server, u16) {
-    let tls_port = free_port();
-    let flags = pki.flags(tls_port, auth);
-    let args: Vec<&str> = flags.iter().map(String::as_str).collect();
-    (Server::start(&args), tls_port)
+    Server::start_with_free_port(|tls_port| pki.flags(tls_port, auth))
 }
 
 /// A RESP connection over TLS, presenting `cert` if given.

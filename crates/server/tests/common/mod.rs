@@ -61,6 +61,34 @@ impl Server {
         }
     }
 
+    /// Starts a server with `args(port)`, for a port it is to listen on
+    /// besides its own (metrics, TLS), probed free with [`free_port`]. Any
+    /// process may bind that port between the probe and the server's bind,
+    /// so a start that fails with "Address already in use" is tried again
+    /// with another port. Returns the server and that port.
+    pub fn start_with_free_port(args: impl Fn(u16) -> Vec<String>) -> (Server, u16) {
+        let mut last = String::new();
+        for _ in 0..5 {
+            let extra = free_port();
+            let args = args(extra);
+            let dir = tempfile::tempdir().expect("tempdir");
+            match try_spawn(dir.path(), &args) {
+                Ok((child, port)) => {
+                    let server = Server {
+                        child: Some(child),
+                        port,
+                        dir,
+                        args,
+                    };
+                    return (server, extra);
+                }
+                Err(e) if e.contains("Address already in use") => last = e,
+                Err(e) => panic!("{e}"),
+            }
+        }
+        panic!("five ports were taken before the server could bind them; the last start:\n{last}")
+    }
+
     pub fn url(&self) -> String {
         format!("redis://127.0.0.1:{}/", self.port)
     }
