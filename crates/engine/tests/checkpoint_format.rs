@@ -13,7 +13,7 @@
 
 use bytes::Bytes;
 use durakv_engine::checkpoint::format::{self, FileHeader, Footer};
-use durakv_engine::checkpoint::{self, CheckpointConfig, Checkpointer};
+use durakv_engine::checkpoint::{self, CheckpointConfig, CheckpointOptions, Checkpointer};
 use durakv_engine::io::OsFs;
 use durakv_engine::keyspace::Keyspace;
 use durakv_engine::mutation::{ExpireMode, FunctionOp, KeyOp, Mutation, ReplOrigin, StreamOp};
@@ -397,6 +397,76 @@ fn version_6_fixture_loads_packed_hashes_stored_as_their_buffer() {
     let record = hash(b"record");
     assert!(record.is_packed());
     assert!(!hash(b"wide").is_packed());
+}
+
+/// A checkpoint written in version 5 (`CheckpointOptions::format_version`,
+/// for a rollback to the build before version 6) is what that build wrote:
+/// the version 5 fixture's contents give the fixture's blocks byte for
+/// byte, and the version 6 contents (packed hashes) load back whole from a
+/// file the version 5 reader rules accept.
+#[test]
+fn version_5_is_still_written_as_the_build_before_wrote_it() {
+    let written = |version: u32, contents: u32| {
+        let dir = tempfile::tempdir().unwrap();
+        let ck = Checkpointer::open(Arc::new(OsFs), CheckpointConfig::new(dir.path())).unwrap();
+        let ks = build(contents);
+        {
+            let mut f = ks.functions().lock();
+            for (name, code) in libraries() {
+                f.apply(&FunctionOp::Load { name, code });
+            }
+        }
+        ks.set_repl_origin(&position(), 0);
+        let opts = CheckpointOptions {
+            format_version: version,
+            ..CheckpointOptions::default()
+        };
+        let st = ck.checkpoint_with(&ks, None, opts).unwrap();
+        (std::fs::read(&st.path).unwrap(), dir)
+    };
+    let (file, _dir) = written(5, 5);
+    let fixture = std::fs::read(fixture_path(5)).unwrap();
+    let footer = |f: &[u8]| f.len() - format::FOOTER_BYTES;
+    assert_eq!(&file[8..12], &5u32.to_le_bytes());
+    assert_eq!(
+        &file[format::FILE_HEADER_BYTES..footer(&file)],
+        &fixture[format::FILE_HEADER_BYTES..footer(&fixture)]
+    );
+
+    let (file, dir) = written(5, 6);
+    let path = dir.path().join("v5-of-v6.dkcp");
+    std::fs::write(&path, &file).unwrap();
+    assert_eq!(
+        checkpoint::read_summary(&OsFs, &path)
+            .unwrap()
+            .header
+            .version,
+        5
+    );
+    let ks = Keyspace::new(3, 4);
+    let loaded = checkpoint::load_into(&OsFs, &path, &ks, 2).unwrap();
+    assert_eq!(loaded.keys, 12);
+    assert_eq!(entries(&ks), expected(6));
+    let all = entries(&ks);
+    assert!(matches!(&all.iter().find(|e| e.1 == b"record").unwrap().2,
+        Value::Hash(h) if h.is_packed()));
+
+    for version in [4, format::FORMAT_VERSION + 1] {
+        let dir = tempfile::tempdir().unwrap();
+        let ck = Checkpointer::open(Arc::new(OsFs), CheckpointConfig::new(dir.path())).unwrap();
+        let opts = CheckpointOptions {
+            format_version: version,
+            ..CheckpointOptions::default()
+        };
+        let err = ck.checkpoint_with(&build(6), None, opts).unwrap_err();
+        assert!(
+            err.to_string().contains(&format!(
+                "checkpoint format version {version} is not written"
+            )),
+            "{err}"
+        );
+        assert!(ck.files().unwrap().is_empty());
+    }
 }
 
 #[test]

@@ -233,8 +233,12 @@ pub enum Pace {
 }
 
 fn options(shared: &Shared, pace: Pace) -> CheckpointOptions {
+    let format_version = shared.config.read().checkpoint_format_version;
     if pace == Pace::Foreground {
-        return CheckpointOptions::default();
+        return CheckpointOptions {
+            format_version,
+            ..CheckpointOptions::default()
+        };
     }
     let spread_secs =
         (shared.config.read().recovery_target_secs / BACKGROUND_SPREAD_DIVISOR).max(1);
@@ -249,6 +253,7 @@ fn options(shared: &Shared, pace: Pace) -> CheckpointOptions {
     };
     CheckpointOptions {
         max_bytes_per_sec: (size / spread_secs).max(MIN_BACKGROUND_BYTES_PER_SEC),
+        format_version,
     }
 }
 

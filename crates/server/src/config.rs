@@ -264,6 +264,9 @@ pub struct Config {
     pub recovery_target_secs: u64,
     pub checkpoint_wal_size_mb: u64,
     pub checkpoint_keep: u64,
+    /// Checkpoint file format version written (`checkpoint-format-version`):
+    /// the newest, or the one before it for a rollback to an older build.
+    pub checkpoint_format_version: u32,
     /// The file the configuration was loaded from, if any.
     pub config_file: String,
     /// The format of `config_file`, which CONFIG REWRITE writes back.
@@ -377,6 +380,7 @@ impl Default for Config {
             recovery_target_secs: 60,
             checkpoint_wal_size_mb: 1024,
             checkpoint_keep: 2,
+            checkpoint_format_version: durakv_engine::checkpoint::format::FORMAT_VERSION,
             config_file: String::new(),
             config_format: ConfigFormat::Toml,
             tcp_backlog: 511,
@@ -1597,6 +1601,22 @@ pub static DIRECTIVES: &[Directive] = &[
             Ok(())
         },
         get: |c| c.checkpoint_keep.to_string(),
+    },
+    Directive {
+        name: "checkpoint-format-version",
+        default: "6",
+        help: "Checkpoint format written: 6, or 5 for a build that reads no newer (a rollback)",
+        runtime: true,
+        repeatable: false,
+        set: |c, v| {
+            c.checkpoint_format_version = bounded(
+                v,
+                durakv_engine::checkpoint::format::OLDEST_WRITTEN_VERSION as u64,
+                durakv_engine::checkpoint::format::FORMAT_VERSION as u64,
+            )? as u32;
+            Ok(())
+        },
+        get: |c| c.checkpoint_format_version.to_string(),
     },
     compat!("appendonly", "no", redis_check::yes_no),
     compat!("appendfsync", "everysec", |v| redis_check::one_of(v, &["everysec", "always", "no"])),

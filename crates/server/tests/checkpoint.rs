@@ -346,3 +346,82 @@ fn bgrewriteaof_takes_a_checkpoint() {
     }
     assert_eq!(info_field(&mut c, "rdb_last_bgsave_status"), "ok");
 }
+
+/// The checkpoint header's format version of the newest checkpoint file.
+fn newest_checkpoint_version(dir: &Path) -> u32 {
+    let mut names: Vec<String> = std::fs::read_dir(dir.join("checkpoints"))
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.ends_with(".dkcp"))
+        .collect();
+    names.sort();
+    let newest = names.last().expect("a checkpoint");
+    let bytes = std::fs::read(dir.join("checkpoints").join(newest)).unwrap();
+    u32::from_le_bytes(bytes[8..12].try_into().unwrap())
+}
+
+/// A rollback to a build that reads checkpoint format 5: with
+/// `checkpoint-format-version 5`, SAVE writes version 5, and a restart after
+/// kill -9 loads it, packed hash included (its database is unlogged, so the
+/// checkpoint is the only copy).
+#[test]
+fn checkpoint_format_version_5_is_written_for_a_rollback() {
+    let mut srv = Server::start(&["--durability-db-1", "none"]);
+    let mut c = srv.conn();
+    let get = |c: &mut Connection| -> Vec<String> {
+        redis::cmd("CONFIG")
+            .arg("GET")
+            .arg("checkpoint-format-version")
+            .query(c)
+            .unwrap()
+    };
+    assert_eq!(get(&mut c), vec!["checkpoint-format-version", "6"]);
+    for bad in ["4", "7", "x"] {
+        let err = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("checkpoint-format-version")
+            .arg(bad)
+            .query::<()>(&mut c)
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("checkpoint-format-version"),
+            "{bad}: {err}"
+        );
+    }
+    select(&mut c, 1);
+    let fields: Vec<(String, String)> = (0..10)
+        .map(|i| (format!("field{i}"), "v".repeat(50)))
+        .collect();
+    let _: () = c.hset_multiple("record", &fields).unwrap();
+    let encoding = |c: &mut Connection| -> String {
+        redis::cmd("OBJECT")
+            .arg("ENCODING")
+            .arg("record")
+            .query(c)
+            .unwrap()
+    };
+    assert_eq!(encoding(&mut c), "listpack");
+    let _: () = redis::cmd("SAVE").query(&mut c).unwrap();
+    assert_eq!(newest_checkpoint_version(srv.dir.path()), 6);
+
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("checkpoint-format-version")
+        .arg("5")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(get(&mut c), vec!["checkpoint-format-version", "5"]);
+    let _: () = c.hset("record", "field0", "changed").unwrap();
+    let _: () = redis::cmd("SAVE").query(&mut c).unwrap();
+    assert_eq!(newest_checkpoint_version(srv.dir.path()), 5);
+
+    srv.restart();
+    let mut c = srv.conn();
+    select(&mut c, 1);
+    let mut got: Vec<(String, String)> = c.hgetall("record").unwrap();
+    got.sort();
+    let mut want = fields;
+    want[0].1 = "changed".into();
+    assert_eq!(got, want);
+    assert_eq!(encoding(&mut c), "listpack");
+}

@@ -26,6 +26,10 @@ pub enum CheckpointError {
         offset: u64,
         reason: String,
     },
+    /// A checkpoint was asked for in a format version this build does not
+    /// write.
+    #[error("checkpoint format version {0} is not written by this build (it writes {oldest}..={newest})", oldest = super::format::OLDEST_WRITTEN_VERSION, newest = super::format::FORMAT_VERSION)]
+    UnwritableVersion(u32),
     /// Another checkpoint is running (SAVE/BGSAVE report it as Redis does).
     #[error("a checkpoint is already in progress")]
     InProgress,

@@ -32,6 +32,9 @@ pub const FORMAT_VERSION: u32 = 6;
 pub const STREAM_ACTIVE_VERSION: u32 = 5;
 /// The first version whose entries may hold value tag 7.
 pub const PACKED_HASH_VERSION: u32 = 6;
+/// The oldest version a checkpoint can be written in (for a rollback to
+/// the build before version 6, which reads versions up to 5).
+pub const OLDEST_WRITTEN_VERSION: u32 = 5;
 /// The oldest version the reader accepts (no function-library section).
 pub const MIN_FORMAT_VERSION: u32 = 1;
 /// ASCII `DKFN`: first 4 bytes of the function-library section.
@@ -510,16 +513,28 @@ pub fn parse_file_name(path: &Path) -> Option<(u64, FileKind)> {
 pub(crate) const MIN_ENTRY_BYTES: usize = 4 + 4 + 4 + 8 + 1 + 4;
 
 /// Appends one entry to a block body: `entry_len u32 | db u32 | key_len u32
-/// | key | expire_at_ms u64 | value` (value as `codec::encode_value`;
-/// `entry_len` counts the bytes after itself).
-pub fn encode_entry(db: u32, key: &[u8], entry: &Entry, expire_at_ms: u64, out: &mut Vec<u8>) {
+/// | key | expire_at_ms u64 | value` (value as `codec::encode_stored_value`
+/// from version 6 on, as `codec::encode_value` before; `entry_len` counts
+/// the bytes after itself).
+pub fn encode_entry(
+    version: u32,
+    db: u32,
+    key: &[u8],
+    entry: &Entry,
+    expire_at_ms: u64,
+    out: &mut Vec<u8>,
+) {
     let start = out.len();
     out.extend_from_slice(&[0u8; 4]);
     out.extend_from_slice(&db.to_le_bytes());
     out.extend_from_slice(&(key.len() as u32).to_le_bytes());
     out.extend_from_slice(key);
     out.extend_from_slice(&expire_at_ms.to_le_bytes());
-    codec::encode_stored_value(&entry.value, out);
+    if version >= PACKED_HASH_VERSION {
+        codec::encode_stored_value(&entry.value, out);
+    } else {
+        codec::encode_value(&entry.value, out);
+    }
     let len = (out.len() - start - 4) as u32;
     out[start..start + 4].copy_from_slice(&len.to_le_bytes());
 }
@@ -732,7 +747,7 @@ mod tests {
         );
         let entry = Entry::new(Value::Stream(std::sync::Arc::new(s)));
         let mut body = Vec::new();
-        encode_entry(0, b"s", &entry, 0, &mut body);
+        encode_entry(FORMAT_VERSION, 0, b"s", &entry, 0, &mut body);
         let mut pos = 0;
         assert!(decode_entry(&body, &mut pos, STREAM_ACTIVE_VERSION).is_ok());
         assert_eq!(pos, body.len());
@@ -760,6 +775,7 @@ mod tests {
         assert!(record.is_packed());
         let mut body = Vec::new();
         encode_entry(
+            FORMAT_VERSION,
             0,
             b"h",
             &Entry::new(Value::Hash(record.clone())),
@@ -797,7 +813,14 @@ mod tests {
         .into_iter()
         .collect();
         let mut body = Vec::new();
-        encode_entry(0, b"h", &Entry::new(Value::Hash(small)), 0, &mut body);
+        encode_entry(
+            FORMAT_VERSION,
+            0,
+            b"h",
+            &Entry::new(Value::Hash(small)),
+            0,
+            &mut body,
+        );
         assert_eq!(
             body[value_at..],
             [7, 8, 0, 0, 0, 1, b'a', 1, b'1', 2, b'b', b'c', 0]
@@ -809,6 +832,7 @@ mod tests {
         assert!(!table.is_packed());
         let mut body = Vec::new();
         encode_entry(
+            FORMAT_VERSION,
             0,
             b"t",
             &Entry::new(Value::Hash(table.clone())),
@@ -819,5 +843,36 @@ mod tests {
         let mut pos = 0;
         let e = decode_entry(&body, &mut pos, MIN_FORMAT_VERSION).unwrap();
         assert!(matches!(&e.value, Value::Hash(h) if *h == table));
+    }
+
+    /// A file written in version 5, for a rollback to the build before
+    /// version 6, stores a packed hash field by field, as that build reads
+    /// it, and it loads back packed.
+    #[test]
+    fn version_5_entries_store_packed_hashes_by_their_fields() {
+        use crate::value::{HashValue, Value};
+        let record: HashValue = (0..10)
+            .map(|i| {
+                (
+                    Bytes::from(format!("field{i}")),
+                    Bytes::from(vec![b'v'; 100]),
+                )
+            })
+            .collect();
+        assert!(record.is_packed());
+        let mut body = Vec::new();
+        encode_entry(
+            OLDEST_WRITTEN_VERSION,
+            0,
+            b"h",
+            &Entry::new(Value::Hash(record.clone())),
+            0,
+            &mut body,
+        );
+        assert_eq!(body[4 + 4 + 4 + 1 + 8], 1);
+        let mut pos = 0;
+        let e = decode_entry(&body, &mut pos, OLDEST_WRITTEN_VERSION).unwrap();
+        assert_eq!(pos, body.len());
+        assert!(matches!(&e.value, Value::Hash(h) if *h == record && h.is_packed()));
     }
 }

@@ -77,12 +77,25 @@ pub struct CheckpointConfig {
 }
 
 /// Per-checkpoint choices.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub struct CheckpointOptions {
     /// Pace the checkpoint to at most this many serialized bytes per second
     /// (0: as fast as possible). Background checkpoints use it to leave CPU
     /// and disk bandwidth to foreground writes.
     pub max_bytes_per_sec: u64,
+    /// The format version to write, from [`format::OLDEST_WRITTEN_VERSION`]
+    /// to [`format::FORMAT_VERSION`] (the default). An older one is for a
+    /// rollback: the build before reads no newer version than it wrote.
+    pub format_version: u32,
+}
+
+impl Default for CheckpointOptions {
+    fn default() -> CheckpointOptions {
+        CheckpointOptions {
+            max_bytes_per_sec: 0,
+            format_version: format::FORMAT_VERSION,
+        }
+    }
 }
 
 impl CheckpointConfig {
@@ -283,6 +296,10 @@ impl Checkpointer {
         wal: Option<&Wal>,
         opts: CheckpointOptions,
     ) -> Result<CheckpointStats, CheckpointError> {
+        if !(format::OLDEST_WRITTEN_VERSION..=format::FORMAT_VERSION).contains(&opts.format_version)
+        {
+            return Err(CheckpointError::UnwritableVersion(opts.format_version));
+        }
         let Some(_running) = self.running.try_lock() else {
             return Err(CheckpointError::InProgress);
         };
@@ -380,7 +397,7 @@ impl Checkpointer {
         let seq = stats.seq;
         let mut w = writer::FileWriter::new(file, tmp, self.cfg.sync_every_bytes);
         w.write_header(&FileHeader {
-            version: format::FORMAT_VERSION,
+            version: opts.format_version,
             seq,
             created_ms: stats.started_unix_ms,
             shard_count: ks.num_shards() as u32,
@@ -441,6 +458,7 @@ impl Checkpointer {
                 i,
                 |shard| shard.applied_lsn.max(wal.map_or(0, Wal::last_lsn)),
                 block_target,
+                opts.format_version,
                 &mut pool,
             );
             stats.max_shard_lock = stats.max_shard_lock.max(held);

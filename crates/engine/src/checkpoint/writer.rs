@@ -87,6 +87,7 @@ pub(crate) fn serialize_shard(
     index: usize,
     lsn_at_point: impl FnOnce(&Shard) -> u64,
     block_target_bytes: usize,
+    version: u32,
     pool: &mut Vec<Vec<u8>>,
 ) -> (ShardImage, Duration) {
     // Large collections are taken by reference (a clone shares them), and
@@ -97,6 +98,7 @@ pub(crate) fn serialize_shard(
     // it (`crate::cow`); what is serialized is the value at the point.
     let out = RefCell::new(ImageBuilder {
         block_target_bytes,
+        version,
         // Slack so the entry that crosses the target rarely reallocates.
         capacity: BLOCK_HEADER_BYTES + block_target_bytes + block_target_bytes / 8,
         pool,
@@ -130,6 +132,8 @@ const SERIALIZE_UNLOCKED_MIN_ELEMENTS: usize = 1024;
 /// A shard's entries being serialized into chunks.
 struct ImageBuilder<'a> {
     block_target_bytes: usize,
+    /// The file's format version, which decides how values are encoded.
+    version: u32,
     capacity: usize,
     /// Buffers to reuse (see [`serialize_shard`]).
     pool: &'a mut Vec<Vec<u8>>,
@@ -166,7 +170,14 @@ impl ImageBuilder<'_> {
             Some(c) => c,
             None => self.new_chunk(),
         };
-        format::encode_entry(db as u32, key, entry, expire_at_ms, &mut c.buf);
+        format::encode_entry(
+            self.version,
+            db as u32,
+            key,
+            entry,
+            expire_at_ms,
+            &mut c.buf,
+        );
         c.entries += 1;
         self.keys += 1;
         if c.body_len() >= self.block_target_bytes || c.entries == u32::MAX {
