@@ -439,6 +439,10 @@ fn load_newest(
                     .collect();
                 return Ok((ks, Some(l), fallbacks));
             }
+            // Going back to an older checkpoint would start this build on
+            // a data directory a newer one has moved on: refuse, and say how
+            // to go back instead.
+            Err(e @ CheckpointError::NewerVersion { .. }) => return Err(e.into()),
             Err(e) => {
                 tracing::error!(
                     "checkpoint {} cannot be loaded, trying an older one: {e}",

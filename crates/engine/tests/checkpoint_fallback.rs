@@ -149,3 +149,38 @@ fn no_usable_checkpoint_refuses_to_start_and_changes_nothing() {
     // Nothing was renamed: an operator can still inspect both.
     assert!(fs.exists(&older) && fs.exists(&newer));
 }
+
+/// A newest checkpoint in a format version a newer build wrote is not
+/// damage: the store refuses to start, says how to go back, and neither
+/// falls back to the older checkpoint nor sets the file aside.
+#[test]
+fn a_checkpoint_from_a_newer_build_refuses_to_start_and_changes_nothing() {
+    let lock_dir = tempfile::tempdir().unwrap();
+    let fs = FaultFs::new(13);
+    let (_, older, newer) = two_checkpoints(13, lock_dir.path(), &fs);
+    let mut header = fs.read_file(&newer).unwrap()[..format::FILE_HEADER_BYTES].to_vec();
+    let version = format::FORMAT_VERSION + 1;
+    header[8..12].copy_from_slice(&version.to_le_bytes());
+    let crc = crc32c::crc32c(&header[..60]);
+    header[60..64].copy_from_slice(&crc.to_le_bytes());
+    fs.write_file_raw(&newer, 0, &header).unwrap();
+    let cfg = config(lock_dir.path(), 8);
+    match Store::open_with(&cfg, Arc::new(fs.clone()) as Arc<dyn FileSystem>) {
+        Ok(_) => panic!("started from an older checkpoint than a newer build's"),
+        Err(e) => {
+            let msg = e.to_string();
+            assert!(
+                msg.contains(&format!(
+                    "format version {version}, which a newer durakv wrote"
+                )),
+                "{msg}"
+            );
+            assert!(msg.contains("checkpoint-format-version"), "{msg}");
+        }
+    }
+    assert!(fs.exists(&older) && fs.exists(&newer));
+    assert!(!fs
+        .all_files()
+        .iter()
+        .any(|p| format::parse_file_name(p).is_some_and(|(_, k)| k == FileKind::Corrupt)));
+}

@@ -30,6 +30,11 @@ pub enum CheckpointError {
     /// write.
     #[error("checkpoint format version {0} is not written by this build (it writes {oldest}..={newest})", oldest = super::format::OLDEST_WRITTEN_VERSION, newest = super::format::FORMAT_VERSION)]
     UnwritableVersion(u32),
+    /// The file verifies but is in a format version newer than this build
+    /// reads: a newer durakv wrote it. Not damage, so it is neither set
+    /// aside nor skipped for an older checkpoint.
+    #[error("checkpoint {} is in format version {version}, which a newer durakv wrote; this build reads versions {oldest}..={newest}. Start the build that wrote it, set checkpoint-format-version {newest} there if it offers it, and take a checkpoint (SAVE or SHUTDOWN) before starting this one", file.display(), oldest = super::format::MIN_FORMAT_VERSION, newest = super::format::FORMAT_VERSION)]
+    NewerVersion { file: PathBuf, version: u32 },
     /// Another checkpoint is running (SAVE/BGSAVE report it as Redis does).
     #[error("a checkpoint is already in progress")]
     InProgress,

@@ -132,6 +132,16 @@ impl FileHeader {
         b
     }
 
+    /// The version of a header that verifies but is newer than this build
+    /// reads: a file a newer durakv wrote, not a damaged one.
+    pub fn newer_version(b: &[u8]) -> Option<u32> {
+        let version = get_u32(b.get(..FILE_HEADER_BYTES)?, 8);
+        (b[0..8] == FILE_MAGIC
+            && crc32c::crc32c(&b[0..60]) == get_u32(b, 60)
+            && version > FORMAT_VERSION)
+            .then_some(version)
+    }
+
     pub fn decode(b: &[u8]) -> Result<FileHeader, &'static str> {
         if b.len() < FILE_HEADER_BYTES {
             return Err("file shorter than its header");

@@ -85,6 +85,12 @@ fn summary_of(file: &dyn FsFile, path: &Path, len: u64) -> Result<Summary, Check
     let mut h = [0u8; FILE_HEADER_BYTES];
     file.read_exact_at(&mut h, 0)
         .map_err(|e| CheckpointError::io(path, e))?;
+    if let Some(version) = FileHeader::newer_version(&h) {
+        return Err(CheckpointError::NewerVersion {
+            file: path.to_path_buf(),
+            version,
+        });
+    }
     let header = FileHeader::decode(&h).map_err(|r| CheckpointError::corrupt(path, 0, r))?;
     let footer_at = len - FOOTER_BYTES as u64;
     let mut f = [0u8; FOOTER_BYTES];
