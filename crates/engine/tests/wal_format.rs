@@ -348,6 +348,37 @@ fn nonzero_segment_header_reserved_bytes_are_corruption() {
     expect_corruption(&fs, &cfg, (&seg, 0), 1, "reserved bytes 56..60");
 }
 
+/// A segment in a newer format version than this build's (a newer durakv
+/// wrote it) stops recovery with a message saying so, in either recovery
+/// mode, and is left as it was.
+#[test]
+fn a_segment_from_a_newer_build_stops_recovery_and_is_left_alone() {
+    let fs = FaultFs::new(24);
+    let (cfg, seg, _) = written_log(&fs, 2);
+    let mut h = fs.read_file(&seg).unwrap()[..64].to_vec();
+    h[8..12].copy_from_slice(&(FORMAT_VERSION + 1).to_le_bytes());
+    let crc = crc32c::crc32c(&h[0..60]);
+    h[60..64].copy_from_slice(&crc.to_le_bytes());
+    fs.write_file_raw(&seg, 0, &h).unwrap();
+    let before = fs.read_file(&seg).unwrap();
+    let mut tolerant = cfg.clone();
+    tolerant.recovery_mode = RecoveryMode::TolerateCorruption;
+    for cfg in [&cfg, &tolerant] {
+        match wal_support::open(Arc::new(fs.clone()), cfg, 0) {
+            Err(e) => {
+                let msg = e.to_string();
+                let want = format!(
+                    "WAL format version {}, which a newer durakv wrote",
+                    FORMAT_VERSION + 1
+                );
+                assert!(msg.contains(&want), "{msg}");
+            }
+            Ok(_) => panic!("recovered from a segment of a newer format"),
+        }
+        assert_eq!(fs.read_file(&seg).unwrap(), before);
+    }
+}
+
 /// Zeroes the sectors of the batch at `pos` (as if none of its writes
 /// reached the disk) and marks the batch at `later` as written while the
 /// one at `pos` was still unsynced (`sync_base`).

@@ -101,8 +101,14 @@ fn read_header(
     match SegmentHeader::decode(&b[..n]) {
         Ok(h) => Ok((Ok(h), len)),
         Err(HeaderError::UnsupportedVersion(v)) => Err(WalError::Config(format!(
-            "{} has WAL format version {v}; this build reads version {}",
+            "{} has WAL format version {v}{}; this build reads versions {}..={}",
             path.display(),
+            if v > super::format::FORMAT_VERSION {
+                ", which a newer durakv wrote (start the build that wrote it)"
+            } else {
+                ""
+            },
+            super::format::OLDEST_FORMAT_VERSION,
             super::format::FORMAT_VERSION
         ))),
         Err(e) => Ok((Err(e.to_string()), len)),
