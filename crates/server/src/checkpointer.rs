@@ -424,6 +424,12 @@ pub fn info_fields(shared: &Shared, s: &mut String) {
         last.map_or(0, |l| l.file_bytes),
     );
     field(s, "checkpoint_last_keys", last.map_or(0, |l| l.keys));
+    // What an operator checks before going back to an older build.
+    field(
+        s,
+        "checkpoint_last_format_version",
+        last.map_or(0, |l| l.format_version),
+    );
     field(
         s,
         "checkpoint_last_max_shard_lock_us",

@@ -401,8 +401,10 @@ fn checkpoint_format_version_5_is_written_for_a_rollback() {
             .unwrap()
     };
     assert_eq!(encoding(&mut c), "listpack");
+    assert_eq!(info_u64(&mut c, "checkpoint_last_format_version"), 0);
     let _: () = redis::cmd("SAVE").query(&mut c).unwrap();
     assert_eq!(newest_checkpoint_version(srv.dir.path()), 6);
+    assert_eq!(info_u64(&mut c, "checkpoint_last_format_version"), 6);
 
     let _: () = redis::cmd("CONFIG")
         .arg("SET")
@@ -414,6 +416,7 @@ fn checkpoint_format_version_5_is_written_for_a_rollback() {
     let _: () = c.hset("record", "field0", "changed").unwrap();
     let _: () = redis::cmd("SAVE").query(&mut c).unwrap();
     assert_eq!(newest_checkpoint_version(srv.dir.path()), 5);
+    assert_eq!(info_u64(&mut c, "checkpoint_last_format_version"), 5);
 
     srv.restart();
     let mut c = srv.conn();

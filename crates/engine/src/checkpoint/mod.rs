@@ -126,6 +126,8 @@ impl CheckpointConfig {
 pub struct CheckpointStats {
     pub seq: u64,
     pub path: PathBuf,
+    /// The format version the file was written in.
+    pub format_version: u32,
     /// Recovery replays the log after this LSN.
     pub replay_lsn: u64,
     pub max_shard_lsn: u64,
@@ -349,6 +351,7 @@ impl Checkpointer {
         let mut stats = CheckpointStats {
             seq,
             path: path.clone(),
+            format_version: opts.format_version,
             started_unix_ms,
             ..CheckpointStats::default()
         };
