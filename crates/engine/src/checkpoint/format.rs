@@ -613,6 +613,30 @@ pub fn decode_entry(
 mod tests {
     use super::*;
 
+    /// Where the value's type byte sits in an entry with a one-byte key:
+    /// length, db, key length, key, expiry.
+    const VALUE_AT: usize = 4 + 4 + 4 + 1 + 8;
+
+    /// Entry `key` of database 0, no expiry, holding `value`, as `version`
+    /// encodes it.
+    fn encoded(version: u32, key: &[u8], value: Value) -> Vec<u8> {
+        let mut body = Vec::new();
+        encode_entry(version, 0, key, &Entry::new(value), 0, &mut body);
+        body
+    }
+
+    /// A YCSB-shaped record: ten 100-byte fields.
+    fn ycsb_record() -> crate::value::HashValue {
+        (0..10)
+            .map(|i| {
+                (
+                    Bytes::from(format!("field{i}")),
+                    Bytes::from(vec![b'v'; 100]),
+                )
+            })
+            .collect()
+    }
+
     #[test]
     fn headers_round_trip_and_reject_flips() {
         let h = FileHeader {
@@ -755,9 +779,7 @@ mod tests {
             &[(Bytes::from_static(b"f"), Bytes::from_static(b"v"))],
             crate::stream::NodeLimits::default(),
         );
-        let entry = Entry::new(Value::Stream(std::sync::Arc::new(s)));
-        let mut body = Vec::new();
-        encode_entry(FORMAT_VERSION, 0, b"s", &entry, 0, &mut body);
+        let body = encoded(FORMAT_VERSION, b"s", Value::Stream(std::sync::Arc::new(s)));
         let mut pos = 0;
         assert!(decode_entry(&body, &mut pos, STREAM_ACTIVE_VERSION).is_ok());
         assert_eq!(pos, body.len());
@@ -774,29 +796,12 @@ mod tests {
     #[test]
     fn packed_hashes_are_stored_as_their_buffer_from_version_6() {
         use crate::value::{HashValue, Value};
-        let record: HashValue = (0..10)
-            .map(|i| {
-                (
-                    Bytes::from(format!("field{i}")),
-                    Bytes::from(vec![b'v'; 100]),
-                )
-            })
-            .collect();
+        let record = ycsb_record();
         assert!(record.is_packed());
-        let mut body = Vec::new();
-        encode_entry(
-            FORMAT_VERSION,
-            0,
-            b"h",
-            &Entry::new(Value::Hash(record.clone())),
-            0,
-            &mut body,
-        );
-        // Entry header (length, db, key), expiry, type, buffer length.
-        let value_at = 4 + 4 + 4 + 1 + 8;
-        assert_eq!(body[value_at], 7);
+        let body = encoded(FORMAT_VERSION, b"h", Value::Hash(record.clone()));
+        assert_eq!(body[VALUE_AT], 7);
         assert_eq!(
-            &body[value_at + 5..],
+            &body[VALUE_AT + 5..],
             &record
                 .packed_parts()
                 .unwrap()
@@ -822,17 +827,9 @@ mod tests {
         ]
         .into_iter()
         .collect();
-        let mut body = Vec::new();
-        encode_entry(
-            FORMAT_VERSION,
-            0,
-            b"h",
-            &Entry::new(Value::Hash(small)),
-            0,
-            &mut body,
-        );
+        let body = encoded(FORMAT_VERSION, b"h", Value::Hash(small));
         assert_eq!(
-            body[value_at..],
+            body[VALUE_AT..],
             [7, 8, 0, 0, 0, 1, b'a', 1, b'1', 2, b'b', b'c', 0]
         );
 
@@ -840,16 +837,8 @@ mod tests {
             .map(|i| (Bytes::from(format!("f{i}")), Bytes::from_static(b"v")))
             .collect();
         assert!(!table.is_packed());
-        let mut body = Vec::new();
-        encode_entry(
-            FORMAT_VERSION,
-            0,
-            b"t",
-            &Entry::new(Value::Hash(table.clone())),
-            0,
-            &mut body,
-        );
-        assert_eq!(body[4 + 4 + 4 + 1 + 8], 1);
+        let body = encoded(FORMAT_VERSION, b"t", Value::Hash(table.clone()));
+        assert_eq!(body[VALUE_AT], 1);
         let mut pos = 0;
         let e = decode_entry(&body, &mut pos, MIN_FORMAT_VERSION).unwrap();
         assert!(matches!(&e.value, Value::Hash(h) if *h == table));
@@ -860,26 +849,10 @@ mod tests {
     /// it, and it loads back packed.
     #[test]
     fn version_5_entries_store_packed_hashes_by_their_fields() {
-        use crate::value::{HashValue, Value};
-        let record: HashValue = (0..10)
-            .map(|i| {
-                (
-                    Bytes::from(format!("field{i}")),
-                    Bytes::from(vec![b'v'; 100]),
-                )
-            })
-            .collect();
+        let record = ycsb_record();
         assert!(record.is_packed());
-        let mut body = Vec::new();
-        encode_entry(
-            OLDEST_WRITTEN_VERSION,
-            0,
-            b"h",
-            &Entry::new(Value::Hash(record.clone())),
-            0,
-            &mut body,
-        );
-        assert_eq!(body[4 + 4 + 4 + 1 + 8], 1);
+        let body = encoded(OLDEST_WRITTEN_VERSION, b"h", Value::Hash(record.clone()));
+        assert_eq!(body[VALUE_AT], 1);
         let mut pos = 0;
         let e = decode_entry(&body, &mut pos, OLDEST_WRITTEN_VERSION).unwrap();
         assert_eq!(pos, body.len());

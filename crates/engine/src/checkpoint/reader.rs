@@ -657,7 +657,15 @@ mod tests {
         for (i, entries) in blocks.iter().enumerate() {
             let mut chunk = Chunk::new(Vec::new());
             for (k, v) in entries.iter() {
-                version_1_entry(k.as_bytes(), v, &mut chunk.buf);
+                // A hash as its fields (type 1), as version 1 holds it.
+                format::encode_entry(
+                    1,
+                    0,
+                    k.as_bytes(),
+                    &Entry::new(v.clone()),
+                    0,
+                    &mut chunk.buf,
+                );
                 chunk.entries += 1;
                 keys += 1;
             }
@@ -673,20 +681,6 @@ mod tests {
             footer_offset,
         })
         .unwrap();
-    }
-
-    /// An entry of database 0 as version 1 encodes it: a hash as its
-    /// fields (type 1), never as a packed buffer (type 7, version 6 on).
-    fn version_1_entry(key: &[u8], value: &Value, out: &mut Vec<u8>) {
-        let start = out.len();
-        out.extend_from_slice(&[0u8; 4]);
-        out.extend_from_slice(&0u32.to_le_bytes());
-        out.extend_from_slice(&(key.len() as u32).to_le_bytes());
-        out.extend_from_slice(key);
-        out.extend_from_slice(&0u64.to_le_bytes());
-        crate::codec::encode_value(value, out);
-        let len = (out.len() - start - 4) as u32;
-        out[start..start + 4].copy_from_slice(&len.to_le_bytes());
     }
 
     fn record(n: usize) -> Value {
