@@ -9,7 +9,9 @@
 //! - return only payloads that were appended, byte for byte;
 //! - return every LSN <= the durable LSN observed before the crash;
 //! - report corruption (Strict refuses to start) rather than skip it, and
-//!   under TolerateCorruption say what it dropped.
+//!   under TolerateCorruption say what it dropped;
+//! - while running, sync every `Delayed` record left pending by itself
+//!   within its flush deadline (checked in some cycles).
 //!
 //! Each seed also picks how many batches a stream may have between write
 //! and fsync (1-4) and how long an fsync takes, so crashes hit pipelined
@@ -21,12 +23,45 @@
 mod wal_support;
 
 use durakv_engine::io::{CrashMode, CrashReport, CrashSpec, FaultFs};
-use durakv_engine::wal::{Preallocate, RecoveryMode};
+use durakv_engine::wal::{Preallocate, RecoveryMode, Wal};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use std::sync::Arc;
-use std::time::Duration;
+use std::io::Write;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
 use wal_support::*;
+
+/// The cycle running now, for the watchdog: its context, its log, and
+/// since when.
+type Running = Option<(String, Weak<Wal>, Instant)>;
+static RUNNING: Mutex<Running> = Mutex::new(None);
+
+/// A cycle takes well under a second; one that has not ended after
+/// `STALL` is stuck. Says where, with the log's state, and ends the run,
+/// rather than leave CI waiting for its time limit with nothing printed.
+const STALL: Duration = Duration::from_secs(180);
+
+fn watchdog() {
+    std::thread::spawn(|| loop {
+        std::thread::sleep(Duration::from_secs(5));
+        let running = RUNNING.lock().unwrap();
+        if let Some((ctx, wal, since)) = &*running {
+            if since.elapsed() > STALL {
+                let state = wal
+                    .upgrade()
+                    .map_or_else(|| "not open".to_string(), |w| w.describe());
+                // Straight to the descriptor: the test harness captures
+                // `eprintln!`, and this process is about to end.
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "{ctx}: stalled for {:?}; the log:\n{state}",
+                    since.elapsed()
+                );
+                std::process::exit(101);
+            }
+        }
+    });
+}
 
 fn seeds() -> Vec<u64> {
     if let Ok(s) = std::env::var("WAL_SEED") {
@@ -80,6 +115,9 @@ fn run_seed(seed: u64) {
         cfg.sync_overlap_us = 1_000_000;
     }
 
+    // Whether a cycle checks that the delayed records left at its end
+    // reach the disk by themselves (own generator).
+    let mut flush_rng = StdRng::seed_from_u64(seed ^ 0x666c_7573);
     let mut fs = FaultFs::new(seed);
     fs.set_sync_latency(sync_latency);
     let appended = Appended::default();
@@ -91,6 +129,7 @@ fn run_seed(seed: u64) {
         let ctx = format!(
             "seed {seed} cycle {cycle} ({streams} streams, {segment_size} B segments; replay with WAL_SEED={seed})"
         );
+        *RUNNING.lock().unwrap() = Some((format!("{ctx} recovering"), Weak::new(), Instant::now()));
         let (wal, stats, got) = match open(Arc::new(fs.clone()), &cfg, checkpoint) {
             Ok((wal, stats, got)) => {
                 check_recovered(&ctx, &got, &stats, &appended, checkpoint, acked);
@@ -130,6 +169,7 @@ fn run_seed(seed: u64) {
         }
         appended.forget_above(stats.last_lsn);
         let wal = Arc::new(wal);
+        *RUNNING.lock().unwrap() = Some((ctx.clone(), Arc::downgrade(&wal), Instant::now()));
         if cycle == cycles {
             // Clean shutdown makes everything durable.
             wal.close()
@@ -192,6 +232,22 @@ fn run_seed(seed: u64) {
                 payload_max,
             );
         }
+        if flush_rng.gen_bool(0.3) {
+            // `Delayed` bounds what a crash may lose: with nothing more
+            // appended, every record becomes durable within
+            // `delayed_flush_ms` (2 ms here; the limit only allows for a
+            // loaded machine), or the log fails.
+            let t0 = Instant::now();
+            while wal.durable_lsn() < wal.last_lsn() && wal.failure().is_none() {
+                assert!(
+                    t0.elapsed() < Duration::from_secs(10),
+                    "{ctx}: records {}..={} stayed unsynced with nothing appended after them",
+                    wal.durable_lsn() + 1,
+                    wal.last_lsn()
+                );
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
         if let Some(f) = wal.failure() {
             // Failed: writes refused, nothing past the failure reported durable.
             assert!(
@@ -237,6 +293,7 @@ fn run_seed(seed: u64) {
 
 #[test]
 fn crash_recovery_many_seeds() {
+    watchdog();
     for seed in seeds() {
         run_seed(seed);
     }

@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::Server;
+use common::{info_field, Server};
 use redis::Commands;
 
 const LONG_WINDOW: &[&str] = &["--delayed-flush-ms", "10000", "--wal-segment-size-mb", "1"];
@@ -270,4 +270,60 @@ fn debug_populate_is_logged_and_survives_kill9() {
     assert!(common::error_text(&e).starts_with("OOM "), "{e}");
     let n: u64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
     assert_eq!(n, 3010);
+}
+
+/// A `delayed` write is on disk within `delayed-flush-ms` with `full`
+/// writers beside it, whose fsyncs an event loop may run itself (the end of
+/// such an fsync once woke nobody for a `delayed` write made during it; the
+/// WAL's unit test `a_delayed_append_during_a_leaders_fsync_keeps_its_flush_deadline`
+/// pins that case): with nothing more written, the durable LSN reaches the
+/// last one, and kill -9 keeps every such write.
+#[test]
+fn delayed_writes_reach_the_disk_within_their_window_beside_full_writers() {
+    let mut srv = Server::start(&["--delayed-flush-ms", "20"]);
+    let mut delayed = srv.conn();
+    let _: () = redis::cmd("CLIENT")
+        .arg("DURABILITY")
+        .arg("delayed")
+        .query(&mut delayed)
+        .unwrap();
+    let mut full = srv.conn();
+    let mut probe = srv.conn();
+    for round in 0..40 {
+        std::thread::scope(|sc| {
+            sc.spawn(|| {
+                for i in 0..20 {
+                    let _: () = full.set(format!("f{i}"), round).unwrap();
+                }
+            });
+            for i in 0..20 {
+                let _: () = delayed.set(format!("d{i}"), round).unwrap();
+            }
+        });
+        let t0 = std::time::Instant::now();
+        loop {
+            let last: u64 = info_field(&mut probe, "persistence", "wal_last_lsn")
+                .parse()
+                .unwrap();
+            let durable: u64 = info_field(&mut probe, "persistence", "wal_durable_lsn")
+                .parse()
+                .unwrap();
+            if durable >= last {
+                break;
+            }
+            assert!(
+                t0.elapsed() < std::time::Duration::from_secs(10),
+                "round {round}: LSNs {}..={last} stayed unsynced with nothing written after them",
+                durable + 1
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+    srv.kill9();
+    srv.restart();
+    let mut c = srv.conn();
+    for i in 0..20 {
+        let v: Option<u32> = c.get(format!("d{i}")).unwrap();
+        assert_eq!(v, Some(39), "d{i} lost after its window had passed");
+    }
 }

@@ -757,17 +757,19 @@ impl Core {
         // What a writer thread does on finding the stream urgent after its
         // fsync, done here for the one this thread just ran.
         let mut st = sc.state.lock();
-        if !st.urgent || st.in_flight > 0 {
-            // Nothing asked for, or the writer of the batch in flight
-            // (one overlapping this one) sees to it.
+        if st.in_flight > 0 {
+            // The writer of the batch in flight (one overlapping this one)
+            // sees to what is pending.
         } else if st.records > 0 {
             // Appends made during the fsync found it in flight and left
             // their records to its writer, which is this thread: hand them
             // to a writer thread rather than keep this event loop from the
-            // replies the fsync just released.
+            // replies the fsync just released. `Delayed` ones too: their
+            // appends woke nobody, so without this no timer would run for
+            // them and they could stay unsynced past `delayed_flush_ms`.
             st.deferred = false;
             self.nudge_writer(sc, &st);
-        } else {
+        } else if st.urgent {
             // A sync request came while the batch was in flight: the
             // stream is idle now, so all of its LSNs so far are durable.
             self.idle_advance_locked(s, &mut st);
@@ -1066,6 +1068,58 @@ impl Core {
                 }
             }
         }
+    }
+
+    /// One line per stream of what its writers and appenders are waiting
+    /// for, to diagnose a stall. A stream whose mutex stays held is
+    /// reported as such instead of blocking the caller.
+    pub fn describe(&self) -> String {
+        let mut out = format!(
+            "last {} durable {} sync_target {} waiters {} failed {}",
+            self.last_lsn(),
+            self.durable_lsn(),
+            self.sync_target.load(SeqCst),
+            self.waiter_count.load(SeqCst),
+            self.is_failed()
+        );
+        for (s, sc) in self.streams.iter().enumerate() {
+            let head = format!(
+                "\nstream {s}: watermark {} acked {} sync_target {} capped {} steps {:?}",
+                sc.watermark.load(SeqCst),
+                sc.acked.load(SeqCst),
+                sc.sync_target.load(SeqCst),
+                sc.bandwidth_capped.load(SeqCst),
+                sc.steps
+                    .try_lock_for(Duration::from_millis(100))
+                    .map(|q| q.clone()),
+            );
+            out.push_str(&head);
+            match sc.state.try_lock_for(Duration::from_millis(100)) {
+                Some(st) => out.push_str(&format!(
+                    " records {} lsns {}..={} urgent {} deferred {} writing {} in_flight {} \
+                     writers_waiting {} filling {} space_waiters {} shutdown {} failed {} \
+                     completions {} durable_seq {} last_sync_us {} since_seal {:?}",
+                    st.records,
+                    st.first_lsn,
+                    st.last_lsn,
+                    st.urgent,
+                    st.deferred,
+                    st.writing,
+                    st.in_flight,
+                    st.writers_waiting,
+                    st.filling,
+                    st.space_waiters,
+                    st.shutdown,
+                    st.failed,
+                    st.completions.len(),
+                    st.durable_seq,
+                    st.last_sync_us,
+                    st.last_seal.elapsed(),
+                )),
+                None => out.push_str(" (state mutex held)"),
+            }
+        }
+        out
     }
 
     /// Asks every writer to flush what is pending and stop.
@@ -1682,6 +1736,34 @@ mod tests {
             put(&core, 0, Durability::Delayed, b"c");
         });
         assert_eq!(owed, Owed(0));
+        stop(&core, hs);
+    }
+
+    #[test]
+    fn a_delayed_append_during_a_leaders_fsync_keeps_its_flush_deadline() {
+        let mut c = lead_cfg();
+        c.delayed_flush_ms = 20;
+        let core = Arc::new(Core::new(1, c, 0));
+        let sink = MemSink::default();
+        sink.inner.lock().sync_blocked = vec![0];
+        let (shared, hs) = start_shared(&core, std::slice::from_ref(&sink));
+        while core.streams[0].state.lock().writers_waiting < 1 {
+            thread::yield_now();
+        }
+        let (_a, owed) = core.defer_syncs(|| put(&core, 0, Durability::Full, b"a"));
+        assert_eq!(owed, Owed(1));
+        let b = thread::scope(|sc| {
+            let leader = sc.spawn(|| core.lead(0, &shared[0]));
+            sink.await_batches(1, "a written by its leader");
+            // Appended while the leader's fsync runs: its writer, asleep
+            // behind that fsync, is not woken by it.
+            let b = put(&core, 0, Durability::Delayed, b"b");
+            sink.inner.lock().sync_blocked.clear();
+            leader.join().unwrap();
+            b
+        });
+        // Nothing else is appended: b's timer alone must flush it.
+        await_durable(&core, b, "a delayed record outlived its flush deadline");
         stop(&core, hs);
     }
 

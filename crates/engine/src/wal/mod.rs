@@ -708,6 +708,12 @@ impl Wal {
         }
     }
 
+    /// What each stream's writers and appenders wait for, one line per
+    /// stream, to diagnose a stall.
+    pub fn describe(&self) -> String {
+        self.core.describe()
+    }
+
     /// Asks for everything appended so far to become durable soon.
     pub fn request_sync(&self) {
         self.core.request_sync();
