@@ -733,7 +733,7 @@ impl Core {
     pub fn lead(&self, s: usize, sink: &Mutex<Box<dyn BatchSink>>) {
         let sc = &self.streams[s];
         let mut st = sc.state.lock();
-        if st.records == 0 || !st.urgent || st.writing || self.is_failed() {
+        if st.records == 0 || !st.urgent || st.writing || st.failed || self.is_failed() {
             // Sealed by someone else already, or being sealed.
             return;
         }
@@ -741,13 +741,17 @@ impl Core {
             self.release_deferred_locked(sc, &mut st);
             return;
         }
-        // Taken under the stream's mutex, while `seal_and_sync` takes that
-        // mutex again under this one. That cannot deadlock only because a
-        // leader holds `lead_buffer` with its batch counted in `in_flight`
-        // (so `may_lead` keeps every other leader away from it) or, after
-        // the batch completes, without asking for the stream's mutex again:
-        // drop the buffer before locking the stream below.
-        let mut batch = sc.lead_buffer.lock();
+        // Never waited for under the stream's mutex: the leader before
+        // this one holds the buffer until it returns, and after its batch
+        // completes it takes stream mutexes (this stream's to fail the log
+        // when its fsync failed, the others' in `publish_from`). Waiting
+        // here would close the cycle; the writer threads take the records
+        // instead.
+        let Some(mut batch) = sc.lead_buffer.try_lock() else {
+            st.deferred = false;
+            self.nudge_writer(sc, &st);
+            return;
+        };
         // The writer threads' slots are 0..syncs_in_flight; event loops
         // share the next, one at a time.
         if !self.seal_and_sync(s, self.cfg.syncs_in_flight, sink, st, &mut batch) {
@@ -1764,6 +1768,40 @@ mod tests {
         });
         // Nothing else is appended: b's timer alone must flush it.
         await_durable(&core, b, "a delayed record outlived its flush deadline");
+        stop(&core, hs);
+    }
+
+    #[test]
+    fn a_leader_never_waits_for_the_lead_buffer_under_the_stream_mutex() {
+        let core = Arc::new(Core::new(1, lead_cfg(), 0));
+        let sink = MemSink::default();
+        let (shared, hs) = start_shared(&core, std::slice::from_ref(&sink));
+        while core.streams[0].state.lock().writers_waiting < 1 {
+            thread::yield_now();
+        }
+        // The leader before, its batch complete, still holding the buffer
+        // while it takes the stream's mutex (to fail the log, say).
+        let held = core.streams[0].lead_buffer.lock();
+        let (a, owed) = core.defer_syncs(|| put(&core, 0, Durability::Full, b"a"));
+        assert_eq!(owed, Owed(1));
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        thread::scope(|sc| {
+            sc.spawn(|| {
+                core.lead(0, &shared[0]);
+                done_tx.send(()).unwrap();
+            });
+            let returned = done_rx.recv_timeout(Duration::from_secs(10)).is_ok();
+            if returned {
+                // What the holder does next: it gets the stream's mutex.
+                drop(core.streams[0].state.lock());
+            }
+            drop(held);
+            assert!(
+                returned,
+                "lead waited for the buffer under the stream's mutex"
+            );
+        });
+        await_durable(&core, a, "a handed to a writer");
         stop(&core, hs);
     }
 
