@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{info_field, Server};
+use common::{eventually, info_field, Server};
 use redis::Commands;
 
 const LONG_WINDOW: &[&str] = &["--delayed-flush-ms", "10000", "--wal-segment-size-mb", "1"];
@@ -300,24 +300,14 @@ fn delayed_writes_reach_the_disk_within_their_window_beside_full_writers() {
                 let _: () = delayed.set(format!("d{i}"), round).unwrap();
             }
         });
-        let t0 = std::time::Instant::now();
-        loop {
-            let last: u64 = info_field(&mut probe, "persistence", "wal_last_lsn")
-                .parse()
-                .unwrap();
-            let durable: u64 = info_field(&mut probe, "persistence", "wal_durable_lsn")
-                .parse()
-                .unwrap();
-            if durable >= last {
-                break;
-            }
-            assert!(
-                t0.elapsed() < std::time::Duration::from_secs(10),
-                "round {round}: LSNs {}..={last} stayed unsynced with nothing written after them",
-                durable + 1
-            );
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
+        eventually(
+            &format!("round {round}: every LSN durable with nothing written after them"),
+            || {
+                let last = info_field(&mut probe, "persistence", "wal_last_lsn");
+                let durable = info_field(&mut probe, "persistence", "wal_durable_lsn");
+                durable.parse::<u64>().unwrap() >= last.parse::<u64>().unwrap()
+            },
+        );
     }
     srv.kill9();
     srv.restart();

@@ -44,6 +44,7 @@
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use std::cell::Cell;
 use std::collections::{BTreeMap, VecDeque};
+use std::fmt::Write as _;
 use std::io;
 use std::sync::atomic::{
     AtomicBool, AtomicU64, AtomicUsize,
@@ -737,19 +738,17 @@ impl Core {
             // Sealed by someone else already, or being sealed.
             return;
         }
-        if st.shutdown || !self.may_lead(sc, &st) {
+        // The buffer is never waited for under the stream's mutex: the
+        // leader before this one holds it until it returns, and after its
+        // batch completes it takes stream mutexes (this stream's to fail
+        // the log when its fsync failed, the others' in `publish_from`).
+        // Waiting here would close the cycle; the writer threads take the
+        // records instead, as when this thread may not lead at all.
+        let batch = (!st.shutdown && self.may_lead(sc, &st))
+            .then(|| sc.lead_buffer.try_lock())
+            .flatten();
+        let Some(mut batch) = batch else {
             self.release_deferred_locked(sc, &mut st);
-            return;
-        }
-        // Never waited for under the stream's mutex: the leader before
-        // this one holds the buffer until it returns, and after its batch
-        // completes it takes stream mutexes (this stream's to fail the log
-        // when its fsync failed, the others' in `publish_from`). Waiting
-        // here would close the cycle; the writer threads take the records
-        // instead.
-        let Some(mut batch) = sc.lead_buffer.try_lock() else {
-            st.deferred = false;
-            self.nudge_writer(sc, &st);
             return;
         };
         // The writer threads' slots are 0..syncs_in_flight; event loops
@@ -1087,7 +1086,8 @@ impl Core {
             self.is_failed()
         );
         for (s, sc) in self.streams.iter().enumerate() {
-            let head = format!(
+            let _ = write!(
+                out,
                 "\nstream {s}: watermark {} acked {} sync_target {} capped {} steps {:?}",
                 sc.watermark.load(SeqCst),
                 sc.acked.load(SeqCst),
@@ -1097,9 +1097,9 @@ impl Core {
                     .try_lock_for(Duration::from_millis(100))
                     .map(|q| q.clone()),
             );
-            out.push_str(&head);
-            match sc.state.try_lock_for(Duration::from_millis(100)) {
-                Some(st) => out.push_str(&format!(
+            let _ = match sc.state.try_lock_for(Duration::from_millis(100)) {
+                Some(st) => write!(
+                    out,
                     " records {} lsns {}..={} urgent {} deferred {} writing {} in_flight {} \
                      writers_waiting {} filling {} space_waiters {} shutdown {} failed {} \
                      completions {} durable_seq {} last_sync_us {} since_seal {:?}",
@@ -1119,9 +1119,9 @@ impl Core {
                     st.durable_seq,
                     st.last_sync_us,
                     st.last_seal.elapsed(),
-                )),
-                None => out.push_str(" (state mutex held)"),
-            }
+                ),
+                None => write!(out, " (state mutex held)"),
+            };
         }
         out
     }
