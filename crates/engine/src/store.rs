@@ -55,6 +55,8 @@ pub struct StoreConfig {
     pub wal_sync_overlap_us: u64,
     /// `WalConfig::inline_sync`.
     pub wal_sync_inline: bool,
+    /// See `WalConfig::sync_gather_writers`.
+    pub wal_sync_gather_writers: u64,
     /// See `WalConfig::page_end_min_bytes`.
     pub wal_page_end_min_bytes: u64,
     /// See `WalConfig::preallocate`.
@@ -88,6 +90,7 @@ impl StoreConfig {
             wal_syncs_in_flight: crate::wal::DEFAULT_SYNCS_IN_FLIGHT,
             wal_sync_overlap_us: crate::wal::DEFAULT_SYNC_OVERLAP_US,
             wal_sync_inline: true,
+            wal_sync_gather_writers: 0,
             wal_page_end_min_bytes: crate::wal::DEFAULT_PAGE_END_MIN_BYTES,
             wal_total_order: false,
             wal_assume_bandwidth_bound: false,
@@ -214,6 +217,7 @@ impl Store {
         wal_cfg.syncs_in_flight = cfg.wal_syncs_in_flight;
         wal_cfg.sync_overlap_us = cfg.wal_sync_overlap_us;
         wal_cfg.inline_sync = cfg.wal_sync_inline;
+        wal_cfg.sync_gather_writers = cfg.wal_sync_gather_writers;
         wal_cfg.page_end_min_bytes = cfg.wal_page_end_min_bytes;
         wal_cfg.total_order = cfg.wal_total_order;
         wal_cfg.assume_bandwidth_bound = cfg.wal_assume_bandwidth_bound;

@@ -113,6 +113,12 @@ fn run_seed(seed: u64) {
     let mut lead_rng = StdRng::seed_from_u64(seed ^ 0x6c65_6164);
     if lead_rng.gen_range(0..4) == 0 {
         cfg.sync_overlap_us = 1_000_000;
+        // Half of those gather: a batch waits for the other appender while
+        // it is between two appends (own generator).
+        let mut gather_rng = StdRng::seed_from_u64(seed ^ 0x6761_7468);
+        if gather_rng.gen_bool(0.5) {
+            cfg.sync_gather_writers = 1;
+        }
     }
 
     // Whether a cycle checks that the delayed records left at its end

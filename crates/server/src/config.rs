@@ -254,6 +254,8 @@ pub struct Config {
     pub wal_max_record_size_mb: u64,
     pub wal_syncs_in_flight: u64,
     pub wal_sync_overlap_us: u64,
+    /// `wal-sync-gather-writers`; None: `auto` (`Config::sync_gather_writers`).
+    pub wal_sync_gather_writers: Option<u64>,
     pub wal_sync_inline: bool,
     pub wal_preallocate: Preallocate,
     /// `wal-ordering total`: see `WalConfig::total_order`.
@@ -371,6 +373,7 @@ impl Default for Config {
             wal_max_record_size_mb: 1024,
             wal_syncs_in_flight: 3,
             wal_sync_overlap_us: 500,
+            wal_sync_gather_writers: None,
             wal_sync_inline: true,
             wal_total_order: true,
             wal_preallocate: Preallocate::Auto,
@@ -444,6 +447,17 @@ impl Config {
         } else {
             self.wal_dir.clone()
         }
+    }
+
+    /// `wal-sync-gather-writers`, `auto` resolved: 8 writers per core. Each
+    /// request-reply client keeps its core busy only part of the time, so a
+    /// few per core still leave the disk's latency setting the pace, where
+    /// a batch must not wait (docs/durability.md, group commit).
+    pub fn sync_gather_writers(&self) -> u64 {
+        self.wal_sync_gather_writers.unwrap_or_else(|| {
+            let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+            8 * cores as u64
+        })
     }
 
     /// Applies one directive from text; the error is the reason, worded for
@@ -1473,6 +1487,25 @@ pub static DIRECTIVES: &[Directive] = &[
             Ok(())
         },
         get: |c| c.wal_sync_overlap_us.to_string(),
+    },
+    Directive {
+        name: "wal-sync-gather-writers",
+        default: "auto",
+        help: "On a fast disk, once about this many clients write, a log batch waits up to 500 microseconds after the last fsync for as many more writes as it holds, so that one fsync serves more of them (0..1000000, 0 never; auto: 8 per CPU core): pays when the CPU, not the disk, is the bottleneck",
+        runtime: false,
+        repeatable: false,
+        set: |c, v| {
+            c.wal_sync_gather_writers = if v.eq_ignore_ascii_case("auto") {
+                None
+            } else {
+                Some(bounded(v, 0, 1_000_000)?)
+            };
+            Ok(())
+        },
+        get: |c| match c.wal_sync_gather_writers {
+            None => "auto".into(),
+            Some(n) => n.to_string(),
+        },
     },
     Directive {
         name: "wal-sync-inline",

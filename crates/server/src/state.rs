@@ -116,6 +116,7 @@ impl Store {
         sc.wal_syncs_in_flight = config.wal_syncs_in_flight as usize;
         sc.wal_sync_overlap_us = config.wal_sync_overlap_us;
         sc.wal_sync_inline = config.wal_sync_inline;
+        sc.wal_sync_gather_writers = config.sync_gather_writers();
         sc.wal_total_order = config.wal_total_order;
         sc.wal_preallocate = config.wal_preallocate;
         sc.delayed_flush_bytes = config.delayed_flush_bytes;

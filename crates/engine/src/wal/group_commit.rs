@@ -105,6 +105,10 @@ fn grown(before: usize, after: usize) {
 
 /// Longest a bandwidth-bound stream's short batch waits to fill its page.
 const FILL_WAIT_MAX: Duration = Duration::from_millis(2);
+/// Longest a fast disk's batch waits for writers outside every batch
+/// (`CommitConfig::gather_wait`): 250 µs gave smaller batches and less,
+/// 1 ms no more than this (redis-benchmark -P 16, memtier 4 × 50).
+pub const GATHER_WAIT: Duration = Duration::from_micros(500);
 /// Length of the windows over which `WaitingPeak` keeps its maximum.
 const PEAK_WINDOW: Duration = Duration::from_millis(50);
 
@@ -176,6 +180,25 @@ fn fill_wait(used: u64, typical: u64, coming: u64, last_sync_us: u64) -> Option<
     }
 }
 
+/// Whether a fast disk's pending batch of `records` waits for more (up to
+/// `CommitConfig::gather_wait` from the end of the stream's last fsync):
+/// about `writers` write to the stream lately, `coming` of them outside
+/// every batch, and `min_writers` is `CommitConfig::gather_writers`.
+///
+/// An fsync costs the machine about the same CPU (about 25 µs here: the
+/// journal commit, the block layer, the device's interrupt) whatever it
+/// carries. When the cores are the bottleneck, every record a batch leaves
+/// to the next fsync makes the commit dearer for everyone, so a batch waits
+/// while as many writers as it holds are still to come; an appender that
+/// tips the balance wakes its writer. Few writers mean the disk's latency,
+/// not the cores, sets the pace, and there waiting only slows them down:
+/// 4 and 8 connections measured 5-25% slower with the wait and 16 the
+/// same, while from 32 connections, and with pipelines, it paid
+/// (docs/durability.md, "Gather writers on a fast disk").
+fn gathers(records: u64, writers: u64, coming: u64, min_writers: u64) -> bool {
+    min_writers > 0 && writers >= min_writers && coming >= records.max(1)
+}
+
 thread_local! {
     /// The core whose `Full` appends this thread leaves for its caller to
     /// make durable (`defer_syncs`), as an address; 0: none.
@@ -242,6 +265,11 @@ pub struct CommitConfig {
     /// A batch starts while others are in flight only once the most recent
     /// of them has been in flight this long.
     pub sync_overlap: Duration,
+    /// On a fast disk, a batch waits for more records once about this many
+    /// writers write to its stream (`gathers`); 0 never.
+    pub gather_writers: u64,
+    /// How long after the stream's last fsync such a batch waits at most.
+    pub gather_wait: Duration,
     /// Every record depends on every record before it (`WalConfig::
     /// total_order`).
     pub total_order: bool,
@@ -450,7 +478,7 @@ pub(crate) struct Core {
     waiters: Mutex<BTreeMap<(u64, u64), Thread>>,
     waiter_count: AtomicUsize,
     next_ticket: AtomicU64,
-    /// How many writers the log has lately (`Core::writers_outside`).
+    /// How many writers the log has lately (`Core::writers`).
     waiting_peak: WaitingPeak,
 }
 
@@ -724,7 +752,7 @@ impl Core {
                 st.urgent = true;
                 wake = true;
             } else if st.filling > 0 && self.fill_deadline(sc, &st).is_none() {
-                // The page has no room for another such record now.
+                // The batch has what its writer waited for.
                 sc.writer_cv.notify_one();
             } else if st.in_flight > 0
                 && st.writers_waiting > 0
@@ -817,9 +845,12 @@ impl Core {
         // the log when its fsync failed, the others' in `publish_from`).
         // Waiting here would close the cycle; the writer threads take the
         // records instead, as when this thread may not lead at all.
-        let batch = (!st.shutdown && self.may_lead(sc, &st))
-            .then(|| sc.lead_buffer.try_lock())
-            .flatten();
+        // A batch that waits for more records waits in a writer thread,
+        // not in the event loop.
+        let batch =
+            (!st.shutdown && self.may_lead(sc, &st) && self.fill_deadline(sc, &st).is_none())
+                .then(|| sc.lead_buffer.try_lock())
+                .flatten();
         let Some(mut batch) = batch else {
             self.release_deferred_locked(sc, &mut st);
             return;
@@ -1236,30 +1267,52 @@ impl Core {
         }
     }
 
-    /// Until when the pending batch of a bandwidth-bound stream waits for
-    /// more records (`fill_wait`), counted from the end of its last fsync.
-    /// Waiting for the page to fill costs the disk that idle time; not
-    /// waiting costs it the page's empty part, and on a disk whose bandwidth
-    /// is the bottleneck short batches are the common case (with several
-    /// streams under total order, 6 records of 1 KB per fsync).
+    /// Until when the pending batch waits for more records, counted from
+    /// the end of the stream's last fsync. On a bandwidth-bound disk it
+    /// waits to fill its page (`fill_wait`): waiting costs the disk that
+    /// idle time, not waiting costs it the page's empty part, and there
+    /// short batches are the common case (with several streams under total
+    /// order, 6 records of 1 KB per fsync). On a fast one it waits to share
+    /// the fsync's CPU with more writers (`gathers`). A slow disk's
+    /// batches overlap instead, and appenders blocked for space never wait.
     fn fill_deadline(&self, sc: &StreamCore, st: &StreamState) -> Option<Instant> {
-        if st.shutdown || !st.urgent || !sc.bandwidth_capped.load(SeqCst) {
+        if st.shutdown || !st.urgent || st.space_waiters > 0 {
             return None;
         }
-        let typical = (st.pending_bytes() / u64::from(st.records.max(1))).max(1);
+        let capped = sc.bandwidth_capped.load(SeqCst);
+        if !capped && (self.cfg.gather_writers == 0 || self.last_sync_was_slow(sc, st)) {
+            return None;
+        }
         let now = Instant::now();
-        let coming = self.writers_outside(now) / self.streams.len() as u64;
-        let wait = fill_wait(sealed_len(st.buf.len()), typical, coming, st.last_sync_us)?;
+        let (writers, coming) = self.writers(now);
+        let n = self.streams.len() as u64;
+        let wait = if capped {
+            let typical = (st.pending_bytes() / u64::from(st.records.max(1))).max(1);
+            fill_wait(
+                sealed_len(st.buf.len()),
+                typical,
+                coming / n,
+                st.last_sync_us,
+            )?
+        } else {
+            let records = u64::from(st.records);
+            if !gathers(records, writers / n, coming / n, self.cfg.gather_writers) {
+                return None;
+            }
+            self.cfg.gather_wait
+        };
         let by = st.last_sync_end + wait;
         (now < by).then_some(by)
     }
 
-    /// About how many writers are between two writes (their reply on its
-    /// way, their next request not yet appended): the recent peak of
-    /// records waiting to become durable, less those waiting now.
-    fn writers_outside(&self, now: Instant) -> u64 {
+    /// About how many writers the log has lately, and how many of them are
+    /// between two writes (their reply on its way, their next request not
+    /// yet appended): the recent peak of records waiting to become durable,
+    /// and that peak less those waiting now.
+    fn writers(&self, now: Instant) -> (u64, u64) {
         let waiting = self.last_lsn().saturating_sub(self.durable_lsn());
-        self.waiting_peak.note(waiting, now) - waiting
+        let peak = self.waiting_peak.note(waiting, now);
+        (peak, peak - waiting)
     }
 
     /// The newest batch in flight is old enough for another to start
@@ -1316,9 +1369,10 @@ impl Core {
                     }
                     if let Some(fill_by) = self.fill_deadline(sc, &st) {
                         // A bandwidth-bound disk writes at least a page per
-                        // fsync, however few records it carries: a batch
-                        // that would not fill its page waits a little for
-                        // more (an appender that fills it wakes this one).
+                        // fsync, however few records it carries, and any
+                        // disk costs the machine an fsync's CPU: a short
+                        // batch waits a little for more (an appender that
+                        // fills it wakes this one).
                         st.writers_waiting += 1;
                         st.filling += 1;
                         sc.writer_cv.wait_until(&mut st, fill_by);
@@ -1716,6 +1770,8 @@ mod tests {
             max_record_bytes: 1 << 20,
             syncs_in_flight: 1,
             sync_overlap: Duration::ZERO,
+            gather_writers: 0,
+            gather_wait: GATHER_WAIT,
             total_order: false,
             inline_sync: true,
         }
@@ -2585,10 +2641,71 @@ mod tests {
         core.next_lsn.store(31, SeqCst);
         core.durable.store(10, SeqCst);
         // 20 records wait now, and that is the peak: nobody outside.
-        assert_eq!(core.writers_outside(Instant::now()), 0);
+        assert_eq!(core.writers(Instant::now()), (20, 0));
         core.durable.store(26, SeqCst);
         // Then 16 went durable; their writers have not written again.
-        assert_eq!(core.writers_outside(Instant::now()), 16);
+        assert_eq!(core.writers(Instant::now()), (20, 16));
+    }
+
+    #[test]
+    fn a_batch_waits_for_as_many_writers_as_it_holds_once_there_are_many() {
+        // Off, or too few writers: at once.
+        assert!(!gathers(10, 100, 90, 0));
+        assert!(!gathers(3, 15, 12, 16));
+        // Many writers, as many still to come as the batch holds: wait.
+        assert!(gathers(8, 16, 8, 16));
+        assert!(gathers(50, 800, 750, 16));
+        // The batch holds more than are to come: at once.
+        assert!(!gathers(9, 16, 8, 16));
+        assert!(!gathers(400, 800, 399, 16));
+        // An empty batch (a sync request) counts as one record.
+        assert!(!gathers(0, 16, 0, 16));
+        assert!(gathers(0, 16, 1, 16));
+    }
+
+    #[test]
+    fn a_fast_disk_batch_waits_for_the_writers_to_come_and_no_longer() {
+        let core = Arc::new(Core::new(
+            1,
+            CommitConfig {
+                gather_writers: 4,
+                gather_wait: Duration::from_secs(30),
+                ..lead_cfg()
+            },
+            0,
+        ));
+        let sink = MemSink::default();
+        let (sinks, hs) = start_shared(&core, std::slice::from_ref(&sink));
+        // Eight writers lately, none of whose records wait now.
+        core.waiting_peak.note(8, Instant::now());
+        let a = put(&core, 0, Durability::Full, b"a");
+        // An event loop does not lead a batch that waits: a writer thread
+        // holds it while six writers are still to come.
+        let ((), owed) = core.defer_syncs(|| {
+            put(&core, 0, Durability::Full, b"b");
+        });
+        for s in owed.streams() {
+            core.lead(s, &sinks[s]);
+        }
+        thread::sleep(Duration::from_millis(20));
+        assert!(
+            sink.inner.lock().batches.is_empty(),
+            "sealed without waiting"
+        );
+        assert_eq!(core.durable_lsn(), 0);
+        // Three more (five waiting, three to come): the batch holds more
+        // than are to come, and goes at once, well before the wait's end.
+        // (The peak noted again: a loaded machine may have slept past its
+        // windows.)
+        core.waiting_peak.note(8, Instant::now());
+        for p in [b"c", b"d", b"e"] {
+            put(&core, 0, Durability::Full, p);
+        }
+        await_durable(&core, a + 4, "the batch never went");
+        let batches = sink.inner.lock().batches.clone();
+        assert_eq!(batches.len(), 1);
+        assert_eq!((batches[0].0.first_lsn, batches[0].0.last_lsn), (a, a + 4));
+        stop(&core, hs);
     }
 
     #[test]
