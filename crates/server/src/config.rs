@@ -454,10 +454,8 @@ impl Config {
     /// few per core still leave the disk's latency setting the pace, where
     /// a batch must not wait (docs/durability.md, group commit).
     pub fn sync_gather_writers(&self) -> u64 {
-        self.wal_sync_gather_writers.unwrap_or_else(|| {
-            let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-            8 * cores as u64
-        })
+        self.wal_sync_gather_writers
+            .unwrap_or_else(|| 8 * crate::util::cores() as u64)
     }
 
     /// Applies one directive from text; the error is the reason, worded for

@@ -185,9 +185,7 @@ const MAX_IO_EVENTS_PER_TICK: usize = 48;
 /// checkpoint (unless told not to) and closes the log.
 pub fn serve_until_shutdown(shared: Arc<Shared>) -> Result<(), String> {
     let threads = match shared.config.read().io_threads {
-        0 => std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(2),
+        0 => util::cores(),
         n => n,
     };
     let mut builder = tokio::runtime::Builder::new_multi_thread();

@@ -1,8 +1,14 @@
-//! Small helpers shared by command modules: clock, argument parsing.
+//! Small helpers shared by command modules: clock, cores, argument parsing.
 
 use crate::errors;
 use durakv_protocol::Frame;
 use std::time::{SystemTime, UNIX_EPOCH};
+
+/// The cores this process may run on (2 when the system cannot tell): what
+/// `io-threads 0` and `wal-sync-gather-writers auto` scale with.
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get())
+}
 
 pub fn now_ms() -> u64 {
     SystemTime::now()
