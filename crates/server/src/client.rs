@@ -10,7 +10,6 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
-use tokio::sync::Notify;
 
 /// One end of a client's connection, as Redis names it: `ip:port`, or for
 /// a Unix socket its path and port 0.
@@ -52,7 +51,7 @@ pub struct ClientHandle {
     pub killed: AtomicBool,
     /// Wakes the connection's loop: it was killed, or a message arrived in
     /// its mailbox.
-    pub wake: Notify,
+    pub wake: crate::signal::Signal,
     /// Published messages waiting to be written to this connection.
     pub mailbox: crate::pubsub::Mailbox,
     /// Snapshot of fields CLIENT LIST reports, refreshed by the connection.
@@ -483,7 +482,7 @@ impl ClientRegistry {
             killed: AtomicBool::new(false),
             replication: AtomicBool::new(false),
             master_link: AtomicBool::new(false),
-            wake: Notify::new(),
+            wake: crate::signal::Signal::new(),
             mailbox: Default::default(),
             info: Mutex::new(ClientInfo {
                 resp: 2,

@@ -77,6 +77,7 @@ pub mod reply_wait;
 pub mod scripting;
 pub mod server;
 pub mod service;
+pub mod signal;
 pub mod slowlog;
 pub mod state;
 pub mod stripe;

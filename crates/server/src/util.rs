@@ -17,6 +17,37 @@ pub fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
+/// Unix milliseconds from the clock the kernel updates once per tick (1 to
+/// 4 ms behind `now_ms`), for what only needs seconds: when a client was
+/// last heard from. It costs a fifth of a precise read, which a connection
+/// otherwise pays on every request.
+pub fn now_ms_coarse() -> u64 {
+    coarse(libc::CLOCK_REALTIME_COARSE)
+}
+
+/// Milliseconds on the coarse monotonic clock (see `now_ms_coarse`), from
+/// an arbitrary start.
+pub fn monotonic_ms_coarse() -> u64 {
+    coarse(libc::CLOCK_MONOTONIC_COARSE)
+}
+
+fn coarse(clock: libc::clockid_t) -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec for the call to fill; the coarse
+    // clocks exist on every Linux this builds for.
+    if unsafe { libc::clock_gettime(clock, &mut ts) } != 0 {
+        return if clock == libc::CLOCK_REALTIME_COARSE {
+            now_ms()
+        } else {
+            0
+        };
+    }
+    ts.tv_sec as u64 * 1000 + ts.tv_nsec as u64 / 1_000_000
+}
+
 pub fn now_us() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
