@@ -96,7 +96,11 @@ impl DurableWaiters {
             .filter(|&s| s < queues.len())
             .unwrap_or(0);
         let q = &mut queues[slot];
-        let at = q.partition_point(|w| w.0 <= lsn);
+        let at = if q.back().is_none_or(|w| w.0 <= lsn) {
+            q.len()
+        } else {
+            q.partition_point(|w| w.0 <= lsn)
+        };
         q.insert(at, (lsn, waker.clone()));
     }
 
@@ -112,8 +116,11 @@ impl DurableWaiters {
                     0 => durable,
                     s => acked.get(s - 1).map_or(durable, |&a| a.max(durable)),
                 };
-                let n = q.partition_point(|w| w.0 <= upto);
-                met.extend(q.drain(..n).map(|w| w.1));
+                while q.front().is_some_and(|w| w.0 <= upto) {
+                    if let Some((_, w)) = q.pop_front() {
+                        met.push(w);
+                    }
+                }
             }
         }
         for w in met {
