@@ -81,6 +81,9 @@ pub struct ClientHandle {
     /// Bytes of a request still arriving, as Redis's `qbuf` counts them
     /// (`durakv_protocol::request::pending_query_bytes`), for CLIENT LIST.
     pub query_pending: AtomicUsize,
+    /// Its turns and what it read, for a listing that waits for them
+    /// (`crate::settle`).
+    pub activity: crate::settle::Activity,
     /// CLIENT NO-EVICT on: `maxmemory-clients` passes over it.
     pub no_evict: AtomicBool,
     /// What this client adds to its registry's running total: what
@@ -498,6 +501,7 @@ impl ClientRegistry {
             output_bytes: AtomicUsize::new(0),
             state_bytes: AtomicUsize::new(0),
             query_pending: AtomicUsize::new(0),
+            activity: Default::default(),
             no_evict: AtomicBool::new(false),
             counted: AtomicUsize::new(0),
             total: self.memory.clone(),

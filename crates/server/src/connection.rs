@@ -364,9 +364,13 @@ async fn run<S: ClientStream>(
                         .soft_deadline(client.output_over_soft_since)
                         .map(|at| (at, limit.soft_bytes as usize)),
                 };
+                // Waiting for the client to take its replies: what it sends
+                // meanwhile is taken in, not run (`crate::settle`).
+                handle.activity.idle();
                 if !write_all_unless_killed(stream, &out, reading, waiting, &mut woken).await? {
                     return Ok(());
                 }
+                handle.activity.busy();
                 out.clear();
             }
         }
@@ -431,6 +435,9 @@ async fn run<S: ClientStream>(
                 tokio::time::sleep(Duration::from_millis(wait)).await
             }
         };
+        // Everything read so far has run: a CLIENT LIST on another loop
+        // need not wait for this connection (`crate::settle`).
+        handle.activity.idle();
         tokio::select! {
             _ = &mut woken => {
                 if handle.is_killed() {
@@ -438,7 +445,14 @@ async fn run<S: ClientStream>(
                 }
                 woken.set(handle.wake.notified());
             }
-            r = std::future::poll_fn(|cx| poll_read_lent(stream, &mut rbuf, cx)), if !closing => {
+            r = std::future::poll_fn(|cx| {
+                handle.activity.busy();
+                let r = poll_read_lent(stream, &mut rbuf, cx);
+                if r.is_pending() {
+                    handle.activity.idle();
+                }
+                r
+            }), if !closing => {
                 let n = r?;
                 if n == 0 {
                     return Ok(());
@@ -527,6 +541,7 @@ fn took_input(
 ) -> bool {
     shared.stats.total_net_input_bytes.add(n as u64);
     shared.stats.total_reads_processed.add(1);
+    handle.activity.took(n);
     handle
         .last_interaction_ms
         .store(crate::util::now_ms_coarse(), Ordering::Relaxed);

@@ -77,6 +77,7 @@ pub mod reply_wait;
 pub mod scripting;
 pub mod server;
 pub mod service;
+pub mod settle;
 pub mod signal;
 pub mod slowlog;
 pub mod state;

@@ -393,3 +393,38 @@ fn client_list_shows_what_a_transaction_holds() {
     let multi_mem = list_field(line, "multi-mem");
     assert!((10_000..11_000).contains(&multi_mem), "{line}");
 }
+
+/// CLIENT LIST sent right after other connections sent requests shows
+/// what those requests did, as Redis's single loop does, though they run
+/// on another event loop: a partly sent request is in its sender's `qbuf`,
+/// and a client closed for passing its output limit is gone.
+#[test]
+fn client_list_shows_what_others_sent_just_before_it() {
+    let srv = Server::start(&["--durability", "none", "--io-threads", "2"]);
+    let mut c = srv.conn();
+    let _: () = q(&mut c, &["SET", "big", &"v".repeat(300_000)]);
+    set_normal_limit(&mut c, "100000 0 0");
+    for round in 0..20 {
+        let name = format!("partial{round}");
+        let mut partial = named(&srv, &name);
+        let mut head = b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$400000\r\n".to_vec();
+        head.extend(std::iter::repeat_n(b'v', 200_000));
+        partial.write_all(&head).unwrap();
+
+        let closed_name = format!("over{round}");
+        let mut over = named(&srv, &closed_name);
+        over.write_all(&req(&[b"GET", b"big"])).unwrap();
+
+        let list = client_names(&mut c);
+        let line = list
+            .lines()
+            .find(|l| l.contains(&format!("name={name} ")))
+            .unwrap_or_else(|| panic!("{name} not listed: {list}"));
+        assert!(list_field(line, "qbuf") >= 200_000, "round {round}: {line}");
+        assert!(
+            !list.contains(&format!("name={closed_name} ")),
+            "round {round}: a client past its output limit is listed: {list}"
+        );
+        assert!(closed_by_server(&mut over));
+    }
+}

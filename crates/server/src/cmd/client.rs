@@ -425,6 +425,11 @@ fn client_list(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Frame {
     }
     let mut out = String::new();
     let me = ctx.client.id();
+    // Not inside EXEC or a script, which may hold locks the others need to
+    // finish their turns.
+    if !ctx.client.in_exec && !ctx.client.in_script {
+        crate::settle::others(ctx.shared, me);
+    }
     for h in ctx.shared.clients.all() {
         // A killed or evicted client is gone as far as others can see, as
         // Redis frees it at once; its task may take a moment to close.

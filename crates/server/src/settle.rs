@@ -1,0 +1,200 @@
+//! CLIENT LIST as of the moment it arrives.
+//!
+//! Redis runs every command on one loop, in the order the sockets became
+//! readable, so a listing sent right after another client's request shows
+//! what that request did: the query buffer it filled, or the client it got
+//! evicted or closed for passing its output limit. Here a connection's turn
+//! runs on whichever event loop took its socket, and the other loop may not
+//! have read that request yet; tools and Redis's own tests read such a
+//! listing as the server's state.
+//!
+//! So, before listing, [`others`] waits until every other connection has
+//! run what arrived before the listing: it is between turns with nothing
+//! unread in its socket, or it has since read all that its socket held and
+//! ended that turn. The wait gives up after [`MAX_WAIT`], for a connection
+//! that will not read (one closing after QUIT with more sent behind it).
+//!
+//! A connection marks its turns in its [`Activity`]: a few plain stores to
+//! its own handle per request, nothing shared.
+
+use crate::client::ClientHandle;
+use crate::state::Shared;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Longest a listing waits for the other connections.
+pub const MAX_WAIT: Duration = Duration::from_millis(100);
+/// How often it looks again.
+const POLL: Duration = Duration::from_micros(100);
+
+/// What a connection's task is doing, as another thread may read it.
+/// Written only by the connection's task, so no update needs an atomic
+/// read-modify-write.
+#[derive(Default)]
+pub struct Activity {
+    /// Odd from the moment the connection reads until its turn ends.
+    turns: AtomicU64,
+    /// Bytes it has read from its socket.
+    bytes_in: AtomicU64,
+}
+
+impl Activity {
+    /// About to read, or to run what it read: set before the read, so that
+    /// a socket seen drained is never seen with its reader idle.
+    #[inline]
+    pub fn busy(&self) {
+        let t = self.turns.load(Ordering::Relaxed);
+        if t & 1 == 0 {
+            self.turns.store(t + 1, Ordering::Release);
+        }
+    }
+
+    /// Waiting on the network (for requests, or for the client to take
+    /// replies), with everything read so far run.
+    #[inline]
+    pub fn idle(&self) {
+        let t = self.turns.load(Ordering::Relaxed);
+        if t & 1 == 1 {
+            self.turns.store(t + 1, Ordering::Release);
+        }
+    }
+
+    /// Counts `n` bytes just read.
+    #[inline]
+    pub fn took(&self, n: usize) {
+        let b = self.bytes_in.load(Ordering::Relaxed);
+        self.bytes_in.store(b + n as u64, Ordering::Release);
+    }
+}
+
+/// How a connection looked when the listing arrived.
+enum Seen {
+    /// Idle with nothing unread.
+    Settled,
+    /// It must read up to this many bytes in all and end that turn.
+    Owes(u64),
+}
+
+fn look(h: &ClientHandle, owed: Option<u64>) -> Seen {
+    let a = &h.activity;
+    let before = a.turns.load(Ordering::Acquire);
+    let read = a.bytes_in.load(Ordering::Acquire);
+    let unread = unread_bytes(h.fd);
+    let after = a.turns.load(Ordering::Acquire);
+    // The same even count on both sides of the other reads: no turn ran
+    // between them, so what they saw belongs to one idle moment.
+    let idle = before == after && before & 1 == 0;
+    match owed {
+        _ if idle && unread == 0 => Seen::Settled,
+        Some(target) if idle && read >= target => Seen::Settled,
+        Some(target) => Seen::Owes(target),
+        None => Seen::Owes(read + unread),
+    }
+}
+
+/// Bytes waiting in the socket `fd` (0 if it is gone).
+fn unread_bytes(fd: i64) -> u64 {
+    let Ok(fd) = libc::c_int::try_from(fd) else {
+        return 0;
+    };
+    if fd < 0 {
+        return 0;
+    }
+    let mut n: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one int through the pointer; a descriptor
+    // closed meanwhile makes it fail with EBADF, read as nothing unread.
+    let r = unsafe { libc::ioctl(fd, libc::FIONREAD, &mut n) };
+    if r < 0 {
+        0
+    } else {
+        n.max(0) as u64
+    }
+}
+
+/// Connections whose turns this waits for: those served by the request
+/// loop, other than `me`. A replication link runs its own loop.
+fn counted(h: &ClientHandle, me: u64) -> bool {
+    h.id != me
+        && !h.is_killed()
+        && !h.replication.load(Ordering::Relaxed)
+        && !h.master_link.load(Ordering::Relaxed)
+}
+
+/// Waits (up to [`MAX_WAIT`]) until every connection but `me` has run
+/// what it had received when this was called. Blocks the calling thread;
+/// the runtime's other tasks move to another worker meanwhile.
+pub fn others(shared: &Shared, me: u64) {
+    let mut pending: Vec<(Arc<ClientHandle>, u64)> = shared
+        .clients
+        .all()
+        .into_iter()
+        .filter(|h| counted(h, me))
+        .filter_map(|h| match look(&h, None) {
+            Seen::Settled => None,
+            Seen::Owes(target) => Some((h, target)),
+        })
+        .collect();
+    if pending.is_empty() {
+        return;
+    }
+    let mut wait = || {
+        let deadline = Instant::now() + MAX_WAIT;
+        while !pending.is_empty() && Instant::now() < deadline {
+            std::thread::sleep(POLL);
+            pending.retain(|(h, target)| {
+                // Gone from the registry (closed) counts as settled.
+                shared.clients.get(h.id).is_some()
+                    && counted(h, me)
+                    && matches!(look(h, Some(*target)), Seen::Owes(_))
+            });
+        }
+    };
+    match tokio::runtime::Handle::try_current() {
+        Ok(rt) if rt.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(wait)
+        }
+        _ => wait(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn turns_are_odd_while_busy_and_count_once() {
+        let a = Activity::default();
+        a.busy();
+        a.busy();
+        assert_eq!(a.turns.load(Ordering::Relaxed), 1);
+        a.idle();
+        a.idle();
+        assert_eq!(a.turns.load(Ordering::Relaxed), 2);
+        a.took(10);
+        a.took(5);
+        assert_eq!(a.bytes_in.load(Ordering::Relaxed), 15);
+    }
+
+    #[test]
+    fn a_closed_descriptor_has_nothing_unread() {
+        assert_eq!(unread_bytes(-1), 0);
+        assert_eq!(unread_bytes(i64::MAX), 0);
+    }
+
+    #[test]
+    fn unread_bytes_counts_what_a_socket_holds() {
+        use std::io::Write;
+        use std::os::fd::AsRawFd;
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (s, _) = l.accept().unwrap();
+        c.write_all(b"PING\r\n").unwrap();
+        let fd = s.as_raw_fd() as i64;
+        let t = Instant::now();
+        while unread_bytes(fd) < 6 && t.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(unread_bytes(fd), 6);
+    }
+}
