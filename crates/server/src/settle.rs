@@ -138,6 +138,10 @@ pub fn others(shared: &Shared, me: u64) {
     if pending.is_empty() {
         return;
     }
+    // Writes this turn made before the listing, whose fsync the turn was
+    // to make itself once done (`Wal::defer_syncs`), must not wait for it:
+    // other connections' replies may wait on the same batch.
+    shared.store.wal.release_deferred();
     let mut wait = || {
         let deadline = Instant::now() + MAX_WAIT;
         while !pending.is_empty() && Instant::now() < deadline {

@@ -718,6 +718,13 @@ impl Wal {
         }
     }
 
+    /// Wakes the writers of every stream whose urgent records were left to
+    /// a caller of [`Wal::defer_syncs`]: the calling thread is about to
+    /// block, and it may be the one that was to write them.
+    pub fn release_deferred(&self) {
+        self.core.release_deferred();
+    }
+
     /// What each stream's writers and appenders wait for, one line per
     /// stream, to diagnose a stall.
     pub fn describe(&self) -> String {
