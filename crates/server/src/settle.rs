@@ -142,7 +142,7 @@ pub fn others(shared: &Shared, me: u64) {
     // to make itself once done (`Wal::defer_syncs`), must not wait for it:
     // other connections' replies may wait on the same batch.
     shared.store.wal.release_deferred();
-    let mut wait = || {
+    let wait = || {
         let deadline = Instant::now() + MAX_WAIT;
         while !pending.is_empty() && Instant::now() < deadline {
             std::thread::sleep(POLL);
@@ -154,12 +154,7 @@ pub fn others(shared: &Shared, me: u64) {
             });
         }
     };
-    match tokio::runtime::Handle::try_current() {
-        Ok(rt) if rt.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-            tokio::task::block_in_place(wait)
-        }
-        _ => wait(),
-    }
+    crate::checkpointer::blocking(wait);
 }
 
 #[cfg(test)]
