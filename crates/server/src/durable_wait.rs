@@ -96,11 +96,7 @@ impl DurableWaiters {
             .filter(|&s| s < queues.len())
             .unwrap_or(0);
         let q = &mut queues[slot];
-        let at = if q.back().is_none_or(|w| w.0 <= lsn) {
-            q.len()
-        } else {
-            q.partition_point(|w| w.0 <= lsn)
-        };
+        let at = q.partition_point(|w| w.0 <= lsn);
         q.insert(at, (lsn, waker.clone()));
     }
 
@@ -116,11 +112,8 @@ impl DurableWaiters {
                     0 => durable,
                     s => acked.get(s - 1).map_or(durable, |&a| a.max(durable)),
                 };
-                while q.front().is_some_and(|w| w.0 <= upto) {
-                    if let Some((_, w)) = q.pop_front() {
-                        met.push(w);
-                    }
-                }
+                let n = q.partition_point(|w| w.0 <= upto);
+                met.extend(q.drain(..n).map(|w| w.1));
             }
         }
         for w in met {
@@ -155,10 +148,6 @@ mod tests {
     use std::sync::atomic::Ordering;
     use std::sync::Arc;
 
-    fn woken(c: &Count) -> usize {
-        c.woken()
-    }
-
     #[test]
     fn wakes_only_what_the_log_meets() {
         let w = DurableWaiters::new(2);
@@ -170,15 +159,15 @@ mod tests {
         w.register(dep::on_stream(1, 11), &s1w);
         // Stream 0 acknowledged 12: only its waiter goes.
         w.wake_met(9, &[12, 9]);
-        assert_eq!((woken(&plain), woken(&s0), woken(&s1)), (0, 1, 0));
+        assert_eq!((plain.woken(), s0.woken(), s1.woken()), (0, 1, 0));
         assert_eq!(w.len(), 2);
         // The durable LSN meets a plain dependency and any stream's.
         w.wake_met(11, &[12, 9]);
-        assert_eq!((woken(&plain), woken(&s0), woken(&s1)), (1, 1, 1));
+        assert_eq!((plain.woken(), s0.woken(), s1.woken()), (1, 1, 1));
         assert_eq!(w.len(), 0);
         w.wake_met(20, &[20, 20]);
         assert_eq!(
-            (woken(&plain), woken(&s0), woken(&s1)),
+            (plain.woken(), s0.woken(), s1.woken()),
             (1, 1, 1),
             "woken once"
         );
@@ -198,7 +187,7 @@ mod tests {
         for upto in [0u64, 3, 6, 9] {
             w.wake_met(upto, &[0]);
             for (lsn, c) in &counts {
-                assert_eq!(woken(c), usize::from(*lsn <= upto), "lsn {lsn} at {upto}");
+                assert_eq!(c.woken(), usize::from(*lsn <= upto), "lsn {lsn} at {upto}");
             }
         }
         assert_eq!(w.len(), 0);
@@ -213,9 +202,9 @@ mod tests {
         let (c, cw) = waker();
         w.register(dep::on_stream(5, 6), &cw);
         w.wake_met(4, &[100]);
-        assert_eq!(woken(&c), 0);
+        assert_eq!(c.woken(), 0);
         w.wake_all();
-        assert_eq!((woken(&a), woken(&c)), (1, 1));
+        assert_eq!((a.woken(), c.woken()), (1, 1));
         assert_eq!(w.len(), 0);
     }
 
@@ -247,7 +236,7 @@ mod tests {
         // The log meets it: both go, and the wait resolves.
         met.store(true, Ordering::SeqCst);
         w.wake_met(5, &[5]);
-        assert_eq!((woken(&c), w.len()), (1, 0));
+        assert_eq!((c.woken(), w.len()), (1, 0));
         assert!(poll_met(&w, 5, &mut reg, &wk, &met).is_ready());
         // The next dependency registers again.
         met.store(false, Ordering::SeqCst);

@@ -22,30 +22,24 @@ pub fn now_ms() -> u64 {
 /// last heard from. It costs a fifth of a precise read, which a connection
 /// otherwise pays on every request.
 pub fn now_ms_coarse() -> u64 {
-    coarse(libc::CLOCK_REALTIME_COARSE)
+    coarse_ms(libc::CLOCK_REALTIME_COARSE).unwrap_or_else(now_ms)
 }
 
 /// Milliseconds on the coarse monotonic clock (see `now_ms_coarse`), from
 /// an arbitrary start.
 pub fn monotonic_ms_coarse() -> u64 {
-    coarse(libc::CLOCK_MONOTONIC_COARSE)
+    coarse_ms(libc::CLOCK_MONOTONIC_COARSE).unwrap_or_else(|| crate::reply_wait::now_us() / 1000)
 }
 
-fn coarse(clock: libc::clockid_t) -> u64 {
+/// The clock's reading in ms; None if the kernel has no such clock.
+fn coarse_ms(clock: libc::clockid_t) -> Option<u64> {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
-    // SAFETY: `ts` is a valid timespec for the call to fill; the coarse
-    // clocks exist on every Linux this builds for.
-    if unsafe { libc::clock_gettime(clock, &mut ts) } != 0 {
-        return if clock == libc::CLOCK_REALTIME_COARSE {
-            now_ms()
-        } else {
-            0
-        };
-    }
-    ts.tv_sec as u64 * 1000 + ts.tv_nsec as u64 / 1_000_000
+    // SAFETY: `ts` is a valid timespec for the call to fill.
+    (unsafe { libc::clock_gettime(clock, &mut ts) } == 0)
+        .then(|| ts.tv_sec as u64 * 1000 + ts.tv_nsec as u64 / 1_000_000)
 }
 
 pub fn now_us() -> u64 {
