@@ -271,10 +271,14 @@ if [[ -x $REDIS_TESTS/run.sh ]] && command -v tclsh >/dev/null; then
         line=$(grep "^UNIT $unit " "$WORK/units.txt" || true)
         [[ -z $line ]] && continue
         ok=$(sed -n 's/.* ok=\([0-9]*\).*/\1/p' <<<"$line")
-        [[ $line == *timeout* ]] && fail "$unit timed out: $line"
+        log=$WORK/redis-tests/$(tr / _ <<<"$unit").log
+        if [[ $line == *timeout* ]]; then
+            # The logs go with the temporary directory: show where it hung.
+            tail -n 15 "$log" >&2 || true
+            fail "$unit timed out: $line"
+        fi
         if ((ok < floor)); then
-            # The logs go with the temporary directory: show what failed.
-            grep -E -A4 '^\[(err|exception)\]' "$WORK/redis-tests/$(tr / _ <<<"$unit").log" >&2 || true
+            grep -E -A4 '^\[(err|exception)\]' "$log" >&2 || true
             fail "$unit: $ok tests pass, fewer than the $floor recorded in scripts/redis-tests-floor.txt"
         fi
     done <"$ROOT/scripts/redis-tests-floor.txt"

@@ -343,6 +343,14 @@ async fn run<S: ClientStream>(
         // After the output limit: a client that passed it is closed for
         // that, not counted against `maxmemory-clients` to evict others.
         report_memory(shared, client, &rbuf, out.len() + held.bytes.capacity());
+        if closing && held.is_empty() && client.psync.is_none() {
+            // QUIT's reply is the last: once the client has it, it may
+            // write from another connection at once, and a tracker
+            // redirected here must find this one gone (Redis frees it
+            // before reading anything more), not wait for this task's
+            // clean-up after the write.
+            shared.clients.unregister(handle.id);
+        }
         if !out.is_empty() {
             shared.stats.total_net_output_bytes.add(out.len() as u64);
             shared.stats.total_writes_processed.add(1);

@@ -344,6 +344,37 @@ fn redirect_reaches_a_resp2_subscriber_and_reports_a_broken_target() {
     assert!(list.contains(" flags=tR "), "{list}");
 }
 
+/// Redis frees a client that sent QUIT before it reads anything more, so
+/// a write sent the moment QUIT's reply arrives already finds a tracker's
+/// redirect broken (Redis's unit/tracking relies on it).
+#[test]
+fn a_target_is_gone_once_its_quit_is_answered() {
+    let srv = Server::start(&[]);
+    let mut w = srv.conn();
+    let mut t3 = tracker(&srv);
+    for round in 0..30 {
+        let mut target = RespConn::new(srv.raw());
+        let Frame::Integer(id) = call(&mut target, &["CLIENT", "ID"]) else {
+            panic!("client id")
+        };
+        let key = format!("k{round}");
+        call(
+            &mut t3,
+            &["CLIENT", "TRACKING", "ON", "REDIRECT", &id.to_string()],
+        );
+        call(&mut t3, &["GET", &key]);
+        target.send(&["QUIT"]);
+        target.expect("+OK\r\n");
+        let _: () = q(&mut w, &["SET", &key, "v"]);
+        assert_eq!(
+            t3.frame(),
+            Frame::Push(vec![b("tracking-redir-broken"), Frame::Integer(id)]),
+            "round {round}"
+        );
+        call(&mut t3, &["CLIENT", "TRACKING", "OFF"]);
+    }
+}
+
 #[test]
 fn flushes_invalidate_everything_and_empty_the_table() {
     let srv = Server::start(&[]);
