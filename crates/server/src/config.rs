@@ -371,7 +371,7 @@ impl Default for Config {
             wal_dir: Vec::new(),
             wal_segment_size_mb: 64,
             wal_max_record_size_mb: 1024,
-            wal_syncs_in_flight: 3,
+            wal_syncs_in_flight: 6,
             wal_sync_overlap_us: 500,
             wal_sync_gather_writers: None,
             wal_sync_inline: true,
@@ -1464,8 +1464,8 @@ pub static DIRECTIVES: &[Directive] = &[
     },
     Directive {
         name: "wal-syncs-in-flight",
-        default: "3",
-        help: "Log batches per WAL directory that may be waiting for their fsync at once (1..16): a write arriving during an fsync starts its own instead of waiting for it",
+        default: "6",
+        help: "Log batches per WAL directory that may be waiting for their fsync at once (1..16): a write arriving during an fsync starts its own instead of waiting for it; where fsyncs take longer than wal-sync-overlap-us, batches start evenly through one, this many per fsync",
         runtime: false,
         repeatable: false,
         set: |c, v| {
@@ -1477,7 +1477,7 @@ pub static DIRECTIVES: &[Directive] = &[
     Directive {
         name: "wal-sync-overlap-us",
         default: "500",
-        help: "Start another fsync on a WAL directory while one runs only once the running one is this old, in microseconds (0..1000000): overlapping pays on network block storage, not on a fast local disk",
+        help: "Start another fsync on a WAL directory while one runs only once the running one is this old, in microseconds (0..1000000): overlapping pays on network block storage, not on a fast local disk; where fsyncs average longer than this, batches start sooner (see wal-syncs-in-flight)",
         runtime: false,
         repeatable: false,
         set: |c, v| {

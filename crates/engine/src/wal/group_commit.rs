@@ -61,6 +61,10 @@ use super::format::{
 };
 use crate::durability::Durability;
 
+/// The shortest time between two batches of a stream whose fsyncs are
+/// slow: below it a batch would carry a record or two, and the machine
+/// would spend more CPU on fsyncs than the records gain.
+const OVERLAP_AGE_MIN_US: u64 = 50;
 /// Capacity a pending buffer starts with.
 const BUFFER_INITIAL_BYTES: usize = 64 * 1024;
 /// A buffer that grew past this for one large batch shrinks back to it
@@ -379,6 +383,10 @@ struct StreamState {
     /// Microseconds the most recent fsync of this stream took, and when
     /// it returned.
     last_sync_us: u64,
+    /// Recent fsyncs' typical duration in microseconds (a moving average
+    /// weighting the newest by 1/8): what spaces batches on a slow disk
+    /// (`Core::overlap_age`).
+    sync_us_avg: u64,
     last_sync_end: Instant,
     /// Writers waiting for the pending batch to fill its page
     /// (`Core::fill_deadline`).
@@ -580,6 +588,7 @@ impl Core {
                     writers_waiting: 0,
                     writing: false,
                     last_sync_us: 0,
+                    sync_us_avg: 0,
                     last_sync_end: Instant::now(),
                     filling: 0,
                     finished: false,
@@ -1318,7 +1327,29 @@ impl Core {
     /// The newest batch in flight is old enough for another to start
     /// beside it, on a disk where overlapping pays.
     fn overlap_due(&self, sc: &StreamCore, st: &StreamState) -> bool {
-        !sc.bandwidth_capped.load(SeqCst) && Instant::now() >= st.last_seal + self.cfg.sync_overlap
+        !sc.bandwidth_capped.load(SeqCst)
+            && Instant::now() >= st.last_seal + self.overlap_age(sc, st)
+    }
+
+    /// How old the newest batch in flight must be before another starts.
+    /// On a fast disk, `sync_overlap`: a young fsync there is followed, not
+    /// overlapped. On a slow one an fsync's duration is its latency, not
+    /// work the disk shares among batches (network block storage serves
+    /// several at once), so batches start evenly through it, one every
+    /// fsync ÷ `syncs_in_flight`: a record then waits one fsync and a small
+    /// part of another, where a fixed age of `sync_overlap` cost it up to
+    /// half of one more. Under slowsync at 1 ms, memtier write-only at 200
+    /// connections measured 13-18% faster with batches 150-250 µs apart
+    /// than 500 µs apart.
+    fn overlap_age(&self, sc: &StreamCore, st: &StreamState) -> Duration {
+        let overlap = self.cfg.sync_overlap;
+        // The average, not the last: one slow fsync on a fast disk must
+        // not make the next batches crowd it.
+        if sc.bandwidth_capped.load(SeqCst) || st.sync_us_avg < overlap.as_micros() as u64 {
+            return overlap;
+        }
+        let even = st.sync_us_avg / self.cfg.syncs_in_flight.max(1) as u64;
+        Duration::from_micros(even.max(OVERLAP_AGE_MIN_US)).min(overlap)
     }
 
     /// The last fsync outlasted the overlap age (network block storage):
@@ -1356,7 +1387,7 @@ impl Core {
                         // fast disk the writer of that fsync seals next, so
                         // this one sleeps until woken.
                         if !self.overlap_due(sc, &st) {
-                            let overlap_at = st.last_seal + self.cfg.sync_overlap;
+                            let overlap_at = st.last_seal + self.overlap_age(sc, &st);
                             st.writers_waiting += 1;
                             if self.last_sync_was_slow(sc, &st) {
                                 sc.writer_cv.wait_until(&mut st, overlap_at);
@@ -1574,6 +1605,11 @@ impl Core {
         let mut st = sc.state.lock();
         st.in_flight -= 1;
         st.last_sync_us = us;
+        st.sync_us_avg = if st.sync_us_avg == 0 {
+            us
+        } else {
+            (st.sync_us_avg * 7 + us) / 8
+        };
         st.last_sync_end = Instant::now();
         match res {
             Ok(()) => {
@@ -2434,6 +2470,46 @@ mod tests {
         sink.inner.lock().sync_blocked.clear();
         assert!(core.wait_durable(c3, None).unwrap());
         stop(&core, hs);
+    }
+
+    #[test]
+    fn on_a_slow_disk_batches_start_evenly_through_an_fsync() {
+        let mut c = cfg();
+        c.syncs_in_flight = 4;
+        c.sync_overlap = Duration::from_micros(500);
+        let core = Core::new(1, c, 0);
+        let sc = &core.streams[0];
+        let age = |avg: u64| {
+            let mut st = sc.state.lock();
+            st.sync_us_avg = avg;
+            core.overlap_age(sc, &st)
+        };
+        // A fast disk (or none measured yet): the configured age.
+        assert_eq!(age(0), Duration::from_micros(500));
+        assert_eq!(age(499), Duration::from_micros(500));
+        // Fsyncs of 1 ms and 4 ms: a batch every quarter of one, never
+        // further apart than the configured age, never closer than the
+        // floor.
+        assert_eq!(age(1000), Duration::from_micros(250));
+        assert_eq!(age(4000), Duration::from_micros(500));
+        assert_eq!(age(600), Duration::from_micros(150));
+        let mut few = cfg();
+        few.syncs_in_flight = 16;
+        few.sync_overlap = Duration::from_micros(500);
+        let core = Core::new(1, few, 0);
+        let sc = &core.streams[0];
+        let mut st = sc.state.lock();
+        st.sync_us_avg = 600;
+        assert_eq!(
+            core.overlap_age(sc, &st),
+            Duration::from_micros(OVERLAP_AGE_MIN_US)
+        );
+        drop(st);
+        // A bandwidth-bound disk never overlaps: its age does not shrink.
+        core.set_bandwidth_capped(0, true);
+        let mut st = sc.state.lock();
+        st.sync_us_avg = 4000;
+        assert_eq!(core.overlap_age(sc, &st), Duration::from_micros(500));
     }
 
     /// One stream whose disk is bandwidth-bound, with batch 0 (record
