@@ -520,6 +520,12 @@ impl ClientRegistry {
         self.clients.lock().remove(&id);
     }
 
+    /// Lists an unregistered client again (one whose last reply the socket
+    /// did not take at once).
+    pub fn reinstate(&self, h: &Arc<ClientHandle>) {
+        self.clients.lock().insert(h.id, h.clone());
+    }
+
     pub fn len(&self) -> usize {
         self.clients.lock().len()
     }

@@ -343,18 +343,23 @@ async fn run<S: ClientStream>(
         // After the output limit: a client that passed it is closed for
         // that, not counted against `maxmemory-clients` to evict others.
         report_memory(shared, client, &rbuf, out.len() + held.bytes.capacity());
-        if closing && held.is_empty() && client.psync.is_none() {
-            // QUIT's reply is the last: once the client has it, it may
-            // write from another connection at once, and a tracker
-            // redirected here must find this one gone (Redis frees it
-            // before reading anything more), not wait for this task's
-            // clean-up after the write.
+        // QUIT's reply is the last: once the client has it, it may write
+        // from another connection at once, and a tracker redirected here
+        // must find this one gone (Redis frees it before reading anything
+        // more), not wait for this task's clean-up after the write.
+        let leaving = closing && held.is_empty() && client.psync.is_none();
+        if leaving {
             shared.clients.unregister(handle.id);
         }
         if !out.is_empty() {
             shared.stats.total_net_output_bytes.add(out.len() as u64);
             shared.stats.total_writes_processed.add(1);
             stream.write_now(&mut out)?;
+            if leaving && !out.is_empty() {
+                // The client is not reading: until it does, it stays
+                // listed, and CLIENT KILL and shutdown still reach it.
+                shared.clients.reinstate(&handle);
+            }
             if !out.is_empty() {
                 // The client is not reading (or this is TLS, which always
                 // writes here): this connection keeps the buffer until the

@@ -578,3 +578,35 @@ fn a_blocked_client_gets_invalidations_and_its_served_reply_first() {
     assert_eq!(t.frame(), inval(&["dst"]));
     nothing_pending(&mut t);
 }
+
+/// A client that sent QUIT behind replies it does not read stays listed
+/// until they are taken, and CLIENT KILL still reaches it, whether its
+/// connection waits for the socket before the QUIT or after it (then it
+/// left the client table and went back: `connection::run`).
+#[test]
+fn a_quitting_client_that_does_not_read_stays_killable() {
+    let srv = Server::start(&[]);
+    let mut w = srv.conn();
+    let big = "x".repeat(1 << 20);
+    let _: () = q(&mut w, &["SET", "big", &big]);
+    let mut stuck = RespConn::new(srv.raw());
+    let Frame::Integer(id) = call(&mut stuck, &["CLIENT", "ID"]) else {
+        panic!("client id")
+    };
+    // 32 MiB of replies, more than the socket buffers hold, then QUIT.
+    let mut burst = Vec::new();
+    for _ in 0..32 {
+        burst.extend_from_slice(b"*2\r\n$3\r\nGET\r\n$3\r\nbig\r\n");
+    }
+    burst.extend_from_slice(b"*1\r\n$4\r\nQUIT\r\n");
+    send_raw(&mut stuck.s, &burst);
+    std::thread::sleep(Duration::from_millis(300));
+    let list: String = q(&mut w, &["CLIENT", "LIST"]);
+    assert!(list.contains(&format!("id={id} ")), "{list}");
+    let killed: i64 = q(&mut w, &["CLIENT", "KILL", "ID", &id.to_string()]);
+    assert_eq!(killed, 1);
+    eventually("the killed client to be gone", || {
+        let list: String = q(&mut w, &["CLIENT", "LIST"]);
+        !list.contains(&format!("id={id} "))
+    });
+}

@@ -50,7 +50,8 @@ use segment::{
 /// overlapped, so its writers mostly sleep; on a slow one batches start
 /// every sixth of an fsync. Under slowsync at 1 ms, memtier write-only at
 /// 200 connections did 101K writes/s with 6 and with 8 (the latter with
-/// 28% more fsyncs), against 92K with 3 (7 rounds each, medians).
+/// 28% more fsyncs), against 92K with 3 writers and a fixed 500 µs age
+/// (7 rounds each, medians; `docs/performance.md`).
 pub const DEFAULT_SYNCS_IN_FLIGHT: usize = 6;
 /// Default `sync_overlap_us`: above a local SSD's fdatasync, below network
 /// block storage's.
