@@ -14,9 +14,10 @@ FLUSHALL. Three families, ROUNDS cases per command (default 800):
   Redis's order of checks decides which error comes first.
 
 Known and accepted differences (see the README's compatibility notes):
-values past a double's range in INCRBYFLOAT (Redis holds them in a long
-double), answers where durakv follows Redis 7.2 rather than 7.0, random
-members (compared by count only). XADD gets explicit IDs only, since `*`
+the digits of INCRBYFLOAT results past the 17th significant one (Redis
+prints its x86 long double's binary noise), answers where durakv follows
+Redis 7.2 rather than 7.0, random members (compared by count only).
+crates/server/tests/differential.rs sends random command sequences instead. XADD gets explicit IDs only, since `*`
 would take each server's clock.
 Prints one line per command with its count of differences and the first
 few cases; exits 1 if any command differs.

@@ -5,10 +5,16 @@
 //! Redis where `long double` is binary128 (aarch64). x86-64 Redis's 80-bit
 //! `long double` shows artifacts on larger values (`1000.5 + 0.3` prints
 //! `1000.79999999999999999`) that this deliberately does not copy.
+//!
+//! A `long double` also reaches far past a double: Redis takes `1e400`
+//! and adds to it, and refuses as not a float only what `strtold` finds
+//! out of its range (past about 1.19e4932, or below about 3.6e-4951 and
+//! not zero). [`sum`] keeps those rules.
 
 /// Beyond these sizes the exact path is not worth its cost; the caller
-/// falls back to f64.
-const MAX_EXPONENT: i64 = 400;
+/// falls back to f64. (A `long double`'s decimal exponents run from about
+/// -4951 to 4932.)
+const MAX_EXPONENT: i64 = 5000;
 const MAX_DIGITS: usize = 1000;
 /// Redis prints INCRBYFLOAT results with this many fractional digits.
 const FRACTION_DIGITS: i64 = 17;
@@ -136,7 +142,91 @@ fn sub_le(a: &[u8], b: &[u8]) -> Vec<u8> {
 }
 
 /// The exact sum of two decimal texts, printed as Redis prints it.
-pub fn add(a: &[u8], b: &[u8]) -> Option<String> {
+#[cfg(test)]
+fn add(a: &[u8], b: &[u8]) -> Option<String> {
+    add_checked(a, b)?
+}
+
+/// The largest x86 `long double`, in significant digits and the
+/// exponent of its first digit: 1.18973149535723176502e4932.
+const LDBL_MAX_DIGITS: &[u8] = b"118973149535723176502";
+const LDBL_MAX_EXP: i64 = 4932;
+/// The exponent of the first digit of the smallest `long double` above
+/// zero (a subnormal, 3.6e-4951): anything smaller reads as 0 with ERANGE.
+const LDBL_MIN_EXP: i64 = -4951;
+
+/// How a decimal's magnitude sits against a `long double`'s range.
+#[derive(PartialEq)]
+enum Range {
+    Inside,
+    Over,
+    Under,
+}
+
+/// `digits` (most significant first, leading zeros allowed) × 10^`exp`.
+fn range(digits: &[u8], exp: i64) -> Range {
+    let Some(lead) = digits.iter().position(|&d| d != 0) else {
+        return Range::Inside;
+    };
+    let sig = &digits[lead..];
+    let top = exp + (sig.len() as i64) - 1;
+    if top > LDBL_MAX_EXP {
+        return Range::Over;
+    }
+    if top == LDBL_MAX_EXP {
+        let n = sig.len().min(LDBL_MAX_DIGITS.len());
+        let head: Vec<u8> = sig[..n].iter().map(|d| b'0' + d).collect();
+        let rest_nonzero = sig[n..].iter().any(|&d| d != 0);
+        if head.as_slice() > &LDBL_MAX_DIGITS[..n]
+            || (head.as_slice() == &LDBL_MAX_DIGITS[..n] && rest_nonzero)
+        {
+            return Range::Over;
+        }
+    }
+    if top < LDBL_MIN_EXP {
+        return Range::Under;
+    }
+    Range::Inside
+}
+
+/// Whether `b` reads as a `long double` the way Redis's `string2ld`
+/// takes one: `strtod`'s syntax over the whole text, not NaN, and inside
+/// the range (`inf` itself is taken; what `strtold` overflows or
+/// underflows to is not).
+pub fn is_long_double(b: &[u8]) -> bool {
+    if crate::util::parse_f64_saturating(b).is_none() {
+        return false;
+    }
+    match parse(b) {
+        Some(d) => range(&d.digits, d.exp) == Range::Inside,
+        // Hex, `inf`, or past what the exact path reads: a double's rules.
+        None => crate::util::parse_f64(b).is_some() || is_infinity(b),
+    }
+}
+
+/// `inf` or `infinity`, signed or not, in any case.
+pub fn is_infinity(b: &[u8]) -> bool {
+    let b = b
+        .strip_prefix(b"-")
+        .or_else(|| b.strip_prefix(b"+"))
+        .unwrap_or(b);
+    b.eq_ignore_ascii_case(b"inf") || b.eq_ignore_ascii_case(b"infinity")
+}
+
+/// `a + b` as INCRBYFLOAT and HINCRBYFLOAT store it, for two texts
+/// [`is_long_double`] took; None when the sum is NaN or infinite in a
+/// `long double` (Redis's "increment would produce NaN or Infinity").
+pub fn sum(a: &[u8], b: &[u8]) -> Option<String> {
+    if let Some(text) = add_checked(a, b) {
+        return text;
+    }
+    let v = crate::util::parse_f64_saturating(a)? + crate::util::parse_f64_saturating(b)?;
+    v.is_finite().then(|| format_fixed17(v))
+}
+
+/// The exact sum, Some(None) when it leaves a `long double`'s range;
+/// None when either text is not for the exact path.
+fn add_checked(a: &[u8], b: &[u8]) -> Option<Option<String>> {
     let (a, b) = (parse(a)?, parse(b)?);
     let exp = a.exp.min(b.exp);
     let (x, y) = (scaled(&a, exp), scaled(&b, exp));
@@ -147,7 +237,11 @@ pub fn add(a: &[u8], b: &[u8]) -> Option<String> {
     } else {
         (b.neg, sub_le(&y, &x))
     };
-    Some(format(neg, mag, exp))
+    let msb_first: Vec<u8> = mag.iter().rev().copied().collect();
+    if range(&msb_first, exp) == Range::Over {
+        return Some(None);
+    }
+    Some(Some(format(neg, mag, exp)))
 }
 
 /// Prints little-endian digits × 10^`exp` rounded half-to-even to 17
@@ -239,5 +333,27 @@ mod tests {
         assert!(super::parse(b"inf").is_none());
         assert_eq!(format_fixed17(0.5), "0.5");
         assert_eq!(format_fixed17(-0.0), "0");
+    }
+
+    #[test]
+    fn a_long_double_reaches_past_a_double() {
+        assert!(is_long_double(b"1e400"));
+        assert!(is_long_double(b"-1.18973149535723176502e4932"));
+        assert!(is_long_double(b"1e-4950"));
+        assert!(is_long_double(b"inf"));
+        assert!(is_long_double(b"0e99999"));
+        assert!(!is_long_double(b"1.18973149535723176503e4932"));
+        assert!(!is_long_double(b"1e4933"));
+        assert!(!is_long_double(b"1e318446744073709551616"));
+        assert!(!is_long_double(b"1e-4952"));
+        assert!(!is_long_double(b"nan"));
+        assert!(!is_long_double(b" 1"));
+        let sum = |a: &str, b: &str| sum(a.as_bytes(), b.as_bytes());
+        assert_eq!(sum("1e20", "1").as_deref(), Some("100000000000000000001"));
+        assert_eq!(sum("1e400", "-1e400").as_deref(), Some("0"));
+        assert_eq!(sum("1e400", "1").map(|s| s.len()), Some(401));
+        assert_eq!(sum("1.1e4932", "1e4931"), None);
+        assert_eq!(sum("inf", "1"), None);
+        assert_eq!(sum("0x10", "1").as_deref(), Some("17"));
     }
 }

@@ -352,3 +352,28 @@ fn full_reader_of_delayed_pattern_keys_waits_until_durable() {
     let c = &mut srv.conn();
     assert_eq!(q::<String>(c, &["GET", "w_1"]), "seen");
 }
+
+/// Redis reads a weight with C's `strtod`, which stops at a NUL byte: the
+/// rest of the value is never seen (redis-server 7.0.15 sorts these).
+#[test]
+fn a_weight_ends_at_a_nul_byte() {
+    let srv = Server::start(&[]);
+    let c = &mut srv.conn();
+    let mut set = redis::cmd("SET");
+    set.arg("w_a").arg(&b"2\x00junk"[..]);
+    let _: () = set.query(c).unwrap();
+    let _: () = redis::cmd("SET").arg("w_b").arg("1").query(c).unwrap();
+    let _: i64 = redis::cmd("RPUSH")
+        .arg("l")
+        .arg("a")
+        .arg("b")
+        .query(c)
+        .unwrap();
+    let sorted: Vec<String> = redis::cmd("SORT")
+        .arg("l")
+        .arg("BY")
+        .arg("w_*")
+        .query(c)
+        .unwrap();
+    assert_eq!(sorted, ["b", "a"]);
+}

@@ -305,12 +305,12 @@ fn incrbyfloat() {
         err(c, &["INCRBYFLOAT", "f", "+inf"]),
         "ERR increment would produce NaN or Infinity"
     );
-    run::<()>(c, &["SET", "m", "1e308"]);
+    run::<()>(c, &["SET", "m", "1e4932"]);
     assert_eq!(
-        err(c, &["INCRBYFLOAT", "m", "1e308"]),
+        err(c, &["INCRBYFLOAT", "m", "1e4932"]),
         "ERR increment would produce NaN or Infinity"
     );
-    assert_eq!(run::<String>(c, &["GET", "m"]), "1e308");
+    assert_eq!(run::<String>(c, &["GET", "m"]), "1e4932");
 }
 
 #[test]
@@ -513,4 +513,46 @@ fn set_and_getex_options_are_checked_in_redis_order() {
     // unit, end.
     assert_eq!(run::<i64>(c, &["BITPOS", "nokey", "1", "x"]), -1);
     assert_eq!(err(c, &["BITPOS", "k", "1", "-1", "BIT", "x"]), syntax);
+}
+
+/// INCRBYFLOAT reads as C's `long double`, as Redis does: past a double's
+/// range is still a number, and only what `strtold` overflows or
+/// underflows is not one (redis-server 7.0.15 answers the same errors).
+#[test]
+fn incrbyfloat_takes_a_long_doubles_range() {
+    let srv = Server::start(&[]);
+    let c = &mut srv.conn();
+    run::<()>(c, &["SET", "big", "1e400"]);
+    let sum = run::<String>(c, &["INCRBYFLOAT", "big", "1"]);
+    assert_eq!(
+        (sum.len(), &sum[..3], sum.ends_with('1')),
+        (401, "100", true)
+    );
+    run::<()>(c, &["SET", "over", "1e5000"]);
+    let not_float = "ERR value is not a valid float";
+    assert_eq!(err(c, &["INCRBYFLOAT", "over", "1"]), not_float);
+    run::<()>(c, &["SET", "under", "1e-5000"]);
+    assert_eq!(err(c, &["INCRBYFLOAT", "under", "1"]), not_float);
+    assert_eq!(
+        err(c, &["INCRBYFLOAT", "n", "1e318446744073709551616"]),
+        not_float
+    );
+    run::<()>(c, &["SET", "top", "1.1e4932"]);
+    assert_eq!(
+        err(c, &["INCRBYFLOAT", "top", "1e4931"]),
+        "ERR increment would produce NaN or Infinity"
+    );
+    run::<i64>(c, &["HSET", "h", "f", "1e400"]);
+    let sum = run::<String>(c, &["HINCRBYFLOAT", "h", "f", "1e400"]);
+    assert_eq!((sum.len(), &sum[..3]), (401, "200"));
+    assert_eq!(
+        err(c, &["HINCRBYFLOAT", "h", "g", "inf"]),
+        "ERR value is NaN or Infinity"
+    );
+    assert_eq!(err(c, &["HINCRBYFLOAT", "h", "g", "1e5000"]), not_float);
+    run::<i64>(c, &["HSET", "h", "bad", "1e5000"]);
+    assert_eq!(
+        err(c, &["HINCRBYFLOAT", "h", "bad", "1"]),
+        "ERR hash value is not a float"
+    );
 }

@@ -822,3 +822,34 @@ fn scores_print_as_redis_7_0_does() {
     r.send(&["ZSCORE", "small", "m3"]);
     r.expect(",1.0000000000000001e-05\r\n");
 }
+
+/// Redis aggregates ZUNION/ZINTER inputs smallest first, and the order
+/// shows in float sums and in which NaN product becomes 0 (answers taken
+/// from redis-server 7.0.15).
+#[test]
+fn algebra_aggregates_the_smallest_input_first() {
+    let srv = Server::start(&[]);
+    let c = &mut srv.conn();
+    q::<i64>(c, &["ZADD", "big", "1e16", "m", "5", "p", "6", "q"]);
+    q::<i64>(c, &["ZADD", "mid", "1", "m", "7", "p"]);
+    q::<i64>(c, &["ZADD", "small", "1", "m"]);
+    // 1 + 1 + 1e16 is 1e16 + 2; 1e16 + 1 + 1 rounds to 1e16.
+    let inter = strs(c, &["ZINTER", "3", "big", "mid", "small", "WITHSCORES"]);
+    assert_eq!(inter, ["m", "10000000000000002"]);
+    let union = strs(c, &["ZUNION", "3", "big", "mid", "small", "WITHSCORES"]);
+    assert_eq!(union, ["q", "6", "p", "12", "m", "10000000000000002"]);
+    // -inf × -1, then -inf × 0 (NaN, which the sum makes 0), then
+    // -inf × 2: inf, 0, -inf. Only the first product is made 0 when NaN.
+    q::<i64>(c, &["ZADD", "a", "-inf", "x"]);
+    let w: Vec<&str> = "ZINTER 3 a a a WEIGHTS -1 0 2 WITHSCORES"
+        .split(' ')
+        .collect();
+    assert_eq!(strs(c, &w), ["x", "-inf"]);
+    // MIN keeps the first of a tie.
+    q::<i64>(c, &["ZADD", "z1", "2", "x"]);
+    q::<i64>(c, &["ZADD", "z2", "-0", "x"]);
+    let min: Vec<&str> = "ZINTER 2 z1 z2 WEIGHTS 0 1 AGGREGATE MIN WITHSCORES"
+        .split(' ')
+        .collect();
+    assert_eq!(strs(c, &min), ["x", "0"]);
+}

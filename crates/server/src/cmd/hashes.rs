@@ -6,7 +6,7 @@ use super::{
 };
 use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, Reply, FIRST_KEY};
 use crate::errors;
-use crate::util::{arg_i64, is, parse_f64_saturating};
+use crate::util::{arg_i64, is};
 use bytes::Bytes;
 use durakv_engine::mutation::KeyOp;
 use durakv_engine::txn::Txn;
@@ -212,24 +212,23 @@ fn hincrby(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
 
 fn hincrbyfloat(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let db = ctx.db();
-    let incr = parse_f64_saturating(&args[3]).ok_or_else(|| errors::err(errors::NOT_FLOAT))?;
-    if incr.is_infinite() {
+    if !crate::decimal::is_long_double(&args[3]) {
+        return Err(errors::err(errors::NOT_FLOAT));
+    }
+    if crate::decimal::is_infinity(&args[3]) {
         return Err(Frame::error("ERR value is NaN or Infinity"));
     }
     let current = read_hash(txn, db, &args[1])?
         .and_then(|h| h.get_slice(&args[2][..]).map(Bytes::copy_from_slice))
         .unwrap_or_else(|| Bytes::from_static(b"0"));
-    let cur = parse_f64_saturating(&current)
-        .ok_or_else(|| Frame::error("ERR hash value is not a float"))?;
-    let new = cur + incr;
-    if !new.is_finite() {
-        return Err(Frame::error("ERR increment would produce NaN or Infinity"));
+    if !crate::decimal::is_long_double(&current) {
+        return Err(Frame::error("ERR hash value is not a float"));
     }
     // Printed as INCRBYFLOAT prints, as Redis does: `1e20` is
     // 100000000000000000000.
     let text = Bytes::from(
-        crate::decimal::add(&current, &args[3])
-            .unwrap_or_else(|| crate::decimal::format_fixed17(new)),
+        crate::decimal::sum(&current, &args[3])
+            .ok_or_else(|| Frame::error("ERR increment would produce NaN or Infinity"))?,
     );
     apply(
         txn,

@@ -393,8 +393,10 @@ fn lookup(txn: &mut Txn<'_>, db: usize, pattern: &[u8], element: &Bytes) -> Opti
 
 /// C `strtod` as Redis's SORT applies it: leading blanks allowed, the whole
 /// rest must be a number, NaN and out-of-range values refused. An empty
-/// value converts nothing and is 0.
+/// value converts nothing and is 0. Redis hands the value to `strtod` as a
+/// C string, so a NUL byte ends it: `1\0x` weighs 1.
 fn strtod(b: &[u8]) -> Option<f64> {
+    let b = b.split(|&c| c == 0).next().unwrap_or_default();
     if b.is_empty() {
         return Some(0.0);
     }

@@ -5,7 +5,7 @@ use crate::command::{
     flags::*, spec, CommandSpec, Ctx, Handler, Keys, Reply, ALL_ARGS_KEYS, FIRST_KEY, TWO_KEYS,
 };
 use crate::errors;
-use crate::util::{arg_i64, is, parse_f64_saturating};
+use crate::util::{arg_i64, is};
 use bytes::Bytes;
 use durakv_engine::mutation::{ExpireMode, KeyOp, Mutation};
 use durakv_engine::txn::Txn;
@@ -432,18 +432,11 @@ fn incrbyfloat(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
         Ok(v) => v.unwrap_or_else(|| Bytes::from_static(b"0")),
         Err(e) => return Err(e),
     };
-    let (Some(a), Some(b)) = (
-        parse_f64_saturating(&current),
-        parse_f64_saturating(&args[2]),
-    ) else {
+    if !crate::decimal::is_long_double(&current) || !crate::decimal::is_long_double(&args[2]) {
         return Err(errors::err(errors::NOT_FLOAT));
-    };
-    let sum = a + b;
-    if !sum.is_finite() {
-        return Err(Frame::error(NAN_OR_INFINITY));
     }
-    let text = crate::decimal::add(&current, &args[2])
-        .unwrap_or_else(|| crate::decimal::format_fixed17(sum));
+    let text =
+        crate::decimal::sum(&current, &args[2]).ok_or_else(|| Frame::error(NAN_OR_INFINITY))?;
     let value = Bytes::from(text);
     set_string(txn, db, key, value.clone(), ExpireMode::Keep)?;
     Ok(Frame::Bulk(value))

@@ -117,8 +117,21 @@ impl Aggregate {
         match self {
             // inf + -inf is NaN; Redis scores it 0.
             Aggregate::Sum => zero_if_nan(a + b),
-            Aggregate::Min => a.min(b),
-            Aggregate::Max => a.max(b),
+            // As Redis compares: a NaN `b`, or a tie (-0 and 0), keeps `a`.
+            Aggregate::Min => {
+                if b < a {
+                    b
+                } else {
+                    a
+                }
+            }
+            Aggregate::Max => {
+                if b > a {
+                    b
+                } else {
+                    a
+                }
+            }
         }
     }
 }
@@ -237,12 +250,18 @@ fn compute(
     for k in req.keys {
         inputs.push(input(txn, db, k)?);
     }
+    // Redis aggregates the inputs smallest first (equal sizes in the order
+    // given), and the order shows: float sums round differently, and
+    // which NaN becomes 0 depends on it.
+    let mut order: Vec<usize> = (0..inputs.len()).collect();
+    order.sort_by_key(|&i| inputs[i].len());
     let weighted = |i: usize, s: f64| zero_if_nan(s * req.weights[i]);
     let mut out: Vec<(Bytes, f64)> = match op {
         Op::Union => {
             let mut acc: HashMap<Bytes, f64> = HashMap::new();
-            for (i, set) in inputs.into_iter().enumerate() {
-                for (m, s) in set {
+            let mut inputs: Vec<Option<Vec<(Bytes, f64)>>> = inputs.into_iter().map(Some).collect();
+            for &i in &order {
+                for (m, s) in inputs[i].take().unwrap_or_default() {
                     let s = weighted(i, s);
                     acc.entry(m)
                         .and_modify(|cur| *cur = req.aggregate.combine(*cur, s))
@@ -256,21 +275,20 @@ fn compute(
                 .into_iter()
                 .map(|v| v.into_iter().collect())
                 .collect();
-            let smallest = (0..maps.len()).min_by_key(|&i| maps[i].len()).unwrap_or(0);
+            let (&first, rest) = order.split_first().unwrap_or((&0, &[]));
             let mut out = Vec::new();
-            for m in maps[smallest].keys() {
-                let mut score = None;
-                for (i, map) in maps.iter().enumerate() {
-                    let Some(&s) = map.get(m) else {
-                        score = None;
-                        break;
+            'members: for (m, &s) in &maps[first] {
+                // Only the first input's product is made 0 when NaN; the
+                // others go into the aggregate as they are (a NaN sum
+                // becomes 0 there, a NaN never wins MIN or MAX).
+                let mut score = weighted(first, s);
+                for &i in rest {
+                    let Some(&s) = maps[i].get(m) else {
+                        continue 'members;
                     };
-                    let s = weighted(i, s);
-                    score = Some(score.map_or(s, |cur| req.aggregate.combine(cur, s)));
+                    score = req.aggregate.combine(score, s * req.weights[i]);
                 }
-                if let Some(s) = score {
-                    out.push((m.clone(), s));
-                }
+                out.push((m.clone(), score));
             }
             out
         }
