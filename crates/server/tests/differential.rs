@@ -131,7 +131,7 @@ impl Gen {
     fn command(&mut self) -> Vec<String> {
         let s = |x: &str| x.to_string();
         let k = self.key();
-        let mut c: Vec<String> = match self.rng.gen_range(0..100) {
+        let mut c: Vec<String> = match self.rng.gen_range(0..116) {
             // Strings.
             0 => vec![s("SET"), k, self.val()],
             1 => {
@@ -507,7 +507,18 @@ impl Gen {
                 c
             }
             78 => vec![s("STRLEN"), k],
-            79 => vec![s("LCS"), k, self.key()],
+            79 => {
+                let mut c = vec![s("LCS"), k, self.key()];
+                for opt in ["LEN", "IDX", "WITHMATCHLEN"] {
+                    if self.chance(3) {
+                        c.push(s(opt));
+                    }
+                }
+                if self.chance(3) {
+                    c.extend([s("MINMATCHLEN"), self.small()]);
+                }
+                c
+            }
             // (Not OBJECT ENCODING: durakv encodes small sets and lists
             // as Redis 7.2 does, which this Redis predates.)
             80 => vec![s("OBJECT"), s("FREQ"), k],
@@ -682,6 +693,141 @@ impl Gen {
                 s(self.pick(&["1", "0", "3-0", "x"])),
             ],
             98 => vec![s("ZRANDMEMBER"), k, s("0")],
+            99 => {
+                let mut c = vec![s("ZINTERCARD")];
+                self.numkeys(&mut c, 3);
+                if self.chance(2) {
+                    c.extend([s("LIMIT"), self.small()]);
+                }
+                c
+            }
+            100 => vec![
+                s("KEYS"),
+                s(self.pick(&["*", "k:*", "k:[ab]", "*{x}*", "h:?", "k:[^a]*", "\\"])),
+            ],
+            101 => {
+                // One call with a large COUNT returns everything (the
+                // cursor is compared as "done or not").
+                let mut c = match self.rng.gen_range(0..4) {
+                    0 => vec![s("SCAN"), s("0")],
+                    1 => vec![s("HSCAN"), k, s("0")],
+                    2 => vec![s("SSCAN"), k, s("0")],
+                    _ => vec![s("ZSCAN"), k, s("0")],
+                };
+                c.extend([s("COUNT"), s("1000")]);
+                if self.chance(2) {
+                    c.extend([s("MATCH"), s(self.pick(&["*", "k:*", "[ab]", "*o*", "1"]))]);
+                }
+                if c[0] == "SCAN" && self.chance(3) {
+                    c.extend([
+                        s("TYPE"),
+                        s(self.pick(&["string", "list", "hash", "set", "zset", "stream", "x"])),
+                    ]);
+                }
+                c
+            }
+            102 => vec![
+                s(self.pick(&["SETEX", "PSETEX"])),
+                k,
+                s(self.pick(&["100000", "0", "-1", "x"])),
+                self.val(),
+            ],
+            103 => {
+                let mut c = vec![s("BITFIELD_RO"), k];
+                for _ in 0..self.rng.gen_range(1..3) {
+                    c.extend([
+                        s("GET"),
+                        s(self.pick(&["u8", "i4", "u1", "i64"])),
+                        self.rng.gen_range(0i64..30).to_string(),
+                    ]);
+                }
+                c
+            }
+            // Streams with consumer groups: explicit IDs, no idle times.
+            104 => {
+                let mut c = vec![
+                    s("XGROUP"),
+                    s("CREATE"),
+                    k,
+                    s(self.pick(&["g1", "g2"])),
+                    s(self.pick(&["0", "$", "2-0"])),
+                ];
+                if self.chance(2) {
+                    c.push(s("MKSTREAM"));
+                }
+                c
+            }
+            105 | 106 => {
+                let mut c = vec![
+                    s("XREADGROUP"),
+                    s("GROUP"),
+                    s(self.pick(&["g1", "g2", "g3"])),
+                    s(self.pick(&["alice", "bob"])),
+                ];
+                if self.chance(2) {
+                    c.extend([s("COUNT"), self.small()]);
+                }
+                if self.chance(4) {
+                    c.push(s("NOACK"));
+                }
+                c.extend([s("STREAMS"), k, s(self.pick(&[">", ">", "0", "2-0"]))]);
+                c
+            }
+            107 => {
+                let mut c = vec![s("XACK"), k, s(self.pick(&["g1", "g2"]))];
+                for _ in 0..self.rng.gen_range(1..3) {
+                    c.push(format!(
+                        "{}-{}",
+                        self.rng.gen_range(0..6),
+                        self.rng.gen_range(0..3)
+                    ));
+                }
+                c
+            }
+            108 => vec![s("XPENDING"), k, s(self.pick(&["g1", "g2", "g3"]))],
+            109 => {
+                let mut c = vec![
+                    s("XAUTOCLAIM"),
+                    k,
+                    s(self.pick(&["g1", "g2"])),
+                    s(self.pick(&["alice", "carol"])),
+                    s("0"),
+                    s(self.pick(&["0", "0-0", "3-0"])),
+                ];
+                if self.chance(2) {
+                    c.extend([s("COUNT"), s(self.pick(&["1", "2", "100", "0"]))]);
+                }
+                c.push(s("JUSTID"));
+                c
+            }
+            110 => vec![s("XINFO"), s("GROUPS"), k],
+            // Scripts: what a script's values become as replies.
+            111..=114 => {
+                let body = self.pick(&[
+                    "return redis.call('GET', KEYS[1])",
+                    "return {1, 2.7, 'x', true, false, {3, 'y'}, -0.5}",
+                    "return redis.call('HGETALL', KEYS[1])",
+                    "return redis.pcall('INCR', KEYS[1])",
+                    "return redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')",
+                    "return tonumber(ARGV[1])",
+                    "return redis.call('TYPE', KEYS[1])",
+                    "return redis.call('SET', KEYS[1], ARGV[1])",
+                    "return redis.call('LRANGE', KEYS[1], 0, -1)",
+                    "return redis.sha1hex(ARGV[1])",
+                    "return {err = 'MY custom'}",
+                    "return {ok = 'fine'}",
+                    "return redis.call('EXISTS', KEYS[1]) == 1",
+                    "return #redis.call('SMEMBERS', KEYS[1])",
+                    "return redis.call('INCRBYFLOAT', KEYS[1], ARGV[1])",
+                ]);
+                vec![
+                    s(self.pick(&["EVAL", "EVAL_RO"])),
+                    s(body),
+                    s("1"),
+                    k,
+                    self.val(),
+                ]
+            }
             _ => vec![s("ECHO"), self.val()],
         };
         // Now and then, a word too few: the arity error must match too.
@@ -728,6 +874,28 @@ fn normalize(cmd: &[String], f: Frame) -> Frame {
             v.sort_by_key(|f| format!("{f:?}"));
             Frame::Array(v)
         }
+        // A whole scan in one call: done or not, and what it found.
+        ("SCAN" | "HSCAN" | "SSCAN" | "ZSCAN", Frame::Array(v)) if v.len() == 2 => {
+            let done = v[0] == Frame::Bulk("0".into());
+            let found = match &v[1] {
+                Frame::Array(items) if name == "HSCAN" || name == "ZSCAN" => {
+                    let mut pairs: Vec<Vec<Frame>> = items.chunks(2).map(|c| c.to_vec()).collect();
+                    pairs.sort_by_key(|p| format!("{p:?}"));
+                    Frame::Array(pairs.concat())
+                }
+                Frame::Array(items) => {
+                    let mut items = items.clone();
+                    items.sort_by_key(|f| format!("{f:?}"));
+                    Frame::Array(items)
+                }
+                f => f.clone(),
+            };
+            Frame::Array(vec![Frame::Boolean(done), found])
+        }
+        ("KEYS", Frame::Array(mut v)) => {
+            v.sort_by_key(|f| format!("{f:?}"));
+            Frame::Array(v)
+        }
         // One random member or field (the arity check dropped the count).
         ("SRANDMEMBER" | "HRANDFIELD" | "ZRANDMEMBER", Frame::Bulk(_)) => {
             Frame::Bulk("some".into())
@@ -740,8 +908,9 @@ fn normalize(cmd: &[String], f: Frame) -> Frame {
 
 /// The two replies to `cmd` normalized; where they differ only by Redis's
 /// `long double` rounding, durakv is given Redis's value (through
-/// `probe`, outside any transaction) and the two count as equal.
-fn settle(cmd: &[String], x: Frame, y: Frame, probe: &mut RespConn) -> (Frame, Frame) {
+/// `probe`, outside any transaction) and the two count as equal (the
+/// third value says so).
+fn settle(cmd: &[String], x: Frame, y: Frame, probe: &mut RespConn) -> (Frame, Frame, bool) {
     let (x, y) = (normalize(cmd, x), normalize(cmd, y));
     match float_rounding(cmd, &x, &y) {
         Some(resync) => {
@@ -749,10 +918,19 @@ fn settle(cmd: &[String], x: Frame, y: Frame, probe: &mut RespConn) -> (Frame, F
             // durakv adds exactly (crates/server/src/decimal.rs).
             let r = send(probe, &resync);
             assert!(matches!(r, Frame::Simple(_) | Frame::Integer(_)), "{r:?}");
-            (y.clone(), y)
+            (y.clone(), y, true)
         }
-        None => (x, y),
+        None => (x, y, false),
     }
+}
+
+/// Two bulk numbers that differ only past the 16th significant digit.
+fn float_close(x: &Frame, y: &Frame) -> bool {
+    let (Frame::Bulk(x), Frame::Bulk(y)) = (x, y) else {
+        return false;
+    };
+    let num = |b: &[u8]| std::str::from_utf8(b).ok()?.parse::<f64>().ok();
+    matches!((num(x), num(y)), (Some(a), Some(b)) if (a - b).abs() <= b.abs() * 1e-15)
 }
 
 /// For an INCRBYFLOAT or HINCRBYFLOAT whose two results differ only past
@@ -772,6 +950,9 @@ fn float_rounding(cmd: &[String], ours: &Frame, redis: &Frame) -> Option<Vec<Str
     let y = String::from_utf8_lossy(y).into_owned();
     match cmd[0].to_ascii_uppercase().as_str() {
         "INCRBYFLOAT" => Some(vec!["SET".into(), cmd[1].clone(), y, "KEEPTTL".into()]),
+        "EVAL" if cmd[1].contains("'INCRBYFLOAT'") => {
+            Some(vec!["SET".into(), cmd[3].clone(), y, "KEEPTTL".into()])
+        }
         "HINCRBYFLOAT" => Some(vec!["HSET".into(), cmd[1].clone(), cmd[2].clone(), y]),
         _ => None,
     }
@@ -889,14 +1070,25 @@ fn run_seed(seed: u64, calls: usize, ours: &Server, redis: &RealRedis) -> Option
             {
                 let mut xs = Vec::new();
                 let mut ys = Vec::new();
+                // After a float result was set to Redis's, the commands
+                // queued behind it in the same EXEC may still read
+                // durakv's own: their numbers are compared as floats.
+                let mut rounded = false;
                 for (c, (x, y)) in answered.iter().zip(x.into_iter().zip(y)) {
-                    let (x, y) = settle(c, x, y, &mut probe_a);
+                    let (mut x, y, resynced) = settle(c, x, y, &mut probe_a);
+                    if rounded && float_close(&x, &y) {
+                        x = y.clone();
+                    }
+                    rounded |= resynced;
                     xs.push(x);
                     ys.push(y);
                 }
                 (Frame::Array(xs), Frame::Array(ys))
             }
-            (_, x, y) if queued.is_none() || cmd[0] == "MULTI" => settle(&cmd, x, y, &mut probe_a),
+            (_, x, y) if queued.is_none() || cmd[0] == "MULTI" => {
+                let (x, y, _) = settle(&cmd, x, y, &mut probe_a);
+                (x, y)
+            }
             (_, x, y) => (x, y),
         };
         let state_differs = check_state && {

@@ -852,4 +852,7 @@ fn algebra_aggregates_the_smallest_input_first() {
         .split(' ')
         .collect();
     assert_eq!(strs(c, &min), ["x", "0"]);
+    // Fewer keys than numkeys: the shared check's syntax error, not
+    // SINTERCARD's wording.
+    assert_eq!(err(c, &["ZINTERCARD", "2", "a"]), "ERR syntax error");
 }

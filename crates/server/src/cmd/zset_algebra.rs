@@ -376,10 +376,10 @@ fn zintercard(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
         ));
     }
     let n = n as usize;
+    // Redis's shared check again: not SINTERCARD's "Number of keys can't
+    // be greater than number of args".
     if n > args.len() - 2 {
-        return Err(Frame::error(
-            "ERR Number of keys can't be greater than number of args",
-        ));
+        return Err(syntax());
     }
     check_types(txn, ctx.db(), &args[2..2 + n])?;
     let mut limit = 0usize;
