@@ -131,7 +131,7 @@ impl Gen {
     fn command(&mut self) -> Vec<String> {
         let s = |x: &str| x.to_string();
         let k = self.key();
-        let mut c: Vec<String> = match self.rng.gen_range(0..116) {
+        let mut c: Vec<String> = match self.rng.gen_range(0..128) {
             // Strings.
             0 => vec![s("SET"), k, self.val()],
             1 => {
@@ -828,6 +828,68 @@ impl Gen {
                     self.val(),
                 ]
             }
+            // A key that expires at once: the harness waits for it.
+            117 => vec![s("PEXPIRE"), k, s("1")],
+            118 => vec![s("SET"), k, self.val(), s("PX"), s("1")],
+            119 => vec![
+                s(self.pick(&["SETRANGE", "SETBIT"])),
+                k,
+                s(self.pick(&["536870912", "4294967296", "-1", "536870911x"])),
+                s(self.pick(&["a", "1"])),
+            ],
+            120 => vec![s("SUBSTR"), k, self.small(), self.small()],
+            121 => vec![
+                s("XGROUP"),
+                s(self.pick(&["SETID", "DESTROY", "CREATECONSUMER", "DELCONSUMER"])),
+                k,
+                s(self.pick(&["g1", "g2"])),
+                s(self.pick(&["alice", "0", "$", "3-0"])),
+            ],
+            122 => vec![
+                s("XCLAIM"),
+                k,
+                s(self.pick(&["g1", "g2"])),
+                s("bob"),
+                s("0"),
+                format!("{}-{}", self.rng.gen_range(0..6), self.rng.gen_range(0..3)),
+                s("JUSTID"),
+            ],
+            123 => vec![s("XSETID"), k, s(self.pick(&["9-0", "0-0", "1-1", "x"]))],
+            124 => {
+                let mut c = vec![
+                    s("GEORADIUSBYMEMBER"),
+                    k,
+                    self.member(),
+                    s(self.pick(&["300", "5000"])),
+                    s("km"),
+                ];
+                for opt in ["WITHDIST", "WITHCOORD", "ASC", "DESC"] {
+                    if self.chance(3) {
+                        c.push(s(opt));
+                    }
+                }
+                c
+            }
+            125 => vec![
+                s("GEOSEARCHSTORE"),
+                k,
+                self.key(),
+                s("FROMLONLAT"),
+                s("15"),
+                s("37"),
+                s("BYRADIUS"),
+                s("300"),
+                s("km"),
+                s(self.pick(&["ASC", "STOREDIST"])),
+            ],
+            126 => vec![
+                s("XADD"),
+                k,
+                s("NOMKSTREAM"),
+                format!("{}-1", self.rng.gen_range(6..9)),
+                s("f"),
+                s("v"),
+            ],
             _ => vec![s("ECHO"), self.val()],
         };
         // Now and then, a word too few: the arity error must match too.
@@ -1030,6 +1092,7 @@ fn run_seed(seed: u64, calls: usize, ours: &Server, redis: &RealRedis) -> Option
     let check_state = std::env::var_os("DURAKV_DIFF_CHECK_STATE").is_some();
     // The commands queued since MULTI; None outside a transaction.
     let mut queued: Option<Vec<Vec<String>>> = None;
+    let mut expiring = false;
     for i in 0..calls {
         let mut cmd = match &queued {
             None if gen.chance(60) => vec!["MULTI".to_string()],
@@ -1047,8 +1110,26 @@ fn run_seed(seed: u64, calls: usize, ours: &Server, redis: &RealRedis) -> Option
             cmd = vec!["ECHO".to_string(), "lex".to_string()];
         }
         history.push(cmd.join(" "));
+        let expires_now =
+            cmd.iter().any(|w| w == "1") && (cmd[0] == "PEXPIRE" || cmd.iter().any(|w| w == "PX"));
         let ours_reply = send(&mut a, &cmd);
         let redis_reply = send(&mut b, &cmd);
+        // Past the millisecond on both servers before anything reads the
+        // key (inside MULTI, once EXEC has run it).
+        expiring |= expires_now;
+        if expiring && (cmd[0] == "EXEC" || cmd[0] == "DISCARD" || queued.is_none()) {
+            std::thread::sleep(std::time::Duration::from_millis(3));
+            expiring = false;
+            // DBSIZE counts an expired key until something reads it (or
+            // active expiry, on its own clock, reclaims it): read them all.
+            let all: Vec<String> = std::iter::once("EXISTS")
+                .chain(KEYS.iter().chain(HLL_KEYS).copied())
+                .map(String::from)
+                .collect();
+            for p in [&mut probe_a, &mut probe_b] {
+                assert!(matches!(send(p, &all), Frame::Integer(_)));
+            }
+        }
         // What each reply answers: EXEC's elements, each queued command.
         let answered: Vec<Vec<String>> = match (cmd[0].as_str(), queued.take()) {
             ("MULTI", None) => {

@@ -752,3 +752,29 @@ fn consumers_seen_and_active_times_as_redis_7_2() {
     assert!(inactive[0] >= 5 && inactive[1] >= 0, "{inactive:?}");
     assert_eq!(inactive[2], -1);
 }
+
+/// XGROUP SETID names a missing group before it reads the ID, as Redis
+/// 7.0.15 does.
+#[test]
+fn setid_reports_a_missing_group_before_a_bad_id() {
+    let srv = Server::start(&[]);
+    let c = &mut srv.conn();
+    let _: String = redis::cmd("XADD")
+        .arg("s")
+        .arg("1-1")
+        .arg("f")
+        .arg("v")
+        .query(c)
+        .unwrap();
+    let e = redis::cmd("XGROUP")
+        .arg("SETID")
+        .arg("s")
+        .arg("nope")
+        .arg("not-an-id")
+        .query::<redis::Value>(c)
+        .unwrap_err();
+    assert_eq!(
+        common::error_text(&e),
+        "NOGROUP No such consumer group 'nope' for key name 's'"
+    );
+}

@@ -141,6 +141,10 @@ fn xgroup(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     let last_id = st.last_id;
     match s.name {
         "create" | "setid" => {
+            // As in Redis, a missing group is reported before the ID is read.
+            if s.name == "setid" && !exists {
+                return Err(no_group(key, group));
+            }
             // CREATE takes a strict ID, as in Redis; SETID also `-`/`+`.
             let id = if args[4][..] == *b"$" {
                 last_id
@@ -159,9 +163,6 @@ fn xgroup(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
                     entries_read,
                 }
             } else {
-                if !exists {
-                    return Err(no_group(key, group));
-                }
                 StreamOp::GroupSetId {
                     group: group.clone(),
                     last_id: id,
