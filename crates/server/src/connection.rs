@@ -355,12 +355,12 @@ async fn run<S: ClientStream>(
             shared.stats.total_net_output_bytes.add(out.len() as u64);
             shared.stats.total_writes_processed.add(1);
             stream.write_now(&mut out)?;
-            if leaving && !out.is_empty() {
-                // The client is not reading: until it does, it stays
-                // listed, and CLIENT KILL and shutdown still reach it.
-                shared.clients.reinstate(&handle);
-            }
             if !out.is_empty() {
+                if leaving {
+                    // Until the client reads, it stays listed, and CLIENT
+                    // KILL and shutdown still reach it.
+                    shared.clients.reinstate(&handle);
+                }
                 // The client is not reading (or this is TLS, which always
                 // writes here): this connection keeps the buffer until the
                 // socket takes it, and meanwhile takes in, but does not

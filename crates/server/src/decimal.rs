@@ -175,11 +175,12 @@ fn range(digits: &[u8], exp: i64) -> Range {
     }
     if top == LDBL_MAX_EXP {
         let n = sig.len().min(LDBL_MAX_DIGITS.len());
-        let head: Vec<u8> = sig[..n].iter().map(|d| b'0' + d).collect();
+        let head = sig[..n]
+            .iter()
+            .map(|d| b'0' + d)
+            .cmp(LDBL_MAX_DIGITS[..n].iter().copied());
         let rest_nonzero = sig[n..].iter().any(|&d| d != 0);
-        if head.as_slice() > &LDBL_MAX_DIGITS[..n]
-            || (head.as_slice() == &LDBL_MAX_DIGITS[..n] && rest_nonzero)
-        {
+        if head.is_gt() || (head.is_eq() && rest_nonzero) {
             return Range::Over;
         }
     }

@@ -113,6 +113,14 @@ impl Gen {
     fn chance(&mut self, n: u32) -> bool {
         self.rng.gen_range(0..n) == 0
     }
+    /// One time in `one_in`, pushes `LIMIT offset count`.
+    fn maybe_limit(&mut self, c: &mut Vec<String>, one_in: u32) {
+        if self.chance(one_in) {
+            c.push("LIMIT".to_string());
+            c.push(self.small());
+            c.push(self.small());
+        }
+    }
     /// Pushes a key count (now and then a wrong one, 0) and that many
     /// keys, up to `max`; returns how many keys.
     fn numkeys(&mut self, c: &mut Vec<String>, max: usize) -> usize {
@@ -371,11 +379,7 @@ impl Gen {
                 if self.chance(3) {
                     c.push(s("REV"));
                 }
-                if self.chance(3) {
-                    c.push(s("LIMIT"));
-                    c.push(self.small());
-                    c.push(self.small());
-                }
+                self.maybe_limit(&mut c, 3);
                 if self.chance(2) {
                     c.push(s("WITHSCORES"));
                 }
@@ -392,11 +396,7 @@ impl Gen {
                     if self.chance(2) {
                         c.push(s("WITHSCORES"));
                     }
-                    if self.chance(3) {
-                        c.push(s("LIMIT"));
-                        c.push(self.small());
-                        c.push(self.small());
-                    }
+                    self.maybe_limit(&mut c, 3);
                 }
                 c
             }
@@ -486,11 +486,7 @@ impl Gen {
                 if self.chance(3) {
                     c.push(s(self.pick(&["ASC", "DESC"])));
                 }
-                if self.chance(3) {
-                    c.push(s("LIMIT"));
-                    c.push(self.small());
-                    c.push(self.small());
-                }
+                self.maybe_limit(&mut c, 3);
                 // Patterns over the shared keys: member `a` weighs and
                 // fetches `k:a` (a string, or a hash's field `a`).
                 // (With ALPHA, elements whose weights tie, or are both

@@ -259,9 +259,8 @@ fn compute(
     let mut out: Vec<(Bytes, f64)> = match op {
         Op::Union => {
             let mut acc: HashMap<Bytes, f64> = HashMap::new();
-            let mut inputs: Vec<Option<Vec<(Bytes, f64)>>> = inputs.into_iter().map(Some).collect();
             for &i in &order {
-                for (m, s) in inputs[i].take().unwrap_or_default() {
+                for (m, s) in std::mem::take(&mut inputs[i]) {
                     let s = weighted(i, s);
                     acc.entry(m)
                         .and_modify(|cur| *cur = req.aggregate.combine(*cur, s))
