@@ -32,6 +32,8 @@
 
 /// The name of the runtime's threads, which run connections and commands.
 pub const IO_THREAD_NAME: &str = "durakv-io";
+/// Stack of each event-loop thread (see `run`).
+const IO_THREAD_STACK: usize = 8 << 20;
 
 pub mod acl;
 pub mod aof_import;
@@ -195,6 +197,12 @@ pub fn serve_until_shutdown(shared: Arc<Shared>) -> Result<(), String> {
         .worker_threads(threads)
         .enable_all()
         .thread_name(IO_THREAD_NAME)
+        // Scripts run on these threads, and cjson, cmsgpack and the reply
+        // conversion recurse once per level of nesting (cjson up to 1,000
+        // levels, as in Redis). Tokio's default of 2 MiB overflowed on a
+        // 1,000-deep JSON array in a debug build, which kills the process;
+        // untouched stack costs address space only.
+        .thread_stack_size(IO_THREAD_STACK)
         // A worker runs EVENT_INTERVAL tasks between two polls of the
         // sockets. Taking fewer ready sockets than that per poll keeps its
         // run queue (256 tasks) from overflowing into the shared one, and

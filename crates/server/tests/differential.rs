@@ -1190,23 +1190,12 @@ fn run_seed(seed: u64, calls: usize, ours: &Server, redis: &RealRedis) -> Option
 
 #[test]
 fn random_data_commands_answer_as_redis_does() {
-    let Some(redis) = RealRedis::start(&[]) else {
-        return;
-    };
-    let ours = Server::start(&[]);
     let calls = env_number("DURAKV_DIFF_CALLS").unwrap_or(3000);
     let seeds: Vec<u64> = match env_number::<u64>("DURAKV_DIFF_SEED") {
         Some(s) => vec![s],
         None => (1..=env_number("DURAKV_DIFF_SEEDS").unwrap_or(4)).collect(),
     };
-    let differences: Vec<String> = seeds
-        .into_iter()
-        .filter_map(|seed| run_seed(seed, calls, &ours, &redis))
-        .collect();
-    assert!(
-        differences.is_empty(),
-        "{} sequences differ:\n{}",
-        differences.len(),
-        differences.join("\n\n")
-    );
+    compare_with_redis(seeds, |seed, ours, redis| {
+        run_seed(seed, calls, ours, redis)
+    });
 }

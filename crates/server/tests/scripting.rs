@@ -8,6 +8,7 @@ mod common;
 use common::*;
 use common::{err as error, q as ok};
 use redis::Value;
+use std::io::{Read, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -1119,24 +1120,35 @@ fn library_arguments_and_errors_as_redis_gives_them() {
         eval(&mut c, "return struct.pack('d', 1e-300)"),
         b"\x59\xf3\xf8\xc2\x1f\x6e\xa5\x01"
     );
-    // (A script that tail-calls the library, `return cjson.encode(...)`,
-    // gets the message without its line: the Lua wrapper replaces the
-    // script's frame, where Redis's C function does not.)
-    let e = error(
-        &mut c,
-        &["EVAL", "local s = cjson.encode({1/0}) return s", "0"],
-    );
-    assert!(
-        e.starts_with(
-            "ERR user_script:1: Cannot serialise number: must not be NaN or Inf script: "
-        ),
-        "{e}"
-    );
-    let e = error(&mut c, &["EVAL", "local s = cjson.encode() return s", "0"]);
-    assert!(
-        e.starts_with("ERR user_script:1: bad argument #1 to 'encode' (expected 1 argument)"),
-        "{e}"
-    );
+    // A tail call, `return cjson.encode(...)`, keeps the script's line
+    // and the function's name too, as Redis's C functions do.
+    for body in [
+        "local s = cjson.encode({1/0}) return s",
+        "return cjson.encode({1/0})",
+    ] {
+        let e = error(&mut c, &["EVAL", body, "0"]);
+        assert!(
+            e.starts_with(
+                "ERR user_script:1: Cannot serialise number: must not be NaN or Inf script: "
+            ),
+            "{body}: {e}"
+        );
+    }
+    for (body, name) in [
+        ("local s = cjson.encode() return s", "encode"),
+        ("return cjson.encode()", "encode"),
+        ("return cmsgpack.pack()", "pack"),
+        ("local f = cjson.encode return f()", "f"),
+    ] {
+        let e = error(&mut c, &["EVAL", body, "0"]);
+        let want = if name == "pack" {
+            "ERR user_script:1: bad argument #0 to 'pack' (MessagePack pack needs input.)"
+                .to_string()
+        } else {
+            format!("ERR user_script:1: bad argument #1 to '{name}' (expected 1 argument)")
+        };
+        assert!(e.starts_with(&want), "{body}: {e}");
+    }
     let caught: String = ok(
         &mut c,
         &[
@@ -1200,4 +1212,183 @@ fn evalsha_of_a_short_name_is_noscript_first() {
         "ERR value is not an integer or out of range"
     );
     assert_eq!(error(&mut c, &["EVALSHA", forty, "0"]), noscript);
+}
+
+/// `cjson.decode` reads JSON as Redis 7.0.15's lua-cjson does: bytes pass
+/// through, numbers are read as strtod reads them, a NUL ends the text,
+/// nesting stops at 1,000, and a parse error says where, in lua-cjson's
+/// words. Every expected value here is what redis-server 7.0.15 returned.
+#[test]
+fn cjson_decodes_as_redis_does() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let eval = |c: &mut redis::Connection, body: &str| -> redis::Value {
+        redis::cmd("EVAL").arg(body).arg(0).query(c).unwrap()
+    };
+    let bulk = |b: &[u8]| redis::Value::BulkString(b.to_vec());
+    for (body, want) in [
+        (r#"return cjson.decode('"\255\254"')"#, bulk(b"\xff\xfe")),
+        (r#"return cjson.decode('"a\tb"')"#, bulk(b"a\tb")),
+        (
+            r#"return cjson.decode('"\\u00e9\\ud83d\\ude00"')"#,
+            bulk("é😀".as_bytes()),
+        ),
+        (r#"return cjson.decode('"\\u0000"')"#, bulk(b"\0")),
+        ("return cjson.decode('0x10')", redis::Value::Int(16)),
+        ("return cjson.decode('01')", redis::Value::Int(1)),
+        ("return cjson.decode('-inf')", redis::Value::Int(i64::MIN)),
+        ("return tostring(cjson.decode('nan'))", bulk(b"nan")),
+        ("return tostring(cjson.decode('Infinity'))", bulk(b"inf")),
+        ("return tostring(cjson.decode('[1e400]')[1])", bulk(b"inf")),
+        ("return cjson.decode('+5')", redis::Value::Int(5)),
+        ("return cjson.decode(12)", redis::Value::Int(12)),
+        (r#"return cjson.decode('[1]\0 x')[1]"#, redis::Value::Int(1)),
+        (
+            "return #cjson.encode(cjson.decode(string.rep('[', 1000) .. string.rep(']', 1000)))",
+            redis::Value::Int(2000),
+        ),
+        (
+            r#"local t = cjson.decode('{"a":[1,{"b":null}],"a2":"\\/\\b"}') return {t.a2, tostring(t.a[2].b == cjson.null)}"#,
+            redis::Value::Array(vec![bulk(b"/\x08"), bulk(b"true")]),
+        ),
+        (
+            "local t = {} local c = t for i = 1, 999 do c[1] = {} c = c[1] end return #cjson.encode(t)",
+            redis::Value::Int(2000),
+        ),
+        // Encoding keeps bytes as they are, invalid UTF-8 included.
+        (r#"return cjson.encode('\255\254')"#, bulk(b"\"\xff\xfe\"")),
+        (
+            r#"return cjson.encode(cjson.decode('{"k":"\255"}'))"#,
+            bulk(b"{\"k\":\"\xff\"}"),
+        ),
+    ] {
+        assert_eq!(eval(&mut c, body), want, "{body}");
+    }
+    for (body, want) in [
+        ("local x = cjson.decode('[1,') return x", "Expected value but found T_END at character 4"),
+        ("local x = cjson.decode('[1 2]') return x", "Expected comma or array end but found T_NUMBER at character 4"),
+        (r#"local x = cjson.decode('{"a" 1}') return x"#, "Expected colon but found T_NUMBER at character 6"),
+        ("local x = cjson.decode('{1:2}') return x", "Expected object key string but found T_NUMBER at character 2"),
+        (r#"local x = cjson.decode('{"a":1,}') return x"#, "Expected object key string but found T_OBJ_END at character 8"),
+        ("local x = cjson.decode('tru') return x", "Expected value but found invalid token at character 1"),
+        (r#"local x = cjson.decode('"abc') return x"#, "Expected value but found unexpected end of string at character 5"),
+        (r#"local x = cjson.decode('"a\0b"') return x"#, "Expected value but found unexpected end of string at character 3"),
+        (r#"local x = cjson.decode('"\\x"') return x"#, "Expected value but found invalid escape code at character 2"),
+        (r#"local x = cjson.decode('"\\ud83d"') return x"#, "Expected value but found invalid unicode escape code at character 2"),
+        ("local x = cjson.decode('') return x", "Expected value but found T_END at character 1"),
+        ("local x = cjson.decode('[1] x') return x", "Expected the end but found invalid token at character 5"),
+        ("local x = cjson.decode('1.5e') return x", "Expected the end but found invalid token at character 4"),
+        ("local x = cjson.decode('-') return x", "Expected value but found invalid number at character 1"),
+        (r#"local x = cjson.decode('a\0') return x"#, "JSON parser does not support UTF-16 or UTF-32"),
+        (
+            "local x = cjson.decode(string.rep('[', 1001)) return x",
+            "Found too many nested data structures (1001) at character 1001",
+        ),
+        (
+            "local t = {} local c = t for i = 1, 1000 do c[1] = {} c = c[1] end local s = cjson.encode(t) return s",
+            "Cannot serialise, excessive nesting (1001)",
+        ),
+        ("local x = cjson.decode() return x", "bad argument #1 to 'decode' (expected 1 argument)"),
+        ("local x = cjson.decode({}) return x", "bad argument #1 to 'decode' (string expected, got table)"),
+        (
+            "cjson.decode_invalid_numbers(false) local ok, e = pcall(cjson.decode, '01') cjson.decode_invalid_numbers(true) error(e)",
+            "Expected value but found invalid number at character 1",
+        ),
+    ] {
+        let e = error(&mut c, &["EVAL", body, "0"]);
+        assert!(e.starts_with(&format!("ERR user_script:1: {want}")), "{body}: {e}");
+    }
+}
+
+/// A script's status and error tables reach the client as Redis 7.0.15
+/// writes them: up to the first NUL, line breaks that end an error
+/// dropped and others turned into spaces, an empty error left empty.
+#[test]
+fn status_and_error_replies_of_scripts_as_redis_writes_them() {
+    let srv = Server::start(&[]);
+    let mut c = srv.raw();
+    for (body, want) in [
+        ("return {err=''}", &b"-\r\n"[..]),
+        ("return {err='  '}", b"-  \r\n"),
+        ("return {err='x\\r\\n'}", b"-x\r\n"),
+        ("return {err='a\\r\\nb'}", b"-a  b\r\n"),
+        ("return {err='a\\0b'}", b"-a\r\n"),
+        ("return {ok='a\\0b'}", b"+a\r\n"),
+        ("return redis.error_reply('')", b"-ERR \r\n"),
+        ("return redis.error_reply('a\\0b')", b"-ERR a\r\n"),
+        ("return redis.status_reply('\\0')", b"+\r\n"),
+    ] {
+        let cmd = format!(
+            "*3\r\n$4\r\nEVAL\r\n${}\r\n{body}\r\n$1\r\n0\r\n",
+            body.len()
+        );
+        c.write_all(cmd.as_bytes()).unwrap();
+        let mut got = vec![0u8; want.len()];
+        c.read_exact(&mut got).unwrap();
+        assert_eq!(got, want, "{body}: {}", String::from_utf8_lossy(&got));
+    }
+    let mut c = srv.conn();
+    let e = error(&mut c, &["EVAL", "error({err='x\\r\\n'})", "0"]);
+    assert!(e.starts_with("x   script: "), "{e}");
+    let e = error(&mut c, &["EVAL", "error('a\\0b')", "0"]);
+    assert!(e.starts_with("ERR user_script:1: a script: "), "{e}");
+}
+
+/// A field a library does not have is nil, as in Redis: scripts test for
+/// features that way.
+#[test]
+fn missing_library_fields_are_nil() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let got: Vec<String> = ok(
+        &mut c,
+        &[
+            "EVAL",
+            "return {type(cjson.version), type(bit.foo), type(cmsgpack.unpack_one), type(struct.foo)}",
+            "0",
+        ],
+    );
+    assert_eq!(got, ["nil", "nil", "function", "nil"]);
+    let e = error(&mut c, &["EVAL", "cjson.foo = 1", "0"]);
+    assert!(e.contains("Attempt to modify a readonly table"), "{e}");
+}
+
+/// A script or function that returns many values replies with the first,
+/// as Redis does, and the server goes on (Lua 5.1's xpcall and pcall,
+/// handed all of them, push past their stack space: a debug build's Lua
+/// aborted).
+#[test]
+fn many_return_values_reply_with_the_first() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let first: i64 = ok(
+        &mut c,
+        &[
+            "EVAL",
+            "return string.byte(string.rep('x', 4000), 1, -1)",
+            "0",
+        ],
+    );
+    assert_eq!(first, 120);
+    // So does a script's own pcall that returns them all (Lua's pcall
+    // tripped the API check of a debug build's Lua).
+    let n: i64 = ok(
+        &mut c,
+        &[
+            "EVAL",
+            "local t = {pcall(string.byte, string.rep('x', 4000), 1, -1)} return #t",
+            "0",
+        ],
+    );
+    assert_eq!(n, 4001);
+    let _: String = ok(
+        &mut c,
+        &[
+            "FUNCTION",
+            "LOAD",
+            "#!lua name=many\nredis.register_function('many', function() return unpack({7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28}) end)",
+        ],
+    );
+    assert_eq!(ok::<i64>(&mut c, &["FCALL", "many", "0"]), 7);
+    assert_eq!(ok::<String>(&mut c, &["PING"]), "PONG");
 }

@@ -1,6 +1,6 @@
 //! `cjson`: JSON for scripts, with lua-cjson's API and rules (tables with
 //! only positive integer keys are arrays, `cjson.null`, numbers as `%.14g`,
-//! the depth and sparse-array limits). Decoding parses with serde_json.
+//! the depth and sparse-array limits). Decoding is [`super::cjson_decode`].
 
 use super::convert::{exact, exact_get, format_g};
 use mlua::{Lua, Table, Value};
@@ -53,7 +53,7 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
                 return fail("bad argument #1 to 'encode' (expected 1 argument)");
             };
             let s = c.lock().clone();
-            let mut out = String::new();
+            let mut out = Vec::new();
             encode(v, &s, 1, &mut out)?;
             lua.create_string(&out)
         })?,
@@ -61,13 +61,31 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
     let c = cfg.clone();
     t.raw_set(
         "decode",
-        super::lib_fn(lua, move |lua, s: mlua::String| {
-            let settings = c.lock().clone();
-            let parsed: serde_json::Value = match serde_json::from_slice(&s.as_bytes()) {
-                Ok(v) => v,
-                Err(e) => return fail(format!("Expected value but found invalid token: {e}")),
+        super::lib_fn(lua, move |lua, v: mlua::Variadic<Value>| {
+            let [v] = v.as_slice() else {
+                return fail("bad argument #1 to 'decode' (expected 1 argument)");
             };
-            decode(lua, &parsed, &settings, 1)
+            // As luaL_checklstring: a number is read as its text.
+            let text = match v {
+                Value::String(s) => s.clone(),
+                Value::Integer(_) | Value::Number(_) => match lua.coerce_string(v.clone())? {
+                    Some(s) => s,
+                    None => return fail("bad argument #1 to 'decode' (string expected)"),
+                },
+                other => {
+                    return fail(format!(
+                        "bad argument #1 to 'decode' (string expected, got {})",
+                        type_name(other)
+                    ))
+                }
+            };
+            let settings = c.lock().clone();
+            super::cjson_decode::decode(
+                lua,
+                &text.as_bytes(),
+                settings.decode_max_depth,
+                settings.decode_invalid_numbers,
+            )
         })?,
     )?;
     let depth_setter = |lua: &Lua, c: Cfg, pick: fn(&mut Settings) -> &mut u32| {
@@ -155,11 +173,26 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
     Ok(t)
 }
 
-fn encode(v: &Value, s: &Settings, depth: u32, out: &mut String) -> mlua::Result<()> {
+/// The type name luaL_checklstring's error gives.
+fn type_name(v: &Value) -> &'static str {
     match v {
-        Value::Nil => out.push_str("null"),
-        Value::LightUserData(p) if p.0.is_null() => out.push_str("null"),
-        Value::Boolean(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Nil => "nil",
+        Value::Boolean(_) => "boolean",
+        Value::LightUserData(_) | Value::UserData(_) => "userdata",
+        Value::Integer(_) | Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Table(_) => "table",
+        Value::Function(_) => "function",
+        Value::Thread(_) => "thread",
+        _ => "userdata",
+    }
+}
+
+fn encode(v: &Value, s: &Settings, depth: u32, out: &mut Vec<u8>) -> mlua::Result<()> {
+    match v {
+        Value::Nil => out.extend_from_slice(b"null"),
+        Value::LightUserData(p) if p.0.is_null() => out.extend_from_slice(b"null"),
+        Value::Boolean(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
         // lua-cjson prints every number with `%.<precision>g`: 2^53+1 is
         // `9.007199254741e+15`.
         Value::Integer(i) => encode_number(*i as f64, s, out)?,
@@ -181,18 +214,18 @@ fn encode(v: &Value, s: &Settings, depth: u32, out: &mut String) -> mlua::Result
     Ok(())
 }
 
-fn number_key(n: f64, s: &Settings, out: &mut String) -> mlua::Result<()> {
-    out.push('"');
+fn number_key(n: f64, s: &Settings, out: &mut Vec<u8>) -> mlua::Result<()> {
+    out.push(b'"');
     encode_number(n, s, out)?;
-    out.push('"');
+    out.push(b'"');
     Ok(())
 }
 
-fn encode_number(n: f64, s: &Settings, out: &mut String) -> mlua::Result<()> {
+fn encode_number(n: f64, s: &Settings, out: &mut Vec<u8>) -> mlua::Result<()> {
     if !n.is_finite() && !s.encode_invalid_numbers {
         return fail("Cannot serialise number: must not be NaN or Inf");
     }
-    out.push_str(&format_g(n, s.precision));
+    out.extend_from_slice(format_g(n, s.precision).as_bytes());
     Ok(())
 }
 
@@ -219,25 +252,25 @@ fn array_len(t: &Table, s: &Settings) -> mlua::Result<Option<usize>> {
     Ok(Some(max))
 }
 
-fn encode_table(t: &Table, s: &Settings, depth: u32, out: &mut String) -> mlua::Result<()> {
+fn encode_table(t: &Table, s: &Settings, depth: u32, out: &mut Vec<u8>) -> mlua::Result<()> {
     match array_len(t, s)? {
         Some(len) if len > 0 => {
-            out.push('[');
+            out.push(b'[');
             for i in 1..=len {
                 if i > 1 {
-                    out.push(',');
+                    out.push(b',');
                 }
                 encode(&exact_get(t, i)?, s, depth + 1, out)?;
             }
-            out.push(']');
+            out.push(b']');
         }
         _ => {
-            out.push('{');
+            out.push(b'{');
             let mut first = true;
             for pair in t.clone().pairs::<Value, Value>() {
                 let (k, v) = pair?;
                 if !first {
-                    out.push(',');
+                    out.push(b',');
                 }
                 first = false;
                 match &k {
@@ -251,71 +284,32 @@ fn encode_table(t: &Table, s: &Settings, depth: u32, out: &mut String) -> mlua::
                         ))
                     }
                 }
-                out.push(':');
+                out.push(b':');
                 encode(&exact(t, k, v)?, s, depth + 1, out)?;
             }
-            out.push('}');
+            out.push(b'}');
         }
     }
     Ok(())
 }
 
-/// lua-cjson escapes control characters, `"`, `\`, `/` and DEL; other
-/// bytes pass through as they are.
-fn escape(b: &[u8], out: &mut String) {
-    out.push('"');
-    let mut raw: Vec<u8> = Vec::with_capacity(b.len());
+/// lua-cjson escapes control characters, `"`, `\`, `/` and DEL; every
+/// other byte passes through as it is, invalid UTF-8 included.
+fn escape(b: &[u8], out: &mut Vec<u8>) {
+    out.push(b'"');
     for &c in b {
         match c {
-            b'"' => raw.extend_from_slice(b"\\\""),
-            b'\\' => raw.extend_from_slice(b"\\\\"),
-            b'/' => raw.extend_from_slice(b"\\/"),
-            b'\n' => raw.extend_from_slice(b"\\n"),
-            b'\r' => raw.extend_from_slice(b"\\r"),
-            b'\t' => raw.extend_from_slice(b"\\t"),
-            0x08 => raw.extend_from_slice(b"\\b"),
-            0x0c => raw.extend_from_slice(b"\\f"),
-            c if c < 0x20 || c == 0x7f => raw.extend_from_slice(format!("\\u{c:04x}").as_bytes()),
-            c => raw.push(c),
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'/' => out.extend_from_slice(b"\\/"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            0x08 => out.extend_from_slice(b"\\b"),
+            0x0c => out.extend_from_slice(b"\\f"),
+            c if c < 0x20 || c == 0x7f => out.extend_from_slice(format!("\\u{c:04x}").as_bytes()),
+            c => out.push(c),
         }
     }
-    // Non-UTF-8 input is kept byte for byte in the Lua string we return;
-    // `String` needs valid UTF-8, so invalid sequences are replaced here.
-    out.push_str(&String::from_utf8_lossy(&raw));
-    out.push('"');
-}
-
-fn decode(lua: &Lua, v: &serde_json::Value, s: &Settings, depth: u32) -> mlua::Result<Value> {
-    use serde_json::Value as J;
-    let nested = |depth: u32| {
-        if depth > s.decode_max_depth {
-            fail(format!(
-                "Found too many nested data structures ({depth}) at character 1"
-            ))
-        } else {
-            Ok(())
-        }
-    };
-    Ok(match v {
-        J::Null => Value::NULL,
-        J::Bool(b) => Value::Boolean(*b),
-        J::Number(n) => Value::Number(n.as_f64().unwrap_or(0.0)),
-        J::String(x) => Value::String(lua.create_string(x)?),
-        J::Array(items) => {
-            nested(depth)?;
-            let t = lua.create_table_with_capacity(items.len(), 0)?;
-            for (i, it) in items.iter().enumerate() {
-                t.raw_set(i + 1, decode(lua, it, s, depth + 1)?)?;
-            }
-            Value::Table(t)
-        }
-        J::Object(map) => {
-            nested(depth)?;
-            let t = lua.create_table_with_capacity(0, map.len())?;
-            for (k, it) in map {
-                t.raw_set(k.as_str(), decode(lua, it, s, depth + 1)?)?;
-            }
-            Value::Table(t)
-        }
-    })
+    out.push(b'"');
 }

@@ -104,6 +104,27 @@ pub fn lua_to_frame(v: &Value, resp: u8) -> Frame {
 
 const TWO_POW_63: f64 = 9_223_372_036_854_775_808.0;
 
+/// C's `(long)n` as Redis's x86-64 build computes it (`cvttsd2si`): the
+/// fraction dropped, and NaN or a number no i64 holds gives i64::MIN.
+pub fn c_i64(n: f64) -> i64 {
+    if !(-TWO_POW_63..TWO_POW_63).contains(&n) {
+        i64::MIN
+    } else {
+        n as i64
+    }
+}
+
+/// C's `(unsigned long)n` as gcc compiles it for x86-64: from 2^63 up it
+/// converts `n - 2^63` and sets the top bit, so 2^64 and beyond wrap to
+/// a few values (1e20 gives 0) rather than saturating as Rust's cast does.
+pub fn c_u64(n: f64) -> u64 {
+    if n >= TWO_POW_63 {
+        (c_i64(n - TWO_POW_63) as u64) ^ (1 << 63)
+    } else {
+        c_i64(n) as u64
+    }
+}
+
 /// `v`, read from `t[key]`, with its number exact. mlua hands a Lua 5.1
 /// number within `f64::EPSILON` of a whole number over as
 /// `Value::Integer`, so `8e-26` and `-0` arrive as `Integer(0)`; reading
@@ -134,8 +155,7 @@ fn to_frame(v: &Value, resp: u8, depth: usize) -> Frame {
         // Redis casts: the fraction is dropped, not rounded. A number no
         // i64 holds (and NaN) comes out of its cast on x86-64 as i64::MIN,
         // which is what clients of Redis see.
-        Value::Number(n) if n.is_nan() || n.abs() >= TWO_POW_63 => Frame::Integer(i64::MIN),
-        Value::Number(n) => Frame::Integer(*n as i64),
+        Value::Number(n) => Frame::Integer(c_i64(*n)),
         Value::Boolean(b) if resp == 2 => {
             if *b {
                 Frame::Integer(1)
@@ -160,7 +180,7 @@ fn table_to_frame(t: &Table, resp: u8, depth: usize) -> Frame {
         return Frame::Error(error_text(&e.as_bytes()));
     }
     if let Value::String(s) = field("ok") {
-        return Frame::Simple(Bytes::from(one_line(&s.as_bytes())));
+        return Frame::Simple(Bytes::from(one_line(c_str(&s.as_bytes()))));
     }
     match exact_get(t, "double").unwrap_or(Value::Nil) {
         Value::Number(d) => return Frame::Double(d),
@@ -209,14 +229,23 @@ fn table_to_frame(t: &Table, resp: u8, depth: usize) -> Frame {
     Frame::Array(out)
 }
 
-/// An error reply's text from an `err` field: one line, never empty.
+/// An error reply's text from an `err` field, as Redis writes it: up to
+/// the first NUL (Redis reads the field as a C string), without the line
+/// breaks that end it, others as spaces. Empty stays empty (`-` alone),
+/// and spaces are kept, as in Redis.
 pub fn error_text(msg: &[u8]) -> Bytes {
-    let line = one_line(msg);
-    let trimmed = line.trim_ascii_end();
-    if trimmed.is_empty() {
-        return Bytes::from_static(b"ERR");
-    }
-    Bytes::copy_from_slice(trimmed)
+    let msg = c_str(msg);
+    let end = msg
+        .iter()
+        .rposition(|&c| c != b'\r' && c != b'\n')
+        .map_or(0, |i| i + 1);
+    Bytes::from(one_line(&msg[..end]))
+}
+
+/// What Redis reads of a Lua string it takes as a C string: the bytes
+/// before the first NUL.
+pub fn c_str(s: &[u8]) -> &[u8] {
+    s.iter().position(|&c| c == 0).map_or(s, |i| &s[..i])
 }
 
 /// Redis turns CR and LF in status and error text into spaces.
@@ -237,6 +266,19 @@ pub use durakv_protocol::frame::format_g;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn casts_match_x86_64_c() {
+        assert_eq!(c_i64(-3.9), -3);
+        assert_eq!(c_i64(f64::NAN), i64::MIN);
+        assert_eq!(c_i64(1e20), i64::MIN);
+        assert_eq!(c_i64(-1e20), i64::MIN);
+        assert_eq!(c_u64(1e20), 0);
+        assert_eq!(c_u64(1e300), 0);
+        assert_eq!(c_u64(f64::NAN), 1 << 63);
+        assert_eq!(c_u64(TWO_POW_63), 1 << 63);
+        assert_eq!(c_u64(1.5e19), 15_000_000_000_000_000_000);
+    }
 
     #[test]
     fn numbers_as_arguments_match_printf_17g() {

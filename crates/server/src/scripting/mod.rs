@@ -17,6 +17,7 @@
 
 pub mod bit;
 pub mod cjson;
+mod cjson_decode;
 pub mod cmsgpack;
 pub mod convert;
 pub mod function_payload;
@@ -340,10 +341,16 @@ impl Scripting {
 /// struct) whose errors reach Lua as plain strings, as those of Redis's C
 /// libraries do: `pcall(cjson.decode, '{')` returns the message, not an
 /// opaque Rust error value. The Rust side returns `(true, results...)` or
-/// `(false, message)`, and a Lua wrapper raises the message at the
-/// caller's line, as `luaL_error` does (`user_script:1: ...`).
+/// `(false, message)`, and a C function in front of it raises the message
+/// at the caller's line, as `luaL_error` does (`user_script:1: ...`).
 ///
-/// The wrapper hands the arguments over packed in a table: mlua reads a
+/// That front is a C function, as Redis's libraries are, because Lua 5.1
+/// keeps the caller of a C function on the stack even when the call is a
+/// tail call: `return cjson.encode(x)` reports its line and the name
+/// `encode`. A Lua wrapper there was replaced by the tail call and lost
+/// both.
+///
+/// The arguments reach the Rust side packed in a table: mlua reads a
 /// number next to zero (`8e-26`, `-0`) off the Lua stack as the integer 0,
 /// while a table slot can be read again exactly (`convert::exact`).
 pub(crate) fn lib_fn<A, R, F>(lua: &mlua::Lua, f: F) -> mlua::Result<mlua::Function>
@@ -367,40 +374,63 @@ where
             }
             Err(e) => MultiValue::from_iter([
                 Value::Boolean(false),
-                Value::String(lua.create_string(unnamed_if_anonymous(lua, vm::error_message(&e)))?),
+                Value::String(lua.create_string(named_as_called(lua, vm::error_message(&e)))?),
             ]),
         })
     })?;
-    let wrap: mlua::Function = lua
-        .load(
-            // Level 3 from `out`, which the wrapper tail-calls: the
-            // wrapper's caller (nothing, under pcall, as in Redis).
-            "local f = ... \
-             local error, select = error, select \
-             local function out(ok, ...) if ok then return ... end error((...), 3) end \
-             return function(...) return out(f(select('#', ...), {...})) end",
-        )
-        .set_name("=lib")
-        .into_function()?;
-    wrap.call(inner)
+    // SAFETY: `exec_raw` runs the closure with `inner` pushed and room on
+    // the stack; it leaves one value, the closure made of them.
+    unsafe {
+        lua.exec_raw(inner, |state| {
+            mlua::ffi::lua_pushcclosure(state, lib_front, 1);
+        })
+    }
+}
+
+/// The C function in front of a library function (upvalue 1, the Rust
+/// side of [`lib_fn`]): calls it with its arguments packed, returns its
+/// results, or raises its message at the caller's line.
+///
+/// # Safety
+/// Called by Lua only, as a C closure made by [`lib_fn`]. No Rust value
+/// that needs dropping lives in this frame when `lua_error` unwinds it.
+unsafe extern "C-unwind" fn lib_front(state: *mut mlua::ffi::lua_State) -> std::ffi::c_int {
+    use mlua::ffi;
+    let n = ffi::lua_gettop(state);
+    ffi::luaL_checkstack(state, 4, std::ptr::null());
+    ffi::lua_pushvalue(state, ffi::lua_upvalueindex(1));
+    ffi::lua_pushinteger(state, ffi::lua_Integer::from(n));
+    ffi::lua_createtable(state, n, 0);
+    for i in 1..=n {
+        ffi::lua_pushvalue(state, i);
+        ffi::lua_rawseti(state, -2, ffi::lua_Integer::from(i));
+    }
+    ffi::lua_call(state, 2, ffi::LUA_MULTRET);
+    // From n + 1: the flag, then the results or the message.
+    if ffi::lua_toboolean(state, n + 1) != 0 {
+        return ffi::lua_gettop(state) - n - 1;
+    }
+    ffi::luaL_where(state, 1);
+    ffi::lua_pushvalue(state, n + 2);
+    ffi::lua_concat(state, 2);
+    ffi::lua_error(state)
 }
 
 /// luaL_argerror names the function as its caller's call instruction
-/// does: `struct.pack(...)` says 'pack', a call through pcall says '?'.
-/// The libraries' messages name the function; this turns the name into
-/// '?' when the wrapper (level 1 from here) was called without one.
-fn unnamed_if_anonymous(lua: &mlua::Lua, msg: String) -> String {
+/// does: `struct.pack(...)` says 'pack', `local f = struct.pack; f(...)`
+/// says 'f', a call through pcall '?'. The libraries' messages name the
+/// function; this puts the name the C front (level 1 from here) was
+/// called by in its place.
+fn named_as_called(lua: &mlua::Lua, msg: String) -> String {
     if !msg.starts_with("bad argument #") {
         return msg;
     }
-    let named = lua
+    let name = lua
         .inspect_stack(1)
-        .is_some_and(|d| d.names().name.is_some());
-    if named {
-        return msg;
-    }
+        .and_then(|d| d.names().name.map(|n| n.to_string()))
+        .unwrap_or_else(|| "?".to_string());
     match (msg.find(" to '"), msg.find("' (")) {
-        (Some(a), Some(b)) if a + 5 <= b => format!("{}?{}", &msg[..a + 5], &msg[b..]),
+        (Some(a), Some(b)) if a + 5 <= b => format!("{}{name}{}", &msg[..a + 5], &msg[b..]),
         _ => msg,
     }
 }

@@ -128,6 +128,8 @@ redis.error_reply = function(...)
   if select('#', ...) ~= 1 or type(s) ~= 'string' then
     return { err = 'ERR wrong number or type of arguments' }
   end
+  -- Redis reads the text as a C string: it ends at a NUL.
+  s = s:match('^[^%z]*')
   if s:sub(1, 1) ~= '-' then s = '-' .. s end
   return { err = error_text(s) }
 end
@@ -172,13 +174,11 @@ redis.LOG_DEBUG, redis.LOG_VERBOSE, redis.LOG_NOTICE, redis.LOG_WARNING = 0, 1, 
 redis.REPL_NONE, redis.REPL_AOF, redis.REPL_SLAVE, redis.REPL_REPLICA, redis.REPL_ALL = 0, 1, 2, 2, 3
 redis.REDIS_VERSION, redis.REDIS_VERSION_NUM = api.version, api.version_num
 
--- A missing field of `redis` is nil, as in Redis (a function that calls
--- redis.register_function gets "attempt to call field ... (a nil value)").
+-- A missing field of a library is nil, as in Redis: a function that calls
+-- redis.register_function gets "attempt to call field ... (a nil value)",
+-- and `if cjson.encode_escape_forward_slash then` tests for a feature.
 S.redis = protect(redis, false)
-for _, name in pairs({ 'cjson', 'bit', 'cmsgpack', 'struct' }) do
-  if S[name] then S[name] = protect(S[name], true) end
-end
-for _, name in pairs({ 'string', 'table', 'math', 'coroutine' }) do
+for _, name in pairs({ 'cjson', 'bit', 'cmsgpack', 'struct', 'string', 'table', 'math', 'coroutine' }) do
   if S[name] then S[name] = protect(S[name], false) end
 end
 
@@ -206,12 +206,20 @@ local function loading(on)
   globals_mt.__index = on and load_env or S
 end
 
--- Calls a function's callback with its KEYS and ARGV as arguments (Lua
--- 5.1's xpcall passes none).
-local xpcall = xpcall
-local function call_with(f, handler, keys, argv)
-  return xpcall(function() return f(keys, argv) end, handler)
+-- What the server runs under xpcall for a script's body (`keys` nil) or
+-- a function's callback, which gets its KEYS and ARGV as arguments (Lua
+-- 5.1's xpcall passes none). The reply is the first value returned, as
+-- Redis takes it; the others are dropped inside the call, because Lua
+-- 5.1's xpcall pushes its status past the stack space a C function may
+-- use when the call returns many values (a debug build's API check
+-- aborted on `return string.byte(s, 1, -1)`). Made before the run: Lua
+-- code after xpcall returns would meet a pending SCRIPT KILL unprotected.
+local function runner(f, keys, argv)
+  if keys == nil then
+    return function() return (f()) end
+  end
+  return function() return (f(keys, argv)) end
 end
 
 -- KEYS and ARGV are replaced per run through the table behind the globals.
-return S, loading, call_with
+return S, loading, runner

@@ -175,7 +175,11 @@ fn string_arg(args: &[Value], i: usize, func: &str) -> mlua::Result<Vec<u8>> {
 
 fn put_integer(out: &mut Vec<u8>, n: f64, big_endian: bool, size: usize) {
     // C's (unsigned long)(long)n for negatives, (unsigned long)n otherwise.
-    let mut value = if n < 0.0 { n as i64 as u64 } else { n as u64 };
+    let mut value = if n < 0.0 {
+        super::convert::c_i64(n) as u64
+    } else {
+        super::convert::c_u64(n)
+    };
     let mut bytes = vec![0u8; size];
     for b in bytes.iter_mut() {
         *b = value as u8;
@@ -269,7 +273,7 @@ fn unpack(lua: &Lua, args: Variadic<Value>) -> mlua::Result<MultiValue> {
     let start = match args.get(2) {
         None | Some(Value::Nil) => 1,
         Some(Value::Integer(n)) => *n,
-        Some(Value::Number(n)) => *n as i64,
+        Some(Value::Number(n)) => super::convert::c_i64(*n),
         Some(v) => {
             return arg_error(
                 3,

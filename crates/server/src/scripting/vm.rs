@@ -71,8 +71,9 @@ pub struct Vm {
     handler: Function,
     /// `loading(on)`: switches the globals to FUNCTION LOAD's environment.
     loading: Function,
-    /// `call_with(f, handler, keys, argv)`: a function's call.
-    call_with: Function,
+    /// `runner(f, keys, argv)`: what xpcall runs for a script's body
+    /// (`keys` nil) or a function's call.
+    runner: Function,
     funcs: HashMap<String, Function>,
     runs: u32,
     /// The last run's reply is an error a `redis.call` already counted in
@@ -99,7 +100,7 @@ impl Vm {
         globals.raw_set("struct", super::struct_lib::module(&lua)?)?;
         let xpcall: Function = globals.raw_get("xpcall")?;
         let api = api_table(&lua)?;
-        let (store, loading, call_with): (Table, Function, Function) = lua
+        let (store, loading, runner): (Table, Function, Function) = lua
             .load(include_str!("prelude.lua"))
             .set_name("=prelude")
             .call(api.clone())?;
@@ -112,7 +113,7 @@ impl Vm {
             xpcall,
             handler,
             loading,
-            call_with,
+            runner,
             funcs: HashMap::new(),
             runs: 0,
             reply_counted: false,
@@ -272,7 +273,10 @@ impl Vm {
             Kind::Eval => None,
             Kind::Functions => Some((self.array(keys)?, self.array(argv)?)),
         };
-        let call_with = &self.call_with;
+        let run = match as_arguments {
+            None => self.runner.call::<Function>(func.clone())?,
+            Some((k, a)) => self.runner.call::<Function>((func.clone(), k, a))?,
+        };
         let out = self.lua.scope(|scope| {
             let call = scope.create_function_mut(
                 |lua,
@@ -302,12 +306,7 @@ impl Vm {
                 },
             )?;
             lua.set_named_registry_value(EXEC_KEY, call)?;
-            let res = match as_arguments {
-                None => xpcall.call::<mlua::MultiValue>((func.clone(), handler.clone())),
-                Some((k, a)) => {
-                    call_with.call::<mlua::MultiValue>((func.clone(), handler.clone(), k, a))
-                }
-            };
+            let res = xpcall.call::<mlua::MultiValue>((run, handler.clone()));
             lua.set_named_registry_value(EXEC_KEY, Value::Nil)?;
             res
         })?;
@@ -336,25 +335,23 @@ impl Vm {
         let Value::Table(t) = err else {
             return Frame::error(format!("ERR Error running script {sha}, execution failure"));
         };
-        let msg = if killed {
-            KILLED.to_string()
+        let msg: Vec<u8> = if killed {
+            KILLED.as_bytes().to_vec()
         } else {
             match t.raw_get::<Value>("err") {
-                Ok(Value::String(s)) => s.to_string_lossy(),
-                _ => "ERR execution failure".to_string(),
+                Ok(Value::String(s)) => super::convert::c_str(&s.as_bytes()).to_vec(),
+                _ => b"ERR execution failure".to_vec(),
             }
         };
-        let mut out =
-            String::from_utf8_lossy(&super::convert::error_text(msg.as_bytes())).into_owned();
+        let mut out = msg;
         if let (Ok(Value::String(src)), Ok(line)) =
             (t.raw_get::<Value>("source"), t.raw_get::<i64>("line"))
         {
-            out.push_str(&format!(
-                " script: {sha}, on {}:{line}.",
-                src.to_string_lossy()
-            ));
+            out.extend_from_slice(format!(" script: {sha}, on ").as_bytes());
+            out.extend_from_slice(super::convert::c_str(&src.as_bytes()));
+            out.extend_from_slice(format!(":{line}.").as_bytes());
         }
-        Frame::error(out)
+        Frame::Error(super::convert::error_text(&out))
     }
 }
 
@@ -472,7 +469,7 @@ fn one_line(s: &str) -> String {
 
 /// The field marking an error table from a command a script called, whose
 /// error the statistics have counted already.
-const COUNTED: &str = "ignore_err_stats_update";
+const COUNTED: &str = "ignore_error_stats_update";
 
 fn counted_error(v: &Value) -> bool {
     matches!(v, Value::Table(t) if t.raw_get::<bool>(COUNTED).unwrap_or(false))

@@ -519,3 +519,26 @@ pub fn raw_full_sync_and_link(
         (data, r)
     }
 }
+
+/// Runs `run` for each seed against durakv and a real Redis started for
+/// it, and fails listing every sequence that found a difference (`run`
+/// describes the first it met). Skipped without `redis-server`.
+pub fn compare_with_redis(
+    seeds: impl IntoIterator<Item = u64>,
+    run: impl Fn(u64, &Server, &RealRedis) -> Option<String>,
+) {
+    let Some(redis) = RealRedis::start(&[]) else {
+        return;
+    };
+    let ours = Server::start(&[]);
+    let differences: Vec<String> = seeds
+        .into_iter()
+        .filter_map(|seed| run(seed, &ours, &redis))
+        .collect();
+    assert!(
+        differences.is_empty(),
+        "{} sequences differ:\n{}",
+        differences.len(),
+        differences.join("\n\n")
+    );
+}
