@@ -86,7 +86,9 @@ impl<T> Chunked<T> {
         } else {
             let chunk = &mut self.chunks[i >> SHIFT];
             if chunk.len() == chunk.capacity() {
-                let more = chunk.len().clamp(4, CHUNK - chunk.len());
+                // Double, by at least 4, never past CHUNK: a first chunk
+                // shrunk to a few short of CHUNK has less than 4 to go.
+                let more = chunk.len().max(4).min(CHUNK - chunk.len());
                 chunk.reserve_exact(more);
             }
         }
@@ -238,6 +240,21 @@ mod tests {
 
     /// Random pushes, pops, swap-removes, reserves and shrinks keep it
     /// equal to a `Vec` given the same operations.
+    #[test]
+    fn a_first_chunk_shrunk_near_full_grows_to_chunk() {
+        for len in CHUNK - 5..CHUNK {
+            let mut v = Chunked::default();
+            for i in 0..len {
+                v.push(i);
+            }
+            v.shrink_to(0);
+            v.push(len);
+            v.push(len + 1);
+            assert_eq!(v.len(), len + 2);
+            assert!((0..len + 2).all(|i| v[i] == i));
+        }
+    }
+
     #[test]
     fn behaves_as_a_vec() {
         for seed in 0..20u64 {

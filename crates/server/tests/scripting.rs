@@ -1335,7 +1335,7 @@ fn status_and_error_replies_of_scripts_as_redis_writes_them() {
 }
 
 /// A field a library does not have is nil, as in Redis: scripts test for
-/// features that way.
+/// features that way. A global Redis leaves out is an error, as there.
 #[test]
 fn missing_library_fields_are_nil() {
     let srv = Server::start(&[]);
@@ -1351,6 +1351,16 @@ fn missing_library_fields_are_nil() {
     assert_eq!(got, ["nil", "nil", "function", "nil"]);
     let e = error(&mut c, &["EVAL", "cjson.foo = 1", "0"]);
     assert!(e.contains("Attempt to modify a readonly table"), "{e}");
+    // Globals Redis 7.0 leaves out are missing here too.
+    for name in ["getfenv", "setfenv", "newproxy"] {
+        let e = error(&mut c, &["EVAL", &format!("return type({name})"), "0"]);
+        assert!(
+            e.contains(&format!(
+                "Script attempted to access nonexistent global variable '{name}'"
+            )),
+            "{e}"
+        );
+    }
 }
 
 /// A script or function that returns many values replies with the first,

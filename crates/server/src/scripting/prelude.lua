@@ -5,7 +5,7 @@ local api = ...
 
 local G = _G
 local error, type, select, tostring, tonumber, pairs = error, type, select, tostring, tonumber, pairs
-local raw_setmetatable, raw_rawset, raw_setfenv = setmetatable, rawset, setfenv
+local raw_setmetatable, raw_rawset = setmetatable, rawset
 local raw_loadstring, concat = loadstring, table.concat
 
 -- Tables no script may change, weakly keyed so dropped ones can go.
@@ -50,7 +50,10 @@ end
 local S = {}
 for k, v in pairs(G) do S[k] = v end
 for k in pairs(S) do raw_rawset(G, k, nil) end
-for _, name in pairs({ 'print', 'dofile', 'loadfile', 'require', 'module', 'package', 'os', 'io', 'debug' }) do
+-- What Redis 7.0 leaves out of the globals; getfenv and setfenv would
+-- reach other functions' environments, newproxy make userdata.
+for _, name in pairs({ 'print', 'dofile', 'loadfile', 'require', 'module', 'package', 'os', 'io', 'debug',
+    'getfenv', 'setfenv', 'newproxy' }) do
   S[name] = nil
 end
 
@@ -61,11 +64,6 @@ end
 S.rawset = function(t, k, v)
   if readonly[t] then refuse_here() end
   return raw_rawset(t, k, v)
-end
--- Level 0 would replace the globals of the VM, shared by every script.
-S.setfenv = function(f, env)
-  if f == 0 or readonly[f] then refuse_here() end
-  return raw_setfenv(f, env)
 end
 -- Lua's pcall, except that an error raised as a table with an `err`
 -- field (what redis.call raises) comes back as that text, as in Redis, so

@@ -181,24 +181,34 @@ impl Vm {
             },
         );
         self.lua.set_app_data(Loading(Vec::new()));
-        let ran = self
-            .loading
-            .call::<()>(true)
-            .and_then(|()| chunk.call::<()>(()));
-        let _ = self.loading.call::<()>(false);
+        // Under xpcall with the scripts' handler, so that an error reads as
+        // Redis's (`ERR user_function:2: ...`, `ERR unknown flag given`),
+        // without mlua's traceback.
+        let ran = self.loading.call::<()>(true).and_then(|()| {
+            let (ok, err): (bool, Value) = self.xpcall.call((chunk, self.handler.clone()))?;
+            Ok(if ok { None } else { Some(err) })
+        });
+        // The hook first: a timed-out load's hook fails every instruction,
+        // and the switch back to the usual globals is Lua code.
         self.lua.set_hook(normal_hook(), hook);
+        let _ = self.loading.call::<()>(false);
         let registered = self
             .lua
             .remove_app_data::<Loading>()
             .map(|l| l.0)
             .unwrap_or_default();
-        match ran {
-            Ok(()) => Ok(registered),
-            Err(e) => Err(Frame::error(format!(
-                "ERR Error registering functions: {}",
-                one_line(&lua_message(&e))
-            ))),
-        }
+        let text = match ran {
+            Ok(None) => return Ok(registered),
+            Ok(Some(Value::Table(t))) => match t.raw_get::<Value>("err") {
+                Ok(Value::String(s)) => super::convert::c_str(&s.as_bytes()).to_vec(),
+                _ => b"ERR execution failure".to_vec(),
+            },
+            Ok(Some(_)) => b"ERR execution failure".to_vec(),
+            Err(e) => lua_message(&e).into_bytes(),
+        };
+        let mut msg = b"ERR Error registering functions: ".to_vec();
+        msg.extend_from_slice(&text);
+        Err(Frame::Error(super::convert::error_text(&msg)))
     }
 
     /// Runs a compiled script with its KEYS and ARGV; `exec` runs the
