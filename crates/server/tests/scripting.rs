@@ -1402,3 +1402,20 @@ fn many_return_values_reply_with_the_first() {
     assert_eq!(ok::<i64>(&mut c, &["FCALL", "many", "0"]), 7);
     assert_eq!(ok::<String>(&mut c, &["PING"]), "PONG");
 }
+
+/// Thousands of distinct scripts stay cached and runnable: each compiled
+/// script once held a slot of mlua's auxiliary stack, which runs out
+/// near 8,000, and every new script after that dropped its connection.
+#[test]
+fn many_distinct_scripts_keep_running() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    for i in 0..9_000i64 {
+        let n: i64 = ok(&mut c, &["EVAL", &format!("return {i}"), "0"]);
+        assert_eq!(n, i);
+    }
+    // The first ones are still cached, by SHA.
+    let sha: String = ok(&mut c, &["SCRIPT", "LOAD", "return 0"]);
+    assert_eq!(ok::<i64>(&mut c, &["EVALSHA", &sha, "0"]), 0);
+    assert_eq!(ok::<String>(&mut c, &["PING"]), "PONG");
+}

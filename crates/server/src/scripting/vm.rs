@@ -8,7 +8,6 @@ use super::{Kill, RunState, KILLED};
 use bytes::Bytes;
 use durakv_protocol::Frame;
 use mlua::{Function, HookTriggers, Lua, LuaOptions, StdLib, Table, Value, Variadic, VmState};
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
@@ -74,7 +73,12 @@ pub struct Vm {
     /// `runner(f, keys, argv)`: what xpcall runs for a script's body
     /// (`keys` nil) or a function's call.
     runner: Function,
-    funcs: HashMap<String, Function>,
+    /// Compiled scripts by SHA, kept in a Lua table: one reference on
+    /// mlua's auxiliary stack for all of them. A `Function` held per
+    /// script took a slot each, and mlua panics past about 8,000, so a
+    /// server that had run that many distinct scripts dropped every
+    /// connection that ran a new one.
+    funcs: Table,
     runs: u32,
     /// The last run's reply is an error a `redis.call` already counted in
     /// the error statistics (a raised or returned call error).
@@ -105,6 +109,7 @@ impl Vm {
             .set_name("=prelude")
             .call(api.clone())?;
         let handler = lua.create_function(error_handler)?;
+        let funcs = lua.create_table()?;
         lua.set_hook(normal_hook(), hook);
         Ok(Vm {
             kind,
@@ -114,7 +119,7 @@ impl Vm {
             handler,
             loading,
             runner,
-            funcs: HashMap::new(),
+            funcs,
             runs: 0,
             reply_counted: false,
         })
@@ -126,8 +131,8 @@ impl Vm {
 
     /// Compiles `body` once per SHA; the error is Redis's reply for it.
     pub fn function(&mut self, sha: &str, body: &[u8]) -> Result<Function, Frame> {
-        if let Some(f) = self.funcs.get(sha) {
-            return Ok(f.clone());
+        if let Ok(Some(f)) = self.funcs.raw_get::<Option<Function>>(sha) {
+            return Ok(f);
         }
         let f = self
             .lua
@@ -141,7 +146,9 @@ impl Vm {
                     one_line(&lua_message(&e))
                 ))
             })?;
-        self.funcs.insert(sha.to_string(), f.clone());
+        self.funcs
+            .raw_set(sha, &f)
+            .map_err(|e| Frame::error(format!("ERR {}", one_line(&lua_message(&e)))))?;
         Ok(f)
     }
 
