@@ -20,10 +20,7 @@ fn arg(lua: &Lua, args: &[Value], i: usize, name: &str) -> mlua::Result<f64> {
         None => "no value",
         Some(v) => match lua.coerce_number(v.clone())? {
             Some(n) => return Ok(n),
-            None => match v {
-                Value::LightUserData(_) => "userdata",
-                other => other.type_name(),
-            },
+            None => super::convert::lua_type_name(v),
         },
     };
     Err(mlua::Error::RuntimeError(format!(

@@ -75,7 +75,7 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
                 other => {
                     return fail(format!(
                         "bad argument #1 to 'decode' (string expected, got {})",
-                        type_name(other)
+                        super::convert::lua_type_name(other)
                     ))
                 }
             };
@@ -171,21 +171,6 @@ pub fn module(lua: &Lua) -> mlua::Result<Table> {
     t.raw_set("_NAME", "cjson")?;
     t.raw_set("_VERSION", "2.1.0")?;
     Ok(t)
-}
-
-/// The type name luaL_checklstring's error gives.
-fn type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Nil => "nil",
-        Value::Boolean(_) => "boolean",
-        Value::LightUserData(_) | Value::UserData(_) => "userdata",
-        Value::Integer(_) | Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Table(_) => "table",
-        Value::Function(_) => "function",
-        Value::Thread(_) => "thread",
-        _ => "userdata",
-    }
 }
 
 fn encode(v: &Value, s: &Settings, depth: u32, out: &mut Vec<u8>) -> mlua::Result<()> {

@@ -242,6 +242,16 @@ pub fn error_text(msg: &[u8]) -> Bytes {
     Bytes::from(one_line(&msg[..end]))
 }
 
+/// A value's type as Lua names it in argument errors ("got userdata" for
+/// cjson.null, not mlua's "lightuserdata").
+pub fn lua_type_name(v: &Value) -> &'static str {
+    match v {
+        Value::LightUserData(_) => "userdata",
+        Value::Integer(_) => "number",
+        other => other.type_name(),
+    }
+}
+
 /// What Redis reads of a Lua string it takes as a C string: the bytes
 /// before the first NUL.
 pub fn c_str(s: &[u8]) -> &[u8] {

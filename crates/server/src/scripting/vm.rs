@@ -206,11 +206,7 @@ impl Vm {
             .unwrap_or_default();
         let text = match ran {
             Ok(None) => return Ok(registered),
-            Ok(Some(Value::Table(t))) => match t.raw_get::<Value>("err") {
-                Ok(Value::String(s)) => super::convert::c_str(&s.as_bytes()).to_vec(),
-                _ => b"ERR execution failure".to_vec(),
-            },
-            Ok(Some(_)) => b"ERR execution failure".to_vec(),
+            Ok(Some(err)) => err_text(&err),
             Err(e) => lua_message(&e).into_bytes(),
         };
         let mut msg = b"ERR Error registering functions: ".to_vec();
@@ -352,15 +348,11 @@ impl Vm {
         let Value::Table(t) = err else {
             return Frame::error(format!("ERR Error running script {sha}, execution failure"));
         };
-        let msg: Vec<u8> = if killed {
+        let mut out = if killed {
             KILLED.as_bytes().to_vec()
         } else {
-            match t.raw_get::<Value>("err") {
-                Ok(Value::String(s)) => super::convert::c_str(&s.as_bytes()).to_vec(),
-                _ => b"ERR execution failure".to_vec(),
-            }
+            err_text(err)
         };
-        let mut out = msg;
         if let (Ok(Value::String(src)), Ok(line)) =
             (t.raw_get::<Value>("source"), t.raw_get::<i64>("line"))
         {
@@ -428,6 +420,18 @@ fn hook(lua: &Lua, _: mlua::Debug) -> mlua::Result<VmState> {
         lua.set_hook(HookTriggers::new().every_nth_instruction(1), hook);
     }
     Err(mlua::Error::RuntimeError(KILLED.to_string()))
+}
+
+/// The text of an error table the handler made (`err`, up to its first
+/// NUL as Redis reads it); Redis's generic failure for anything else.
+fn err_text(err: &Value) -> Vec<u8> {
+    match err {
+        Value::Table(t) => match t.raw_get::<Value>("err") {
+            Ok(Value::String(s)) => super::convert::c_str(&s.as_bytes()).to_vec(),
+            _ => b"ERR execution failure".to_vec(),
+        },
+        _ => b"ERR execution failure".to_vec(),
+    }
 }
 
 /// The xpcall message handler: makes every error a table
