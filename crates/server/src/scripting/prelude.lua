@@ -204,19 +204,12 @@ local function loading(on)
   globals_mt.__index = on and load_env or S
 end
 
--- What the server runs under xpcall for a script's body (`keys` nil) or
--- a function's callback, which gets its KEYS and ARGV as arguments (Lua
--- 5.1's xpcall passes none). The reply is the first value returned, as
--- Redis takes it; the others are dropped inside the call, because Lua
--- 5.1's xpcall pushes its status past the stack space a C function may
--- use when the call returns many values (a debug build's API check
--- aborted on `return string.byte(s, 1, -1)`). Made before the run: Lua
--- code after xpcall returns would meet a pending SCRIPT KILL unprotected.
+-- What the server runs under xpcall for a function's callback, which gets
+-- its KEYS and ARGV as arguments (Lua 5.1's xpcall passes none); a
+-- script's body runs as it is. Made before the run: Lua code after
+-- xpcall returns would meet a pending SCRIPT KILL unprotected.
 local function runner(f, keys, argv)
-  if keys == nil then
-    return function() return (f()) end
-  end
-  return function() return (f(keys, argv)) end
+  return function() return f(keys, argv) end
 end
 
 -- KEYS and ARGV are replaced per run through the table behind the globals.

@@ -70,8 +70,7 @@ pub struct Vm {
     handler: Function,
     /// `loading(on)`: switches the globals to FUNCTION LOAD's environment.
     loading: Function,
-    /// `runner(f, keys, argv)`: what xpcall runs for a script's body
-    /// (`keys` nil) or a function's call.
+    /// `runner(f, keys, argv)`: what xpcall runs for a function's call.
     runner: Function,
     /// Compiled scripts by SHA, kept in a Lua table: one reference on
     /// mlua's auxiliary stack for all of them. A `Function` held per
@@ -287,7 +286,7 @@ impl Vm {
             Kind::Functions => Some((self.array(keys)?, self.array(argv)?)),
         };
         let run = match as_arguments {
-            None => self.runner.call::<Function>(func.clone())?,
+            None => func.clone(),
             Some((k, a)) => self.runner.call::<Function>((func.clone(), k, a))?,
         };
         let out = self.lua.scope(|scope| {
