@@ -409,6 +409,7 @@ fn call(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes], ro: bool) -> Reply
         }
     }
     let vm = registry.vm(scripting.run_state())?;
+    let callback = vm.registered(&callback)?;
     let (keys, argv) = args[3..].split_at(n);
     let _running = scripting.begin_function(&name, args);
     let (db, protocol) = (ctx.client.db, ctx.client.protocol);

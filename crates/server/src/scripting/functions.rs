@@ -56,7 +56,7 @@ pub struct Function {
     pub name: String,
     pub description: Option<Bytes>,
     pub flags: u8,
-    callback: mlua::Function,
+    callback: Arc<mlua::RegistryKey>,
 }
 
 impl Function {
@@ -64,8 +64,9 @@ impl Function {
         self.flags & flag != 0
     }
 
-    pub fn callback(&self) -> &mlua::Function {
-        &self.callback
+    /// Where its VM keeps the callback (`Vm::registered`).
+    pub fn callback(&self) -> Arc<mlua::RegistryKey> {
+        self.callback.clone()
     }
 }
 
@@ -234,7 +235,7 @@ fn function(r: Registration) -> Function {
         name: r.name,
         description: r.description,
         flags: r.flags,
-        callback: r.callback,
+        callback: Arc::new(r.callback),
     }
 }
 

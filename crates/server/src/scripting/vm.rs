@@ -35,7 +35,9 @@ pub struct Registration {
     pub name: String,
     pub description: Option<Bytes>,
     pub flags: u8,
-    pub callback: Function,
+    /// In the registry rather than held as a `Function`: mlua keeps every
+    /// value Rust holds in a stack of about 8,000 slots and panics past it.
+    pub callback: mlua::RegistryKey,
 }
 
 /// Present (as app data) only while a library's code runs at load time.
@@ -126,6 +128,14 @@ impl Vm {
 
     pub fn used_memory(&self) -> usize {
         self.lua.used_memory()
+    }
+
+    /// A library function's callback, registered by this VM's FUNCTION
+    /// LOAD (an error if the key is another VM's).
+    pub fn registered(&self, key: &mlua::RegistryKey) -> Result<Function, Frame> {
+        self.lua
+            .registry_value(key)
+            .map_err(|e| Frame::error(format!("ERR {e}")))
     }
 
     /// Compiles `body` once per SHA; the error is Redis's reply for it.
@@ -727,7 +737,7 @@ fn registration(lua: &Lua, args: &[Value]) -> Result<Registration, String> {
                 name: String::from_utf8_lossy(&name).into_owned(),
                 description: None,
                 flags: 0,
-                callback: callback.clone(),
+                callback: registered(lua, callback.clone())?,
             });
         }
         _ => return Err("wrong number of arguments to redis.register_function".into()),
@@ -781,8 +791,13 @@ fn registration(lua: &Lua, args: &[Value]) -> Result<Registration, String> {
         name: String::from_utf8_lossy(&name).into_owned(),
         description,
         flags,
-        callback,
+        callback: registered(lua, callback)?,
     })
+}
+
+fn registered(lua: &Lua, callback: Function) -> Result<mlua::RegistryKey, String> {
+    lua.create_registry_value(callback)
+        .map_err(|e| e.to_string())
 }
 
 /// `7.2.4` → 0x070204, Redis's REDIS_VERSION_NUM.
