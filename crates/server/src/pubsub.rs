@@ -529,6 +529,41 @@ impl PubSub {
         receivers
     }
 
+    /// The clients a publish to `channel` would reach now, stopping once
+    /// more than `most` are found.
+    pub fn subscribers_to(
+        &self,
+        channel: &[u8],
+        shard: bool,
+        most: usize,
+    ) -> Vec<Arc<ClientHandle>> {
+        let exact = if shard {
+            &self.shard_channels
+        } else {
+            &self.channels
+        };
+        let mut found = Vec::new();
+        let mut take = |subs: &HashMap<u64, Arc<ClientHandle>>| {
+            found.extend(subs.values().take(most + 1 - found.len()).cloned());
+            found.len() > most
+        };
+        if exact.len() > 0 {
+            if let Some(subs) = exact.names.read().get(channel) {
+                if take(subs) {
+                    return found;
+                }
+            }
+        }
+        if !shard && self.patterns.len() > 0 {
+            for (pattern, subs) in self.patterns.names.read().iter() {
+                if glob_match(pattern, channel, false) && take(subs) {
+                    break;
+                }
+            }
+        }
+        found
+    }
+
     /// How many a publish to `channel` would reach now (for a message held
     /// back until its MULTI or script commits).
     pub fn receivers(&self, channel: &[u8], shard: bool) -> usize {

@@ -316,6 +316,13 @@ fn publish_to(ctx: &mut Ctx<'_>, channel: &Bytes, payload: &Bytes, shard: bool) 
             .message(channel.clone(), payload.clone(), shard);
         return n;
     }
+    // Not inside EXEC or a script, which may hold locks the subscribers
+    // need to finish their turns.
+    if !ctx.client.in_exec && !ctx.client.in_script {
+        let most = crate::settle::MAX_RECEIVERS;
+        let subscribers = pubsub.subscribers_to(channel, shard, most);
+        crate::settle::receivers(ctx.shared, ctx.client.id(), subscribers);
+    }
     pubsub.publish(channel, payload, shard, publisher_dependency(ctx))
 }
 
