@@ -305,6 +305,14 @@ impl Clone for Snapshots {
 }
 
 impl Db {
+    /// Bytes of the structures that find keys rather than hold them: the
+    /// map of keys (its index and its fixed-size slots) and the map of
+    /// TTLs, as Redis reports its `main` and `expires` dictionaries in
+    /// MEMORY STATS.
+    pub fn table_bytes(&self) -> (usize, usize) {
+        (self.map.allocated_bytes(), self.volatile.allocated_bytes())
+    }
+
     pub fn len(&self) -> usize {
         self.map.len()
     }

@@ -63,6 +63,7 @@ pub mod hot_config;
 pub mod latency;
 pub mod listeners;
 pub mod memory;
+pub mod memory_breakdown;
 pub mod metrics_export;
 pub mod metrics_http;
 pub mod monitor;

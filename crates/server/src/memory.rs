@@ -75,6 +75,40 @@ pub fn set_release_hook(f: fn()) {
     let _ = RELEASE_HOOK.set(f);
 }
 
+/// What the binary's allocator reports of itself: Redis's `allocator_*`
+/// figures.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AllocatorStats {
+    /// Memory the allocator has in pages it uses (`allocator_active`).
+    pub active: u64,
+    /// Memory of the allocator that is resident (`allocator_resident`).
+    pub resident: u64,
+}
+
+struct Allocator {
+    name: String,
+    stats: fn() -> AllocatorStats,
+}
+
+static ALLOCATOR: std::sync::OnceLock<Allocator> = std::sync::OnceLock::new();
+
+/// Names the binary's allocator (INFO's `mem_allocator`) and how to read
+/// its figures.
+pub fn set_allocator(name: String, stats: fn() -> AllocatorStats) {
+    let _ = ALLOCATOR.set(Allocator { name, stats });
+}
+
+/// INFO's `mem_allocator`: the system's malloc unless the binary named
+/// another.
+pub fn allocator_name() -> &'static str {
+    ALLOCATOR.get().map_or("libc", |a| a.name.as_str())
+}
+
+/// The allocator's figures, if the binary installed a way to read them.
+pub fn allocator_stats() -> Option<AllocatorStats> {
+    ALLOCATOR.get().map(|a| (a.stats)())
+}
+
 /// Runs the release hook, if the binary installed one.
 pub fn release_freed() {
     if let Some(f) = RELEASE_HOOK.get() {

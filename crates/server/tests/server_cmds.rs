@@ -1894,3 +1894,137 @@ fn keyspace_hits_and_misses_count_the_lookups_of_reads() {
     assert_eq!(s["keyspace_hits"], "0");
     assert_eq!(s["keyspace_misses"], "0");
 }
+
+/// INFO memory and MEMORY STATS split `used_memory` into the server's
+/// own structures and the data, with every field Redis 7.0.15 reports,
+/// in its order (names taken from redis-server 7.0.15): dashboards chart
+/// `used_memory_dataset` and `used_memory_overhead`.
+#[test]
+fn memory_is_split_into_overhead_and_dataset_as_redis_reports_it() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let text: String = ok(&mut c, &["INFO", "memory"]);
+    let names: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.split_once(':').map(|(k, _)| k))
+        .collect();
+    let redis_names = "used_memory used_memory_human used_memory_rss used_memory_rss_human \
+        used_memory_peak used_memory_peak_human used_memory_peak_perc used_memory_overhead \
+        used_memory_startup used_memory_dataset used_memory_dataset_perc allocator_allocated \
+        allocator_active allocator_resident total_system_memory total_system_memory_human \
+        used_memory_lua used_memory_vm_eval used_memory_lua_human used_memory_scripts_eval \
+        number_of_cached_scripts number_of_functions number_of_libraries \
+        used_memory_vm_functions used_memory_vm_total used_memory_vm_total_human \
+        used_memory_functions used_memory_scripts used_memory_scripts_human maxmemory \
+        maxmemory_human maxmemory_policy allocator_frag_ratio allocator_frag_bytes \
+        allocator_rss_ratio allocator_rss_bytes rss_overhead_ratio rss_overhead_bytes \
+        mem_fragmentation_ratio mem_fragmentation_bytes mem_not_counted_for_evict \
+        mem_replication_backlog mem_total_replication_buffers mem_clients_slaves \
+        mem_clients_normal mem_cluster_links mem_aof_buffer mem_allocator \
+        active_defrag_running lazyfree_pending_objects lazyfreed_objects";
+    assert_eq!(names, redis_names.split_whitespace().collect::<Vec<_>>());
+    let num = |m: &HashMap<String, String>, f: &str| -> i64 {
+        m[f].parse().unwrap_or_else(|_| panic!("{f}: {}", m[f]))
+    };
+    let before = info(&mut c, &["memory"]).remove("memory").unwrap();
+
+    // 20,000 keys of 100 bytes, 5,000 of them with a TTL, a cached script
+    // and a library.
+    let value = "v".repeat(100);
+    for chunk in 0..20 {
+        let mut p = redis::pipe();
+        for i in 0..1000 {
+            let k = format!("key:{}", chunk * 1000 + i);
+            p.cmd("SET").arg(&k).arg(&value).ignore();
+            if chunk < 5 {
+                p.cmd("EXPIRE").arg(&k).arg(1000).ignore();
+            }
+        }
+        let _: () = p.query(&mut c).unwrap();
+    }
+    let _: i64 = ok(&mut c, &["EVAL", "return 1", "0"]);
+    let lib = "#!lua name=mem\nredis.register_function('f', function() return 1 end)";
+    let _: String = ok(&mut c, &["FUNCTION", "LOAD", lib]);
+
+    let m = info(&mut c, &["memory"]).remove("memory").unwrap();
+    let (used, overhead, dataset) = (
+        num(&m, "used_memory"),
+        num(&m, "used_memory_overhead"),
+        num(&m, "used_memory_dataset"),
+    );
+    assert_eq!(overhead + dataset, used, "{m:?}");
+    assert!(
+        dataset - num(&before, "used_memory_dataset") >= 20_000 * 100,
+        "{m:?}"
+    );
+    // Finding 20,000 keys takes some bytes per key: at least a slot of
+    // the map's vector each.
+    assert!(
+        overhead - num(&before, "used_memory_overhead") >= 20_000 * 24,
+        "{m:?}"
+    );
+    assert!(num(&m, "used_memory_scripts_eval") > 0, "{m:?}");
+    assert!(num(&m, "used_memory_functions") > 0, "{m:?}");
+    assert!(num(&m, "used_memory_vm_functions") > 0, "{m:?}");
+    assert_eq!(
+        num(&m, "used_memory_vm_total"),
+        num(&m, "used_memory_vm_eval") + num(&m, "used_memory_vm_functions")
+    );
+    assert_eq!(
+        num(&m, "used_memory_scripts"),
+        num(&m, "used_memory_scripts_eval") + num(&m, "used_memory_functions")
+    );
+    assert!(m["mem_allocator"].starts_with("mimalloc-"), "{m:?}");
+
+    // MEMORY STATS: the same split, per database too.
+    let stats: Vec<redis::Value> = ok(&mut c, &["MEMORY", "STATS"]);
+    let mut names = Vec::new();
+    let mut fields = HashMap::new();
+    for pair in stats.chunks(2) {
+        let name: String = redis::from_redis_value(pair[0].clone()).unwrap();
+        names.push(name.clone());
+        fields.insert(name, pair[1].clone());
+    }
+    let redis_names = "peak.allocated total.allocated startup.allocated replication.backlog \
+        clients.slaves clients.normal cluster.links aof.buffer lua.caches functions.caches \
+        db.0 overhead.total keys.count keys.bytes-per-key dataset.bytes dataset.percentage \
+        peak.percentage allocator.allocated allocator.active allocator.resident \
+        allocator-fragmentation.ratio allocator-fragmentation.bytes allocator-rss.ratio \
+        allocator-rss.bytes rss-overhead.ratio rss-overhead.bytes fragmentation \
+        fragmentation.bytes";
+    assert_eq!(names, redis_names.split_whitespace().collect::<Vec<_>>());
+    let int = |f: &str| -> i64 { redis::from_redis_value(fields[f].clone()).unwrap() };
+    assert_eq!(int("keys.count"), 20_000);
+    assert_eq!(
+        int("dataset.bytes") + int("overhead.total"),
+        int("total.allocated")
+    );
+    let db0: Vec<redis::Value> = redis::from_redis_value(fields["db.0"].clone()).unwrap();
+    let db0: HashMap<String, i64> = db0
+        .chunks(2)
+        .map(|p| {
+            (
+                redis::from_redis_value(p[0].clone()).unwrap(),
+                redis::from_redis_value(p[1].clone()).unwrap(),
+            )
+        })
+        .collect();
+    assert!(db0["overhead.hashtable.main"] >= 20_000 * 24, "{db0:?}");
+    assert!(db0["overhead.hashtable.expires"] >= 5_000 * 8, "{db0:?}");
+    let pct: f64 = redis::from_redis_value(fields["dataset.percentage"].clone()).unwrap();
+    assert!(pct > 0.0 && pct < 100.0, "{pct}");
+
+    // From a script, which holds every shard: the same figures, no wait.
+    let in_script: Vec<redis::Value> = ok(
+        &mut c,
+        &["EVAL", "return redis.call('memory', 'stats')", "0"],
+    );
+    assert_eq!(in_script.len(), stats.len());
+    let text: String = ok(
+        &mut c,
+        &["EVAL", "return redis.call('info', 'memory')", "0"],
+    );
+    assert!(text.contains("used_memory_dataset:"), "{text}");
+    let doctor: String = ok(&mut c, &["MEMORY", "DOCTOR"]);
+    assert!(!doctor.is_empty());
+}

@@ -1,6 +1,7 @@
 //! INFO and its sections, including what it reads from `/proc`.
 use crate::command::{flags::*, spec, CommandSpec, Ctx, Handler, NO_KEYS};
 use crate::dispatch::Outcome;
+use crate::memory_breakdown::DbTables;
 use crate::state::Shared;
 use crate::util::{is, now_us};
 use bytes::Bytes;
@@ -92,6 +93,9 @@ pub(super) struct KeyCounts {
     /// of keys with one: (sum of mean × count, count).
     ttl: Vec<(u128, u128)>,
     expired: u64,
+    /// Per database, the bytes of its map of keys and of its map of TTLs
+    /// (`Db::table_bytes`).
+    tables: Vec<(u64, u64)>,
 }
 
 /// Keys with a TTL sampled per shard and database for `avg_ttl`.
@@ -103,12 +107,22 @@ impl KeyCounts {
             per_db: vec![(0, 0); ks.num_dbs()],
             ttl: vec![(0, 0); ks.num_dbs()],
             expired: 0,
+            tables: vec![(0, 0); ks.num_dbs()],
         }
     }
 
     fn add(&mut self, shard: &Shard) {
         let now = crate::util::now_ms();
-        for ((c, t), d) in self.per_db.iter_mut().zip(&mut self.ttl).zip(&shard.dbs) {
+        for (((c, t), m), d) in self
+            .per_db
+            .iter_mut()
+            .zip(&mut self.ttl)
+            .zip(&mut self.tables)
+            .zip(&shard.dbs)
+        {
+            let (main, expires) = d.table_bytes();
+            m.0 += main as u64;
+            m.1 += expires as u64;
             c.0 += d.len();
             c.1 += d.volatile_len();
             self.expired += d.expired_count();
@@ -148,8 +162,20 @@ impl KeyCounts {
         c
     }
 
-    pub(super) fn keys(&self) -> usize {
-        self.per_db.iter().map(|c| c.0).sum()
+    /// The databases with keys, for the memory breakdown.
+    pub(super) fn tables(&self) -> Vec<DbTables> {
+        self.per_db
+            .iter()
+            .zip(&self.tables)
+            .enumerate()
+            .filter(|(_, ((keys, _), _))| *keys > 0)
+            .map(|(db, (&(keys, _), &(main, expires)))| DbTables {
+                db,
+                keys,
+                main,
+                expires,
+            })
+            .collect()
     }
 }
 
@@ -184,7 +210,10 @@ fn info_text(
             wanted.insert(name);
         }
     }
-    let counts = (wanted.contains("stats") || wanted.contains("keyspace")).then(counts);
+    let counts = ["stats", "keyspace", "memory"]
+        .iter()
+        .any(|s| wanted.contains(s))
+        .then(counts);
     let expired = counts.as_ref().map_or(0, |c| c.expired);
     let mut out = String::new();
     for (name, _) in SECTIONS {
@@ -197,7 +226,7 @@ fn info_text(
         let (title, body) = match *name {
             "server" => ("Server", server_section(shared)),
             "clients" => ("Clients", clients_section(shared)),
-            "memory" => ("Memory", memory_section(shared)),
+            "memory" => ("Memory", memory_section(shared, counts.as_ref())),
             "persistence" => ("Persistence", persistence_section(shared)),
             "stats" => ("Stats", stats_section(shared, expired)),
             "replication" => ("Replication", replication_section(shared)),
@@ -353,38 +382,43 @@ fn total_system_memory() -> u64 {
         .unwrap_or(0)
 }
 
-fn memory_section(shared: &Shared) -> String {
-    let used = crate::memory::used_memory_bytes();
-    let rss = crate::memory::read_rss_bytes();
-    let peak = crate::memory::peak_memory_bytes().max(used);
+fn memory_section(shared: &Shared, counts: Option<&KeyCounts>) -> String {
+    let tables = counts.map(KeyCounts::tables).unwrap_or_default();
+    let b = crate::memory_breakdown::Breakdown::take(shared, tables);
     let system = total_system_memory();
     let (maxmemory, policy) = {
         let c = shared.config.read();
         (c.maxmemory_bytes, c.maxmemory_policy.name())
     };
+    let human = |n: u64| bytes_to_human(n);
     let mut s = String::new();
-    field(&mut s, "used_memory", used);
-    field(&mut s, "used_memory_human", bytes_to_human(used));
-    field(&mut s, "used_memory_rss", rss);
-    field(&mut s, "used_memory_rss_human", bytes_to_human(rss));
-    field(&mut s, "used_memory_peak", peak);
-    field(&mut s, "used_memory_peak_human", bytes_to_human(peak));
-    let perc = if peak > 0 {
-        used as f64 * 100.0 / peak as f64
-    } else {
-        0.0
-    };
-    field(&mut s, "used_memory_peak_perc", format!("{perc:.2}%"));
+    field(&mut s, "used_memory", b.used);
+    field(&mut s, "used_memory_human", human(b.used));
+    field(&mut s, "used_memory_rss", b.rss);
+    field(&mut s, "used_memory_rss_human", human(b.rss));
+    field(&mut s, "used_memory_peak", b.peak);
+    field(&mut s, "used_memory_peak_human", human(b.peak));
+    let peak_perc = b.peak_percentage();
+    field(&mut s, "used_memory_peak_perc", format!("{peak_perc:.2}%"));
+    field(&mut s, "used_memory_overhead", b.overhead());
+    field(&mut s, "used_memory_startup", b.startup);
+    field(&mut s, "used_memory_dataset", b.dataset());
+    let dataset_perc = b.dataset_percentage();
     field(
         &mut s,
-        "used_memory_startup",
-        crate::memory::startup_memory_bytes(),
+        "used_memory_dataset_perc",
+        format!("{dataset_perc:.2}%"),
     );
+    field(&mut s, "allocator_allocated", b.used);
+    field(&mut s, "allocator_active", b.allocator.active);
+    field(&mut s, "allocator_resident", b.allocator.resident);
     field(&mut s, "total_system_memory", system);
-    field(&mut s, "total_system_memory_human", bytes_to_human(system));
-    let lua = shared.scripting.used_memory();
-    field(&mut s, "used_memory_lua", lua);
-    field(&mut s, "used_memory_lua_human", bytes_to_human(lua as u64));
+    field(&mut s, "total_system_memory_human", human(system));
+    let sm = &b.scripts;
+    field(&mut s, "used_memory_lua", sm.vm_eval);
+    field(&mut s, "used_memory_vm_eval", sm.vm_eval);
+    field(&mut s, "used_memory_lua_human", human(sm.vm_eval as u64));
+    field(&mut s, "used_memory_scripts_eval", sm.scripts_eval);
     field(
         &mut s,
         "number_of_cached_scripts",
@@ -393,35 +427,47 @@ fn memory_section(shared: &Shared) -> String {
     let (libraries, functions) = shared.scripting.function_counts();
     field(&mut s, "number_of_functions", functions);
     field(&mut s, "number_of_libraries", libraries);
+    field(&mut s, "used_memory_vm_functions", sm.vm_functions);
+    field(&mut s, "used_memory_vm_total", b.lua_vms());
+    field(&mut s, "used_memory_vm_total_human", human(b.lua_vms()));
+    field(&mut s, "used_memory_functions", sm.functions);
+    let scripts = (sm.scripts_eval + sm.functions) as u64;
+    field(&mut s, "used_memory_scripts", scripts);
+    field(&mut s, "used_memory_scripts_human", human(scripts));
     field(&mut s, "maxmemory", maxmemory);
-    field(&mut s, "maxmemory_human", bytes_to_human(maxmemory));
+    field(&mut s, "maxmemory_human", human(maxmemory));
     field(&mut s, "maxmemory_policy", policy);
+    for (name, (ratio, bytes)) in [
+        ("allocator_frag", b.allocator_frag()),
+        ("allocator_rss", b.allocator_rss()),
+        ("rss_overhead", b.rss_overhead()),
+    ] {
+        field(&mut s, &format!("{name}_ratio"), format!("{ratio:.2}"));
+        field(&mut s, &format!("{name}_bytes"), bytes);
+    }
+    let (frag, frag_bytes) = b.fragmentation();
+    field(&mut s, "mem_fragmentation_ratio", format!("{frag:.2}"));
+    field(&mut s, "mem_fragmentation_bytes", frag_bytes);
     field(
         &mut s,
         "mem_not_counted_for_evict",
         crate::evict::not_counted_bytes(),
     );
-    // What clients hold (`ClientHandle::memory_bytes`), replication links
-    // apart, as `maxmemory-clients` counts it.
-    let (replicas, normal) = shared.clients.all().iter().fold((0, 0), |(r, n), c| {
-        if c.replication.load(Ordering::Relaxed) {
-            (r + c.counted_memory_bytes(), n)
-        } else {
-            (r, n + c.counted_memory_bytes())
-        }
-    });
-    field(&mut s, "mem_clients_slaves", replicas);
-    field(&mut s, "mem_clients_normal", normal);
-    let ratio = if used > 0 {
-        rss as f64 / used as f64
-    } else {
-        1.0
-    };
-    field(&mut s, "mem_fragmentation_ratio", format!("{ratio:.2}"));
-    field(&mut s, "mem_fragmentation_bytes", rss as i64 - used as i64);
-    field(&mut s, "mem_allocator", "libc");
-    // Values are freed where they are removed, never handed to a background
-    // thread, so nothing is ever pending; tools and tests poll these fields.
+    field(&mut s, "mem_replication_backlog", b.backlog);
+    field(
+        &mut s,
+        "mem_total_replication_buffers",
+        b.backlog + b.clients_replicas,
+    );
+    field(&mut s, "mem_clients_slaves", b.clients_replicas);
+    field(&mut s, "mem_clients_normal", b.clients_normal);
+    field(&mut s, "mem_cluster_links", 0);
+    field(&mut s, "mem_aof_buffer", 0);
+    field(&mut s, "mem_allocator", crate::memory::allocator_name());
+    // No defragmenter runs, and values are freed where they are removed,
+    // never handed to a background thread, so nothing is ever pending;
+    // tools and tests poll these fields.
+    field(&mut s, "active_defrag_running", 0);
     field(&mut s, "lazyfree_pending_objects", 0);
     field(&mut s, "lazyfreed_objects", 0);
     s

@@ -9,6 +9,7 @@ use durakv_protocol::Frame;
 
 use super::info::KeyCounts;
 use super::subcommands::*;
+use crate::memory_breakdown::Breakdown;
 
 pub fn commands() -> Vec<CommandSpec> {
     vec![spec(
@@ -79,31 +80,72 @@ fn memory(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
         "stats" => {
             // keys.count counts keys: it waits for the writes it counts.
             txn.depend_on(ctx.shared.store.keyspace.max_write_lsn());
-            let used = crate::memory::used_memory_bytes();
             let ks = &ctx.shared.store.keyspace;
             // From a script, which holds every shard already.
-            let keys = if txn.holds_all() {
+            let counts = if txn.holds_all() {
                 KeyCounts::held(ks, txn)
             } else {
                 KeyCounts::locked(ks)
+            };
+            let b = Breakdown::take(ctx.shared, counts.tables());
+            let int = |n: u64| Frame::Integer(n as i64);
+            let mut m = vec![
+                (bulk("peak.allocated"), int(b.peak)),
+                (bulk("total.allocated"), int(b.used)),
+                (bulk("startup.allocated"), int(b.startup)),
+                (bulk("replication.backlog"), int(b.backlog)),
+                (bulk("clients.slaves"), int(b.clients_replicas)),
+                (bulk("clients.normal"), int(b.clients_normal)),
+                (bulk("cluster.links"), int(0)),
+                (bulk("aof.buffer"), int(0)),
+                (bulk("lua.caches"), int(b.scripts.scripts_eval as u64)),
+                (bulk("functions.caches"), int(b.scripts.functions as u64)),
+            ];
+            for d in &b.dbs {
+                m.push((
+                    Frame::Bulk(Bytes::from(format!("db.{}", d.db))),
+                    Frame::Map(vec![
+                        (bulk("overhead.hashtable.main"), int(d.main)),
+                        (bulk("overhead.hashtable.expires"), int(d.expires)),
+                        (bulk("overhead.hashtable.slot-to-keys"), int(0)),
+                    ]),
+                ));
             }
-            .keys();
-            Ok(Frame::Map(vec![
+            let (af, afb) = b.allocator_frag();
+            let (ar, arb) = b.allocator_rss();
+            let (ro, rob) = b.rss_overhead();
+            let (f, fb) = b.fragmentation();
+            m.extend([
+                (bulk("overhead.total"), int(b.overhead())),
+                (bulk("keys.count"), int(b.keys() as u64)),
+                (bulk("keys.bytes-per-key"), int(b.bytes_per_key())),
+                (bulk("dataset.bytes"), int(b.dataset())),
                 (
-                    bulk("peak.allocated"),
-                    Frame::Integer(crate::memory::peak_memory_bytes() as i64),
+                    bulk("dataset.percentage"),
+                    Frame::Double(b.dataset_percentage()),
                 ),
-                (bulk("total.allocated"), Frame::Integer(used as i64)),
-                (
-                    bulk("clients.normal"),
-                    Frame::Integer(ctx.shared.clients.len() as i64),
-                ),
-                (bulk("keys.count"), Frame::Integer(keys as i64)),
-            ]))
+                (bulk("peak.percentage"), Frame::Double(b.peak_percentage())),
+                (bulk("allocator.allocated"), int(b.used)),
+                (bulk("allocator.active"), int(b.allocator.active)),
+                (bulk("allocator.resident"), int(b.allocator.resident)),
+                (bulk("allocator-fragmentation.ratio"), Frame::Double(af)),
+                (bulk("allocator-fragmentation.bytes"), Frame::Integer(afb)),
+                (bulk("allocator-rss.ratio"), Frame::Double(ar)),
+                (bulk("allocator-rss.bytes"), Frame::Integer(arb)),
+                (bulk("rss-overhead.ratio"), Frame::Double(ro)),
+                (bulk("rss-overhead.bytes"), Frame::Integer(rob)),
+                (bulk("fragmentation"), Frame::Double(f)),
+                (bulk("fragmentation.bytes"), Frame::Integer(fb)),
+            ]);
+            Ok(Frame::Map(m))
         }
-        "doctor" => Ok(Frame::Verbatim(Bytes::from_static(
-            b"durakv measures memory as the process's resident set size; see INFO memory.\n",
-        ))),
+        "doctor" => {
+            // The figures it judges need no per-database detail.
+            let b = Breakdown::take(ctx.shared, Vec::new());
+            Ok(Frame::Verbatim(Bytes::from(
+                crate::memory_breakdown::doctor(&b),
+            )))
+        }
         "malloc-stats" => Ok(Frame::Verbatim(Bytes::from_static(
             b"Stats not supported for the current allocator\n",
         ))),

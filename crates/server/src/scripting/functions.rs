@@ -224,6 +224,32 @@ impl Registry {
             .find(|f| f.name.eq_ignore_ascii_case(&key))
     }
 
+    /// Memory of the functions' Lua VM, if it exists.
+    pub fn vm_used_memory(&self) -> usize {
+        self.vm.as_ref().map_or(0, Vm::used_memory)
+    }
+
+    /// What the registry keeps beside the VM: each library's code and
+    /// name, each function's name and description, and the index.
+    pub fn metadata_bytes(&self) -> usize {
+        self.libraries
+            .values()
+            .map(|l| {
+                let functions: usize = l
+                    .functions
+                    .iter()
+                    .map(|f| {
+                        2 * f.name.len()
+                            + f.description.as_ref().map_or(0, Bytes::len)
+                            + std::mem::size_of::<Function>()
+                            + 64
+                    })
+                    .sum();
+                l.code.len() + 2 * l.name.len() + functions
+            })
+            .sum()
+    }
+
     /// (libraries, functions).
     pub fn counts(&self) -> (usize, usize) {
         (self.libraries.len(), self.index.len())

@@ -127,6 +127,16 @@ impl Drop for Running<'_> {
     }
 }
 
+/// Bytes that scripts and functions take: their VMs, and what the server
+/// keeps beside them (cached script bodies; libraries' code and names).
+#[derive(Clone, Copy, Default)]
+pub struct ScriptMemory {
+    pub vm_eval: usize,
+    pub vm_functions: usize,
+    pub scripts_eval: usize,
+    pub functions: usize,
+}
+
 /// EVAL's VM is created on first use and recreated by SCRIPT FLUSH;
 /// FUNCTION's libraries have a VM of their own (see [`functions`]).
 #[derive(Default)]
@@ -154,6 +164,8 @@ pub struct Scripting {
     engine: Mutex<Engine>,
     /// SHA1 (lower-case hex) → body: what EVALSHA and SCRIPT EXISTS see.
     cache: Mutex<HashMap<String, Bytes>>,
+    /// `memory()`'s last figures, for when a script holds the engine.
+    last_memory: Mutex<ScriptMemory>,
     /// (libraries, functions), for FUNCTION STATS while a script holds the
     /// engine.
     function_counts: Mutex<(usize, usize)>,
@@ -328,12 +340,29 @@ impl Scripting {
         self.note_function_counts(registry);
     }
 
-    /// Memory the Lua VM uses (INFO's `used_memory_lua`), if it exists.
+    /// Memory the Lua VM of scripts uses (INFO's `used_memory_lua`), if
+    /// it exists.
     pub fn used_memory(&self) -> usize {
-        self.engine
-            .try_lock()
-            .and_then(|e| e.vm.as_ref().map(vm::Vm::used_memory))
-            .unwrap_or(0)
+        self.memory().vm_eval
+    }
+
+    /// What scripts and functions take, for INFO memory and MEMORY STATS.
+    /// While a script runs (holding the engine), the figures of the last
+    /// look: the VMs' sizes are read under the engine's lock.
+    pub fn memory(&self) -> ScriptMemory {
+        let cached = self.cache.lock();
+        // A cached script: its body, its 40-byte SHA, and the map's slot.
+        let scripts_eval = cached.values().map(|b| b.len() + 40 + 64).sum();
+        drop(cached);
+        let mut m = *self.last_memory.lock();
+        m.scripts_eval = scripts_eval;
+        if let Some(e) = self.engine.try_lock() {
+            m.vm_eval = e.vm.as_ref().map_or(0, vm::Vm::used_memory);
+            m.vm_functions = e.functions.vm_used_memory();
+            m.functions = e.functions.metadata_bytes();
+            *self.last_memory.lock() = m;
+        }
+        m
     }
 }
 
