@@ -236,10 +236,9 @@ impl<T> IntoIterator for Chunked<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_seeds::seeds;
     use rand::{Rng, SeedableRng};
 
-    /// Random pushes, pops, swap-removes, reserves and shrinks keep it
-    /// equal to a `Vec` given the same operations.
     #[test]
     fn a_first_chunk_shrunk_near_full_grows_to_chunk() {
         for len in CHUNK - 5..CHUNK {
@@ -255,6 +254,8 @@ mod tests {
         }
     }
 
+    /// Random pushes, pops, swap-removes, reserves and shrinks keep it
+    /// equal to a `Vec` given the same operations.
     #[test]
     fn behaves_as_a_vec() {
         for seed in 0..20u64 {
@@ -338,6 +339,119 @@ mod tests {
         assert_eq!(c.capacity(), before);
         c.shrink_to(0);
         assert!(c.capacity() - c.len() < CHUNK);
+    }
+
+    /// The layout every operation must leave: full chunks up to the last
+    /// element, then at most one empty spare.
+    fn check_shape<T: PartialEq + std::fmt::Debug>(ours: &Chunked<T>, model: &[T]) {
+        let full = model.len() >> SHIFT;
+        for (k, c) in ours.chunks.iter().enumerate() {
+            let want = match k.cmp(&full) {
+                std::cmp::Ordering::Less => CHUNK,
+                std::cmp::Ordering::Equal => model.len() & MASK,
+                std::cmp::Ordering::Greater => 0,
+            };
+            assert_eq!(
+                c.len(),
+                want,
+                "chunk {k} of {} for {}",
+                ours.chunks.len(),
+                model.len()
+            );
+            assert!(c.capacity() >= c.len());
+        }
+        let tail = ours.chunks.len().saturating_sub(full + 1);
+        assert!(tail <= 1, "{tail} chunks past the last element");
+        assert_eq!(ours.len(), model.len());
+        assert!(ours.capacity() >= model.len());
+        assert!(ours.iter().eq(model.iter()));
+        assert_eq!(ours.iter().len(), model.len());
+        assert_eq!(ours.get(model.len()), None);
+    }
+
+    /// A length near a chunk boundary (or near zero), where the first
+    /// chunk's doubling, the spare chunk and shrinking all change course.
+    fn boundary_len(rng: &mut rand::rngs::StdRng) -> usize {
+        let k = rng.gen_range(0..5usize);
+        (k * CHUNK).saturating_add_signed(rng.gen_range(-6isize..=6))
+    }
+
+    /// Walks the length to targets at and around every chunk boundary, up
+    /// and down and up again, with reserves and shrinks aimed at the same
+    /// boundaries, clones taken midway, and retains, swap-removes and pops
+    /// in between; the layout and contents must match a `Vec` after every
+    /// step.
+    #[test]
+    fn hovers_at_every_chunk_boundary_as_a_vec() {
+        for seed in seeds(60) {
+            let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+            let mut ours: Chunked<u64> = Chunked::default();
+            let mut model: Vec<u64> = Vec::new();
+            let mut next = 0u64;
+            for _phase in 0..40 {
+                let target = if rng.gen_bool(0.8) {
+                    boundary_len(&mut rng)
+                } else {
+                    rng.gen_range(0..5 * CHUNK)
+                };
+                let steps = target.abs_diff(model.len()) + rng.gen_range(0..40);
+                for _ in 0..steps {
+                    let grow = if model.len() == target {
+                        rng.gen_bool(0.5)
+                    } else {
+                        (model.len() < target) == rng.gen_bool(0.85)
+                    };
+                    match rng.gen_range(0..100) {
+                        0..=2 => {
+                            let min = if rng.gen_bool(0.5) {
+                                boundary_len(&mut rng)
+                            } else {
+                                rng.gen_range(0..=model.len() + 8)
+                            };
+                            ours.shrink_to(min);
+                        }
+                        3..=5 => {
+                            let to = boundary_len(&mut rng);
+                            let extra = if rng.gen_bool(0.8) {
+                                to.saturating_sub(model.len())
+                            } else {
+                                rng.gen_range(0..8)
+                            };
+                            ours.reserve(extra);
+                            assert!(ours.capacity() >= (model.len() + extra).min(CHUNK));
+                        }
+                        6 => {
+                            ours = ours.clone();
+                        }
+                        7 if rng.gen_bool(0.3) => {
+                            let modulus = rng.gen_range(1..6);
+                            let rest = rng.gen_range(0..modulus);
+                            ours.retain(|v| v % modulus != rest);
+                            model.retain(|v| v % modulus != rest);
+                        }
+                        _ if grow => {
+                            ours.push(next);
+                            model.push(next);
+                            next += 1;
+                        }
+                        _ if !model.is_empty() && rng.gen_bool(0.4) => {
+                            let i = rng.gen_range(0..model.len());
+                            assert_eq!(ours.swap_remove(i), Some(model.swap_remove(i)));
+                        }
+                        _ => {
+                            assert_eq!(ours.pop(), model.pop());
+                        }
+                    }
+                    check_shape(&ours, &model);
+                    if let Some(i) = (!model.is_empty()).then(|| rng.gen_range(0..model.len())) {
+                        ours[i] += 1;
+                        model[i] += 1;
+                        assert_eq!(ours.get_mut(i).copied(), Some(model[i]));
+                    }
+                }
+            }
+            assert!(ours.into_iter().eq(model.into_iter()));
+        }
     }
 
     #[test]

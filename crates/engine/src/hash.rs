@@ -770,6 +770,8 @@ fn packed_with(buf: &[u8], pairs: &[(Bytes, Bytes)]) -> Option<(Vec<u8>, usize)>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_seeds::seeds;
+    use rand::{Rng, SeedableRng};
 
     fn b(s: &str) -> Bytes {
         Bytes::copy_from_slice(s.as_bytes())
@@ -1128,5 +1130,318 @@ mod tests {
                 assert!(h.len() <= junk.len());
             }
         }
+    }
+
+    /// A hash as a list of pairs in iteration order, and whether it has
+    /// become a table, decided from the documented bounds alone.
+    #[derive(Clone, Default)]
+    struct Model {
+        pairs: Vec<(Vec<u8>, Vec<u8>)>,
+        table: bool,
+    }
+
+    fn leb128_len(mut n: usize) -> usize {
+        let mut len = 1;
+        while n >= 0x80 {
+            n >>= 7;
+            len += 1;
+        }
+        len
+    }
+
+    /// Bytes `pairs` take packed: each length as LEB128, then the bytes.
+    fn model_size<'a>(pairs: impl IntoIterator<Item = (&'a [u8], &'a [u8])>) -> usize {
+        pairs
+            .into_iter()
+            .map(|(f, v)| leb128_len(f.len()) + f.len() + leb128_len(v.len()) + v.len())
+            .sum()
+    }
+
+    /// Whether a hash of these pairs (repeats counted) is past the packed
+    /// bounds.
+    fn past_bounds<'a>(pairs: impl Clone + Iterator<Item = (&'a [u8], &'a [u8])>) -> bool {
+        pairs.clone().count() > PACKED_MAX_ENTRIES
+            || model_size(pairs.clone()) > PACKED_MAX_BYTES
+            || pairs
+                .clone()
+                .any(|(f, v)| f.len() > PACKED_MAX_ITEM_BYTES || v.len() > PACKED_MAX_ITEM_BYTES)
+    }
+
+    impl Model {
+        fn position(&self, f: &[u8]) -> Option<usize> {
+            self.pairs.iter().position(|(g, _)| g == f)
+        }
+
+        /// What `extend_counting` does: pair by pair, a new field appended
+        /// and an old one updated where it is; past a bound, a table.
+        fn extend(&mut self, pairs: &[(Vec<u8>, Vec<u8>)]) -> usize {
+            let mut added = 0;
+            for (f, v) in pairs {
+                match self.position(f) {
+                    Some(i) => self.pairs[i].1 = v.clone(),
+                    None => {
+                        self.pairs.push((f.clone(), v.clone()));
+                        added += 1;
+                    }
+                }
+            }
+            let too_long = pairs
+                .iter()
+                .any(|(f, v)| f.len() > PACKED_MAX_ITEM_BYTES || v.len() > PACKED_MAX_ITEM_BYTES);
+            self.table |= too_long || past_bounds(self.pairs.iter().map(|(f, v)| (&f[..], &v[..])));
+            added
+        }
+
+        /// A packed hash keeps its order; a table moves its last entry.
+        fn remove(&mut self, f: &[u8]) -> bool {
+            let Some(i) = self.position(f) else {
+                return false;
+            };
+            if self.table {
+                self.pairs.swap_remove(i);
+            } else {
+                self.pairs.remove(i);
+            }
+            true
+        }
+
+        fn get(&self, f: &[u8]) -> Option<&[u8]> {
+            self.position(f).map(|i| &self.pairs[i].1[..])
+        }
+    }
+
+    fn check_hash(h: &HashValue, m: &Model) {
+        assert_eq!(h.len(), m.pairs.len());
+        assert_eq!(h.is_empty(), m.pairs.is_empty());
+        assert_eq!(
+            h.is_packed(),
+            !m.table,
+            "packed with {} entries",
+            m.pairs.len()
+        );
+        let want = m.pairs.iter().map(|(f, v)| (&f[..], &v[..]));
+        assert!(h.slices().eq(want.clone()));
+        assert!(h
+            .iter()
+            .map(|(f, v)| (f.to_vec(), v.to_vec()))
+            .eq(m.pairs.iter().cloned()));
+        assert!(h.keys().eq(m.pairs.iter().map(|(f, _)| f.clone())));
+        assert!(h.values().eq(m.pairs.iter().map(|(_, v)| v.clone())));
+        for (i, (f, v)) in m.pairs.iter().enumerate() {
+            assert_eq!(
+                h.get_index(i),
+                Some((Bytes::from(f.clone()), Bytes::from(v.clone())))
+            );
+            assert_eq!(h.get_slice(f), Some(&v[..]));
+        }
+        assert_eq!(h.get_index(m.pairs.len()), None);
+        assert_eq!(h.packed_parts().is_some(), !m.table);
+        assert!(
+            h.heap_bytes()
+                >= m.pairs
+                    .iter()
+                    .map(|(f, v)| f.len() + v.len())
+                    .sum::<usize>()
+        );
+    }
+
+    /// Field `n`, `len` bytes long (or as long as its digits need).
+    fn sized_field(n: usize, len: usize) -> Vec<u8> {
+        let mut f = n.to_string().into_bytes();
+        f.push(b':');
+        f.resize(len.max(f.len()), b'f');
+        f
+    }
+
+    /// Which bound a stretch of operations hovers around.
+    #[derive(Clone, Copy, Debug)]
+    enum Regime {
+        /// Many small entries, around `PACKED_MAX_ENTRIES`.
+        Entries,
+        /// Medium values, the total around `PACKED_MAX_BYTES`.
+        Bytes,
+        /// Fields and values around `PACKED_MAX_ITEM_BYTES`.
+        Items,
+        /// Anything, including values past a `Str`'s inline and block sizes.
+        Mixed,
+    }
+
+    fn field_for(rng: &mut rand::rngs::StdRng, regime: Regime, m: &Model) -> Vec<u8> {
+        if !m.pairs.is_empty() && rng.gen_bool(0.4) {
+            return m.pairs[rng.gen_range(0..m.pairs.len())].0.clone();
+        }
+        let (span, len) = match regime {
+            Regime::Entries => (180, rng.gen_range(0..8)),
+            Regime::Bytes => (60, rng.gen_range(0..24)),
+            Regime::Items if rng.gen_bool(0.2) => (8, rng.gen_range(1015..1035)),
+            Regime::Items => (20, rng.gen_range(0..30)),
+            Regime::Mixed => (
+                100,
+                [0, 1, 23, 24, 127, 128, 500, 1024, 1025][rng.gen_range(0..9)],
+            ),
+        };
+        sized_field(rng.gen_range(0..span), len)
+    }
+
+    fn value_for(rng: &mut rand::rngs::StdRng, regime: Regime) -> Vec<u8> {
+        let len = match regime {
+            Regime::Entries => rng.gen_range(0..10),
+            Regime::Bytes => rng.gen_range(60..400),
+            Regime::Items => rng.gen_range(1010..1040),
+            Regime::Mixed => {
+                [0, 15, 16, 127, 128, 1024, 1025, 4096, 4097, 5000][rng.gen_range(0..10)]
+            }
+        };
+        vec![rng.gen_range(b'a'..=b'z'); len]
+    }
+
+    /// Walks hashes across every packed bound and back towards it (the
+    /// entry count, the buffer's bytes, an item's length), with every
+    /// mutating path: single inserts, batches with repeats, batches that
+    /// overwrite in place, removals, rebuilds by `from_slices` and
+    /// `from_packed`, clones kept while the original changes. Contents,
+    /// order and shape must match the model after every step.
+    #[test]
+    fn crosses_every_packed_bound_as_a_map() {
+        let mut tables = 0;
+        for seed in seeds(25) {
+            let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+            let mut h = HashValue::default();
+            let mut m = Model::default();
+            let mut kept: Option<(HashValue, Model)> = None;
+            for _phase in 0..16 {
+                let regime = [Regime::Entries, Regime::Bytes, Regime::Items, Regime::Mixed]
+                    [rng.gen_range(0..4)];
+                if m.table || rng.gen_bool(0.3) {
+                    tables += usize::from(m.table);
+                    let n = rng.gen_range(0..200);
+                    let bytes = rng.gen_range(0..6000);
+                    h = HashValue::with_capacity(n, bytes);
+                    m = Model {
+                        pairs: Vec::new(),
+                        table: n > PACKED_MAX_ENTRIES || bytes > PACKED_MAX_BYTES,
+                    };
+                    check_hash(&h, &m);
+                }
+                let target = match regime {
+                    Regime::Entries => rng.gen_range(120..=136),
+                    Regime::Bytes => rng.gen_range(3800..=4400),
+                    Regime::Items | Regime::Mixed => rng.gen_range(0..12),
+                };
+                for step in 0..300 {
+                    let measure = match regime {
+                        Regime::Bytes => model_size(m.pairs.iter().map(|(f, v)| (&f[..], &v[..]))),
+                        _ => m.pairs.len(),
+                    };
+                    let grow = (measure < target) == rng.gen_bool(0.8);
+                    let f = field_for(&mut rng, regime, &m);
+                    match rng.gen_range(0..100) {
+                        0..=4 => {
+                            // A batch of overwrites, the same lengths or not.
+                            let n = rng.gen_range(0..=10).min(m.pairs.len());
+                            let batch: Vec<(Vec<u8>, Vec<u8>)> = (0..n)
+                                .map(|_| {
+                                    let (f, v) = &m.pairs[rng.gen_range(0..m.pairs.len())];
+                                    let len = if rng.gen_bool(0.8) {
+                                        v.len()
+                                    } else {
+                                        v.len() + 1
+                                    };
+                                    (f.clone(), vec![rng.gen_range(b'a'..=b'z'); len])
+                                })
+                                .collect();
+                            let as_bytes: Vec<(Bytes, Bytes)> = batch
+                                .iter()
+                                .map(|(f, v)| (Bytes::from(f.clone()), Bytes::from(v.clone())))
+                                .collect();
+                            assert_eq!(h.extend_counting(&as_bytes), m.extend(&batch));
+                        }
+                        5..=9 => {
+                            // New and old fields, some repeated in the batch.
+                            let n = rng.gen_range(1..=12);
+                            let mut batch: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+                            for _ in 0..n {
+                                let f = match batch.last() {
+                                    Some((g, _)) if rng.gen_bool(0.2) => g.clone(),
+                                    _ => field_for(&mut rng, regime, &m),
+                                };
+                                batch.push((f, value_for(&mut rng, regime)));
+                            }
+                            let as_bytes: Vec<(Bytes, Bytes)> = batch
+                                .iter()
+                                .map(|(f, v)| (Bytes::from(f.clone()), Bytes::from(v.clone())))
+                                .collect();
+                            assert_eq!(h.extend_counting(&as_bytes), m.extend(&batch));
+                        }
+                        10 => {
+                            // Rebuilt as a restart would, repeats and all.
+                            let mut pairs: Vec<(&[u8], &[u8])> =
+                                m.pairs.iter().map(|(f, v)| (&f[..], &v[..])).collect();
+                            if !pairs.is_empty() && rng.gen_bool(0.3) {
+                                let (f, _) = pairs[rng.gen_range(0..pairs.len())];
+                                pairs.push((f, b"again"));
+                            }
+                            let past = past_bounds(pairs.iter().copied());
+                            h = HashValue::from_slices(&pairs);
+                            let owned: Vec<(Vec<u8>, Vec<u8>)> = pairs
+                                .iter()
+                                .map(|(f, v)| (f.to_vec(), v.to_vec()))
+                                .collect();
+                            m = Model::default();
+                            m.extend(&owned);
+                            m.table = past;
+                        }
+                        11 => {
+                            let buf: Option<Vec<u8>> =
+                                h.packed_parts().map(|p| p.flatten().copied().collect());
+                            if let Some(buf) = buf {
+                                let lens: Vec<usize> =
+                                    h.parts().unwrap().iter().map(|p| p.len()).collect();
+                                h = HashValue::from_packed(&buf).unwrap();
+                                let back: Vec<usize> =
+                                    h.parts().unwrap().iter().map(|p| p.len()).collect();
+                                assert_eq!(back, lens);
+                            }
+                        }
+                        12 => {
+                            if let Some((old, old_m)) = kept.take() {
+                                check_hash(&old, &old_m);
+                            }
+                            kept = Some((h.clone(), m.clone()));
+                        }
+                        _ if grow => {
+                            let v = value_for(&mut rng, regime);
+                            let new = m.extend(&[(f.clone(), v.clone())]) == 1;
+                            assert_eq!(h.insert(Bytes::from(f.clone()), Bytes::from(v)), new);
+                        }
+                        _ => {
+                            let f = if m.pairs.is_empty() || rng.gen_bool(0.1) {
+                                f.clone()
+                            } else {
+                                m.pairs[rng.gen_range(0..m.pairs.len())].0.clone()
+                            };
+                            assert_eq!(h.swap_remove(&f), m.remove(&f));
+                        }
+                    }
+                    assert_eq!(h.len(), m.pairs.len());
+                    assert_eq!(
+                        h.is_packed(),
+                        !m.table,
+                        "seed {seed} {regime:?} step {step}"
+                    );
+                    assert_eq!(h.get_slice(&f), m.get(&f));
+                    assert_eq!(h.get(&f).as_deref(), m.get(&f));
+                    assert_eq!(h.contains_key(&f), m.get(&f).is_some());
+                    if step % 4 == 0 {
+                        check_hash(&h, &m);
+                    }
+                }
+                check_hash(&h, &m);
+            }
+            if let Some((old, old_m)) = kept {
+                check_hash(&old, &old_m);
+            }
+        }
+        assert!(tables > 0);
     }
 }

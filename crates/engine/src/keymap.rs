@@ -381,6 +381,7 @@ impl<V> IntoIterator for KeyMap<V> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_seeds::seeds;
     use indexmap::IndexMap;
     use rand::{Rng, SeedableRng};
 
@@ -435,6 +436,184 @@ mod tests {
             assert_eq!(ours.get_index(model.len()), None);
             assert_eq!(ours.get_index_of(b"missing"), None);
         }
+    }
+
+    /// Key `n`, of a length that depends on `n` alone: empty, every inline
+    /// length, the first heap lengths and long ones.
+    fn sized_key(n: u32) -> Vec<u8> {
+        const LENS: [usize; 12] = [0, 1, 7, 8, 15, 16, 22, 23, 24, 25, 64, 300];
+        let len = LENS[(n as usize * 7 + 3) % LENS.len()];
+        if n == 0 {
+            return Vec::new();
+        }
+        let mut k = n.to_string().into_bytes();
+        k.push(b'-');
+        k.resize(len.max(k.len()), b'x');
+        k
+    }
+
+    /// Sizes where the index or the entries change shape: hashbrown's
+    /// capacities (7/8 of a power of two), the shrink point (an eighth of
+    /// the slots, above 64) and chunk boundaries.
+    fn boundary_len(rng: &mut rand::rngs::StdRng) -> usize {
+        const AT: [usize; 14] = [0, 3, 7, 14, 28, 32, 56, 64, 112, 224, 256, 448, 512, 896];
+        let base = AT[rng.gen_range(0..AT.len())];
+        base.saturating_add_signed(rng.gen_range(-3isize..=3))
+    }
+
+    fn check_all(ours: &KeyMap<u64>, model: &IndexMap<Vec<u8>, u64>) {
+        assert_eq!(ours.len(), model.len());
+        assert_eq!(ours.is_empty(), model.is_empty());
+        assert_eq!(ours.index.len(), model.len());
+        for (i, (k, v)) in model.iter().enumerate() {
+            assert_eq!(
+                ours.get_index(i).map(|(k, v)| (k.as_slice(), *v)),
+                Some((&k[..], *v))
+            );
+            assert_eq!(ours.get_index_of(k), Some(i), "key {k:?}");
+            assert_eq!(ours[i], *v);
+        }
+        assert_eq!(ours.get_index(model.len()), None);
+        assert!(ours
+            .iter()
+            .map(|(k, v)| (k.as_slice(), *v))
+            .eq(model.iter().map(|(k, v)| (&k[..], *v))));
+        assert!(ours.values().eq(model.values()));
+        assert!(ours.entries().map(|(_, v)| v).eq(model.values()));
+    }
+
+    /// Drives the size to and around every growth and shrink point, up,
+    /// down and up again, with every mutating method (inserts by each
+    /// path, removals by each, retains, reserves, clears, clones), keys of
+    /// every length class; positions, lookups and iteration must match an
+    /// `IndexMap` after every step, checked in full every few steps.
+    #[test]
+    fn grows_and_shrinks_through_every_threshold_as_an_index_map() {
+        // Index rebuilds by shrinking, which the walk must reach.
+        let mut shrinks = 0;
+        for seed in seeds(40) {
+            let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+            let mut ours: KeyMap<u64> = if rng.gen_bool(0.5) {
+                KeyMap::default()
+            } else {
+                KeyMap::with_capacity(boundary_len(&mut rng))
+            };
+            let mut model: IndexMap<Vec<u8>, u64> = IndexMap::new();
+            let mut fresh = 0u32;
+            let mut step = 0u64;
+            for _phase in 0..30 {
+                let target = if rng.gen_bool(0.85) {
+                    boundary_len(&mut rng)
+                } else {
+                    rng.gen_range(0..1500)
+                };
+                let steps = target.abs_diff(model.len()) + rng.gen_range(0..60);
+                for _ in 0..steps {
+                    step += 1;
+                    let slots = ours.index.capacity();
+                    let grow = if model.len() == target {
+                        rng.gen_bool(0.5)
+                    } else {
+                        (model.len() < target) == rng.gen_bool(0.85)
+                    };
+                    // A key present, absent (new or removed before), or
+                    // either.
+                    let present = (!model.is_empty() && rng.gen_bool(0.5)).then(|| {
+                        model
+                            .get_index(rng.gen_range(0..model.len()))
+                            .unwrap()
+                            .0
+                            .clone()
+                    });
+                    let k = match present {
+                        Some(k) if !grow || rng.gen_bool(0.2) => k,
+                        _ if rng.gen_bool(0.7) => {
+                            fresh += 1;
+                            sized_key(fresh)
+                        }
+                        _ => sized_key(rng.gen_range(0..=fresh)),
+                    };
+                    match rng.gen_range(0..100) {
+                        0..=1 => {
+                            let extra = boundary_len(&mut rng).saturating_sub(model.len());
+                            ours.reserve(extra);
+                        }
+                        2 if rng.gen_bool(0.1) => {
+                            ours.clear();
+                            model.clear();
+                        }
+                        3 => ours = ours.clone(),
+                        4 if rng.gen_bool(0.5) => {
+                            // Drops a large share at once, as a shrink
+                            // trigger that is not a removal.
+                            // (Not `key_hash`: it is seeded per process, and
+                            // a seed must replay the same run.)
+                            let keep_one_in = rng.gen_range(1..10u64);
+                            let keep = |k: &[u8]| {
+                                let h = k.iter().fold(7u64, |h, &b| {
+                                    h.wrapping_mul(31).wrapping_add(u64::from(b))
+                                });
+                                h.is_multiple_of(keep_one_in)
+                            };
+                            ours.retain(|k| keep(k));
+                            model.retain(|k, _| keep(k));
+                        }
+                        _ if grow => match rng.gen_range(0..3) {
+                            0 => {
+                                let got = ours.insert_full(Key::new(&k), step);
+                                let (i, old) = model.insert_full(k.clone(), step);
+                                assert_eq!(got, (i, old));
+                            }
+                            1 => {
+                                assert_eq!(
+                                    ours.set(&k, step),
+                                    model.insert(k.clone(), step).is_none()
+                                );
+                            }
+                            _ => match (ours.find(&k), model.get_index_of(&k)) {
+                                (Ok(i), Some(j)) => {
+                                    assert_eq!(i, j);
+                                    *ours.get_index_mut(i).unwrap().1 = step;
+                                    model[j] = step;
+                                }
+                                (Err(slot), None) => {
+                                    let i = ours.insert_new(slot, Key::new(&k), step);
+                                    assert_eq!(i, model.len());
+                                    model.insert(k.clone(), step);
+                                }
+                                (got, want) => panic!("find {got:?}, model {want:?}"),
+                            },
+                        },
+                        _ if rng.gen_bool(0.5) => {
+                            let got = ours.swap_remove_full(&k);
+                            let want = model.swap_remove_full(&k);
+                            assert_eq!(got.map(|(i, k, v)| (i, k.as_slice().to_vec(), v)), want);
+                        }
+                        _ => {
+                            assert_eq!(ours.swap_remove(&k), model.swap_remove(&k));
+                        }
+                    }
+                    if ours.index.capacity() < slots && !model.is_empty() {
+                        shrinks += 1;
+                    }
+                    assert_eq!(ours.len(), model.len());
+                    assert_eq!(ours.get(&k), model.get(&k));
+                    assert_eq!(
+                        ours.get_key_value(&k).map(|(k, v)| (k.as_slice(), *v)),
+                        model.get_key_value(&k).map(|(k, v)| (&k[..], *v))
+                    );
+                    if step.is_multiple_of(8) || model.len() < 20 {
+                        check_all(&ours, &model);
+                    }
+                }
+            }
+            check_all(&ours, &model);
+            assert!(ours
+                .into_iter()
+                .map(|(k, v)| (k.as_slice().to_vec(), v))
+                .eq(model.into_iter()));
+        }
+        assert!(shrinks > 0);
     }
 
     #[test]

@@ -59,3 +59,16 @@ pub mod wal;
 pub mod zset;
 
 pub use durability::Durability;
+
+/// Seeds for the randomized model tests of the collections: a few by
+/// default, as many as `DURAKV_COLLECTION_SEEDS` asks for when hunting.
+#[cfg(test)]
+mod test_seeds {
+    pub fn seeds(default: u64) -> std::ops::Range<u64> {
+        let n = std::env::var("DURAKV_COLLECTION_SEEDS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(default);
+        0..n
+    }
+}

@@ -537,6 +537,7 @@ impl<T: AsRef<[u8]>> FromIterator<T> for ListValue {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_seeds::seeds;
     use rand::rngs::StdRng;
     use rand::{Rng, SeedableRng};
 
@@ -678,6 +679,137 @@ mod tests {
             }
         }
         removed
+    }
+
+    /// An element whose length sits at a layout edge: the one- and
+    /// five-byte length forms, an entry that exactly fills a block or just
+    /// misses, one twice a block (the split point). Its bytes depend on
+    /// its length and one of two letters only, so equal elements recur.
+    fn edge_item(rng: &mut StdRng, regime: u8) -> Vec<u8> {
+        // An entry of n >= 128 bytes takes n + 10.
+        let fills_block = BLOCK_BYTES - 10;
+        let n = match (regime, rng.gen_range(0..10)) {
+            (0, _) => rng.gen_range(0..6),
+            (1, _) => rng.gen_range(120..136),
+            (2, k) if k < 7 => fills_block - 1 + rng.gen_range(0..3),
+            (2, _) => fills_block + BLOCK_BYTES - 1 + rng.gen_range(0..3),
+            (_, 0..=3) => rng.gen_range(0..4),
+            (_, 4..=5) => rng.gen_range(125..131),
+            (_, 6..=7) => rng.gen_range(500..1500),
+            (_, 8) => fills_block - 1 + rng.gen_range(0..3),
+            (_, _) => rng.gen_range(BLOCK_BYTES..3 * BLOCK_BYTES),
+        };
+        vec![if rng.gen_bool(0.5) { b'a' } else { b'b' }; n]
+    }
+
+    /// Walks lists of tiny, length-edge, block-sized and mixed elements to
+    /// target lengths and back, with every mutation (both ends, the
+    /// middle, truncations, LREM in both directions) and reads by index,
+    /// ranges and iterators consumed from both ends at once; the blocks and
+    /// contents must match a `VecDeque` after every step.
+    #[test]
+    fn hovers_around_block_edges_as_a_deque() {
+        for seed in seeds(40) {
+            let mut rng = StdRng::seed_from_u64(seed);
+            let mut l = ListValue::new();
+            let mut model: VecDeque<Vec<u8>> = VecDeque::new();
+            for _phase in 0..12 {
+                let regime = rng.gen_range(0..4u8);
+                let target: usize = match regime {
+                    0 => rng.gen_range(0..2500),
+                    1 => rng.gen_range(0..200),
+                    _ => rng.gen_range(0..12),
+                };
+                let steps = target.abs_diff(model.len()) + rng.gen_range(50..200);
+                for _ in 0..steps {
+                    let len = model.len();
+                    let grow = (len < target) == rng.gen_bool(0.8);
+                    match rng.gen_range(0..100) {
+                        0..=1 => {
+                            let n = rng.gen_range(0..=len + 1);
+                            l.truncate(n);
+                            model.truncate(n);
+                        }
+                        2..=3 => {
+                            let n = rng.gen_range(0..=len / 3 + 1);
+                            l.remove_front(n);
+                            model.drain(..n.min(len));
+                        }
+                        4..=6 => {
+                            let it = edge_item(&mut rng, regime);
+                            let count = [-2, -1, 0, 1, 2, 100, -100][rng.gen_range(0..7)];
+                            let want = model_remove(&mut model, count, &it);
+                            assert_eq!(l.remove_matching(count, &it), want);
+                        }
+                        7 if rng.gen_bool(0.1) => {
+                            l.clear();
+                            model.clear();
+                        }
+                        8..=12 => {
+                            let i = rng.gen_range(0..len + 2);
+                            let it = edge_item(&mut rng, regime);
+                            assert_eq!(l.set(i, &it), i < len);
+                            if i < len {
+                                model[i] = it;
+                            }
+                        }
+                        _ if grow => {
+                            let it = edge_item(&mut rng, regime);
+                            match rng.gen_range(0..3) {
+                                0 => {
+                                    l.push_back(&it);
+                                    model.push_back(it);
+                                }
+                                1 => {
+                                    l.push_front(&it);
+                                    model.push_front(it);
+                                }
+                                _ => {
+                                    let i = rng.gen_range(0..=len);
+                                    l.insert(i, &it);
+                                    model.insert(i, it);
+                                }
+                            }
+                        }
+                        _ => match rng.gen_range(0..3) {
+                            0 => assert_eq!(l.pop_front(), model.pop_front().is_some()),
+                            1 => assert_eq!(l.pop_back(), model.pop_back().is_some()),
+                            _ => {
+                                let i = rng.gen_range(0..len + 1);
+                                assert_eq!(l.remove(i), model.remove(i).is_some());
+                            }
+                        },
+                    }
+                    check(&l, &model);
+                    let len = model.len();
+                    let i = rng.gen_range(0..len + 2);
+                    assert_eq!(l.get(i), model.get(i).map(|v| &v[..]));
+                    if len > 0 {
+                        let s = rng.gen_range(0..len);
+                        let e = rng.gen_range(s..len);
+                        // Alternating ends meet in the middle exactly once.
+                        let mut ours = l.range(s, e);
+                        let mut want = model.range(s..=e).map(|v| &v[..]);
+                        assert_eq!(ours.len(), e - s + 1);
+                        loop {
+                            let (a, b) = if rng.gen_bool(0.5) {
+                                (ours.next(), want.next())
+                            } else {
+                                (ours.next_back(), want.next_back())
+                            };
+                            assert_eq!(a, b);
+                            if a.is_none() {
+                                break;
+                            }
+                        }
+                        assert_eq!(l.range(e, s).count(), usize::from(s == e));
+                    }
+                    assert_eq!(l.range(0, len).count(), 0);
+                }
+            }
+            let copy: ListValue = model.iter().collect();
+            assert_eq!(copy, l);
+        }
     }
 
     /// A list of many blocks, with elements of every length class, is

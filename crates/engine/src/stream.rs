@@ -15,6 +15,7 @@
 use crate::varint::{get as get_varint, put as put_varint};
 use bytes::Bytes;
 use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Bound::{Excluded, Unbounded};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct StreamId {
@@ -667,25 +668,37 @@ impl Stream {
             if whole {
                 length -= entries;
                 deleted += entries;
-                cutoff = Some(n.last.next().unwrap_or(StreamId::MAX));
+                // After XSETID lowered the last ID below this node's
+                // tombstones, the next node starts below them: a cutoff
+                // past this node's last ID would take its entries too.
+                let past = n.last.next().unwrap_or(StreamId::MAX);
+                let next = self.nodes.range((Excluded(*base), Unbounded)).next();
+                cutoff = Some(next.map_or(past, |(k, _)| past.min(*k)));
                 continue;
             }
             if approx {
                 break;
             }
+            let mut reached_end = true;
             for s in n.slots(*base).filter(|s| !s.deleted) {
                 let go = match strategy {
                     TrimStrategy::MaxLen(max) => length > max,
                     TrimStrategy::MinId(min) => s.id < min,
                 };
                 if !go {
+                    reached_end = false;
                     break;
                 }
                 length -= 1;
                 deleted += 1;
                 cutoff = Some(s.id.next().unwrap_or(StreamId::MAX));
             }
-            break;
+            // Every live entry went, yet the node was not whole: its last
+            // ID is a tombstone past the next node's start (XSETID), and
+            // that node may hold IDs below the minimum too.
+            if !reached_end {
+                break;
+            }
         }
         let cutoff = cutoff?;
         (deleted > 0).then_some((cutoff, deleted))
@@ -763,6 +776,8 @@ impl Stream {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_seeds::seeds;
+    use rand::{Rng, SeedableRng};
 
     /// Redis 7.0.15's XINFO figures for the same node boundaries.
     #[test]
@@ -922,5 +937,227 @@ mod tests {
             s.add(StreamId::new(1, i), &fv, NodeLimits::default());
         }
         assert_eq!(s.plan_trim(TrimStrategy::MaxLen(5), true, 0), None);
+    }
+
+    /// XSETID may lower the last ID below a deleted entry; the next entry
+    /// then starts a node whose IDs lie below the previous node's last
+    /// (tombstoned) one. Found by `behaves_as_a_map_of_entries`.
+    fn after_xsetid_below_a_tombstone() -> Stream {
+        let mut s = Stream::default();
+        let lim = NodeLimits {
+            entries: 10,
+            bytes: 0,
+        };
+        s.add(StreamId::new(1, 0), &f("a"), lim);
+        s.add(StreamId::new(2, 0), &f("b"), lim);
+        assert!(s.delete(StreamId::new(2, 0)));
+        for seq in 1..=3 {
+            s.add(StreamId::new(1, seq), &f("c"), lim);
+        }
+        assert_eq!(s.node_count(), 2);
+        s
+    }
+
+    #[test]
+    fn a_trim_of_a_whole_node_keeps_the_next_nodes_lower_ids() {
+        let mut s = after_xsetid_below_a_tombstone();
+        let (cut, n) = s.plan_trim(TrimStrategy::MaxLen(3), true, 0).unwrap();
+        assert_eq!(n, 1);
+        assert_eq!(s.remove_before(cut), 1);
+        let ids: Vec<StreamId> = s
+            .range(StreamId::MIN, StreamId::MAX, None, false)
+            .iter()
+            .map(|e| e.id)
+            .collect();
+        assert_eq!(
+            ids,
+            (1..=3).map(|q| StreamId::new(1, q)).collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn an_exact_minid_trim_reaches_into_the_next_node() {
+        let mut s = after_xsetid_below_a_tombstone();
+        let min = StreamId::new(1, 2);
+        let (cut, n) = s.plan_trim(TrimStrategy::MinId(min), false, 0).unwrap();
+        assert_eq!(s.remove_before(cut), n);
+        assert_eq!(s.first_id(), min);
+        assert_eq!((n, s.len()), (2, 2));
+    }
+
+    fn entry_fields(rng: &mut rand::rngs::StdRng) -> Vec<(Bytes, Bytes)> {
+        let n = rng.gen_range(1..4);
+        (0..n)
+            .map(|i| {
+                // Mostly the same names, so most entries share the master's.
+                let f = if rng.gen_bool(0.8) {
+                    format!("f{i}")
+                } else {
+                    format!("g{}", rng.gen_range(0..3))
+                };
+                let len = [0, 1, 5, 127, 128, 300][rng.gen_range(0..6)];
+                let v = if rng.gen_bool(0.2) {
+                    rng.gen_range(0..100_000).to_string()
+                } else {
+                    "v".repeat(len)
+                };
+                (Bytes::from(f), Bytes::from(v))
+            })
+            .collect()
+    }
+
+    fn check_stream(s: &Stream, model: &BTreeMap<StreamId, Vec<(Bytes, Bytes)>>) {
+        assert_eq!(s.len(), model.len() as u64);
+        let all = s.range(StreamId::MIN, StreamId::MAX, None, false);
+        assert!(all.iter().map(|e| (&e.id, &e.fields)).eq(model.iter()));
+        assert_eq!(
+            s.first_id(),
+            model.keys().next().copied().unwrap_or(StreamId::MIN)
+        );
+        assert_eq!(s.first_entry().map(|e| e.id), model.keys().next().copied());
+        assert_eq!(
+            s.last_entry().map(|e| e.id),
+            model.keys().next_back().copied()
+        );
+        assert!(s.nodes.values().all(|n| n.live > 0 && n.live <= n.count));
+        assert_eq!(
+            s.nodes.values().map(|n| u64::from(n.live)).sum::<u64>(),
+            s.len()
+        );
+    }
+
+    /// Appends (some after the last ID was lowered below tombstones, as
+    /// XSETID allows), deletions, trims planned and applied, under node
+    /// limits from one entry up: contents, ranges in both directions with
+    /// counts, lookups, and the trim's count must match a map of entries.
+    #[test]
+    fn behaves_as_a_map_of_entries() {
+        for seed in seeds(100) {
+            let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+            let limits = NodeLimits {
+                entries: [0, 1, 2, 3, 10, 100][rng.gen_range(0..6)],
+                bytes: [0, 40, 200, 4096][rng.gen_range(0..4)],
+            };
+            let mut s = Stream::default();
+            let mut model: BTreeMap<StreamId, Vec<(Bytes, Bytes)>> = BTreeMap::new();
+            // Every ID ever added, for lookups of deleted ones.
+            let mut ids: Vec<StreamId> = Vec::new();
+            let mut top = StreamId::MIN;
+            for step in 0..1500 {
+                match rng.gen_range(0..100) {
+                    0..=49 => {
+                        // After the last ID, or (XSETID) just after the last
+                        // live entry when tombstones follow it.
+                        let live_top = model.keys().next_back().copied().unwrap_or(StreamId::MIN);
+                        let after = if rng.gen_bool(0.3) { live_top } else { top };
+                        let id = match rng.gen_range(0..4) {
+                            0 => StreamId::new(
+                                after.ms + rng.gen_range(1..1000),
+                                rng.gen_range(0..3),
+                            ),
+                            _ => match after.next() {
+                                Some(id) => id,
+                                None => continue,
+                            },
+                        };
+                        let fields = entry_fields(&mut rng);
+                        s.add(id, &fields, limits);
+                        model.insert(id, fields);
+                        ids.push(id);
+                        top = top.max(id);
+                    }
+                    50..=79 if !ids.is_empty() => {
+                        // The newest often, so that XSETID has tombstones
+                        // to go below.
+                        let newest = model.keys().next_back().copied();
+                        let id = match newest {
+                            Some(id) if rng.gen_bool(0.3) => id,
+                            _ => ids[rng.gen_range(0..ids.len())],
+                        };
+                        assert_eq!(s.delete(id), model.remove(&id).is_some());
+                    }
+                    80..=84 if !ids.is_empty() => {
+                        let cut = ids[rng.gen_range(0..ids.len())];
+                        let cut = if rng.gen_bool(0.5) {
+                            cut
+                        } else {
+                            cut.next().unwrap_or(cut)
+                        };
+                        let before = model.len();
+                        model.retain(|id, _| *id >= cut);
+                        assert_eq!(s.remove_before(cut), (before - model.len()) as u64);
+                    }
+                    85..=89 => {
+                        let strategy = if rng.gen_bool(0.5) {
+                            TrimStrategy::MaxLen(rng.gen_range(0..=model.len() as u64 + 2))
+                        } else {
+                            // Recent IDs often: where XSETID's nodes overlap.
+                            let back = if rng.gen_bool(0.5) {
+                                ids.len().min(20)
+                            } else {
+                                ids.len()
+                            };
+                            let at = ids.len().checked_sub(1 + rng.gen_range(0..back.max(1)));
+                            TrimStrategy::MinId(at.map_or(StreamId::MIN, |i| ids[i]))
+                        };
+                        let approx = rng.gen_bool(0.5);
+                        let limit = [0, 0, 1, 5, 100][rng.gen_range(0..5)];
+                        if let Some((cut, n)) = s.plan_trim(strategy, approx, limit) {
+                            assert!(n > 0 && (limit == 0 || n <= limit));
+                            let before = model.len();
+                            model.retain(|id, _| *id >= cut);
+                            assert_eq!((before - model.len()) as u64, n);
+                            assert_eq!(s.remove_before(cut), n);
+                        }
+                        if !approx && limit == 0 {
+                            match strategy {
+                                TrimStrategy::MaxLen(max) => {
+                                    assert!(model.len() as u64 <= max)
+                                }
+                                TrimStrategy::MinId(min) => {
+                                    assert!(model.keys().all(|id| *id >= min))
+                                }
+                            }
+                            if let Some((cut, n)) = s.plan_trim(strategy, approx, limit) {
+                                panic!("a second exact trim would remove {n} below {cut}");
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+                if let Some(&id) = ids.get(rng.gen_range(0..ids.len().max(1))) {
+                    assert_eq!(s.contains(id), model.contains_key(&id));
+                    assert_eq!(s.get(id).map(|e| e.fields), model.get(&id).cloned());
+                }
+                if !ids.is_empty() {
+                    let a = ids[rng.gen_range(0..ids.len())];
+                    let b = ids[rng.gen_range(0..ids.len())];
+                    let (lo, hi) = (a.min(b), a.max(b));
+                    let count = [None, Some(1), Some(3)][rng.gen_range(0..3)];
+                    let rev = rng.gen_bool(0.5);
+                    let want: Vec<StreamId> = if rev {
+                        model
+                            .range(lo..=hi)
+                            .rev()
+                            .map(|(id, _)| *id)
+                            .take(count.unwrap_or(usize::MAX))
+                            .collect()
+                    } else {
+                        model
+                            .range(lo..=hi)
+                            .map(|(id, _)| *id)
+                            .take(count.unwrap_or(usize::MAX))
+                            .collect()
+                    };
+                    let got: Vec<StreamId> =
+                        s.range(lo, hi, count, rev).iter().map(|e| e.id).collect();
+                    assert_eq!(got, want, "step {step}");
+                }
+                if step % 8 == 0 {
+                    check_stream(&s, &model);
+                }
+            }
+            check_stream(&s, &model);
+        }
     }
 }

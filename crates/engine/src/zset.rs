@@ -358,6 +358,8 @@ fn unique_members(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_seeds::seeds;
+    use rand::{Rng, SeedableRng};
 
     fn b(s: &str) -> Bytes {
         Bytes::copy_from_slice(s.as_bytes())
@@ -455,5 +457,307 @@ mod tests {
                 by_inserts.rank(m(17).as_bytes())
             );
         }
+    }
+
+    /// A model score: never NaN, and -0.0 is stored as 0.0, so the plain
+    /// numeric order is total.
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    struct M(f64);
+    impl Eq for M {}
+    impl PartialOrd for M {
+        fn partial_cmp(&self, other: &M) -> Option<Ordering> {
+            Some(self.cmp(other))
+        }
+    }
+    impl Ord for M {
+        fn cmp(&self, other: &M) -> Ordering {
+            self.0.partial_cmp(&other.0).expect("no NaN")
+        }
+    }
+
+    /// Positions as the map keeps them, and the (score, member) order.
+    #[derive(Clone, Default)]
+    struct ZModel {
+        at: indexmap::IndexMap<Vec<u8>, f64>,
+        order: BTreeSet<(M, Vec<u8>)>,
+    }
+
+    impl ZModel {
+        fn insert(&mut self, m: &[u8], s: f64) -> bool {
+            let s = if s == 0.0 { 0.0 } else { s };
+            match self.at.insert(m.to_vec(), s) {
+                Some(old) => {
+                    self.order.remove(&(M(old), m.to_vec()));
+                    self.order.insert((M(s), m.to_vec()));
+                    false
+                }
+                None => {
+                    self.order.insert((M(s), m.to_vec()));
+                    true
+                }
+            }
+        }
+
+        fn remove(&mut self, m: &[u8]) -> bool {
+            match self.at.swap_remove(m) {
+                Some(s) => {
+                    assert!(self.order.remove(&(M(s), m.to_vec())));
+                    true
+                }
+                None => false,
+            }
+        }
+
+        fn rank(&self, m: &[u8]) -> Option<usize> {
+            self.order.iter().position(|(_, x)| x == m)
+        }
+    }
+
+    /// Scores at the edges of the order: infinities, extremes, both zeros,
+    /// the smallest subnormals, and small integers that repeat.
+    fn edge_score(rng: &mut rand::rngs::StdRng) -> f64 {
+        const AT: [f64; 13] = [
+            f64::NEG_INFINITY,
+            f64::MIN,
+            -2.5,
+            -1.0,
+            -5e-324,
+            -0.0,
+            0.0,
+            5e-324,
+            1.0,
+            2.5,
+            f64::MAX,
+            f64::INFINITY,
+            1e-300,
+        ];
+        match rng.gen_range(0..4) {
+            0 => AT[rng.gen_range(0..AT.len())],
+            1 => rng.gen_range(-3..4) as f64,
+            2 => rng.gen_range(-10.0..10.0),
+            _ => {
+                let s = AT[rng.gen_range(0..AT.len())];
+                if rng.gen_bool(0.5) {
+                    s.next_up()
+                } else {
+                    s.next_down()
+                }
+            }
+        }
+    }
+
+    fn edge_bound(rng: &mut rand::rngs::StdRng) -> Bound<f64> {
+        match rng.gen_range(0..5) {
+            0 => Bound::Unbounded,
+            1 | 2 => Bound::Included(edge_score(rng)),
+            _ => Bound::Excluded(edge_score(rng)),
+        }
+    }
+
+    /// Member `n`: empty, inline (up to 23 bytes) or shared.
+    fn sized_member(n: usize) -> Vec<u8> {
+        const LENS: [usize; 9] = [1, 2, 5, 22, 23, 24, 25, 40, 100];
+        if n == 0 {
+            return Vec::new();
+        }
+        let mut m = format!("{:03}", n % 1000).into_bytes();
+        m.resize(LENS[n % LENS.len()].max(3), b'm');
+        m
+    }
+
+    fn lex_bound(rng: &mut rand::rngs::StdRng, z: &ZModel) -> Bound<Vec<u8>> {
+        let m = if !z.at.is_empty() && rng.gen_bool(0.6) {
+            z.at.get_index(rng.gen_range(0..z.at.len()))
+                .unwrap()
+                .0
+                .clone()
+        } else {
+            let mut m = sized_member(rng.gen_range(0..300));
+            m.truncate(rng.gen_range(0..=m.len()));
+            m
+        };
+        match rng.gen_range(0..5) {
+            0 => Bound::Unbounded,
+            1 | 2 => Bound::Included(m),
+            _ => Bound::Excluded(m),
+        }
+    }
+
+    /// Redis's walk: nothing if the bounds cannot meet, the last member is
+    /// below min or the first above max; otherwise from the first member
+    /// past the near bound while members pass the far one.
+    fn model_lex(z: &ZModel, min: Bound<&[u8]>, max: Bound<&[u8]>, rev: bool) -> Vec<Vec<u8>> {
+        let above_min = |m: &[u8]| match min {
+            Bound::Included(b) => m >= b,
+            Bound::Excluded(b) => m > b,
+            Bound::Unbounded => true,
+        };
+        let below_max = |m: &[u8]| match max {
+            Bound::Included(b) => m <= b,
+            Bound::Excluded(b) => m < b,
+            Bound::Unbounded => true,
+        };
+        let never = match (min, max) {
+            (Bound::Included(a), Bound::Included(b)) => a > b,
+            (Bound::Included(a) | Bound::Excluded(a), Bound::Included(b) | Bound::Excluded(b)) => {
+                a >= b
+            }
+            _ => false,
+        };
+        let (Some(first), Some(last)) = (z.order.first(), z.order.last()) else {
+            return Vec::new();
+        };
+        if never || !above_min(&last.1) || !below_max(&first.1) {
+            return Vec::new();
+        }
+        let members: Vec<&Vec<u8>> = if rev {
+            z.order.iter().rev().map(|(_, m)| m).collect()
+        } else {
+            z.order.iter().map(|(_, m)| m).collect()
+        };
+        let near = |m: &[u8]| if rev { below_max(m) } else { above_min(m) };
+        let far = |m: &[u8]| if rev { above_min(m) } else { below_max(m) };
+        members
+            .into_iter()
+            .skip_while(|m| !near(m))
+            .take_while(|m| far(m))
+            .cloned()
+            .collect()
+    }
+
+    fn check_zset(z: &ZSet, m: &ZModel) {
+        assert_eq!(z.len(), m.at.len());
+        assert_eq!(z.is_empty(), m.at.is_empty());
+        let want: Vec<(Vec<u8>, u64)> = m
+            .order
+            .iter()
+            .map(|(s, k)| (k.clone(), s.0.to_bits()))
+            .collect();
+        let got: Vec<(Vec<u8>, u64)> = z.iter().map(|(k, s)| (k.to_vec(), s.to_bits())).collect();
+        assert_eq!(got, want);
+        assert!(z
+            .iter()
+            .rev()
+            .map(|(k, s)| (k.to_vec(), s.to_bits()))
+            .eq(want.iter().rev().cloned()));
+        for (i, (k, s)) in m.at.iter().enumerate() {
+            assert_eq!(
+                z.get_index(i).map(|(k, s)| (k.to_vec(), s.to_bits())),
+                Some((k.clone(), s.to_bits()))
+            );
+            assert_eq!(z.score(k).map(f64::to_bits), Some(s.to_bits()));
+        }
+        assert!(z.get_index(m.at.len()).is_none());
+        for (rank, (_, k)) in m.order.iter().enumerate() {
+            assert_eq!(z.rank(k), Some(rank));
+        }
+    }
+
+    /// Random inserts (new members and score updates), removals, rebuilds
+    /// from pairs and clones, with scores at every edge of the order
+    /// (infinities, both zeros, subnormals, ties) and members of every
+    /// length class; scores, ranks, positions, both iteration orders, and
+    /// score and lex ranges under every kind of bound must match the model
+    /// after every step.
+    #[test]
+    fn behaves_as_an_ordered_set_with_positions() {
+        for seed in seeds(30) {
+            let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+            let mut z = ZSet::default();
+            let mut m = ZModel::default();
+            for _phase in 0..8 {
+                // One score for every member, so lex ranges take the tree
+                // path, or many.
+                let one_score = rng.gen_bool(0.3).then(|| edge_score(&mut rng));
+                let span = [4, 40, 300][rng.gen_range(0..3)];
+                let target = rng.gen_range(0..span);
+                for step in 0..300 {
+                    let grow = (m.at.len() < target) == rng.gen_bool(0.8);
+                    let member = if !m.at.is_empty() && rng.gen_bool(0.5) {
+                        m.at.get_index(rng.gen_range(0..m.at.len()))
+                            .unwrap()
+                            .0
+                            .clone()
+                    } else {
+                        sized_member(rng.gen_range(0..span))
+                    };
+                    match rng.gen_range(0..100) {
+                        0 => z = z.clone(),
+                        1 => {
+                            let held = m.clone();
+                            let mut pairs: Vec<(f64, &[u8])> =
+                                held.at.iter().map(|(k, s)| (*s, &k[..])).collect();
+                            if rng.gen_bool(0.5) {
+                                pairs.reverse();
+                            }
+                            if !pairs.is_empty() && rng.gen_bool(0.3) {
+                                let (_, k) = pairs[rng.gen_range(0..pairs.len())];
+                                pairs.push((-0.0, k));
+                            }
+                            z = ZSet::from_pairs(&pairs);
+                            m = ZModel::default();
+                            for (s, k) in pairs {
+                                m.insert(k, s);
+                            }
+                        }
+                        _ if grow => {
+                            let s = one_score.unwrap_or_else(|| edge_score(&mut rng));
+                            assert_eq!(z.insert(&member, s), m.insert(&member, s));
+                        }
+                        _ => assert_eq!(z.remove(&member), m.remove(&member)),
+                    }
+                    assert_eq!(z.len(), m.at.len());
+                    assert_eq!(
+                        z.score(&member).map(f64::to_bits),
+                        m.at.get(&member).map(|s| s.to_bits())
+                    );
+                    assert_eq!(z.rank(&member), m.rank(&member));
+                    if step % 4 == 0 || m.at.len() < 8 {
+                        check_zset(&z, &m);
+                    }
+                    let (min, max) = (edge_bound(&mut rng), edge_bound(&mut rng));
+                    let want: Vec<(Vec<u8>, u64)> = m
+                        .order
+                        .iter()
+                        .filter(|(s, _)| in_model_bounds(s.0, min, max))
+                        .map(|(s, k)| (k.clone(), s.0.to_bits()))
+                        .collect();
+                    let got: Vec<(Vec<u8>, u64)> = z
+                        .range_by_score(min, max)
+                        .map(|(k, s)| (k.to_vec(), s.to_bits()))
+                        .collect();
+                    assert_eq!(got, want, "{min:?} {max:?}");
+                    assert!(z
+                        .range_by_score(min, max)
+                        .rev()
+                        .map(|(k, s)| (k.to_vec(), s.to_bits()))
+                        .eq(want.into_iter().rev()));
+                    let (lo, hi) = (lex_bound(&mut rng, &m), lex_bound(&mut rng, &m));
+                    let (lo, hi) = (lo.as_ref().map(|b| &b[..]), hi.as_ref().map(|b| &b[..]));
+                    for rev in [false, true] {
+                        let got: Vec<Vec<u8>> = z
+                            .range_by_lex(lo, hi, rev)
+                            .map(|(k, _)| k.to_vec())
+                            .collect();
+                        assert_eq!(got, model_lex(&m, lo, hi, rev), "{lo:?} {hi:?} rev {rev}");
+                    }
+                }
+            }
+            check_zset(&z, &m);
+        }
+    }
+
+    fn in_model_bounds(v: f64, min: Bound<f64>, max: Bound<f64>) -> bool {
+        let lo = match min {
+            Bound::Included(b) => v >= b,
+            Bound::Excluded(b) => v > b,
+            Bound::Unbounded => true,
+        };
+        let hi = match max {
+            Bound::Included(b) => v <= b,
+            Bound::Excluded(b) => v < b,
+            Bound::Unbounded => true,
+        };
+        lo && hi
     }
 }
