@@ -778,3 +778,38 @@ fn setid_reports_a_missing_group_before_a_bad_id() {
         "NOGROUP No such consumer group 'nope' for key name 's'"
     );
 }
+
+/// An entry at the largest ID a stream can hold is trimmed like any
+/// other: no cutoff lies past it, so it once stayed while XTRIM counted
+/// it. Expected values from redis-server 7.0.15, which keeps
+/// `max-deleted-entry-id` across a trim; the same after a restart, which
+/// replays the log.
+#[test]
+fn the_entry_at_the_largest_id_is_trimmed_like_any_other() {
+    const MAX: &str = "18446744073709551615-18446744073709551615";
+    const BELOW: &str = "18446744073709551615-18446744073709551614";
+    let mut srv = Server::start(&[]);
+    let c = &mut srv.conn();
+    for id in ["1-0", MAX] {
+        let _: String = q(c, &["XADD", "all", id, "f", "v"]);
+    }
+    assert_eq!(q::<i64>(c, &["XTRIM", "all", "MAXLEN", "0"]), 2);
+    for id in ["1-0", BELOW, MAX] {
+        let _: String = q(c, &["XADD", "one", id, "f", "v"]);
+    }
+    assert_eq!(q::<i64>(c, &["XTRIM", "one", "MAXLEN", "1"]), 2);
+    for round in ["live", "after a restart"] {
+        assert_eq!(q::<i64>(c, &["XLEN", "all"]), 0, "{round}");
+        let i = info(c, &["XINFO", "STREAM", "all"]);
+        assert_eq!(text(&i["last-generated-id"]), MAX, "{round}");
+        assert_eq!(text(&i["max-deleted-entry-id"]), "0-0", "{round}");
+        assert_eq!(int(&i["entries-added"]), 2, "{round}");
+        let left: Entries = q(c, &["XRANGE", "one", "-", "+"]);
+        assert_eq!(ids(&left), [MAX], "{round}");
+        if round == "live" {
+            srv.kill9();
+            srv.restart();
+            *c = srv.conn();
+        }
+    }
+}

@@ -319,7 +319,22 @@ fn apply_trim(
     let Some((cutoff, n)) = s.plan_trim(trim.strategy, trim.approx, limit) else {
         return Ok(0);
     };
+    // No cutoff lies past the largest ID, so a trim of every entry leaves
+    // one there: it goes by ID instead, and the deletion XDEL's record
+    // notes is undone, since a trim is not a deletion (Redis's XINFO keeps
+    // `max-deleted-entry-id` across one).
+    let last = (cutoff == StreamId::MAX && n == s.len() && s.contains(StreamId::MAX))
+        .then_some((s.last_id, s.max_deleted_id));
     stream_op(txn, db, key, StreamOp::Trim { cutoff })?;
+    if let Some((last_id, max_deleted)) = last {
+        stream_op(txn, db, key, StreamOp::Delete(vec![StreamId::MAX]))?;
+        let restore = StreamOp::SetId {
+            last_id,
+            entries_added: None,
+            max_deleted_id: Some(max_deleted),
+        };
+        stream_op(txn, db, key, restore)?;
+    }
     Ok(n)
 }
 
