@@ -729,10 +729,7 @@ fn run_seed(
 fn big_collections_answer_as_redis_does() {
     let calls = env_number("DURAKV_DIFF_BIG_CALLS").unwrap_or(5000);
     let check_every = env_number("DURAKV_DIFF_BIG_CHECK_EVERY").unwrap_or(200);
-    let seeds: Vec<u64> = match env_number::<u64>("DURAKV_DIFF_BIG_SEED") {
-        Some(s) => vec![s],
-        None => (1..=env_number("DURAKV_DIFF_BIG_SEEDS").unwrap_or(4)).collect(),
-    };
+    let seeds = env_seeds("DURAKV_DIFF_BIG", 4);
     compare_with_redis(seeds, |seed, ours, redis| {
         run_seed(seed, calls, check_every, ours, redis)
     });

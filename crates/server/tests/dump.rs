@@ -623,8 +623,13 @@ fn object_idletime_and_freq() {
     assert_eq!(f, 100);
     let f: i64 = q(c, &["OBJECT", "FREQ", "foo"]);
     assert_eq!(f, 5);
-    assert!(err(c, &["OBJECT", "IDLETIME", "foo"])
-        .starts_with("ERR An LRU maxmemory policy is not selected"));
+    // Redis 7.0.15's words, which named the wrong policy here before.
+    assert_eq!(
+        err(c, &["OBJECT", "IDLETIME", "foo"]),
+        "ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that \
+         when switching between policies at runtime LRU and LFU data will take some time \
+         to adjust."
+    );
     let n: i64 = q(c, &["OBJECT", "REFCOUNT", "foo"]);
     assert_eq!(n, 1);
     let help: Vec<String> = q(c, &["OBJECT", "HELP"]);

@@ -23,7 +23,8 @@ const INVALID_CURSOR: &str = "ERR invalid cursor";
 const INVALID_FIRST_DB: &str = "ERR invalid first DB index";
 const INVALID_SECOND_DB: &str = "ERR invalid second DB index";
 const LFU_NOT_SELECTED: &str = "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.";
-const LRU_NOT_SELECTED: &str = "ERR An LRU maxmemory policy is not selected, access time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.";
+/// OBJECT IDLETIME under an LFU policy (Redis 7.0 and 7.2 alike).
+const LFU_SELECTED: &str = "ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.";
 
 /// Redis's default SCAN COUNT.
 const DEFAULT_SCAN_COUNT: i64 = 10;
@@ -670,7 +671,7 @@ fn object(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
             Ok(Frame::Integer(if shared_int { SHARED_REFCOUNT } else { 1 }))
         }
         ("freq", false) => Err(Frame::error(LFU_NOT_SELECTED)),
-        ("idletime", true) => Err(Frame::error(LRU_NOT_SELECTED)),
+        ("idletime", true) => Err(Frame::error(LFU_SELECTED)),
         ("freq", true) => Ok(Frame::Integer(i64::from(durakv_engine::lfu::decayed(
             e.access(),
             now_s as u32,

@@ -255,6 +255,15 @@ pub fn env_number<T: std::str::FromStr>(name: &str) -> Option<T> {
     std::env::var(name).ok().and_then(|v| v.parse().ok())
 }
 
+/// The seeds a randomized test runs: `{prefix}_SEED` alone if set, else
+/// 1 to `{prefix}_SEEDS` (`default`).
+pub fn env_seeds(prefix: &str, default: u64) -> Vec<u64> {
+    match env_number::<u64>(&format!("{prefix}_SEED")) {
+        Some(s) => vec![s],
+        None => (1..=env_number(&format!("{prefix}_SEEDS")).unwrap_or(default)).collect(),
+    }
+}
+
 pub fn req(args: &[&[u8]]) -> Vec<u8> {
     let mut out = format!("*{}\r\n", args.len()).into_bytes();
     for a in args {
