@@ -747,6 +747,8 @@ mod tests {
         }
     }
 
+    /// The model's own bounds check, not the `in_bounds` the ranges use:
+    /// a model that shared it could not catch a mistake in it.
     fn in_model_bounds(v: f64, min: Bound<f64>, max: Bound<f64>) -> bool {
         let lo = match min {
             Bound::Included(b) => v >= b,

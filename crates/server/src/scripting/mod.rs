@@ -340,12 +340,6 @@ impl Scripting {
         self.note_function_counts(registry);
     }
 
-    /// Memory the Lua VM of scripts uses (INFO's `used_memory_lua`), if
-    /// it exists.
-    pub fn used_memory(&self) -> usize {
-        self.memory().vm_eval
-    }
-
     /// What scripts and functions take, for INFO memory and MEMORY STATS.
     /// While a script runs (holding the engine), the figures of the last
     /// look: the VMs' sizes are read under the engine's lock.
