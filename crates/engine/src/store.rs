@@ -74,6 +74,11 @@ pub struct StoreConfig {
     pub checkpoint_load_threads: usize,
     /// Serialized bytes per checkpoint block (default 1 MiB).
     pub checkpoint_block_target_bytes: usize,
+    /// Reads the bytes the process has allocated and not freed (the
+    /// server's counting allocator). With it, opening measures what
+    /// loading the data took ([`Store::loaded_bytes`]), so that the server
+    /// can tell the memory it holds for itself from the data's.
+    pub memory_probe: Option<fn() -> u64>,
 }
 
 impl StoreConfig {
@@ -100,6 +105,7 @@ impl StoreConfig {
             checkpoint_keep: checkpoint::DEFAULT_KEEP,
             checkpoint_load_threads: 0,
             checkpoint_block_target_bytes: checkpoint::DEFAULT_BLOCK_TARGET_BYTES,
+            memory_probe: None,
         }
     }
 
@@ -164,6 +170,11 @@ pub struct Store {
     pub recovery: RecoveryStats,
     pub checkpoint_recovery: CheckpointRecovery,
     pub checkpointer: Arc<Checkpointer>,
+    /// What loading the data (checkpoint, log replay, redistribution)
+    /// allocated, as `StoreConfig::memory_probe` counted it: 0 without a
+    /// probe. The empty keyspace, the log's buffers and its threads are
+    /// not in it.
+    pub loaded_bytes: u64,
     _lock: DirLocks,
 }
 
@@ -174,6 +185,7 @@ pub struct StoreParts {
     pub recovery: RecoveryStats,
     pub checkpoint_recovery: CheckpointRecovery,
     pub checkpointer: Arc<Checkpointer>,
+    pub loaded_bytes: u64,
     pub lock: DirLocks,
 }
 
@@ -205,7 +217,9 @@ impl Store {
         let lock = DirLock::acquire_all(lock_dirs)?;
         let checkpointer = Checkpointer::open(fs.clone(), cfg.checkpoint_config())?;
         let load_started = Instant::now();
-        let (keyspace, loaded, fallbacks) = load_newest(fs.as_ref(), &checkpointer, cfg)?;
+        let mut meter = LoadMeter::new(cfg.memory_probe);
+        let (keyspace, loaded, fallbacks) =
+            load_newest(fs.as_ref(), &checkpointer, cfg, &mut meter)?;
         let mut load_duration = load_started.elapsed();
 
         let mut wal_cfg = WalConfig::new(cfg.wal_dirs());
@@ -234,11 +248,13 @@ impl Store {
         }
         let start_after = loaded.as_ref().map_or(0, |l| l.replay_lsn);
         let mut apply = |lsn: u64, time_ms: u64, payload: &[u8]| {
-            if lsn <= start_after {
-                replay_covered(&keyspace, lsn, payload)
-            } else {
-                replay(&keyspace, lsn, time_ms, payload)
-            }
+            meter.measure(|| {
+                if lsn <= start_after {
+                    replay_covered(&keyspace, lsn, payload)
+                } else {
+                    replay(&keyspace, lsn, time_ms, payload)
+                }
+            })
         };
         let (wal, recovery) = Wal::open(fs, wal_cfg, start_after, &mut apply)?;
         // A damaged batch the checkpoint covers was stepped over: it may
@@ -290,18 +306,22 @@ impl Store {
                     cfg.shards,
                     cfg.databases
                 );
-                let ks = reshard(
-                    &keyspace,
-                    cfg.databases,
-                    cfg.shards,
-                    recovery.last_lsn,
-                    &l.path,
-                )?;
+                let ks = meter.measure_ok(|| -> Result<Keyspace, OpenError> {
+                    let ks = reshard(
+                        &keyspace,
+                        cfg.databases,
+                        cfg.shards,
+                        recovery.last_lsn,
+                        &l.path,
+                    )?;
+                    if let Some(o) = keyspace.repl_origin() {
+                        ks.set_repl_origin(&o, keyspace.repl_origin_lsn());
+                    }
+                    drop(keyspace);
+                    Ok(ks)
+                })?;
                 resharded = true;
                 load_duration += started.elapsed();
-                if let Some(o) = keyspace.repl_origin() {
-                    ks.set_repl_origin(&o, keyspace.repl_origin_lsn());
-                }
                 ks
             }
             _ => keyspace,
@@ -319,6 +339,7 @@ impl Store {
                 duration: load_duration,
             },
             checkpointer: Arc::new(checkpointer),
+            loaded_bytes: meter.bytes(),
             _lock: lock,
         })
     }
@@ -331,6 +352,7 @@ impl Store {
             recovery: self.recovery,
             checkpoint_recovery: self.checkpoint_recovery,
             checkpointer: self.checkpointer,
+            loaded_bytes: self.loaded_bytes,
             lock: self._lock,
         }
     }
@@ -360,10 +382,52 @@ type Loaded = (Keyspace, Option<LoadedCheckpoint>, Vec<(PathBuf, String)>);
 /// Loads the newest checkpoint that verifies into a keyspace shaped like
 /// it; falls back to older ones. Returns an empty keyspace of the
 /// configured shape when there are no checkpoints.
+/// Sums what the steps that load data allocate, less what they free, as
+/// `StoreConfig::memory_probe` counts it.
+struct LoadMeter {
+    probe: Option<fn() -> u64>,
+    bytes: i64,
+}
+
+impl LoadMeter {
+    fn new(probe: Option<fn() -> u64>) -> LoadMeter {
+        LoadMeter { probe, bytes: 0 }
+    }
+
+    fn measure<T>(&mut self, step: impl FnOnce() -> T) -> T {
+        let Some(probe) = self.probe else {
+            return step();
+        };
+        let before = probe();
+        let out = step();
+        self.bytes += probe() as i64 - before as i64;
+        out
+    }
+
+    /// Like `measure`, but a step that fails counts nothing: what it
+    /// loaded is dropped with the keyspace it loaded into.
+    fn measure_ok<T, E>(&mut self, step: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
+        let Some(probe) = self.probe else {
+            return step();
+        };
+        let before = probe();
+        let out = step();
+        if out.is_ok() {
+            self.bytes += probe() as i64 - before as i64;
+        }
+        out
+    }
+
+    fn bytes(&self) -> u64 {
+        self.bytes.max(0) as u64
+    }
+}
+
 fn load_newest(
     fs: &dyn FileSystem,
     ckpt: &Checkpointer,
     cfg: &StoreConfig,
+    meter: &mut LoadMeter,
 ) -> Result<Loaded, OpenError> {
     use checkpoint::format::FileKind;
     let files = ckpt.files()?;
@@ -390,7 +454,7 @@ fn load_newest(
         let attempt = checkpoint::read_summary(fs, &f.path).and_then(|s| {
             let dbs = cfg.databases.max(s.header.db_count as usize);
             let ks = Keyspace::new(dbs, s.header.shard_count as usize);
-            let l = checkpoint::load_into(fs, &f.path, &ks, threads)?;
+            let l = meter.measure_ok(|| checkpoint::load_into(fs, &f.path, &ks, threads))?;
             Ok((ks, l))
         });
         match attempt {

@@ -32,16 +32,25 @@ pub fn counted_bytes() -> Option<u64> {
     (sum > 0).then_some(sum as u64)
 }
 
+/// [`counted_bytes`], 0 without the counting allocator: the engine's
+/// `StoreConfig::memory_probe`.
+pub fn counted_or_zero() -> u64 {
+    counted_bytes().unwrap_or(0)
+}
+
 static USED_MEMORY_BYTES: AtomicU64 = AtomicU64::new(0);
 static PEAK_MEMORY_BYTES: AtomicU64 = AtomicU64::new(0);
 static STARTUP_MEMORY_BYTES: AtomicU64 = AtomicU64::new(0);
 
-/// Records the memory in use now as Redis's `used_memory_startup`: what
-/// the server holds before it has loaded any data. Called once, before the
-/// data directory is opened; what the dataset takes is `used_memory` less
-/// this.
+/// Records the memory in use now as Redis's `used_memory_startup`, before
+/// the data directory is opened; `memory_breakdown::note_startup` raises
+/// it to what the server holds for itself once it is ready to serve.
 pub fn note_startup() {
-    STARTUP_MEMORY_BYTES.store(used_memory_bytes(), Ordering::Relaxed);
+    set_startup_memory_bytes(used_memory_bytes());
+}
+
+pub fn set_startup_memory_bytes(bytes: u64) {
+    STARTUP_MEMORY_BYTES.store(bytes, Ordering::Relaxed);
 }
 
 /// See [`note_startup`] (0 if it was never called).

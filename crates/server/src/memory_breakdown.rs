@@ -141,6 +141,26 @@ impl Breakdown {
     }
 }
 
+/// Sets `used_memory_startup` to what the server holds for itself once it
+/// is ready to serve, as Redis's is taken after its own set-up: the empty
+/// keyspace, the log's buffers and threads, the event loops. Redis takes
+/// it before loading its data; here the log is replayed before the event
+/// loops exist, so what loading took (`Store::loaded_bytes`) is left
+/// out, and so is what the breakdown counts apart (clients, the backlog,
+/// the Lua VMs, cached scripts). Before this runs (while loading), the
+/// figure is what was held before the data directory was opened.
+pub fn note_startup(shared: &Shared) {
+    let opened = memory::startup_memory_bytes();
+    let b = Breakdown::take(shared, Vec::new());
+    let apart = b.backlog
+        + b.clients_replicas
+        + b.clients_normal
+        + b.scripts.scripts_eval as u64
+        + b.lua_vms();
+    let own = b.used.saturating_sub(shared.store.loaded_bytes + apart);
+    memory::set_startup_memory_bytes(own.max(opened));
+}
+
 fn percent(part: u64, whole: u64) -> f64 {
     if whole == 0 {
         0.0

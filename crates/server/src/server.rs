@@ -62,6 +62,9 @@ pub async fn serve(shared: Arc<Shared>) -> std::io::Result<()> {
         Some((path, task))
     };
 
+    // Before the port is announced, so that no client sees the figure
+    // taken before the data was loaded.
+    crate::memory_breakdown::note_startup(&shared);
     shared.metrics.apply(&shared.config.read())?;
     let metrics = tokio::spawn(crate::metrics_http::run(shared.clone()));
     if port != 0 {

@@ -90,6 +90,8 @@ pub struct Store {
     pub checkpointer: Arc<Checkpointer>,
     /// What start-up did with checkpoints (loaded, fell back, resharded).
     pub checkpoint_recovery: CheckpointRecovery,
+    /// What loading the data allocated (see `memory_breakdown::note_startup`).
+    pub loaded_bytes: u64,
     /// Held for the server's lifetime: one server per data directory.
     pub dir_lock: DirLocks,
 }
@@ -125,6 +127,8 @@ impl Store {
             WalRecoveryMode::TolerateCorruption => RecoveryMode::TolerateCorruption,
         };
         sc.checkpoint_keep = config.checkpoint_keep as usize;
+        sc.memory_probe =
+            crate::memory::counted_bytes().map(|_| crate::memory::counted_or_zero as fn() -> u64);
         let store = match fs {
             None => EngineStore::open(&sc),
             Some(fs) => EngineStore::open_with(&sc, fs),
@@ -137,6 +141,7 @@ impl Store {
             recovery: p.recovery,
             checkpointer: p.checkpointer,
             checkpoint_recovery: p.checkpoint_recovery,
+            loaded_bytes: p.loaded_bytes,
             dir_lock: p.lock,
         })
     }

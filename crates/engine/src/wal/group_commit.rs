@@ -546,6 +546,11 @@ fn page_cut(buf: &[u8]) -> Option<PageCut> {
     Some(cut)
 }
 
+/// A writer's batch buffer, for [`Core::run_writer`].
+pub fn writer_buffer() -> Vec<u8> {
+    new_buffer()
+}
+
 fn new_buffer() -> Vec<u8> {
     let mut b = Vec::with_capacity(BUFFER_INITIAL_BYTES);
     b.resize(BATCH_HEADER_BYTES, 0);
@@ -1369,10 +1374,19 @@ impl Core {
     /// that arrived meanwhile and seals them at once, without a wake-up;
     /// the other writers sleep until a batch needs to start while one is
     /// still in flight.
-    pub fn run_writer(&self, s: usize, slot: usize, sink: &Mutex<Box<dyn BatchSink>>) {
+    ///
+    /// `batch` comes from [`writer_buffer`], taken before the thread is
+    /// spawned, so that the log holds its buffers once it is open, not at
+    /// some point after (the server reads its start-up memory then).
+    pub fn run_writer(
+        &self,
+        s: usize,
+        slot: usize,
+        sink: &Mutex<Box<dyn BatchSink>>,
+        mut batch: Vec<u8>,
+    ) {
         let sc = &self.streams[s];
         let delay = Duration::from_millis(self.cfg.delayed_flush_ms);
-        let mut batch = new_buffer();
         loop {
             let mut st = sc.state.lock();
             loop {
@@ -1833,7 +1847,10 @@ mod tests {
             for slot in 0..core.cfg.syncs_in_flight {
                 let core = core.clone();
                 let shared = shared.clone();
-                handles.push(thread::spawn(move || core.run_writer(s, slot, &shared)));
+                let batch = writer_buffer();
+                handles.push(thread::spawn(move || {
+                    core.run_writer(s, slot, &shared, batch)
+                }));
             }
         }
         (shared_sinks, handles)

@@ -552,9 +552,10 @@ impl Wal {
             for slot in 0..cfg.syncs_in_flight {
                 let core = core.clone();
                 let sink = sink.clone();
+                let batch = group_commit::writer_buffer();
                 let h = std::thread::Builder::new()
                     .name(format!("durakv-wal-{s}.{slot}"))
-                    .spawn(move || core.run_writer(s, slot, &sink))
+                    .spawn(move || core.run_writer(s, slot, &sink, batch))
                     .map_err(|e| WalError::io(&cfg.dirs[s], e))?;
                 threads.push(h);
             }

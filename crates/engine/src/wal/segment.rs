@@ -148,7 +148,11 @@ pub(crate) fn prepare_spare(
     let file = p.fs.create_file(&path)?;
     let fill = || -> io::Result<()> {
         if zero_fill {
-            let zeros = vec![0u8; ZERO_CHUNK_BYTES];
+            // Static rather than allocated per segment: a buffer that comes
+            // and goes in the background made `used_memory` (and the
+            // start-up figure taken from it) jump by its size.
+            static ZEROS: [u8; ZERO_CHUNK_BYTES] = [0; ZERO_CHUNK_BYTES];
+            let zeros = &ZEROS;
             let t0 = Instant::now();
             let mut off = 0u64;
             while off < p.segment_size_bytes {
