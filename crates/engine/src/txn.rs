@@ -155,6 +155,9 @@ pub struct Txn<'a> {
     no_touch: bool,
     /// Lookups since last taken.
     lookups: Lookups,
+    /// Set before the first change to the keyspace: a panic that drops the
+    /// transaction from then on aborts the process (see `Drop`).
+    changing: bool,
 }
 
 /// Database `db` of the shard held at `slot`, for a read (which publishes
@@ -227,6 +230,7 @@ impl<'a> Txn<'a> {
             record_stream: None,
             no_touch: false,
             lookups: Lookups::default(),
+            changing: false,
         }
     }
 
@@ -421,6 +425,7 @@ impl<'a> Txn<'a> {
                 ApplyError::internal("changing a database's logging needs every shard").into(),
             );
         }
+        self.changing = true;
         if logged && !self.ks.is_logged(db) {
             let content = self.content_as_record(db, db);
             let bytes = content.iter().map(codec::encoded_len).sum();
@@ -626,6 +631,7 @@ impl<'a> Txn<'a> {
     }
 
     fn apply_with(&mut self, m: Mutation, form: LogForm) -> Result<(), CommitError> {
+        self.changing = true;
         self.apply_to_shards(&m, false)?;
         self.record_bytes += form.bytes();
         match form {
@@ -872,6 +878,7 @@ pub fn replay_record(
         record_stream: None,
         no_touch: false,
         lookups: Lookups::default(),
+        changing: false,
     };
     for (_, g) in txn.guards.iter_mut() {
         g.tick(time_ms);
@@ -890,6 +897,19 @@ pub fn replay_record(
 
 impl Drop for Txn<'_> {
     fn drop(&mut self) {
+        if self.changing && std::thread::panicking() {
+            // A bug interrupted a write: the keyspace may hold half a change,
+            // or one its record will never carry, and the locks are about to
+            // be released to readers and to the next checkpoint, which would
+            // make it durable. The log holds every acknowledged write, so
+            // stopping here and recovering from it loses nothing that was
+            // promised and keeps the data a prefix of the commit order;
+            // carrying on would not.
+            tracing::error!(
+                "a panic interrupted a write; aborting so that recovery restores the state the log holds"
+            );
+            std::process::abort();
+        }
         // The shards outlive the transaction; the next one to lock them
         // must not inherit this client's NO-TOUCH.
         self.set_no_touch(false);
