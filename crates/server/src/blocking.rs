@@ -450,11 +450,12 @@ impl Blocking {
     /// serving makes ready in turn (a BLMOVE into a key others wait on).
     /// Called with no shard locks held. Returns what the served clients'
     /// replies wait for, combined (0: none), and whether any was served.
-    pub fn serve(&self, shared: &Shared, ready: Vec<(usize, Bytes)>) -> (u64, bool) {
+    /// `writer`: the client whose write made them ready.
+    pub fn serve(&self, shared: &Shared, writer: u64, ready: Vec<(usize, Bytes)>) -> (u64, bool) {
         let mut queue: VecDeque<(usize, Bytes)> = ready.into();
         let mut served = (0, false);
         while let Some((db, key)) = queue.pop_front() {
-            self.serve_key(shared, db, &key, &mut queue, &mut served);
+            self.serve_key(shared, writer, db, &key, &mut queue, &mut served);
         }
         served
     }
@@ -462,6 +463,7 @@ impl Blocking {
     fn serve_key(
         &self,
         shared: &Shared,
+        writer: u64,
         db: usize,
         key: &Bytes,
         queue: &mut VecDeque<(usize, Bytes)>,
@@ -479,6 +481,12 @@ impl Blocking {
                 return;
             };
             let keys = std::iter::once(key).chain(op.extra_keys()).map(|k| &k[..]);
+            // Serving writes these keys for the waiter, as if it sent its
+            // command again now (`crate::settle::watchers`).
+            if shared.watches.is_active() {
+                let keys = std::iter::once(key).chain(op.extra_keys());
+                crate::settle::watchers(shared, writer, db, keys);
+            }
             let mut txn = lock(shared, keys);
             if !self.claim(&w) {
                 // Served elsewhere or gone meanwhile: the next one.

@@ -161,6 +161,10 @@ fn run(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> Outcome {
                 spec.key_indexes(args)
             };
             let keys = idx.iter().map(|&i| &args[i][..]);
+            if spec.is_write() && !all && ctx.shared.watches.is_active() {
+                let keys = idx.iter().map(|&i| &args[i]);
+                crate::settle::watchers(ctx.shared, ctx.client.id(), ctx.client.db, keys);
+            }
             let mut txn = match lock(ctx.shared, all, keys) {
                 Ok(t) => t,
                 Err(busy) => return Outcome::now(busy),
@@ -370,7 +374,7 @@ pub(crate) fn finish(ctx: &mut Ctx<'_>, mut txn: Txn<'_>, frame: Frame) -> Outco
             // woken for a job asks for it before a newcomer does. So this
             // reply waits for theirs to be durable, and the connection
             // lets them go out first (`ClientState::served_blocked`).
-            let (served_dep, served) = shared.blocking.serve(shared, ready);
+            let (served_dep, served) = shared.blocking.serve(shared, ctx.client.id(), ready);
             ctx.client.served_blocked |= served;
             Outcome {
                 frame,

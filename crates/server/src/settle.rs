@@ -4,7 +4,9 @@
 //! readable, so a command sent right after another client's request sees
 //! what that request did: a CLIENT LIST shows the query buffer it filled,
 //! or the client it got evicted or closed for passing its output limit; a
-//! PUBLISH does not reach a subscriber whose UNSUBSCRIBE arrived first.
+//! PUBLISH does not reach a subscriber whose UNSUBSCRIBE arrived first;
+//! a write does not abort an EXEC that arrived first on a connection
+//! watching the key.
 //! Here a connection's turn runs on whichever event loop took its socket,
 //! and the other loop may not have read that request yet; tools and
 //! Redis's own tests read such a listing as the server's state, and the
@@ -14,7 +16,8 @@
 //! run what arrived before the listing: it is between turns with nothing
 //! unread in its socket, or it has since read all that its socket held and
 //! ended that turn; before delivering, [`receivers`] waits so for the
-//! subscribers it delivers to. The wait gives up after [`MAX_WAIT`], for
+//! subscribers it delivers to, and before writing, [`watchers`] for the
+//! clients watching the keys. The wait gives up after [`MAX_WAIT`], for
 //! a connection that will not read (one closing after QUIT with more sent
 //! behind it).
 //!
@@ -23,6 +26,7 @@
 
 use crate::client::ClientHandle;
 use crate::state::Shared;
+use bytes::Bytes;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -161,6 +165,21 @@ pub fn receivers(shared: &Shared, me: u64, subscribers: Vec<Arc<ClientHandle>>) 
         pending.retain(|(h, target)| still_owes(shared, h, me, *target));
     }
     wait(shared, me, pending);
+}
+
+/// [`receivers`] for the clients watching `keys` in `db`, before a write
+/// to them: a WATCH ... EXEC that arrived before the write runs before it,
+/// as in Redis, instead of being aborted by it.
+pub fn watchers<'k>(shared: &Shared, me: u64, db: usize, keys: impl Iterator<Item = &'k Bytes>) {
+    let ids = shared.watches.watchers_of(db, keys, me, MAX_RECEIVERS);
+    if ids.is_empty() {
+        return;
+    }
+    let handles = ids
+        .iter()
+        .filter_map(|&id| shared.clients.get(id))
+        .collect();
+    receivers(shared, me, handles);
 }
 
 /// Those of `handles` with something received but not run yet, and how

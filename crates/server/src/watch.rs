@@ -49,6 +49,36 @@ impl WatchRegistry {
         self.watched_keys.load(Ordering::Acquire) > 0
     }
 
+    /// The clients other than `me` watching any of `keys` in `db`, up to
+    /// `most` of them (more: none, see `settle::MAX_RECEIVERS`).
+    pub fn watchers_of<'k>(
+        &self,
+        db: usize,
+        keys: impl Iterator<Item = &'k Bytes>,
+        me: u64,
+        most: usize,
+    ) -> Vec<u64> {
+        if !self.is_active() {
+            return Vec::new();
+        }
+        let map = self.keys.lock();
+        let mut out = Vec::new();
+        for key in keys {
+            let Some(list) = map.get(&(db, key.clone())) else {
+                continue;
+            };
+            for &(client, _) in list {
+                if client != me && !out.contains(&client) {
+                    if out.len() == most {
+                        return Vec::new();
+                    }
+                    out.push(client);
+                }
+            }
+        }
+        out
+    }
+
     /// Marks the watchers of everything `muts` touched in database `db`.
     pub fn touch(&self, muts: &[Mutation]) {
         if !self.is_active() || muts.is_empty() {

@@ -508,3 +508,63 @@ fn a_rejected_exec_is_an_execabort() {
         "EXECABORT Transaction discarded because of: wrong number of arguments for 'exec' command"
     );
 }
+
+/// An EXEC that reached the server before another client's write to a key
+/// it watches runs first, as on Redis's single loop, and is not aborted
+/// by that write, even when the two connections are served by different
+/// event loops. Also when the write is one a blocked BRPOPLPUSH makes
+/// (Redis's "BRPOPLPUSH does not affect WATCH while still blocked").
+#[test]
+fn an_exec_sent_before_a_write_to_its_watched_key_runs_first() {
+    use durakv_protocol::Frame;
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let bulk = |s: &str| Frame::Array(vec![Frame::bulk_from_str(s)]);
+    for round in 0..200 {
+        // A plain write.
+        let mut w = RespConn::new(srv.raw());
+        w.send(&["WATCH", "k"]);
+        w.frame();
+        w.send(&["MULTI"]);
+        w.frame();
+        w.send(&["GET", "other"]);
+        w.frame();
+        w.send(&["EXEC"]);
+        let _: () = ok(&mut c, &["SET", "k", "v"]);
+        assert_eq!(
+            w.frame(),
+            Frame::Array(vec![Frame::Null]),
+            "round {round}, SET"
+        );
+
+        // A write made by serving a blocked client.
+        let _: () = ok(&mut c, &["SET", "somekey", "somevalue"]);
+        let mut blocked = RespConn::new(srv.raw());
+        blocked.send(&["BRPOPLPUSH", "src", "dst", "0"]);
+        wait_until_blocked(&mut c, 1);
+        let mut w = RespConn::new(srv.raw());
+        w.send(&["WATCH", "dst"]);
+        w.frame();
+        w.send(&["MULTI"]);
+        w.frame();
+        w.send(&["GET", "somekey"]);
+        w.frame();
+        w.send(&["EXEC"]);
+        let _: i64 = ok(&mut c, &["LPUSH", "src", "element"]);
+        assert_eq!(w.frame(), bulk("somevalue"), "round {round}, BRPOPLPUSH");
+        assert_eq!(blocked.frame(), Frame::bulk_from_str("element"));
+        let _: i64 = ok(&mut c, &["DEL", "src", "dst"]);
+    }
+}
+
+fn wait_until_blocked(c: &mut redis::Connection, n: i64) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let info: String = ok(c, &["INFO", "clients"]);
+        if info.contains(&format!("blocked_clients:{n}\r")) {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "{info}");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
