@@ -157,7 +157,8 @@ pub fn note_startup(shared: &Shared) {
         + b.clients_normal
         + b.scripts.scripts_eval as u64
         + b.lua_vms();
-    let own = b.used.saturating_sub(shared.store.loaded_bytes + apart);
+    let loaded = shared.store.loaded_bytes.load(Ordering::Relaxed);
+    let own = b.used.saturating_sub(loaded + apart);
     memory::set_startup_memory_bytes(own.max(opened));
 }
 

@@ -90,8 +90,9 @@ pub struct Store {
     pub checkpointer: Arc<Checkpointer>,
     /// What start-up did with checkpoints (loaded, fell back, resharded).
     pub checkpoint_recovery: CheckpointRecovery,
-    /// What loading the data allocated (see `memory_breakdown::note_startup`).
-    pub loaded_bytes: u64,
+    /// What loading the data allocated (see `memory_breakdown::note_startup`):
+    /// the store's own, and a Redis data directory's imported at start.
+    pub loaded_bytes: AtomicU64,
     /// Held for the server's lifetime: one server per data directory.
     pub dir_lock: DirLocks,
 }
@@ -141,7 +142,7 @@ impl Store {
             recovery: p.recovery,
             checkpointer: p.checkpointer,
             checkpoint_recovery: p.checkpoint_recovery,
-            loaded_bytes: p.loaded_bytes,
+            loaded_bytes: AtomicU64::new(p.loaded_bytes),
             dir_lock: p.lock,
         })
     }

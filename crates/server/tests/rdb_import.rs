@@ -6,6 +6,9 @@ mod common;
 use common::*;
 use std::collections::HashMap;
 
+/// The one value big enough to show in INFO memory.
+const HUGE_BYTES: usize = 1_000_000;
+
 /// A dump.rdb written by a real Redis with one key of each type, a TTL,
 /// a key in another database and a function library; None without Redis.
 fn redis_dump() -> Option<Vec<u8>> {
@@ -21,6 +24,8 @@ fn redis_dump() -> Option<Vec<u8>> {
     let _: String = q(&mut c, &["XADD", "x", "1-1", "f", "v"]);
     let big = "x".repeat(5000);
     let _: () = q(&mut c, &["SET", "big", &big]);
+    let huge = "y".repeat(HUGE_BYTES);
+    let _: () = q(&mut c, &["SET", "huge", &huge]);
     let _: () = q(&mut c, &["SELECT", "3"]);
     let _: () = q(&mut c, &["SET", "in3", "yes"]);
     let _: String = q(
@@ -51,6 +56,7 @@ fn check_dataset(c: &mut redis::Connection) {
     assert_eq!(q::<String>(c, &["ZSCORE", "z", "m1"]), "1.5");
     assert_eq!(q::<i64>(c, &["XLEN", "x"]), 1);
     assert_eq!(q::<i64>(c, &["STRLEN", "big"]), 5000);
+    assert_eq!(q::<usize>(c, &["STRLEN", "huge"]), HUGE_BYTES);
     let _: () = q(c, &["SELECT", "3"]);
     assert_eq!(q::<String>(c, &["GET", "in3"]), "yes");
     let _: () = q(c, &["SELECT", "0"]);
@@ -65,13 +71,21 @@ fn first_start_imports_redis_dump_once_and_keeps_it() {
     let mut srv = Server::start_in(dir, &[]);
     let mut c = srv.conn();
     check_dataset(&mut c);
-    assert_eq!(q::<i64>(&mut c, &["DBSIZE"]), 9);
+    assert_eq!(q::<i64>(&mut c, &["DBSIZE"]), 10);
+    // What was imported is data, not memory the server holds for itself.
+    let memory: String = q(&mut c, &["INFO", "memory"]);
+    let dataset: usize = memory
+        .lines()
+        .find_map(|l| l.strip_prefix("used_memory_dataset:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{memory}"));
+    assert!(dataset >= HUGE_BYTES, "{memory}");
 
     // Imported durably: a crash right after keeps it all.
     srv.kill9();
     srv.restart();
     let mut c = srv.conn();
-    assert_eq!(q::<i64>(&mut c, &["DBSIZE"]), 9);
+    assert_eq!(q::<i64>(&mut c, &["DBSIZE"]), 10);
     assert_eq!(q::<String>(&mut c, &["GET", "n"]), "12346");
 
     // Never again: the store holds the data now, and the file is a
