@@ -315,7 +315,7 @@ impl RespConn {
     }
 
     pub fn frame(&mut self) -> durakv_protocol::Frame {
-        let mut chunk = [0u8; 16 * 1024];
+        let mut chunk = vec![0u8; 256 * 1024];
         loop {
             if let Some(f) =
                 durakv_protocol::reply::parse_reply(&mut self.buf).expect("well-formed reply")
@@ -325,6 +325,21 @@ impl RespConn {
             let n = self.s.read(&mut chunk).expect("read");
             assert!(n > 0, "connection closed");
             self.buf.extend_from_slice(&chunk[..n]);
+            // An incomplete reply is parsed again from its start, so take
+            // what else has arrived, up to twice what is held, before the
+            // next try: a reply of many megabytes (a random SETRANGE offset
+            // read back) otherwise took minutes to parse.
+            let target = self.buf.len() * 2;
+            self.s.set_nonblocking(true).expect("nonblocking");
+            while self.buf.len() < target {
+                match self.s.read(&mut chunk) {
+                    Ok(0) => break,
+                    Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                    Err(e) => panic!("read: {e}"),
+                }
+            }
+            self.s.set_nonblocking(false).expect("blocking");
         }
     }
 }
