@@ -379,9 +379,6 @@ impl Store {
 /// newer ones that failed.
 type Loaded = (Keyspace, Option<LoadedCheckpoint>, Vec<(PathBuf, String)>);
 
-/// Loads the newest checkpoint that verifies into a keyspace shaped like
-/// it; falls back to older ones. Returns an empty keyspace of the
-/// configured shape when there are no checkpoints.
 /// Sums what the steps that load data allocate, less what they free, as
 /// `StoreConfig::memory_probe` counts it.
 struct LoadMeter {
@@ -395,24 +392,22 @@ impl LoadMeter {
     }
 
     fn measure<T>(&mut self, step: impl FnOnce() -> T) -> T {
-        let Some(probe) = self.probe else {
-            return step();
-        };
-        let before = probe();
-        let out = step();
-        self.bytes += probe() as i64 - before as i64;
-        out
+        self.measure_if(step, |_| true)
     }
 
     /// Like `measure`, but a step that fails counts nothing: what it
     /// loaded is dropped with the keyspace it loaded into.
     fn measure_ok<T, E>(&mut self, step: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
+        self.measure_if(step, Result::is_ok)
+    }
+
+    fn measure_if<T>(&mut self, step: impl FnOnce() -> T, counts: impl Fn(&T) -> bool) -> T {
         let Some(probe) = self.probe else {
             return step();
         };
         let before = probe();
         let out = step();
-        if out.is_ok() {
+        if counts(&out) {
             self.bytes += probe() as i64 - before as i64;
         }
         out
@@ -423,6 +418,9 @@ impl LoadMeter {
     }
 }
 
+/// Loads the newest checkpoint that verifies into a keyspace shaped like
+/// it; falls back to older ones. Returns an empty keyspace of the
+/// configured shape when there are no checkpoints.
 fn load_newest(
     fs: &dyn FileSystem,
     ckpt: &Checkpointer,

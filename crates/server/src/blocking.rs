@@ -483,10 +483,8 @@ impl Blocking {
             let keys = std::iter::once(key).chain(op.extra_keys()).map(|k| &k[..]);
             // Serving writes these keys for the waiter, as if it sent its
             // command again now (`crate::settle::watchers`).
-            if shared.watches.is_active() {
-                let keys = std::iter::once(key).chain(op.extra_keys());
-                crate::settle::watchers(shared, writer, db, keys);
-            }
+            let watched = std::iter::once(key).chain(op.extra_keys());
+            crate::settle::watchers(shared, writer, db, watched);
             let mut txn = lock(shared, keys);
             if !self.claim(&w) {
                 // Served elsewhere or gone meanwhile: the next one.

@@ -161,7 +161,7 @@ fn run(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> Outcome {
                 spec.key_indexes(args)
             };
             let keys = idx.iter().map(|&i| &args[i][..]);
-            if spec.is_write() && !all && ctx.shared.watches.is_active() {
+            if spec.is_write() && !all {
                 let keys = idx.iter().map(|&i| &args[i]);
                 crate::settle::watchers(ctx.shared, ctx.client.id(), ctx.client.db, keys);
             }

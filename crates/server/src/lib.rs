@@ -118,15 +118,13 @@ pub fn run(config: Config) -> Result<(), String> {
     let shared = open_on(config, None)?;
     // A failure is logged; the server runs with the score it has.
     let _ = oom_score::apply(&shared, &shared.config.read());
-    let before = memory::counted_bytes();
+    let before = memory::counted_or_zero();
     rdb_load::import_at_start(&shared)?;
-    if let (Some(a), Some(b)) = (before, memory::counted_bytes()) {
-        let imported = b.saturating_sub(a);
-        shared
-            .store
-            .loaded_bytes
-            .fetch_add(imported, std::sync::atomic::Ordering::Relaxed);
-    }
+    let imported = memory::counted_or_zero().saturating_sub(before);
+    shared
+        .store
+        .loaded_bytes
+        .fetch_add(imported, std::sync::atomic::Ordering::Relaxed);
     serve_until_shutdown(shared)
 }
 

@@ -172,9 +172,6 @@ pub fn receivers(shared: &Shared, me: u64, subscribers: Vec<Arc<ClientHandle>>) 
 /// as in Redis, instead of being aborted by it.
 pub fn watchers<'k>(shared: &Shared, me: u64, db: usize, keys: impl Iterator<Item = &'k Bytes>) {
     let ids = shared.watches.watchers_of(db, keys, me, MAX_RECEIVERS);
-    if ids.is_empty() {
-        return;
-    }
     let handles = ids
         .iter()
         .filter_map(|&id| shared.clients.get(id))

@@ -522,14 +522,7 @@ fn an_exec_sent_before_a_write_to_its_watched_key_runs_first() {
     let bulk = |s: &str| Frame::Array(vec![Frame::bulk_from_str(s)]);
     for round in 0..200 {
         // A plain write.
-        let mut w = RespConn::new(srv.raw());
-        w.send(&["WATCH", "k"]);
-        w.frame();
-        w.send(&["MULTI"]);
-        w.frame();
-        w.send(&["GET", "other"]);
-        w.frame();
-        w.send(&["EXEC"]);
+        let mut w = exec_unread(&srv, "k", "other");
         let _: () = ok(&mut c, &["SET", "k", "v"]);
         assert_eq!(
             w.frame(),
@@ -542,19 +535,24 @@ fn an_exec_sent_before_a_write_to_its_watched_key_runs_first() {
         let mut blocked = RespConn::new(srv.raw());
         blocked.send(&["BRPOPLPUSH", "src", "dst", "0"]);
         wait_until_blocked(&mut c, 1);
-        let mut w = RespConn::new(srv.raw());
-        w.send(&["WATCH", "dst"]);
-        w.frame();
-        w.send(&["MULTI"]);
-        w.frame();
-        w.send(&["GET", "somekey"]);
-        w.frame();
-        w.send(&["EXEC"]);
+        let mut w = exec_unread(&srv, "dst", "somekey");
         let _: i64 = ok(&mut c, &["LPUSH", "src", "element"]);
         assert_eq!(w.frame(), bulk("somevalue"), "round {round}, BRPOPLPUSH");
         assert_eq!(blocked.frame(), Frame::bulk_from_str("element"));
         let _: i64 = ok(&mut c, &["DEL", "src", "dst"]);
     }
+}
+
+/// A connection that watches `watched`, queues `GET read` and has sent
+/// EXEC without reading its reply.
+fn exec_unread(srv: &Server, watched: &str, read: &str) -> RespConn {
+    let mut w = RespConn::new(srv.raw());
+    for cmd in [&["WATCH", watched][..], &["MULTI"], &["GET", read]] {
+        w.send(cmd);
+        w.frame();
+    }
+    w.send(&["EXEC"]);
+    w
 }
 
 fn wait_until_blocked(c: &mut redis::Connection, n: i64) {

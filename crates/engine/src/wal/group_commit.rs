@@ -546,12 +546,8 @@ fn page_cut(buf: &[u8]) -> Option<PageCut> {
     Some(cut)
 }
 
-/// A writer's batch buffer, for [`Core::run_writer`].
-pub fn writer_buffer() -> Vec<u8> {
-    new_buffer()
-}
-
-fn new_buffer() -> Vec<u8> {
+/// An empty batch: also each writer's buffer ([`Core::run_writer`]).
+pub(crate) fn new_buffer() -> Vec<u8> {
     let mut b = Vec::with_capacity(BUFFER_INITIAL_BYTES);
     b.resize(BATCH_HEADER_BYTES, 0);
     b
@@ -1375,7 +1371,7 @@ impl Core {
     /// the other writers sleep until a batch needs to start while one is
     /// still in flight.
     ///
-    /// `batch` comes from [`writer_buffer`], taken before the thread is
+    /// `batch` comes from [`new_buffer`], taken before the thread is
     /// spawned, so that the log holds its buffers once it is open, not at
     /// some point after (the server reads its start-up memory then).
     pub fn run_writer(
@@ -1847,7 +1843,7 @@ mod tests {
             for slot in 0..core.cfg.syncs_in_flight {
                 let core = core.clone();
                 let shared = shared.clone();
-                let batch = writer_buffer();
+                let batch = new_buffer();
                 handles.push(thread::spawn(move || {
                     core.run_writer(s, slot, &shared, batch)
                 }));

@@ -552,7 +552,7 @@ impl Wal {
             for slot in 0..cfg.syncs_in_flight {
                 let core = core.clone();
                 let sink = sink.clone();
-                let batch = group_commit::writer_buffer();
+                let batch = group_commit::new_buffer();
                 let h = std::thread::Builder::new()
                     .name(format!("durakv-wal-{s}.{slot}"))
                     .spawn(move || core.run_writer(s, slot, &sink, batch))
