@@ -53,6 +53,7 @@ pub mod stream;
 mod stream_codec;
 pub mod stream_op;
 pub mod txn;
+pub mod unwind;
 pub mod value;
 mod varint;
 pub mod wal;

@@ -7,9 +7,7 @@
 
 mod checkpoint_support;
 
-use bytes::Bytes;
-use checkpoint_support::{commit, START_MS};
-use durakv_engine::mutation::{ExpireMode, KeyOp, Mutation};
+use checkpoint_support::{commit, set, START_MS};
 use durakv_engine::store::{Store, StoreConfig};
 use durakv_engine::Durability;
 use std::os::unix::process::ExitStatusExt;
@@ -20,17 +18,6 @@ use std::process::Command;
 const CHILD_DIR: &str = "DURAKV_WRITE_PANIC_DIR";
 const TEST: &str = "a_panic_inside_a_write_aborts_and_the_log_decides";
 const SIGABRT: i32 = 6;
-
-fn set(key: &str, value: &str) -> Mutation {
-    Mutation::Key {
-        db: 0,
-        key: Bytes::from(key.to_owned()),
-        op: KeyOp::SetString {
-            value: Bytes::from(value.to_owned()),
-            expire: ExpireMode::Clear,
-        },
-    }
-}
 
 fn open(dir: &Path) -> Store {
     Store::open(&StoreConfig::new(dir)).unwrap_or_else(|e| panic!("open failed: {e}"))

@@ -318,7 +318,7 @@ pub fn blocking<T>(f: impl FnOnce() -> T) -> T {
 pub fn spawn(shared: Arc<Shared>) -> std::io::Result<JoinHandle<()>> {
     std::thread::Builder::new()
         .name("durakv-checkpointer".into())
-        .spawn(move || scheduler(&shared))
+        .spawn(move || crate::restart::restarting_thread("the checkpointer", || scheduler(&shared)))
 }
 
 fn scheduler(shared: &Shared) {

@@ -26,9 +26,11 @@ use durakv_engine::txn::UNLOGGED_FAILED_LSN;
 use durakv_engine::wal::{Owed, Wal};
 use durakv_protocol::request::pending_query_bytes;
 use durakv_protocol::{Frame, RequestLimits, RequestParser};
+use futures_util::FutureExt;
 use std::collections::VecDeque;
 use std::future::Future;
 use std::io;
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -209,8 +211,17 @@ pub async fn serve<S: ClientStream>(
 ) {
     let id = handle.id;
     let mut client = ClientState::new(handle.clone(), authenticated, shared.acl.default_user());
-    if let Err(e) = run(&shared, &mut stream, &mut client).await {
-        tracing::debug!(client = id, "connection closed: {e}");
+    // A panic here (a bug in a command that changed nothing: one that
+    // changes the keyspace aborts the process) ends this connection only,
+    // and the clean-up below still runs. Without it the client would stay
+    // registered, watching, subscribed and blocked for ever.
+    match AssertUnwindSafe(run(&shared, &mut stream, &mut client))
+        .catch_unwind()
+        .await
+    {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::debug!(client = id, "connection closed: {e}"),
+        Err(_) => tracing::error!(client = id, "a command panicked; the connection is closed"),
     }
     let mut ctx = Ctx {
         shared: &shared,
@@ -1152,4 +1163,79 @@ fn release(shared: &Shared, out: &mut BytesMut, held: &mut Held) {
     }
     out.extend_from_slice(&held.bytes[..ready]);
     held.bytes.advance(ready);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::Peer;
+    use std::pin::Pin;
+    use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+    /// A client that sends `script` and then, at its next read, makes the
+    /// connection's task panic, as a bug in a command would.
+    struct PanicsAfter {
+        script: &'static [u8],
+    }
+
+    impl AsyncRead for PanicsAfter {
+        fn poll_read(
+            mut self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            buf: &mut ReadBuf<'_>,
+        ) -> Poll<io::Result<()>> {
+            if self.script.is_empty() {
+                panic!("a bug while serving the client");
+            }
+            let n = self.script.len().min(buf.remaining());
+            buf.put_slice(&self.script[..n]);
+            self.script = &self.script[n..];
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    impl AsyncWrite for PanicsAfter {
+        fn poll_write(
+            self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            b: &[u8],
+        ) -> Poll<io::Result<usize>> {
+            Poll::Ready(Ok(b.len()))
+        }
+        fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+        fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    impl ClientStream for PanicsAfter {
+        fn write_now(&mut self, out: &mut BytesMut) -> io::Result<()> {
+            out.clear();
+            Ok(())
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_panicking_connection_is_forgotten_as_a_closed_one_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = crate::config::Config {
+            dir: dir.path().to_path_buf(),
+            ..Default::default()
+        };
+        let shared = crate::open_with(config, Arc::new(durakv_engine::io::OsFs)).unwrap();
+        let peer = Peer::Unix("test".into());
+        let handle = shared.clients.register(peer.clone(), peer, -1);
+        let script = b"*2\r\n$5\r\nWATCH\r\n$1\r\nk\r\n*2\r\n$9\r\nSUBSCRIBE\r\n$2\r\nch\r\n";
+        let task = tokio::spawn(serve(shared.clone(), PanicsAfter { script }, handle, true));
+        task.await.expect("the panic stays inside the connection");
+        assert_eq!(shared.clients.len(), 0, "the client is still registered");
+        assert!(!shared.watches.is_active(), "its WATCH is still registered");
+        assert_eq!(
+            shared.pubsub.numsub(false, b"ch"),
+            0,
+            "its subscription is still there"
+        );
+    }
 }

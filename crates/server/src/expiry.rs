@@ -5,6 +5,7 @@
 
 use crate::state::Shared;
 use crate::util::now_ms;
+use durakv_engine::unwind::AbortOnUnwind;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -75,6 +76,10 @@ pub fn active_expire_cycle(shared: &Shared) -> usize {
         // The shard's clock, so a later command here never uses an earlier
         // time than this removal did (replay relies on it).
         let now = shard.tick(now_ms());
+        // Removing a key touches several structures of its database; a
+        // panic between them must not leave them disagreeing for readers
+        // and the next checkpoint, as a write's would not (`Txn`).
+        let removing = AbortOnUnwind("active expiry");
         for db in shard.dbs.iter_mut() {
             for _ in 0..MAX_ROUNDS_PER_SHARD {
                 if db.volatile_len() == 0 {
@@ -88,6 +93,7 @@ pub fn active_expire_cycle(shared: &Shared) -> usize {
             }
         }
         let gone = crate::notify::take_expired(take, &mut shard);
+        drop(removing);
         drop(shard);
         if crate::notify::wants_expired(notify) {
             for (db, key) in &gone {

@@ -77,6 +77,7 @@ pub mod rdb_value;
 pub mod redis_conf;
 pub mod repl;
 pub mod reply_wait;
+pub mod restart;
 pub mod scripting;
 pub mod server;
 pub mod service;

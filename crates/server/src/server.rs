@@ -6,6 +6,7 @@ use crate::client::Peer;
 use crate::connection;
 use crate::expiry;
 use crate::listeners::{Change, Listening};
+use crate::restart::restarting;
 use crate::state::Shared;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -54,11 +55,10 @@ pub async fn serve(shared: Arc<Shared>) -> std::io::Result<()> {
         })?;
         tracing::info!("Ready to accept connections unix on {unixsocket}");
         let path: Arc<str> = unixsocket.into();
-        let task = tokio::spawn(crate::unix_socket::accept_loop(
-            shared.clone(),
-            listener,
-            path.clone(),
-        ));
+        let (listener, at, s) = (Arc::new(listener), path.clone(), shared.clone());
+        let task = tokio::spawn(restarting("the unix socket's accept loop", move || {
+            crate::unix_socket::accept_loop(s.clone(), listener.clone(), at.clone())
+        }));
         Some((path, task))
     };
 
@@ -84,11 +84,15 @@ pub async fn serve(shared: Arc<Shared>) -> std::io::Result<()> {
 
     crate::service::notify_ready(&shared.config.read().supervised);
     crate::repl::replica::adopt_configured_primary(&shared);
-    let background = tokio::spawn(expiry::run(shared.clone()));
+    let background = spawn_restarting("the background loop", &shared, expiry::run);
     let replication = [
-        tokio::spawn(crate::repl::replica::supervise(shared.clone())),
-        tokio::spawn(crate::repl::primary::ping_replicas(shared.clone())),
-        tokio::spawn(crate::repl::failover::run(shared.clone())),
+        spawn_restarting("the replica link", &shared, crate::repl::replica::supervise),
+        spawn_restarting(
+            "the replica pings",
+            &shared,
+            crate::repl::primary::ping_replicas,
+        ),
+        spawn_restarting("the failover loop", &shared, crate::repl::failover::run),
     ];
     let mut accepts = Vec::new();
     spawn_accepts(&shared, listening, &mut accepts);
@@ -148,6 +152,19 @@ pub async fn serve(shared: Arc<Shared>) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Spawns `run(shared)`, started again whenever it panics.
+fn spawn_restarting<Fut>(
+    name: &'static str,
+    shared: &Arc<Shared>,
+    run: fn(Arc<Shared>) -> Fut,
+) -> tokio::task::JoinHandle<()>
+where
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let shared = shared.clone();
+    tokio::spawn(restarting(name, move || run(shared.clone())))
+}
+
 /// An accept loop per socket, with the socket's (address, TLS).
 type Accepting = ((std::net::SocketAddr, bool), tokio::task::JoinHandle<()>);
 
@@ -156,10 +173,13 @@ fn spawn_accepts(shared: &Arc<Shared>, listening: Vec<Listening>, accepts: &mut 
     for l in listening {
         let at = l.socket.local_addr().map(|a| (a, l.tls));
         match (at, TcpListener::from_std(l.socket)) {
-            (Ok(at), Ok(socket)) => accepts.push((
-                at,
-                tokio::spawn(accept_loop(shared.clone(), socket, limit, l.tls)),
-            )),
+            (Ok(at), Ok(socket)) => {
+                let (socket, shared) = (Arc::new(socket), shared.clone());
+                let task = tokio::spawn(restarting("an accept loop", move || {
+                    accept_loop(shared.clone(), socket.clone(), limit, at.1)
+                }));
+                accepts.push((at, task))
+            }
             (Err(e), _) | (_, Err(e)) => {
                 tracing::error!("cannot accept on a listening socket: {e}")
             }
@@ -280,7 +300,7 @@ pub(crate) async fn next_accepted<T, F: std::future::Future<Output = std::io::Re
 
 async fn accept_loop(
     shared: Arc<Shared>,
-    listener: TcpListener,
+    listener: Arc<TcpListener>,
     mut limit: ClientLimit,
     tls: bool,
 ) {

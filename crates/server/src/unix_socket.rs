@@ -25,7 +25,7 @@ pub fn bind(path: &str, perm: u32) -> std::io::Result<UnixListener> {
 
 /// Accepts clients on `listener` until the server shuts down (which then
 /// removes the socket file).
-pub async fn accept_loop(shared: Arc<Shared>, listener: UnixListener, path: Arc<str>) {
+pub async fn accept_loop(shared: Arc<Shared>, listener: Arc<UnixListener>, path: Arc<str>) {
     while let Some((stream, _)) = crate::server::next_accepted(&shared, || listener.accept()).await
     {
         let maxclients = shared.config.read().maxclients;

@@ -311,10 +311,23 @@ impl Checkpointer {
             st.in_progress = true;
             st.current_started_unix_ms = started_unix_ms;
         }
-        let result = self.run(ks, wal, opts, started_unix_ms);
+        // A panic (a bug) must not leave the status saying a checkpoint
+        // runs: BGSAVE would be refused from then on.
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.run(ks, wal, opts, started_unix_ms)
+        }));
         let mut st = self.status.lock();
         st.in_progress = false;
         st.current_started_unix_ms = 0;
+        let result = match result {
+            Ok(result) => result,
+            Err(panic) => {
+                st.last_error = Some("the checkpoint panicked".to_owned());
+                st.failed += 1;
+                drop(st);
+                std::panic::resume_unwind(panic)
+            }
+        };
         match &result {
             Ok(stats) => {
                 st.last = Some(stats.clone());

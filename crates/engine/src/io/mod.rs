@@ -11,9 +11,11 @@
 //! random source so simulated runs can be made deterministic.
 
 mod fault;
+mod hooked;
 mod mapped;
 
 pub use fault::{CrashMode, CrashReport, CrashSpec, FaultFs, FaultStats, Flip};
+pub use hooked::{HookedFs, Hooks};
 pub use mapped::Mapped;
 
 use std::fs::{File, OpenOptions};

@@ -40,6 +40,7 @@ use std::time::Duration;
 
 use crate::durability::Durability;
 use crate::io::FileSystem;
+use crate::unwind::AbortOnUnwind;
 use group_commit::{BatchSink, CommitConfig, Core};
 use segment::{
     install_spare, install_spare_with, prepare_spare, ActiveSegment, SegmentList, SegmentParams,
@@ -555,7 +556,10 @@ impl Wal {
                 let batch = group_commit::new_buffer();
                 let h = std::thread::Builder::new()
                     .name(format!("durakv-wal-{s}.{slot}"))
-                    .spawn(move || core.run_writer(s, slot, &sink, batch))
+                    .spawn(move || {
+                        let _abort = AbortOnUnwind("a log writer");
+                        core.run_writer(s, slot, &sink, batch)
+                    })
                     .map_err(|e| WalError::io(&cfg.dirs[s], e))?;
                 threads.push(h);
             }
@@ -586,7 +590,10 @@ impl Wal {
             let params = params.clone();
             let h = std::thread::Builder::new()
                 .name("durakv-wal-prealloc".into())
-                .spawn(move || spares.run(params))
+                .spawn(move || {
+                    let _abort = AbortOnUnwind("the log's segment preallocator");
+                    spares.run(params)
+                })
                 .map_err(|e| WalError::io(&cfg.dirs[0], e))?;
             threads.push(h);
         }

@@ -733,82 +733,23 @@ pub(crate) fn remove_durably(fs: &dyn FileSystem, path: &Path) -> Result<(), Wal
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::io::OsFs;
+    use crate::io::{HookedFs, Hooks};
 
     /// The real file system, with every fdatasync taking `sync_delay` (and
     /// nothing else: durability is not under test) and the bytes written
     /// counted: a disk whose bandwidth is capped, or an infinitely fast one.
-    struct CappedFs {
+    struct Capped {
         sync_delay: Duration,
         written: Arc<AtomicU64>,
     }
 
-    struct CappedFile {
-        inner: Box<dyn FsFile>,
-        sync_delay: Duration,
-        written: Arc<AtomicU64>,
-    }
-
-    impl FsFile for CappedFile {
-        fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-            self.inner.read_at(buf, offset)
+    impl Hooks for Capped {
+        fn on_write(&self, _: &Path, len: usize) {
+            self.written.fetch_add(len as u64, SeqCst);
         }
-        fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
-            self.written.fetch_add(buf.len() as u64, SeqCst);
-            self.inner.write_all_at(buf, offset)
-        }
-        fn len(&self) -> io::Result<u64> {
-            self.inner.len()
-        }
-        fn set_len(&self, len: u64) -> io::Result<()> {
-            self.inner.set_len(len)
-        }
-        fn allocate(&self, len: u64) -> io::Result<()> {
-            self.inner.allocate(len)
-        }
-        fn sync_data(&self) -> io::Result<()> {
+        fn sync(&self, _: &Path, _real: &dyn Fn() -> io::Result<()>) -> io::Result<()> {
             std::thread::sleep(self.sync_delay);
             Ok(())
-        }
-        fn sync_all(&self) -> io::Result<()> {
-            self.sync_data()
-        }
-    }
-
-    impl FileSystem for CappedFs {
-        fn create_file(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
-            Ok(Box::new(CappedFile {
-                inner: OsFs.create_file(path)?,
-                sync_delay: self.sync_delay,
-                written: self.written.clone(),
-            }))
-        }
-        fn open_file(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
-            OsFs.open_file(path)
-        }
-        fn list_dir(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
-            OsFs.list_dir(dir)
-        }
-        fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
-            OsFs.create_dir_all(dir)
-        }
-        fn remove_file(&self, path: &Path) -> io::Result<()> {
-            OsFs.remove_file(path)
-        }
-        fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-            OsFs.rename(from, to)
-        }
-        fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-            OsFs.sync_dir(dir)
-        }
-        fn exists(&self, path: &Path) -> bool {
-            OsFs.exists(path)
-        }
-        fn now_ms(&self) -> u64 {
-            OsFs.now_ms()
-        }
-        fn random_u64(&self) -> u64 {
-            OsFs.random_u64()
         }
     }
 
@@ -820,10 +761,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let written = Arc::new(AtomicU64::new(0));
         let p = SegmentParams {
-            fs: Arc::new(CappedFs {
+            fs: Arc::new(HookedFs::new(Arc::new(Capped {
                 sync_delay,
                 written: written.clone(),
-            }),
+            }))),
             dir: dir.path().to_path_buf(),
             stream_id: 0,
             stream_count: 1,

@@ -316,6 +316,18 @@ pub fn random_key_mutation(rng: &mut StdRng, db: usize, now_ms: u64) -> Mutation
     Mutation::key(db, key, op)
 }
 
+/// SET `key` `value` in database 0, without a TTL.
+pub fn set(key: &str, value: &str) -> Mutation {
+    Mutation::Key {
+        db: 0,
+        key: Bytes::from(key.to_owned()),
+        op: KeyOp::SetString {
+            value: Bytes::from(value.to_owned()),
+            expire: ExpireMode::Clear,
+        },
+    }
+}
+
 /// Applies `muts` as one transaction and commits it at `level`. Returns the
 /// record's LSN (0 when unlogged).
 pub fn commit(store: &Store, muts: Vec<Mutation>, level: Durability, now_ms: u64) -> u64 {
