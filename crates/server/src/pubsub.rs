@@ -17,8 +17,9 @@ use crate::glob::glob_match;
 use bytes::{Bytes, BytesMut};
 use durakv_protocol::frame::{write_bulk, write_push_header};
 use durakv_protocol::Protocol;
+use indexmap::IndexSet;
 use parking_lot::{Mutex, RwLock};
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -289,7 +290,10 @@ impl Mailbox {
 /// A connection's own subscriptions (in its `ClientState`).
 #[derive(Default)]
 pub struct Subscriptions {
-    names: [HashSet<Bytes>; 3],
+    /// In the order subscribed (a removal moves the last one into its
+    /// place), so that an UNSUBSCRIBE without arguments answers in the same
+    /// order for the same subscriptions, as Redis does.
+    names: [IndexSet<Bytes>; 3],
     /// What the names take, as `maxmemory-clients` counts them.
     bytes: usize,
 }
@@ -302,7 +306,7 @@ impl Subscriptions {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.names.iter().all(HashSet::is_empty)
+        self.names.iter().all(IndexSet::is_empty)
     }
 
     pub fn count(&self, kind: Kind) -> usize {
@@ -452,7 +456,7 @@ impl PubSub {
         kind: Kind,
         name: &[u8],
     ) -> bool {
-        if !subs.names[kind as usize].remove(name) {
+        if !subs.names[kind as usize].swap_remove(name) {
             return false;
         }
         subs.bytes -= name.len() + crate::client::ENTRY_OVERHEAD_BYTES;

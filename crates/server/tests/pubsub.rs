@@ -68,6 +68,52 @@ fn messages_reach_channel_and_pattern_subscribers() {
     );
 }
 
+/// UNSUBSCRIBE and PUNSUBSCRIBE without arguments answer in one order for
+/// the same subscriptions, whatever the connection (clients that count
+/// the replies' remaining subscriptions rely on it): the order subscribed.
+#[test]
+fn unsubscribing_from_all_answers_in_the_order_subscribed() {
+    let srv = Server::start(&[]);
+    let channels = ["ch1", "ch2", "ch3", "ch4", "ch5"];
+    let patterns = ["p1.*", "p2.*", "p3.*"];
+    for _ in 0..8 {
+        let mut c = raw(&srv);
+        c.send(
+            &["SUBSCRIBE"]
+                .iter()
+                .chain(&channels)
+                .copied()
+                .collect::<Vec<_>>(),
+        );
+        c.send(
+            &["PSUBSCRIBE"]
+                .iter()
+                .chain(&patterns)
+                .copied()
+                .collect::<Vec<_>>(),
+        );
+        for _ in 0..channels.len() + patterns.len() {
+            c.frame();
+        }
+        c.send(&["UNSUBSCRIBE"]);
+        for (i, ch) in channels.iter().enumerate() {
+            let left = (channels.len() - 1 - i + patterns.len()) as i64;
+            assert_eq!(
+                c.frame(),
+                Frame::Array(vec![bulk("unsubscribe"), bulk(ch), Frame::Integer(left)])
+            );
+        }
+        c.send(&["PUNSUBSCRIBE"]);
+        for (i, p) in patterns.iter().enumerate() {
+            let left = (patterns.len() - 1 - i) as i64;
+            assert_eq!(
+                c.frame(),
+                Frame::Array(vec![bulk("punsubscribe"), bulk(p), Frame::Integer(left)])
+            );
+        }
+    }
+}
+
 #[test]
 fn resp2_subscribed_mode_allows_only_subscription_commands() {
     let srv = Server::start(&[]);

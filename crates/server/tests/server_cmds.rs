@@ -558,6 +558,48 @@ fn info_counts_socket_reads_and_writes_and_memory_since_startup() {
     assert!(num(st, "total_reads_processed") <= 3, "reset: {st:?}");
 }
 
+/// The section headers a tool reading INFO finds, in Redis 7's order,
+/// the empty Modules section among them.
+#[test]
+fn info_prints_redis_sections_in_redis_order() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let modules: String = q(&mut c, &["INFO", "modules"]);
+    assert_eq!(modules, "# Modules\r\n");
+    let mut headers = |args: &[&str]| -> Vec<String> {
+        let text: String = q(&mut c, args);
+        text.lines()
+            .filter_map(|l| l.strip_prefix("# "))
+            .map(str::to_owned)
+            .collect()
+    };
+    let default = [
+        "Server",
+        "Clients",
+        "Memory",
+        "Persistence",
+        "Stats",
+        "Replication",
+        "CPU",
+        "Modules",
+        "Errorstats",
+        "Cluster",
+        "Keyspace",
+    ];
+    assert_eq!(headers(&["INFO"]), default);
+    assert_eq!(headers(&["INFO", "default"]), default);
+    let mut all = default.to_vec();
+    all.insert(
+        all.iter().position(|s| *s == "Errorstats").unwrap(),
+        "Commandstats",
+    );
+    all.insert(
+        all.iter().position(|s| *s == "Cluster").unwrap(),
+        "Latencystats",
+    );
+    assert_eq!(headers(&["INFO", "all"]), all);
+}
+
 #[test]
 fn info_sections_have_real_values() {
     let srv = Server::start(&[]);

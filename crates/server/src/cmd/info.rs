@@ -41,6 +41,9 @@ const SECTIONS: &[(&str, bool)] = &[
     ("stats", true),
     ("replication", true),
     ("cpu", true),
+    // Always empty (durakv loads no modules), but present as in Redis,
+    // for tools that look for every section header.
+    ("modules", true),
     ("commandstats", false),
     ("errorstats", true),
     ("latencystats", false),
@@ -231,6 +234,7 @@ fn info_text(
             "stats" => ("Stats", stats_section(shared, expired)),
             "replication" => ("Replication", replication_section(shared)),
             "cpu" => ("CPU", cpu_section()),
+            "modules" => ("Modules", String::new()),
             "commandstats" => ("Commandstats", shared.cmdstats.commandstats()),
             "errorstats" => ("Errorstats", shared.cmdstats.errorstats()),
             "latencystats" => ("Latencystats", shared.cmdstats.latencystats()),
