@@ -35,7 +35,7 @@ impl Default for EncodingLimits {
     /// Redis 7's defaults.
     fn default() -> Self {
         EncodingLimits {
-            hash_entries: 128,
+            hash_entries: 512,
             hash_value: 64,
             set_intset_entries: 512,
             set_entries: 128,

@@ -1598,6 +1598,29 @@ fn config_rewrite_without_a_file_is_refused() {
 fn encoding_thresholds_follow_config() {
     let srv = Server::start(&[]);
     let mut c = srv.conn();
+    // redis-server's built-in defaults (its sample redis.conf says 128 for
+    // hashes, but a server started without it uses 512).
+    let defaults: HashMap<String, String> = ok(&mut c, &["CONFIG", "GET", "*-max-*-entries"]);
+    for (name, want) in [
+        ("hash-max-listpack-entries", "512"),
+        ("hash-max-ziplist-entries", "512"),
+        ("set-max-intset-entries", "512"),
+        ("set-max-listpack-entries", "128"),
+        ("zset-max-listpack-entries", "128"),
+        ("zset-max-ziplist-entries", "128"),
+    ] {
+        assert_eq!(defaults[name], want, "{name}");
+    }
+    let fields: Vec<String> = (0..400).map(|i| format!("f{i}")).collect();
+    let mut hset = vec!["HSET", "big"];
+    for f in &fields {
+        hset.extend([f.as_str(), "v"]);
+    }
+    let _: i64 = ok(&mut c, &hset);
+    assert_eq!(
+        ok::<String>(&mut c, &["OBJECT", "ENCODING", "big"]),
+        "listpack"
+    );
     let _: () = ok(&mut c, &["CONFIG", "SET", "set-max-intset-entries", "4"]);
     let _: i64 = ok(&mut c, &["SADD", "s", "1", "2", "3"]);
     assert_eq!(ok::<String>(&mut c, &["OBJECT", "ENCODING", "s"]), "intset");
