@@ -48,6 +48,7 @@ pub mod config;
 pub mod config_file;
 pub mod config_rewrite;
 pub mod connection;
+pub mod cpu_usage;
 pub mod decimal;
 pub mod digest;
 pub mod dispatch;
@@ -205,6 +206,8 @@ pub fn serve_until_shutdown(shared: Arc<Shared>) -> Result<(), String> {
         .worker_threads(threads)
         .enable_all()
         .thread_name(IO_THREAD_NAME)
+        .on_thread_start(cpu_usage::note_io_thread)
+        .on_thread_stop(cpu_usage::forget_io_thread)
         // Scripts run on these threads, and cjson, cmsgpack and the reply
         // conversion recurse once per level of nesting (cjson up to 1,000
         // levels, as in Redis). Tokio's default of 2 MiB overflowed on a

@@ -291,13 +291,18 @@ fn server_section(shared: &Shared) -> String {
     field(&mut s, "redis_git_dirty", 0);
     field(&mut s, "durakv_version", env!("CARGO_PKG_VERSION"));
     field(&mut s, "redis_mode", "standalone");
-    let os = format!(
-        "{} {} {}",
-        read_trimmed("/proc/sys/kernel/ostype"),
-        read_trimmed("/proc/sys/kernel/osrelease"),
-        std::env::consts::ARCH
-    );
-    field(&mut s, "os", os.trim());
+    // Read once: the kernel does not change under a running process.
+    static OS: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let os = OS.get_or_init(|| {
+        let os = format!(
+            "{} {} {}",
+            read_trimmed("/proc/sys/kernel/ostype"),
+            read_trimmed("/proc/sys/kernel/osrelease"),
+            std::env::consts::ARCH
+        );
+        os.trim().to_owned()
+    });
+    field(&mut s, "os", os);
     field(&mut s, "arch_bits", usize::BITS);
     // Rust's `Instant`, which durakv times with, reads CLOCK_MONOTONIC.
     field(&mut s, "monotonic_clock", "POSIX clock_gettime");
@@ -374,16 +379,16 @@ fn clients_section(shared: &Shared) -> String {
     s
 }
 
+/// As Redis reads it: physical pages times the page size.
 fn total_system_memory() -> u64 {
-    std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|t| {
-            t.lines()
-                .find(|l| l.starts_with("MemTotal:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
-        })
-        .map(|kb| kb * 1024)
-        .unwrap_or(0)
+    // SAFETY: sysconf has no preconditions.
+    let (pages, page) = unsafe {
+        (
+            libc::sysconf(libc::_SC_PHYS_PAGES),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
+    (pages.max(0) as u64).saturating_mul(page.max(0) as u64)
 }
 
 fn memory_section(shared: &Shared, counts: Option<&KeyCounts>) -> String {
@@ -637,50 +642,15 @@ fn replication_section(shared: &Shared) -> String {
     crate::repl::info_section(shared)
 }
 
-/// Linux reports /proc CPU times in USER_HZ, fixed at 100 for user space.
-const CLOCK_TICKS_PER_SEC: f64 = 100.0;
-
-/// (user, system, children user, children system) seconds from a
-/// `/proc/.../stat` file.
-fn cpu_times(path: &str) -> Option<[f64; 4]> {
-    let text = std::fs::read_to_string(path).ok()?;
-    // The command name (field 2) may contain spaces; fields resume after ')'.
-    let rest = text.get(text.rfind(')')? + 1..)?;
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let secs = |i: usize| Some(f.get(i)?.parse::<u64>().ok()? as f64 / CLOCK_TICKS_PER_SEC);
-    // Fields 14..=17 (utime, stime, cutime, cstime); `rest` starts at field 3.
-    Some([secs(11)?, secs(12)?, secs(13)?, secs(14)?])
-}
-
-/// Redis's "main thread" is the one that runs commands; here the
-/// connection threads (`durakv-io`) do, so their times are summed. None
-/// when there are none (an embedded server on another runtime).
-fn command_threads_cpu() -> Option<[f64; 4]> {
-    let mut sum: Option<[f64; 4]> = None;
-    for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
-        let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
-        if !comm.starts_with(crate::IO_THREAD_NAME) {
-            continue;
-        }
-        let Some(t) = cpu_times(&task.path().join("stat").to_string_lossy()) else {
-            continue;
-        };
-        let s = sum.get_or_insert([0.0; 4]);
-        for (a, b) in s.iter_mut().zip(t) {
-            *a += b;
-        }
-    }
-    sum
-}
-
 fn cpu_section() -> String {
-    let p = cpu_times("/proc/self/stat").unwrap_or_default();
-    let main = command_threads_cpu().unwrap_or_default();
+    let p = crate::cpu_usage::process();
+    let c = crate::cpu_usage::children();
+    let main = crate::cpu_usage::io_threads().unwrap_or_default();
     let mut s = String::new();
     field(&mut s, "used_cpu_sys", format!("{:.6}", p[1]));
     field(&mut s, "used_cpu_user", format!("{:.6}", p[0]));
-    field(&mut s, "used_cpu_sys_children", format!("{:.6}", p[3]));
-    field(&mut s, "used_cpu_user_children", format!("{:.6}", p[2]));
+    field(&mut s, "used_cpu_sys_children", format!("{:.6}", c[1]));
+    field(&mut s, "used_cpu_user_children", format!("{:.6}", c[0]));
     field(
         &mut s,
         "used_cpu_sys_main_thread",
@@ -720,12 +690,5 @@ mod tests {
         assert_eq!(bytes_to_human(512), "512B");
         assert_eq!(bytes_to_human(1536), "1.50K");
         assert_eq!(bytes_to_human(3 * 1024 * 1024), "3.00M");
-    }
-
-    #[test]
-    fn cpu_times_parse_own_stat() {
-        if std::path::Path::new("/proc/self/stat").exists() {
-            assert!(cpu_times("/proc/self/stat").is_some());
-        }
     }
 }
