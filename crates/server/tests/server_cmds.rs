@@ -1110,6 +1110,55 @@ fn command_info_tips_as_redis_7() {
     assert!(!docs["touch"].contains_key("tips"), "{docs:?}");
 }
 
+/// COMMAND DOCS gives each command's first version and its arguments as
+/// Redis 7.0.15 does, so redis-cli's hints and `help` read the same; only
+/// what Redis 7.2 added (which durakv serves) differs. Skipped without
+/// `redis-server`.
+#[test]
+fn command_docs_arguments_match_redis() {
+    let Some(redis) = RealRedis::start(&[]) else {
+        return;
+    };
+    let srv = Server::start(&[]);
+    let (mut ours, mut theirs) = (srv.conn(), redis.conn());
+    type Docs = HashMap<String, HashMap<String, redis::Value>>;
+    let want: Docs = ok(&mut theirs, &["COMMAND", "DOCS"]);
+    let got: Docs = ok(&mut ours, &["COMMAND", "DOCS"]);
+    // Redis 7.2's WITHSCORE.
+    const CHANGED_IN_7_2: &[&str] = &["zrank", "zrevrank"];
+    let mut compared = 0;
+    let mut check =
+        |name: &str, want: &HashMap<String, redis::Value>, got: &HashMap<String, redis::Value>| {
+            for field in ["since", "arguments"] {
+                if field == "arguments" && CHANGED_IN_7_2.contains(&name) {
+                    continue;
+                }
+                assert_eq!(got.get(field), want.get(field), "{name} {field}");
+            }
+            compared += 1;
+        };
+    for (name, w) in &want {
+        let g = got
+            .get(name)
+            .unwrap_or_else(|| panic!("no docs for {name}"));
+        check(name, w, g);
+        let subs = |d: &HashMap<String, redis::Value>| -> Docs {
+            d.get("subcommands")
+                .map(|v| redis::from_redis_value_ref(v).unwrap())
+                .unwrap_or_default()
+        };
+        let got_subs = subs(g);
+        for (sub, ws) in subs(w) {
+            check(&sub, &ws, &got_subs[&sub]);
+        }
+    }
+    assert!(compared > 300, "{compared}");
+    let withscore = |name: &str| format!("{:?}", got[name]["arguments"]);
+    for name in CHANGED_IN_7_2 {
+        assert!(withscore(name).contains("WITHSCORE"), "{name}");
+    }
+}
+
 /// Client libraries probe CLUSTER to tell a cluster from a single server:
 /// the answers must be a Redis with cluster support disabled.
 #[test]

@@ -1,6 +1,7 @@
 //! COMMAND: the command table as clients see it (COUNT, INFO, DOCS,
 //! LIST, GETKEYS), from the same specs dispatch uses.
 use super::command_flags::informational_flags;
+use super::command_syntax::{arg_frame, syntax_of};
 use super::command_tips::tips_of;
 use super::key_flags::{call_key_flags, flags_of_key, is_not_key, key_spec_flags};
 use super::key_specs::{legacy_triple, redis_key_specs, Begin, Find, KeySpec};
@@ -251,10 +252,16 @@ impl View {
     }
 
     fn docs(&self, parent: Option<&CommandSpec>) -> Frame {
-        let mut m = vec![
-            (bulk("summary"), bulk(self.summary)),
-            (bulk("group"), bulk(self.group)),
-        ];
+        let syntax = syntax_of(&self.name);
+        let mut m = vec![(bulk("summary"), bulk(self.summary))];
+        if let Some((since, _)) = syntax.as_ref().filter(|(since, _)| !since.is_empty()) {
+            m.push((bulk("since"), bulk(since)));
+        }
+        m.push((bulk("group"), bulk(self.group)));
+        if let Some((_, args)) = syntax.as_ref().filter(|(_, args)| !args.is_empty()) {
+            let args = args.iter().map(arg_frame).collect();
+            m.push((bulk("arguments"), Frame::Array(args)));
+        }
         if let Some(p) = parent {
             if !self.subs.is_empty() {
                 let subs = self

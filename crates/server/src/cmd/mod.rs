@@ -41,6 +41,8 @@ pub mod client;
 pub mod cluster;
 pub mod command_docs;
 pub mod command_flags;
+mod command_syntax;
+mod command_syntax_table;
 pub mod command_tips;
 pub mod config;
 pub mod connection;
