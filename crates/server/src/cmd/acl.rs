@@ -18,7 +18,7 @@ pub fn commands() -> Vec<CommandSpec> {
         Keys::None,
         Handler::Conn(acl),
         "server",
-        "A container for Access List Control commands.",
+        "Parent of the subcommands that manage users and permissions.",
     )]
 }
 
@@ -29,70 +29,70 @@ pub(super) const ACL_SUBS: &[SubSpec] = &[
         "cat",
         -2,
         NOSCRIPT | LOADING | STALE,
-        "Lists the ACL categories, or the commands inside a category.",
+        "Gives the category names, or with a category, its commands.",
     ),
     sub(
         "deluser",
         -3,
         ADMIN_SUB,
-        "Deletes ACL users, and terminates their connections.",
+        "Removes users and disconnects anyone logged in as them.",
     ),
     sub(
         "dryrun",
         -4,
         ADMIN_SUB,
-        "Simulates the execution of a command by a user, without executing the command.",
+        "Checks whether a user may run a given command.",
     ),
     sub(
         "genpass",
         -2,
         NOSCRIPT | LOADING | STALE,
-        "Generates a pseudorandom, secure password that can be used to identify ACL users.",
+        "Produces a random hex string suitable as a strong user password.",
     ),
-    sub("getuser", 3, ADMIN_SUB, "Lists the ACL rules of a user."),
+    sub(
+        "getuser",
+        3,
+        ADMIN_SUB,
+        "Shows one user's flags, passwords and rules.",
+    ),
     sub(
         "list",
         2,
         ADMIN_SUB,
-        "Dumps the effective rules in ACL file format.",
+        "Prints every user as an ACL file line.",
     ),
     sub(
         "load",
         2,
         ADMIN_SUB,
-        "Reloads the rules from the configured ACL file.",
+        "Replaces all users with those in the aclfile.",
     ),
     sub(
         "log",
         -2,
         ADMIN_SUB,
-        "Lists recent security events generated due to ACL rules.",
+        "Shows or clears the record of recent ACL denials.",
     ),
     sub(
         "save",
         2,
         ADMIN_SUB,
-        "Saves the effective ACL rules in the configured ACL file.",
+        "Writes all users, as ACL rules, to the aclfile.",
     ),
     sub(
         "setuser",
         -3,
         ADMIN_SUB,
-        "Creates and modifies an ACL user and its rules.",
+        "Creates a user or applies rules to one.",
     ),
-    sub("users", 2, ADMIN_SUB, "Lists all ACL users."),
+    sub("users", 2, ADMIN_SUB, "Names every defined user."),
     sub(
         "whoami",
         2,
         NOSCRIPT | LOADING | STALE,
-        "Returns the authenticated username of the current connection.",
+        "Names the user this connection is authenticated as.",
     ),
-    sub(
-        "help",
-        2,
-        LOADING | STALE,
-        "Returns helpful text about the different subcommands.",
-    ),
+    sub("help", 2, LOADING | STALE, "Describes each ACL subcommand."),
 ];
 
 fn acl(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {

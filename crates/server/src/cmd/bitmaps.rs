@@ -34,13 +34,13 @@ const BITOP_KEYS: Keys = Keys::Range {
 #[rustfmt::skip]
 pub fn commands() -> Vec<CommandSpec> {
     vec![
-        spec("setbit", 4, WRITE | DENYOOM, FIRST_KEY, Handler::Data(setbit), "bitmap", "Sets or clears the bit at offset of the string value. Creates the key if it doesn't exist."),
-        spec("getbit", 3, READONLY | FAST, FIRST_KEY, Handler::Data(getbit), "bitmap", "Returns a bit value by offset."),
-        spec("bitcount", -2, READONLY, FIRST_KEY, Handler::Data(bitcount), "bitmap", "Counts the number of set bits (population counting) in a string."),
-        spec("bitpos", -3, READONLY, FIRST_KEY, Handler::Data(bitpos), "bitmap", "Finds the first set (1) or clear (0) bit in a string."),
-        spec("bitop", -4, WRITE | DENYOOM, BITOP_KEYS, Handler::Data(bitop), "bitmap", "Performs bitwise operations on multiple strings, and stores the result."),
-        spec("bitfield", -2, WRITE | DENYOOM, FIRST_KEY, Handler::Data(bitfield), "bitmap", "Performs arbitrary bitfield integer operations on strings."),
-        spec("bitfield_ro", -2, READONLY | FAST, FIRST_KEY, Handler::Data(bitfield_ro), "bitmap", "Performs arbitrary read-only bitfield integer operations on strings."),
+        spec("setbit", 4, WRITE | DENYOOM, FIRST_KEY, Handler::Data(setbit), "bitmap", "Writes a 0 or 1 at a bit offset in a string, growing or creating it as needed."),
+        spec("getbit", 3, READONLY | FAST, FIRST_KEY, Handler::Data(getbit), "bitmap", "Reads the bit at an offset of a string."),
+        spec("bitcount", -2, READONLY, FIRST_KEY, Handler::Data(bitcount), "bitmap", "Counts the 1 bits in a string, or in a byte or bit range of it."),
+        spec("bitpos", -3, READONLY, FIRST_KEY, Handler::Data(bitpos), "bitmap", "Finds the first 1 or 0 bit in a string or a range of it."),
+        spec("bitop", -4, WRITE | DENYOOM, BITOP_KEYS, Handler::Data(bitop), "bitmap", "Combines strings bit by bit (AND, OR, XOR, NOT) into a key."),
+        spec("bitfield", -2, WRITE | DENYOOM, FIRST_KEY, Handler::Data(bitfield), "bitmap", "Reads, writes and increments integer fields packed in a string."),
+        spec("bitfield_ro", -2, READONLY | FAST, FIRST_KEY, Handler::Data(bitfield_ro), "bitmap", "Reads integer fields packed in a string, without modifying it."),
     ]
 }
 

@@ -29,14 +29,14 @@ const KEYS_THEN_TIMEOUT: Keys = Keys::Range {
 #[rustfmt::skip]
 pub fn commands() -> Vec<CommandSpec> {
     vec![
-        spec("blpop", -3, WRITE | NOSCRIPT | BLOCKING, KEYS_THEN_TIMEOUT, Handler::Data(blpop), "list", "Removes and returns the first element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped."),
-        spec("brpop", -3, WRITE | NOSCRIPT | BLOCKING, KEYS_THEN_TIMEOUT, Handler::Data(brpop), "list", "Removes and returns the last element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped."),
-        spec("blmpop", -5, WRITE | BLOCKING, Keys::Custom(mpop::keys_after_numkeys_at_2), Handler::Data(blmpop), "list", "Pops the first element from one of multiple lists. Blocks until an element is available otherwise. Deletes the list if the last element was popped."),
-        spec("blmove", 6, WRITE | DENYOOM | NOSCRIPT | BLOCKING, TWO_KEYS, Handler::Data(blmove), "list", "Pops an element from a list, pushes it to another list and returns it. Blocks until an element is available otherwise. Deletes the list if the last element was moved."),
-        spec("brpoplpush", 4, WRITE | DENYOOM | NOSCRIPT | BLOCKING, TWO_KEYS, Handler::Data(brpoplpush), "list", "Pops an element from a list, pushes it to another list and returns it. Block until an element is available otherwise. Deletes the list if the last element was popped."),
-        spec("bzpopmin", -3, WRITE | FAST | NOSCRIPT | BLOCKING, KEYS_THEN_TIMEOUT, Handler::Data(bzpopmin), "sorted-set", "Removes and returns the member with the lowest score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped."),
-        spec("bzpopmax", -3, WRITE | FAST | NOSCRIPT | BLOCKING, KEYS_THEN_TIMEOUT, Handler::Data(bzpopmax), "sorted-set", "Removes and returns the member with the highest score from one or more sorted sets. Blocks until a member available otherwise. Deletes the sorted set if the last element was popped."),
-        spec("bzmpop", -5, WRITE | BLOCKING, Keys::Custom(mpop::keys_after_numkeys_at_2), Handler::Data(bzmpop), "sorted-set", "Removes and returns a member by score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped."),
+        spec("blpop", -3, WRITE | NOSCRIPT | BLOCKING, KEYS_THEN_TIMEOUT, Handler::Data(blpop), "list", "Pops the head of the first non-empty list given, waiting for one if all are empty."),
+        spec("brpop", -3, WRITE | NOSCRIPT | BLOCKING, KEYS_THEN_TIMEOUT, Handler::Data(brpop), "list", "Pops the tail of the first non-empty list given, waiting for one if all are empty."),
+        spec("blmpop", -5, WRITE | BLOCKING, Keys::Custom(mpop::keys_after_numkeys_at_2), Handler::Data(blmpop), "list", "Pops elements from either end of the first non-empty list, waiting if all are empty."),
+        spec("blmove", 6, WRITE | DENYOOM | NOSCRIPT | BLOCKING, TWO_KEYS, Handler::Data(blmove), "list", "Moves an element from one list to another and returns it, waiting if the source is empty."),
+        spec("brpoplpush", 4, WRITE | DENYOOM | NOSCRIPT | BLOCKING, TWO_KEYS, Handler::Data(brpoplpush), "list", "Moves a list's tail to another list's head and returns it, waiting if the source is empty."),
+        spec("bzpopmin", -3, WRITE | FAST | NOSCRIPT | BLOCKING, KEYS_THEN_TIMEOUT, Handler::Data(bzpopmin), "sorted-set", "Pops the lowest-scored member of the first non-empty sorted set, waiting if all are empty."),
+        spec("bzpopmax", -3, WRITE | FAST | NOSCRIPT | BLOCKING, KEYS_THEN_TIMEOUT, Handler::Data(bzpopmax), "sorted-set", "Pops the highest-scored member of the first non-empty sorted set, waiting if all are empty."),
+        spec("bzmpop", -5, WRITE | BLOCKING, Keys::Custom(mpop::keys_after_numkeys_at_2), Handler::Data(bzmpop), "sorted-set", "Pops the lowest- or highest-scored members of the first non-empty sorted set, waiting if all are empty."),
     ]
 }
 

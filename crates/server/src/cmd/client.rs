@@ -22,7 +22,7 @@ pub fn commands() -> Vec<CommandSpec> {
         NO_KEYS,
         Handler::Conn(client),
         "connection",
-        "A container for client connection commands.",
+        "Parent of the subcommands that inspect and tune connections.",
     )]
 }
 
@@ -37,25 +37,25 @@ pub fn validate_client_name(name: &[u8]) -> Result<(), durakv_protocol::Frame> {
 }
 
 pub(super) const CLIENT_SUBS: &[SubSpec] = &[
-    sub("id", 2, NOSCRIPT | LOADING | STALE, "Returns the unique client ID of the connection."),
-    sub("setname", 3, NOSCRIPT | LOADING | STALE, "Sets the connection name."),
-    sub("getname", 2, NOSCRIPT | LOADING | STALE, "Returns the name of the connection."),
-    sub("list", -2, ADMIN | NOSCRIPT | LOADING | STALE, "Lists open connections."),
-    sub("info", 2, NOSCRIPT | LOADING | STALE, "Returns information about the connection."),
-    sub("kill", -3, ADMIN | NOSCRIPT | LOADING | STALE, "Terminates open connections."),
-    sub("unblock", -3, ADMIN | NOSCRIPT | LOADING | STALE, "Unblocks a client blocked by a blocking command from a different connection."),
-    sub("pause", -3, ADMIN | NOSCRIPT | LOADING | STALE, "Suspends commands processing."),
-    sub("unpause", 2, ADMIN | NOSCRIPT | LOADING | STALE, "Resumes processing commands from paused clients."),
-    sub("setinfo", 4, NOSCRIPT | LOADING | STALE, "Sets information specific to the client or connection."),
-    sub("no-evict", 3, ADMIN | NOSCRIPT | LOADING | STALE, "Sets the client eviction mode of the connection."),
-    sub("no-touch", 3, NOSCRIPT | LOADING | STALE, "Controls whether commands sent by the client affect the LRU/LFU of accessed keys."),
-    sub("reply", 3, NOSCRIPT | LOADING | STALE, "Instructs the server whether to reply to commands."),
-    sub("getredir", 2, NOSCRIPT | LOADING | STALE, "Returns the client ID to which the connection's tracking notifications are redirected."),
-    sub("tracking", -3, NOSCRIPT | LOADING | STALE, "Controls server-assisted client-side caching for the connection."),
-    sub("caching", 3, NOSCRIPT | LOADING | STALE, "Instructs the server whether to track the keys in the next request."),
-    sub("trackinginfo", 2, NOSCRIPT | LOADING | STALE, "Returns information about server-assisted client-side caching for the connection."),
+    sub("id", 2, NOSCRIPT | LOADING | STALE, "Gives this connection's numeric ID."),
+    sub("setname", 3, NOSCRIPT | LOADING | STALE, "Names this connection."),
+    sub("getname", 2, NOSCRIPT | LOADING | STALE, "Reads this connection's name."),
+    sub("list", -2, ADMIN | NOSCRIPT | LOADING | STALE, "Describes each connected client."),
+    sub("info", 2, NOSCRIPT | LOADING | STALE, "Describes this connection in one line."),
+    sub("kill", -3, ADMIN | NOSCRIPT | LOADING | STALE, "Disconnects the clients matching filters."),
+    sub("unblock", -3, ADMIN | NOSCRIPT | LOADING | STALE, "Wakes a client waiting in a blocking command, as a timeout or with an error."),
+    sub("pause", -3, ADMIN | NOSCRIPT | LOADING | STALE, "Holds all commands, or only writes, for a while."),
+    sub("unpause", 2, ADMIN | NOSCRIPT | LOADING | STALE, "Ends a CLIENT PAUSE early so held commands run."),
+    sub("setinfo", 4, NOSCRIPT | LOADING | STALE, "Records the client library's name or version."),
+    sub("no-evict", 3, ADMIN | NOSCRIPT | LOADING | STALE, "Switches this connection's exemption from client eviction on or off."),
+    sub("no-touch", 3, NOSCRIPT | LOADING | STALE, "Chooses whether this connection's reads update keys' access time and counter."),
+    sub("reply", 3, NOSCRIPT | LOADING | STALE, "Turns replies to this connection on or off, or skips one."),
+    sub("getredir", 2, NOSCRIPT | LOADING | STALE, "Names the client that receives this connection's tracking invalidations."),
+    sub("tracking", -3, NOSCRIPT | LOADING | STALE, "Turns invalidation messages for client-side caching on or off."),
+    sub("caching", 3, NOSCRIPT | LOADING | STALE, "Chooses whether the next command's keys are tracked, in OPTIN or OPTOUT mode."),
+    sub("trackinginfo", 2, NOSCRIPT | LOADING | STALE, "Reports this connection's client-side caching settings."),
     sub("durability", -2, NOSCRIPT | LOADING | STALE, "Sets this connection's durability level: full, delayed, none, replicated, or default (the database's level); with no argument, returns it."),
-    sub("help", 2, LOADING | STALE, "Returns helpful text about the different subcommands."),
+    sub("help", 2, LOADING | STALE, "Describes each CLIENT subcommand."),
 ];
 
 // ---------------------------------------------------------------------------

@@ -24,47 +24,52 @@ pub fn commands() -> Vec<CommandSpec> {
         NO_KEYS,
         Handler::Conn(command),
         "server",
-        "Returns detailed information about all commands.",
+        "Describes every command the server knows.",
     )]
 }
 
 pub(super) const COMMAND_SUBS: &[SubSpec] = &[
-    sub("count", 2, LOADING | STALE, "Returns a count of commands."),
+    sub(
+        "count",
+        2,
+        LOADING | STALE,
+        "Counts the commands the server knows.",
+    ),
     sub(
         "info",
         -2,
         LOADING | STALE,
-        "Returns information about one, multiple or all commands.",
+        "Describes the named commands, or every command.",
     ),
     sub(
         "docs",
         -2,
         LOADING | STALE,
-        "Returns documentary information about one, multiple or all commands.",
+        "Gives usage documentation for the named commands, or all of them.",
     ),
     sub(
         "list",
         -2,
         LOADING | STALE,
-        "Returns a list of command names.",
+        "Names the server's commands, optionally filtered.",
     ),
     sub(
         "getkeys",
         -4,
         LOADING | STALE,
-        "Extracts the key names from an arbitrary command.",
+        "Works out which arguments of a command line are keys.",
     ),
     sub(
         "getkeysandflags",
         -4,
         LOADING | STALE,
-        "Extracts the key names and access flags for an arbitrary command.",
+        "Works out a command line's keys and how each is accessed.",
     ),
     sub(
         "help",
         2,
         LOADING | STALE,
-        "Returns helpful text about the different subcommands.",
+        "Describes each COMMAND subcommand.",
     ),
 ];
 

@@ -21,7 +21,7 @@ pub fn commands() -> Vec<CommandSpec> {
         NO_KEYS,
         Handler::Outcome(config),
         "server",
-        "A container for server configuration commands.",
+        "Parent of the subcommands that read and change settings.",
     )]
 }
 
@@ -30,31 +30,31 @@ pub(super) const CONFIG_SUBS: &[SubSpec] = &[
         "get",
         -3,
         ADMIN | NOSCRIPT | LOADING | STALE,
-        "Returns the effective values of configuration parameters.",
+        "Looks up settings by name or glob pattern.",
     ),
     sub(
         "set",
         -4,
         ADMIN | NOSCRIPT | LOADING | STALE,
-        "Sets configuration parameters in-flight.",
+        "Changes settings at run time, all or none.",
     ),
     sub(
         "resetstat",
         2,
         ADMIN | NOSCRIPT | LOADING | STALE,
-        "Resets the server's statistics.",
+        "Sets INFO's counters and command statistics back to zero.",
     ),
     sub(
         "rewrite",
         2,
         ADMIN | NOSCRIPT | LOADING | STALE,
-        "Persists the effective configuration to file.",
+        "Writes the running settings to the config file.",
     ),
     sub(
         "help",
         2,
         LOADING | STALE,
-        "Returns helpful text about the different subcommands.",
+        "Describes each CONFIG subcommand.",
     ),
 ];
 

@@ -19,7 +19,7 @@ pub fn commands() -> Vec<CommandSpec> {
             NO_KEYS,
             Handler::Conn(ping),
             "connection",
-            "Returns the server's liveliness response.",
+            "Answers PONG, or echoes its argument.",
         ),
         spec(
             "echo",
@@ -28,7 +28,7 @@ pub fn commands() -> Vec<CommandSpec> {
             NO_KEYS,
             Handler::Conn(echo),
             "connection",
-            "Returns the given string.",
+            "Replies with its argument.",
         ),
         spec(
             "select",
@@ -37,7 +37,7 @@ pub fn commands() -> Vec<CommandSpec> {
             NO_KEYS,
             Handler::Conn(select),
             "connection",
-            "Changes the selected database.",
+            "Switches to another numbered database.",
         ),
         spec(
             "quit",
@@ -46,7 +46,7 @@ pub fn commands() -> Vec<CommandSpec> {
             NO_KEYS,
             Handler::Conn(quit),
             "connection",
-            "Closes the connection.",
+            "Asks the server to hang up.",
         ),
         spec(
             "reset",
@@ -55,7 +55,7 @@ pub fn commands() -> Vec<CommandSpec> {
             NO_KEYS,
             Handler::Conn(reset),
             "connection",
-            "Resets the connection.",
+            "Restores this connection's initial state.",
         ),
         spec(
             "auth",
@@ -64,7 +64,7 @@ pub fn commands() -> Vec<CommandSpec> {
             NO_KEYS,
             Handler::Conn(auth),
             "connection",
-            "Authenticates the connection.",
+            "Logs this connection in.",
         ),
         spec(
             "hello",
@@ -73,7 +73,7 @@ pub fn commands() -> Vec<CommandSpec> {
             NO_KEYS,
             Handler::Conn(hello),
             "connection",
-            "Handshakes with the server.",
+            "Picks the protocol version; may log in and name the connection.",
         ),
     ]
 }

@@ -70,7 +70,7 @@ impl DebugState {
 #[rustfmt::skip]
 pub fn commands() -> Vec<CommandSpec> {
     vec![
-        spec("debug", -2, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, Handler::Outcome(debug), "server", "A container for debugging commands."),
+        spec("debug", -2, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, Handler::Outcome(debug), "server", "Runs test-suite helpers, if enable-debug-command allows it."),
     ]
 }
 

@@ -16,7 +16,7 @@ pub fn commands() -> Vec<CommandSpec> {
             NO_KEYS,
             Handler::Conn(latency),
             "server",
-            "A container for latency diagnostics commands.",
+            "Parent of the subcommands that report latency spikes.",
         ),
         spec(
             "slowlog",
@@ -25,7 +25,7 @@ pub fn commands() -> Vec<CommandSpec> {
             NO_KEYS,
             Handler::Conn(slowlog),
             "server",
-            "A container for slow log commands.",
+            "Parent of the subcommands that read the slow command log.",
         ),
     ]
 }
@@ -35,43 +35,43 @@ pub(super) const LATENCY_SUBS: &[SubSpec] = &[
         "latest",
         2,
         ADMIN | NOSCRIPT | LOADING | STALE,
-        "Returns the latest latency samples for all events.",
+        "Gives each event's newest and worst spike.",
     ),
     sub(
         "history",
         3,
         ADMIN | NOSCRIPT | LOADING | STALE,
-        "Returns timestamp-latency samples for an event.",
+        "Lists one event's recorded spikes and their times.",
     ),
     sub(
         "reset",
         -2,
         ADMIN | NOSCRIPT | LOADING | STALE,
-        "Resets the latency data for one or more events.",
+        "Forgets the spikes of some or all events.",
     ),
     sub(
         "graph",
         3,
         ADMIN | NOSCRIPT | LOADING | STALE,
-        "Returns a latency graph for an event.",
+        "Draws one event's spikes as ASCII art.",
     ),
     sub(
         "doctor",
         2,
         ADMIN | NOSCRIPT | LOADING | STALE,
-        "Returns a human-readable latency analysis report.",
+        "Explains the recorded latency spikes in prose.",
     ),
     sub(
         "histogram",
         -2,
         ADMIN | NOSCRIPT | LOADING | STALE,
-        "Returns the cumulative distribution of latencies of a subset or all commands.",
+        "Gives per-command latency histograms for some or all commands.",
     ),
     sub(
         "help",
         2,
         LOADING | STALE,
-        "Returns helpful text about the different subcommands.",
+        "Describes each LATENCY subcommand.",
     ),
 ];
 
@@ -80,25 +80,20 @@ pub(super) const SLOWLOG_SUBS: &[SubSpec] = &[
         "get",
         -2,
         ADMIN | LOADING | STALE,
-        "Returns the slow log's entries.",
+        "Shows the most recent slow commands, ten unless told otherwise.",
     ),
     sub(
         "len",
         2,
         ADMIN | LOADING | STALE,
-        "Returns the number of entries in the slow log.",
+        "Gives how many commands the slow log holds.",
     ),
-    sub(
-        "reset",
-        2,
-        ADMIN | LOADING | STALE,
-        "Clears all entries from the slow log.",
-    ),
+    sub("reset", 2, ADMIN | LOADING | STALE, "Empties the slow log."),
     sub(
         "help",
         2,
         LOADING | STALE,
-        "Show helpful text about the different subcommands",
+        "Describes each SLOWLOG subcommand.",
     ),
 ];
 

@@ -19,10 +19,10 @@ const INVALID_FREQ: &str = "ERR Invalid FREQ value, must be >= 0 and <= 255";
 #[rustfmt::skip]
 pub fn commands() -> Vec<CommandSpec> {
     vec![
-        spec("dump", 2, READONLY, FIRST_KEY, Handler::Data(dump), "generic", "Returns a serialized representation of the value stored at a key."),
-        spec("restore", -4, WRITE | DENYOOM, FIRST_KEY, Handler::Data(restore), "generic", "Creates a key from the serialized representation of a value."),
+        spec("dump", 2, READONLY, FIRST_KEY, Handler::Data(dump), "generic", "Serializes a key's value in the format RESTORE accepts."),
+        spec("restore", -4, WRITE | DENYOOM, FIRST_KEY, Handler::Data(restore), "generic", "Rebuilds a key from a DUMP payload."),
         // Cluster's MIGRATE target form: without cluster, RESTORE itself.
-        spec("restore-asking", -4, WRITE | DENYOOM, FIRST_KEY, Handler::Data(restore), "server", "An internal command for migrating keys in a cluster."),
+        spec("restore-asking", -4, WRITE | DENYOOM, FIRST_KEY, Handler::Data(restore), "server", "RESTORE as cluster migration sends it; here plain RESTORE."),
     ]
 }
 

@@ -33,9 +33,9 @@ pub(super) const WRITE_FLAG_ON_RO: &str =
 #[rustfmt::skip]
 pub fn commands() -> Vec<CommandSpec> {
     vec![
-        spec("function", -2, NOSCRIPT, NO_KEYS, Handler::Data(function), "scripting", "A container for function commands."),
-        spec("fcall", -3, NOSCRIPT | STALE | SKIP_MONITOR, Keys::All, Handler::Data(fcall), "scripting", "Invokes a function.").reporting_keys(super::scripting::NUMKEYS_KEYS),
-        spec("fcall_ro", -3, NOSCRIPT | STALE | READONLY | SKIP_MONITOR, Keys::All, Handler::Data(fcall_ro), "scripting", "Invokes a read-only function.").reporting_keys(super::scripting::NUMKEYS_KEYS),
+        spec("function", -2, NOSCRIPT, NO_KEYS, Handler::Data(function), "scripting", "Parent of the subcommands that manage function libraries."),
+        spec("fcall", -3, NOSCRIPT | STALE | SKIP_MONITOR, Keys::All, Handler::Data(fcall), "scripting", "Runs a library function with the given keys and arguments.").reporting_keys(super::scripting::NUMKEYS_KEYS),
+        spec("fcall_ro", -3, NOSCRIPT | STALE | READONLY | SKIP_MONITOR, Keys::All, Handler::Data(fcall_ro), "scripting", "Runs a no-writes library function with keys and arguments.").reporting_keys(super::scripting::NUMKEYS_KEYS),
     ]
 }
 
@@ -43,15 +43,15 @@ pub fn commands() -> Vec<CommandSpec> {
 /// and flags.
 #[rustfmt::skip]
 pub(super) const FUNCTION_SUBS: &[SubSpec] = &[
-    sub("delete", 3, WRITE | NOSCRIPT, "Deletes a library and its functions."),
-    sub("dump", 2, NOSCRIPT, "Dumps all libraries into a serialized binary payload."),
-    sub("flush", -2, WRITE | NOSCRIPT, "Deletes all libraries and functions."),
-    sub("help", 2, LOADING | STALE, "Returns helpful text about the different subcommands."),
-    sub("kill", 2, NOSCRIPT, "Terminates a function during execution."),
-    sub("list", -2, NOSCRIPT, "Returns information about all libraries."),
-    sub("load", -3, WRITE | DENYOOM | NOSCRIPT, "Creates a library."),
-    sub("restore", -3, WRITE | DENYOOM | NOSCRIPT, "Restores all libraries from a payload."),
-    sub("stats", 2, NOSCRIPT, "Returns information about a function during execution."),
+    sub("delete", 3, WRITE | NOSCRIPT, "Unloads a library and every function it registered."),
+    sub("dump", 2, NOSCRIPT, "Serializes every loaded library into one payload."),
+    sub("flush", -2, WRITE | NOSCRIPT, "Unloads every library."),
+    sub("help", 2, LOADING | STALE, "Describes each FUNCTION subcommand."),
+    sub("kill", 2, NOSCRIPT, "Stops the running function if it has not written."),
+    sub("list", -2, NOSCRIPT, "Describes the loaded libraries."),
+    sub("load", -3, WRITE | DENYOOM | NOSCRIPT, "Compiles and registers a library."),
+    sub("restore", -3, WRITE | DENYOOM | NOSCRIPT, "Loads the libraries in a FUNCTION DUMP payload."),
+    sub("stats", 2, NOSCRIPT, "Reports any running function and the engines."),
 ];
 
 /// May FUNCTION `args` run while a script runs too long? (KILL, STATS.)

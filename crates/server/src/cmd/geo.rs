@@ -20,16 +20,16 @@ use std::ops::Bound;
 #[rustfmt::skip]
 pub fn commands() -> Vec<CommandSpec> {
     vec![
-        spec("geoadd", -5, WRITE | DENYOOM, FIRST_KEY, Handler::Data(geoadd), "geo", "Adds one or more members to a geospatial index. The key is created if it doesn't exist."),
-        spec("geodist", -4, READONLY, FIRST_KEY, Handler::Data(geodist), "geo", "Returns the distance between two members of a geospatial index."),
-        spec("geohash", -2, READONLY, FIRST_KEY, Handler::Data(geohash_cmd), "geo", "Returns members from a geospatial index as geohash strings."),
-        spec("geopos", -2, READONLY, FIRST_KEY, Handler::Data(geopos), "geo", "Returns the longitude and latitude of members from a geospatial index."),
-        spec("georadius", -6, WRITE | DENYOOM, Keys::Custom(radius_keys), Handler::Data(georadius), "geo", "Queries a geospatial index for members within a distance from a coordinate, optionally stores the result."),
-        spec("georadius_ro", -6, READONLY, FIRST_KEY, Handler::Data(georadius_ro), "geo", "Returns members from a geospatial index that are within a distance from a coordinate."),
-        spec("georadiusbymember", -5, WRITE | DENYOOM, Keys::Custom(radius_keys), Handler::Data(georadiusbymember), "geo", "Queries a geospatial index for members within a distance from a member, optionally stores the result."),
-        spec("georadiusbymember_ro", -5, READONLY, FIRST_KEY, Handler::Data(georadiusbymember_ro), "geo", "Returns members from a geospatial index that are within a distance from a member."),
-        spec("geosearch", -7, READONLY, FIRST_KEY, Handler::Data(geosearch), "geo", "Queries a geospatial index for members inside an area of a box or a circle."),
-        spec("geosearchstore", -8, WRITE | DENYOOM, crate::command::TWO_KEYS, Handler::Data(geosearchstore), "geo", "Queries a geospatial index for members inside an area of a box or a circle, optionally stores the result."),
+        spec("geoadd", -5, WRITE | DENYOOM, FIRST_KEY, Handler::Data(geoadd), "geo", "Stores members at longitude/latitude positions in a geo index."),
+        spec("geodist", -4, READONLY, FIRST_KEY, Handler::Data(geodist), "geo", "Measures how far apart two members of a geo index are."),
+        spec("geohash", -2, READONLY, FIRST_KEY, Handler::Data(geohash_cmd), "geo", "Encodes members' positions as geohash strings."),
+        spec("geopos", -2, READONLY, FIRST_KEY, Handler::Data(geopos), "geo", "Looks up geo index members' coordinates."),
+        spec("georadius", -6, WRITE | DENYOOM, Keys::Custom(radius_keys), Handler::Data(georadius), "geo", "Finds members within a radius of a point, optionally saving them to a key."),
+        spec("georadius_ro", -6, READONLY, FIRST_KEY, Handler::Data(georadius_ro), "geo", "Finds members within a radius of a point, without writing."),
+        spec("georadiusbymember", -5, WRITE | DENYOOM, Keys::Custom(radius_keys), Handler::Data(georadiusbymember), "geo", "Finds members within a radius of another member, optionally saving them to a key."),
+        spec("georadiusbymember_ro", -5, READONLY, FIRST_KEY, Handler::Data(georadiusbymember_ro), "geo", "Finds members within a radius of another member, without writing."),
+        spec("geosearch", -7, READONLY, FIRST_KEY, Handler::Data(geosearch), "geo", "Finds members inside a circle or rectangle around a point or member."),
+        spec("geosearchstore", -8, WRITE | DENYOOM, crate::command::TWO_KEYS, Handler::Data(geosearchstore), "geo", "Finds members inside a circle or rectangle and saves them to a key."),
     ]
 }
 

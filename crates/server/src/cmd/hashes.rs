@@ -14,24 +14,25 @@ use durakv_engine::value::{parse_i64, HashValue, Value};
 use durakv_protocol::Frame;
 use std::collections::HashSet;
 
+#[rustfmt::skip]
 pub fn commands() -> Vec<CommandSpec> {
     vec![
-        spec("hset", -4, WRITE | DENYOOM | FAST, FIRST_KEY, Handler::Data(hset), "hash", "Creates or modifies the value of a field in a hash."),
-        spec("hsetnx", 4, WRITE | DENYOOM | FAST, FIRST_KEY, Handler::Data(hsetnx), "hash", "Sets the value of a field in a hash only when the field doesn't exist."),
-        spec("hmset", -4, WRITE | DENYOOM | FAST, FIRST_KEY, Handler::Data(hmset), "hash", "Sets the values of multiple fields."),
-        spec("hget", 3, READONLY | FAST, FIRST_KEY, Handler::Data(hget), "hash", "Returns the value of a field in a hash."),
-        spec("hmget", -3, READONLY | FAST, FIRST_KEY, Handler::Data(hmget), "hash", "Returns the values of all fields in a hash."),
-        spec("hgetall", 2, READONLY, FIRST_KEY, Handler::Data(hgetall), "hash", "Returns all fields and values in a hash."),
-        spec("hdel", -3, WRITE | FAST, FIRST_KEY, Handler::Data(hdel), "hash", "Deletes one or more fields and their values from a hash. Deletes the hash if no fields remain."),
-        spec("hexists", 3, READONLY | FAST, FIRST_KEY, Handler::Data(hexists), "hash", "Determines whether a field exists in a hash."),
-        spec("hlen", 2, READONLY | FAST, FIRST_KEY, Handler::Data(hlen), "hash", "Returns the number of fields in a hash."),
-        spec("hkeys", 2, READONLY, FIRST_KEY, Handler::Data(hkeys), "hash", "Returns all fields in a hash."),
-        spec("hvals", 2, READONLY, FIRST_KEY, Handler::Data(hvals), "hash", "Returns all values in a hash."),
-        spec("hincrby", 4, WRITE | DENYOOM | FAST, FIRST_KEY, Handler::Data(hincrby), "hash", "Increments the integer value of a field in a hash by a number. Uses 0 as initial value if the field doesn't exist."),
-        spec("hincrbyfloat", 4, WRITE | DENYOOM | FAST, FIRST_KEY, Handler::Data(hincrbyfloat), "hash", "Increments the floating point value of a field by a number. Uses 0 as initial value if the field doesn't exist."),
-        spec("hstrlen", 3, READONLY | FAST, FIRST_KEY, Handler::Data(hstrlen), "hash", "Returns the length of the value of a field."),
-        spec("hscan", -3, READONLY, FIRST_KEY, Handler::Data(hscan), "hash", "Iterates over fields and values of a hash."),
-        spec("hrandfield", -2, READONLY, FIRST_KEY, Handler::Data(hrandfield), "hash", "Returns one or more random fields from a hash."),
+        spec("hset", -4, WRITE | DENYOOM | FAST, FIRST_KEY, Handler::Data(hset), "hash", "Writes one or more field-value pairs into a hash."),
+        spec("hsetnx", 4, WRITE | DENYOOM | FAST, FIRST_KEY, Handler::Data(hsetnx), "hash", "Writes a hash field only if it is not already there."),
+        spec("hmset", -4, WRITE | DENYOOM | FAST, FIRST_KEY, Handler::Data(hmset), "hash", "Writes several hash fields (as HSET does)."),
+        spec("hget", 3, READONLY | FAST, FIRST_KEY, Handler::Data(hget), "hash", "Reads one field of a hash."),
+        spec("hmget", -3, READONLY | FAST, FIRST_KEY, Handler::Data(hmget), "hash", "Reads the given fields of a hash."),
+        spec("hgetall", 2, READONLY, FIRST_KEY, Handler::Data(hgetall), "hash", "Reads a whole hash as field-value pairs."),
+        spec("hdel", -3, WRITE | FAST, FIRST_KEY, Handler::Data(hdel), "hash", "Removes fields from a hash, dropping the key when it empties."),
+        spec("hexists", 3, READONLY | FAST, FIRST_KEY, Handler::Data(hexists), "hash", "Tells whether a hash has a given field."),
+        spec("hlen", 2, READONLY | FAST, FIRST_KEY, Handler::Data(hlen), "hash", "Gives a hash's field count."),
+        spec("hkeys", 2, READONLY, FIRST_KEY, Handler::Data(hkeys), "hash", "Lists a hash's field names."),
+        spec("hvals", 2, READONLY, FIRST_KEY, Handler::Data(hvals), "hash", "Lists a hash's values."),
+        spec("hincrby", 4, WRITE | DENYOOM | FAST, FIRST_KEY, Handler::Data(hincrby), "hash", "Adds an integer to a hash field, treating a missing field as 0."),
+        spec("hincrbyfloat", 4, WRITE | DENYOOM | FAST, FIRST_KEY, Handler::Data(hincrbyfloat), "hash", "Adds a decimal number to a hash field, treating a missing field as 0."),
+        spec("hstrlen", 3, READONLY | FAST, FIRST_KEY, Handler::Data(hstrlen), "hash", "Gives a hash field value's byte length."),
+        spec("hscan", -3, READONLY, FIRST_KEY, Handler::Data(hscan), "hash", "Walks a hash's fields and values with a cursor."),
+        spec("hrandfield", -2, READONLY, FIRST_KEY, Handler::Data(hrandfield), "hash", "Samples fields of a hash at random, with or without values."),
     ]
 }
 

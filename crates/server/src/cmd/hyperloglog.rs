@@ -32,11 +32,11 @@ const PFDEBUG_KEY: Keys = Keys::Range {
 #[rustfmt::skip]
 pub fn commands() -> Vec<CommandSpec> {
     vec![
-        spec("pfadd", -2, WRITE | DENYOOM | FAST, crate::command::FIRST_KEY, Handler::Data(pfadd), "hyperloglog", "Adds elements to a HyperLogLog key. Creates the key if it doesn't exist."),
-        spec("pfcount", -2, READONLY, ALL_ARGS_KEYS, Handler::Data(pfcount), "hyperloglog", "Returns the approximated cardinality of the set(s) observed by the HyperLogLog key(s)."),
-        spec("pfmerge", -2, WRITE | DENYOOM, ALL_ARGS_KEYS, Handler::Data(pfmerge), "hyperloglog", "Merges one or more HyperLogLog values into a single key."),
-        spec("pfselftest", 1, ADMIN, crate::command::NO_KEYS, Handler::Conn(pfselftest), "hyperloglog", "An internal command for testing HyperLogLog values."),
-        spec("pfdebug", 3, WRITE | DENYOOM | ADMIN, PFDEBUG_KEY, Handler::Data(pfdebug), "hyperloglog", "Internal commands for debugging HyperLogLog values."),
+        spec("pfadd", -2, WRITE | DENYOOM | FAST, crate::command::FIRST_KEY, Handler::Data(pfadd), "hyperloglog", "Feeds elements into a HyperLogLog, creating it if needed."),
+        spec("pfcount", -2, READONLY, ALL_ARGS_KEYS, Handler::Data(pfcount), "hyperloglog", "Estimates how many distinct elements one or more HyperLogLogs have seen."),
+        spec("pfmerge", -2, WRITE | DENYOOM, ALL_ARGS_KEYS, Handler::Data(pfmerge), "hyperloglog", "Combines HyperLogLogs into the destination key."),
+        spec("pfselftest", 1, ADMIN, crate::command::NO_KEYS, Handler::Conn(pfselftest), "hyperloglog", "Runs the HyperLogLog code's own checks."),
+        spec("pfdebug", 3, WRITE | DENYOOM | ADMIN, PFDEBUG_KEY, Handler::Data(pfdebug), "hyperloglog", "Inspects or converts a HyperLogLog's encoding."),
     ]
 }
 

@@ -24,7 +24,7 @@ pub fn commands() -> Vec<CommandSpec> {
         NO_KEYS,
         Handler::Outcome(info),
         "server",
-        "Returns information and statistics about the server.",
+        "Reports server state and statistics by section.",
     )]
 }
 

@@ -10,25 +10,26 @@ use durakv_engine::txn::Txn;
 use durakv_engine::value::{parse_i64, ListValue, Value};
 use durakv_protocol::Frame;
 
+#[rustfmt::skip]
 pub fn commands() -> Vec<CommandSpec> {
     vec![
-        spec("lpush", -3, WRITE | DENYOOM | FAST, FIRST_KEY, Handler::Data(lpush), "list", "Prepends one or more elements to a list. Creates the key if it doesn't exist."),
-        spec("rpush", -3, WRITE | DENYOOM | FAST, FIRST_KEY, Handler::Data(rpush), "list", "Appends one or more elements to a list. Creates the key if it doesn't exist."),
-        spec("lpushx", -3, WRITE | DENYOOM | FAST, FIRST_KEY, Handler::Data(lpushx), "list", "Prepends one or more elements to a list only when the list exists."),
-        spec("rpushx", -3, WRITE | DENYOOM | FAST, FIRST_KEY, Handler::Data(rpushx), "list", "Appends an element to a list only when the list exists."),
-        spec("lpop", -2, WRITE | FAST, FIRST_KEY, Handler::Data(lpop), "list", "Returns the first elements in a list after removing it. Deletes the list if the last element was popped."),
-        spec("rpop", -2, WRITE | FAST, FIRST_KEY, Handler::Data(rpop), "list", "Returns and removes the last elements of the list. Deletes the list if the last element was popped."),
-        spec("lrange", 4, READONLY, FIRST_KEY, Handler::Data(lrange), "list", "Returns a range of elements from a list."),
-        spec("llen", 2, READONLY | FAST, FIRST_KEY, Handler::Data(llen), "list", "Returns the length of a list."),
-        spec("lindex", 3, READONLY, FIRST_KEY, Handler::Data(lindex), "list", "Returns an element from a list by its index."),
-        spec("lset", 4, WRITE | DENYOOM, FIRST_KEY, Handler::Data(lset), "list", "Sets the value of an element in a list by its index."),
-        spec("lrem", 4, WRITE, FIRST_KEY, Handler::Data(lrem), "list", "Removes elements from a list. Deletes the list if the last element was removed."),
-        spec("ltrim", 4, WRITE, FIRST_KEY, Handler::Data(ltrim), "list", "Removes elements from both ends a list. Deletes the list if all elements were trimmed."),
-        spec("linsert", 5, WRITE | DENYOOM, FIRST_KEY, Handler::Data(linsert), "list", "Inserts an element before or after another element in a list."),
-        spec("lpos", -3, READONLY, FIRST_KEY, Handler::Data(lpos), "list", "Returns the index of matching elements in a list."),
-        spec("lmove", 5, WRITE | DENYOOM, TWO_KEYS, Handler::Data(lmove), "list", "Returns an element after popping it from one list and pushing it to another. Deletes the list if the last element was moved."),
-        spec("lmpop", -4, WRITE, Keys::Custom(mpop::keys_after_numkeys_at_1), Handler::Data(lmpop), "list", "Returns multiple elements from a list after removing them. Deletes the list if the last element was popped."),
-        spec("rpoplpush", 3, WRITE | DENYOOM, TWO_KEYS, Handler::Data(rpoplpush), "list", "Returns the last element of a list after removing and pushing it to another list. Deletes the list if the last element was popped."),
+        spec("lpush", -3, WRITE | DENYOOM | FAST, FIRST_KEY, Handler::Data(lpush), "list", "Adds elements at the head of a list, creating it if needed."),
+        spec("rpush", -3, WRITE | DENYOOM | FAST, FIRST_KEY, Handler::Data(rpush), "list", "Adds elements at the tail of a list, creating it if needed."),
+        spec("lpushx", -3, WRITE | DENYOOM | FAST, FIRST_KEY, Handler::Data(lpushx), "list", "Adds elements at the head of a list, if the list is there."),
+        spec("rpushx", -3, WRITE | DENYOOM | FAST, FIRST_KEY, Handler::Data(rpushx), "list", "Adds elements at the tail of a list, if the list is there."),
+        spec("lpop", -2, WRITE | FAST, FIRST_KEY, Handler::Data(lpop), "list", "Takes one or more elements off a list's head, dropping the key when it empties."),
+        spec("rpop", -2, WRITE | FAST, FIRST_KEY, Handler::Data(rpop), "list", "Takes one or more elements off a list's tail, dropping the key when it empties."),
+        spec("lrange", 4, READONLY, FIRST_KEY, Handler::Data(lrange), "list", "Reads the elements between two list positions."),
+        spec("llen", 2, READONLY | FAST, FIRST_KEY, Handler::Data(llen), "list", "Counts a list's elements."),
+        spec("lindex", 3, READONLY, FIRST_KEY, Handler::Data(lindex), "list", "Reads the list element at a position."),
+        spec("lset", 4, WRITE | DENYOOM, FIRST_KEY, Handler::Data(lset), "list", "Overwrites the list element at a position."),
+        spec("lrem", 4, WRITE, FIRST_KEY, Handler::Data(lrem), "list", "Deletes occurrences of a value from a list, dropping the key when it empties."),
+        spec("ltrim", 4, WRITE, FIRST_KEY, Handler::Data(ltrim), "list", "Cuts a list down to a range of positions, dropping the key if none remain."),
+        spec("linsert", 5, WRITE | DENYOOM, FIRST_KEY, Handler::Data(linsert), "list", "Adds an element on either side of a pivot value in a list."),
+        spec("lpos", -3, READONLY, FIRST_KEY, Handler::Data(lpos), "list", "Finds the positions of a value in a list."),
+        spec("lmove", 5, WRITE | DENYOOM, TWO_KEYS, Handler::Data(lmove), "list", "Takes an element from either end of one list and adds it to an end of another."),
+        spec("lmpop", -4, WRITE, Keys::Custom(mpop::keys_after_numkeys_at_1), Handler::Data(lmpop), "list", "Takes elements from either end of the first non-empty list given."),
+        spec("rpoplpush", 3, WRITE | DENYOOM, TWO_KEYS, Handler::Data(rpoplpush), "list", "Takes a list's tail and adds it at another list's head, returning it."),
     ]
 }
 

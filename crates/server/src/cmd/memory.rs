@@ -19,7 +19,7 @@ pub fn commands() -> Vec<CommandSpec> {
         Keys::Custom(memory_keys),
         Handler::Data(memory),
         "server",
-        "A container for memory diagnostics commands.",
+        "Parent of the subcommands that report memory use.",
     )]
 }
 
@@ -28,17 +28,27 @@ pub(super) const MEMORY_SUBS: &[SubSpec] = &[
         "usage",
         -3,
         READONLY,
-        "Estimates the memory usage of a key.",
+        "Gives an estimate of the bytes a key and its value occupy.",
     ),
-    sub("stats", 2, 0, "Returns details about memory usage."),
-    sub("doctor", 2, 0, "Outputs a memory problems report."),
-    sub("malloc-stats", 2, 0, "Returns the allocator statistics."),
-    sub("purge", 2, 0, "Asks the allocator to release memory."),
+    sub("stats", 2, 0, "Breaks down the server's memory use."),
+    sub("doctor", 2, 0, "Explains any memory problems it finds."),
+    sub(
+        "malloc-stats",
+        2,
+        0,
+        "Prints allocator statistics, if it has any.",
+    ),
+    sub(
+        "purge",
+        2,
+        0,
+        "Answers OK; durakv's allocator has nothing to purge.",
+    ),
     sub(
         "help",
         2,
         LOADING | STALE,
-        "Returns helpful text about the different subcommands.",
+        "Describes each MEMORY subcommand.",
     ),
 ];
 

@@ -33,7 +33,7 @@ const DEFAULT_TIMEOUT_MS: i64 = 1000;
 #[rustfmt::skip]
 pub fn commands() -> Vec<CommandSpec> {
     vec![
-        spec("migrate", -6, WRITE, Keys::Custom(migrate_keys), Handler::Data(migrate), "generic", "Atomically transfers a key from one Redis instance to another."),
+        spec("migrate", -6, WRITE, Keys::Custom(migrate_keys), Handler::Data(migrate), "generic", "Sends keys to another server, then deletes them unless COPY."),
     ]
 }
 

@@ -17,27 +17,37 @@ pub fn commands() -> Vec<CommandSpec> {
         NO_KEYS,
         Handler::Conn(module),
         "server",
-        "A container for module commands.",
+        "Parent of the module subcommands; durakv loads no modules.",
     )]
 }
 
 const ADMIN_SUB: u32 = ADMIN | NOSCRIPT;
 
 pub(super) const MODULE_SUBS: &[SubSpec] = &[
-    sub("list", 2, ADMIN_SUB, "Returns all loaded modules."),
-    sub("load", -3, ADMIN_SUB, "Loads a module."),
+    sub("list", 2, ADMIN_SUB, "Lists loaded modules (none)."),
+    sub(
+        "load",
+        -3,
+        ADMIN_SUB,
+        "Refused: durakv cannot load modules.",
+    ),
     sub(
         "loadex",
         -3,
         ADMIN_SUB,
-        "Loads a module using extended parameters.",
+        "Refused, like MODULE LOAD: durakv cannot load modules.",
     ),
-    sub("unload", 3, ADMIN_SUB, "Unloads a module."),
+    sub(
+        "unload",
+        3,
+        ADMIN_SUB,
+        "Refused: there is never a module to unload.",
+    ),
     sub(
         "help",
         2,
         LOADING | STALE,
-        "Returns helpful text about the different subcommands.",
+        "Describes each MODULE subcommand.",
     ),
 ];
 

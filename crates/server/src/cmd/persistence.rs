@@ -10,14 +10,15 @@ use durakv_engine::value::parse_i64;
 use durakv_engine::Durability;
 use durakv_protocol::Frame;
 
+#[rustfmt::skip]
 pub fn commands() -> Vec<CommandSpec> {
     vec![
-        spec("lastsave", 1, LOADING | STALE | FAST, NO_KEYS, Handler::Conn(lastsave), "server", "Returns the Unix timestamp of the last successful save to disk."),
-        spec("save", 1, ADMIN | NOSCRIPT | NO_MULTI, NO_KEYS, Handler::Conn(save), "server", "Synchronously saves the database(s) to disk."),
-        spec("bgsave", -1, ADMIN | NOSCRIPT, NO_KEYS, Handler::Conn(bgsave), "server", "Asynchronously saves the database(s) to disk."),
-        spec("bgrewriteaof", 1, ADMIN | NOSCRIPT, NO_KEYS, Handler::Conn(bgrewriteaof), "server", "Asynchronously rewrites the append-only file to disk."),
-        spec("waitaof", 4, NOSCRIPT, NO_KEYS, Handler::Outcome(waitaof), "generic", "Blocks until all of the preceding write commands sent by the connection are written to the append-only file of the master and/or replicas."),
-        spec("wait", 3, NOSCRIPT, NO_KEYS, Handler::Conn(wait), "generic", "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed."),
+        spec("lastsave", 1, LOADING | STALE | FAST, NO_KEYS, Handler::Conn(lastsave), "server", "Gives the Unix time of the latest checkpoint that completed."),
+        spec("save", 1, ADMIN | NOSCRIPT | NO_MULTI, NO_KEYS, Handler::Conn(save), "server", "Takes a checkpoint, replying once it is on disk."),
+        spec("bgsave", -1, ADMIN | NOSCRIPT, NO_KEYS, Handler::Conn(bgsave), "server", "Starts, or schedules, a background checkpoint."),
+        spec("bgrewriteaof", 1, ADMIN | NOSCRIPT, NO_KEYS, Handler::Conn(bgrewriteaof), "server", "Shortens the write-ahead log with a checkpoint."),
+        spec("waitaof", 4, NOSCRIPT, NO_KEYS, Handler::Outcome(waitaof), "generic", "Waits until this connection's writes are durable locally and on enough replicas."),
+        spec("wait", 3, NOSCRIPT, NO_KEYS, Handler::Conn(wait), "generic", "Waits until enough replicas acknowledge this connection's writes, or a timeout."),
     ]
 }
 

@@ -30,7 +30,7 @@ pub fn commands() -> Vec<CommandSpec> {
             NO_KEYS,
             Handler::Conn(subscribe),
             "pubsub",
-            "Listens for messages published to channels.",
+            "Starts delivering the named channels' messages.",
         ),
         spec(
             "psubscribe",
@@ -39,7 +39,7 @@ pub fn commands() -> Vec<CommandSpec> {
             NO_KEYS,
             Handler::Conn(psubscribe),
             "pubsub",
-            "Listens for messages published to channels that match one or more patterns.",
+            "Starts delivering the messages of channels matching patterns.",
         ),
         spec(
             "ssubscribe",
@@ -48,7 +48,7 @@ pub fn commands() -> Vec<CommandSpec> {
             SHARD_CHANNELS,
             Handler::Conn(ssubscribe),
             "pubsub",
-            "Listens for messages published to shard channels.",
+            "Starts delivering the named shard channels' messages.",
         ),
         spec(
             "unsubscribe",
@@ -57,7 +57,7 @@ pub fn commands() -> Vec<CommandSpec> {
             NO_KEYS,
             Handler::Conn(unsubscribe),
             "pubsub",
-            "Stops listening to messages posted to channels.",
+            "Cancels some or all channel subscriptions.",
         ),
         spec(
             "punsubscribe",
@@ -66,7 +66,7 @@ pub fn commands() -> Vec<CommandSpec> {
             NO_KEYS,
             Handler::Conn(punsubscribe),
             "pubsub",
-            "Stops listening to messages published to channels that match one or more patterns.",
+            "Cancels some or all pattern subscriptions.",
         ),
         spec(
             "sunsubscribe",
@@ -75,7 +75,7 @@ pub fn commands() -> Vec<CommandSpec> {
             SHARD_CHANNELS,
             Handler::Conn(sunsubscribe),
             "pubsub",
-            "Stops listening to messages posted to shard channels.",
+            "Cancels some or all shard channel subscriptions.",
         ),
         spec(
             "publish",
@@ -84,7 +84,7 @@ pub fn commands() -> Vec<CommandSpec> {
             NO_KEYS,
             Handler::Conn(publish),
             "pubsub",
-            "Posts a message to a channel.",
+            "Sends a message to a channel's subscribers, counting recipients.",
         ),
         spec(
             "spublish",
@@ -93,7 +93,7 @@ pub fn commands() -> Vec<CommandSpec> {
             SHARD_CHANNEL,
             Handler::Conn(spublish),
             "pubsub",
-            "Post a message to a shard channel",
+            "Sends a message to a shard channel's subscribers.",
         ),
         spec(
             "pubsub",
@@ -102,7 +102,7 @@ pub fn commands() -> Vec<CommandSpec> {
             NO_KEYS,
             Handler::Conn(pubsub),
             "pubsub",
-            "A container for Pub/Sub commands.",
+            "Parent of the subcommands that report Pub/Sub state.",
         ),
     ]
 }
@@ -112,37 +112,37 @@ pub(super) const PUBSUB_SUBS: &[SubSpec] = &[
         "channels",
         -2,
         LOADING | STALE,
-        "Returns the active channels.",
+        "Names channels with subscribers.",
     ),
     sub(
         "numsub",
         -2,
         LOADING | STALE,
-        "Returns a count of subscribers to channels.",
+        "Counts each named channel's subscribers.",
     ),
     sub(
         "numpat",
         2,
         LOADING | STALE,
-        "Returns a count of unique pattern subscriptions.",
+        "Counts the distinct patterns subscribed to.",
     ),
     sub(
         "shardchannels",
         -2,
         LOADING | STALE,
-        "Returns the active shard channels.",
+        "Names shard channels with subscribers.",
     ),
     sub(
         "shardnumsub",
         -2,
         LOADING | STALE,
-        "Returns the count of subscribers of shard channels.",
+        "Counts each named shard channel's subscribers.",
     ),
     sub(
         "help",
         2,
         LOADING | STALE,
-        "Returns helpful text about the different subcommands.",
+        "Describes each PUBSUB subcommand.",
     ),
 ];
 

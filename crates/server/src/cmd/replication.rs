@@ -11,12 +11,12 @@ use durakv_protocol::Frame;
 #[rustfmt::skip]
 pub fn commands() -> Vec<CommandSpec> {
     vec![
-        spec("replicaof", 3, ADMIN | NOSCRIPT | STALE, NO_KEYS, Handler::Conn(replicaof), "server", "Configures a server as replica of another, or promotes it to a master."),
-        spec("slaveof", 3, ADMIN | NOSCRIPT | STALE, NO_KEYS, Handler::Conn(replicaof), "server", "Sets a Redis server as a replica of another, or promotes it to being a master."),
-        spec("replconf", -1, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, Handler::Conn(replconf), "server", "An internal command for configuring the replication stream."),
-        spec("psync", -3, ADMIN | NOSCRIPT | NO_MULTI, NO_KEYS, Handler::Conn(psync), "server", "An internal command used in replication."),
-        spec("failover", -1, ADMIN | NOSCRIPT | STALE, NO_KEYS, Handler::Conn(failover), "server", "Starts a coordinated failover from a server to one of its replicas."),
-        spec("sync", 1, ADMIN | NOSCRIPT | NO_MULTI, NO_KEYS, Handler::Conn(sync), "server", "An internal command used in replication."),
+        spec("replicaof", 3, ADMIN | NOSCRIPT | STALE, NO_KEYS, Handler::Conn(replicaof), "server", "Makes this server follow a primary, or with NO ONE stop following one."),
+        spec("slaveof", 3, ADMIN | NOSCRIPT | STALE, NO_KEYS, Handler::Conn(replicaof), "server", "Old name for REPLICAOF: follows a primary, or stops with NO ONE."),
+        spec("replconf", -1, ADMIN | NOSCRIPT | LOADING | STALE, NO_KEYS, Handler::Conn(replconf), "server", "Internal: a replica's settings and acknowledgements."),
+        spec("psync", -3, ADMIN | NOSCRIPT | NO_MULTI, NO_KEYS, Handler::Conn(psync), "server", "Internal: a replica asking to resume or restart."),
+        spec("failover", -1, ADMIN | NOSCRIPT | STALE, NO_KEYS, Handler::Conn(failover), "server", "Hands the primary role to a replica, or aborts that."),
+        spec("sync", 1, ADMIN | NOSCRIPT | NO_MULTI, NO_KEYS, Handler::Conn(sync), "server", "Internal: an old-style replica's full copy request."),
     ]
 }
 

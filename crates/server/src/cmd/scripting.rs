@@ -30,11 +30,11 @@ pub(super) const NUMKEYS_KEYS: Keys = Keys::Custom(super::mpop::keys_after_numke
 #[rustfmt::skip]
 pub fn commands() -> Vec<CommandSpec> {
     vec![
-        spec("eval", -3, NOSCRIPT | STALE | SKIP_MONITOR, SCRIPT_KEYS, Handler::Data(eval), "scripting", "Executes a server-side Lua script.").reporting_keys(NUMKEYS_KEYS),
-        spec("evalsha", -3, NOSCRIPT | STALE | SKIP_MONITOR, SCRIPT_KEYS, Handler::Data(evalsha), "scripting", "Executes a server-side Lua script by SHA1 digest.").reporting_keys(NUMKEYS_KEYS),
-        spec("eval_ro", -3, NOSCRIPT | STALE | READONLY | SKIP_MONITOR, SCRIPT_KEYS, Handler::Data(eval_ro), "scripting", "Executes a read-only server-side Lua script.").reporting_keys(NUMKEYS_KEYS),
-        spec("evalsha_ro", -3, NOSCRIPT | STALE | READONLY | SKIP_MONITOR, SCRIPT_KEYS, Handler::Data(evalsha_ro), "scripting", "Executes a read-only server-side Lua script by SHA1 digest.").reporting_keys(NUMKEYS_KEYS),
-        spec("script", -2, NOSCRIPT, NO_KEYS, Handler::Conn(script), "scripting", "A container for Lua scripts management commands."),
+        spec("eval", -3, NOSCRIPT | STALE | SKIP_MONITOR, SCRIPT_KEYS, Handler::Data(eval), "scripting", "Runs a Lua script atomically.").reporting_keys(NUMKEYS_KEYS),
+        spec("evalsha", -3, NOSCRIPT | STALE | SKIP_MONITOR, SCRIPT_KEYS, Handler::Data(evalsha), "scripting", "Runs a cached Lua script named by its SHA1.").reporting_keys(NUMKEYS_KEYS),
+        spec("eval_ro", -3, NOSCRIPT | STALE | READONLY | SKIP_MONITOR, SCRIPT_KEYS, Handler::Data(eval_ro), "scripting", "Runs a Lua script that may not write.").reporting_keys(NUMKEYS_KEYS),
+        spec("evalsha_ro", -3, NOSCRIPT | STALE | READONLY | SKIP_MONITOR, SCRIPT_KEYS, Handler::Data(evalsha_ro), "scripting", "Runs a cached Lua script by SHA1, without writes.").reporting_keys(NUMKEYS_KEYS),
+        spec("script", -2, NOSCRIPT, NO_KEYS, Handler::Conn(script), "scripting", "Parent of the subcommands that manage cached Lua scripts."),
     ]
 }
 
@@ -45,37 +45,32 @@ pub(super) const SCRIPT_SUBS: &[SubSpec] = &[
         "debug",
         3,
         NOSCRIPT,
-        "Sets the debug mode of server-side Lua scripts.",
+        "Accepts NO only: durakv has no Lua debugger to switch on.",
     ),
     sub(
         "exists",
         -3,
         NOSCRIPT,
-        "Determines whether server-side Lua scripts exist in the script cache.",
+        "Tells, for each SHA1, whether that script is cached.",
     ),
-    sub(
-        "flush",
-        -2,
-        NOSCRIPT,
-        "Removes all server-side Lua scripts from the script cache.",
-    ),
+    sub("flush", -2, NOSCRIPT, "Empties the Lua script cache."),
     sub(
         "help",
         2,
         LOADING | STALE,
-        "Returns helpful text about the different subcommands.",
+        "Describes each SCRIPT subcommand.",
     ),
     sub(
         "kill",
         2,
         NOSCRIPT,
-        "Terminates a server-side Lua script during execution.",
+        "Stops the running Lua script if it has not written.",
     ),
     sub(
         "load",
         3,
         NOSCRIPT | STALE,
-        "Loads a server-side Lua script to the script cache.",
+        "Caches a Lua script and gives its SHA1.",
     ),
 ];
 

@@ -17,7 +17,7 @@ pub fn commands() -> Vec<CommandSpec> {
             NO_KEYS,
             Handler::Conn(lolwut),
             "server",
-            "Displays computer art and the Redis version",
+            "Draws the write-ahead log, then the version.",
         ),
         spec(
             "time",
@@ -26,7 +26,7 @@ pub fn commands() -> Vec<CommandSpec> {
             NO_KEYS,
             Handler::Conn(time),
             "server",
-            "Returns the server time.",
+            "Gives the server's clock in seconds and microseconds.",
         ),
         spec(
             "shutdown",
@@ -35,7 +35,7 @@ pub fn commands() -> Vec<CommandSpec> {
             NO_KEYS,
             Handler::Conn(shutdown),
             "server",
-            "Synchronously saves the database(s) to disk and shuts down the server.",
+            "Stops the server, taking a final checkpoint unless told NOSAVE.",
         ),
         spec(
             "role",
@@ -44,7 +44,7 @@ pub fn commands() -> Vec<CommandSpec> {
             NO_KEYS,
             Handler::Conn(role),
             "server",
-            "Returns the replication role.",
+            "Says whether this is a primary or a replica.",
         ),
         spec(
             "monitor",
@@ -53,7 +53,7 @@ pub fn commands() -> Vec<CommandSpec> {
             NO_KEYS,
             Handler::Conn(monitor),
             "server",
-            "Listens for all requests received by the server in real-time.",
+            "Streams every command the server runs to this connection.",
         ),
     ]
 }

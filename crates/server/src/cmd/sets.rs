@@ -15,25 +15,26 @@ use durakv_engine::value::{parse_i64, EncodingLimits, SetValue, Value};
 use durakv_protocol::Frame;
 use std::collections::HashSet;
 
+#[rustfmt::skip]
 pub fn commands() -> Vec<CommandSpec> {
     vec![
-        spec("sadd", -3, WRITE | DENYOOM | FAST, FIRST_KEY, Handler::Data(sadd), "set", "Adds one or more members to a set. Creates the key if it doesn't exist."),
-        spec("srem", -3, WRITE | FAST, FIRST_KEY, Handler::Data(srem), "set", "Removes one or more members from a set. Deletes the set if the last member was removed."),
-        spec("smembers", 2, READONLY, FIRST_KEY, Handler::Data(smembers), "set", "Returns all members of a set."),
-        spec("sismember", 3, READONLY | FAST, FIRST_KEY, Handler::Data(sismember), "set", "Determines whether a member belongs to a set."),
-        spec("smismember", -3, READONLY | FAST, FIRST_KEY, Handler::Data(smismember), "set", "Determines whether multiple members belong to a set."),
-        spec("scard", 2, READONLY | FAST, FIRST_KEY, Handler::Data(scard), "set", "Returns the number of members in a set."),
-        spec("spop", -2, WRITE | FAST, FIRST_KEY, Handler::Data(spop), "set", "Returns one or more random members from a set after removing them. Deletes the set if the last member was popped."),
-        spec("srandmember", -2, READONLY, FIRST_KEY, Handler::Data(srandmember), "set", "Get one or multiple random members from a set"),
-        spec("sscan", -3, READONLY, FIRST_KEY, Handler::Data(sscan), "set", "Iterates over members of a set."),
-        spec("sinter", -2, READONLY, ALL_ARGS_KEYS, Handler::Data(sinter), "set", "Returns the intersect of multiple sets."),
-        spec("sunion", -2, READONLY, ALL_ARGS_KEYS, Handler::Data(sunion), "set", "Returns the union of multiple sets."),
-        spec("sdiff", -2, READONLY, ALL_ARGS_KEYS, Handler::Data(sdiff), "set", "Returns the difference of multiple sets."),
-        spec("sinterstore", -3, WRITE | DENYOOM, ALL_ARGS_KEYS, Handler::Data(sinterstore), "set", "Stores the intersect of multiple sets in a key."),
-        spec("sunionstore", -3, WRITE | DENYOOM, ALL_ARGS_KEYS, Handler::Data(sunionstore), "set", "Stores the union of multiple sets in a key."),
-        spec("sdiffstore", -3, WRITE | DENYOOM, ALL_ARGS_KEYS, Handler::Data(sdiffstore), "set", "Stores the difference of multiple sets in a key."),
-        spec("smove", 4, WRITE | FAST, TWO_KEYS, Handler::Data(smove), "set", "Moves a member from one set to another."),
-        spec("sintercard", -3, READONLY, Keys::Custom(sintercard_keys), Handler::Data(sintercard), "set", "Returns the number of members of the intersect of multiple sets."),
+        spec("sadd", -3, WRITE | DENYOOM | FAST, FIRST_KEY, Handler::Data(sadd), "set", "Puts members into a set, creating it if needed."),
+        spec("srem", -3, WRITE | FAST, FIRST_KEY, Handler::Data(srem), "set", "Takes members out of a set, dropping the key when it empties."),
+        spec("smembers", 2, READONLY, FIRST_KEY, Handler::Data(smembers), "set", "Reads the full contents of a set."),
+        spec("sismember", 3, READONLY | FAST, FIRST_KEY, Handler::Data(sismember), "set", "Tells whether a value is in a set."),
+        spec("smismember", -3, READONLY | FAST, FIRST_KEY, Handler::Data(smismember), "set", "Tells, for each value given, whether it is in a set."),
+        spec("scard", 2, READONLY | FAST, FIRST_KEY, Handler::Data(scard), "set", "Gives a set's size."),
+        spec("spop", -2, WRITE | FAST, FIRST_KEY, Handler::Data(spop), "set", "Removes and returns random set members, dropping the key when it empties."),
+        spec("srandmember", -2, READONLY, FIRST_KEY, Handler::Data(srandmember), "set", "Picks random set members, leaving them in."),
+        spec("sscan", -3, READONLY, FIRST_KEY, Handler::Data(sscan), "set", "Walks a set's members with a cursor."),
+        spec("sinter", -2, READONLY, ALL_ARGS_KEYS, Handler::Data(sinter), "set", "Gives the members all the sets share."),
+        spec("sunion", -2, READONLY, ALL_ARGS_KEYS, Handler::Data(sunion), "set", "Gives every member of any of the sets."),
+        spec("sdiff", -2, READONLY, ALL_ARGS_KEYS, Handler::Data(sdiff), "set", "Gives the first set's members the others lack."),
+        spec("sinterstore", -3, WRITE | DENYOOM, ALL_ARGS_KEYS, Handler::Data(sinterstore), "set", "Saves the members all the sets share."),
+        spec("sunionstore", -3, WRITE | DENYOOM, ALL_ARGS_KEYS, Handler::Data(sunionstore), "set", "Saves every member of any of the sets."),
+        spec("sdiffstore", -3, WRITE | DENYOOM, ALL_ARGS_KEYS, Handler::Data(sdiffstore), "set", "Saves the first set's members the others lack."),
+        spec("smove", 4, WRITE | FAST, TWO_KEYS, Handler::Data(smove), "set", "Takes a member out of one set and adds it to another."),
+        spec("sintercard", -3, READONLY, Keys::Custom(sintercard_keys), Handler::Data(sintercard), "set", "Counts the members all the sets share, up to a limit."),
     ]
 }
 

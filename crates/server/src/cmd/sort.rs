@@ -29,7 +29,7 @@ pub fn commands() -> Vec<CommandSpec> {
             Keys::Custom(sort_keys),
             Handler::Data(sort),
             "generic",
-            "Sorts the elements in a list, a set, or a sorted set, optionally storing the result.",
+            "Arranges a collection's elements by value or weights; STORE saves them.",
         )
         .locking_all_when(reads_pattern_keys),
         spec(
@@ -39,7 +39,7 @@ pub fn commands() -> Vec<CommandSpec> {
             FIRST_KEY,
             Handler::Data(sort_ro),
             "generic",
-            "Returns the sorted elements of a list, a set, or a sorted set.",
+            "Arranges a collection's elements by value or weights.",
         )
         .locking_all_when(reads_pattern_keys)
         .reporting_keys(Keys::Custom(sort_ro_keys)),

@@ -21,22 +21,22 @@ use durakv_protocol::Frame;
 #[rustfmt::skip]
 pub fn commands() -> Vec<CommandSpec> {
     vec![
-        spec("xgroup", -2, WRITE, Keys::Custom(key_at_2), Handler::Data(xgroup), "stream", "A container for consumer groups commands."),
-        spec("xack", -4, WRITE | FAST, FIRST_KEY, Handler::Data(xack), "stream", "Returns the number of messages that were successfully acknowledged by the consumer group member of a stream."),
-        spec("xpending", -3, READONLY, FIRST_KEY, Handler::Data(xpending), "stream", "Returns the information and entries from a stream consumer group's pending entries list."),
-        spec("xclaim", -6, WRITE | FAST, FIRST_KEY, Handler::Data(xclaim), "stream", "Changes, or acquires, ownership of a message in a consumer group, as if the message was delivered a consumer group member."),
-        spec("xautoclaim", -6, WRITE | FAST, FIRST_KEY, Handler::Data(xautoclaim), "stream", "Changes, or acquires, ownership of messages in a consumer group, as if the messages were delivered to as consumer group member."),
+        spec("xgroup", -2, WRITE, Keys::Custom(key_at_2), Handler::Data(xgroup), "stream", "Parent of the subcommands that manage consumer groups."),
+        spec("xack", -4, WRITE | FAST, FIRST_KEY, Handler::Data(xack), "stream", "Marks stream entries as processed by a group and counts those it cleared."),
+        spec("xpending", -3, READONLY, FIRST_KEY, Handler::Data(xpending), "stream", "Inspects the entries a group delivered but has not had acknowledged."),
+        spec("xclaim", -6, WRITE | FAST, FIRST_KEY, Handler::Data(xclaim), "stream", "Gives a consumer ownership of pending entries idle long enough."),
+        spec("xautoclaim", -6, WRITE | FAST, FIRST_KEY, Handler::Data(xautoclaim), "stream", "Scans a group's pending entries and hands idle ones to a consumer."),
     ]
 }
 
 #[rustfmt::skip]
 pub const XGROUP_SUBS: &[SubSpec] = &[
-    sub("create", -5, WRITE | DENYOOM, "Creates a consumer group."),
-    sub("setid", -5, WRITE, "Sets the last-delivered ID of a consumer group."),
-    sub("destroy", 4, WRITE, "Destroys a consumer group."),
-    sub("createconsumer", 5, WRITE | DENYOOM, "Creates a consumer in a consumer group."),
-    sub("delconsumer", 5, WRITE, "Deletes a consumer from a consumer group."),
-    sub("help", 2, LOADING | STALE, "Returns helpful text about the different subcommands."),
+    sub("create", -5, WRITE | DENYOOM, "Adds a consumer group to a stream."),
+    sub("setid", -5, WRITE, "Moves a group's last-delivered ID."),
+    sub("destroy", 4, WRITE, "Drops a group, with its consumers and pending entries."),
+    sub("createconsumer", 5, WRITE | DENYOOM, "Adds a named consumer to a group."),
+    sub("delconsumer", 5, WRITE, "Removes a consumer and its pending entries."),
+    sub("help", 2, LOADING | STALE, "Describes each XGROUP subcommand."),
 ];
 
 /// XGROUP and XINFO name their key third (HELP has none).

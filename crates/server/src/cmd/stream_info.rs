@@ -14,16 +14,16 @@ use durakv_protocol::Frame;
 #[rustfmt::skip]
 pub fn commands() -> Vec<CommandSpec> {
     vec![
-        spec("xinfo", -2, READONLY, Keys::Custom(key_at_2), Handler::Data(xinfo), "stream", "A container for stream introspection commands."),
+        spec("xinfo", -2, READONLY, Keys::Custom(key_at_2), Handler::Data(xinfo), "stream", "Parent of the subcommands that report on streams and groups."),
     ]
 }
 
 #[rustfmt::skip]
 pub const XINFO_SUBS: &[SubSpec] = &[
-    sub("stream", -3, READONLY, "Returns information about a stream."),
-    sub("groups", 3, READONLY, "Returns a list of the consumer groups of a stream."),
-    sub("consumers", 4, READONLY, "Returns a list of the consumers in a consumer group."),
-    sub("help", 2, LOADING | STALE, "Returns helpful text about the different subcommands."),
+    sub("stream", -3, READONLY, "Describes a stream's length, IDs and entries."),
+    sub("groups", 3, READONLY, "Shows a stream's groups and their progress."),
+    sub("consumers", 4, READONLY, "Describes each consumer in one group of a stream."),
+    sub("help", 2, LOADING | STALE, "Describes each XINFO subcommand."),
 ];
 
 fn field(name: &str, v: Frame) -> (Frame, Frame) {

@@ -23,8 +23,8 @@ use std::time::Duration;
 #[rustfmt::skip]
 pub fn commands() -> Vec<CommandSpec> {
     vec![
-        spec("xread", -4, READONLY | BLOCKING, Keys::Custom(stream_keys), Handler::Data(xread), "stream", "Returns messages from multiple streams with IDs greater than the ones requested. Blocks until a message is available otherwise."),
-        spec("xreadgroup", -7, WRITE | BLOCKING, Keys::Custom(stream_keys), Handler::Data(xreadgroup), "stream", "Returns new or historical messages from a stream for a consumer in a group. Blocks until a message is available otherwise."),
+        spec("xread", -4, READONLY | BLOCKING, Keys::Custom(stream_keys), Handler::Data(xread), "stream", "Reads entries after given IDs from one or more streams, optionally waiting for new ones."),
+        spec("xreadgroup", -7, WRITE | BLOCKING, Keys::Custom(stream_keys), Handler::Data(xreadgroup), "stream", "Reads entries for a group's consumer, new or still pending, optionally waiting."),
     ]
 }
 

@@ -21,13 +21,13 @@ use durakv_protocol::Frame;
 #[rustfmt::skip]
 pub fn commands() -> Vec<CommandSpec> {
     vec![
-        spec("xadd", -5, WRITE | DENYOOM | FAST, FIRST_KEY, Handler::Data(xadd), "stream", "Appends a new message to a stream. Creates the key if it doesn't exist."),
-        spec("xrange", -4, READONLY, FIRST_KEY, Handler::Data(xrange), "stream", "Returns the messages from a stream within a range of IDs."),
-        spec("xrevrange", -4, READONLY, FIRST_KEY, Handler::Data(xrevrange), "stream", "Returns the messages from a stream within a range of IDs in reverse order."),
-        spec("xlen", 2, READONLY | FAST, FIRST_KEY, Handler::Data(xlen), "stream", "Return the number of messages in a stream."),
-        spec("xdel", -3, WRITE | FAST, FIRST_KEY, Handler::Data(xdel), "stream", "Returns the number of messages after removing them from a stream."),
-        spec("xtrim", -4, WRITE, FIRST_KEY, Handler::Data(xtrim), "stream", "Deletes messages from the beginning of a stream."),
-        spec("xsetid", -3, WRITE | DENYOOM | FAST, FIRST_KEY, Handler::Data(xsetid), "stream", "An internal command for replicating stream values."),
+        spec("xadd", -5, WRITE | DENYOOM | FAST, FIRST_KEY, Handler::Data(xadd), "stream", "Adds an entry to a stream, creating it if needed."),
+        spec("xrange", -4, READONLY, FIRST_KEY, Handler::Data(xrange), "stream", "Reads a stream's entries between two IDs."),
+        spec("xrevrange", -4, READONLY, FIRST_KEY, Handler::Data(xrevrange), "stream", "Reads a stream's entries between two IDs, newest first."),
+        spec("xlen", 2, READONLY | FAST, FIRST_KEY, Handler::Data(xlen), "stream", "Gives a stream's length in entries."),
+        spec("xdel", -3, WRITE | FAST, FIRST_KEY, Handler::Data(xdel), "stream", "Deletes entries from a stream by ID and counts those removed."),
+        spec("xtrim", -4, WRITE, FIRST_KEY, Handler::Data(xtrim), "stream", "Drops a stream's oldest entries."),
+        spec("xsetid", -3, WRITE | DENYOOM | FAST, FIRST_KEY, Handler::Data(xsetid), "stream", "Internal: sets a stream's last ID."),
     ]
 }
 

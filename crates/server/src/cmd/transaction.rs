@@ -17,7 +17,7 @@ pub fn commands() -> Vec<CommandSpec> {
             NO_KEYS,
             Handler::Conn(multi),
             "transactions",
-            "Starts a transaction.",
+            "Opens a transaction: later commands queue until EXEC.",
         ),
         spec(
             "exec",
@@ -26,7 +26,7 @@ pub fn commands() -> Vec<CommandSpec> {
             NO_KEYS,
             Handler::Outcome(dispatch::exec),
             "transactions",
-            "Executes all commands in a transaction.",
+            "Runs the queued commands unless a watched key changed.",
         ),
         spec(
             "discard",
@@ -35,7 +35,7 @@ pub fn commands() -> Vec<CommandSpec> {
             NO_KEYS,
             Handler::Conn(discard),
             "transactions",
-            "Discards a transaction.",
+            "Throws away the queued commands and ends the transaction.",
         ),
         spec(
             "watch",
@@ -44,7 +44,7 @@ pub fn commands() -> Vec<CommandSpec> {
             ALL_ARGS_KEYS,
             Handler::Conn(watch),
             "transactions",
-            "Monitors changes to keys to determine the execution of a transaction.",
+            "Makes the next EXEC fail if any of these keys changes first.",
         ),
         spec(
             "unwatch",
@@ -53,7 +53,7 @@ pub fn commands() -> Vec<CommandSpec> {
             NO_KEYS,
             Handler::Conn(unwatch),
             "transactions",
-            "Forgets about watched keys of a transaction.",
+            "Stops watching every watched key.",
         ),
     ]
 }

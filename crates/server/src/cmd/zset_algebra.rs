@@ -20,7 +20,7 @@ pub fn commands() -> Vec<CommandSpec> {
             Keys::Custom(store_keys),
             Handler::Data(zunionstore),
             "sorted-set",
-            "Stores the union of multiple sorted sets in a key.",
+            "Merges sorted sets, combining scores, into a destination key.",
         ),
         spec(
             "zinterstore",
@@ -29,7 +29,7 @@ pub fn commands() -> Vec<CommandSpec> {
             Keys::Custom(store_keys),
             Handler::Data(zinterstore),
             "sorted-set",
-            "Stores the intersect of multiple sorted sets in a key.",
+            "Keeps the members sorted sets share, scores combined, in a key.",
         ),
         spec(
             "zdiffstore",
@@ -38,7 +38,7 @@ pub fn commands() -> Vec<CommandSpec> {
             Keys::Custom(store_keys),
             Handler::Data(zdiffstore),
             "sorted-set",
-            "Stores the difference of multiple sorted sets in a key.",
+            "Saves the first sorted set's members the others lack.",
         ),
         spec(
             "zunion",
@@ -47,7 +47,7 @@ pub fn commands() -> Vec<CommandSpec> {
             Keys::Custom(input_keys),
             Handler::Data(zunion),
             "sorted-set",
-            "Returns the union of multiple sorted sets.",
+            "Merges sorted sets, combining the scores of shared members.",
         ),
         spec(
             "zinter",
@@ -56,7 +56,7 @@ pub fn commands() -> Vec<CommandSpec> {
             Keys::Custom(input_keys),
             Handler::Data(zinter),
             "sorted-set",
-            "Returns the intersect of multiple sorted sets.",
+            "Gives the members sorted sets share, scores combined.",
         ),
         spec(
             "zdiff",
@@ -65,7 +65,7 @@ pub fn commands() -> Vec<CommandSpec> {
             Keys::Custom(input_keys),
             Handler::Data(zdiff),
             "sorted-set",
-            "Returns the difference between multiple sorted sets.",
+            "Gives the first sorted set's members the others lack.",
         ),
         spec(
             "zintercard",
@@ -74,7 +74,7 @@ pub fn commands() -> Vec<CommandSpec> {
             Keys::Custom(input_keys),
             Handler::Data(zintercard),
             "sorted-set",
-            "Returns the number of members of the intersect of multiple sorted sets.",
+            "Counts the members common to sorted sets, up to an optional limit.",
         ),
     ]
 }
