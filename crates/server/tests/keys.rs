@@ -452,7 +452,7 @@ fn object_subcommands() {
     );
     assert_eq!(
         help.last().map(String::as_str),
-        Some("    Print this help.")
+        Some("    Show this list of subcommands.")
     );
     assert_eq!(
         err(c, &["OBJECT", "FOO", "k"]),

@@ -613,19 +613,19 @@ pub const OBJECT_SUBS: &[SubSpec] = &[
 const OBJECT_HELP: &[&str] = &[
     "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
     "ENCODING <key>",
-    "    Return the kind of internal representation used in order to store the value",
-    "    associated with a <key>.",
+    "    Name the layout the value under <key> is kept in (int, embstr, listpack,",
+    "    hashtable and so on).",
     "FREQ <key>",
-    "    Return the access frequency index of the <key>. The returned integer is",
-    "    proportional to the logarithm of the recent access frequency of the key.",
+    "    Give the key's LFU counter, decayed to now: a small number that grows",
+    "    with the log of how often the key is used. Needs an LFU maxmemory-policy.",
     "IDLETIME <key>",
-    "    Return the idle time of the <key>, that is the approximated number of",
-    "    seconds elapsed since the last access to the key.",
+    "    Give the whole seconds since <key> was last read or written. Refused",
+    "    while an LFU maxmemory-policy is set.",
     "REFCOUNT <key>",
-    "    Return the number of references of the value associated with the specified",
-    "    <key>.",
+    "    Give how many holders the value of <key> has: 2147483647 for a small",
+    "    integer shared between keys, 1 for anything else.",
     "HELP",
-    "    Print this help.",
+    "    Show this list of subcommands.",
 ];
 
 /// OBJECT. IDLETIME is the time since the key was last read or written;

@@ -77,13 +77,13 @@ fn module(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
             "module",
             &[
                 "LIST",
-                "    Return a list of loaded modules.",
+                "    Always an empty list: durakv runs no modules.",
                 "LOAD <path> [<arg> ...]",
-                "    Load a module library from <path>, passing to it any optional arguments.",
+                "    Always fails: durakv cannot load Redis modules.",
                 "LOADEX <path> [[CONFIG NAME VALUE] [CONFIG NAME VALUE]] [ARGS ...]",
-                "    Load a module library from <path>, while passing it module configurations and optional arguments.",
+                "    Fails the same way as LOAD, whatever configs or arguments are given.",
                 "UNLOAD <name>",
-                "    Unload a module.",
+                "    Always fails, as no module is ever loaded to be removed.",
             ],
         ),
     }

@@ -54,11 +54,14 @@ fn xinfo(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
             "xinfo",
             &[
                 "CONSUMERS <key> <groupname>",
-                "    Show consumers of <groupname>.",
+                "    Describe each consumer in <groupname>: pending count, idle times.",
                 "GROUPS <key>",
-                "    Show the stream consumer groups.",
+                "    Describe each group on the stream: consumers, pending entries, last",
+                "    delivered ID, entries read and lag.",
                 "STREAM <key> [FULL [COUNT <count>]",
-                "    Show information about the stream.",
+                "    Summarize the stream: length, IDs, first and last entries. FULL adds",
+                "    its entries and each group's pending entries and consumers; COUNT caps",
+                "    how many entries each list shows (10 by default, 0 for no limit).",
             ],
         );
     }

@@ -110,7 +110,10 @@ pub(super) fn help(container: &str, lines: &[&str]) -> Reply {
         "{} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
         container.to_ascii_uppercase()
     )))];
-    for l in lines.iter().chain(["HELP", "    Print this help."].iter()) {
+    for l in lines
+        .iter()
+        .chain(["HELP", "    Show this list of subcommands."].iter())
+    {
         out.push(Frame::Simple(Bytes::copy_from_slice(l.as_bytes())));
     }
     Ok(Frame::Array(out))
