@@ -2,7 +2,8 @@
 //! that nobody joins until shutdown would otherwise end it silently: active
 //! expiry, eviction, replication or the checkpointer would stop while the
 //! server kept serving. A panic inside a write aborts the process instead
-//! (the engine's `Txn`), so what these loops leave behind is unchanged data.
+//! (the engine's `Txn`, and active expiry's removals), so what these loops
+//! leave behind is unchanged data.
 
 use futures_util::FutureExt;
 use std::any::Any;
