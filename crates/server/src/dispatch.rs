@@ -164,6 +164,11 @@ fn run(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> Outcome {
             if spec.is_write() && !all {
                 let keys = idx.iter().map(|&i| &args[i]);
                 crate::settle::watchers(ctx.shared, ctx.client.id(), ctx.client.db, keys);
+            } else if spec.flags & flags::READONLY == 0 && spec.reported_keys.is_some() {
+                // A script or function that may write: the keys it declares.
+                let declared = crate::command::key_indexes_of(spec.shown_keys(), args);
+                let keys = declared.iter().map(|&i| &args[i]);
+                crate::settle::watchers(ctx.shared, ctx.client.id(), ctx.client.db, keys);
             }
             let mut txn = match lock(ctx.shared, all, keys) {
                 Ok(t) => t,
@@ -445,15 +450,26 @@ pub fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
     let mut lock_all = false;
     let mut writes = false;
     let mut keys: Vec<Bytes> = ctx.client.watched.iter().map(|w| w.key.clone()).collect();
+    let mut written: Vec<&Bytes> = Vec::new();
     for args in &multi.queued {
         if let Some(spec) = lookup(&args[0]) {
             writes |= spec.is_write();
             if spec.locks_all(args) {
                 lock_all = true;
             } else {
-                keys.extend(spec.key_indexes(args).into_iter().map(|i| args[i].clone()));
+                let idx = spec.key_indexes(args);
+                if spec.is_write() {
+                    written.extend(idx.iter().map(|&i| &args[i]));
+                }
+                keys.extend(idx.into_iter().map(|i| args[i].clone()));
             }
         }
+    }
+    // As a single write does (`run`): the clients watching what this
+    // transaction writes first run what reached them before it.
+    if !written.is_empty() {
+        let me = ctx.client.id();
+        crate::settle::watchers(ctx.shared, me, ctx.client.db, written.into_iter());
     }
     let mut txn = match lock(ctx.shared, lock_all, keys.iter().map(|k| &k[..])) {
         Ok(t) => t,

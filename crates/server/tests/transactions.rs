@@ -513,7 +513,8 @@ fn a_rejected_exec_is_an_execabort() {
 /// it watches runs first, as on Redis's single loop, and is not aborted
 /// by that write, even when the two connections are served by different
 /// event loops. Also when the write is one a blocked BRPOPLPUSH makes
-/// (Redis's "BRPOPLPUSH does not affect WATCH while still blocked").
+/// (Redis's "BRPOPLPUSH does not affect WATCH while still blocked"), or
+/// one made by another client's MULTI/EXEC or by a script.
 #[test]
 fn an_exec_sent_before_a_write_to_its_watched_key_runs_first() {
     use durakv_protocol::Frame;
@@ -528,6 +529,33 @@ fn an_exec_sent_before_a_write_to_its_watched_key_runs_first() {
             w.frame(),
             Frame::Array(vec![Frame::Null]),
             "round {round}, SET"
+        );
+
+        // A write inside another client's transaction, and one a script
+        // makes to a key it declares.
+        let mut w = exec_unread(&srv, "k", "other");
+        let _: () = redis::pipe()
+            .atomic()
+            .cmd("SET")
+            .arg("k")
+            .arg("v")
+            .ignore()
+            .query(&mut c)
+            .unwrap();
+        assert_eq!(
+            w.frame(),
+            Frame::Array(vec![Frame::Null]),
+            "round {round}, EXEC"
+        );
+        let mut w = exec_unread(&srv, "k", "other");
+        let _: () = ok(
+            &mut c,
+            &["EVAL", "redis.call('SET', KEYS[1], 'v')", "1", "k"],
+        );
+        assert_eq!(
+            w.frame(),
+            Frame::Array(vec![Frame::Null]),
+            "round {round}, EVAL"
         );
 
         // A write made by serving a blocked client.
