@@ -11,6 +11,8 @@ use durakv_engine::store::{Store, StoreConfig};
 use durakv_engine::Durability;
 use panicky_fs::panicky_fs;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::Path;
+use std::sync::Arc;
 
 #[test]
 fn a_checkpoint_that_panics_counts_as_failed_and_the_next_one_runs() {
@@ -21,7 +23,8 @@ fn a_checkpoint_that_panics_counts_as_failed_and_the_next_one_runs() {
     let lsn = commit(&store, vec![set("a", "v")], Durability::Full, START_MS);
     store.wal.wait_durable(lsn).unwrap();
 
-    panics.under(Some(&cfg.checkpoint_dir()));
+    let checkpoints = cfg.checkpoint_dir();
+    panics.when(Some(Arc::new(move |p: &Path| p.starts_with(&checkpoints))));
     let panicked = catch_unwind(AssertUnwindSafe(|| store.checkpoint()));
     assert!(panicked.is_err(), "the checkpoint did not reach a sync");
     let status = store.checkpointer.status();
@@ -30,7 +33,7 @@ fn a_checkpoint_that_panics_counts_as_failed_and_the_next_one_runs() {
     assert_eq!((status.succeeded, status.failed), (0, 1));
     assert!(status.last_error.is_some());
 
-    panics.under(None);
+    panics.when(None);
     let lsn = commit(&store, vec![set("b", "v")], Durability::Full, START_MS);
     store.wal.wait_durable(lsn).unwrap();
     store.checkpoint().expect("the checkpoint after the panic");

@@ -8,20 +8,16 @@
 mod checkpoint_support;
 mod panicky_fs;
 
-use checkpoint_support::{commit, set, START_MS};
+use checkpoint_support::{commit, rerun_as_child, set, CHILD_DEADLINE, START_MS};
 use durakv_engine::store::{Store, StoreConfig};
 use durakv_engine::Durability;
 use panicky_fs::panicky_fs;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 
 const CHILD_DIR: &str = "DURAKV_LOG_THREAD_PANIC_DIR";
 const TEST: &str = "a_panicking_log_writer_aborts_the_process";
-const SIGABRT: i32 = 6;
-/// Far beyond a healthy commit; a child still running then is stuck.
-const CHILD_DEADLINE: Duration = Duration::from_secs(30);
 
 /// What the child runs: a durable write, then one whose fdatasync panics.
 fn child(dir: &Path) {
@@ -31,7 +27,11 @@ fn child(dir: &Path) {
     let lsn = commit(&store, vec![set("kept", "v")], Durability::Full, START_MS);
     wal.wait_durable(lsn).unwrap();
     std::fs::write(dir.join("first-write-durable"), b"").unwrap();
-    panics.under(Some(dir));
+    // The log's segments only, not the preallocator's spares: the writer
+    // is the thread that panics.
+    panics.when(Some(Arc::new(|p: &Path| {
+        p.extension().is_some_and(|e| e == "log")
+    })));
     let lsn = commit(
         &store,
         vec![set("unsynced", "v")],
@@ -50,28 +50,13 @@ fn a_panicking_log_writer_aborts_the_process() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let mut proc = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", TEST, "--nocapture", "--test-threads=1"])
-        .env(CHILD_DIR, dir.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let began = Instant::now();
-    let status = loop {
-        if let Some(status) = proc.try_wait().unwrap() {
-            break status;
-        }
-        if began.elapsed() > CHILD_DEADLINE {
-            let _ = proc.kill();
-            let _ = proc.wait();
+    let (status, said) = rerun_as_child(TEST, CHILD_DIR, dir.path(), CHILD_DEADLINE)
+        .unwrap_or_else(|| {
             panic!(
                 "the child still runs after {CHILD_DEADLINE:?}: its write waits for a dead writer"
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    assert_eq!(status.signal(), Some(SIGABRT), "{status:?}");
+            )
+        });
+    assert_eq!(status.signal(), Some(libc::SIGABRT), "{status:?}: {said}");
     assert!(dir.path().join("first-write-durable").exists());
     assert!(!dir.path().join("second-write-returned").exists());
 

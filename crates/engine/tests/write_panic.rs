@@ -7,17 +7,15 @@
 
 mod checkpoint_support;
 
-use checkpoint_support::{commit, set, START_MS};
+use checkpoint_support::{commit, rerun_as_child, set, CHILD_DEADLINE, START_MS};
 use durakv_engine::store::{Store, StoreConfig};
 use durakv_engine::Durability;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::process::Command;
 
 /// Set in the child: the data directory it writes to.
 const CHILD_DIR: &str = "DURAKV_WRITE_PANIC_DIR";
 const TEST: &str = "a_panic_inside_a_write_aborts_and_the_log_decides";
-const SIGABRT: i32 = 6;
 
 fn open(dir: &Path) -> Store {
     Store::open(&StoreConfig::new(dir)).unwrap_or_else(|e| panic!("open failed: {e}"))
@@ -60,22 +58,9 @@ fn a_panic_inside_a_write_aborts_and_the_log_decides() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", TEST, "--nocapture", "--test-threads=1"])
-        .env(CHILD_DIR, dir.path())
-        .output()
-        .unwrap();
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(
-        out.status.signal(),
-        Some(SIGABRT),
-        "{:?}: {said}",
-        out.status
-    );
+    let (status, said) = rerun_as_child(TEST, CHILD_DIR, dir.path(), CHILD_DEADLINE)
+        .expect("the child still runs: the write did not abort");
+    assert_eq!(status.signal(), Some(libc::SIGABRT), "{status:?}: {said}");
     assert!(dir.path().join("read-panic-survived").exists(), "{said}");
     assert!(!dir.path().join("write-panic-survived").exists(), "{said}");
 

@@ -161,13 +161,21 @@ fn run(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> Outcome {
                 spec.key_indexes(args)
             };
             let keys = idx.iter().map(|&i| &args[i][..]);
-            if spec.is_write() && !all {
-                let keys = idx.iter().map(|&i| &args[i]);
-                crate::settle::watchers(ctx.shared, ctx.client.id(), ctx.client.db, keys);
-            } else if spec.flags & flags::READONLY == 0 && spec.reported_keys.is_some() {
-                // A script or function that may write: the keys it declares.
-                let declared = crate::command::key_indexes_of(spec.shown_keys(), args);
-                let keys = declared.iter().map(|&i| &args[i]);
+            // The keys this call writes, as far as they are known before it
+            // runs: a write's own, or those a script or function that may
+            // write declares (it locks every shard). Their watchers first run
+            // what reached them.
+            let declared;
+            let written = if spec.is_write() && !all {
+                Some(&idx)
+            } else if all && spec.flags & flags::READONLY == 0 && spec.reported_keys.is_some() {
+                declared = crate::command::key_indexes_of(spec.shown_keys(), args);
+                Some(&declared)
+            } else {
+                None
+            };
+            if let Some(written) = written {
+                let keys = written.iter().map(|&i| &args[i]);
                 crate::settle::watchers(ctx.shared, ctx.client.id(), ctx.client.db, keys);
             }
             let mut txn = match lock(ctx.shared, all, keys) {
@@ -450,27 +458,25 @@ pub fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
     let mut lock_all = false;
     let mut writes = false;
     let mut keys: Vec<Bytes> = ctx.client.watched.iter().map(|w| w.key.clone()).collect();
-    let mut written: Vec<&Bytes> = Vec::new();
     for args in &multi.queued {
         if let Some(spec) = lookup(&args[0]) {
             writes |= spec.is_write();
             if spec.locks_all(args) {
                 lock_all = true;
             } else {
-                let idx = spec.key_indexes(args);
-                if spec.is_write() {
-                    written.extend(idx.iter().map(|&i| &args[i]));
-                }
-                keys.extend(idx.into_iter().map(|i| args[i].clone()));
+                keys.extend(spec.key_indexes(args).into_iter().map(|i| args[i].clone()));
             }
         }
     }
     // As a single write does (`run`): the clients watching what this
-    // transaction writes first run what reached them before it.
-    if !written.is_empty() {
-        let me = ctx.client.id();
-        crate::settle::watchers(ctx.shared, me, ctx.client.db, written.into_iter());
-    }
+    // transaction writes first run what reached them before it. Walked
+    // only when someone watches something.
+    let written = multi.queued.iter().flat_map(|args| {
+        let spec = lookup(&args[0]).filter(|s| s.is_write() && !s.locks_all(args));
+        let idx = spec.map(|s| s.key_indexes(args)).unwrap_or_default();
+        idx.into_iter().map(move |i| &args[i])
+    });
+    crate::settle::watchers(ctx.shared, ctx.client.id(), ctx.client.db, written);
     let mut txn = match lock(ctx.shared, lock_all, keys.iter().map(|k| &k[..])) {
         Ok(t) => t,
         Err(busy) => {

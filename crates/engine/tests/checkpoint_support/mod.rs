@@ -440,3 +440,49 @@ pub fn for_each_seed(default: u64, test: &str, f: impl Fn(u64) + std::panic::Ref
         }
     }
 }
+
+/// How long [`rerun_as_child`]'s callers give a child: far beyond what it
+/// needs, so a child still running then is stuck.
+pub const CHILD_DEADLINE: Duration = Duration::from_secs(30);
+
+/// Runs this test binary again as a child that runs only `test`, with the
+/// environment variable `var` set to `dir`: for tests of what aborts the
+/// process. Kills it if it still runs after `deadline` (None then). The
+/// child's exit status and what it printed.
+pub fn rerun_as_child(
+    test: &str,
+    var: &str,
+    dir: &Path,
+    deadline: Duration,
+) -> Option<(std::process::ExitStatus, String)> {
+    use std::process::{Command, Stdio};
+    let child = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", test, "--nocapture", "--test-threads=1"])
+        .env(var, dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as libc::pid_t;
+    let (tx, rx) = std::sync::mpsc::channel();
+    // Read on a thread, so that neither a full pipe nor a hung child stops
+    // the deadline.
+    std::thread::spawn(move || tx.send(child.wait_with_output()));
+    match rx.recv_timeout(deadline) {
+        Ok(out) => {
+            let out = out.unwrap();
+            let said = format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            Some((out.status, said))
+        }
+        Err(_) => {
+            // SAFETY: kill has no memory effects; the child is not reaped
+            // yet (its waiter still waits), so the pid is still its.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            None
+        }
+    }
+}

@@ -1,31 +1,34 @@
-//! The real file system, except that fdatasync and fsync of the files under
-//! a chosen directory panic: a bug on a path that makes data durable, for
-//! tests of what a panic there leaves behind.
+//! The real file system, except that fdatasync and fsync of the files a
+//! rule picks panic: a bug on a path that makes data durable, for tests of
+//! what a panic there leaves behind.
 #![allow(dead_code)]
 
 use durakv_engine::io::{HookedFs, Hooks};
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
+
+/// Which files' syncs panic.
+pub type Rule = Arc<dyn Fn(&Path) -> bool + Send + Sync>;
 
 #[derive(Default)]
 pub struct SyncPanics {
-    under: Mutex<Option<PathBuf>>,
+    rule: Mutex<Option<Rule>>,
 }
 
 impl SyncPanics {
-    /// From now on, fdatasync and fsync of every file under `dir` panic;
+    /// From now on, fdatasync and fsync of every file `rule` picks panic;
     /// `None`: of none.
-    pub fn under(&self, dir: Option<&Path>) {
-        *self.under.lock().unwrap() = dir.map(Path::to_path_buf);
+    pub fn when(&self, rule: Option<Rule>) {
+        *self.rule.lock().unwrap() = rule;
     }
 }
 
 impl Hooks for SyncPanics {
     fn sync(&self, path: &Path, real: &dyn Fn() -> io::Result<()>) -> io::Result<()> {
         // Read apart from the panic, which would otherwise poison the lock.
-        let under = self.under.lock().unwrap().clone();
-        if under.is_some_and(|dir| path.starts_with(dir)) {
+        let rule = self.rule.lock().unwrap().clone();
+        if rule.is_some_and(|picks| picks(path)) {
             panic!("a bug on the sync path of {}", path.display());
         }
         real()
