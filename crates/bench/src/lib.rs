@@ -20,7 +20,9 @@
 //!   not) and measuring them.
 //! - [`report`]: YCSB and memtier output; [`memtier`]: the memtier mode.
 //! - [`sweep`], [`chart`], [`compare`]: series of runs, charts, peers.
+//! - [`ceiling`]: a server that stores nothing, for the client's ceiling.
 
+pub mod ceiling;
 pub mod chart;
 pub mod cli;
 pub mod compare;
@@ -46,6 +48,7 @@ usage: durakv bench <command> [options]
   memtier [options]            memtier_benchmark-style SET/GET load against a RESP server
   sweep [--out PREFIX] ycsb|memtier ...   the same over a list of concurrencies (CSV + SVG)
   compare [options]            run the peers and durakv on this machine and tabulate
+  ceiling [options]            a server that stores nothing: the client's ceiling here
 run `durakv bench <command> --help` for a command's options";
 
 /// Entry point for `durakv bench ...`; `args` are the arguments after
@@ -59,6 +62,7 @@ pub fn run(args: Vec<String>) -> i32 {
             Some("memtier") => memtier::MEMTIER_USAGE,
             Some("sweep") => sweep::SWEEP_USAGE,
             Some("compare") => compare::COMPARE_USAGE,
+            Some("ceiling") => ceiling::CEILING_USAGE,
             _ => USAGE,
         };
         println!("{usage}");
@@ -69,6 +73,7 @@ pub fn run(args: Vec<String>) -> i32 {
         Some("memtier") => memtier::main(rest),
         Some("sweep") => sweep::main(rest),
         Some("compare") => compare::main(rest),
+        Some("ceiling") => ceiling::main(rest),
         Some("help" | "-h" | "--help") => {
             println!("{USAGE}");
             0
