@@ -282,6 +282,17 @@ fn run_observed(
     frame
 }
 
+/// Whether `cmd` applies its two keys in the other order than Redis
+/// announces them (keyspace events, and tracking's invalidations): RENAME
+/// and MOVE write the destination first, Redis names the source first; the
+/// LMOVE family pops before it pushes, Redis names the push first.
+pub fn announced_in_reverse(cmd: &str) -> bool {
+    matches!(
+        cmd,
+        "rename" | "renamenx" | "move" | "lmove" | "blmove" | "rpoplpush" | "brpoplpush"
+    )
+}
+
 /// Notes the events of the mutations `cmd` applied in `txn` from index
 /// `before` on; `existed` holds the keys it named that existed beforehand.
 fn note_applied(
@@ -298,20 +309,7 @@ fn note_applied(
         return;
     }
     let mut caused = Vec::new();
-    // Each pair is applied in the other order than Redis announces it:
-    // RENAME and MOVE write the destination first, Redis names the source
-    // first; the LMOVE family pops before it pushes, Redis names the push
-    // first.
-    let reversed = [
-        "rename",
-        "renamenx",
-        "move",
-        "lmove",
-        "blmove",
-        "rpoplpush",
-        "brpoplpush",
-    ]
-    .contains(&cmd);
+    let reversed = announced_in_reverse(cmd);
     let mut note = |m: &Mutation| {
         if let Mutation::Key { db, key, op } = m {
             events_of(cmd, args, key, op, |class, event| {

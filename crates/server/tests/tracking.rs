@@ -610,3 +610,36 @@ fn a_quitting_client_that_does_not_read_stays_killable() {
         !list.contains(&format!("id={id} "))
     });
 }
+
+/// Redis 7.0.15 answers the same (checked side by side over RESP3).
+#[test]
+fn two_key_moves_invalidate_in_redis_order() {
+    let srv = Server::start(&[]);
+    let mut w = srv.conn();
+    let mut t = tracker(&srv);
+    assert_eq!(call(&mut t, &["CLIENT", "TRACKING", "ON"]), ok());
+    let _: () = q(&mut w, &["MSET", "src", "1", "dst", "2"]);
+    assert_eq!(
+        call(&mut t, &["MGET", "src", "dst"]),
+        Frame::Array(vec![b("1"), b("2")])
+    );
+    let _: () = q(&mut w, &["RENAME", "src", "dst"]);
+    assert_eq!(t.frame(), inval(&["src"]));
+    assert_eq!(t.frame(), inval(&["dst"]));
+    nothing_pending(&mut t);
+
+    // The LMOVE family announces its push before its pop.
+    let _: i64 = q(&mut w, &["RPUSH", "from", "a", "b"]);
+    let _: i64 = q(&mut w, &["RPUSH", "to", "x"]);
+    for cmd in [
+        &["LMOVE", "from", "to", "LEFT", "RIGHT"][..],
+        &["RPOPLPUSH", "from", "to"][..],
+    ] {
+        call(&mut t, &["LRANGE", "from", "0", "-1"]);
+        call(&mut t, &["LRANGE", "to", "0", "-1"]);
+        let _: String = q(&mut w, cmd);
+        assert_eq!(t.frame(), inval(&["to"]), "{cmd:?}");
+        assert_eq!(t.frame(), inval(&["from"]), "{cmd:?}");
+        nothing_pending(&mut t);
+    }
+}
