@@ -22,7 +22,7 @@ usage: durakv bench ceiling [options]
   what a client reaches against it is the most any server can reach with that
   client on this machine. Runs until killed.
   --port P          port on 127.0.0.1 (6399; 0 picks a free one and prints it)
-  --threads N       event-loop threads (1)
+  --threads N       event-loop threads (one per core)
   -d, --data-size D bytes of the value every read returns (128)";
 
 /// What the ceiling server was asked to do.
@@ -37,7 +37,8 @@ impl Default for CeilingOptions {
     fn default() -> Self {
         CeilingOptions {
             port: 6399,
-            threads: 1,
+            // One event loop per core, as durakv runs by default.
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             data_size: 128,
         }
     }
