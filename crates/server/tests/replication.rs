@@ -1280,19 +1280,7 @@ fn a_full_sync_outgrown_by_the_writes_meanwhile_is_cut_off() {
     // 50 ms per key: a sync of these 40 keys takes two seconds.
     ok(&mut p, &["CONFIG", "SET", "rdb-key-save-delay", "50000"]);
     let value = "v".repeat(64 * 1024);
-    let start_sync = || {
-        let s = std::net::TcpStream::connect(("127.0.0.1", primary.port)).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-        let mut r = std::io::BufReader::new(s.try_clone().unwrap());
-        let mut w = s;
-        w.write_all(b"REPLCONF capa eof capa psync2\r\n").unwrap();
-        assert_eq!(line(&mut r), "+OK");
-        w.write_all(b"PSYNC ? -1\r\n").unwrap();
-        assert!(line(&mut r).starts_with("+FULLRESYNC"));
-        let mark = line(&mut r);
-        let mark = mark.strip_prefix("$EOF:").unwrap().to_string();
-        (r, mark)
-    };
+    let start_sync = || start_eof_sync(primary.port);
     // 3 MiB of writes while the file is still being made.
     let write_burst = |p: &mut Connection, tag: &str| {
         for i in 0..48 {
@@ -1305,10 +1293,16 @@ fn a_full_sync_outgrown_by_the_writes_meanwhile_is_cut_off() {
     write_burst(&mut p, "within");
     let mut seen = Vec::new();
     let mut buf = vec![0u8; 1 << 20];
+    let mut acked = false;
     while String::from_utf8_lossy(&seen).matches("within:").count() < 48 {
         let n = r.read(&mut buf).unwrap();
         assert!(n > 0, "the link closed after {} bytes", seen.len());
         seen.extend_from_slice(&buf[..n]);
+        if !acked && seen.ends_with(mark.as_bytes()) {
+            // The stream waits for the replica's first acknowledgement.
+            r.get_mut().write_all(b"REPLCONF ACK 0\r\n").unwrap();
+            acked = true;
+        }
     }
     let text = String::from_utf8_lossy(&seen);
     let file_end = text.find(&mark).expect("the file's end mark");
@@ -1337,4 +1331,66 @@ fn a_full_sync_outgrown_by_the_writes_meanwhile_is_cut_off() {
         started.elapsed()
     );
     eventually("the replica is disconnected", || no_replicas(&mut p));
+}
+
+/// After a file sent with an end mark, the stream waits for the replica's
+/// first REPLCONF ACK, as Redis's does: a Redis replica recognizes the
+/// mark only as the last bytes of a read, so a write sent right behind it
+/// was read as part of the file, and the replica hung until repl-timeout.
+#[test]
+fn the_stream_after_a_diskless_sync_waits_for_the_first_ack() {
+    use std::io::{BufRead, Read, Write};
+    let primary = Server::start(&["--durability", "none"]);
+    let mut p = primary.conn();
+    ok(&mut p, &["SET", "before", "1"]);
+    let (mut r, mark) = start_eof_sync(primary.port);
+    let mark = mark.into_bytes();
+    let mut file = Vec::new();
+    while !file.ends_with(&mark) {
+        let got = r.fill_buf().unwrap().to_vec();
+        assert!(!got.is_empty(), "the link closed before the mark");
+        r.consume(got.len());
+        file.extend_from_slice(&got);
+    }
+    assert!(file.ends_with(&mark), "bytes followed the mark in one read");
+    ok(&mut p, &["SET", "after", "2"]);
+    r.get_ref()
+        .set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    let mut buf = [0u8; 4096];
+    match r.read(&mut buf) {
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ) => {}
+        other => panic!("the stream did not wait for the ACK: {other:?}"),
+    }
+    r.get_mut().write_all(b"REPLCONF ACK 0\r\n").unwrap();
+    r.get_ref()
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut seen = Vec::new();
+    while !String::from_utf8_lossy(&seen).contains("after") {
+        let n = r.read(&mut buf).unwrap();
+        assert!(n > 0, "the link closed");
+        seen.extend_from_slice(&buf[..n]);
+    }
+}
+
+/// Starts a diskless full sync as a Redis 7 replica does; returns the
+/// link, positioned at the file's first byte, and the file's end mark.
+fn start_eof_sync(port: u16) -> (std::io::BufReader<std::net::TcpStream>, String) {
+    use std::io::Write;
+    let s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut r = std::io::BufReader::new(s.try_clone().unwrap());
+    let mut w = s;
+    w.write_all(b"REPLCONF capa eof capa psync2\r\n").unwrap();
+    assert_eq!(line(&mut r), "+OK");
+    w.write_all(b"PSYNC ? -1\r\n").unwrap();
+    assert!(line(&mut r).starts_with("+FULLRESYNC"));
+    let mark = line(&mut r);
+    let mark = mark.strip_prefix("$EOF:").unwrap().to_string();
+    (r, mark)
 }

@@ -363,6 +363,12 @@ async fn stream_to<S: Stream>(
     info: &ReplicaInfo,
 ) -> io::Result<()> {
     let _unpin = Unpin(shared, info.client_id);
+    let parser = RequestParser::new(RequestLimits {
+        max_bulk_len_bytes: 1 << 20,
+        max_multibulk_len: 1 << 20,
+        unauthenticated: false,
+    });
+    let mut rbuf = BytesMut::with_capacity(1024);
     let mut pos = match can_continue(shared, &req, info.client_id) {
         Some(replid) => {
             stream
@@ -394,6 +400,9 @@ async fn stream_to<S: Stream>(
                 // replica): no command stream follows.
                 return Ok(());
             }
+            if streamed {
+                wait_for_first_ack(shared, stream, info, &parser, &mut rbuf).await?;
+            }
             offset + 1
         }
     };
@@ -403,13 +412,7 @@ async fn stream_to<S: Stream>(
         .store(crate::util::now_ms(), Ordering::Release);
     info.online.store(true, Ordering::Release);
     let legacy = req.legacy;
-    let parser = RequestParser::new(RequestLimits {
-        max_bulk_len_bytes: 1 << 20,
-        max_multibulk_len: 1 << 20,
-        unauthenticated: false,
-    });
     let mut end_rx = shared.repl.stream.end_tx.subscribe();
-    let mut rbuf = BytesMut::with_capacity(1024);
     let handle = client.handle.clone();
     let mut over_soft_since = None;
     loop {
@@ -506,6 +509,37 @@ async fn stream_to<S: Stream>(
 
 /// Takes what the replica sent: REPLCONF ACKs. Anything at all shows it
 /// alive, as in Redis.
+/// After a file sent with an end mark, waits (up to repl-timeout) for the
+/// replica to speak, as Redis holds the stream until the first REPLCONF
+/// ACK: a Redis replica recognizes the mark only as the last bytes of a
+/// read, so stream bytes sent right behind it were taken for the file's,
+/// and the replica hung, or a tool like RedisShake dropped them.
+async fn wait_for_first_ack<S: Stream>(
+    shared: &Shared,
+    stream: &mut S,
+    info: &ReplicaInfo,
+    parser: &RequestParser,
+    rbuf: &mut BytesMut,
+) -> io::Result<()> {
+    let t = super::link_timeout(&shared.config.read());
+    let read = tokio::time::timeout(t, stream.read_buf(rbuf))
+        .await
+        .map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!(
+                    "the replica sent nothing for {} s after its full sync (repl-timeout)",
+                    t.as_secs()
+                ),
+            )
+        })??;
+    if read == 0 {
+        return Err(io::ErrorKind::UnexpectedEof.into());
+    }
+    heard(shared, info, parser, rbuf);
+    Ok(())
+}
+
 fn heard(shared: &Shared, info: &ReplicaInfo, parser: &RequestParser, rbuf: &mut BytesMut) {
     info.last_ack_ms
         .store(crate::util::now_ms(), Ordering::Release);

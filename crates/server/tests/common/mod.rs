@@ -535,6 +535,11 @@ pub fn raw_full_sync_and_link(
             data.extend_from_slice(&buf[..n]);
         }
         data.truncate(data.len() - mark.len());
+        // As a replica does once the file is loaded: the stream follows
+        // only then. A backup tool (rdb-only) gets no stream.
+        if !handshake.iter().any(|c| c.contains("rdb-only")) {
+            w.write_all(b"REPLCONF ACK 0\r\n").unwrap();
+        }
         (data, r)
     } else {
         let len: usize = header.strip_prefix('$').unwrap().parse().unwrap();
