@@ -286,11 +286,21 @@ fn run_observed(
 /// announces them (keyspace events, and tracking's invalidations): RENAME
 /// and MOVE write the destination first, Redis names the source first; the
 /// LMOVE family pops before it pushes, Redis names the push first.
-pub fn announced_in_reverse(cmd: &str) -> bool {
+fn announced_in_reverse(cmd: &str) -> bool {
     matches!(
         cmd,
         "rename" | "renamenx" | "move" | "lmove" | "blmove" | "rpoplpush" | "brpoplpush"
     )
+}
+
+/// The mutations `cmd` applied, in the order Redis announces them.
+pub fn in_announced_order<'m>(
+    cmd: &str,
+    applied: &'m [Mutation],
+) -> impl Iterator<Item = &'m Mutation> {
+    let reversed = announced_in_reverse(cmd);
+    let n = applied.len();
+    (0..n).map(move |i| &applied[if reversed { n - 1 - i } else { i }])
 }
 
 /// Notes the events of the mutations `cmd` applied in `txn` from index
@@ -309,8 +319,7 @@ fn note_applied(
         return;
     }
     let mut caused = Vec::new();
-    let reversed = announced_in_reverse(cmd);
-    let mut note = |m: &Mutation| {
+    for m in in_announced_order(cmd, applied) {
         if let Mutation::Key { db, key, op } = m {
             events_of(cmd, args, key, op, |class, event| {
                 caused.push(Caused {
@@ -323,11 +332,6 @@ fn note_applied(
                 })
             });
         }
-    };
-    if reversed {
-        applied.iter().rev().for_each(&mut note);
-    } else {
-        applied.iter().for_each(&mut note);
     }
 
     let mut announced_new: HashSet<(usize, Bytes)> = HashSet::new();

@@ -608,14 +608,7 @@ pub fn run_data(
         let me = ctx.client.handle.id;
         let tracking = &ctx.shared.tracking;
         let local = &mut ctx.client.tracking;
-        let applied = &txn.mutations()[before..];
-        let in_order: &mut dyn Iterator<Item = &Mutation> =
-            if crate::notify::announced_in_reverse(spec.name) {
-                &mut applied.iter().rev()
-            } else {
-                &mut applied.iter()
-            };
-        for m in in_order {
+        for m in crate::notify::in_announced_order(spec.name, &txn.mutations()[before..]) {
             match m {
                 Mutation::Key { key, op, .. } if crate::watch::touches_value(op) => {
                     // A read that wrote its own key (PFCOUNT caching its

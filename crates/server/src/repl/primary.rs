@@ -507,8 +507,6 @@ async fn stream_to<S: Stream>(
     }
 }
 
-/// Takes what the replica sent: REPLCONF ACKs. Anything at all shows it
-/// alive, as in Redis.
 /// After a file sent with an end mark, waits (up to repl-timeout) for the
 /// replica to speak, as Redis holds the stream until the first REPLCONF
 /// ACK: a Redis replica recognizes the mark only as the last bytes of a
@@ -540,6 +538,8 @@ async fn wait_for_first_ack<S: Stream>(
     Ok(())
 }
 
+/// Takes what the replica sent: REPLCONF ACKs. Anything at all shows it
+/// alive, as in Redis.
 fn heard(shared: &Shared, info: &ReplicaInfo, parser: &RequestParser, rbuf: &mut BytesMut) {
     info.last_ack_ms
         .store(crate::util::now_ms(), Ordering::Release);
