@@ -164,6 +164,19 @@ impl Meta {
     }
 }
 
+thread_local! {
+    /// Keys this thread has recorded for the replication feed, ever. A
+    /// transaction stays on one thread, so it compares this with what it
+    /// saw last to know, without looking at every database of its shards,
+    /// whether it has removals to take.
+    static FEED_REMOVALS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// See `FEED_REMOVALS`.
+pub(crate) fn feed_removals_on_this_thread() -> u64 {
+    FEED_REMOVALS.with(|n| n.get())
+}
+
 /// Reads leave expired keys in place (see [`keep_expired`]).
 static EXPIRED_KEPT: AtomicBool = AtomicBool::new(false);
 
@@ -280,6 +293,10 @@ pub struct Db {
     /// Keys removed because they expired, kept only while the server wants
     /// to announce them (keyspace notifications); see [`Db::take_expired`].
     expired: Option<Vec<Bytes>>,
+    /// The same, kept for the replication feed while it is on (see
+    /// [`Db::take_expired_for_feed`]): separate, since notifications and
+    /// the feed take them at different times.
+    expired_for_feed: Option<Vec<Bytes>>,
     /// Keys removed because they had expired (lazily, or by sampling),
     /// for INFO's `expired_keys`.
     expired_count: u64,
@@ -592,9 +609,16 @@ impl Db {
 
     fn remove_expired(&mut self, key: &[u8]) {
         self.expired_count += 1;
-        if let Some(log) = self.expired.as_mut() {
+        if self.expired.is_some() || self.expired_for_feed.is_some() {
             if let Some((k, _)) = self.map.get_key_value(key) {
-                log.push(k.to_bytes());
+                let k = k.to_bytes();
+                if let Some(log) = self.expired_for_feed.as_mut() {
+                    log.push(k.clone());
+                    FEED_REMOVALS.with(|n| n.set(n.get() + 1));
+                }
+                if let Some(log) = self.expired.as_mut() {
+                    log.push(k);
+                }
             }
         }
         self.remove(key);
@@ -620,6 +644,29 @@ impl Db {
             Some(log) if !log.is_empty() => std::mem::take(log),
             _ => Vec::new(),
         }
+    }
+
+    /// Starts recording the keys this database expires for the replication
+    /// feed, which must stream their removal (a Redis replica never expires
+    /// a key on its own). Stays on: once a replica has attached, the stream
+    /// goes on whether or not one is attached now.
+    pub fn log_expired_for_feed(&mut self) {
+        self.expired_for_feed.get_or_insert_with(Vec::new);
+    }
+
+    /// The keys expired since the last call for the feed, oldest first.
+    pub fn take_expired_for_feed(&mut self) -> Vec<Bytes> {
+        match self.expired_for_feed.as_mut() {
+            Some(log) if !log.is_empty() => std::mem::take(log),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Whether keys expired for the feed are waiting to be taken.
+    pub fn has_expired_for_feed(&self) -> bool {
+        self.expired_for_feed
+            .as_ref()
+            .is_some_and(|l| !l.is_empty())
     }
 
     /// A written key's access stamp: now, keeping the replaced key's LFU

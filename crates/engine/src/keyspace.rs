@@ -253,8 +253,30 @@ impl Keyspace {
 
     /// Turns the feed on. A caller that then locks every shard knows that
     /// each commit either is in what it reads or reaches the feed after.
+    /// Databases record their expired keys from before the feed is on, so
+    /// that none expired after it is missed.
     pub fn start_feeding(&self) {
+        if self.feeding.load(Ordering::Acquire) {
+            return;
+        }
+        for s in self.shards.iter() {
+            for d in s.lock().dbs.iter_mut() {
+                d.log_expired_for_feed();
+            }
+        }
         self.feeding.store(true, Ordering::Release);
+    }
+
+    /// Hands the feed the keys `shard` expired outside a transaction
+    /// (active expiry), under its lock, so they precede any later write
+    /// there. Whoever removes keys outside a transaction calls this before
+    /// unlocking.
+    pub fn feed_expired(&self, shard: &mut Shard, now_ms: u64) {
+        let mut expired = Vec::new();
+        crate::txn::take_expired_for_feed(shard, 0, &mut expired);
+        if let (false, Some(feed)) = (expired.is_empty(), self.feed()) {
+            feed.committed(0, now_ms, &[], &expired);
+        }
     }
 
     /// The feed, when it is on: the one check on the commit path.

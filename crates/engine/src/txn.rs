@@ -26,6 +26,7 @@ use crate::durability::Durability;
 use crate::functions::{FunctionLibraries, FunctionOp};
 use crate::keyspace::{wall_clock_ms, Keyspace};
 use crate::mutation::{ApplyError, KeyOp, Mutation};
+use crate::replication::ExpiredKey;
 use crate::shard::Shard;
 use crate::wal::WalError;
 use bytes::Bytes;
@@ -158,6 +159,25 @@ pub struct Txn<'a> {
     /// Set before the first change to the keyspace: a panic that drops the
     /// transaction from then on aborts the process (see `Drop`).
     changing: bool,
+    /// Keys the locked shards expired, for the replication feed, each at
+    /// its place among `applied` (only while the feed is on).
+    expired_feed: Vec<ExpiredKey>,
+    /// `db::feed_removals_on_this_thread` when the removals were last taken.
+    feed_mark: u64,
+}
+
+/// Moves the keys `shard` expired for the feed into `out`, as removed
+/// before the mutation at index `before`.
+pub(crate) fn take_expired_for_feed(shard: &mut Shard, before: usize, out: &mut Vec<ExpiredKey>) {
+    for (db, d) in shard.dbs.iter_mut().enumerate() {
+        if d.has_expired_for_feed() {
+            out.extend(d.take_expired_for_feed().into_iter().map(|key| ExpiredKey {
+                before,
+                db: db as u32,
+                key,
+            }));
+        }
+    }
 }
 
 /// Database `db` of the shard held at `slot`, for a read (which publishes
@@ -231,6 +251,31 @@ impl<'a> Txn<'a> {
             no_touch: false,
             lookups: Lookups::default(),
             changing: false,
+            expired_feed: Vec::new(),
+            feed_mark: crate::db::feed_removals_on_this_thread(),
+        }
+    }
+
+    /// Takes the keys the locked shards expired so far for the feed, as
+    /// removed before the mutation about to be pushed to `applied` (their
+    /// database numbers are the ones they have now, before a SWAPDB about
+    /// to be applied).
+    /// Every removal this transaction makes is taken by it, so none is
+    /// left in a database for a later write to overtake. Free until one
+    /// happens.
+    fn take_expired_for_feed(&mut self) {
+        let mark = crate::db::feed_removals_on_this_thread();
+        if mark == self.feed_mark {
+            return;
+        }
+        self.feed_mark = mark;
+        let before = self.applied.len();
+        for (_, g) in self.guards.iter_mut() {
+            take_expired_for_feed(g, before, &mut self.expired_feed);
+        }
+        // Recorded just before the feed came on: nobody to tell.
+        if self.ks.feed().is_none() {
+            self.expired_feed.clear();
         }
     }
 
@@ -445,10 +490,12 @@ impl<'a> Txn<'a> {
         level: Durability,
     ) -> Result<CommitOutcome, CommitError> {
         let mutations = self.applied.len();
+        self.take_expired_for_feed();
+        let expired = std::mem::take(&mut self.expired_feed);
         if self.record.is_empty() {
-            if mutations > 0 {
+            if mutations > 0 || !expired.is_empty() {
                 if let Some(feed) = self.ks.feed() {
-                    feed.committed(0, self.now_ms, &self.applied);
+                    feed.committed(0, self.now_ms, &self.applied, &expired);
                 }
             }
             return Ok(CommitOutcome {
@@ -487,7 +534,7 @@ impl<'a> Txn<'a> {
                 // Still under the shard locks: the feed sees each key's
                 // writes in LSN order.
                 if let Some(feed) = self.ks.feed() {
-                    feed.committed(lsn, self.now_ms, &self.applied);
+                    feed.committed(lsn, self.now_ms, &self.applied, &expired);
                 }
                 // Once its stream has it, the record's dependencies are
                 // durable too, and they cover everything this transaction
@@ -509,6 +556,8 @@ impl<'a> Txn<'a> {
                 // ever be reported durable. The log is failed or closed, so
                 // no later record can be built on it either.
                 self.stamp_items(&record, UNLOGGED_FAILED_LSN);
+                // The removals happened all the same (`Drop` feeds them).
+                self.expired_feed = expired;
                 Err(CommitError::Log(e))
             }
         }
@@ -632,7 +681,12 @@ impl<'a> Txn<'a> {
 
     fn apply_with(&mut self, m: Mutation, form: LogForm) -> Result<(), CommitError> {
         self.changing = true;
-        self.apply_to_shards(&m, false)?;
+        // What reads removed since the last mutation, and what this one
+        // removes (a write meeting its key expired), both come before it.
+        self.take_expired_for_feed();
+        let applied = self.apply_to_shards(&m, false);
+        self.take_expired_for_feed();
+        applied?;
         self.record_bytes += form.bytes();
         match form {
             LogForm::Skip => {}
@@ -879,6 +933,8 @@ pub fn replay_record(
         no_touch: false,
         lookups: Lookups::default(),
         changing: false,
+        expired_feed: Vec::new(),
+        feed_mark: crate::db::feed_removals_on_this_thread(),
     };
     for (_, g) in txn.guards.iter_mut() {
         g.tick(time_ms);
@@ -913,5 +969,14 @@ impl Drop for Txn<'_> {
         // The shards outlive the transaction; the next one to lock them
         // must not inherit this client's NO-TOUCH.
         self.set_no_touch(false);
+        // Not committed (commit takes them), e.g. a read: the removals
+        // still reach the feed while the locks are held, ahead of any
+        // later write.
+        self.take_expired_for_feed();
+        if !self.expired_feed.is_empty() {
+            if let Some(feed) = self.ks.feed() {
+                feed.committed(0, self.now_ms, &[], &self.expired_feed);
+            }
+        }
     }
 }

@@ -4,13 +4,15 @@
 //! at its point.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod counter_log;
+
 use bytes::Bytes;
+use counter_log::Counter;
 use durakv_engine::keyspace::Keyspace;
 use durakv_engine::mutation::{ExpireMode, KeyOp, Mutation};
 use durakv_engine::snapshot;
 use durakv_engine::txn::CommitLog;
 use durakv_engine::value::Value;
-use durakv_engine::wal::WalError;
 use durakv_engine::Durability;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -19,30 +21,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 const DBS: usize = 3;
-
-/// Hands out LSNs and keeps nothing: only the keyspace is under test.
-struct Counter(AtomicU64);
-
-impl CommitLog for Counter {
-    fn num_streams(&self) -> usize {
-        1
-    }
-    fn append(
-        &self,
-        _stream: usize,
-        _time_ms: u64,
-        _level: Durability,
-        _depends_on: u64,
-        encode: &mut dyn FnMut(&mut Vec<u8>),
-    ) -> Result<u64, WalError> {
-        encode(&mut Vec::new());
-        Ok(self.0.fetch_add(1, Ordering::Relaxed) + 1)
-    }
-
-    fn is_met(&self, _dep: u64) -> bool {
-        true
-    }
-}
 
 type State = BTreeMap<(usize, Vec<u8>), (Value, u64)>;
 

@@ -93,6 +93,8 @@ pub fn active_expire_cycle(shared: &Shared) -> usize {
             }
         }
         let gone = crate::notify::take_expired(take, &mut shard);
+        // Replicas learn of the removals before the lock lets a write in.
+        ks.feed_expired(&mut shard, now);
         drop(removing);
         drop(shard);
         if crate::notify::wants_expired(notify) {

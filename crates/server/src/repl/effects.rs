@@ -5,7 +5,8 @@
 
 use crate::rdb_value;
 use bytes::Bytes;
-use durakv_engine::mutation::{ExpireMode, FunctionOp, KeyOp, Mutation, StreamOp};
+use durakv_engine::mutation::{ExpireMode, FunctionOp, KeyOp, Mutation};
+use durakv_engine::replication::ExpiredKey;
 use durakv_engine::value::EncodingLimits;
 
 /// One command and the database it must run in (None: any).
@@ -25,40 +26,29 @@ pub fn resp(out: &mut Vec<u8>, args: &[&[u8]]) {
     }
 }
 
-fn cmd(args: &[&[u8]]) -> Vec<u8> {
+pub(super) fn cmd(args: &[&[u8]]) -> Vec<u8> {
     let mut out = Vec::new();
     resp(&mut out, args);
     out
 }
 
 /// A command with a fixed head and a variable tail of arguments.
-fn cmd_tail<'a>(head: &[&'a [u8]], tail: impl IntoIterator<Item = &'a [u8]>) -> Vec<u8> {
+pub(super) fn cmd_tail<'a>(head: &[&'a [u8]], tail: impl IntoIterator<Item = &'a [u8]>) -> Vec<u8> {
     let mut args: Vec<&[u8]> = head.to_vec();
     args.extend(tail);
     cmd(&args)
 }
 
-fn num(n: impl ToString) -> Bytes {
+pub(super) fn num(n: impl ToString) -> Bytes {
     Bytes::from(n.to_string())
 }
 
-/// The commands for one committed record, in order. Mutations that have
-/// no command yet (some stream changes) are left out with a warning.
+/// The commands for one committed record, in order.
 pub fn translate(muts: &[Mutation], limits: &EncodingLimits) -> Vec<Effect> {
     let mut out = Vec::with_capacity(muts.len());
     for m in muts {
         match m {
-            Mutation::Key { db, key, op } => {
-                if let Some(c) = key_op(key, op, limits) {
-                    out.push((Some(*db), c));
-                } else {
-                    tracing::warn!(
-                        "replication: a {} of key {:?} has no command form yet and is not replicated",
-                        op.name(),
-                        String::from_utf8_lossy(key)
-                    );
-                }
-            }
+            Mutation::Key { db, key, op } => key_op(*db, key, op, limits, &mut out),
             Mutation::FlushDb { db } => out.push((Some(*db), cmd(&[b"FLUSHDB"]))),
             Mutation::FlushAll => out.push((None, cmd(&[b"FLUSHALL"]))),
             Mutation::SwapDb { a, b } => out.push((None, cmd(&[b"SWAPDB", &num(a), &num(b)]))),
@@ -71,6 +61,26 @@ pub fn translate(muts: &[Mutation], limits: &EncodingLimits) -> Vec<Effect> {
     out
 }
 
+/// [`translate`], with a `DEL` for each expired key at its place among the
+/// mutations, as Redis propagates an expiry (in the same MULTI/EXEC as the
+/// command that met the key, when there is one).
+pub fn translate_with_expired(
+    muts: &[Mutation],
+    expired: &[ExpiredKey],
+    limits: &EncodingLimits,
+) -> Vec<Effect> {
+    let mut out = Vec::with_capacity(muts.len() + expired.len());
+    let mut next = expired.iter().peekable();
+    for (i, m) in muts.iter().enumerate() {
+        while let Some(e) = next.next_if(|e| e.before <= i) {
+            out.push((Some(e.db), cmd(&[b"DEL", &e.key])));
+        }
+        out.extend(translate(std::slice::from_ref(m), limits));
+    }
+    out.extend(next.map(|e| (Some(e.db), cmd(&[b"DEL", &e.key]))));
+    out
+}
+
 fn function_op(op: &FunctionOp) -> Vec<u8> {
     match op {
         FunctionOp::Load { code, .. } => cmd(&[b"FUNCTION", b"LOAD", b"REPLACE", code]),
@@ -79,8 +89,9 @@ fn function_op(op: &FunctionOp) -> Vec<u8> {
     }
 }
 
-fn key_op(key: &[u8], op: &KeyOp, limits: &EncodingLimits) -> Option<Vec<u8>> {
-    Some(match op {
+/// Appends the command (a stream change may take several) for `op`.
+fn key_op(db: u32, key: &[u8], op: &KeyOp, limits: &EncodingLimits, out: &mut Vec<Effect>) {
+    let c = match op {
         KeyOp::SetString { value, expire } => match expire {
             ExpireMode::Clear => cmd(&[b"SET", key, value]),
             ExpireMode::Keep => cmd(&[b"SET", key, value, b"KEEPTTL"]),
@@ -142,69 +153,17 @@ fn key_op(key: &[u8], op: &KeyOp, limits: &EncodingLimits) -> Option<Vec<u8>> {
             )
         }
         KeyOp::ZRem(m) => cmd_tail(&[b"ZREM", key], m.iter().map(|x| &x[..])),
-        KeyOp::Stream(op) => stream_op(key, op)?,
-    })
+        KeyOp::Stream(op) => {
+            let db = Some(db);
+            out.extend(super::stream_effects::commands(key, op).map(|c| (db, c)));
+            return;
+        }
+    };
+    out.push((Some(db), c));
 }
 
 /// A score that parses back to the same double (Rust prints the shortest
 /// round-trip form; infinities as `inf`, which Redis accepts).
 fn score(s: f64) -> Bytes {
     num(s)
-}
-
-/// Stream changes with a direct command form; the rest (deliveries and
-/// claims) wait for the stream RDB encoding, to be sent whole.
-fn stream_op(key: &[u8], op: &StreamOp) -> Option<Vec<u8>> {
-    Some(match op {
-        StreamOp::Add { id, fields, .. } => {
-            let id = num(id);
-            cmd_tail(
-                &[b"XADD", key, &id],
-                fields.iter().flat_map(|(f, v)| [&f[..], &v[..]]),
-            )
-        }
-        StreamOp::Trim { cutoff } => cmd(&[b"XTRIM", key, b"MINID", &num(cutoff)]),
-        StreamOp::Delete(ids) => {
-            let ids: Vec<Bytes> = ids.iter().map(num).collect();
-            cmd_tail(&[b"XDEL", key], ids.iter().map(|i| &i[..]))
-        }
-        StreamOp::GroupCreate {
-            group,
-            last_id,
-            entries_read,
-        } => cmd(&[
-            b"XGROUP",
-            b"CREATE",
-            key,
-            group,
-            &num(last_id),
-            b"ENTRIESREAD",
-            &num(entries_read),
-        ]),
-        StreamOp::GroupSetId {
-            group,
-            last_id,
-            entries_read,
-        } => cmd(&[
-            b"XGROUP",
-            b"SETID",
-            key,
-            group,
-            &num(last_id),
-            b"ENTRIESREAD",
-            &num(entries_read),
-        ]),
-        StreamOp::GroupDestroy { group } => cmd(&[b"XGROUP", b"DESTROY", key, group]),
-        StreamOp::ConsumerCreate {
-            group, consumer, ..
-        } => cmd(&[b"XGROUP", b"CREATECONSUMER", key, group, consumer]),
-        StreamOp::ConsumerDelete { group, consumer } => {
-            cmd(&[b"XGROUP", b"DELCONSUMER", key, group, consumer])
-        }
-        StreamOp::Ack { group, ids } => {
-            let ids: Vec<Bytes> = ids.iter().map(num).collect();
-            cmd_tail(&[b"XACK", key, group], ids.iter().map(|i| &i[..]))
-        }
-        _ => return None,
-    })
 }

@@ -7,6 +7,7 @@
 //! - [`effects`]: committed mutations as Redis commands.
 //! - [`failover`]: FAILOVER, a planned switch of roles with a replica.
 //! - [`rdb`]: the RDB file a full sync carries.
+//! - [`stream_effects`]: stream changes as the commands Redis propagates.
 //! - [`primary`]: serving a replica's connection.
 //! - [`replica`]: the link to this server's primary.
 
@@ -17,11 +18,12 @@ pub mod failover;
 pub mod primary;
 pub mod rdb;
 pub mod replica;
+mod stream_effects;
 
 use backlog::Backlog;
 use bytes::Bytes;
 use durakv_engine::mutation::Mutation;
-use durakv_engine::replication::ReplicationFeed;
+use durakv_engine::replication::{ExpiredKey, ReplicationFeed};
 use durakv_engine::value::EncodingLimits;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -111,8 +113,12 @@ pub struct Feed {
 }
 
 impl ReplicationFeed for Feed {
-    fn committed(&self, lsn: u64, _time_ms: u64, muts: &[Mutation]) {
-        let cmds = effects::translate(muts, &self.limits);
+    fn committed(&self, lsn: u64, _time_ms: u64, muts: &[Mutation], expired: &[ExpiredKey]) {
+        let cmds = if expired.is_empty() {
+            effects::translate(muts, &self.limits)
+        } else {
+            effects::translate_with_expired(muts, expired, &self.limits)
+        };
         if cmds.is_empty() {
             // Nothing to send, but a reply may still depend on the LSN:
             // it is covered with what the stream holds so far.

@@ -489,6 +489,19 @@ pub fn info_field(c: &mut redis::Connection, section: &str, field: &str) -> Stri
         .to_string()
 }
 
+/// Waits until replica `r` has applied everything its primary `p` has
+/// streamed so far.
+pub fn caught_up(p: &mut redis::Connection, r: &mut redis::Connection) {
+    let offset: u64 = info_field(p, "replication", "master_repl_offset")
+        .parse()
+        .expect("an offset");
+    eventually("the replica is caught up", || {
+        info_field(r, "replication", "slave_repl_offset")
+            .parse::<u64>()
+            .is_ok_and(|o| o >= offset)
+    });
+}
+
 /// Reads one `\r\n`-ended line, skipping the newlines a primary may send
 /// while it prepares.
 pub fn line(r: &mut impl std::io::BufRead) -> String {
