@@ -65,8 +65,8 @@ fn fold(d: &mut Digest, e: &Entry) {
     mix(d, &type_code(&e.value).to_be_bytes());
     match &e.value {
         Value::Str(s) => mix(d, s),
-        // Redis digests a stream's internal listpacks, which durakv does not
-        // have: this digest is consistent within durakv only.
+        // Each entry's ID as `<ms>.<seq>`, then its fields and values, in
+        // order, as Redis 7.0 does (groups are left out there too).
         Value::Stream(st) => {
             let all = st.range(
                 StreamId::new(0, 0),
@@ -75,8 +75,7 @@ fn fold(d: &mut Digest, e: &Entry) {
                 false,
             );
             for entry in all {
-                mix(d, &entry.id.ms.to_be_bytes());
-                mix(d, &entry.id.seq.to_be_bytes());
+                mix(d, format!("{}.{}", entry.id.ms, entry.id.seq).as_bytes());
                 for (f, v) in &entry.fields {
                     mix(d, f);
                     mix(d, v);

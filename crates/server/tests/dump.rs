@@ -487,6 +487,9 @@ fn durakv_payloads_restore_in_redis() {
         ok(conn, &["HSET", "h", "a", "1", "b", "2"]);
         ok(conn, &["ZADD", "z", "1.5", "a", "inf", "b"]);
         ok(conn, &["SET", "k", "v", "EX", "100"]);
+        ok(conn, &["XADD", "x", "0-2", "a", "3.5"]);
+        ok(conn, &["XADD", "x", "5-1", "f", "7", "g", ""]);
+        ok(conn, &["XGROUP", "CREATE", "x", "g", "0"]);
         ok(conn, &["SELECT", "3"]);
         ok(conn, &["SADD", "s", "x", "1"]);
         ok(conn, &["SELECT", "0"]);

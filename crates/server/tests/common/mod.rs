@@ -573,10 +573,16 @@ pub fn compare_with_redis(
         return;
     };
     let ours = Server::start(&[]);
-    let differences: Vec<String> = seeds
-        .into_iter()
-        .filter_map(|seed| run(seed, &ours, &redis))
-        .collect();
+    assert_none_differ(
+        seeds
+            .into_iter()
+            .filter_map(|seed| run(seed, &ours, &redis))
+            .collect(),
+    );
+}
+
+/// Fails listing every sequence that found a difference.
+pub fn assert_none_differ(differences: Vec<String>) {
     assert!(
         differences.is_empty(),
         "{} sequences differ:\n{}",
