@@ -1123,10 +1123,10 @@ fn run_seed(seed: u64, calls: usize, ours: &Server, redis: &RealRedis) -> Option
     None
 }
 
-/// The same sequences, and a real Redis replica of durakv: after each,
-/// the replica holds what durakv holds (DEBUG DIGEST, Redis's own
-/// fingerprint of a dataset), so every command's effect reaches the
-/// replication stream as Redis would apply it.
+/// The same sequences, with a real Redis replica and a durakv replica of
+/// durakv: after each, both hold what durakv holds (DEBUG DIGEST, Redis's
+/// own fingerprint of a dataset), so every command's effect reaches the
+/// replication stream in a form both apply alike.
 #[test]
 fn random_data_commands_answer_as_redis_does() {
     let calls = env_number("DURAKV_DIFF_CALLS").unwrap_or(3000);
@@ -1144,16 +1144,22 @@ fn random_data_commands_answer_as_redis_does() {
         "yes",
     ])
     .expect("a Redis replica");
-    let (mut p, mut r) = (ours.conn(), replica.conn());
-    eventually("the replica's link is up", || {
-        info_field(&mut r, "replication", "master_link_status") == "up"
-    });
+    let primary = format!("127.0.0.1 {port}");
+    let ours_replica = Server::start(&["--enable-debug-command", "yes", "--replicaof", &primary]);
+    let mut p = ours.conn();
+    let (mut r, mut d) = (replica.conn(), ours_replica.conn());
+    for c in [&mut r, &mut d] {
+        eventually("the replica's link is up", || {
+            info_field(c, "replication", "master_link_status") == "up"
+        });
+    }
     assert_none_differ(
         seeds
             .into_iter()
             .filter_map(|seed| {
                 run_seed(seed, calls, &ours, &redis)
-                    .or_else(|| replica_differs(seed, &mut p, &mut r))
+                    .or_else(|| replica_differs(seed, "Redis", &mut p, &mut r))
+                    .or_else(|| replica_differs(seed, "durakv", &mut p, &mut d))
             })
             .collect(),
     );
@@ -1162,6 +1168,7 @@ fn random_data_commands_answer_as_redis_does() {
 /// Whether replica `r` holds something else than its primary `p`.
 fn replica_differs(
     seed: u64,
+    which: &str,
     p: &mut redis::Connection,
     r: &mut redis::Connection,
 ) -> Option<String> {
@@ -1188,7 +1195,7 @@ fn replica_differs(
             out
         };
         format!(
-            "seed {seed}: the Redis replica's digest {got} is not durakv's {want}\nkeys in durakv:\n{}keys in the replica:\n{}",
+            "seed {seed}: the {which} replica's digest {got} is not durakv's {want}\nkeys in durakv:\n{}keys in the replica:\n{}",
             keys(p),
             keys(r)
         )
