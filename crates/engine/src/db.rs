@@ -10,7 +10,7 @@ use crate::keymap::{KeyMap, Vacant};
 use crate::snapshot::Cursor;
 use crate::value::Value;
 use bytes::Bytes;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 
 /// LSN stamped on entries whose write could not be logged because the log
 /// failed: no reply that depends on them can ever be released as durable,
@@ -177,8 +177,23 @@ pub(crate) fn feed_removals_on_this_thread() -> u64 {
     FEED_REMOVALS.with(|n| n.get())
 }
 
-/// Reads leave expired keys in place (see [`keep_expired`]).
-static EXPIRED_KEPT: AtomicBool = AtomicBool::new(false);
+/// Why reads leave expired keys in place (see [`keep_expired`]): a bit
+/// per reason, so that either ending leaves the other in force.
+static EXPIRED_KEPT: AtomicU8 = AtomicU8::new(0);
+const KEPT_FOR_PAUSE: u8 = 1;
+const KEPT_ON_REPLICA: u8 = 2;
+
+fn expired_kept() -> bool {
+    EXPIRED_KEPT.load(Ordering::Relaxed) != 0
+}
+
+fn set_kept(bit: u8, on: bool) {
+    if on {
+        EXPIRED_KEPT.fetch_or(bit, Ordering::Relaxed);
+    } else {
+        EXPIRED_KEPT.fetch_and(!bit, Ordering::Relaxed);
+    }
+}
 
 /// While on, a read treats an expired key as missing without removing it,
 /// so that nothing changes the dataset, the log or the replication stream:
@@ -186,7 +201,15 @@ static EXPIRED_KEPT: AtomicBool = AtomicBool::new(false);
 /// can catch up to exactly the primary's state. Writes still expire what
 /// they touch; a pause holds them.
 pub fn keep_expired(on: bool) {
-    EXPIRED_KEPT.store(on, Ordering::Relaxed);
+    set_kept(KEPT_FOR_PAUSE, on);
+}
+
+/// The same for as long as this server is a replica: its primary decides
+/// when a key expires and streams the DEL, as Redis's does, so the
+/// replica's own clock (or its lag behind the stream) never removes a key
+/// the primary still writes to.
+pub fn keep_expired_on_replica(on: bool) {
+    set_kept(KEPT_ON_REPLICA, on);
 }
 
 /// Whether a key expiring at `at_ms` (0: never) has expired by `now_ms`.
@@ -306,6 +329,10 @@ pub struct Db {
     /// Lookups leave LRU/LFU alone: set by a transaction of a client in
     /// `CLIENT NO-TOUCH` mode for as long as it holds the shard.
     no_touch: bool,
+    /// No key has expired, whatever the time: set by a transaction that
+    /// applies a primary's stream (see `Txn::hold_expiry`) for as long as
+    /// it holds the shard.
+    expiry_held: bool,
     /// Snapshots being copied out of this database (see `crate::snapshot`);
     /// usually none, and then every write checks one length.
     snapshots: Snapshots,
@@ -391,6 +418,11 @@ impl Db {
         self.no_touch = on;
     }
 
+    /// See the `expiry_held` field.
+    pub(crate) fn set_expiry_held(&mut self, on: bool) {
+        self.expiry_held = on;
+    }
+
     /// Like [`Db::get`] without counting as an access (TTL, TYPE, EXISTS,
     /// OBJECT).
     pub fn get_untouched(&mut self, key: &[u8], now_ms: u64) -> Option<&Entry> {
@@ -451,7 +483,7 @@ impl Db {
     /// [`Db::live_index`] for a read: while expired keys are kept
     /// ([`keep_expired`]), an expired key reads as missing but stays.
     fn read_index(&mut self, key: &[u8], now_ms: u64) -> Option<usize> {
-        self.unexpired_index(key, now_ms, !EXPIRED_KEPT.load(Ordering::Relaxed))
+        self.unexpired_index(key, now_ms, !expired_kept())
     }
 
     /// Position of `key` unless it is missing or has expired (then
@@ -470,7 +502,7 @@ impl Db {
 
     /// Whether `key`, which has a TTL, has expired by `now_ms`.
     fn due(&self, key: &[u8], now_ms: u64) -> bool {
-        is_due(self.expire_at(key), now_ms)
+        !self.expiry_held && is_due(self.expire_at(key), now_ms)
     }
 
     /// When `key` expires (Unix milliseconds), 0 if it has no TTL or is
@@ -980,7 +1012,7 @@ impl Db {
         now_ms: u64,
         mut visit: impl FnMut(&Key, &Entry, u64),
     ) -> usize {
-        let remove = !EXPIRED_KEPT.load(Ordering::Relaxed);
+        let remove = !expired_kept();
         self.now_s = (now_ms / 1000) as u32;
         let mut pos = cursor.min(self.map.len());
         let mut seen = 0;
@@ -1073,7 +1105,7 @@ impl Db {
             if !self.is_expired(k, e, now_ms) {
                 return Some(k.to_bytes());
             }
-            if EXPIRED_KEPT.load(Ordering::Relaxed) {
+            if expired_kept() {
                 // Draws keep landing on kept expired keys: at worst this
                 // answers nil while a live key remains, as Redis does when
                 // its tries are spent.

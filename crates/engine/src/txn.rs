@@ -154,6 +154,9 @@ pub struct Txn<'a> {
     record_stream: Option<(usize, usize)>,
     /// Lookups leave LRU/LFU alone (`CLIENT NO-TOUCH`); undone on drop.
     no_touch: bool,
+    /// No key expires in this transaction (`Txn::hold_expiry`); undone on
+    /// drop.
+    expiry_held: bool,
     /// Lookups since last taken.
     lookups: Lookups,
     /// Set before the first change to the keyspace: a panic that drops the
@@ -249,6 +252,7 @@ impl<'a> Txn<'a> {
             after: 0,
             record_stream: None,
             no_touch: false,
+            expiry_held: false,
             lookups: Lookups::default(),
             changing: false,
             expired_feed: Vec::new(),
@@ -295,6 +299,22 @@ impl<'a> Txn<'a> {
         for (_, g) in self.guards.iter_mut() {
             for d in g.dbs.iter_mut() {
                 d.set_no_touch(on);
+            }
+        }
+    }
+
+    /// No key expires in this transaction, whatever the time: it applies
+    /// a primary's stream, and the primary deletes what expires (a DEL in
+    /// the stream), as Redis's replicas rely on. A replica that judged
+    /// expiry by its own clock lost data: a write its primary made just
+    /// before a key's expiry, applied just after it, landed on an empty
+    /// key. Its records carry the primary's position
+    /// ([`Mutation::ReplOrigin`]), and replay holds expiry for them too.
+    pub fn hold_expiry(&mut self) {
+        self.expiry_held = true;
+        for (_, g) in self.guards.iter_mut() {
+            for d in g.dbs.iter_mut() {
+                d.set_expiry_held(true);
             }
         }
     }
@@ -931,6 +951,7 @@ pub fn replay_record(
         after: 0,
         record_stream: None,
         no_touch: false,
+        expiry_held: false,
         lookups: Lookups::default(),
         changing: false,
         expired_feed: Vec::new(),
@@ -938,6 +959,10 @@ pub fn replay_record(
     };
     for (_, g) in txn.guards.iter_mut() {
         g.tick(time_ms);
+    }
+    // Applied from a primary's stream: nothing expired then (`hold_expiry`).
+    if muts.iter().any(|m| matches!(m, Mutation::ReplOrigin(_))) {
+        txn.hold_expiry();
     }
     for m in muts {
         txn.apply_to_shards(m, true)?;
@@ -969,6 +994,13 @@ impl Drop for Txn<'_> {
         // The shards outlive the transaction; the next one to lock them
         // must not inherit this client's NO-TOUCH.
         self.set_no_touch(false);
+        if self.expiry_held {
+            for (_, g) in self.guards.iter_mut() {
+                for d in g.dbs.iter_mut() {
+                    d.set_expiry_held(false);
+                }
+            }
+        }
         // Not committed (commit takes them), e.g. a read: the removals
         // still reach the feed while the locks are held, ahead of any
         // later write.

@@ -191,6 +191,9 @@ fn run(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> Outcome {
                 return reject(ctx, spec, Frame::error(errors::READONLY_REPLICA));
             }
             txn.set_no_touch(ctx.client.no_touch);
+            if ctx.client.is_master {
+                txn.hold_expiry();
+            }
             ctx.client.may_block = spec.flags & flags::BLOCKING != 0;
             let frame = into_frame(crate::notify::run_data(f, ctx, &mut txn, spec, args));
             ctx.client.may_block = false;
@@ -487,6 +490,9 @@ pub fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
     if writes && read_only_replica(ctx) {
         drop(txn);
         return exec_abort(ctx, Frame::error(errors::READONLY_REPLICA));
+    }
+    if ctx.client.is_master {
+        txn.hold_expiry();
     }
     txn.set_no_touch(ctx.client.no_touch);
     let now = txn.now_ms;

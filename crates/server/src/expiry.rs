@@ -45,7 +45,9 @@ pub async fn run(shared: Arc<Shared>) {
         if shared.evict.maxmemory() != 0 {
             crate::evict::perform(&shared);
         }
-        if !shared.debug.active_expire.load(Ordering::Relaxed) {
+        // A replica's keys expire when its primary's DEL arrives, as in
+        // Redis (see `Txn::hold_expiry`).
+        if !shared.debug.active_expire.load(Ordering::Relaxed) || shared.repl.is_replica() {
             continue;
         }
         let started = std::time::Instant::now();

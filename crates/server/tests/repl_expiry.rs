@@ -149,3 +149,55 @@ fn an_expiry_keeps_its_place_around_a_swapdb_in_a_transaction() {
     ok(&mut r, &["SELECT", "1"]);
     assert_eq!(q::<String>(&mut r, &["GET", "after"]), "1");
 }
+
+fn link_up(c: &mut Connection) -> bool {
+    info_field(c, "replication", "master_link_status") == "up"
+}
+
+/// A durakv replica that lags behind the stream applies its primary's
+/// writes to the keys the primary wrote to, even when its own clock says
+/// they have expired by then, and its log replays the same after kill -9.
+/// Reads on the replica hide a key whose time has passed but leave it for
+/// the primary's DEL, as Redis's replicas do.
+#[test]
+fn a_lagging_durakv_replica_keeps_what_its_primary_wrote() {
+    let primary = Server::start(&DEBUG);
+    let mut p = primary.conn();
+    ok(&mut p, &["DEBUG", "SET-ACTIVE-EXPIRE", "0"]);
+    let of = format!("127.0.0.1 {}", primary.port);
+    let mut replica = Server::start(&["--replicaof", &of]);
+    let mut r = replica.conn();
+    eventually("the link is up", || link_up(&mut r));
+    ok(&mut p, &["HSET", "h", "a", "1"]);
+    ok(&mut p, &["PEXPIRE", "h", "300"]);
+    ok(&mut p, &["SET", "n", "5", "PX", "300"]);
+    ok(&mut p, &["SET", "gone", "v", "PX", "300"]);
+    caught_up(&mut p, &mut r);
+    // The replica stops reading; the primary writes while the keys live.
+    replica.signal("STOP");
+    ok(&mut p, &["HSET", "h", "b", "2"]);
+    assert_eq!(q::<i64>(&mut p, &["INCR", "n"]), 6);
+    ok(&mut p, &["PERSIST", "h"]);
+    ok(&mut p, &["PERSIST", "n"]);
+    // It applies them once their TTLs have passed by its clock.
+    std::thread::sleep(Duration::from_millis(500));
+    replica.signal("CONT");
+    caught_up(&mut p, &mut r);
+    let check = |r: &mut Connection| {
+        assert_eq!(hash(r, "h"), vec!["a=1", "b=2"]);
+        assert_eq!(q::<String>(r, &["GET", "n"]), "6");
+        assert_eq!(q::<Option<String>>(r, &["GET", "gone"]), None);
+        assert_eq!(held(r, 0), 3, "`gone` is hidden, not removed");
+    };
+    check(&mut r);
+    replica.kill9();
+    replica.restart();
+    let mut r = replica.conn();
+    eventually("the link is up again", || link_up(&mut r));
+    caught_up(&mut p, &mut r);
+    check(&mut r);
+    // The primary's removal reaches it as a DEL.
+    assert_eq!(q::<Option<String>>(&mut p, &["GET", "gone"]), None);
+    caught_up(&mut p, &mut r);
+    assert_eq!(held(&mut r, 0), 2);
+}

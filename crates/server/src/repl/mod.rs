@@ -455,6 +455,8 @@ impl Replication {
     /// the old one kept as `replid2` so its replicas can continue.
     pub fn promote(&self, shared: &crate::state::Shared) {
         self.is_replica.store(false, Ordering::Release);
+        // Its own clock decides expiry again, as a primary's does.
+        durakv_engine::db::keep_expired_on_replica(false);
         self.link_generation.fetch_add(1, Ordering::AcqRel);
         self.history_known.store(true, Ordering::Release);
         let _ = self.target.send_replace(None);
@@ -480,6 +482,8 @@ impl Replication {
     /// primary's history), and so are blocked clients.
     pub fn demote(&self, shared: &crate::state::Shared, host: String, port: u16) {
         self.is_replica.store(true, Ordering::Release);
+        // Reads hide expired keys but leave them for the primary's DEL.
+        durakv_engine::db::keep_expired_on_replica(true);
         self.link_generation.fetch_add(1, Ordering::AcqRel);
         self.stream.backlog.lock().paused = true;
         self.drop_replicas(shared);
