@@ -72,7 +72,9 @@ fn check_and_run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     }) {
         return reject(ctx, spec, busy);
     }
-    if ctx.shared.evict.maxmemory() != 0 {
+    // The primary's stream is applied whatever the memory: refusing part
+    // of it would leave this replica holding other data.
+    if ctx.shared.evict.maxmemory() != 0 && !ctx.client.is_master {
         if let Some(oom) = refuse_for_memory(ctx, spec) {
             return reject(ctx, spec, oom);
         }

@@ -17,7 +17,7 @@ use durakv_engine::db::Entry;
 use durakv_engine::mutation::{KeyOp, Mutation};
 use parking_lot::Mutex;
 use rand::Rng;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -127,6 +127,10 @@ pub struct Eviction {
     tenacity: AtomicU64,
     /// `maxmemory-clients` in bytes, 0 for none (`crate::client_evict`).
     clients_limit: AtomicU64,
+    /// `replica-ignore-maxmemory`: while this server is a replica, its
+    /// primary's DELs (evictions included) decide what goes, as in Redis;
+    /// evicting on its own would make it hold other data than its primary.
+    replica_ignores: AtomicBool,
     /// Next shard to sample.
     cursor: AtomicUsize,
     /// The best candidates seen; its lock also makes evictions one at a
@@ -174,6 +178,8 @@ pub fn apply_config(shared: &Shared) {
         Ordering::Relaxed,
     );
     e.samples.store(c.maxmemory_samples, Ordering::Relaxed);
+    let ignores = c.get("replica-ignore-maxmemory").is_none_or(|v| v == "yes");
+    e.replica_ignores.store(ignores, Ordering::Relaxed);
     e.tenacity
         .store(c.maxmemory_eviction_tenacity, Ordering::Relaxed);
     if e.policy.swap(c.maxmemory_policy.index(), Ordering::Relaxed) != c.maxmemory_policy.index() {
@@ -188,6 +194,12 @@ pub fn apply_config(shared: &Shared) {
     drop(c);
     // A lower limit takes effect before CONFIG SET answers, as in Redis.
     crate::client_evict::enforce(shared);
+}
+
+/// Whether `maxmemory` is set aside: a replica with
+/// `replica-ignore-maxmemory yes` (the default).
+pub fn ignored_on_replica(shared: &Shared) -> bool {
+    shared.evict.replica_ignores.load(Ordering::Relaxed) && shared.repl.is_replica()
 }
 
 /// True when more memory is in use than `maxmemory` allows.
@@ -227,7 +239,7 @@ fn time_limit(tenacity: u64) -> Option<Duration> {
 /// Evicts until under the limit. Must be called without shard locks held.
 pub fn perform(shared: &Shared) -> Outcome {
     let max = shared.evict.maxmemory();
-    if max == 0 {
+    if max == 0 || ignored_on_replica(shared) {
         return Outcome::Ok;
     }
     let counted = counted_memory_bytes();

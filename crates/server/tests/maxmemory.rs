@@ -669,3 +669,37 @@ fn a_burst_of_logged_writes_evicts_nothing_for_the_log_s_buffers() {
     assert_eq!(q::<i64>(c, &["DBSIZE"]), 201);
     let _: () = q(c, &["CONFIG", "SET", "maxmemory", "0"]);
 }
+
+/// A replica leaves eviction to its primary while
+/// `replica-ignore-maxmemory` is `yes` (the default), as Redis's does: it
+/// holds every key its primary holds, however far past its own
+/// `maxmemory`, and applies the stream without -OOM. With `no` it evicts
+/// on its own.
+#[test]
+fn a_replica_ignores_its_maxmemory_unless_told_otherwise() {
+    let primary = Server::start(&[]);
+    let c = &mut primary.conn();
+    let replicaof = format!("127.0.0.1 {}", primary.port);
+    let replica = Server::start(&[
+        "--replicaof",
+        &replicaof,
+        "--maxmemory-policy",
+        "allkeys-random",
+    ]);
+    let r = &mut replica.conn();
+    eventually("the link is up", || {
+        info_field(r, "replication", "master_link_status") == "up"
+    });
+    let limit = counted(r) + (1 << 20);
+    let _: () = q(r, &["CONFIG", "SET", "maxmemory", &limit.to_string()]);
+    load(c, "k", 3000, None);
+    caught_up(c, r);
+    assert_eq!(q::<i64>(r, &["DBSIZE"]), 3000);
+    assert_eq!(evicted_keys(r), 0);
+    assert!(counted(r) > limit, "the replica is past its limit");
+    let _: () = q(r, &["CONFIG", "SET", "replica-ignore-maxmemory", "no"]);
+    load(c, "more", 10, None);
+    caught_up(c, r);
+    eventually("the replica evicts", || evicted_keys(r) > 0);
+    assert!(q::<i64>(r, &["DBSIZE"]) < 3010);
+}
