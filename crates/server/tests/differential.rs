@@ -1124,17 +1124,22 @@ fn run_seed(seed: u64, calls: usize, ours: &Server, redis: &RealRedis) -> Option
 }
 
 /// The same sequences, with a real Redis replica and a durakv replica of
-/// durakv: after each, both hold what durakv holds (DEBUG DIGEST, Redis's
-/// own fingerprint of a dataset), so every command's effect reaches the
-/// replication stream in a form both apply alike.
+/// durakv, and a durakv replica of the Redis: after each, every replica
+/// holds what its primary holds (DEBUG DIGEST, Redis's own fingerprint of
+/// a dataset), so every command's effect reaches durakv's stream in a form
+/// both apply alike, and durakv applies what Redis propagates.
 #[test]
 fn random_data_commands_answer_as_redis_does() {
     let calls = env_number("DURAKV_DIFF_CALLS").unwrap_or(3000);
     let seeds = env_seeds("DURAKV_DIFF", 4);
-    let Some(redis) = RealRedis::start(&[]) else {
+    let Some(redis) = RealRedis::start(&["--enable-debug-command", "yes"]) else {
         return;
     };
     let ours = Server::start(&["--enable-debug-command", "yes"]);
+    // durakv as the replica of the Redis that runs the same sequences:
+    // the migration path, applying what Redis propagates.
+    let of_redis = format!("127.0.0.1 {}", redis.port);
+    let redis_replica = Server::start(&["--enable-debug-command", "yes", "--replicaof", &of_redis]);
     let port = ours.port.to_string();
     let replica = RealRedis::start(&[
         "--replicaof",
@@ -1146,9 +1151,9 @@ fn random_data_commands_answer_as_redis_does() {
     .expect("a Redis replica");
     let primary = format!("127.0.0.1 {port}");
     let ours_replica = Server::start(&["--enable-debug-command", "yes", "--replicaof", &primary]);
-    let mut p = ours.conn();
-    let (mut r, mut d) = (replica.conn(), ours_replica.conn());
-    for c in [&mut r, &mut d] {
+    let (mut p, mut rp) = (ours.conn(), redis.conn());
+    let (mut r, mut d, mut rd) = (replica.conn(), ours_replica.conn(), redis_replica.conn());
+    for c in [&mut r, &mut d, &mut rd] {
         eventually("the replica's link is up", || {
             info_field(c, "replication", "master_link_status") == "up"
         });
@@ -1160,6 +1165,7 @@ fn random_data_commands_answer_as_redis_does() {
                 run_seed(seed, calls, &ours, &redis)
                     .or_else(|| replica_differs(seed, "Redis", &mut p, &mut r))
                     .or_else(|| replica_differs(seed, "durakv", &mut p, &mut d))
+                    .or_else(|| replica_differs(seed, "durakv-of-Redis", &mut rp, &mut rd))
             })
             .collect(),
     );
@@ -1195,7 +1201,7 @@ fn replica_differs(
             out
         };
         format!(
-            "seed {seed}: the {which} replica's digest {got} is not durakv's {want}\nkeys in durakv:\n{}keys in the replica:\n{}",
+            "seed {seed}: the {which} replica's digest {got} is not its primary's {want}\nkeys in the primary:\n{}keys in the replica:\n{}",
             keys(p),
             keys(r)
         )
