@@ -1123,87 +1123,11 @@ fn run_seed(seed: u64, calls: usize, ours: &Server, redis: &RealRedis) -> Option
     None
 }
 
-/// The same sequences, with a real Redis replica and a durakv replica of
-/// durakv, and a durakv replica of the Redis: after each, every replica
-/// holds what its primary holds (DEBUG DIGEST, Redis's own fingerprint of
-/// a dataset), so every command's effect reaches durakv's stream in a form
-/// both apply alike, and durakv applies what Redis propagates.
 #[test]
 fn random_data_commands_answer_as_redis_does() {
     let calls = env_number("DURAKV_DIFF_CALLS").unwrap_or(3000);
     let seeds = env_seeds("DURAKV_DIFF", 4);
-    let Some(redis) = RealRedis::start(&["--enable-debug-command", "yes"]) else {
-        return;
-    };
-    let ours = Server::start(&["--enable-debug-command", "yes"]);
-    // durakv as the replica of the Redis that runs the same sequences:
-    // the migration path, applying what Redis propagates.
-    let of_redis = format!("127.0.0.1 {}", redis.port);
-    let redis_replica = Server::start(&["--enable-debug-command", "yes", "--replicaof", &of_redis]);
-    let port = ours.port.to_string();
-    let replica = RealRedis::start(&[
-        "--replicaof",
-        "127.0.0.1",
-        &port,
-        "--enable-debug-command",
-        "yes",
-    ])
-    .expect("a Redis replica");
-    let primary = format!("127.0.0.1 {port}");
-    let ours_replica = Server::start(&["--enable-debug-command", "yes", "--replicaof", &primary]);
-    let (mut p, mut rp) = (ours.conn(), redis.conn());
-    let (mut r, mut d, mut rd) = (replica.conn(), ours_replica.conn(), redis_replica.conn());
-    for c in [&mut r, &mut d, &mut rd] {
-        eventually("the replica's link is up", || {
-            info_field(c, "replication", "master_link_status") == "up"
-        });
-    }
-    assert_none_differ(
-        seeds
-            .into_iter()
-            .filter_map(|seed| {
-                run_seed(seed, calls, &ours, &redis)
-                    .or_else(|| replica_differs(seed, "Redis", &mut p, &mut r))
-                    .or_else(|| replica_differs(seed, "durakv", &mut p, &mut d))
-                    .or_else(|| replica_differs(seed, "durakv-of-Redis", &mut rp, &mut rd))
-            })
-            .collect(),
-    );
-}
-
-/// Whether replica `r` holds something else than its primary `p`.
-fn replica_differs(
-    seed: u64,
-    which: &str,
-    p: &mut redis::Connection,
-    r: &mut redis::Connection,
-) -> Option<String> {
-    // Keys expired but not yet reclaimed go as DEL once something reads
-    // them; the digest counts a key the replica still holds.
-    let all: Vec<&str> = std::iter::once("EXISTS")
-        .chain(KEYS.iter().chain(HLL_KEYS).copied())
-        .collect();
-    let _: i64 = q(p, &all);
-    caught_up(p, r);
-    let (want, got): (String, String) = (q(p, &["DEBUG", "DIGEST"]), q(r, &["DEBUG", "DIGEST"]));
-    (want != got).then(|| {
-        let keys = |c: &mut redis::Connection| -> String {
-            let mut out = String::new();
-            for k in KEYS.iter().chain(HLL_KEYS) {
-                let d: Vec<String> = q(c, &["DEBUG", "DIGEST-VALUE", k]);
-                let t: String = q(c, &["TYPE", k]);
-                out.push_str(&format!("  {k} {t} {}\n", d.concat()));
-                if t == "stream" {
-                    let full: redis::Value = q(c, &["XINFO", "STREAM", k, "FULL"]);
-                    out.push_str(&format!("    {full:?}\n"));
-                }
-            }
-            out
-        };
-        format!(
-            "seed {seed}: the {which} replica's digest {got} is not its primary's {want}\nkeys in the primary:\n{}keys in the replica:\n{}",
-            keys(p),
-            keys(r)
-        )
-    })
+    compare_with_redis(seeds, |seed, ours, redis| {
+        run_seed(seed, calls, ours, redis)
+    });
 }

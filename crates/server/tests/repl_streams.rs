@@ -3,8 +3,9 @@
 //! XAUTOCLAIM over a deleted entry), XSETID and XGROUP CREATE MKSTREAM leave
 //! a real Redis replica and a durakv replica with the primary's entries,
 //! groups, consumers and pending lists, so a failover neither loses
-//! pending entries nor delivers entries again. The Redis half skips with
-//! a message when `redis-server` is not installed.
+//! pending entries nor delivers entries again; and a durakv replica of
+//! Redis applies the trims Redis propagates. The Redis parts skip with a
+//! message when `redis-server` is not installed.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -215,4 +216,47 @@ fn consumer_groups_reach_a_redis_replica() {
     caught_up(&mut p, &mut r);
     let want = groups_state(&mut p);
     assert_eq!(groups_state(&mut r), want);
+}
+
+/// Redis propagates an approximate trim as the exact one it made and
+/// keeps its LIMIT (`XADD s MAXLEN = 202 LIMIT 50 ...`), which only a
+/// primary may send: a durakv replica of Redis applies it.
+#[test]
+fn a_durakv_replica_of_redis_applies_its_trims() {
+    let Some(redis) = RealRedis::start(&[]) else {
+        return;
+    };
+    let mut p = redis.conn();
+    let replica = Server::start(&["--replicaof", &format!("127.0.0.1 {}", redis.port)]);
+    let mut r = replica.conn();
+    eventually("the link is up", || link_up(&mut r));
+    for i in 1..=300 {
+        ok(&mut p, &["XADD", "s", &format!("{i}-0"), "f", "v"]);
+    }
+    ok(
+        &mut p,
+        &[
+            "XADD", "s", "MAXLEN", "~", "100", "LIMIT", "50", "301-0", "f", "v",
+        ],
+    );
+    ok(
+        &mut p,
+        &["XADD", "s", "MINID", "~", "200-0", "302-0", "f", "v"],
+    );
+    ok(&mut p, &["XTRIM", "s", "MAXLEN", "~", "10", "LIMIT", "120"]);
+    caught_up(&mut p, &mut r);
+    for args in [&["XLEN", "s"][..], &["XRANGE", "s", "-", "+", "COUNT", "1"]] {
+        assert_eq!(
+            q::<Value>(&mut r, args),
+            q::<Value>(&mut p, args),
+            "{args:?}"
+        );
+    }
+    // From a client it is still Redis's syntax error.
+    let e = common::err(&mut p, &["XTRIM", "s", "MAXLEN", "=", "10", "LIMIT", "5"]);
+    let mine = common::err(
+        &mut Server::start(&[]).conn(),
+        &["XTRIM", "s", "MAXLEN", "=", "10", "LIMIT", "5"],
+    );
+    assert_eq!(mine, e);
 }

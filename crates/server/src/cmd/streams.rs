@@ -279,8 +279,15 @@ fn trim_option(
 
 /// Checks a trim request as Redis does, in its order: a nonzero LIMIT needs
 /// a strategy, XTRIM needs one even without LIMIT, and any LIMIT (0 too)
-/// needs `~`.
-fn finish_trim(trim: Option<Trim>, limit: Option<u64>, xtrim: bool) -> Result<Option<Trim>, Frame> {
+/// needs `~`. Except from a primary (`obey`): Redis propagates an
+/// approximate trim as the exact one it made (`MAXLEN = <length>`) and
+/// leaves its LIMIT in, which then means nothing.
+fn finish_trim(
+    trim: Option<Trim>,
+    limit: Option<u64>,
+    xtrim: bool,
+    obey: bool,
+) -> Result<Option<Trim>, Frame> {
     if trim.is_none() && limit.is_some_and(|l| l > 0) {
         return Err(errors::err(
             "ERR syntax error, LIMIT cannot be used without specifying a trimming strategy",
@@ -291,11 +298,13 @@ fn finish_trim(trim: Option<Trim>, limit: Option<u64>, xtrim: bool) -> Result<Op
             "ERR syntax error, XTRIM must be called with a trimming strategy",
         ));
     }
-    if limit.is_some() && !trim.is_some_and(|t| t.approx) {
+    let approx = trim.is_some_and(|t| t.approx);
+    if limit.is_some() && !approx && !obey {
         return Err(errors::err(
             "ERR syntax error, LIMIT cannot be used without the special ~ option",
         ));
     }
+    let limit = limit.filter(|_| approx);
     Ok(trim.map(|t| Trim { limit, ..t }))
 }
 
@@ -346,7 +355,7 @@ fn xtrim(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
             return Err(super::syntax());
         }
     }
-    let Some(trim) = finish_trim(trim, limit, true)? else {
+    let Some(trim) = finish_trim(trim, limit, true, ctx.client.is_master)? else {
         return Err(super::syntax());
     };
     let db = ctx.db();
@@ -411,7 +420,7 @@ fn xadd(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     // Redis's order: the ID, then the trimming options, then the count of
     // field-value arguments.
     let want = args.get(i).map(|a| new_id(a)).transpose()?;
-    let trim = finish_trim(trim, limit, false)?;
+    let trim = finish_trim(trim, limit, false, ctx.client.is_master)?;
     let fields = args.len().saturating_sub(i + 1);
     let Some(want) = want.filter(|_| fields > 0 && fields.is_multiple_of(2)) else {
         return Err(errors::wrong_args("xadd"));
