@@ -179,6 +179,15 @@ fn a_lagging_durakv_replica_keeps_what_its_primary_wrote() {
     assert_eq!(q::<i64>(&mut p, &["INCR", "n"]), 6);
     ok(&mut p, &["PERSIST", "h"]);
     ok(&mut p, &["PERSIST", "n"]);
+    // A TTL the primary sets (PEXPIREAT), or carries with a value it moves
+    // (RESTORE ... ABSTTL), and then takes away: the replica gets it after
+    // that time.
+    ok(&mut p, &["SET", "e", "kept"]);
+    ok(&mut p, &["PEXPIRE", "e", "300"]);
+    ok(&mut p, &["PERSIST", "e"]);
+    ok(&mut p, &["SET", "t", "moved", "PX", "300"]);
+    ok(&mut p, &["RENAME", "t", "t2"]);
+    ok(&mut p, &["PERSIST", "t2"]);
     // It applies them once their TTLs have passed by its clock.
     std::thread::sleep(Duration::from_millis(500));
     replica.signal("CONT");
@@ -187,7 +196,9 @@ fn a_lagging_durakv_replica_keeps_what_its_primary_wrote() {
         assert_eq!(hash(r, "h"), vec!["a=1", "b=2"]);
         assert_eq!(q::<String>(r, &["GET", "n"]), "6");
         assert_eq!(q::<Option<String>>(r, &["GET", "gone"]), None);
-        assert_eq!(held(r, 0), 3, "`gone` is hidden, not removed");
+        assert_eq!(q::<String>(r, &["GET", "e"]), "kept");
+        assert_eq!(q::<String>(r, &["GET", "t2"]), "moved");
+        assert_eq!(held(r, 0), 5, "`gone` is hidden, not removed");
     };
     check(&mut r);
     replica.kill9();
@@ -199,5 +210,5 @@ fn a_lagging_durakv_replica_keeps_what_its_primary_wrote() {
     // The primary's removal reaches it as a DEL.
     assert_eq!(q::<Option<String>>(&mut p, &["GET", "gone"]), None);
     caught_up(&mut p, &mut r);
-    assert_eq!(held(&mut r, 0), 2);
+    assert_eq!(held(&mut r, 0), 4);
 }

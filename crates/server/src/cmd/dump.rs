@@ -96,7 +96,7 @@ fn restore(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
     };
     // Already expired (an absolute TTL in the past): the key ends up
     // absent, and a replaced one is deleted.
-    if expire_at_ms != 0 && expire_at_ms <= now {
+    if super::ttl_already_over(ctx, txn, expire_at_ms) {
         if existed {
             super::apply(txn, db, key, KeyOp::Del)?;
         }

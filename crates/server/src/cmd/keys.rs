@@ -225,7 +225,8 @@ fn expire_generic(
     if refused {
         return Frame::Integer(0);
     }
-    let op = if when <= txn.now_ms as i64 {
+    // `when` > 0 here for the primary's stream: Redis sends absolute times.
+    let op = if when <= 0 || super::ttl_already_over(ctx, txn, when as u64) {
         KeyOp::Del
     } else {
         KeyOp::Expire { at_ms: when as u64 }

@@ -315,7 +315,9 @@ fn getex(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
             let has_ttl = txn.get(db, key).is_some_and(|e| e.has_ttl());
             has_ttl.then_some(KeyOp::Expire { at_ms: 0 })
         }
-        GetexAction::At { ms, absolute } if absolute && ms <= txn.now_ms => Some(KeyOp::Del),
+        GetexAction::At { ms, absolute } if absolute && super::ttl_already_over(ctx, txn, ms) => {
+            Some(KeyOp::Del)
+        }
         GetexAction::At { ms, .. } => Some(KeyOp::Expire { at_ms: ms }),
     };
     if let Some(op) = op {
