@@ -169,11 +169,11 @@ thread_local! {
     /// transaction stays on one thread, so it compares this with what it
     /// saw last to know, without looking at every database of its shards,
     /// whether it has removals to take.
-    static FEED_REMOVALS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    static FEED_REMOVALS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
 
 /// See `FEED_REMOVALS`.
-pub(crate) fn feed_removals_on_this_thread() -> u64 {
+pub(crate) fn feed_removals_on_this_thread() -> u32 {
     FEED_REMOVALS.with(|n| n.get())
 }
 
@@ -646,7 +646,7 @@ impl Db {
                 let k = k.to_bytes();
                 if let Some(log) = self.expired_for_feed.as_mut() {
                     log.push(k.clone());
-                    FEED_REMOVALS.with(|n| n.set(n.get() + 1));
+                    FEED_REMOVALS.with(|n| n.set(n.get().wrapping_add(1)));
                 }
                 if let Some(log) = self.expired.as_mut() {
                     log.push(k);
@@ -683,7 +683,7 @@ impl Db {
     /// a key on its own). Stays on: once a replica has attached, the stream
     /// goes on whether or not one is attached now.
     pub fn log_expired_for_feed(&mut self) {
-        self.expired_for_feed.get_or_insert_with(Vec::new);
+        self.expired_for_feed.get_or_insert_with(Default::default);
     }
 
     /// The keys expired since the last call for the feed, oldest first.
