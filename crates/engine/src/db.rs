@@ -195,6 +195,12 @@ fn set_kept(bit: u8, on: bool) {
     }
 }
 
+/// Whether this server is a replica that leaves expiry to its primary
+/// (see [`keep_expired_on_replica`]).
+pub(crate) fn expiry_left_to_primary() -> bool {
+    EXPIRED_KEPT.load(Ordering::Relaxed) & KEPT_ON_REPLICA != 0
+}
+
 /// While on, a read treats an expired key as missing without removing it,
 /// so that nothing changes the dataset, the log or the replication stream:
 /// the server turns it on for a client pause, as Redis does, so a replica
@@ -538,7 +544,11 @@ impl Db {
     /// [`Db::stamp`], saying whether the record is in another WAL stream
     /// than the key's own (see [`Entry::written_through_other_stream`]).
     pub fn stamp_from(&mut self, key: &[u8], lsn: u64, now_ms: u64, other_stream: bool) -> bool {
-        let Some(i) = self.live_index(key, now_ms) else {
+        // Bookkeeping, not a read: a key written already past its time
+        // (RESTORE of a replica's full sync) stays for whoever meets it
+        // next, as the replay of this record, which stamps the same way,
+        // leaves it too.
+        let Some(i) = self.unexpired_index(key, now_ms, false) else {
             return false;
         };
         self.before_change(i);

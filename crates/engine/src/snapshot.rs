@@ -170,7 +170,14 @@ pub fn begin<T>(ks: &Keyspace, at_point: impl FnOnce(&mut Txn<'_>) -> T) -> (T, 
     let job = NEXT_ID.fetch_add(1, Ordering::Relaxed);
     let mut txn = ks.lock_all();
     let t = at_point(&mut txn);
-    let now = txn.now_ms;
+    // A replica's keys past their time are still its primary's to delete
+    // (a DEL will follow in the stream it relays), so its own replicas
+    // get them, as a Redis replica's RDB carries them.
+    let now = if crate::db::expiry_left_to_primary() {
+        0
+    } else {
+        txn.now_ms
+    };
     for shard in txn.shards_mut() {
         for (db, d) in shard.dbs.iter_mut().enumerate() {
             d.start_snapshot(Cursor::new(job, db, now, d.len()));

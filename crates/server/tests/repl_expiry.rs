@@ -207,8 +207,17 @@ fn a_lagging_durakv_replica_keeps_what_its_primary_wrote() {
     eventually("the link is up again", || link_up(&mut r));
     caught_up(&mut p, &mut r);
     check(&mut r);
-    // The primary's removal reaches it as a DEL.
+    // A replica of the replica gets the hidden key too, from its full
+    // sync, and the DEL after it.
+    let sub = Server::start(&["--replicaof", &format!("127.0.0.1 {}", replica.port)]);
+    let mut s = sub.conn();
+    eventually("the sub-replica's link is up", || link_up(&mut s));
+    caught_up(&mut r, &mut s);
+    check(&mut s);
+    // The primary's removal reaches them as a DEL.
     assert_eq!(q::<Option<String>>(&mut p, &["GET", "gone"]), None);
     caught_up(&mut p, &mut r);
+    caught_up(&mut r, &mut s);
     assert_eq!(held(&mut r, 0), 4);
+    assert_eq!(held(&mut s, 0), 4);
 }
