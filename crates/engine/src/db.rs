@@ -704,13 +704,6 @@ impl Db {
         }
     }
 
-    /// Whether keys expired for the feed are waiting to be taken.
-    pub fn has_expired_for_feed(&self) -> bool {
-        self.expired_for_feed
-            .as_ref()
-            .is_some_and(|l| !l.is_empty())
-    }
-
     /// A written key's access stamp: now, keeping the replaced key's LFU
     /// counter as Redis does on overwrite.
     fn fresh_access(&self, old: Option<&Entry>) -> Access {

@@ -177,13 +177,11 @@ pub struct Txn<'a> {
 /// before the mutation at index `before`.
 pub(crate) fn take_expired_for_feed(shard: &mut Shard, before: usize, out: &mut Vec<ExpiredKey>) {
     for (db, d) in shard.dbs.iter_mut().enumerate() {
-        if d.has_expired_for_feed() {
-            out.extend(d.take_expired_for_feed().into_iter().map(|key| ExpiredKey {
-                before,
-                db: db as u32,
-                key,
-            }));
-        }
+        out.extend(d.take_expired_for_feed().into_iter().map(|key| ExpiredKey {
+            before,
+            db: db as u32,
+            key,
+        }));
     }
 }
 
@@ -316,10 +314,19 @@ impl<'a> Txn<'a> {
     /// key. Its records carry the primary's position
     /// ([`Mutation::ReplOrigin`]), and replay holds expiry for them too.
     pub fn hold_expiry(&mut self) {
-        self.expiry_held = true;
+        self.set_expiry_held(true);
+    }
+
+    /// The flag lives in the locked databases while the locks are held, as
+    /// NO-TOUCH's does (see [`Txn::set_no_touch`]).
+    fn set_expiry_held(&mut self, on: bool) {
+        if on == self.expiry_held {
+            return;
+        }
+        self.expiry_held = on;
         for (_, g) in self.guards.iter_mut() {
             for d in g.dbs.iter_mut() {
-                d.set_expiry_held(true);
+                d.set_expiry_held(on);
             }
         }
     }
@@ -1000,13 +1007,7 @@ impl Drop for Txn<'_> {
         // The shards outlive the transaction; the next one to lock them
         // must not inherit this client's NO-TOUCH.
         self.set_no_touch(false);
-        if self.expiry_held {
-            for (_, g) in self.guards.iter_mut() {
-                for d in g.dbs.iter_mut() {
-                    d.set_expiry_held(false);
-                }
-            }
-        }
+        self.set_expiry_held(false);
         // Not committed (commit takes them), e.g. a read: the removals
         // still reach the feed while the locks are held, ahead of any
         // later write.

@@ -8,18 +8,16 @@
 //! transactions too, while an active-expiry pass samples the shards.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod counter_log;
+mod keyspace_support;
 
 use bytes::Bytes;
-use counter_log::Counter;
 use durakv_engine::keyspace::Keyspace;
 use durakv_engine::mutation::{ExpireMode, KeyOp, Mutation};
 use durakv_engine::replication::{ExpiredKey, ReplicationFeed};
-use durakv_engine::value::Value;
 use durakv_engine::Durability;
+use keyspace_support::{everything, Counter};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -56,21 +54,6 @@ impl ReplicationFeed for Feed {
         }
         out.extend(next.map(del));
     }
-}
-
-type State = BTreeMap<(usize, Vec<u8>), (Value, u64)>;
-
-/// Every key of every database, expired or not.
-fn everything(ks: &Keyspace) -> State {
-    let mut s = State::new();
-    for i in 0..ks.num_shards() {
-        for (db, d) in ks.shard(i).lock().dbs.iter().enumerate() {
-            for (k, e) in d.iter() {
-                s.insert((db, k.to_vec()), (e.value.clone(), d.expire_of(k, e)));
-            }
-        }
-    }
-    s
 }
 
 fn key(rng: &mut StdRng) -> Bytes {

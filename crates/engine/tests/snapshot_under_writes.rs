@@ -4,25 +4,21 @@
 //! at its point.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod counter_log;
+mod keyspace_support;
 
 use bytes::Bytes;
-use counter_log::Counter;
 use durakv_engine::keyspace::Keyspace;
 use durakv_engine::mutation::{ExpireMode, KeyOp, Mutation};
 use durakv_engine::snapshot;
 use durakv_engine::txn::CommitLog;
-use durakv_engine::value::Value;
 use durakv_engine::Durability;
+use keyspace_support::{everything, Counter, State};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 const DBS: usize = 3;
-
-type State = BTreeMap<(usize, Vec<u8>), (Value, u64)>;
 
 fn random_write(rng: &mut StdRng, now: u64) -> Mutation {
     let db = rng.gen_range(0..DBS) as u32;
@@ -182,19 +178,6 @@ fn a_snapshot_is_the_keyspace_at_its_point_while_writers_run() {
     for w in writers {
         w.join().unwrap();
     }
-}
-
-/// Every key of every database, expired or not.
-fn everything(ks: &Keyspace) -> State {
-    let mut s = State::new();
-    for i in 0..ks.num_shards() {
-        for (db, d) in ks.shard(i).lock().dbs.iter().enumerate() {
-            for (k, e) in d.iter() {
-                s.insert((db, k.to_vec()), (e.value.clone(), d.expire_of(k, e)));
-            }
-        }
-    }
-    s
 }
 
 /// Mostly appends: replay applies a write again on a copy that already

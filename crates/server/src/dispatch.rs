@@ -192,10 +192,7 @@ fn run(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> Outcome {
                 drop(txn);
                 return reject(ctx, spec, Frame::error(errors::READONLY_REPLICA));
             }
-            txn.set_no_touch(ctx.client.no_touch);
-            if ctx.client.is_master {
-                txn.hold_expiry();
-            }
+            as_client(ctx, &mut txn);
             ctx.client.may_block = spec.flags & flags::BLOCKING != 0;
             let frame = into_frame(crate::notify::run_data(f, ctx, &mut txn, spec, args));
             ctx.client.may_block = false;
@@ -208,6 +205,15 @@ fn run(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> Outcome {
 /// its primary's link): writes then get -READONLY.
 pub(crate) fn read_only_replica(ctx: &Ctx<'_>) -> bool {
     ctx.shared.repl.is_replica() && !ctx.client.is_master && crate::repl::read_only(ctx.shared)
+}
+
+/// What the client's mode asks of a transaction it runs: NO-TOUCH, and
+/// for the primary's stream no expiry of its own (`Txn::hold_expiry`).
+fn as_client(ctx: &Ctx<'_>, txn: &mut Txn<'_>) {
+    txn.set_no_touch(ctx.client.no_touch);
+    if ctx.client.is_master {
+        txn.hold_expiry();
+    }
 }
 
 /// Locks every shard (`all`) or those of `keys`. Waits with a timeout, so
@@ -493,10 +499,7 @@ pub fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
         drop(txn);
         return exec_abort(ctx, Frame::error(errors::READONLY_REPLICA));
     }
-    if ctx.client.is_master {
-        txn.hold_expiry();
-    }
-    txn.set_no_touch(ctx.client.no_touch);
+    as_client(ctx, &mut txn);
     let now = txn.now_ms;
     let expired = ctx
         .client

@@ -198,7 +198,7 @@ pub fn apply_config(shared: &Shared) {
 
 /// Whether `maxmemory` is set aside: a replica with
 /// `replica-ignore-maxmemory yes` (the default).
-pub fn ignored_on_replica(shared: &Shared) -> bool {
+fn ignored_on_replica(shared: &Shared) -> bool {
     shared.evict.replica_ignores.load(Ordering::Relaxed) && shared.repl.is_replica()
 }
 

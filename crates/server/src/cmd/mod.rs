@@ -157,8 +157,6 @@ pub(crate) fn apply(txn: &mut Txn<'_>, db: usize, key: &Bytes, op: KeyOp) -> Res
     keys::apply(txn, Mutation::key(db as u32, key.clone(), op))
 }
 
-/// The compact-encoding thresholds as configured now (OBJECT ENCODING,
-/// and whether a HSCAN/SSCAN/ZSCAN answers in one call).
 /// Whether a TTL ending at `at_ms` (0: none) has run out, so that the
 /// command deletes the key instead of setting it. Never for the primary's
 /// stream, as on Redis's replicas: the primary set a time that was still
@@ -168,6 +166,8 @@ pub(crate) fn ttl_already_over(ctx: &Ctx<'_>, txn: &Txn<'_>, at_ms: u64) -> bool
     at_ms != 0 && at_ms <= txn.now_ms && !ctx.client.is_master
 }
 
+/// The compact-encoding thresholds as configured now (OBJECT ENCODING,
+/// and whether a HSCAN/SSCAN/ZSCAN answers in one call).
 pub(crate) fn encoding_limits(ctx: &Ctx<'_>) -> durakv_engine::value::EncodingLimits {
     ctx.shared.config.read().encodings
 }
