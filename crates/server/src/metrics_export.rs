@@ -57,6 +57,7 @@ const COUNTERS: &[&str] = &[
     "wal_bytes_written",
     "wal_records",
     "wal_fsyncs",
+    "wal_writer_wakeups",
     "wal_replies_held",
     "checkpoint_count",
     "checkpoint_failures",

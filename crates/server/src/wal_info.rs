@@ -19,6 +19,7 @@ pub fn fields(shared: &Shared, s: &mut String) {
         "wal_avg_records_per_fsync",
         &format!("{:.2}", st.avg_records_per_fsync),
     );
+    f("wal_writer_wakeups", &st.writer_wakeups);
     f("wal_last_fsync_us", &st.last_fsync_us);
     f("wal_max_fsync_us", &st.max_fsync_us);
     f("wal_avg_fsync_us", &format!("{:.1}", st.avg_fsync_us));

@@ -33,7 +33,10 @@ pub use segment::{Preallocate, TruncateStats};
 
 use parking_lot::Mutex;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+use std::sync::atomic::{
+    AtomicBool,
+    Ordering::{Relaxed, SeqCst},
+};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -319,6 +322,8 @@ pub struct StreamStats {
     pub bytes_written: u64,
     pub fsyncs: u64,
     pub records: u64,
+    /// Times a writer thread of this stream woke from waiting.
+    pub writer_wakeups: u64,
     pub pending_bytes: u64,
     pub last_fsync_us: u64,
     pub max_fsync_us: u64,
@@ -340,6 +345,8 @@ pub struct WalStats {
     /// Batches written (each is one write + one fdatasync).
     pub fsyncs: u64,
     pub records: u64,
+    /// Times a log writer thread woke from waiting (`StreamStats`).
+    pub writer_wakeups: u64,
     /// Average group size: records per fsync.
     pub avg_records_per_fsync: f64,
     /// Latency of the last write+fdatasync of any stream.
@@ -802,6 +809,7 @@ impl Wal {
                 bytes_written: c.bytes_written.load(SeqCst),
                 fsyncs: c.fsyncs.load(SeqCst),
                 records: c.records.load(SeqCst),
+                writer_wakeups: c.writer_wakeups.load(Relaxed),
                 pending_bytes: c.pending_bytes.load(SeqCst),
                 last_fsync_us: c.last_fsync_us.load(SeqCst),
                 max_fsync_us: c.max_fsync_us.load(SeqCst),
@@ -815,6 +823,7 @@ impl Wal {
             st.bytes_written += ss.bytes_written;
             st.fsyncs += ss.fsyncs;
             st.records += ss.records;
+            st.writer_wakeups += ss.writer_wakeups;
             st.pending_bytes += ss.pending_bytes;
             st.max_fsync_us = st.max_fsync_us.max(ss.max_fsync_us);
             st.last_fsync_us = st.last_fsync_us.max(ss.last_fsync_us);
