@@ -123,6 +123,18 @@ fn park_writer(sc: &StreamCore, st: &mut MutexGuard<'_, StreamState>, until: Opt
     sc.counters.writer_wakeups.fetch_add(1, Relaxed);
 }
 
+/// The one writer of `sc` gathering its pending batch waits on `fill_cv`
+/// until `until` or until an appender finds the batch full enough: that
+/// wake reaches it and not a writer with nothing to gather.
+fn park_filler(sc: &StreamCore, st: &mut MutexGuard<'_, StreamState>, until: Instant) {
+    st.writers_waiting += 1;
+    st.filling += 1;
+    sc.fill_cv.wait_until(st, until);
+    st.filling -= 1;
+    st.writers_waiting -= 1;
+    sc.counters.writer_wakeups.fetch_add(1, Relaxed);
+}
+
 /// Longest a bandwidth-bound stream's short batch waits to fill its page.
 const FILL_WAIT_MAX: Duration = Duration::from_millis(2);
 /// Longest a fast disk's batch waits for writers outside every batch
@@ -407,8 +419,8 @@ struct StreamState {
     /// (`Core::overlap_age`).
     sync_us_avg: u64,
     last_sync_end: Instant,
-    /// Writers waiting for the pending batch to fill its page
-    /// (`Core::fill_deadline`).
+    /// The writer waiting for the pending batch to fill (1 at most,
+    /// `park_filler`; `Core::fill_deadline`).
     filling: u32,
     /// `BatchSink::finish` ran.
     finished: bool,
@@ -440,6 +452,8 @@ impl StreamState {
 pub(crate) struct StreamCore {
     state: Mutex<StreamState>,
     writer_cv: Condvar,
+    /// Where the writer gathering the pending batch waits (`park_filler`).
+    fill_cv: Condvar,
     space_cv: Condvar,
     /// `W_s`: every LSN <= this that belongs to this stream is durable.
     pub watermark: AtomicU64,
@@ -625,6 +639,7 @@ impl Core {
                     wake_sent: false,
                 }),
                 writer_cv: Condvar::new(),
+                fill_cv: Condvar::new(),
                 space_cv: Condvar::new(),
                 watermark: AtomicU64::new(last_lsn),
                 acked: AtomicU64::new(last_lsn),
@@ -786,7 +801,7 @@ impl Core {
                 wake = true;
             } else if st.filling > 0 && self.fill_deadline(sc, &st).is_none() {
                 // The batch has what its writer waited for.
-                self.wake_writer(sc, &mut st);
+                sc.fill_cv.notify_one();
             } else if st.in_flight > 0
                 && st.writers_waiting > 0
                 && !st.writing
@@ -1152,6 +1167,7 @@ impl Core {
         for sc in &self.streams {
             let _st = sc.state.lock();
             sc.writer_cv.notify_all();
+            sc.fill_cv.notify_all();
             sc.space_cv.notify_all();
         }
         self.wake_waiters(None);
@@ -1269,6 +1285,7 @@ impl Core {
             let mut st = sc.state.lock();
             st.shutdown = true;
             sc.writer_cv.notify_all();
+            sc.fill_cv.notify_all();
             sc.space_cv.notify_all();
         }
     }
@@ -1318,6 +1335,9 @@ impl Core {
         }
         if sc.writer_cv.notify_one() {
             st.wake_sent = true;
+        } else if st.filling > 0 {
+            // Only the gathering writer waits: it is the one to go.
+            sc.fill_cv.notify_one();
         }
     }
 
@@ -1452,10 +1472,14 @@ impl Core {
                         // fsync, however few records it carries, and any
                         // disk costs the machine an fsync's CPU: a short
                         // batch waits a little for more (an appender that
-                        // fills it wakes this one).
-                        st.filling += 1;
-                        park_writer(sc, &mut st, Some(fill_by));
-                        st.filling -= 1;
+                        // fills it wakes this one). One writer gathers; the
+                        // others wait until needed, rather than each on its
+                        // own timer, every expiry a wake-up for nothing.
+                        if st.filling > 0 {
+                            park_writer(sc, &mut st, None);
+                            continue;
+                        }
+                        park_filler(sc, &mut st, fill_by);
                         continue;
                     }
                     if st.urgent
@@ -1487,6 +1511,7 @@ impl Core {
                         // closes the sink; the others just leave.
                         // Others may be waiting for what this one did.
                         sc.writer_cv.notify_all();
+                        sc.fill_cv.notify_all();
                         if st.in_flight == 0 && !st.finished {
                             st.finished = true;
                             drop(st);
@@ -1624,6 +1649,7 @@ impl Core {
                     // Writers waiting for `writing` to clear must see the
                     // shutdown, whatever the overlap rules say.
                     sc.writer_cv.notify_all();
+                    sc.fill_cv.notify_all();
                 } else if st.records > 0 {
                     self.nudge_writer(sc, &mut st);
                 }
@@ -1918,19 +1944,16 @@ mod tests {
 
     /// Calls `wake_writer` three times under one hold of the stream's
     /// mutex, with the fsyncs averaging `sync_us_avg`, and returns how many
-    /// of the three idle writers woke.
-    fn writers_woken_by_three_wakes(sync_us_avg: u64) -> u64 {
+    /// of the three idle writers woke: once `expected` have, and nothing
+    /// more came in the 100 ms after.
+    fn writers_woken_by_three_wakes(sync_us_avg: u64, expected: u64) -> u64 {
         let mut c = lead_cfg();
         c.syncs_in_flight = 3;
         let core = Arc::new(Core::new(1, c, 0));
         let sink = MemSink::default();
         let hs = start(&core, std::slice::from_ref(&sink));
         let sc = &core.streams[0];
-        let settled = || {
-            let st = sc.state.lock();
-            st.writers_waiting == 3 && !st.wake_sent
-        };
-        while !settled() {
+        while sc.state.lock().writers_waiting < 3 {
             thread::yield_now();
         }
         let before = sc.counters.writer_wakeups.load(Relaxed);
@@ -1941,25 +1964,26 @@ mod tests {
                 core.wake_writer(sc, &mut st);
             }
         }
-        // The woken writers find nothing to do and wait again.
+        // A woken writer finds nothing to do and waits again.
+        let woken = || sc.counters.writer_wakeups.load(Relaxed) - before;
         let t0 = Instant::now();
-        while !settled() {
-            assert!(t0.elapsed() < Duration::from_secs(10), "writers settle");
+        while woken() < expected && t0.elapsed() < Duration::from_secs(10) {
             thread::yield_now();
         }
-        let woken = sc.counters.writer_wakeups.load(Relaxed) - before;
+        thread::sleep(Duration::from_millis(100));
+        let n = woken();
         stop(&core, hs);
-        woken
+        n
     }
 
     #[test]
     fn on_a_fast_disk_a_woken_writer_is_not_joined_by_another_before_it_runs() {
-        assert_eq!(writers_woken_by_three_wakes(0), 1);
+        assert_eq!(writers_woken_by_three_wakes(0, 1), 1);
     }
 
     #[test]
     fn on_a_slow_disk_every_wake_reaches_a_writer() {
-        assert_eq!(writers_woken_by_three_wakes(2_000_000), 3);
+        assert_eq!(writers_woken_by_three_wakes(2_000_000, 3), 3);
     }
 
     #[test]
