@@ -107,32 +107,39 @@ fn grown(before: usize, after: usize) {
     }
 }
 
+/// A writer thread of `sc` waits on `cv` until woken or until `until`.
+fn park_on(
+    sc: &StreamCore,
+    cv: &Condvar,
+    st: &mut MutexGuard<'_, StreamState>,
+    until: Option<Instant>,
+) {
+    st.writers_waiting += 1;
+    match until {
+        Some(at) => {
+            cv.wait_until(st, at);
+        }
+        None => cv.wait(st),
+    }
+    st.writers_waiting -= 1;
+    sc.counters.writer_wakeups.fetch_add(1, Relaxed);
+}
+
 /// A writer thread of `sc` waits on its condition variable, until woken or
 /// until `until`. Whatever woke it, it looks at the whole stream next, so a
 /// wake sent for any writer is answered (`Core::wake_writer`).
 fn park_writer(sc: &StreamCore, st: &mut MutexGuard<'_, StreamState>, until: Option<Instant>) {
-    st.writers_waiting += 1;
-    match until {
-        Some(at) => {
-            sc.writer_cv.wait_until(st, at);
-        }
-        None => sc.writer_cv.wait(st),
-    }
-    st.writers_waiting -= 1;
+    park_on(sc, &sc.writer_cv, st, until);
     st.wake_sent = false;
-    sc.counters.writer_wakeups.fetch_add(1, Relaxed);
 }
 
 /// The one writer of `sc` gathering its pending batch waits on `fill_cv`
 /// until `until` or until an appender finds the batch full enough: that
 /// wake reaches it and not a writer with nothing to gather.
 fn park_filler(sc: &StreamCore, st: &mut MutexGuard<'_, StreamState>, until: Instant) {
-    st.writers_waiting += 1;
     st.filling += 1;
-    sc.fill_cv.wait_until(st, until);
+    park_on(sc, &sc.fill_cv, st, Some(until));
     st.filling -= 1;
-    st.writers_waiting -= 1;
-    sc.counters.writer_wakeups.fetch_add(1, Relaxed);
 }
 
 /// Longest a bandwidth-bound stream's short batch waits to fill its page.
