@@ -674,6 +674,49 @@ fn link_loss_resumes_with_partial_resync() {
     assert_eq!(stat(&mut p, "sync_full"), "1");
 }
 
+/// A replica with a smaller `proto-max-bulk-len` than its primary still
+/// applies every write the primary accepted: a bulk longer than its own
+/// limit, and APPEND, SETRANGE and SETBIT that grow a string past it. Its
+/// own clients stay bound by its limit.
+#[test]
+fn a_replica_applies_strings_longer_than_its_own_limit() {
+    let primary = Server::start(&[DEBUG[0], DEBUG[1], "--proto-max-bulk-len", "8mb"]);
+    let mut p = primary.conn();
+    let replica = replica_of(
+        &primary,
+        &[DEBUG[0], DEBUG[1], "--proto-max-bulk-len", "1mb"],
+    );
+    let mut r = replica.conn();
+    eventually("the link is up", || link_up(&mut r));
+    let mib = 1024 * 1024;
+    ok(&mut p, &["SET", "big", &"a".repeat(2 * mib)]);
+    ok(&mut p, &["APPEND", "big", &"b".repeat(mib / 2)]);
+    ok(&mut p, &["SETRANGE", "ranged", &(3 * mib).to_string(), "x"]);
+    ok(&mut p, &["SETBIT", "bits", &(4 * mib * 8).to_string(), "1"]);
+    ok(&mut p, &["SET", "after", "1"]);
+    eventually("the replica applied every write", || {
+        try_q::<Option<String>>(&mut r, &["GET", "after"])
+            .ok()
+            .flatten()
+            == Some("1".into())
+    });
+    for key in ["big", "ranged", "bits"] {
+        let on_primary: i64 = q(&mut p, &["STRLEN", key]);
+        let on_replica: i64 = q(&mut r, &["STRLEN", key]);
+        assert_eq!(on_replica, on_primary, "{key}");
+        let digest_p: Vec<String> = q(&mut p, &["DEBUG", "DIGEST-VALUE", key]);
+        let digest_r: Vec<String> = q(&mut r, &["DEBUG", "DIGEST-VALUE", key]);
+        assert_eq!(digest_r, digest_p, "{key}");
+    }
+    assert_eq!(stat(&mut p, "sync_full"), "1", "the link never broke");
+    // Its own clients still get its limit.
+    let err = try_q::<i64>(&mut r, &["GETBIT", "bits", &(2 * mib * 8).to_string()]);
+    assert_eq!(
+        error_text(&err.unwrap_err()),
+        "ERR bit offset is not an integer or out of range"
+    );
+}
+
 // ---------------------------------------------------------------------------
 // Chained replication: a replica serving replicas of its own
 // ---------------------------------------------------------------------------

@@ -45,7 +45,7 @@ pub fn commands() -> Vec<CommandSpec> {
 }
 
 fn max_len(ctx: &Ctx<'_>) -> u64 {
-    ctx.shared.config.read().proto_max_bulk_len
+    super::string_limit(ctx)
 }
 
 /// A bit offset argument; with `field_bits`, the `#N` form means the Nth

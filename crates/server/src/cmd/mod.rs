@@ -166,6 +166,18 @@ pub(crate) fn ttl_already_over(ctx: &Ctx<'_>, txn: &Txn<'_>, at_ms: u64) -> bool
     at_ms != 0 && at_ms <= txn.now_ms && !ctx.client.is_master
 }
 
+/// The longest string a command may build (`proto-max-bulk-len`). None
+/// for the primary's stream or an imported append-only file, as in Redis:
+/// the primary accepted the write under its own limit, and a replica that
+/// refused it would diverge from it for good.
+pub(crate) fn string_limit(ctx: &Ctx<'_>) -> u64 {
+    if ctx.client.is_master {
+        u64::MAX
+    } else {
+        ctx.shared.config.read().proto_max_bulk_len
+    }
+}
+
 /// The compact-encoding thresholds as configured now (OBJECT ENCODING,
 /// and whether a HSCAN/SSCAN/ZSCAN answers in one call).
 pub(crate) fn encoding_limits(ctx: &Ctx<'_>) -> durakv_engine::value::EncodingLimits {

@@ -446,7 +446,7 @@ fn incrbyfloat(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
 
 /// Refuses a string that would exceed `proto-max-bulk-len`.
 fn check_length(ctx: &Ctx<'_>, len: u64) -> Result<(), Frame> {
-    if len > ctx.shared.config.read().proto_max_bulk_len {
+    if len > super::string_limit(ctx) {
         return Err(Frame::error(STRING_TOO_LONG));
     }
     Ok(())

@@ -22,9 +22,11 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 /// What a command of a primary's stream (or of an append-only file) may
-/// be: Redis's largest bulk string, and any number of arguments.
+/// be: any number of arguments, each up to a terabyte. As in Redis, the
+/// replica's own `proto-max-bulk-len` does not apply: the primary accepted
+/// the command under its limit, and refusing it here would end the link.
 pub(crate) const STREAM_LIMITS: RequestLimits = RequestLimits {
-    max_bulk_len_bytes: 512 * 1024 * 1024,
+    max_bulk_len_bytes: 1 << 40,
     max_multibulk_len: i32::MAX as u64,
     unauthenticated: false,
 };
