@@ -464,6 +464,21 @@ impl Db {
         (found, dep)
     }
 
+    /// The second step of a pipelined batch's prefetch (see
+    /// `Keyspace::prefetch_batch`): the entries a lookup of `hash` compares.
+    pub fn prefetch_candidates(&self, hash: u64) {
+        self.map.prefetch_candidates(hash);
+    }
+
+    /// The third step: the first bytes of `key`'s value where they lie
+    /// outside its entry (a string's block, a collection's header). It
+    /// reads the entry, which the second step asked for.
+    pub fn prefetch_value(&self, hash: u64, key: &[u8]) {
+        if let Some(e) = self.map.get_hashed(hash, key) {
+            e.value.prefetch();
+        }
+    }
+
     fn lookup(&mut self, key: &[u8], now_ms: u64, touch: bool) -> (Option<usize>, u64) {
         let floor = self.floor_lsn;
         match self.read_index(key, now_ms) {

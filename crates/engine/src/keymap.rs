@@ -108,7 +108,7 @@ impl Place {
 }
 
 #[inline]
-fn prefetch_line(addr: usize) {
+pub(crate) fn prefetch_line(addr: usize) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: a prefetch reads nothing the program sees and never faults,
     // whatever the address.
@@ -193,6 +193,28 @@ impl<V> KeyMap<V> {
             Some(&i) => Ok(i as usize),
             None => Err(Vacant(hash)),
         }
+    }
+
+    /// Asks the CPU for the entries a lookup of `hash` would compare, and
+    /// compares none: once the index lines it probes are at hand (after
+    /// [`Place::prefetch`]), this costs no wait, where the lookup itself
+    /// would wait for each entry it reads.
+    pub fn prefetch_candidates(&self, hash: u64) {
+        let entries = &self.entries;
+        self.index.find(hash, |&i| {
+            if let Some(e) = entries.get(i as usize) {
+                let at = e as *const (Key, V) as usize;
+                prefetch_line(at);
+                prefetch_line(at + std::mem::size_of::<(Key, V)>() - 1);
+            }
+            false
+        });
+    }
+
+    /// The value filed under `key`, with its hash already computed.
+    pub fn get_hashed(&self, hash: u64, key: &[u8]) -> Option<&V> {
+        let i = self.find_hashed(hash, key).ok()?;
+        self.entries.get(i).map(|(_, v)| v)
     }
 
     pub fn get_index_of(&self, key: &[u8]) -> Option<usize> {
@@ -436,6 +458,35 @@ mod tests {
             assert_eq!(ours.get_index(model.len()), None);
             assert_eq!(ours.get_index_of(b"missing"), None);
         }
+    }
+
+    /// The prefetch steps read the map and change nothing: a lookup by a
+    /// precomputed hash finds what `get` finds, present or missing, and
+    /// probing for candidates leaves every position as it was.
+    #[test]
+    fn prefetch_steps_read_and_change_nothing() {
+        let mut map: KeyMap<u32> = KeyMap::default();
+        for n in 0..5_000 {
+            map.insert_full(key(n), n);
+        }
+        for n in (0..5_000).step_by(3) {
+            map.swap_remove_full(key(n).as_slice());
+        }
+        let before: Vec<(Key, u32)> = (0..map.len())
+            .map(|i| map.get_index(i).map(|(k, v)| (k.clone(), *v)).unwrap())
+            .collect();
+        for n in 0..6_000 {
+            let k = key(n);
+            let hash = key_hash(k.as_slice());
+            map.prefetch_candidates(hash);
+            assert_eq!(map.get_hashed(hash, k.as_slice()), map.get(k.as_slice()));
+        }
+        map.prefetch_candidates(key_hash(b"missing"));
+        assert_eq!(map.get_hashed(key_hash(b"missing"), b"missing"), None);
+        let after: Vec<(Key, u32)> = (0..map.len())
+            .map(|i| map.get_index(i).map(|(k, v)| (k.clone(), *v)).unwrap())
+            .collect();
+        assert_eq!(before, after);
     }
 
     /// Key `n`, of a length that depends on `n` alone: empty, every inline

@@ -52,7 +52,7 @@ pub struct Keyspace {
     num_streams: AtomicUsize,
     /// Per shard, per database: where its key map's index lies
     /// (`keymap::Place`), published under the shard's lock when it moves
-    /// and read without it, for [`Keyspace::prefetch`].
+    /// and read without it, for [`Keyspace::prefetch_batch`].
     places: Box<[PlaceHint]>,
 }
 
@@ -161,14 +161,42 @@ impl Keyspace {
         }
     }
 
-    /// Asks the CPU to fetch the first cache lines a lookup of `key` in
-    /// database `db` will read, without taking any lock: the connection
-    /// calls it for the next commands of a pipelined batch before it runs
-    /// the first, so that their cache misses overlap (see `keymap::Place`).
-    #[inline]
-    pub fn prefetch(&self, db: usize, key: &[u8]) {
-        if let Some(hint) = self.place_hint(self.shard_index(key), db) {
-            hint.load().prefetch(keymap::key_hash(key));
+    /// Most keys [`Keyspace::prefetch_batch`] takes at once.
+    pub const PREFETCH_BATCH: usize = 8;
+
+    /// Asks the CPU to fetch what lookups of `keys` in database `db` will
+    /// read: the connection calls it for the next commands of a pipelined
+    /// batch (up to [`Keyspace::PREFETCH_BATCH`]) before it runs the first.
+    /// On a keyspace larger than the cache a lookup waits for its index
+    /// lines, then for the entry it compares, then for the value it reads,
+    /// one after the other. Taking each step for the whole batch before the
+    /// next, each waits about once for all the keys, and the commands then
+    /// find all three at hand. The first step needs no lock (see
+    /// `keymap::Place`); the later ones read the maps, so they take each
+    /// shard's lock, and skip a key whose shard is busy: it is only a hint.
+    pub fn prefetch_batch(&self, db: usize, keys: &[&[u8]]) {
+        if db >= self.num_dbs {
+            return;
+        }
+        let mut at = [(0usize, 0u64); Self::PREFETCH_BATCH];
+        let n = keys.len().min(Self::PREFETCH_BATCH);
+        for (slot, key) in at.iter_mut().zip(&keys[..n]) {
+            let shard = self.shard_index(key);
+            let hash = keymap::key_hash(key);
+            if let Some(hint) = self.place_hint(shard, db) {
+                hint.load().prefetch(hash);
+            }
+            *slot = (shard, hash);
+        }
+        for &(shard, hash) in &at[..n] {
+            if let Some(s) = self.shards[shard].try_lock() {
+                s.dbs[db].prefetch_candidates(hash);
+            }
+        }
+        for (&(shard, hash), key) in at[..n].iter().zip(keys) {
+            if let Some(s) = self.shards[shard].try_lock() {
+                s.dbs[db].prefetch_value(hash, key);
+            }
         }
     }
 

@@ -186,7 +186,7 @@ pub(crate) fn take_expired_for_feed(shard: &mut Shard, before: usize, out: &mut 
 }
 
 /// Database `db` of the shard held at `slot`, for a read (which publishes
-/// its map's place for `Keyspace::prefetch` if no write has yet).
+/// its map's place for `Keyspace::prefetch_batch` if no write has yet).
 fn db_in<'g>(
     ks: &Keyspace,
     guards: &'g mut Guards<'_>,

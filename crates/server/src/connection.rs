@@ -946,12 +946,12 @@ fn process(
 }
 
 /// How many pipelined requests ahead have their keys prefetched at once.
-const PREFETCH_AHEAD: usize = 8;
+const PREFETCH_AHEAD: usize = durakv_engine::keyspace::Keyspace::PREFETCH_BATCH;
 
 /// When `rbuf` holds several requests (a pipeline), asks the CPU to fetch
-/// where the next ones' keys are indexed before the first runs: on a
-/// keyspace larger than the cache each lookup starts with misses, and
-/// issued together they overlap (`Keyspace::prefetch`). A lone request
+/// what the next ones' keys will read before the first runs: on a keyspace
+/// larger than the cache each lookup waits for misses, and issued together
+/// they overlap (`Keyspace::prefetch_batch`). A lone request
 /// gains nothing from it and is left alone. Returns how many requests it
 /// looked at.
 fn prefetch_keys(shared: &Shared, db: usize, rbuf: &[u8]) -> usize {
@@ -962,9 +962,7 @@ fn prefetch_keys(shared: &Shared, db: usize, rbuf: &[u8]) -> usize {
         n += 1;
     });
     if walked > 1 {
-        for k in &keys[..n] {
-            shared.store.keyspace.prefetch(db, k);
-        }
+        shared.store.keyspace.prefetch_batch(db, &keys[..n]);
     }
     walked
 }
