@@ -353,9 +353,7 @@ impl HashValue {
     pub(crate) fn repr_addr(&self) -> usize {
         &*self.repr as *const Repr as usize
     }
-}
 
-impl HashValue {
     /// An empty hash that will hold about `n` entries of `bytes` in all.
     pub fn with_capacity(n: usize, bytes: usize) -> HashValue {
         if n > PACKED_MAX_ENTRIES || bytes > PACKED_MAX_BYTES {

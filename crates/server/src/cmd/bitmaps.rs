@@ -44,10 +44,6 @@ pub fn commands() -> Vec<CommandSpec> {
     ]
 }
 
-fn max_len(ctx: &Ctx<'_>) -> u64 {
-    super::string_limit(ctx)
-}
-
 /// A bit offset argument; with `field_bits`, the `#N` form means the Nth
 /// field of that width. The byte it falls in must lie below the string
 /// length limit.
@@ -93,7 +89,7 @@ fn bit_at(s: &[u8], offset: u64) -> bool {
 }
 
 fn setbit(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
-    let offset = bit_offset(&args[2], None, max_len(ctx))?;
+    let offset = bit_offset(&args[2], None, super::string_limit(ctx))?;
     let on = match parse_i64(&args[3]) {
         Some(0) => false,
         Some(1) => true,
@@ -119,7 +115,7 @@ fn setbit(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
 }
 
 fn getbit(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, args: &[Bytes]) -> Reply {
-    let offset = bit_offset(&args[2], None, max_len(ctx))?;
+    let offset = bit_offset(&args[2], None, super::string_limit(ctx))?;
     let bit = with_string(txn, ctx.db(), &args[1], |s| {
         bit_at(s.unwrap_or_default(), offset)
     })?;
@@ -544,7 +540,7 @@ fn bitfield_generic(
     args: &[Bytes],
     read_only: bool,
 ) -> Reply {
-    let max_len = max_len(ctx);
+    let max_len = super::string_limit(ctx);
     let fields = parse_fields(args, read_only, max_len)?;
     let db = ctx.db();
     let key = &args[1];
