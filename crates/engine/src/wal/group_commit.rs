@@ -125,11 +125,27 @@ fn park_on(
     sc.counters.writer_wakeups.fetch_add(1, Relaxed);
 }
 
-/// A writer thread of `sc` waits on its condition variable, until woken or
-/// until `until`. Whatever woke it, it looks at the whole stream next, so a
-/// wake sent for any writer is answered (`Core::wake_writer`).
-fn park_writer(sc: &StreamCore, st: &mut MutexGuard<'_, StreamState>, until: Option<Instant>) {
-    park_on(sc, &sc.writer_cv, st, until);
+/// Writer thread `slot` of `sc` waits on its condition variable, until
+/// woken or until `until`. Whatever woke it, it looks at the whole stream
+/// next, so a wake sent for any writer is answered (`Core::wake_writer`).
+/// Idle writers are woken last parked first: on a fast disk one writer
+/// then does nearly every batch, its stack and the stream's lines still in
+/// its core's cache. Woken in turn (a condition variable's order), six
+/// writers took 5% more CPU per `full` SET than one alone, at -P 16 and
+/// at -P 1.
+fn park_writer(
+    sc: &StreamCore,
+    st: &mut MutexGuard<'_, StreamState>,
+    slot: usize,
+    until: Option<Instant>,
+) {
+    st.idle_writers.push(slot);
+    park_on(sc, &sc.writer_cvs[slot], st, until);
+    // Still listed if it woke by itself (its timer, a spurious wake-up, a
+    // shutdown's notify_all); a waker takes its slot off the list.
+    if let Some(at) = st.idle_writers.iter().rposition(|&w| w == slot) {
+        st.idle_writers.remove(at);
+    }
     st.wake_sent = false;
 }
 
@@ -413,8 +429,11 @@ struct StreamState {
     /// Outcome of each batch from `durable_seq` on, in seal order: the
     /// watermark its success allows, once its fsync returned.
     completions: VecDeque<Option<u64>>,
-    /// Writer threads waiting on `writer_cv`.
+    /// Writer threads waiting on `writer_cvs` or `fill_cv`.
     writers_waiting: u32,
+    /// The slots of the writers waiting on their `writer_cvs`, in the order
+    /// they parked.
+    idle_writers: Vec<usize>,
     /// A writer is between sealing a batch and handing it to the sink:
     /// batches reach the sink in seal order, so nobody else seals meanwhile.
     writing: bool,
@@ -450,6 +469,14 @@ struct StreamState {
     wake_sent: bool,
 }
 
+impl StreamCore {
+    fn wake_all_writers(&self) {
+        for cv in self.writer_cvs.iter() {
+            cv.notify_all();
+        }
+    }
+}
+
 impl StreamState {
     fn pending_bytes(&self) -> u64 {
         (self.buf.len() - BATCH_HEADER_BYTES) as u64
@@ -458,7 +485,9 @@ impl StreamState {
 
 pub(crate) struct StreamCore {
     state: Mutex<StreamState>,
-    writer_cv: Condvar,
+    /// Where writer `slot` waits while idle (`park_writer`); the lead's
+    /// slot (`syncs_in_flight`) never does.
+    writer_cvs: Box<[Condvar]>,
     /// Where the writer gathering the pending batch waits (`park_filler`).
     fill_cv: Condvar,
     space_cv: Condvar,
@@ -630,6 +659,7 @@ impl Core {
                     durable_seq: 0,
                     completions: VecDeque::new(),
                     writers_waiting: 0,
+                    idle_writers: Vec::with_capacity(cfg.syncs_in_flight),
                     writing: false,
                     last_sync_us: 0,
                     sync_us_avg: 0,
@@ -645,7 +675,7 @@ impl Core {
                     deferred: false,
                     wake_sent: false,
                 }),
-                writer_cv: Condvar::new(),
+                writer_cvs: (0..cfg.syncs_in_flight).map(|_| Condvar::new()).collect(),
                 fill_cv: Condvar::new(),
                 space_cv: Condvar::new(),
                 watermark: AtomicU64::new(last_lsn),
@@ -1173,7 +1203,7 @@ impl Core {
         self.failed.store(true, SeqCst);
         for sc in &self.streams {
             let _st = sc.state.lock();
-            sc.writer_cv.notify_all();
+            sc.wake_all_writers();
             sc.fill_cv.notify_all();
             sc.space_cv.notify_all();
         }
@@ -1291,7 +1321,7 @@ impl Core {
         for sc in &self.streams {
             let mut st = sc.state.lock();
             st.shutdown = true;
-            sc.writer_cv.notify_all();
+            sc.wake_all_writers();
             sc.fill_cv.notify_all();
             sc.space_cv.notify_all();
         }
@@ -1340,7 +1370,8 @@ impl Core {
         if st.wake_sent && st.sync_us_avg < self.cfg.sync_overlap.as_micros() as u64 {
             return;
         }
-        if sc.writer_cv.notify_one() {
+        if let Some(slot) = st.idle_writers.pop() {
+            sc.writer_cvs[slot].notify_one();
             st.wake_sent = true;
         } else if st.filling > 0 {
             // Only the gathering writer waits: it is the one to go.
@@ -1470,7 +1501,7 @@ impl Core {
                         if !self.overlap_due(sc, &st) {
                             let overlap_at = st.last_seal + self.overlap_age(sc, &st);
                             let until = self.last_sync_was_slow(sc, &st).then_some(overlap_at);
-                            park_writer(sc, &mut st, until);
+                            park_writer(sc, &mut st, slot, until);
                             continue;
                         }
                     }
@@ -1483,7 +1514,7 @@ impl Core {
                         // others wait until needed, rather than each on its
                         // own timer, every expiry a wake-up for nothing.
                         if st.filling > 0 {
-                            park_writer(sc, &mut st, None);
+                            park_writer(sc, &mut st, slot, None);
                             continue;
                         }
                         park_filler(sc, &mut st, fill_by);
@@ -1499,12 +1530,12 @@ impl Core {
                     if Instant::now() >= deadline {
                         break;
                     }
-                    park_writer(sc, &mut st, Some(deadline));
+                    park_writer(sc, &mut st, slot, Some(deadline));
                 } else if st.records > 0 {
                     // Another writer is handing its batch to the sink; when
                     // done it wakes a waiter only if one may seal at once,
                     // and otherwise seals these itself after its fsync.
-                    park_writer(sc, &mut st, None);
+                    park_writer(sc, &mut st, slot, None);
                 } else {
                     if st.urgent {
                         st.urgent = false;
@@ -1517,7 +1548,7 @@ impl Core {
                         // The last writer out, once nothing is in flight,
                         // closes the sink; the others just leave.
                         // Others may be waiting for what this one did.
-                        sc.writer_cv.notify_all();
+                        sc.wake_all_writers();
                         sc.fill_cv.notify_all();
                         if st.in_flight == 0 && !st.finished {
                             st.finished = true;
@@ -1528,7 +1559,7 @@ impl Core {
                         }
                         return;
                     }
-                    park_writer(sc, &mut st, None);
+                    park_writer(sc, &mut st, slot, None);
                 }
             }
 
@@ -1655,7 +1686,7 @@ impl Core {
                 if st.shutdown {
                     // Writers waiting for `writing` to clear must see the
                     // shutdown, whatever the overlap rules say.
-                    sc.writer_cv.notify_all();
+                    sc.wake_all_writers();
                     sc.fill_cv.notify_all();
                 } else if st.records > 0 {
                     self.nudge_writer(sc, &mut st);
@@ -2092,6 +2123,42 @@ mod tests {
             );
         });
         await_durable(&core, a, "a handed to a writer");
+        stop(&core, hs);
+    }
+
+    /// On a fast disk, writes that each find every writer idle are all
+    /// written by the writer that parked last, not by each writer in turn.
+    #[test]
+    fn the_writer_that_parked_last_is_woken_first() {
+        let core = Arc::new(Core::new(
+            1,
+            CommitConfig {
+                syncs_in_flight: 4,
+                ..lead_cfg()
+            },
+            0,
+        ));
+        let sink = MemSink::default();
+        let hs = start(&core, std::slice::from_ref(&sink));
+        let all_idle = || {
+            let t0 = Instant::now();
+            while core.streams[0].state.lock().idle_writers.len() < 4 {
+                assert!(
+                    t0.elapsed() < Duration::from_secs(10),
+                    "writers never parked"
+                );
+                thread::yield_now();
+            }
+        };
+        for i in 0..12u8 {
+            all_idle();
+            let lsn = put(&core, 0, Durability::Full, &[i]);
+            await_durable(&core, lsn, "a write reached no writer");
+        }
+        all_idle();
+        let slots = sink.inner.lock().slots.clone();
+        assert_eq!(slots.len(), 12);
+        assert!(slots.iter().all(|&s| s == slots[0]), "{slots:?}");
         stop(&core, hs);
     }
 
