@@ -441,12 +441,38 @@ impl Keyspace {
     where
         I: IntoIterator<Item = &'k [u8]>,
     {
-        Txn::try_new(self, self.shards_of(keys), patience)
+        Txn::try_new(self, self.shards_of(keys), patience, None)
+    }
+
+    /// Like [`Keyspace::try_lock_keys_for`], with the wall clock as the
+    /// caller read it just before (`now_ms`), used when every shard is
+    /// taken at the first try; after a wait the clock is read again.
+    pub fn try_lock_keys_since<'k, I>(
+        &self,
+        keys: I,
+        patience: Duration,
+        now_ms: u64,
+    ) -> Option<Txn<'_>>
+    where
+        I: IntoIterator<Item = &'k [u8]>,
+    {
+        Txn::try_new(self, self.shards_of(keys), patience, Some(now_ms))
     }
 
     /// Like [`Keyspace::lock_all`], giving up after `patience`.
     pub fn try_lock_all_for(&self, patience: Duration) -> Option<Txn<'_>> {
-        Txn::try_new(self, (0..self.shards.len()).collect(), patience)
+        Txn::try_new(self, (0..self.shards.len()).collect(), patience, None)
+    }
+
+    /// [`Keyspace::try_lock_all_for`] with the caller's clock reading, as
+    /// [`Keyspace::try_lock_keys_since`].
+    pub fn try_lock_all_since(&self, patience: Duration, now_ms: u64) -> Option<Txn<'_>> {
+        Txn::try_new(
+            self,
+            (0..self.shards.len()).collect(),
+            patience,
+            Some(now_ms),
+        )
     }
 
     /// Locks every shard.

@@ -214,10 +214,13 @@ impl<'a> Txn<'a> {
     /// Like [`Txn::new`], but returns None (releasing what it took) if some
     /// shard cannot be locked within `patience`. The clock is read only when
     /// a shard is contended, so the common path costs what `new` does.
+    /// `read_ms`, the wall clock as the caller read it just before, stands
+    /// for a reading when no shard was waited for.
     pub(crate) fn try_new(
         ks: &'a Keyspace,
         sorted_shards: ShardList,
         patience: Duration,
+        read_ms: Option<u64>,
     ) -> Option<Txn<'a>> {
         let mut deadline = None;
         let mut guards = Guards::new();
@@ -232,7 +235,8 @@ impl<'a> Txn<'a> {
             };
             guards.push((i, g));
         }
-        Some(Self::from_guards(ks, guards, None))
+        let now = if deadline.is_none() { read_ms } else { None };
+        Some(Self::from_guards(ks, guards, now))
     }
 
     fn from_guards(ks: &'a Keyspace, mut guards: Guards<'a>, now: Option<u64>) -> Txn<'a> {

@@ -99,24 +99,37 @@ impl RequestParser {
     /// Returns `Ok(None)` when more bytes are needed. Empty requests (a blank
     /// inline line, `*0`) are consumed silently, as Redis does.
     pub fn parse(&self, buf: &mut BytesMut) -> Result<Option<Vec<Bytes>>, ParseError> {
+        let mut args = Vec::new();
+        Ok(self.parse_into(buf, &mut args)?.then_some(args))
+    }
+
+    /// [`RequestParser::parse`] into `args`, which must be empty, so that a
+    /// connection reuses one vector for every request it runs. Returns
+    /// whether a request was taken.
+    pub fn parse_into(
+        &self,
+        buf: &mut BytesMut,
+        args: &mut Vec<Bytes>,
+    ) -> Result<bool, ParseError> {
+        debug_assert!(args.is_empty());
         loop {
             if buf.is_empty() {
-                return Ok(None);
+                return Ok(false);
             }
             let step = if buf[0] == b'*' {
-                self.multibulk(buf)?
+                self.multibulk(buf, args)?
             } else {
-                inline(buf)?
+                inline(buf, args)?
             };
             match step {
-                Step::Incomplete => return Ok(None),
-                Step::Done(args) if args.is_empty() => continue,
-                Step::Done(args) => return Ok(Some(args)),
+                Step::Incomplete => return Ok(false),
+                Step::Done(()) if args.is_empty() => continue,
+                Step::Done(()) => return Ok(true),
             }
         }
     }
 
-    fn multibulk(&self, buf: &mut BytesMut) -> Result<Step<Vec<Bytes>>, ParseError> {
+    fn multibulk(&self, buf: &mut BytesMut, args: &mut Vec<Bytes>) -> Result<Step<()>, ParseError> {
         let Some((count, mut pos)) = header_line(buf, 0, ParseError::TooBigMultibulkCount)? else {
             return Ok(Step::Incomplete);
         };
@@ -129,7 +142,7 @@ impl RequestParser {
         }
         if count <= 0 {
             buf.advance(pos);
-            return Ok(Step::Done(Vec::new()));
+            return Ok(Step::Done(()));
         }
         // Where each argument lies in the request. Bytes are taken only once
         // the whole request has arrived, so a partial request costs a header
@@ -188,17 +201,47 @@ impl RequestParser {
         let frame = if large {
             buf.split_to(pos).freeze()
         } else {
-            let copy = Bytes::copy_from_slice(&buf[..pos]);
+            let copy = copy_request(&buf[..pos]);
             buf.advance(pos);
             copy
         };
-        Ok(Step::Done(
-            spans
-                .iter()
-                .map(|&(at, len)| frame.slice(at..at + len))
-                .collect(),
-        ))
+        args.extend(spans.iter().map(|&(at, len)| frame.slice(at..at + len)));
+        Ok(Step::Done(()))
     }
+}
+
+/// A copy of a request of small arguments. Most requests are short, and
+/// those go into one allocation with the reference count their arguments
+/// share: a vector would be one allocation and its first slice another
+/// (the count), each paid again when freed.
+fn copy_request(request: &[u8]) -> Bytes {
+    match request.len() {
+        0..=64 => held_in_place::<64>(request),
+        65..=128 => held_in_place::<128>(request),
+        129..=256 => held_in_place::<256>(request),
+        _ => Bytes::copy_from_slice(request),
+    }
+}
+
+/// Up to `N` bytes held in place.
+struct InPlace<const N: usize> {
+    len: usize,
+    data: [u8; N],
+}
+
+impl<const N: usize> AsRef<[u8]> for InPlace<N> {
+    fn as_ref(&self) -> &[u8] {
+        &self.data[..self.len]
+    }
+}
+
+fn held_in_place<const N: usize>(bytes: &[u8]) -> Bytes {
+    let mut data = [0; N];
+    data[..bytes.len()].copy_from_slice(bytes);
+    Bytes::from_owner(InPlace {
+        len: bytes.len(),
+        data,
+    })
 }
 
 /// Bulk arguments at least this long are read on their own by Redis, its
@@ -341,7 +384,7 @@ fn parse_len(text: &[u8]) -> Option<i64> {
     }
 }
 
-fn inline(buf: &mut BytesMut) -> Result<Step<Vec<Bytes>>, ParseError> {
+fn inline(buf: &mut BytesMut, args: &mut Vec<Bytes>) -> Result<Step<()>, ParseError> {
     let Some(nl) = memchr(b'\n', buf) else {
         if buf.len() > INLINE_MAX_SIZE_BYTES {
             return Err(ParseError::TooBigInline);
@@ -356,8 +399,9 @@ fn inline(buf: &mut BytesMut) -> Result<Step<Vec<Bytes>>, ParseError> {
     if text.last() == Some(&b'\r') {
         text = &text[..text.len() - 1];
     }
-    let args = split_args(text).ok_or(ParseError::UnbalancedQuotes)?;
-    Ok(Step::Done(args.into_iter().map(Bytes::from).collect()))
+    let words = split_args(text).ok_or(ParseError::UnbalancedQuotes)?;
+    args.extend(words.into_iter().map(Bytes::from));
+    Ok(Step::Done(()))
 }
 
 /// Splits an inline command line into words, honouring double quotes (with
@@ -482,6 +526,52 @@ mod tests {
             out.push(args);
         }
         Ok(out)
+    }
+
+    /// One vector reused for a pipeline of requests of every kind: each
+    /// request comes out exactly as `parse` gives it, whatever the one
+    /// before held, and requests on both sides of each size at which the
+    /// copy changes form (64, 128, 256 bytes) keep every byte, also after
+    /// the next request is parsed and the read buffer moves on.
+    #[test]
+    fn a_reused_vector_takes_each_request_whole() {
+        let mut input = Vec::new();
+        let mut want = Vec::new();
+        for total in [60usize, 64, 65, 128, 129, 256, 257, 4000] {
+            // *2 $3 SET $N value: 13 + (3 + digits of N) + N + 2 bytes.
+            let n = (0..total)
+                .find(|n| 18 + n.to_string().len() + n == total)
+                .unwrap();
+            let value: Vec<u8> = (0..n).map(|i| b'a' + (i % 26) as u8).collect();
+            let mut req = format!("*2\r\n$3\r\nSET\r\n${n}\r\n").into_bytes();
+            req.extend_from_slice(&value);
+            req.extend_from_slice(b"\r\n");
+            assert_eq!(req.len(), total);
+            input.extend_from_slice(&req);
+            want.push(vec![Bytes::from("SET"), Bytes::from(value)]);
+            input.extend_from_slice(b"*0\r\nPING x \"y z\"\r\n");
+            want.push(vec![
+                Bytes::from("PING"),
+                Bytes::from("x"),
+                Bytes::from("y z"),
+            ]);
+        }
+        assert_eq!(parse_all(&input).unwrap(), want);
+        let p = RequestParser::default();
+        let mut buf = BytesMut::from(&input[..]);
+        let mut args = Vec::new();
+        let mut kept = Vec::new();
+        while p.parse_into(&mut buf, &mut args).unwrap() {
+            kept.push(args.clone());
+            args.clear();
+        }
+        buf.clear();
+        buf.extend_from_slice(&[b'#'; 8192]);
+        assert_eq!(kept, want);
+        assert!(!p
+            .parse_into(&mut BytesMut::from(&b"*2\r\n$3\r\nGET"[..]), &mut args)
+            .unwrap());
+        assert!(args.is_empty());
     }
 
     #[test]

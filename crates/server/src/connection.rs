@@ -832,30 +832,31 @@ fn process(
     // Read once a turn: most servers set no limit for normal clients, and
     // then a command pays one test of this flag.
     let mut limited = output_limited(shared, client);
+    // One vector holds each request's arguments in turn.
+    let mut args = Vec::new();
     loop {
         if prefetched == 0 {
             prefetched = prefetch_keys(shared, client.db, rbuf);
         }
         prefetched = prefetched.saturating_sub(1);
         let unparsed = rbuf.len();
+        args.clear();
         let parsed = if let Some(held) = client.paused_request.take() {
             shared.pause.note_held(false);
-            Ok(Some(held))
+            args = held;
+            Ok(true)
         } else if client.authenticated {
-            parser.parse(rbuf)
+            parser.parse_into(rbuf, &mut args)
         } else {
             let mut limits = parser.limits;
             limits.unauthenticated = true;
-            RequestParser::new(limits).parse(rbuf)
+            RequestParser::new(limits).parse_into(rbuf, &mut args)
         };
-        let args = match parsed {
-            Ok(Some(args)) => {
-                // CLIENT LIST's qbuf for this client, as Redis counts it
-                // while a command runs: the request and what follows it.
-                client.query_bytes = unparsed;
-                args
-            }
-            Ok(None) => return TurnEnd::Drained,
+        match parsed {
+            // CLIENT LIST's qbuf for this client, as Redis counts it while
+            // a command runs: the request and what follows it.
+            Ok(true) => client.query_bytes = unparsed,
+            Ok(false) => return TurnEnd::Drained,
             Err(e) => {
                 let frame = Frame::error(e.reply_text());
                 push(client, out, held, frame, 0);
@@ -867,7 +868,7 @@ fn process(
             return TurnEnd::Close;
         }
         if held_by_pause(shared, client, &args) {
-            client.paused_request = Some(args);
+            client.paused_request = Some(std::mem::take(&mut args));
             shared.pause.note_held(true);
             return TurnEnd::Drained;
         }

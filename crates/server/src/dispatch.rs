@@ -105,7 +105,7 @@ fn check_and_run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
         }
     }
     let started = Instant::now();
-    let out = run(ctx, spec, args);
+    let out = run(ctx, spec, args, started);
     crate::monitor::show(ctx, spec, args);
     let took = started.elapsed();
     account(ctx, spec, args, took, out.frame.is_error(), false);
@@ -150,8 +150,9 @@ pub(crate) fn account(
     shared.slowlog.note(args, took, who);
 }
 
-/// Runs a command that passed every check, taking the locks it needs.
-fn run(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> Outcome {
+/// Runs a command that passed every check, taking the locks it needs;
+/// `started` is when it started, which gives its time.
+fn run(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes], started: Instant) -> Outcome {
     match spec.handler {
         Handler::Conn(f) => Outcome::now(into_frame(f(ctx, args))),
         Handler::Outcome(f) => f(ctx, args),
@@ -180,7 +181,8 @@ fn run(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes]) -> Outcome {
                 let keys = written.iter().map(|&i| &args[i]);
                 crate::settle::watchers(ctx.shared, ctx.client.id(), ctx.client.db, keys);
             }
-            let mut txn = match lock(ctx.shared, all, keys) {
+            let now_ms = crate::util::wall_ms_at(started);
+            let mut txn = match lock_since(ctx.shared, all, keys, Some(now_ms)) {
                 Ok(t) => t,
                 Err(busy) => return Outcome::now(busy),
             };
@@ -224,12 +226,26 @@ pub(crate) fn lock<'s, 'k>(
     all: bool,
     keys: impl Iterator<Item = &'k [u8]> + Clone,
 ) -> Result<Txn<'s>, Frame> {
+    lock_since(shared, all, keys, None)
+}
+
+/// [`lock`] with the wall clock as the caller read it just before
+/// (`now_ms`), the transaction's time unless the locks had to be waited
+/// for.
+fn lock_since<'s, 'k>(
+    shared: &'s Shared,
+    all: bool,
+    keys: impl Iterator<Item = &'k [u8]> + Clone,
+    mut now_ms: Option<u64>,
+) -> Result<Txn<'s>, Frame> {
     let ks = &shared.store.keyspace;
+    let patience = crate::scripting::BUSY_POLL;
     loop {
-        let got = if all {
-            ks.try_lock_all_for(crate::scripting::BUSY_POLL)
-        } else {
-            ks.try_lock_keys_for(keys.clone(), crate::scripting::BUSY_POLL)
+        let got = match (all, now_ms.take()) {
+            (true, None) => ks.try_lock_all_for(patience),
+            (true, Some(ms)) => ks.try_lock_all_since(patience, ms),
+            (false, None) => ks.try_lock_keys_for(keys.clone(), patience),
+            (false, Some(ms)) => ks.try_lock_keys_since(keys.clone(), patience, ms),
         };
         if let Some(txn) = got {
             return Ok(txn);
@@ -615,7 +631,7 @@ fn run_counted(
         }),
         // As it would run alone, taking its own locks.
         None => {
-            let out = run(ctx, spec, args);
+            let out = run(ctx, spec, args, started);
             dep = crate::repl::dep_parts(out.dependency_lsn).0;
             out.frame
         }

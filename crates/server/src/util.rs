@@ -2,7 +2,8 @@
 
 use crate::errors;
 use durakv_protocol::Frame;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::cell::Cell;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// The cores this process may run on (2 when the system cannot tell): what
 /// `io-threads 0` and `wal-sync-gather-writers auto` scale with.
@@ -15,6 +16,58 @@ pub fn now_ms() -> u64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0)
+}
+
+/// How long one pairing of the monotonic clock with the wall clock serves a
+/// thread (`wall_ms_at`): a step of the wall clock (NTP, an operator's
+/// `date`) shows in commands' time within this.
+const CLOCK_PAIRING: Duration = Duration::from_millis(1);
+
+thread_local! {
+    /// The monotonic instant and the wall clock (Unix ns) read together.
+    static PAIRING: Cell<Option<(Instant, u64)>> = const { Cell::new(None) };
+}
+
+/// The wall clock in Unix milliseconds at `at`, a monotonic reading the
+/// caller took just now (a command's start). Reading the wall clock costs
+/// as much as that reading, and a command's time is taken on every call:
+/// the wall clock is read once per `CLOCK_PAIRING` per thread instead, and
+/// `at` is placed against it.
+pub fn wall_ms_at(at: Instant) -> u64 {
+    PAIRING
+        .try_with(|p| {
+            let (mono, wall_ns) = match p.get() {
+                Some(pair) if near(pair.0, at) => pair,
+                _ => {
+                    let pair = (Instant::now(), unix_ns());
+                    p.set(Some(pair));
+                    pair
+                }
+            };
+            let ns = if at >= mono {
+                wall_ns.saturating_add(as_ns(at - mono))
+            } else {
+                wall_ns.saturating_sub(as_ns(mono - at))
+            };
+            ns / 1_000_000
+        })
+        .unwrap_or_else(|_| now_ms())
+}
+
+/// Whether `at` lies within `CLOCK_PAIRING` of `mono`, either side.
+fn near(mono: Instant, at: Instant) -> bool {
+    let apart = if at >= mono { at - mono } else { mono - at };
+    apart < CLOCK_PAIRING
+}
+
+fn as_ns(d: Duration) -> u64 {
+    d.as_secs() * 1_000_000_000 + u64::from(d.subsec_nanos())
+}
+
+fn unix_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, as_ns)
 }
 
 /// Unix milliseconds from the clock the kernel updates once per tick (1 to
@@ -284,6 +337,36 @@ pub fn replace_file(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A command's time placed against the thread's pairing matches a
+    /// direct reading of the wall clock: for an instant just taken, for one
+    /// taken before the pairing was made, and across a re-pairing.
+    #[test]
+    fn wall_time_from_an_instant_matches_the_wall_clock() {
+        let close = |got: u64, before: u64, after: u64| {
+            assert!(
+                got + 1 >= before && got <= after + 1,
+                "{before} <= {got} <= {after}"
+            );
+        };
+        for pause_us in [0, 300, 2_000, 5_000] {
+            let before = now_ms();
+            let at = Instant::now();
+            std::thread::sleep(Duration::from_micros(pause_us));
+            let got = wall_ms_at(at);
+            let after = now_ms();
+            close(got, before, after);
+            // Placed again against the same pairing: no drift.
+            let again = wall_ms_at(Instant::now());
+            close(again, before, now_ms());
+        }
+        // An instant 3 ms old, older than any pairing this makes now.
+        let before = now_ms();
+        let old = Instant::now();
+        std::thread::sleep(Duration::from_millis(3));
+        let _ = wall_ms_at(Instant::now());
+        close(wall_ms_at(old), before, before + 1);
+    }
 
     #[test]
     fn floats_parse_as_strtod_with_redis_range_rule() {
