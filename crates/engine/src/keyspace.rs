@@ -437,42 +437,25 @@ impl Keyspace {
     /// nothing) when a shard stays locked for `patience`. A caller that must
     /// stay responsive while someone holds shards for long (a running
     /// script) retries in a loop and checks why it waits in between.
-    pub fn try_lock_keys_for<'k, I>(&self, keys: I, patience: Duration) -> Option<Txn<'_>>
-    where
-        I: IntoIterator<Item = &'k [u8]>,
-    {
-        Txn::try_new(self, self.shards_of(keys), patience, None)
-    }
-
-    /// Like [`Keyspace::try_lock_keys_for`], with the wall clock as the
-    /// caller read it just before (`now_ms`), used when every shard is
-    /// taken at the first try; after a wait the clock is read again.
-    pub fn try_lock_keys_since<'k, I>(
+    /// `now_ms`, the wall clock as the caller read it just before, is the
+    /// transaction's time when every shard is taken at the first try;
+    /// without it, or after a wait, the clock is read again.
+    pub fn try_lock_keys_for<'k, I>(
         &self,
         keys: I,
         patience: Duration,
-        now_ms: u64,
+        now_ms: Option<u64>,
     ) -> Option<Txn<'_>>
     where
         I: IntoIterator<Item = &'k [u8]>,
     {
-        Txn::try_new(self, self.shards_of(keys), patience, Some(now_ms))
+        Txn::try_new(self, self.shards_of(keys), patience, now_ms)
     }
 
-    /// Like [`Keyspace::lock_all`], giving up after `patience`.
-    pub fn try_lock_all_for(&self, patience: Duration) -> Option<Txn<'_>> {
-        Txn::try_new(self, (0..self.shards.len()).collect(), patience, None)
-    }
-
-    /// [`Keyspace::try_lock_all_for`] with the caller's clock reading, as
-    /// [`Keyspace::try_lock_keys_since`].
-    pub fn try_lock_all_since(&self, patience: Duration, now_ms: u64) -> Option<Txn<'_>> {
-        Txn::try_new(
-            self,
-            (0..self.shards.len()).collect(),
-            patience,
-            Some(now_ms),
-        )
+    /// Like [`Keyspace::lock_all`], giving up after `patience`; `now_ms` as
+    /// in [`Keyspace::try_lock_keys_for`].
+    pub fn try_lock_all_for(&self, patience: Duration, now_ms: Option<u64>) -> Option<Txn<'_>> {
+        Txn::try_new(self, (0..self.shards.len()).collect(), patience, now_ms)
     }
 
     /// Locks every shard.

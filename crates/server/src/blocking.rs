@@ -690,7 +690,7 @@ fn lock<'s, 'k>(shared: &'s Shared, keys: impl Iterator<Item = &'k [u8]> + Clone
     use tokio::runtime::{Handle, RuntimeFlavor};
     let ks = &shared.store.keyspace;
     loop {
-        if let Some(txn) = ks.try_lock_keys_for(keys.clone(), crate::scripting::BUSY_POLL) {
+        if let Some(txn) = ks.try_lock_keys_for(keys.clone(), crate::scripting::BUSY_POLL, None) {
             return txn;
         }
         let multi_thread =

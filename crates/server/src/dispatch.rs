@@ -241,11 +241,12 @@ fn lock_since<'s, 'k>(
     let ks = &shared.store.keyspace;
     let patience = crate::scripting::BUSY_POLL;
     loop {
-        let got = match (all, now_ms.take()) {
-            (true, None) => ks.try_lock_all_for(patience),
-            (true, Some(ms)) => ks.try_lock_all_since(patience, ms),
-            (false, None) => ks.try_lock_keys_for(keys.clone(), patience),
-            (false, Some(ms)) => ks.try_lock_keys_since(keys.clone(), patience, ms),
+        // The caller's reading serves the first try only.
+        let now_ms = now_ms.take();
+        let got = if all {
+            ks.try_lock_all_for(patience, now_ms)
+        } else {
+            ks.try_lock_keys_for(keys.clone(), patience, now_ms)
         };
         if let Some(txn) = got {
             return Ok(txn);

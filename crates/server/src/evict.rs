@@ -412,7 +412,8 @@ fn heap_bytes(key: &[u8], value: &durakv_engine::value::Value) -> usize {
 /// ([`heap_bytes`]), None if it was not deleted.
 fn delete(shared: &Shared, policy: Policy, db: usize, key: &Bytes) -> Option<usize> {
     let ks = &shared.store.keyspace;
-    let mut txn = ks.try_lock_keys_for(std::iter::once(&key[..]), crate::scripting::BUSY_POLL)?;
+    let mut txn =
+        ks.try_lock_keys_for(std::iter::once(&key[..]), crate::scripting::BUSY_POLL, None)?;
     let bytes = match txn.get_untouched(db, key) {
         Some(e) if !policy.volatile_only() || e.has_ttl() => heap_bytes(key, &e.value),
         _ => return None,
