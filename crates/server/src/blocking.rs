@@ -4,8 +4,9 @@
 //! wait for replicas' acknowledgements and are looked at again whenever
 //! one arrives, [`Blocking::recheck`]).
 //!
-//! Waiters queue per (database, key) in arrival order, so the client that
-//! blocked first on a key is served first.
+//! Waiters queue per (database, key) in the order their commands arrived
+//! (`crate::arrival`), so the client that blocked first on a key is served
+//! first, even when another event loop ran a later one's command first.
 //!
 //! No write is missed: a blocking command registers its waiter while it
 //! still holds the shard locks of its keys, and a write looks for waiters on
@@ -139,6 +140,8 @@ pub struct Waiter {
     /// write serving it makes follows it, as if the client had made it.
     after: u64,
     deadline: Option<Instant>,
+    /// When its command arrived (`ClientState::arrival`).
+    arrival: u64,
     op: Op,
     /// The ACL user the client ran the command as: a writer serving it
     /// checks the user's rules as they are then.
@@ -308,6 +311,7 @@ impl Blocking {
             durability: client.durability,
             after: client.last_write_dep,
             deadline,
+            arrival: client.arrival,
             op,
             user: client.user.name.clone(),
             state: AtomicU8::new(WAITING),
@@ -317,10 +321,14 @@ impl Blocking {
         });
         let mut reg = self.registry.lock();
         for key in &waiter.keys {
-            reg.by_key
-                .entry((waiter.db, key.clone()))
-                .or_default()
-                .push_back(waiter.clone());
+            let q = reg.by_key.entry((waiter.db, key.clone())).or_default();
+            // Nearly always at the back; ahead of those whose commands
+            // arrived later but ran first.
+            let at = q
+                .iter()
+                .rposition(|w| w.arrival <= waiter.arrival)
+                .map_or(0, |i| i + 1);
+            q.insert(at, waiter.clone());
         }
         if matches!(waiter.op, Op::Condition(_)) {
             reg.conditions.push(waiter.clone());

@@ -74,6 +74,10 @@ pub struct ClientHandle {
     /// Bytes of replies it has not written yet, those held for an fsync
     /// included.
     pub output_bytes: AtomicUsize,
+    /// Replies it holds until their writes are durable (CLIENT LIST's
+    /// `oll`), kept with `output_bytes` so a listing never shows a reply
+    /// released since.
+    pub held_replies: AtomicUsize,
     /// Bytes of its state that grows with use ([`ClientState::state_bytes`]):
     /// queued MULTI commands, watched keys, subscriptions, tracking
     /// prefixes, its name.
@@ -178,7 +182,6 @@ pub struct ClientInfo {
     pub no_touch: bool,
     pub user: String,
     pub qbuf: usize,
-    pub omem: usize,
 }
 
 impl ClientHandle {
@@ -257,6 +260,9 @@ pub struct ClientState {
     /// The replication stream's end after this connection's last write
     /// (WAIT and WAITAOF wait for replicas to acknowledge it).
     pub last_write_offset: u64,
+    /// When the request being run arrived, in the server-wide order of
+    /// reads (`crate::arrival`): a blocking command queues by it.
+    pub arrival: u64,
     pub lib_name: Option<Bytes>,
     pub lib_ver: Option<Bytes>,
     pub last_cmd: String,
@@ -376,6 +382,7 @@ impl ClientState {
             last_write_lsn: 0,
             last_write_dep: 0,
             last_write_offset: 0,
+            arrival: 0,
             lib_name: None,
             lib_ver: None,
             last_cmd: String::new(),
@@ -441,7 +448,7 @@ impl ClientState {
     }
 
     /// Copies the fields CLIENT LIST shows into the shared handle.
-    pub fn publish_info(&self, omem: usize) {
+    pub fn publish_info(&self) {
         let mut i = self.handle.info.lock();
         i.name = self.name.clone();
         i.db = self.db;
@@ -459,7 +466,6 @@ impl ClientState {
         i.durability = self.durability;
         i.no_touch = self.no_touch;
         i.user.clone_from(&self.user.name);
-        i.omem = omem;
     }
 }
 
@@ -499,6 +505,7 @@ impl ClientRegistry {
             monitor: AtomicBool::new(false),
             input_bytes: AtomicUsize::new(0),
             output_bytes: AtomicUsize::new(0),
+            held_replies: AtomicUsize::new(0),
             state_bytes: AtomicUsize::new(0),
             query_pending: AtomicUsize::new(0),
             activity: Default::default(),

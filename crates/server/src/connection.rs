@@ -13,6 +13,7 @@
 //! it has bytes in flight: a request not yet complete, replies held for an
 //! fsync, or output the socket has not taken yet.
 
+use crate::arrival::ReadOrder;
 use crate::client::{ClientHandle, ClientState, ReplyMode};
 use crate::command::Ctx;
 use crate::config::{OutputCheck, NORMAL_CLASS, PUBSUB_CLASS};
@@ -273,6 +274,7 @@ async fn run<S: ClientStream>(
     // Empty (no allocation) unless a request is partly read: see
     // `poll_read_lent`.
     let mut rbuf = BytesMut::new();
+    let mut order = ReadOrder::default();
     let mut held = Held::default();
     let mut registration = Registration::default();
     // A receiver is an Arc clone, no allocation; it registers for wake-ups
@@ -287,6 +289,10 @@ async fn run<S: ClientStream>(
     let mut published_sig = [usize::MAX; 9];
     let mut published_ms = crate::util::monotonic_ms_coarse();
     loop {
+        // A turn woken by anything (a durable write releasing a reply, a
+        // served wait) is a turn: a listing waits for the replies it
+        // writes to be counted out (`crate::settle`).
+        handle.activity.busy();
         // DEBUG SLEEP stops the whole server, as in Redis, where tools use
         // it to stand for a busy one.
         if shared.debug.sleeping() {
@@ -315,6 +321,7 @@ async fn run<S: ClientStream>(
         };
         let mut more = false;
         if !closing && !blocked {
+            client.arrival = order.last();
             let (end, o) = shared
                 .store
                 .wal
@@ -336,7 +343,7 @@ async fn run<S: ClientStream>(
         let sig = client.info_signature();
         let now_ms = crate::util::monotonic_ms_coarse();
         if sig != published_sig || now_ms.saturating_sub(published_ms) >= INFO_REFRESH_MS {
-            client.publish_info(held.len());
+            client.publish_info();
             published_sig = sig;
             published_ms = now_ms;
         }
@@ -353,7 +360,13 @@ async fn run<S: ClientStream>(
         }
         // After the output limit: a client that passed it is closed for
         // that, not counted against `maxmemory-clients` to evict others.
-        report_memory(shared, client, &rbuf, out.len() + held.bytes.capacity());
+        report_memory(
+            shared,
+            client,
+            &rbuf,
+            out.len() + held.bytes.capacity(),
+            held.len(),
+        );
         // QUIT's reply is the last: once the client has it, it may write
         // from another connection at once, and a tracker redirected here
         // must find this one gone (Redis frees it before reading anything
@@ -378,6 +391,7 @@ async fn run<S: ClientStream>(
                 // run, what the client sends.
                 let reading = Reading {
                     rbuf: &mut rbuf,
+                    order: &mut order,
                     limit: query_limit,
                     shared,
                 };
@@ -399,7 +413,7 @@ async fn run<S: ClientStream>(
             }
         }
         scratch::give_back(&scratch::WRITE, out);
-        report_memory(shared, client, &rbuf, held.bytes.capacity());
+        report_memory(shared, client, &rbuf, held.bytes.capacity(), held.len());
         if held.is_empty() {
             // Everything went out: a later burst over the soft limit
             // starts its own count, as Redis's does once the buffer drains.
@@ -471,7 +485,7 @@ async fn run<S: ClientStream>(
             }
             r = std::future::poll_fn(|cx| {
                 handle.activity.busy();
-                let r = poll_read_lent(stream, &mut rbuf, cx);
+                let r = poll_read_lent(stream, &mut rbuf, &mut order, cx);
                 if r.is_pending() {
                     handle.activity.idle();
                 }
@@ -526,10 +540,12 @@ impl Drop for OwedSyncs<'_> {
 /// Reads what the socket has onto the end of `rbuf`: into the thread's
 /// scratch buffer when no partial request is pending, handed back within
 /// the same poll unless the read leaves bytes in it, so a connection waiting
-/// for a request owns no buffer. Ready(0) at end of stream.
+/// for a request owns no buffer. Ready(0) at end of stream. `order` places
+/// what it read in the order of arrival.
 fn poll_read_lent<S: ClientStream>(
     stream: &mut S,
     rbuf: &mut BytesMut,
+    order: &mut ReadOrder,
     cx: &mut Context<'_>,
 ) -> Poll<io::Result<usize>> {
     if rbuf.is_empty() {
@@ -546,7 +562,10 @@ fn poll_read_lent<S: ClientStream>(
     }
     // `read_buf` polls `poll_read`, which also skips the read that would
     // only say "would block" after a short one.
-    let r = std::pin::pin!(stream.read_buf(rbuf)).poll(cx);
+    let r = order.poll(cx, |cx| std::pin::pin!(stream.read_buf(rbuf)).poll(cx));
+    if matches!(r, Poll::Ready(Ok(n)) if n > 0) {
+        order.arrived();
+    }
     if rbuf.is_empty() {
         scratch::give_back(&scratch::READ, std::mem::take(rbuf));
     }
@@ -588,10 +607,18 @@ fn took_input(
 }
 
 /// Tells the handle what the connection holds: its read buffer (and how
-/// much of it CLIENT LIST's `qbuf` shows), its unwritten output and its
-/// state; if any of them grew, checks `maxmemory-clients`.
-fn report_memory(shared: &Shared, client: &ClientState, rbuf: &BytesMut, output: usize) {
+/// much of it CLIENT LIST's `qbuf` shows), its unwritten output, the
+/// replies it holds and its state; if any of them grew, checks
+/// `maxmemory-clients`.
+fn report_memory(
+    shared: &Shared,
+    client: &ClientState,
+    rbuf: &BytesMut,
+    output: usize,
+    held_replies: usize,
+) {
     let h = &*client.handle;
+    ClientHandle::set_part(&h.held_replies, held_replies);
     ClientHandle::set_part(&h.query_pending, pending_query_bytes(rbuf));
     let grew = ClientHandle::set_part(&h.input_bytes, rbuf.capacity())
         | ClientHandle::set_part(&h.output_bytes, output)
@@ -610,6 +637,7 @@ fn report_memory(shared: &Shared, client: &ClientState, rbuf: &BytesMut, output:
 /// meanwhile.
 struct Reading<'a> {
     rbuf: &'a mut BytesMut,
+    order: &'a mut ReadOrder,
     /// `client-query-buffer-limit`.
     limit: usize,
     shared: &'a Shared,
@@ -635,6 +663,7 @@ async fn write_all_unless_killed<'h, S: ClientStream>(
 ) -> io::Result<bool> {
     let Reading {
         rbuf,
+        order,
         limit,
         shared,
     } = reading;
@@ -668,7 +697,7 @@ async fn write_all_unless_killed<'h, S: ClientStream>(
         if read_closed {
             return Poll::Pending;
         }
-        match poll_read_lent(stream, rbuf, cx) {
+        match poll_read_lent(stream, rbuf, order, cx) {
             Poll::Ready(Ok(0)) => read_closed = true,
             Poll::Ready(Ok(n)) => {
                 if !took_input(shared, handle, rbuf, limit, n) {

@@ -12,7 +12,8 @@
 //! - [`acl`]: ACL users, their permission checks, ACL LOG, the ACL file.
 //! - [`cmd`]: the commands, one module per family.
 //! - [`client`], [`watch`]: per-connection state, client registry, WATCH.
-//! - [`blocking`]: clients blocked on keys (BLPOP...), and serving them.
+//! - [`blocking`]: clients blocked on keys (BLPOP...), and serving them;
+//!   [`arrival`]: the order their requests arrived in, across event loops.
 //! - [`state`]: what all connections share.
 //! - [`embedded`]: a server inside the calling process, on any file system
 //!   (crash tests on a simulated disk).
@@ -37,6 +38,7 @@ const IO_THREAD_STACK: usize = 8 << 20;
 
 pub mod acl;
 pub mod aof_import;
+pub mod arrival;
 pub mod blocking;
 pub mod checkpointer;
 pub mod client;

@@ -218,6 +218,88 @@ fn first_blocked_is_first_served() {
     assert_eq!(q::<i64>(&mut c, &["EXISTS", "q"]), 0);
 }
 
+/// Redis's "BRPOPLPUSH with multiple blocked clients": two clients send
+/// their commands microseconds apart, and the server's two event loops may
+/// run the second first. The queue still follows the order they were sent
+/// (the first must get WRONGTYPE from its destination, the second the
+/// element), so the Redis test never waits for ever on the first. The
+/// inversion happened in about one round of ten before the queue followed
+/// arrival; busy threads beside the server make it likelier.
+#[test]
+fn commands_sent_microseconds_apart_queue_in_the_order_sent() {
+    const ROUNDS: usize = 200;
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let busy: Vec<_> = (0..2)
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let deadline = Instant::now() + Duration::from_secs(60);
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) && Instant::now() < deadline
+                {
+                    std::hint::spin_loop();
+                }
+            })
+        })
+        .collect();
+    let brpoplpush = |dst: &str| {
+        let dst = dst.as_bytes();
+        let mut r = format!(
+            "*4\r\n$10\r\nBRPOPLPUSH\r\n$5\r\nblist\r\n${}\r\n",
+            dst.len()
+        )
+        .into_bytes();
+        r.extend_from_slice(dst);
+        r.extend_from_slice(b"\r\n$1\r\n0\r\n");
+        r
+    };
+    let (first_cmd, second_cmd) = (brpoplpush("target1"), brpoplpush("target2"));
+    let wrongtype = format!("-{}\r\n", common::WRONGTYPE);
+    let mut inverted = 0;
+    for round in 0..ROUNDS {
+        let mut first = srv.raw();
+        let mut second = srv.raw();
+        for s in [&mut first, &mut second] {
+            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            send_raw(s, b"PING\r\n");
+            assert_eq!(read_exactly(s, 7), b"+PONG\r\n");
+        }
+        q::<i64>(&mut c, &["DEL", "blist", "target1", "target2"]);
+        q::<()>(&mut c, &["SET", "target1", "nolist"]);
+        send_raw(&mut first, &first_cmd);
+        send_raw(&mut second, &second_cmd);
+        wait_blocked(&mut c, 2);
+        q::<i64>(&mut c, &["LPUSH", "blist", "foo"]);
+        // Either way the second gets the element: after the first's
+        // WRONGTYPE, or before it, the first then waiting on.
+        assert_eq!(
+            read_exactly(&mut second, 9),
+            b"$3\r\nfoo\r\n",
+            "round {round}"
+        );
+        first
+            .set_read_timeout(Some(Duration::from_secs(2)))
+            .unwrap();
+        let mut got = vec![0u8; wrongtype.len()];
+        match std::io::Read::read_exact(&mut first, &mut got) {
+            Ok(()) => assert_eq!(got, wrongtype.as_bytes(), "round {round}"),
+            Err(_) => {
+                inverted += 1;
+                if inverted == 3 {
+                    break;
+                }
+            }
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    busy.into_iter().for_each(|t| t.join().unwrap());
+    assert_eq!(
+        inverted, 0,
+        "the second command was queued first {inverted} times"
+    );
+}
+
 #[test]
 fn transactions_and_scripts_are_seen_whole_and_never_block() {
     let srv = Server::start(&[]);

@@ -313,6 +313,29 @@ fn client_list_shows_the_last_command_of_a_quiet_connection() {
     assert!(cmds.contains(&"cmd=set"), "{list}");
 }
 
+/// A `full` write's reply is held until its fsync and then written; a
+/// listing taken after the client has it shows nothing held (`oll=0`,
+/// `omem=0`),
+/// not the count of the turn that held it.
+#[test]
+fn client_list_shows_no_held_reply_once_it_went_out() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    for round in 0..20 {
+        let mut w = RespConn::new(srv.raw());
+        w.send(&["CLIENT", "SETNAME", "writer"]);
+        w.expect("+OK\r\n");
+        w.send(&["SET", "k", "v"]);
+        w.expect("+OK\r\n");
+        let list: String = q(&mut c, &["CLIENT", "LIST"]);
+        let line = list
+            .lines()
+            .find(|l| l.contains("name=writer "))
+            .unwrap_or_else(|| panic!("no writer in {list}"));
+        assert!(line.contains(" oll=0 omem=0 "), "round {round}: {line}");
+    }
+}
+
 #[test]
 fn debug_error_replies_with_the_given_error() {
     let srv = Server::start(&["--enable-debug-command", "yes"]);

@@ -268,7 +268,6 @@ fn caller_info(ctx: &Ctx<'_>) -> ClientInfo {
         no_touch: c.no_touch,
         user: c.user.name.clone(),
         qbuf: c.query_bytes,
-        omem: 0,
     }
 }
 
@@ -339,7 +338,7 @@ fn client_line(h: &ClientHandle, info: &ClientInfo, tracking: &(String, i64)) ->
         info.multi_mem,
         rbs,
         rbs,
-        info.omem + mailbox.queued_messages(),
+        h.held_replies.load(Ordering::Relaxed) + mailbox.queued_messages(),
         h.output_bytes.load(Ordering::Relaxed) + mailbox.queued_bytes(),
         h.memory_bytes().max(rbs + crate::client::CLIENT_STATE_BYTES),
         if info.last_cmd.is_empty() { "NULL" } else { &info.last_cmd },
