@@ -19,7 +19,7 @@
 //! readable from an earlier read) takes the counter's value as it reads:
 //! after every wake stamped before it.
 
-use parking_lot::Mutex;
+use atomic_waker::AtomicWaker;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
@@ -30,7 +30,7 @@ static NEXT: AtomicU64 = AtomicU64::new(1);
 /// A connection's read wake-ups, stamped.
 struct Stamp {
     /// The connection task's waker, woken after stamping.
-    task: Mutex<Option<Waker>>,
+    task: AtomicWaker,
     /// The stamp of the latest wake not yet followed by a read (0: none).
     woke: AtomicU64,
 }
@@ -44,9 +44,7 @@ impl Wake for Stamp {
         // Stored before the task is woken, so the task's next poll sees it.
         self.woke
             .store(NEXT.fetch_add(1, Ordering::Relaxed), Ordering::Release);
-        if let Some(w) = &*self.task.lock() {
-            w.wake_by_ref();
-        }
+        self.task.wake();
     }
 }
 
@@ -57,22 +55,18 @@ pub struct ReadOrder {
     stamp: Arc<Stamp>,
     /// `stamp` as a waker, made once.
     waker: Waker,
-    /// The task waker last handed to `stamp` (a task's waker rarely
-    /// changes, so this saves the lock on nearly every poll).
-    task: Option<Waker>,
     last: u64,
 }
 
 impl Default for ReadOrder {
     fn default() -> Self {
         let stamp = Arc::new(Stamp {
-            task: Mutex::new(None),
+            task: AtomicWaker::new(),
             woke: AtomicU64::new(0),
         });
         ReadOrder {
             waker: Waker::from(stamp.clone()),
             stamp,
-            task: None,
             last: 0,
         }
     }
@@ -85,10 +79,7 @@ impl ReadOrder {
         cx: &mut Context<'_>,
         read: impl FnOnce(&mut Context<'_>) -> Poll<R>,
     ) -> Poll<R> {
-        if !self.task.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-            *self.stamp.task.lock() = Some(cx.waker().clone());
-            self.task = Some(cx.waker().clone());
-        }
+        self.stamp.task.register(cx.waker());
         read(&mut Context::from_waker(&self.waker))
     }
 

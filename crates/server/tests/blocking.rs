@@ -244,17 +244,7 @@ fn commands_sent_microseconds_apart_queue_in_the_order_sent() {
             })
         })
         .collect();
-    let brpoplpush = |dst: &str| {
-        let dst = dst.as_bytes();
-        let mut r = format!(
-            "*4\r\n$10\r\nBRPOPLPUSH\r\n$5\r\nblist\r\n${}\r\n",
-            dst.len()
-        )
-        .into_bytes();
-        r.extend_from_slice(dst);
-        r.extend_from_slice(b"\r\n$1\r\n0\r\n");
-        r
-    };
+    let brpoplpush = |dst: &str| cmd(&["BRPOPLPUSH", "blist", dst, "0"]).get_packed_command();
     let (first_cmd, second_cmd) = (brpoplpush("target1"), brpoplpush("target2"));
     let wrongtype = format!("-{}\r\n", common::WRONGTYPE);
     let mut inverted = 0;
