@@ -72,6 +72,11 @@ pub fn apply_config(shared: &crate::state::Shared) {
 pub struct Stream {
     pub backlog: Mutex<Backlog>,
     pub end_tx: watch::Sender<u64>,
+    /// What `end_tx` holds, for readers that only want the number: every
+    /// write reads it, and the watch's read lock is a write to a cache line
+    /// that all event loops share; this is written only when the stream
+    /// grows, which it does only while replicas are attached.
+    end: AtomicU64,
     /// Where the last `REPLCONF GETACK *` went: every byte before this
     /// offset precedes it, so the acknowledgements it asks for cover them.
     getack_at: AtomicU64,
@@ -93,6 +98,12 @@ impl Stream {
         b.append(bytes);
         let end = b.end;
         drop(b);
+        self.publish_end(end);
+    }
+
+    /// Tells the senders (and [`Replication::end_offset`]) the stream's end.
+    fn publish_end(&self, end: u64) {
+        self.end.store(end, Ordering::Release);
         self.end_tx.send_replace(end);
     }
 
@@ -101,6 +112,7 @@ impl Stream {
     /// byte for byte) a command at a time and announces it once per read.
     pub fn announce(&self) {
         let end = self.backlog.lock().end;
+        self.end.store(end, Ordering::Release);
         self.end_tx
             .send_if_modified(|e| std::mem::replace(e, end) != end);
     }
@@ -159,7 +171,7 @@ impl ReplicationFeed for Feed {
         b.index_commit(lsn);
         let end = b.end;
         drop(b);
-        self.stream.end_tx.send_replace(end);
+        self.stream.publish_end(end);
     }
 }
 
@@ -303,6 +315,7 @@ impl Replication {
             stream: Arc::new(Stream {
                 backlog: Mutex::new(Backlog::new(backlog_bytes)),
                 end_tx,
+                end: AtomicU64::new(0),
                 getack_at: AtomicU64::new(0),
             }),
             replicas: Mutex::new(Vec::new()),
@@ -348,7 +361,7 @@ impl Replication {
 
     /// The stream's end as the feed last published it (no backlog lock).
     pub fn end_offset(&self) -> u64 {
-        *self.stream.end_tx.borrow()
+        self.stream.end.load(Ordering::Acquire)
     }
 
     /// Replicas whose last acknowledgement is at most `max_lag_secs` old
