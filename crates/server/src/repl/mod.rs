@@ -112,7 +112,9 @@ impl Stream {
     /// byte for byte) a command at a time and announces it once per read.
     pub fn announce(&self) {
         let end = self.backlog.lock().end;
-        self.end.store(end, Ordering::Release);
+        if self.end.load(Ordering::Acquire) != end {
+            self.end.store(end, Ordering::Release);
+        }
         self.end_tx
             .send_if_modified(|e| std::mem::replace(e, end) != end);
     }
