@@ -71,7 +71,9 @@ pub fn apply_config(shared: &crate::state::Shared) {
 /// offset that replica senders wait on.
 pub struct Stream {
     pub backlog: Mutex<Backlog>,
-    pub end_tx: watch::Sender<u64>,
+    /// Sent to only through `publish_end` and `announce`, which keep `end`
+    /// equal to it.
+    end_tx: watch::Sender<u64>,
     /// What `end_tx` holds, for readers that only want the number: every
     /// write reads it, and the watch's read lock is a write to a cache line
     /// that all event loops share; this is written only when the stream
@@ -99,6 +101,12 @@ impl Stream {
         let end = b.end;
         drop(b);
         self.publish_end(end);
+    }
+
+    /// A receiver of the stream's end as it is published: what replica
+    /// senders wait on.
+    pub fn subscribe_end(&self) -> watch::Receiver<u64> {
+        self.end_tx.subscribe()
     }
 
     /// Tells the senders (and [`Replication::end_offset`]) the stream's end.

@@ -412,7 +412,7 @@ async fn stream_to<S: Stream>(
         .store(crate::util::now_ms(), Ordering::Release);
     info.online.store(true, Ordering::Release);
     let legacy = req.legacy;
-    let mut end_rx = shared.repl.stream.end_tx.subscribe();
+    let mut end_rx = shared.repl.stream.subscribe_end();
     let handle = client.handle.clone();
     let mut over_soft_since = None;
     loop {
