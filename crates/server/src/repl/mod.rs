@@ -71,8 +71,7 @@ pub fn apply_config(shared: &crate::state::Shared) {
 /// offset that replica senders wait on.
 pub struct Stream {
     pub backlog: Mutex<Backlog>,
-    /// Sent to only through `publish_end` and `announce`, which keep `end`
-    /// equal to it.
+    /// Sent to only through `publish_end`, which keeps `end` equal to it.
     end_tx: watch::Sender<u64>,
     /// What `end_tx` holds, for readers that only want the number: every
     /// write reads it, and the watch's read lock is a write to a cache line
@@ -109,10 +108,14 @@ impl Stream {
         self.end_tx.subscribe()
     }
 
-    /// Tells the senders (and [`Replication::end_offset`]) the stream's end.
+    /// Tells the senders (and [`Replication::end_offset`]) the stream's end,
+    /// waking them only if it moved.
     fn publish_end(&self, end: u64) {
-        self.end.store(end, Ordering::Release);
-        self.end_tx.send_replace(end);
+        if self.end.load(Ordering::Acquire) != end {
+            self.end.store(end, Ordering::Release);
+        }
+        self.end_tx
+            .send_if_modified(|e| std::mem::replace(e, end) != end);
     }
 
     /// Wakes the senders if the backlog grew past what they were told: a
@@ -120,11 +123,7 @@ impl Stream {
     /// byte for byte) a command at a time and announces it once per read.
     pub fn announce(&self) {
         let end = self.backlog.lock().end;
-        if self.end.load(Ordering::Acquire) != end {
-            self.end.store(end, Ordering::Release);
-        }
-        self.end_tx
-            .send_if_modified(|e| std::mem::replace(e, end) != end);
+        self.publish_end(end);
     }
 }
 
