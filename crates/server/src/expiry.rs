@@ -1,7 +1,8 @@
 //! Background work run `hz` times a second: active expiry (sampling keys
 //! with a TTL, as Redis does, so keys nobody reads still go away), memory
-//! sampling, the readings behind INFO's instantaneous rates, and the
-//! pub/sub soft output limit of subscribers nothing is published to.
+//! sampling, the readings behind INFO's instantaneous rates, the pub/sub
+//! soft output limit of subscribers nothing is published to, and whether
+//! the machine has idle CPU (for the log's batching, `crate::cpu_idle`).
 
 use crate::state::Shared;
 use crate::util::now_ms;
@@ -19,10 +20,14 @@ const MAX_ROUNDS_PER_SHARD: usize = 16;
 
 pub async fn run(shared: Arc<Shared>) {
     let mut released_at = std::time::Instant::now();
+    let mut cpu = crate::cpu_idle::IdleMeter::default();
     loop {
         let hz = shared.config.read().hz.max(1);
         tokio::time::sleep(Duration::from_millis(1000 / hz)).await;
         crate::memory::sample();
+        if let Some(scarce) = cpu.sample() {
+            shared.store.wal.set_cpu_scarce(scarce);
+        }
         if released_at.elapsed() >= Duration::from_secs(1) {
             crate::memory::release_freed();
             released_at = std::time::Instant::now();

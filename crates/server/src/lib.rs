@@ -50,6 +50,7 @@ pub mod config;
 pub mod config_file;
 pub mod config_rewrite;
 pub mod connection;
+pub mod cpu_idle;
 pub mod cpu_usage;
 pub mod decimal;
 pub mod digest;

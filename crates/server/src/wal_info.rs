@@ -30,6 +30,7 @@ pub fn fields(shared: &Shared, s: &mut String) {
     f("wal_last_lsn", &st.last_lsn);
     f("wal_durable_lsn", &st.durable_lsn);
     f("wal_segments", &st.segments);
+    f("wal_cpu_scarce", &u8::from(shared.store.wal.cpu_scarce()));
     // One line per directory, in the style of Redis's `slaveN:` lines:
     // what each stream has made durable and acknowledged, and its fsyncs.
     for (i, ss) in st.streams.iter().enumerate() {

@@ -65,6 +65,10 @@ use crate::durability::Durability;
 /// slow: below it a batch would carry a record or two, and the machine
 /// would spend more CPU on fsyncs than the records gain.
 const OVERLAP_AGE_MIN_US: u64 = 50;
+
+/// Batches of a stream in flight at once while the CPU is scarce
+/// (`Core::set_cpu_scarce`).
+const SCARCE_IN_FLIGHT: usize = 2;
 /// Capacity a pending buffer starts with.
 const BUFFER_INITIAL_BYTES: usize = 64 * 1024;
 /// A buffer that grew past this for one large batch shrinks back to it
@@ -560,6 +564,9 @@ pub(crate) struct Core {
     next_ticket: AtomicU64,
     /// How many writers the log has lately (`Core::writers`).
     waiting_peak: WaitingPeak,
+    /// The machine has no idle CPU (`Core::set_cpu_scarce`): on a slow
+    /// disk, batches no longer start evenly through an fsync.
+    cpu_scarce: AtomicBool,
 }
 
 /// Where a pending buffer (header slot, then records) is cut so that the
@@ -704,6 +711,7 @@ impl Core {
             waiter_count: AtomicUsize::new(0),
             next_ticket: AtomicU64::new(0),
             waiting_peak: WaitingPeak::new(),
+            cpu_scarce: AtomicBool::new(false),
         }
     }
 
@@ -1178,6 +1186,24 @@ impl Core {
         }
     }
 
+    /// Whether the machine's CPU is all in use, as its owner measures it.
+    /// On a disk whose fsyncs are slow, batches started evenly through an
+    /// fsync each cost a few context switches of a writer thread and the
+    /// event loops it releases (tens of microseconds of CPU), for a record
+    /// or two each under a mixed load. With idle CPU that buys latency;
+    /// without, it takes the CPU the requests need. So then a stream's
+    /// batches start only every `sync_overlap`, and one writer at a time
+    /// stands by for the next.
+    pub fn set_cpu_scarce(&self, scarce: bool) {
+        if self.cpu_scarce.swap(scarce, SeqCst) != scarce {
+            tracing::debug!(scarce, "WAL: CPU scarcity changed");
+        }
+    }
+
+    pub fn cpu_scarce(&self) -> bool {
+        self.cpu_scarce.load(SeqCst)
+    }
+
     pub fn bandwidth_capped(&self, s: usize) -> bool {
         self.streams[s].bandwidth_capped.load(SeqCst)
     }
@@ -1367,7 +1393,9 @@ impl Core {
     fn wake_writer(&self, sc: &StreamCore, st: &mut StreamState) {
         // The average, not the last fsync: a local disk's occasional slow
         // one must not bring the herd back.
-        if st.wake_sent && st.sync_us_avg < self.cfg.sync_overlap.as_micros() as u64 {
+        if st.wake_sent
+            && (st.sync_us_avg < self.cfg.sync_overlap.as_micros() as u64 || self.cpu_scarce())
+        {
             return;
         }
         if let Some(slot) = st.idle_writers.pop() {
@@ -1431,7 +1459,14 @@ impl Core {
     /// beside it, on a disk where overlapping pays.
     fn overlap_due(&self, sc: &StreamCore, st: &StreamState) -> bool {
         !sc.bandwidth_capped.load(SeqCst)
+            && !self.overlap_full(st)
             && Instant::now() >= st.last_seal + self.overlap_age(sc, st)
+    }
+
+    /// While the CPU is scarce, at most [`SCARCE_IN_FLIGHT`] batches of a
+    /// stream are in flight: the next one starts when one completes.
+    fn overlap_full(&self, st: &StreamState) -> bool {
+        self.cpu_scarce() && st.in_flight >= SCARCE_IN_FLIGHT
     }
 
     /// How old the newest batch in flight must be before another starts.
@@ -1448,7 +1483,10 @@ impl Core {
         let overlap = self.cfg.sync_overlap;
         // The average, not the last: one slow fsync on a fast disk must
         // not make the next batches crowd it.
-        if sc.bandwidth_capped.load(SeqCst) || st.sync_us_avg < overlap.as_micros() as u64 {
+        if sc.bandwidth_capped.load(SeqCst)
+            || st.sync_us_avg < overlap.as_micros() as u64
+            || self.cpu_scarce()
+        {
             return overlap;
         }
         let even = st.sync_us_avg / self.cfg.syncs_in_flight.max(1) as u64;
@@ -1500,7 +1538,9 @@ impl Core {
                         // this one sleeps until woken.
                         if !self.overlap_due(sc, &st) {
                             let overlap_at = st.last_seal + self.overlap_age(sc, &st);
-                            let until = self.last_sync_was_slow(sc, &st).then_some(overlap_at);
+                            let until = (self.last_sync_was_slow(sc, &st)
+                                && !self.overlap_full(&st))
+                            .then_some(overlap_at);
                             park_writer(sc, &mut st, slot, until);
                             continue;
                         }
@@ -2681,6 +2721,12 @@ mod tests {
         assert_eq!(age(1000), Duration::from_micros(250));
         assert_eq!(age(4000), Duration::from_micros(500));
         assert_eq!(age(600), Duration::from_micros(150));
+        // Without idle CPU the batches of a slow disk keep the configured
+        // age, as on a fast one.
+        core.set_cpu_scarce(true);
+        assert_eq!(age(1000), Duration::from_micros(500));
+        core.set_cpu_scarce(false);
+        assert_eq!(age(1000), Duration::from_micros(250));
         let mut few = cfg();
         few.syncs_in_flight = 16;
         few.sync_overlap = Duration::from_micros(500);
@@ -2698,6 +2744,44 @@ mod tests {
         let mut st = sc.state.lock();
         st.sync_us_avg = 4000;
         assert_eq!(core.overlap_age(sc, &st), Duration::from_micros(500));
+    }
+
+    #[test]
+    fn without_idle_cpu_two_batches_of_a_stream_are_in_flight_at_most() {
+        let mut c = cfg();
+        c.syncs_in_flight = 4;
+        c.sync_overlap = Duration::from_millis(5);
+        let core = Arc::new(Core::new(1, c, 0));
+        core.set_cpu_scarce(true);
+        let sink = MemSink::default();
+        sink.inner.lock().sync_blocked = vec![0, 1, 2];
+        let hs = start(&core, std::slice::from_ref(&sink));
+        let a = put(&core, 0, Durability::Full, b"a");
+        sink.await_batches(1, "batch 0 never started");
+        // Batch 0 hangs past the overlap age: batch 1 starts beside it.
+        thread::sleep(Duration::from_millis(10));
+        let b = put(&core, 0, Durability::Full, b"b");
+        sink.await_batches(2, "batch 1 never started beside batch 0");
+        // Two hang now: a third waits, however old they grow.
+        thread::sleep(Duration::from_millis(10));
+        let c3 = put(&core, 0, Durability::Full, b"c");
+        thread::sleep(Duration::from_millis(60));
+        assert_eq!(sink.inner.lock().batches.len(), 2);
+        // With idle CPU again, the next append starts it.
+        core.set_cpu_scarce(false);
+        let d = put(&core, 0, Durability::Full, b"d");
+        sink.await_batches(3, "batch 2 never started once the CPU was idle");
+        assert!(core.durable_lsn() < a);
+        // Scarce again, with batch 2 still hanging: finishing batch 0
+        // leaves two in flight, so nothing more starts until one returns.
+        core.set_cpu_scarce(true);
+        sink.inner.lock().sync_blocked.retain(|&x| x != 0);
+        assert!(core.wait_durable(a, None).unwrap());
+        sink.inner.lock().sync_blocked.clear();
+        for lsn in [b, c3, d] {
+            assert!(core.wait_durable(lsn, None).unwrap());
+        }
+        stop(&core, hs);
     }
 
     /// One stream whose disk is bandwidth-bound, with batch 0 (record

@@ -707,6 +707,17 @@ impl Wal {
         self.core.last_lsn()
     }
 
+    /// Tells the log whether the machine's CPU is all in use (the server
+    /// measures it): see `group_commit::Core::set_cpu_scarce`.
+    pub fn set_cpu_scarce(&self, scarce: bool) {
+        self.core.set_cpu_scarce(scarce);
+    }
+
+    /// What `set_cpu_scarce` was last told.
+    pub fn cpu_scarce(&self) -> bool {
+        self.core.cpu_scarce()
+    }
+
     /// `f(durable_lsn, acked)` is called (from writer threads, never with
     /// smaller values than before) whenever the durable LSN or a stream's
     /// acknowledged LSN (`acked[s]`, [`Wal::acked_lsn`]) advances, and once
