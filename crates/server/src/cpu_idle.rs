@@ -10,6 +10,12 @@
 //! connections left 31% idle, and there the even spacing served 9% more.
 //! The thresholds sit between, apart so that the mode does not flip with
 //! each window.
+//!
+//! The file counts the whole machine: a server held to part of it by a
+//! container's CPU quota sees the host's idle time, not its own lack of
+//! it, and keeps the even spacing.
+
+use std::time::{Duration, Instant};
 
 /// Below this share of idle time, the CPU is scarce.
 const SCARCE_BELOW: f64 = 0.10;
@@ -18,6 +24,10 @@ const PLENTY_ABOVE: f64 = 0.18;
 /// The shortest window, in `/proc/stat` ticks summed over CPUs (100 per
 /// CPU-second): a window of a few ticks would flip on one of them.
 const WINDOW_TICKS: u64 = 100;
+/// Readings closer together than this are skipped: at a high `hz` the
+/// background loop would read the file hundreds of times a second for a
+/// verdict that needs a window of half a second on two CPUs.
+const READ_EVERY: Duration = Duration::from_millis(100);
 
 /// Reads `/proc/stat` and keeps the verdict between windows.
 #[derive(Default)]
@@ -25,12 +35,21 @@ pub struct IdleMeter {
     /// (all ticks, idle ticks) at the start of the window.
     start: Option<(u64, u64)>,
     scarce: bool,
+    read_at: Option<Instant>,
 }
 
 impl IdleMeter {
     /// Takes a reading; returns whether the CPU is scarce once a window
     /// closed with it, None until then (or where `/proc/stat` is absent).
     pub fn sample(&mut self) -> Option<bool> {
+        let now = Instant::now();
+        if self
+            .read_at
+            .is_some_and(|at| now.duration_since(at) < READ_EVERY)
+        {
+            return None;
+        }
+        self.read_at = Some(now);
         let text = std::fs::read_to_string("/proc/stat").ok()?;
         self.observe(parse(&text)?)
     }
