@@ -84,6 +84,10 @@ fn info_fields_are_served_as_prometheus_metrics() {
     // before the scrape.
     assert!(sample(&body, "durakv_wal_fsyncs_total") >= fsyncs.max(3.0));
     assert!(sample(&body, "durakv_wal_durable_lsn") >= 3.0);
+    // Whether the log batches as on a machine without idle CPU: a 0/1
+    // gauge, as INFO gives it.
+    let scarce = sample(&body, "durakv_wal_cpu_scarce");
+    assert!(scarce == 0.0 || scarce == 1.0, "{scarce}");
     // Every fsync is in the histogram, in some bucket.
     let in_histogram = sample(
         &body,

@@ -69,6 +69,7 @@ const OVERLAP_AGE_MIN_US: u64 = 50;
 /// Batches of a stream in flight at once while the CPU is scarce
 /// (`Core::set_cpu_scarce`).
 const SCARCE_IN_FLIGHT: usize = 2;
+
 /// Capacity a pending buffer starts with.
 const BUFFER_INITIAL_BYTES: usize = 64 * 1024;
 /// A buffer that grew past this for one large batch shrinks back to it
@@ -565,7 +566,8 @@ pub(crate) struct Core {
     /// How many writers the log has lately (`Core::writers`).
     waiting_peak: WaitingPeak,
     /// The machine has no idle CPU (`Core::set_cpu_scarce`): on a slow
-    /// disk, batches no longer start evenly through an fsync.
+    /// disk, batches no longer start evenly through an fsync, and at most
+    /// [`SCARCE_IN_FLIGHT`] of a stream are in flight.
     cpu_scarce: AtomicBool,
 }
 
@@ -1192,8 +1194,9 @@ impl Core {
     /// event loops it releases (tens of microseconds of CPU), for a record
     /// or two each under a mixed load. With idle CPU that buys latency;
     /// without, it takes the CPU the requests need. So then a stream's
-    /// batches start only every `sync_overlap`, and one writer at a time
-    /// stands by for the next.
+    /// batches start only every `sync_overlap`, at most
+    /// [`SCARCE_IN_FLIGHT`] are in flight (the next starts when one
+    /// completes), and one writer at a time stands by for the next.
     pub fn set_cpu_scarce(&self, scarce: bool) {
         if self.cpu_scarce.swap(scarce, SeqCst) != scarce {
             tracing::debug!(scarce, "WAL: CPU scarcity changed");
@@ -2772,13 +2775,17 @@ mod tests {
         let d = put(&core, 0, Durability::Full, b"d");
         sink.await_batches(3, "batch 2 never started once the CPU was idle");
         assert!(core.durable_lsn() < a);
-        // Scarce again, with batch 2 still hanging: finishing batch 0
-        // leaves two in flight, so nothing more starts until one returns.
+        // Scarce again: once batch 0 returns, batches 1 and 2 still hang,
+        // so a record appended then waits for one of them.
         core.set_cpu_scarce(true);
         sink.inner.lock().sync_blocked.retain(|&x| x != 0);
         assert!(core.wait_durable(a, None).unwrap());
+        let e = put(&core, 0, Durability::Full, b"e");
+        thread::sleep(Duration::from_millis(60));
+        assert_eq!(sink.inner.lock().batches.len(), 3);
         sink.inner.lock().sync_blocked.clear();
-        for lsn in [b, c3, d] {
+        sink.await_batches(4, "batch 3 never started once batch 1 returned");
+        for lsn in [b, c3, d, e] {
             assert!(core.wait_durable(lsn, None).unwrap());
         }
         stop(&core, hs);
