@@ -1394,11 +1394,7 @@ impl Core {
     /// ahead pay: memtier write-only under slowsync was 20% slower with
     /// one wake at a time.
     fn wake_writer(&self, sc: &StreamCore, st: &mut StreamState) {
-        // The average, not the last fsync: a local disk's occasional slow
-        // one must not bring the herd back.
-        if st.wake_sent
-            && (st.sync_us_avg < self.cfg.sync_overlap.as_micros() as u64 || self.cpu_scarce())
-        {
+        if st.wake_sent && !self.spreads_batches(st) {
             return;
         }
         if let Some(slot) = st.idle_writers.pop() {
@@ -1466,6 +1462,14 @@ impl Core {
             && Instant::now() >= st.last_seal + self.overlap_age(sc, st)
     }
 
+    /// The stream's fsyncs are slow and the machine has CPU to spare: its
+    /// batches start evenly through an fsync (`overlap_age`), and every
+    /// wake-up reaches a writer (`wake_writer`). The average, not the last
+    /// fsync, so that a local disk's occasional slow one changes neither.
+    fn spreads_batches(&self, st: &StreamState) -> bool {
+        st.sync_us_avg >= self.cfg.sync_overlap.as_micros() as u64 && !self.cpu_scarce()
+    }
+
     /// While the CPU is scarce, at most [`SCARCE_IN_FLIGHT`] batches of a
     /// stream are in flight: the next one starts when one completes.
     fn overlap_full(&self, st: &StreamState) -> bool {
@@ -1484,12 +1488,7 @@ impl Core {
     /// than 500 µs apart.
     fn overlap_age(&self, sc: &StreamCore, st: &StreamState) -> Duration {
         let overlap = self.cfg.sync_overlap;
-        // The average, not the last: one slow fsync on a fast disk must
-        // not make the next batches crowd it.
-        if sc.bandwidth_capped.load(SeqCst)
-            || st.sync_us_avg < overlap.as_micros() as u64
-            || self.cpu_scarce()
-        {
+        if sc.bandwidth_capped.load(SeqCst) || !self.spreads_batches(st) {
             return overlap;
         }
         let even = st.sync_us_avg / self.cfg.syncs_in_flight.max(1) as u64;
