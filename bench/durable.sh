@@ -51,7 +51,6 @@ CLIENT_TIMEOUT=${CLIENT_TIMEOUT:-600}
 OUT=${OUT:-}
 
 ALL_MEASURES=(local slowsync volumes ycsb conns reads)
-SLOWSYNC_SO=$PWD/../shared/slowsync/slowsync.so
 VOLUMES_SH=$PWD/../shared/volumes/volumes.sh
 DURAKV=${DURAKV:-target/release/durakv}
 # memtier's key and value shape from the second seed report.
@@ -177,11 +176,8 @@ info_field() { # info_field NAME: one INFO field of the running server ("" if ab
 }
 
 use_slowsync() { # sets WRAP so that servers pay SLOWSYNC_US per fsync
-    if [ ! -f "$SLOWSYNC_SO" ]; then
-        echo "building slowsync.so..." >&2
-        ../shared/slowsync/build.sh >/dev/null
-    fi
-    WRAP=(env LD_PRELOAD="$SLOWSYNC_SO" SLOWSYNC_US="$SLOWSYNC_US")
+    . bench/slowsync.sh
+    WRAP=(env LD_PRELOAD="$(slowsync_so)" SLOWSYNC_US="$SLOWSYNC_US")
 }
 
 # ---------------------------------------------------------------------------

@@ -41,9 +41,8 @@ DURAKV=${SERVERS[0]}
 command -v redis-benchmark >/dev/null || { echo "redis-benchmark not found (apt-get install redis-tools)"; exit 1; }
 WRAP=()
 if [ -n "${SLOWSYNC_US:-}" ]; then
-    so=$PWD/../shared/slowsync/slowsync.so
-    [ -f "$so" ] || ../shared/slowsync/build.sh >/dev/null
-    WRAP=(env LD_PRELOAD="$so" SLOWSYNC_US="$SLOWSYNC_US")
+    . bench/slowsync.sh
+    WRAP=(env LD_PRELOAD="$(slowsync_so)" SLOWSYNC_US="$SLOWSYNC_US")
 fi
 MEMTIER_BIN=$DURAKV
 [ -x "$MEMTIER_BIN" ] || MEMTIER_BIN=target/release/durakv
