@@ -41,7 +41,8 @@
 //! The I/O itself is behind [`BatchSink`], so this module is tested here
 //! with an in-memory sink and benchmarked in `benches/group_commit.rs`.
 
-use parking_lot::{Condvar, Mutex, MutexGuard};
+use super::barging::{Condvar, MutexGuard};
+use parking_lot::Mutex;
 use std::cell::Cell;
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt::Write as _;
@@ -113,21 +114,20 @@ fn grown(before: usize, after: usize) {
 }
 
 /// A writer thread of `sc` waits on `cv` until woken or until `until`.
-fn park_on(
+fn park_on<'a>(
     sc: &StreamCore,
     cv: &Condvar,
-    st: &mut MutexGuard<'_, StreamState>,
+    mut st: MutexGuard<'a, StreamState>,
     until: Option<Instant>,
-) {
+) -> MutexGuard<'a, StreamState> {
     st.writers_waiting += 1;
-    match until {
-        Some(at) => {
-            cv.wait_until(st, at);
-        }
+    let mut st = match until {
+        Some(at) => cv.wait_until(st, at),
         None => cv.wait(st),
-    }
+    };
     st.writers_waiting -= 1;
     sc.counters.writer_wakeups.fetch_add(1, Relaxed);
+    st
 }
 
 /// Writer thread `slot` of `sc` waits on its condition variable, until
@@ -138,29 +138,35 @@ fn park_on(
 /// its core's cache. Woken in turn (a condition variable's order), six
 /// writers took 5% more CPU per `full` SET than one alone, at -P 16 and
 /// at -P 1.
-fn park_writer(
+fn park_writer<'a>(
     sc: &StreamCore,
-    st: &mut MutexGuard<'_, StreamState>,
+    mut st: MutexGuard<'a, StreamState>,
     slot: usize,
     until: Option<Instant>,
-) {
+) -> MutexGuard<'a, StreamState> {
     st.idle_writers.push(slot);
-    park_on(sc, &sc.writer_cvs[slot], st, until);
+    let mut st = park_on(sc, &sc.writer_cvs[slot], st, until);
     // Still listed if it woke by itself (its timer, a spurious wake-up, a
     // shutdown's notify_all); a waker takes its slot off the list.
     if let Some(at) = st.idle_writers.iter().rposition(|&w| w == slot) {
         st.idle_writers.remove(at);
     }
     st.wake_sent = false;
+    st
 }
 
 /// The one writer of `sc` gathering its pending batch waits on `fill_cv`
 /// until `until` or until an appender finds the batch full enough: that
 /// wake reaches it and not a writer with nothing to gather.
-fn park_filler(sc: &StreamCore, st: &mut MutexGuard<'_, StreamState>, until: Instant) {
+fn park_filler<'a>(
+    sc: &StreamCore,
+    mut st: MutexGuard<'a, StreamState>,
+    until: Instant,
+) -> MutexGuard<'a, StreamState> {
     st.filling += 1;
-    park_on(sc, &sc.fill_cv, st, Some(until));
+    let mut st = park_on(sc, &sc.fill_cv, st, Some(until));
     st.filling -= 1;
+    st
 }
 
 /// Longest a bandwidth-bound stream's short batch waits to fill its page.
@@ -489,7 +495,7 @@ impl StreamState {
 }
 
 pub(crate) struct StreamCore {
-    state: Mutex<StreamState>,
+    state: super::barging::Mutex<StreamState>,
     /// Where writer `slot` waits while idle (`park_writer`); the lead's
     /// slot (`syncs_in_flight`) never does.
     writer_cvs: Box<[Condvar]>,
@@ -657,7 +663,7 @@ impl Core {
     pub fn new(num_streams: usize, cfg: CommitConfig, last_lsn: u64) -> Core {
         let streams = (0..num_streams)
             .map(|_| StreamCore {
-                state: Mutex::new(StreamState {
+                state: super::barging::Mutex::new(StreamState {
                     buf: new_buffer(),
                     records: 0,
                     first_lsn: 0,
@@ -769,7 +775,7 @@ impl Core {
                 self.release_deferred_locked(sc, &mut st);
             }
             st.space_waiters += 1;
-            sc.space_cv.wait(&mut st);
+            st = sc.space_cv.wait(st);
             st.space_waiters -= 1;
         }
         if self.is_failed() {
@@ -1543,7 +1549,7 @@ impl Core {
                             let until = (self.last_sync_was_slow(sc, &st)
                                 && !self.overlap_full(&st))
                             .then_some(overlap_at);
-                            park_writer(sc, &mut st, slot, until);
+                            st = park_writer(sc, st, slot, until);
                             continue;
                         }
                     }
@@ -1556,10 +1562,10 @@ impl Core {
                         // others wait until needed, rather than each on its
                         // own timer, every expiry a wake-up for nothing.
                         if st.filling > 0 {
-                            park_writer(sc, &mut st, slot, None);
+                            st = park_writer(sc, st, slot, None);
                             continue;
                         }
-                        park_filler(sc, &mut st, fill_by);
+                        st = park_filler(sc, st, fill_by);
                         continue;
                     }
                     if st.urgent
@@ -1572,18 +1578,20 @@ impl Core {
                     if Instant::now() >= deadline {
                         break;
                     }
-                    park_writer(sc, &mut st, slot, Some(deadline));
+                    st = park_writer(sc, st, slot, Some(deadline));
                 } else if st.records > 0 {
                     // Another writer is handing its batch to the sink; when
                     // done it wakes a waiter only if one may seal at once,
                     // and otherwise seals these itself after its fsync.
-                    park_writer(sc, &mut st, slot, None);
+                    st = park_writer(sc, st, slot, None);
                 } else {
                     if st.urgent {
                         st.urgent = false;
                         st.deferred = false;
                         self.idle_advance_locked(s, &mut st);
-                        MutexGuard::unlocked(&mut st, || self.recompute_durable());
+                        drop(st);
+                        self.recompute_durable();
+                        st = sc.state.lock();
                         continue;
                     }
                     if st.shutdown {
@@ -1601,7 +1609,7 @@ impl Core {
                         }
                         return;
                     }
-                    park_writer(sc, &mut st, slot, None);
+                    st = park_writer(sc, st, slot, None);
                 }
             }
 

@@ -20,6 +20,7 @@
 //!
 //! Durability arguments are in `docs/durability.md`.
 
+mod barging;
 mod error;
 pub mod format;
 pub mod group_commit;
