@@ -132,7 +132,7 @@ fn park_on<'a>(
 
 /// Writer thread `slot` of `sc` waits on its condition variable, until
 /// woken or until `until`. Whatever woke it, it looks at the whole stream
-/// next, so a wake sent for any writer is answered (`Core::wake_writer`).
+/// next, so a wake sent for any writer is answered (`Core::writer_to_wake`).
 /// Idle writers are woken last parked first: on a fast disk one writer
 /// then does nearly every batch, its stack and the stream's lines still in
 /// its core's cache. Woken in turn (a condition variable's order), six
@@ -476,11 +476,29 @@ struct StreamState {
     /// a caller of `Core::defer_syncs` leads them (`Core::lead`).
     deferred: bool,
     /// A writer was woken and has not looked at the stream yet
-    /// (`Core::wake_writer`).
+    /// (`Core::writer_to_wake`).
     wake_sent: bool,
 }
 
+/// A writer of a stream to wake: decided under the stream's mutex, sent
+/// after it is released where the path is hot, so that the woken thread
+/// does not run only to wait for the mutex its waker still holds (on two
+/// vCPUs it often preempts the waker there).
+#[derive(Debug, Clone, Copy)]
+enum Wake {
+    Writer(usize),
+    Filler,
+}
+
 impl StreamCore {
+    fn send(&self, wake: Option<Wake>) {
+        match wake {
+            Some(Wake::Writer(slot)) => self.writer_cvs[slot].notify_one(),
+            Some(Wake::Filler) => self.fill_cv.notify_one(),
+            None => {}
+        }
+    }
+
     fn wake_all_writers(&self) {
         for cv in self.writer_cvs.iter() {
             cv.notify_all();
@@ -833,6 +851,9 @@ impl Core {
         }
 
         let mut wake = false;
+        // Wakes sent once the mutex is released (`Wake`).
+        let mut gathered = None;
+        let mut nudged = None;
         if level.syncs() || pending >= self.cfg.delayed_flush_bytes {
             // Only this stream must flush for the reply, unless the record
             // depends on others: then they are hurried up to that point.
@@ -854,7 +875,7 @@ impl Core {
                 wake = true;
             } else if st.filling > 0 && self.fill_deadline(sc, &st).is_none() {
                 // The batch has what its writer waited for.
-                sc.fill_cv.notify_one();
+                gathered = Some(Wake::Filler);
             } else if st.in_flight > 0
                 && st.writers_waiting > 0
                 && !st.writing
@@ -862,7 +883,7 @@ impl Core {
             {
                 // The running fsync grew old while this batch gathered:
                 // start it now rather than when that fsync returns.
-                self.wake_writer(sc, &mut st);
+                gathered = self.writer_to_wake(&mut st);
             }
         } else if st.records == 1 {
             st.deadline = Some(Instant::now() + Duration::from_millis(self.cfg.delayed_flush_ms));
@@ -874,12 +895,15 @@ impl Core {
             st.deferred = true;
             OWED.with(|o| o.set(o.get() | 1 << stream));
         } else if wake {
-            self.nudge_writer(sc, &mut st);
+            nudged = self.writer_to_nudge(sc, &mut st);
         } else if level.syncs() {
             // An event loop was to lead what is pending, but this appender
             // cannot wait for it to finish running its requests.
-            self.release_deferred_locked(sc, &mut st);
+            nudged = self.deferred_to_release(sc, &mut st);
         }
+        drop(st);
+        sc.send(gathered);
+        sc.send(nudged);
         Ok(lsn)
     }
 
@@ -976,7 +1000,9 @@ impl Core {
             // appends woke nobody, so without this no timer would run for
             // them and they could stay unsynced past `delayed_flush_ms`.
             st.deferred = false;
-            self.nudge_writer(sc, &mut st);
+            let wake = self.writer_to_nudge(sc, &mut st);
+            drop(st);
+            sc.send(wake);
         } else if st.urgent {
             // A sync request came while the batch was in flight: the
             // stream is idle now, so all of its LSNs so far are durable.
@@ -1002,8 +1028,15 @@ impl Core {
     /// block for them, possibly that very caller (a command waiting for
     /// durability in the middle of its requests).
     fn release_deferred_locked(&self, sc: &StreamCore, st: &mut StreamState) {
+        sc.send(self.deferred_to_release(sc, st));
+    }
+
+    /// The wake `release_deferred_locked` would send, marked as sent.
+    fn deferred_to_release(&self, sc: &StreamCore, st: &mut StreamState) -> Option<Wake> {
         if std::mem::take(&mut st.deferred) {
-            self.nudge_writer(sc, st);
+            self.writer_to_nudge(sc, st)
+        } else {
+            None
         }
     }
 
@@ -1381,15 +1414,24 @@ impl Core {
     /// last fsync was slow, a waiting writer is woken to stand by for the
     /// moment the running one grows old enough to overlap.
     fn nudge_writer(&self, sc: &StreamCore, st: &mut StreamState) {
+        sc.send(self.writer_to_nudge(sc, st));
+    }
+
+    /// The wake `nudge_writer` would send, marked as sent in `st`: the
+    /// caller sends it ([`StreamCore::send`]) once it has released the
+    /// stream's mutex.
+    fn writer_to_nudge(&self, sc: &StreamCore, st: &mut StreamState) -> Option<Wake> {
         if st.writers_waiting == 0 || st.writing {
-            return;
+            return None;
         }
         if st.in_flight == 0 || self.last_sync_was_slow(sc, st) || self.overlap_due(sc, st) {
-            self.wake_writer(sc, st);
+            self.writer_to_wake(st)
+        } else {
+            None
         }
     }
 
-    /// Wakes one waiting writer of `sc`. On a fast disk, not while one
+    /// Picks one waiting writer to wake. On a fast disk, not while one
     /// woken before has not run yet: that one looks at the whole stream
     /// when it does, so waking another only costs two context switches.
     /// Every append notified while the woken writer waited for the
@@ -1399,16 +1441,21 @@ impl Core {
     /// batches start through a running fsync, and there writers woken
     /// ahead pay: memtier write-only under slowsync was 20% slower with
     /// one wake at a time.
-    fn wake_writer(&self, sc: &StreamCore, st: &mut StreamState) {
+    ///
+    /// Returns the wake, marked as sent in `st`, for the caller to send
+    /// ([`StreamCore::send`]), after releasing the mutex where it can.
+    fn writer_to_wake(&self, st: &mut StreamState) -> Option<Wake> {
         if st.wake_sent && !self.spreads_batches(st) {
-            return;
+            return None;
         }
         if let Some(slot) = st.idle_writers.pop() {
-            sc.writer_cvs[slot].notify_one();
             st.wake_sent = true;
+            Some(Wake::Writer(slot))
         } else if st.filling > 0 {
             // Only the gathering writer waits: it is the one to go.
-            sc.fill_cv.notify_one();
+            Some(Wake::Filler)
+        } else {
+            None
         }
     }
 
@@ -1470,7 +1517,7 @@ impl Core {
 
     /// The stream's fsyncs are slow and the machine has CPU to spare: its
     /// batches start evenly through an fsync (`overlap_age`), and every
-    /// wake-up reaches a writer (`wake_writer`). The average, not the last
+    /// wake-up reaches a writer (`writer_to_wake`). The average, not the last
     /// fsync, so that a local disk's occasional slow one changes neither.
     fn spreads_batches(&self, st: &StreamState) -> bool {
         st.sync_us_avg >= self.cfg.sync_overlap.as_micros() as u64 && !self.cpu_scarce()
@@ -1738,10 +1785,14 @@ impl Core {
                     // shutdown, whatever the overlap rules say.
                     sc.wake_all_writers();
                     sc.fill_cv.notify_all();
-                } else if st.records > 0 {
-                    self.nudge_writer(sc, &mut st);
+                    drop(st);
+                } else {
+                    let wake = (st.records > 0)
+                        .then(|| self.writer_to_nudge(sc, &mut st))
+                        .flatten();
+                    drop(st);
+                    sc.send(wake);
                 }
-                drop(st);
                 handle.sync()
             }
             Err(e) => {
@@ -2030,7 +2081,7 @@ mod tests {
         }
     }
 
-    /// Calls `wake_writer` three times under one hold of the stream's
+    /// Calls `writer_to_wake` three times under one hold of the stream's
     /// mutex, with the fsyncs averaging `sync_us_avg`, and returns how many
     /// of the three idle writers woke: once `expected` have, and nothing
     /// more came in the 100 ms after.
@@ -2049,7 +2100,8 @@ mod tests {
             let mut st = sc.state.lock();
             st.sync_us_avg = sync_us_avg;
             for _ in 0..3 {
-                core.wake_writer(sc, &mut st);
+                let wake = core.writer_to_wake(&mut st);
+                sc.send(wake);
             }
         }
         // A woken writer finds nothing to do and waits again.
