@@ -34,7 +34,7 @@ impl<T> Mutex<T> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
+    fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
         match self.0.try_lock() {
             Ok(g) => Some(g),
             Err(TryLockError::Poisoned(e)) => Some(e.into_inner()),
@@ -58,7 +58,6 @@ impl<T> Mutex<T> {
     }
 }
 
-#[derive(Default)]
 pub(crate) struct Condvar(sync::Condvar);
 
 impl Condvar {

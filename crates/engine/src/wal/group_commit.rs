@@ -41,7 +41,7 @@
 //! The I/O itself is behind [`BatchSink`], so this module is tested here
 //! with an in-memory sink and benchmarked in `benches/group_commit.rs`.
 
-use super::barging::{Condvar, MutexGuard};
+use super::barging::{self, Condvar, MutexGuard};
 use parking_lot::Mutex;
 use std::cell::Cell;
 use std::collections::{BTreeMap, VecDeque};
@@ -513,7 +513,7 @@ impl StreamState {
 }
 
 pub(crate) struct StreamCore {
-    state: super::barging::Mutex<StreamState>,
+    state: barging::Mutex<StreamState>,
     /// Where writer `slot` waits while idle (`park_writer`); the lead's
     /// slot (`syncs_in_flight`) never does.
     writer_cvs: Box<[Condvar]>,
@@ -681,7 +681,7 @@ impl Core {
     pub fn new(num_streams: usize, cfg: CommitConfig, last_lsn: u64) -> Core {
         let streams = (0..num_streams)
             .map(|_| StreamCore {
-                state: super::barging::Mutex::new(StreamState {
+                state: barging::Mutex::new(StreamState {
                     buf: new_buffer(),
                     records: 0,
                     first_lsn: 0,
@@ -1780,19 +1780,19 @@ impl Core {
                 // one syncs.
                 let mut st = sc.state.lock();
                 st.writing = false;
-                if st.shutdown {
+                let wake = if st.shutdown {
                     // Writers waiting for `writing` to clear must see the
                     // shutdown, whatever the overlap rules say.
                     sc.wake_all_writers();
                     sc.fill_cv.notify_all();
-                    drop(st);
+                    None
+                } else if st.records > 0 {
+                    self.writer_to_nudge(sc, &mut st)
                 } else {
-                    let wake = (st.records > 0)
-                        .then(|| self.writer_to_nudge(sc, &mut st))
-                        .flatten();
-                    drop(st);
-                    sc.send(wake);
-                }
+                    None
+                };
+                drop(st);
+                sc.send(wake);
                 handle.sync()
             }
             Err(e) => {
