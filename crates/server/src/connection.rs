@@ -29,14 +29,12 @@ use durakv_protocol::request::pending_query_bytes;
 use durakv_protocol::{Frame, RequestLimits, RequestParser};
 use futures_util::FutureExt;
 use std::collections::VecDeque;
-use std::future::Future;
 use std::io;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
-use tokio::io::AsyncReadExt;
 
 /// Room a read offers the socket; a request bigger than this grows the
 /// buffer up to the query buffer limit.
@@ -560,12 +558,16 @@ fn poll_read_lent<S: ClientStream>(
             rbuf.reserve(READ_CHUNK_BYTES);
         }
     }
-    // `read_buf` polls `poll_read`, which also skips the read that would
-    // only say "would block" after a short one.
-    let r = order.poll(cx, |cx| std::pin::pin!(stream.read_buf(rbuf)).poll(cx));
-    if matches!(r, Poll::Ready(Ok(n)) if n > 0) {
-        order.arrived();
-    }
+    let r = match order.poll(cx, |cx| stream.poll_read_stamped(cx, rbuf)) {
+        Poll::Ready(Ok((n, received))) => {
+            if n > 0 {
+                order.arrived(received);
+            }
+            Poll::Ready(Ok(n))
+        }
+        Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+        Poll::Pending => Poll::Pending,
+    };
     if rbuf.is_empty() {
         scratch::give_back(&scratch::READ, std::mem::take(rbuf));
     }

@@ -180,6 +180,19 @@ fn run(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes], started: Instant) 
             if let Some(written) = written {
                 let keys = written.iter().map(|&i| &args[i]);
                 crate::settle::watchers(ctx.shared, ctx.client.id(), ctx.client.db, keys);
+            } else if all
+                && spec.is_write()
+                && spec.reported_keys.is_none()
+                && !ctx.client.in_exec
+                && !ctx.client.in_script
+            {
+                // FLUSHALL, FLUSHDB and SWAPDB change every key, so every
+                // connection first runs what reached it: a blocking read
+                // that arrived before the flush blocks and is then told its
+                // key is gone, as in Redis, instead of running after it.
+                // Not inside EXEC or a script, which hold locks the others
+                // need to finish their turns.
+                crate::settle::others(ctx.shared, ctx.client.id());
             }
             let now_ms = crate::util::wall_ms_at(started);
             let mut txn = match lock_since(ctx.shared, all, keys, Some(now_ms)) {

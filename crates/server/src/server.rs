@@ -276,13 +276,24 @@ fn raise_open_files_limit(_wanted: u64) -> Option<u64> {
 /// The next connection `accept` takes, counted in
 /// `total_connections_received`; None once the server is shutting down.
 /// A failed accept (EMFILE and friends) is retried after a pause instead
-/// of spinning.
-pub(crate) async fn next_accepted<T, F: std::future::Future<Output = std::io::Result<T>>>(
+/// of spinning. `door` is busy from the call until `accept` finds no
+/// connection queued, so the connection returned is registered before a
+/// listing waiting on it sees the loop idle (`crate::settle`).
+pub(crate) async fn next_accepted<T>(
     shared: &Shared,
-    mut accept: impl FnMut() -> F,
+    door: &crate::settle::Door,
+    mut accept: impl FnMut(&mut std::task::Context<'_>) -> std::task::Poll<std::io::Result<T>>,
 ) -> Option<T> {
     loop {
-        match accept().await {
+        let accepted = std::future::poll_fn(|cx| {
+            door.accepting();
+            let r = accept(cx);
+            if r.is_pending() {
+                door.waiting();
+            }
+            r
+        });
+        match accepted.await {
             Ok(accepted) => {
                 if shared.shutting_down.load(Ordering::Acquire) {
                     return None;
@@ -304,7 +315,20 @@ async fn accept_loop(
     mut limit: ClientLimit,
     tls: bool,
 ) {
-    while let Some((stream, addr)) = next_accepted(&shared, || listener.accept()).await {
+    let opened = {
+        use std::os::fd::AsRawFd;
+        // When each request arrived, for the order blocked clients are
+        // served in (`crate::arrival`); the connections accepted inherit
+        // it, and the kernel stamps packets from now on, not only once a
+        // first connection asks.
+        if let Err(e) = crate::arrival::timestamp_reads(listener.as_raw_fd()) {
+            tracing::debug!("no receive timestamps: {e}");
+        }
+        shared.doors.open(listener.as_raw_fd())
+    };
+    while let Some((stream, addr)) =
+        next_accepted(&shared, &opened.door, |cx| listener.poll_accept(cx)).await
+    {
         let (maxclients, protected, authenticated, keepalive) = {
             let c = shared.config.read();
             // As in Redis: a `default` user without a password, on or off.

@@ -23,6 +23,13 @@
 //!
 //! A connection marks its turns in its [`Activity`]: a few plain stores to
 //! its own handle per request, nothing shared.
+//!
+//! A client may connect and send at once (Redis's tests do, with a fresh
+//! deferring client), its request then waiting in a listening socket's
+//! queue where no connection's count shows it. So [`others`] first waits
+//! for each accept loop ([`Door`]) to have taken in the connections queued
+//! when it was called: an accept loop registers a connection before it
+//! looks for the next one.
 
 use crate::client::ClientHandle;
 use crate::state::Shared;
@@ -141,12 +148,24 @@ fn counted(h: &ClientHandle, me: u64) -> bool {
 }
 
 /// Waits (up to [`MAX_WAIT`]) until every connection but `me` has run
-/// what it had received when this was called. Blocks the calling thread;
-/// the runtime's other tasks move to another worker meanwhile.
+/// what it had received when this was called, those still queued to be
+/// accepted included. Blocks the calling thread; the runtime's other
+/// tasks move to another worker meanwhile.
 pub fn others(shared: &Shared, me: u64) {
-    let pending = owing(shared.clients.all(), me);
+    let deadline = Instant::now() + MAX_WAIT;
+    let mut doors = shared.doors.owing();
+    if !doors.is_empty() {
+        block(shared, deadline, || {
+            doors.retain(|(d, target)| d.owes(*target));
+            doors.is_empty()
+        });
+    }
+    let mut pending = owing(shared.clients.all(), me);
     if !pending.is_empty() {
-        wait(shared, me, pending);
+        block(shared, deadline, || {
+            pending.retain(|(h, target)| still_owes(shared, h, me, *target));
+            pending.is_empty()
+        });
     }
 }
 
@@ -164,7 +183,10 @@ pub fn receivers(shared: &Shared, me: u64, subscribers: Vec<Arc<ClientHandle>>) 
         std::thread::yield_now();
         pending.retain(|(h, target)| still_owes(shared, h, me, *target));
     }
-    wait(shared, me, pending);
+    block(shared, Instant::now() + MAX_WAIT, || {
+        pending.retain(|(h, target)| still_owes(shared, h, me, *target));
+        pending.is_empty()
+    });
 }
 
 /// [`receivers`] for the clients watching `keys` in `db`, before a write
@@ -199,19 +221,109 @@ fn still_owes(shared: &Shared, h: &ClientHandle, me: u64, target: u64) -> bool {
         && matches!(look(h, Some(target)), Seen::Owes(_))
 }
 
-fn wait(shared: &Shared, me: u64, mut pending: Vec<(Arc<ClientHandle>, u64)>) {
+/// Looks every [`POLL`] until `done` says so or `deadline` passes.
+fn block(shared: &Shared, deadline: Instant, mut done: impl FnMut() -> bool) {
     // Writes this turn made before the command, whose fsync the turn was
     // to make itself once done (`Wal::defer_syncs`), must not wait for it:
     // other connections' replies may wait on the same batch.
     shared.store.wal.release_deferred();
-    let wait = || {
-        let deadline = Instant::now() + MAX_WAIT;
-        while !pending.is_empty() && Instant::now() < deadline {
+    crate::checkpointer::blocking(|| {
+        while Instant::now() < deadline {
             std::thread::sleep(POLL);
-            pending.retain(|(h, target)| still_owes(shared, h, me, *target));
+            if done() {
+                return;
+            }
         }
+    });
+}
+
+/// An accept loop's listening socket and its turns: busy from the moment
+/// it looks for a connection until the socket has none left for it, each
+/// one taken registered (`Clients::register`) before it looks again.
+pub struct Door {
+    activity: Activity,
+    fd: libc::c_int,
+}
+
+impl Door {
+    /// About to accept; any connection it gets is registered before
+    /// [`Door::waiting`].
+    #[inline]
+    pub fn accepting(&self) {
+        self.activity.busy();
+    }
+
+    /// The socket had no connection left to accept.
+    #[inline]
+    pub fn waiting(&self) {
+        self.activity.idle();
+    }
+
+    /// None if it has taken in everything queued; else the turn count it
+    /// must reach, which it does only after finding its queue empty.
+    fn owed(&self) -> Option<u64> {
+        let before = self.activity.turns.load(Ordering::Acquire);
+        let queued = has_queued(self.fd);
+        let after = self.activity.turns.load(Ordering::Acquire);
+        match (before == after, before & 1 == 0, queued) {
+            (true, true, false) => None,
+            (_, true, _) => Some(before + 2),
+            (_, false, _) => Some(before + 1),
+        }
+    }
+
+    fn owes(&self, target: u64) -> bool {
+        self.activity.turns.load(Ordering::Acquire) < target
+    }
+}
+
+/// Whether the listening socket `fd` has a connection waiting in its queue.
+fn has_queued(fd: libc::c_int) -> bool {
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
     };
-    crate::checkpointer::blocking(wait);
+    // SAFETY: poll reads and writes the one pollfd passed, and returns at
+    // once with a timeout of 0; a closed descriptor shows as POLLNVAL.
+    let r = unsafe { libc::poll(&mut p, 1, 0) };
+    r > 0 && p.revents & libc::POLLIN != 0
+}
+
+/// The accept loops serving now.
+#[derive(Default)]
+pub struct Doors(parking_lot::Mutex<Vec<Arc<Door>>>);
+
+impl Doors {
+    /// An accept loop on `fd` starts; it is counted until the guard drops.
+    pub fn open(&self, fd: libc::c_int) -> Opened<'_> {
+        let door = Arc::new(Door {
+            activity: Activity::default(),
+            fd,
+        });
+        self.0.lock().push(door.clone());
+        Opened { doors: self, door }
+    }
+
+    fn owing(&self) -> Vec<(Arc<Door>, u64)> {
+        let doors = self.0.lock().clone();
+        doors
+            .into_iter()
+            .filter_map(|d| d.owed().map(|t| (d, t)))
+            .collect()
+    }
+}
+
+/// An accept loop's place in [`Doors`], left when it ends.
+pub struct Opened<'a> {
+    doors: &'a Doors,
+    pub door: Arc<Door>,
+}
+
+impl Drop for Opened<'_> {
+    fn drop(&mut self) {
+        self.doors.0.lock().retain(|d| !Arc::ptr_eq(d, &self.door));
+    }
 }
 
 #[cfg(test)]
@@ -230,6 +342,34 @@ mod tests {
         a.took(10);
         a.took(5);
         assert_eq!(a.bytes_in.load(Ordering::Relaxed), 15);
+    }
+
+    #[test]
+    fn a_door_owes_the_connections_queued_until_it_finds_none() {
+        use std::os::fd::AsRawFd;
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let doors = Doors::default();
+        let opened = doors.open(l.as_raw_fd());
+        assert!(doors.owing().is_empty());
+        let _c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let t = Instant::now();
+        while !has_queued(l.as_raw_fd()) && t.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let owing = doors.owing();
+        assert_eq!(owing.len(), 1);
+        let target = owing[0].1;
+        opened.door.accepting();
+        let _s = l.accept().unwrap();
+        assert!(
+            opened.door.owes(target),
+            "taken, not yet found the queue empty"
+        );
+        opened.door.waiting();
+        assert!(!opened.door.owes(target));
+        assert!(doors.owing().is_empty());
+        drop(opened);
+        assert!(doors.0.lock().is_empty());
     }
 
     #[test]

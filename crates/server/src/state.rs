@@ -203,6 +203,8 @@ pub struct Shared {
     pub tls_acceptor: parking_lot::RwLock<Option<tokio_rustls::TlsAcceptor>>,
     /// The listening sockets; CONFIG SET `bind` and `port` rebind them.
     pub listeners: crate::listeners::Listeners,
+    /// The accept loops, as a listing waits for them (`crate::settle`).
+    pub doors: crate::settle::Doors,
     /// The Prometheus endpoint's socket (`metrics-port`).
     pub metrics: crate::metrics_http::Endpoint,
     /// `timeout`, read by every connection each time it goes idle.
@@ -246,6 +248,7 @@ impl Shared {
             pause: Default::default(),
             tls_acceptor: parking_lot::RwLock::new(None),
             listeners: crate::listeners::Listeners::default(),
+            doors: Default::default(),
             metrics: crate::metrics_http::Endpoint::default(),
             repl,
             checkpoints,

@@ -17,6 +17,7 @@ use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use std::io;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
@@ -301,6 +302,21 @@ pub trait ClientStream: Stream {
     /// Writes what the socket takes now, without waiting, dropping it from
     /// the front of `out`; the rest goes through an awaited write.
     fn write_now(&mut self, out: &mut BytesMut) -> io::Result<()>;
+
+    /// Reads onto the spare room of `buf`, as `read_buf` does, with the
+    /// time the kernel received the data if the stream knows it
+    /// (`crate::arrival`).
+    fn poll_read_stamped(
+        &mut self,
+        cx: &mut Context<'_>,
+        buf: &mut BytesMut,
+    ) -> Poll<io::Result<(usize, Option<u64>)>> {
+        use std::future::Future;
+        use tokio::io::AsyncReadExt;
+        std::pin::pin!(self.read_buf(buf))
+            .poll(cx)
+            .map_ok(|n| (n, None))
+    }
 }
 
 /// Writes what a plain socket takes now (`try_write`), as
@@ -323,6 +339,41 @@ fn write_what_it_takes(
 impl ClientStream for TcpStream {
     fn write_now(&mut self, out: &mut BytesMut) -> io::Result<()> {
         write_what_it_takes(|b| self.try_write(b), out)
+    }
+
+    fn poll_read_stamped(
+        &mut self,
+        cx: &mut Context<'_>,
+        buf: &mut BytesMut,
+    ) -> Poll<io::Result<(usize, Option<u64>)>> {
+        use std::os::fd::AsRawFd;
+        let fd = self.as_raw_fd();
+        let room = buf.capacity() - buf.len();
+        loop {
+            std::task::ready!(self.poll_read_ready(cx))?;
+            let mut got = None;
+            let r = self.try_io(tokio::io::Interest::READABLE, || {
+                let read = crate::arrival::recv_stamped(fd, buf)?;
+                got = Some(read);
+                // A short read drained the socket. Told to tokio as "would
+                // block", after keeping the data, it forgets the readiness
+                // seen before the read, as its own reads do, and the next
+                // poll waits instead of making a read that finds nothing.
+                if read.0 > 0 && read.0 < room {
+                    Err(io::ErrorKind::WouldBlock.into())
+                } else {
+                    Ok(())
+                }
+            });
+            if let Some(read) = got {
+                return Poll::Ready(Ok(read));
+            }
+            match r {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                Err(e) => return Poll::Ready(Err(e)),
+                Ok(()) => continue,
+            }
+        }
     }
 }
 

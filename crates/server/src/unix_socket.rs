@@ -26,7 +26,13 @@ pub fn bind(path: &str, perm: u32) -> std::io::Result<UnixListener> {
 /// Accepts clients on `listener` until the server shuts down (which then
 /// removes the socket file).
 pub async fn accept_loop(shared: Arc<Shared>, listener: Arc<UnixListener>, path: Arc<str>) {
-    while let Some((stream, _)) = crate::server::next_accepted(&shared, || listener.accept()).await
+    let opened = {
+        use std::os::fd::AsRawFd;
+        shared.doors.open(listener.as_raw_fd())
+    };
+    let door = &opened.door;
+    while let Some((stream, _)) =
+        crate::server::next_accepted(&shared, door, |cx| listener.poll_accept(cx)).await
     {
         let maxclients = shared.config.read().maxclients;
         if shared.clients.len() >= maxclients {

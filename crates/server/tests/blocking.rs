@@ -226,24 +226,46 @@ fn first_blocked_is_first_served() {
 /// the queue followed arrival, two runs in three of this test saw the
 /// second queued first (twice in 200 rounds each); busy threads beside the
 /// server make it likelier.
+/// Two threads spinning (for at most a minute) while alive, so that the
+/// server's event loops are descheduled now and then, as on a busy host.
+struct Spinners {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Spinners {
+    fn start() -> Spinners {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let threads = (0..2)
+            .map(|_| {
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    let deadline = Instant::now() + Duration::from_secs(60);
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed)
+                        && Instant::now() < deadline
+                    {
+                        std::hint::spin_loop();
+                    }
+                })
+            })
+            .collect();
+        Spinners { stop, threads }
+    }
+}
+
+impl Drop for Spinners {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.threads.drain(..).for_each(|t| t.join().unwrap());
+    }
+}
+
 #[test]
 fn commands_sent_microseconds_apart_queue_in_the_order_sent() {
     const ROUNDS: usize = 200;
     let srv = Server::start(&[]);
     let mut c = srv.conn();
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let busy: Vec<_> = (0..2)
-        .map(|_| {
-            let stop = stop.clone();
-            std::thread::spawn(move || {
-                let deadline = Instant::now() + Duration::from_secs(60);
-                while !stop.load(std::sync::atomic::Ordering::Relaxed) && Instant::now() < deadline
-                {
-                    std::hint::spin_loop();
-                }
-            })
-        })
-        .collect();
+    let busy = Spinners::start();
     let brpoplpush = |dst: &str| cmd(&["BRPOPLPUSH", "blist", dst, "0"]).get_packed_command();
     let (first_cmd, second_cmd) = (brpoplpush("target1"), brpoplpush("target2"));
     let wrongtype = format!("-{}\r\n", common::WRONGTYPE);
@@ -283,8 +305,7 @@ fn commands_sent_microseconds_apart_queue_in_the_order_sent() {
             }
         }
     }
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    busy.into_iter().for_each(|t| t.join().unwrap());
+    drop(busy);
     assert_eq!(
         inverted, 0,
         "the second command was queued first {inverted} times"
@@ -723,4 +744,36 @@ fn a_write_that_serves_a_blocked_client_is_acknowledged_with_the_pop_durable() {
             "round {round}"
         );
     }
+}
+
+/// Redis's "Blocking XREADGROUP: flushed DB": a read sent on one connection
+/// just before a FLUSHALL on another blocks first and is then told its key
+/// is gone; run after the flush, it would find no group.
+#[test]
+fn a_blocking_read_sent_just_before_a_flush_blocks_first() {
+    const ROUNDS: usize = 300;
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let busy = Spinners::start();
+    let read: Vec<&str> = "XREADGROUP GROUP g alice BLOCK 0 STREAMS s >"
+        .split(' ')
+        .collect();
+    let read = cmd(&read).get_packed_command();
+    let gone = b"-UNBLOCKED the stream key no longer exists\r\n";
+    for round in 0..ROUNDS {
+        q::<String>(&mut c, &["XADD", "s", "1-1", "f", "v"]);
+        q::<()>(&mut c, &["XGROUP", "CREATE", "s", "g", "$"]);
+        // As the Redis test's deferring client: connected and sending at
+        // once, before the server has taken the connection in.
+        let mut reader = srv.raw();
+        send_raw(&mut reader, &read);
+        q::<()>(&mut c, &["FLUSHALL"]);
+        let got = read_exactly(&mut reader, gone.len());
+        assert_eq!(
+            String::from_utf8_lossy(&got),
+            String::from_utf8_lossy(gone),
+            "round {round}"
+        );
+    }
+    drop(busy);
 }
