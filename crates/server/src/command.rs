@@ -149,6 +149,12 @@ impl CommandSpec {
         self.flags & flags::WRITE != 0
     }
 
+    /// FLUSHALL, FLUSHDB, SWAPDB: writes to every key of a database,
+    /// whatever their arguments.
+    pub fn writes_every_key(&self) -> bool {
+        self.is_write() && matches!(self.keys, Keys::All) && self.reported_keys.is_none()
+    }
+
     pub fn arity_ok(&self, argc: usize) -> bool {
         let argc = argc as i32;
         if self.arity >= 0 {

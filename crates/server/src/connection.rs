@@ -558,16 +558,14 @@ fn poll_read_lent<S: ClientStream>(
             rbuf.reserve(READ_CHUNK_BYTES);
         }
     }
-    let r = match order.poll(cx, |cx| stream.poll_read_stamped(cx, rbuf)) {
-        Poll::Ready(Ok((n, received))) => {
+    let r = order
+        .poll(cx, |cx| stream.poll_read_stamped(cx, rbuf))
+        .map_ok(|(n, received)| {
             if n > 0 {
                 order.arrived(received);
             }
-            Poll::Ready(Ok(n))
-        }
-        Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
-        Poll::Pending => Poll::Pending,
-    };
+            n
+        });
     if rbuf.is_empty() {
         scratch::give_back(&scratch::READ, std::mem::take(rbuf));
     }

@@ -180,12 +180,7 @@ fn run(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes], started: Instant) 
             if let Some(written) = written {
                 let keys = written.iter().map(|&i| &args[i]);
                 crate::settle::watchers(ctx.shared, ctx.client.id(), ctx.client.db, keys);
-            } else if all
-                && spec.is_write()
-                && spec.reported_keys.is_none()
-                && !ctx.client.in_exec
-                && !ctx.client.in_script
-            {
+            } else if spec.writes_every_key() && !ctx.client.in_exec && !ctx.client.in_script {
                 // FLUSHALL, FLUSHDB and SWAPDB change every key, so every
                 // connection first runs what reached it: a blocking read
                 // that arrived before the flush blocks and is then told its

@@ -160,13 +160,7 @@ pub fn others(shared: &Shared, me: u64) {
             doors.is_empty()
         });
     }
-    let mut pending = owing(shared.clients.all(), me);
-    if !pending.is_empty() {
-        block(shared, deadline, || {
-            pending.retain(|(h, target)| still_owes(shared, h, me, *target));
-            pending.is_empty()
-        });
-    }
+    wait_for(shared, me, owing(shared.clients.all(), me), deadline);
 }
 
 /// [`others`] for the subscribers a PUBLISH is about to reach (at most
@@ -183,10 +177,7 @@ pub fn receivers(shared: &Shared, me: u64, subscribers: Vec<Arc<ClientHandle>>) 
         std::thread::yield_now();
         pending.retain(|(h, target)| still_owes(shared, h, me, *target));
     }
-    block(shared, Instant::now() + MAX_WAIT, || {
-        pending.retain(|(h, target)| still_owes(shared, h, me, *target));
-        pending.is_empty()
-    });
+    wait_for(shared, me, pending, Instant::now() + MAX_WAIT);
 }
 
 /// [`receivers`] for the clients watching `keys` in `db`, before a write
@@ -219,6 +210,21 @@ fn still_owes(shared: &Shared, h: &ClientHandle, me: u64, target: u64) -> bool {
     shared.clients.get(h.id).is_some()
         && counted(h, me)
         && matches!(look(h, Some(target)), Seen::Owes(_))
+}
+
+/// Waits until each of `pending` has run what it owes, or `deadline`.
+fn wait_for(
+    shared: &Shared,
+    me: u64,
+    mut pending: Vec<(Arc<ClientHandle>, u64)>,
+    deadline: Instant,
+) {
+    if !pending.is_empty() {
+        block(shared, deadline, || {
+            pending.retain(|(h, target)| still_owes(shared, h, me, *target));
+            pending.is_empty()
+        });
+    }
 }
 
 /// Looks every [`POLL`] until `done` says so or `deadline` passes.

@@ -368,10 +368,12 @@ impl ClientStream for TcpStream {
             if let Some(read) = got {
                 return Poll::Ready(Ok(read));
             }
-            match r {
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                Err(e) => return Poll::Ready(Err(e)),
-                Ok(()) => continue,
+            // No read made (tokio saw no readiness) or one that would
+            // block: wait for readiness again.
+            if let Err(e) = r {
+                if e.kind() != io::ErrorKind::WouldBlock {
+                    return Poll::Ready(Err(e));
+                }
             }
         }
     }

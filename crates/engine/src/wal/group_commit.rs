@@ -981,11 +981,12 @@ impl Core {
         // records instead, as when this thread may not lead at all.
         // A batch that waits for more records waits in a writer thread,
         // not in the event loop.
-        let batch = (!st.shutdown && self.may_lead(sc, &st) && self.batch_waits(sc, &st).is_none())
+        let waits = !st.shutdown && self.batch_waits(sc, &st).is_some();
+        let batch = (!st.shutdown && !waits && self.may_lead(sc, &st))
             .then(|| sc.lead_buffer.try_lock())
             .flatten();
         let Some(mut batch) = batch else {
-            if st.filling > 0 && !st.shutdown && self.batch_waits(sc, &st).is_some() {
+            if waits && st.filling > 0 {
                 // A writer thread gathers these records already, on a
                 // timer, and the append that completes its batch wakes it:
                 // woken now, it would only find the batch still short and
