@@ -593,6 +593,22 @@ impl Blocking {
         Some(denial.reply(&user.name))
     }
 
+    /// Whether a client whose blocking command is one of `commands` waits
+    /// on `key` in `db` and is not being served yet. Called under the
+    /// key's shard lock: data of the kind it waits for, there while it
+    /// waits, was written after it blocked, by a write whose serving will
+    /// reach it (`serve`), not yet run.
+    pub fn is_waited(&self, db: usize, key: &Bytes, commands: &[&str]) -> bool {
+        if self.waited_keys.load(Ordering::Relaxed) == 0 {
+            return false;
+        }
+        let reg = self.registry.lock();
+        reg.by_key.get(&(db, key.clone())).is_some_and(|q| {
+            q.iter()
+                .any(|w| w.state() == WAITING && commands.contains(&w.op.command()))
+        })
+    }
+
     /// The `n`th waiter on the key that is not being served already.
     fn nth_waiting(&self, db: usize, key: &Bytes, mut n: usize) -> Option<Arc<Waiter>> {
         let reg = self.registry.lock();

@@ -8,7 +8,7 @@ use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Instant;
 
 /// One end of a client's connection, as Redis names it: `ip:port`, or for
@@ -105,6 +105,12 @@ pub struct ClientHandle {
 pub const CLIENT_STATE_BYTES: usize = 2048;
 
 impl ClientHandle {
+    /// Accepted within [`NEWCOMER_FOR`] and not yet through a turn that
+    /// ran something it read.
+    pub fn is_newcomer(&self) -> bool {
+        self.activity.is_new() && self.created.elapsed() < NEWCOMER_FOR
+    }
+
     /// The memory this client holds, as `maxmemory-clients` and CLIENT
     /// LIST's `tot-mem` count it: its input and output buffers, the
     /// messages queued for it, and its fixed state.
@@ -469,10 +475,20 @@ impl ClientState {
     }
 }
 
+/// How long a connection counts as a newcomer at most. One that connects
+/// and sends at once has run its request within microseconds; one that
+/// connected and sent nothing since (a pool's spare) must not cost every
+/// blocking command a look for as long as it stays open.
+pub const NEWCOMER_FOR: std::time::Duration = std::time::Duration::from_secs(1);
+
 #[derive(Default)]
 pub struct ClientRegistry {
     next_id: AtomicU64,
     clients: Mutex<HashMap<u64, Arc<ClientHandle>>>,
+    /// Connections accepted in the last [`NEWCOMER_FOR`] that have not yet
+    /// run a request they read ([`crate::settle::newcomers`]); pruned at
+    /// each registration.
+    newcomers: Mutex<Vec<Weak<ClientHandle>>>,
     /// What all clients not killed hold ([`ClientHandle::recount`]): read
     /// after every read and turn, so `maxmemory-clients` is checked as
     /// often as Redis checks it without a walk over the clients.
@@ -515,7 +531,25 @@ impl ClientRegistry {
         });
         h.recount();
         self.clients.lock().insert(id, h.clone());
+        let mut newcomers = self.newcomers.lock();
+        newcomers.retain(|w| w.upgrade().is_some_and(|c| c.is_newcomer()));
+        newcomers.push(Arc::downgrade(&h));
         h
+    }
+
+    /// Connections still open, accepted in the last [`NEWCOMER_FOR`], that
+    /// have not yet run a request they read.
+    pub fn newcomers(&self) -> Vec<Arc<ClientHandle>> {
+        let mut newcomers = self.newcomers.lock();
+        let mut live = Vec::with_capacity(newcomers.len());
+        newcomers.retain(|w| match w.upgrade() {
+            Some(c) if c.is_newcomer() => {
+                live.push(c);
+                true
+            }
+            _ => false,
+        });
+        live
     }
 
     /// What all clients hold, as `maxmemory-clients` counts it.

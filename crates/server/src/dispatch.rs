@@ -177,10 +177,16 @@ fn run(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes], started: Instant) 
             } else {
                 None
             };
+            let inside = ctx.client.in_exec || ctx.client.in_script;
+            if spec.flags & flags::BLOCKING != 0 && !inside {
+                // A blocking command sent just before this one on an older
+                // connection not read yet runs first (`settle::newcomers`).
+                crate::settle::newcomers(ctx.shared, ctx.client.id());
+            }
             if let Some(written) = written {
                 let keys = written.iter().map(|&i| &args[i]);
                 crate::settle::watchers(ctx.shared, ctx.client.id(), ctx.client.db, keys);
-            } else if spec.writes_every_key() && !ctx.client.in_exec && !ctx.client.in_script {
+            } else if spec.writes_every_key() && !inside {
                 // FLUSHALL, FLUSHDB and SWAPDB change every key, so every
                 // connection first runs what reached it: a blocking read
                 // that arrived before the flush blocks and is then told its

@@ -777,3 +777,55 @@ fn a_blocking_read_sent_just_before_a_flush_blocks_first() {
     }
     drop(busy);
 }
+
+/// Redis's "BRPOPLPUSH with multiple blocked clients": two clients connect
+/// and send a blocking move at once, then a push arrives on a third. The
+/// first sent is served first: its move fails (its target holds a string)
+/// and the second's takes the element. Served while the first had not run
+/// yet, the second would take it and the first block for good.
+#[test]
+fn a_push_serves_the_blocked_move_sent_first_by_a_new_connection() {
+    const ROUNDS: usize = 300;
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let busy = Spinners::start();
+    let mv = |target: &str| cmd(&["BRPOPLPUSH", "blist", target, "0"]).get_packed_command();
+    let (first, second) = (mv("target1"), mv("target2"));
+    let wrongtype = b"-WRONGTYPE";
+    let foo = b"$3\r\nfoo\r\n";
+    for round in 0..ROUNDS {
+        q::<()>(&mut c, &["DEL", "blist", "target1", "target2"]);
+        q::<()>(&mut c, &["SET", "target1", "nolist"]);
+        let mut rd1 = srv.raw();
+        send_raw(&mut rd1, &first);
+        let mut rd2 = srv.raw();
+        send_raw(&mut rd2, &second);
+        q::<i64>(&mut c, &["LPUSH", "blist", "foo"]);
+        rd1.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let got = read_exactly(&mut rd1, wrongtype.len());
+        assert_eq!(
+            String::from_utf8_lossy(&got),
+            String::from_utf8_lossy(wrongtype),
+            "round {round}"
+        );
+        assert_eq!(read_exactly(&mut rd2, foo.len()), foo, "round {round}");
+    }
+    drop(busy);
+}
+
+/// A client blocked for another kind of data does not hold a key's data
+/// back: a BLPOP on a list that a BZPOPMIN waits on (for a sorted set)
+/// pops at once, and the BZPOPMIN waits on.
+#[test]
+fn a_wait_for_a_sorted_set_does_not_hold_back_a_lists_items() {
+    let srv = Server::start(&[]);
+    let mut c = srv.conn();
+    let mut z = srv.raw();
+    send_raw(&mut z, &cmd(&["BZPOPMIN", "k", "0"]).get_packed_command());
+    wait_blocked(&mut c, 1);
+    q::<i64>(&mut c, &["LPUSH", "k", "a"]);
+    let mut other = srv.conn();
+    let got: Vec<String> = q(&mut other, &["BLPOP", "k", "1"]);
+    assert_eq!(got, ["k", "a"]);
+    assert_eq!(info_field(&mut c, "blocked_clients"), 1);
+}

@@ -81,6 +81,21 @@ pub(crate) fn block(
     Ok(Frame::Null)
 }
 
+/// The blocking commands served from a list, and from a sorted set.
+const LIST_WAITS: &[&str] = &["blpop", "brpop", "blmove"];
+const ZSET_WAITS: &[&str] = &["bzpopmin", "bzpopmax"];
+
+/// Whether the data in `key` belongs to clients already blocked on it
+/// (by one of `commands`, those served from data of its kind): a write put
+/// it there after they blocked and has not served them yet (it serves once
+/// it has committed). A blocking command that may wait queues behind
+/// them, as it would have in Redis, where the write serves them before any
+/// other command runs; taking the data would leave an earlier client
+/// blocked in its place.
+fn owed_to_waiters(ctx: &Ctx<'_>, key: &Bytes, commands: &[&str]) -> bool {
+    ctx.client.may_block && ctx.shared.blocking.is_waited(ctx.db(), key, commands)
+}
+
 // ---------------------------------------------------------------------------
 // Pops from one end of lists or sorted sets
 
@@ -100,6 +115,15 @@ struct Pop {
 }
 
 impl Pop {
+    /// Whether `key` holds what this pops (not another type, which is
+    /// answered WRONGTYPE whoever waits).
+    fn holds_items(&self, txn: &mut Txn<'_>, db: usize, key: &Bytes) -> bool {
+        match self.end {
+            End::List { .. } => matches!(super::read_as(txn, db, key, Value::as_list), Ok(Some(_))),
+            End::ZSet { .. } => matches!(super::read_as(txn, db, key, Value::as_zset), Ok(Some(_))),
+        }
+    }
+
     /// Pops from `key` if it is non-empty; WRONGTYPE for another type.
     fn pop(&self, txn: &mut Txn<'_>, db: usize, key: &Bytes) -> Result<Option<Frame>, Frame> {
         let n = self.count.unwrap_or(1);
@@ -140,6 +164,13 @@ impl Pop {
         timeout: Option<Duration>,
     ) -> Reply {
         for key in keys {
+            let waits = match self.end {
+                End::List { .. } => LIST_WAITS,
+                End::ZSet { .. } => ZSET_WAITS,
+            };
+            if owed_to_waiters(ctx, key, waits) && self.holds_items(txn, ctx.db(), key) {
+                continue;
+            }
             if let Some(reply) = self.pop(txn, ctx.db(), key)? {
                 return Ok(reply);
             }
@@ -285,7 +316,9 @@ fn bmove(
 ) -> Reply {
     let (src, dst) = (&args[1], &args[2]);
     let db = ctx.db();
-    if super::read_as(txn, db, src, Value::as_list)?.is_some() {
+    if super::read_as(txn, db, src, Value::as_list)?.is_some()
+        && !owed_to_waiters(ctx, src, LIST_WAITS)
+    {
         return lists::move_element(txn, db, src, dst, from_left, to_left);
     }
     let op = ListMove {
