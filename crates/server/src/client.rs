@@ -531,9 +531,9 @@ impl ClientRegistry {
         });
         h.recount();
         self.clients.lock().insert(id, h.clone());
-        let mut newcomers = self.newcomers.lock();
-        newcomers.retain(|w| w.upgrade().is_some_and(|c| c.is_newcomer()));
-        newcomers.push(Arc::downgrade(&h));
+        // Looking prunes the list of those no longer new.
+        drop(self.newcomers());
+        self.newcomers.lock().push(Arc::downgrade(&h));
         h
     }
 

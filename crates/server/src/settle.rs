@@ -93,6 +93,10 @@ impl Activity {
 
     /// Not yet through a turn that ran something it read: a connection
     /// just accepted, or one that has only waited for its first request.
+    /// Not derivable from `turns` and `bytes_in`: a connection in a later
+    /// turn (a FLUSHALL waiting for the others) would count as new, and a
+    /// newer client's blocking command would wait for it while it waits
+    /// for that client.
     #[inline]
     pub fn is_new(&self) -> bool {
         !self.ran.load(Ordering::Acquire)
@@ -190,15 +194,13 @@ pub fn others(shared: &Shared, me: u64) {
 ///
 /// [`ClientRegistry::newcomers`]: crate::client::ClientRegistry::newcomers
 pub fn newcomers(shared: &Shared, me: u64) {
-    let older: Vec<_> = shared
-        .clients
-        .newcomers()
-        .into_iter()
-        .filter(|h| h.id < me)
-        .collect();
-    if !older.is_empty() {
-        wait_for(shared, me, owing(older, me), Instant::now() + MAX_WAIT);
-    }
+    let older = shared.clients.newcomers().into_iter().filter(|h| h.id < me);
+    wait_for(
+        shared,
+        me,
+        owing(older.collect(), me),
+        Instant::now() + MAX_WAIT,
+    );
 }
 
 /// [`others`] for the subscribers a PUBLISH is about to reach (at most
