@@ -144,9 +144,41 @@ pub fn recv_stamped(
     buf: &mut bytes::BytesMut,
 ) -> std::io::Result<(usize, Option<u64>)> {
     let spare = buf.spare_capacity_mut();
+    // SAFETY: the spare room is `spare.len()` writable bytes.
+    let (n, at) = unsafe { recvmsg_stamped(fd, spare.as_mut_ptr().cast(), spare.len(), 0)? };
+    // SAFETY: recvmsg initialized the first n bytes of the spare room.
+    unsafe { buf.set_len(buf.len() + n) };
+    Ok((n, at))
+}
+
+/// When the kernel received the first bytes still unread in the TCP socket
+/// `fd`, if it holds any and notes the times ([`timestamp_reads`]), with
+/// how many of them it copied to the start of `head`; the data stays for
+/// the socket's own reader.
+pub fn peek_stamped(fd: std::os::fd::RawFd, head: &mut [u8]) -> Option<(usize, u64)> {
+    // SAFETY: `head` is `head.len()` writable bytes; MSG_PEEK leaves the
+    // data queued. A descriptor closed meanwhile fails (EBADF).
+    let r = unsafe { recvmsg_stamped(fd, head.as_mut_ptr(), head.len(), libc::MSG_PEEK) };
+    match r {
+        Ok((n, Some(at))) if n > 0 => Some((n, at)),
+        _ => None,
+    }
+}
+
+/// recvmsg into `len` bytes at `to`, without waiting, with the receive
+/// time the kernel attached.
+///
+/// # Safety
+/// `to` must be valid for writes of `len` bytes.
+unsafe fn recvmsg_stamped(
+    fd: std::os::fd::RawFd,
+    to: *mut u8,
+    len: usize,
+    flags: libc::c_int,
+) -> std::io::Result<(usize, Option<u64>)> {
     let mut iov = libc::iovec {
-        iov_base: spare.as_mut_ptr().cast(),
-        iov_len: spare.len(),
+        iov_base: to.cast(),
+        iov_len: len,
     };
     // Room for one timestamp message, 8-byte aligned as cmsghdr needs.
     let mut control = [0u64; 8];
@@ -156,21 +188,24 @@ pub fn recv_stamped(
     msg.msg_iovlen = 1;
     msg.msg_control = control.as_mut_ptr().cast();
     msg.msg_controllen = std::mem::size_of_val(&control) as _;
-    // SAFETY: the kernel writes at most iov_len bytes into the spare room
-    // and at most msg_controllen into `control`, both alive for the call.
-    let n = unsafe { libc::recvmsg(fd, &mut msg, libc::MSG_DONTWAIT) };
+    // SAFETY: the kernel writes at most iov_len bytes at `to` (valid, by
+    // the caller) and at most msg_controllen into `control`, both alive
+    // for the call.
+    let n = unsafe { libc::recvmsg(fd, &mut msg, libc::MSG_DONTWAIT | flags) };
     if n < 0 {
         return Err(std::io::Error::last_os_error());
     }
-    let n = n as usize;
-    // SAFETY: recvmsg initialized the first n bytes of the spare room.
-    unsafe { buf.set_len(buf.len() + n) };
+    Ok((n as usize, stamp_of(&msg)))
+}
+
+/// The receive time in the control messages `recvmsg` wrote into `msg`.
+fn stamp_of(msg: &libc::msghdr) -> Option<u64> {
     let mut received = None;
     // SAFETY: the CMSG macros walk the control messages the kernel wrote
     // within msg_controllen; a timestamp's data is one timespec, read
     // unaligned as CMSG_DATA need not be aligned for it.
     unsafe {
-        let mut c = libc::CMSG_FIRSTHDR(&msg);
+        let mut c = libc::CMSG_FIRSTHDR(msg);
         while !c.is_null() {
             if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
                 let ts: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
@@ -179,10 +214,10 @@ pub fn recv_stamped(
                     .saturating_add(ts.tv_nsec as u64);
                 received = Some(ns.max(1));
             }
-            c = libc::CMSG_NXTHDR(&msg, c);
+            c = libc::CMSG_NXTHDR(msg, c);
         }
     }
-    Ok((n, received))
+    received
 }
 
 #[cfg(test)]

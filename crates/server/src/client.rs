@@ -5,7 +5,7 @@ use bytes::Bytes;
 use durakv_engine::Durability;
 use durakv_protocol::Protocol;
 use parking_lot::Mutex;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
@@ -105,12 +105,6 @@ pub struct ClientHandle {
 pub const CLIENT_STATE_BYTES: usize = 2048;
 
 impl ClientHandle {
-    /// Accepted within [`NEWCOMER_FOR`] and not yet through a turn that
-    /// ran something it read.
-    pub fn is_newcomer(&self) -> bool {
-        self.activity.is_new() && self.created.elapsed() < NEWCOMER_FOR
-    }
-
     /// The memory this client holds, as `maxmemory-clients` and CLIENT
     /// LIST's `tot-mem` count it: its input and output buffers, the
     /// messages queued for it, and its fixed state.
@@ -284,7 +278,7 @@ pub struct ClientState {
     pub monitor_lines: Vec<Bytes>,
     /// Lines of requests that ran, each with what its reply waits for,
     /// sent once that reply is written (`crate::monitor::send_ready`).
-    pub monitor_pending: std::collections::VecDeque<(u64, Vec<Bytes>)>,
+    pub monitor_pending: VecDeque<(u64, Vec<Bytes>)>,
     /// The command being executed may block: it was sent by the client
     /// itself, not queued in MULTI or called from a script.
     pub may_block: bool,
@@ -475,20 +469,39 @@ impl ClientState {
     }
 }
 
-/// How long a connection counts as a newcomer at most. One that connects
-/// and sends at once has run its request within microseconds; one that
-/// connected and sent nothing since (a pool's spare) must not cost every
-/// blocking command a look for as long as it stays open.
-pub const NEWCOMER_FOR: std::time::Duration = std::time::Duration::from_secs(1);
+/// How long a connection counts as fresh at most
+/// (`crate::settle::fresh`). One that connects and sends at once has run
+/// its request within microseconds; one that connected and sent nothing
+/// since (a pool's spare) must not cost every write a look for as long as
+/// it stays open.
+pub const FRESH_FOR: std::time::Duration = std::time::Duration::from_secs(1);
+/// Fresh connections that a command looks through at most: more is a
+/// burst, not an exchange between a few clients whose order matters.
+const RECENT_LOOKED: usize = 256;
+
+/// Drops from the front of `recent` those accepted [`FRESH_FOR`] before
+/// `now` or closed.
+fn prune(recent: &mut VecDeque<(Instant, Weak<ClientHandle>)>, now: Instant) {
+    while let Some((at, w)) = recent.front() {
+        if now.saturating_duration_since(*at) < FRESH_FOR && w.strong_count() > 0 {
+            break;
+        }
+        recent.pop_front();
+    }
+}
 
 #[derive(Default)]
 pub struct ClientRegistry {
     next_id: AtomicU64,
     clients: Mutex<HashMap<u64, Arc<ClientHandle>>>,
-    /// Connections accepted in the last [`NEWCOMER_FOR`] that have not yet
-    /// run a request they read ([`crate::settle::newcomers`]); pruned at
-    /// each registration.
-    newcomers: Mutex<Vec<Weak<ClientHandle>>>,
+    /// Connections accepted in the last [`FRESH_FOR`], oldest first, for
+    /// [`crate::settle::fresh`]; pruned from the front at each
+    /// registration, and of those closed or past their first turns at each
+    /// look.
+    recent: Mutex<VecDeque<(Instant, Weak<ClientHandle>)>>,
+    /// `recent` may hold one: a write on a server without new
+    /// connections looks no further.
+    any_recent: AtomicBool,
     /// What all clients not killed hold ([`ClientHandle::recount`]): read
     /// after every read and turn, so `maxmemory-clients` is checked as
     /// often as Redis checks it without a walk over the clients.
@@ -531,25 +544,60 @@ impl ClientRegistry {
         });
         h.recount();
         self.clients.lock().insert(id, h.clone());
-        // Looking prunes the list of those no longer new.
-        drop(self.newcomers());
-        self.newcomers.lock().push(Arc::downgrade(&h));
+        let mut recent = self.recent.lock();
+        prune(&mut recent, h.created);
+        recent.push_back((h.created, Arc::downgrade(&h)));
+        self.any_recent.store(true, Ordering::Release);
+        drop(recent);
         h
     }
 
-    /// Connections still open, accepted in the last [`NEWCOMER_FOR`], that
-    /// have not yet run a request they read.
-    pub fn newcomers(&self) -> Vec<Arc<ClientHandle>> {
-        let mut newcomers = self.newcomers.lock();
-        let mut live = Vec::with_capacity(newcomers.len());
-        newcomers.retain(|w| match w.upgrade() {
-            Some(c) if c.is_newcomer() => {
-                live.push(c);
-                true
+    /// Connections still open, accepted in the last [`FRESH_FOR`] and
+    /// through at most a few turns (`crate::settle::Activity::is_fresh`),
+    /// other than `me`; none if more than `most`.
+    pub fn fresh(&self, me: u64, most: usize) -> Vec<Arc<ClientHandle>> {
+        if !self.any_recent.load(Ordering::Acquire) {
+            return Vec::new();
+        }
+        self.recent_where(most, |c| c.id != me)
+    }
+
+    /// Those of `recent` that `keep` picks; none if more than `most` do,
+    /// or if more than [`RECENT_LOOKED`] are to be looked at. Each closed
+    /// or no longer fresh is dropped once.
+    fn recent_where(
+        &self,
+        most: usize,
+        keep: impl Fn(&ClientHandle) -> bool,
+    ) -> Vec<Arc<ClientHandle>> {
+        let mut recent = self.recent.lock();
+        prune(&mut recent, Instant::now());
+        let mut picked = Vec::new();
+        let (mut looked, mut i) = (0, 0);
+        while i < recent.len() {
+            let c = match recent[i].1.upgrade() {
+                Some(c) if c.activity.is_fresh() => c,
+                _ => {
+                    recent.remove(i);
+                    continue;
+                }
+            };
+            looked += 1;
+            if looked > RECENT_LOOKED {
+                return Vec::new();
             }
-            _ => false,
-        });
-        live
+            if keep(&c) {
+                if picked.len() == most {
+                    return Vec::new();
+                }
+                picked.push(c);
+            }
+            i += 1;
+        }
+        if recent.is_empty() {
+            self.any_recent.store(false, Ordering::Release);
+        }
+        picked
     }
 
     /// What all clients hold, as `maxmemory-clients` counts it.

@@ -483,8 +483,14 @@ async fn run<S: ClientStream>(
             }
             r = std::future::poll_fn(|cx| {
                 handle.activity.busy();
+                handle.activity.reading();
                 let r = poll_read_lent(stream, &mut rbuf, &mut order, cx);
-                if r.is_pending() {
+                let took = matches!(r, Poll::Ready(Ok(n)) if n > 0);
+                handle.activity.read(took.then(|| order.last()));
+                if !took {
+                    // Nothing to run: none yet, or the connection is ending
+                    // (a write waiting for what arrived before it need not
+                    // wait for the rest of its closing).
                     handle.activity.idle();
                 }
                 r

@@ -44,7 +44,10 @@ pub fn execute(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
 
 fn check_and_run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
     ctx.shared.stats.total_commands_processed.add(1);
-    let Some(spec) = lookup(&args[0]) else {
+    let spec = lookup(&args[0]);
+    let blocking = spec.is_some_and(|s| s.flags & flags::BLOCKING != 0);
+    ctx.client.handle.activity.runs(blocking);
+    let Some(spec) = spec else {
         flag_multi(ctx);
         return Outcome::now(errors::unknown_command(&args[0], &args[1..]));
     };
@@ -178,10 +181,10 @@ fn run(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes], started: Instant) 
                 None
             };
             let inside = ctx.client.in_exec || ctx.client.in_script;
-            if spec.flags & flags::BLOCKING != 0 && !inside {
-                // A blocking command sent just before this one on an older
-                // connection not read yet runs first (`settle::newcomers`).
-                crate::settle::newcomers(ctx.shared, ctx.client.id());
+            if (written.is_some() || spec.flags & flags::BLOCKING != 0) && !inside {
+                // A request that arrived before this one from a client that
+                // has just connected runs first (`settle::fresh`).
+                crate::settle::fresh(ctx.shared, ctx.client.id(), ctx.client.arrival);
             }
             if let Some(written) = written {
                 let keys = written.iter().map(|&i| &args[i]);

@@ -24,6 +24,10 @@
 //! A connection marks its turns in its [`Activity`]: a few plain stores to
 //! its own handle per request, nothing shared.
 //!
+//! Before a write or a blocking command, [`fresh`] waits so for the
+//! connections that have just connected, for the requests that arrived
+//! before its own.
+//!
 //! A client may connect and send at once (Redis's tests do, with a fresh
 //! deferring client), its request then waiting in a listening socket's
 //! queue where no connection's count shows it. So [`others`] first waits
@@ -34,7 +38,7 @@
 use crate::client::ClientHandle;
 use crate::state::Shared;
 use bytes::Bytes;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -63,9 +67,32 @@ pub struct Activity {
     turns: AtomicU64,
     /// Bytes it has read from its socket.
     bytes_in: AtomicU64,
-    /// It has ended a turn after reading something: no newcomer any more.
-    ran: AtomicBool,
+    /// Turns it has ended after reading something, counted up to
+    /// `FRESH_TURNS + 1`; `turns` also counts the wake-ups that read
+    /// nothing (a `full` reply released by the log).
+    ran: AtomicU8,
+    /// `bytes_in` when the last of those turns ended.
+    bytes_at_ran: AtomicU64,
+    /// When the bytes it read last for a turn to run arrived
+    /// (`crate::arrival`); 0 before its first read.
+    arrival: AtomicU64,
+    /// From a read for a turn until the turn's first command starts: what
+    /// it took may have arrived at any time until `arrival` says, and may
+    /// be a blocking command until `blocking` says.
+    reading: AtomicBool,
+    /// The turn runs a blocking command (BLPOP, XREADGROUP, ...).
+    blocking: AtomicBool,
+    /// In a wait that does not follow arrival order ([`others`],
+    /// [`receivers`], [`watchers`]): [`fresh`], which does, passes over
+    /// it, or the two could wait for each other.
+    settling: AtomicBool,
 }
+
+/// Turns a connection may have run and still be fresh for [`fresh`]: a
+/// test's deferring client has run a SELECT or a PING, perhaps a CLIENT
+/// ID, before the request whose order matters; a benchmark's client has
+/// run thousands within its first second.
+const FRESH_TURNS: u8 = 3;
 
 impl Activity {
     /// About to read, or to run what it read: set before the read, so that
@@ -84,22 +111,54 @@ impl Activity {
     pub fn idle(&self) {
         let t = self.turns.load(Ordering::Relaxed);
         if t & 1 == 1 {
-            if !self.ran.load(Ordering::Relaxed) && self.bytes_in.load(Ordering::Relaxed) > 0 {
-                self.ran.store(true, Ordering::Release);
+            let ran = self.ran.load(Ordering::Relaxed);
+            if ran <= FRESH_TURNS {
+                let read = self.bytes_in.load(Ordering::Relaxed);
+                if read > self.bytes_at_ran.load(Ordering::Relaxed) {
+                    self.bytes_at_ran.store(read, Ordering::Relaxed);
+                    self.ran.store(ran + 1, Ordering::Release);
+                }
             }
+            self.blocking.store(false, Ordering::Relaxed);
+            self.reading.store(false, Ordering::Release);
             self.turns.store(t + 1, Ordering::Release);
         }
     }
 
-    /// Not yet through a turn that ran something it read: a connection
-    /// just accepted, or one that has only waited for its first request.
-    /// Not derivable from `turns` and `bytes_in`: a connection in a later
-    /// turn (a FLUSHALL waiting for the others) would count as new, and a
-    /// newer client's blocking command would wait for it while it waits
-    /// for that client.
+    /// Through at most [`FRESH_TURNS`] turns that ran what it read.
     #[inline]
-    pub fn is_new(&self) -> bool {
-        !self.ran.load(Ordering::Acquire)
+    pub fn is_fresh(&self) -> bool {
+        self.ran.load(Ordering::Acquire) <= FRESH_TURNS
+    }
+
+    /// About to read requests for a turn to run; only a fresh
+    /// connection's reads are followed ([`fresh`]).
+    #[inline]
+    pub fn reading(&self) {
+        if self.is_fresh() {
+            self.reading.store(true, Ordering::Release);
+        }
+    }
+
+    /// The read is over; it took bytes that arrived at `arrived`, if any
+    /// (if not, the turn ends, see [`Activity::idle`]).
+    #[inline]
+    pub fn read(&self, arrived: Option<u64>) {
+        if let Some(at) = arrived {
+            self.arrival.store(at, Ordering::Release);
+        }
+    }
+
+    /// A command starts: a blocking one if `blocking`. Only a fresh
+    /// connection's are told apart ([`fresh`]).
+    #[inline]
+    pub fn runs(&self, blocking: bool) {
+        if self.reading.load(Ordering::Relaxed) {
+            if blocking {
+                self.blocking.store(true, Ordering::Release);
+            }
+            self.reading.store(false, Ordering::Release);
+        }
     }
 
     /// Counts `n` bytes just read.
@@ -107,6 +166,10 @@ impl Activity {
     pub fn took(&self, n: usize) {
         let b = self.bytes_in.load(Ordering::Relaxed);
         self.bytes_in.store(b + n as u64, Ordering::Release);
+    }
+
+    fn is_settling(&self) -> bool {
+        self.settling.load(Ordering::SeqCst)
     }
 }
 
@@ -171,35 +234,66 @@ pub fn others(shared: &Shared, me: u64) {
     let deadline = Instant::now() + MAX_WAIT;
     let mut doors = shared.doors.owing();
     if !doors.is_empty() {
-        block(shared, deadline, || {
+        block(shared, me, deadline, Kind::Unordered, || {
             doors.retain(|(d, target)| d.owes(*target));
             doors.is_empty()
         });
     }
-    wait_for(shared, me, owing(shared.clients.all(), me), deadline);
+    let pending = owing(shared.clients.all(), me);
+    wait_for(shared, me, pending, deadline);
 }
 
-/// [`others`] for the connections accepted before `me` that have not yet
-/// run a request they read ([`ClientRegistry::newcomers`]): before a
-/// blocking command. Clients that connect and send a blocking command at
-/// once, as Redis's tests' deferring clients do, are accepted in the order
-/// they connected, but each event loop reads its own: the one accepted
-/// later could run first, take the data, and leave the earlier one blocked
-/// for good. The earlier one now runs first, as in Redis's one loop,
-/// where it blocks in its place in the key's queue (by arrival,
-/// `crate::blocking`) or takes the data itself. Waiting only for older
-/// connections keeps two newcomers from waiting for each other; those
-/// that have run a request are left to the key's queue, and the check
-/// costs a command a lock of an almost always empty list.
+/// Before a write or a blocking command that arrived at `arrival`
+/// (`crate::arrival`): waits for the fresh connections (accepted in the
+/// last [`FRESH_FOR`] and through at most [`FRESH_TURNS`] turns; none if
+/// more than [`MAX_RECEIVERS`], a burst of connections) holding a request
+/// that arrived before it, until they have run it.
 ///
-/// [`ClientRegistry::newcomers`]: crate::client::ClientRegistry::newcomers
-pub fn newcomers(shared: &Shared, me: u64) {
-    let older = shared.clients.newcomers().into_iter().filter(|h| h.id < me);
-    wait_for(
+/// Redis's tests connect a deferring client and send it a blocking
+/// command, then at once write on another connection: two clients send
+/// BRPOPLPUSH and a third pushes, and the first sent must be served; or
+/// one sends a blocking XREADGROUP and another deletes the stream, and the
+/// read must block and then be told its key is gone. Redis's one loop
+/// runs them in the order they arrived. Here the other event loop may not
+/// have read the earlier request yet: the push could run first and the
+/// later BRPOPLPUSH take the element, leaving the first blocked for good,
+/// or the delete run first and the read find no group.
+///
+/// A request still in a socket carries the time the kernel received it,
+/// and one being run the time its connection published when it read it
+/// ([`Activity::took`]): a request that arrived after this one is not
+/// waited for, so two such waits never wait for each other (one without
+/// a time, on a Unix socket, is not waited for either). A connection past
+/// its first few turns is left alone, so a benchmark's clients cost a
+/// write nothing past their first requests, and a server without new
+/// connections one atomic load.
+///
+/// [`FRESH_FOR`]: crate::client::FRESH_FOR
+pub fn fresh(shared: &Shared, me: u64, arrival: u64) {
+    let mut pending = shared.clients.fresh(me, MAX_RECEIVERS);
+    let owes = |h: &ClientHandle| {
+        shared.clients.get(h.id).is_some()
+            && counted(h, me)
+            && !h.activity.is_settling()
+            && runs_earlier(h, arrival)
+    };
+    pending.retain(|h| owes(h));
+    for _ in 0..QUICK_LOOKS {
+        if pending.is_empty() {
+            return;
+        }
+        std::thread::yield_now();
+        pending.retain(|h| owes(h));
+    }
+    block(
         shared,
         me,
-        owing(older.collect(), me),
         Instant::now() + MAX_WAIT,
+        Kind::ByArrival,
+        || {
+            pending.retain(|h| owes(h));
+            pending.is_empty()
+        },
     );
 }
 
@@ -245,6 +339,81 @@ fn owing(handles: Vec<Arc<ClientHandle>>, me: u64) -> Vec<(Arc<ClientHandle>, u6
         .collect()
 }
 
+/// Whether `h` has yet to run a blocking command that arrived before
+/// `arrival`: one in its socket, not yet read, or one it is running, or
+/// maybe one it has just read. Other commands run in whatever order: a
+/// SET on one connection need not wait for another's.
+fn runs_earlier(h: &ClientHandle, arrival: u64) -> bool {
+    let a = &h.activity;
+    let Ok(fd) = libc::c_int::try_from(h.fd) else {
+        return false;
+    };
+    // The socket first: bytes gone from it were taken by a read that
+    // marked itself before, and published their time before unmarking.
+    let mut head = [0u8; 64];
+    if let Some((n, at)) = crate::arrival::peek_stamped(fd, &mut head) {
+        if at < arrival && may_block(&head[..n]) {
+            return true;
+        }
+    }
+    let last = a.arrival.load(Ordering::Acquire);
+    let reading = a.reading.load(Ordering::Acquire);
+    let blocking = a.blocking.load(Ordering::Acquire);
+    let busy = a.turns.load(Ordering::Acquire) & 1 == 1;
+    last < arrival && (reading || (busy && blocking))
+}
+
+/// Whether the request starting with `head` may be a blocking command:
+/// unless its name is there, and names a command that never blocks.
+fn may_block(head: &[u8]) -> bool {
+    let name = match head.first() {
+        Some(b'*') => multibulk_name(head),
+        Some(c) if c.is_ascii_alphabetic() => head
+            .iter()
+            .position(|c| c.is_ascii_whitespace())
+            .map(|end| &head[..end]),
+        _ => None,
+    };
+    match name {
+        Some(name) => crate::command::lookup(name)
+            .is_some_and(|spec| spec.flags & crate::command::flags::BLOCKING != 0),
+        None => true,
+    }
+}
+
+/// The first argument of the RESP array starting `head`, if it is whole.
+fn multibulk_name(head: &[u8]) -> Option<&[u8]> {
+    let line_end = |from: usize| {
+        head.get(from..)?
+            .windows(2)
+            .position(|w| w == b"\r\n")
+            .map(|p| from + p)
+    };
+    let count_end = line_end(0)?;
+    let bulk = count_end + 2;
+    if head.get(bulk) != Some(&b'$') {
+        return None;
+    }
+    let len_end = line_end(bulk)?;
+    let len: usize = std::str::from_utf8(&head[bulk + 1..len_end])
+        .ok()?
+        .parse()
+        .ok()?;
+    head.get(len_end + 2..len_end + 2 + len)
+}
+
+/// Which wait [`block`] is in.
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    /// A listing, or a delivery: it waits for every connection it counts,
+    /// to its deadline, and marks its own as settling meanwhile.
+    Unordered,
+    /// [`fresh`]: it waits only for requests that arrived before its own,
+    /// so two such waits never wait for each other, and it passes over
+    /// connections marked as settling, which may be waiting for it.
+    ByArrival,
+}
+
 fn still_owes(shared: &Shared, h: &ClientHandle, me: u64, target: u64) -> bool {
     // Gone from the registry (closed) counts as settled.
     shared.clients.get(h.id).is_some()
@@ -260,19 +429,25 @@ fn wait_for(
     deadline: Instant,
 ) {
     if !pending.is_empty() {
-        block(shared, deadline, || {
+        block(shared, me, deadline, Kind::Unordered, || {
             pending.retain(|(h, target)| still_owes(shared, h, me, *target));
             pending.is_empty()
         });
     }
 }
 
-/// Looks every [`POLL`] until `done` says so or `deadline` passes.
-fn block(shared: &Shared, deadline: Instant, mut done: impl FnMut() -> bool) {
+/// Looks every [`POLL`] until `done` says so or `deadline` passes, `me`
+/// marked as settling meanwhile in a wait of `kind` [`Kind::Unordered`].
+fn block(shared: &Shared, me: u64, deadline: Instant, kind: Kind, mut done: impl FnMut() -> bool) {
     // Writes this turn made before the command, whose fsync the turn was
     // to make itself once done (`Wal::defer_syncs`), must not wait for it:
     // other connections' replies may wait on the same batch.
     shared.store.wal.release_deferred();
+    let me = match kind {
+        Kind::Unordered => shared.clients.get(me),
+        Kind::ByArrival => None,
+    };
+    let _mark = me.as_deref().map(Settling::mark);
     crate::checkpointer::blocking(|| {
         while Instant::now() < deadline {
             std::thread::sleep(POLL);
@@ -281,6 +456,25 @@ fn block(shared: &Shared, deadline: Instant, mut done: impl FnMut() -> bool) {
             }
         }
     });
+}
+
+/// A connection's [`Activity::settling`] mark, cleared when dropped.
+struct Settling<'a>(&'a Activity);
+
+impl<'a> Settling<'a> {
+    fn mark(h: &'a ClientHandle) -> Settling<'a> {
+        // Sequentially consistent, as the loads in the waits that pass
+        // over it: a connection marked before it looks at another is seen
+        // marked by that one's next look.
+        h.activity.settling.store(true, Ordering::SeqCst);
+        Settling(&h.activity)
+    }
+}
+
+impl Drop for Settling<'_> {
+    fn drop(&mut self) {
+        self.0.settling.store(false, Ordering::SeqCst);
+    }
 }
 
 /// An accept loop's listening socket and its turns: busy from the moment
@@ -416,6 +610,20 @@ mod tests {
         assert!(doors.owing().is_empty());
         drop(opened);
         assert!(doors.0.lock().is_empty());
+    }
+
+    #[test]
+    fn a_request_head_tells_whether_it_may_block() {
+        assert!(may_block(b"*5\r\n$10\r\nBRPOPLPUSH\r\n$5\r\nbl"));
+        assert!(may_block(b"*3\r\n$5\r\nblpop\r\n"));
+        assert!(!may_block(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n"));
+        assert!(!may_block(b"PING\r\n"));
+        assert!(may_block(b"BLPOP k 0\r\n"));
+        // Cut before the name ends, or not RESP (TLS): it may.
+        assert!(may_block(b"*3\r\n$5\r\nBLP"));
+        assert!(may_block(b"*3\r\n$5\r"));
+        assert!(may_block(b"SE"));
+        assert!(may_block(&[0x16, 0x03, 0x01]));
     }
 
     #[test]

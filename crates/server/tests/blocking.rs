@@ -746,11 +746,11 @@ fn a_write_that_serves_a_blocked_client_is_acknowledged_with_the_pop_durable() {
     }
 }
 
-/// Redis's "Blocking XREADGROUP: flushed DB": a read sent on one connection
-/// just before a FLUSHALL on another blocks first and is then told its key
-/// is gone; run after the flush, it would find no group.
-#[test]
-fn a_blocking_read_sent_just_before_a_flush_blocks_first() {
+/// A blocking XREADGROUP sent by a new connection (after a PING on it if
+/// `ping`), then at once `remove` on another: run in the order sent, the
+/// read blocks first and is then told its key is gone; run after the
+/// removal, it would find no group.
+fn a_blocking_read_blocks_before(ping: bool, remove: &[&str]) {
     const ROUNDS: usize = 300;
     let srv = Server::start(&[]);
     let mut c = srv.conn();
@@ -763,11 +763,16 @@ fn a_blocking_read_sent_just_before_a_flush_blocks_first() {
     for round in 0..ROUNDS {
         q::<String>(&mut c, &["XADD", "s", "1-1", "f", "v"]);
         q::<()>(&mut c, &["XGROUP", "CREATE", "s", "g", "$"]);
-        // As the Redis test's deferring client: connected and sending at
-        // once, before the server has taken the connection in.
         let mut reader = srv.raw();
+        reader
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        if ping {
+            send_raw(&mut reader, b"PING\r\n");
+            assert_eq!(read_exactly(&mut reader, 7), b"+PONG\r\n");
+        }
         send_raw(&mut reader, &read);
-        q::<()>(&mut c, &["FLUSHALL"]);
+        q::<redis::Value>(&mut c, remove);
         let got = read_exactly(&mut reader, gone.len());
         assert_eq!(
             String::from_utf8_lossy(&got),
@@ -776,6 +781,14 @@ fn a_blocking_read_sent_just_before_a_flush_blocks_first() {
         );
     }
     drop(busy);
+}
+
+/// Redis's "Blocking XREADGROUP: flushed DB": the deferring client is
+/// connected and sends at once, before the server has taken the
+/// connection in.
+#[test]
+fn a_blocking_read_sent_just_before_a_flush_blocks_first() {
+    a_blocking_read_blocks_before(false, &["FLUSHALL"]);
 }
 
 /// Redis's "BRPOPLPUSH with multiple blocked clients": two clients connect
@@ -828,4 +841,12 @@ fn a_wait_for_a_sorted_set_does_not_hold_back_a_lists_items() {
     let got: Vec<String> = q(&mut other, &["BLPOP", "k", "1"]);
     assert_eq!(got, ["k", "a"]);
     assert_eq!(info_field(&mut c, "blocked_clients"), 1);
+}
+
+/// Redis's "Blocking XREADGROUP: key deleted": the deferring client has
+/// run a PING, and the DEL may run before the other loop has read the
+/// XREADGROUP.
+#[test]
+fn a_blocking_read_sent_just_before_a_delete_by_a_new_client_blocks_first() {
+    a_blocking_read_blocks_before(true, &["DEL", "s"]);
 }
