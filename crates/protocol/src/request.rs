@@ -325,6 +325,29 @@ pub fn peek_second_args<'b>(buf: &'b [u8], max: usize, mut f: impl FnMut(&'b [u8
     walked
 }
 
+/// The first argument (the command name) of the request starting `buf`,
+/// if it is all there, without parsing the rest: a RESP array's first
+/// bulk string, or an inline command's first word. None if it is cut
+/// short or is neither.
+pub fn peek_first_arg(buf: &[u8]) -> Option<&[u8]> {
+    match buf.first()? {
+        b'*' => {
+            let mut pos = 0;
+            peek_header(buf, &mut pos)?;
+            if buf.get(pos) != Some(&b'$') {
+                return None;
+            }
+            let len = peek_header(buf, &mut pos)?;
+            buf.get(pos..pos.checked_add(len)?)
+        }
+        c if c.is_ascii_alphabetic() => {
+            let end = buf.iter().position(|c| c.is_ascii_whitespace())?;
+            Some(&buf[..end])
+        }
+        _ => None,
+    }
+}
+
 /// The length in the header at `pos` (a `*` or `$` line), moving `pos`
 /// past it; None if it is incomplete or not a plain length.
 fn peek_header(buf: &[u8], pos: &mut usize) -> Option<usize> {
@@ -501,6 +524,20 @@ fn hex(c: u8) -> Option<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn peek_first_arg_finds_a_whole_command_name() {
+        assert_eq!(
+            peek_first_arg(b"*3\r\n$5\r\nBLPOP\r\n$1"),
+            Some(&b"BLPOP"[..])
+        );
+        assert_eq!(peek_first_arg(b"PING\r\n"), Some(&b"PING"[..]));
+        assert_eq!(peek_first_arg(b"*3\r\n$5\r\nBLP"), None);
+        assert_eq!(peek_first_arg(b"*3\r\n$5\r"), None);
+        assert_eq!(peek_first_arg(b"*3\r\n:5\r\n"), None);
+        assert_eq!(peek_first_arg(b"SE"), None);
+        assert_eq!(peek_first_arg(&[0x16, 0x03, 0x01]), None);
+    }
 
     #[test]
     fn a_big_argument_arriving_counts_from_its_first_byte() {

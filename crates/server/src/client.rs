@@ -554,22 +554,13 @@ impl ClientRegistry {
 
     /// Connections still open, accepted in the last [`FRESH_FOR`] and
     /// through at most a few turns (`crate::settle::Activity::is_fresh`),
-    /// other than `me`; none if more than `most`.
+    /// other than `me`; none if more than `most`, or if more than
+    /// [`RECENT_LOOKED`] are to be looked at. Each closed or no longer
+    /// fresh is dropped from `recent` once.
     pub fn fresh(&self, me: u64, most: usize) -> Vec<Arc<ClientHandle>> {
         if !self.any_recent.load(Ordering::Acquire) {
             return Vec::new();
         }
-        self.recent_where(most, |c| c.id != me)
-    }
-
-    /// Those of `recent` that `keep` picks; none if more than `most` do,
-    /// or if more than [`RECENT_LOOKED`] are to be looked at. Each closed
-    /// or no longer fresh is dropped once.
-    fn recent_where(
-        &self,
-        most: usize,
-        keep: impl Fn(&ClientHandle) -> bool,
-    ) -> Vec<Arc<ClientHandle>> {
         let mut recent = self.recent.lock();
         prune(&mut recent, Instant::now());
         let mut picked = Vec::new();
@@ -586,7 +577,7 @@ impl ClientRegistry {
             if looked > RECENT_LOOKED {
                 return Vec::new();
             }
-            if keep(&c) {
+            if c.id != me {
                 if picked.len() == most {
                     return Vec::new();
                 }

@@ -366,40 +366,10 @@ fn runs_earlier(h: &ClientHandle, arrival: u64) -> bool {
 /// Whether the request starting with `head` may be a blocking command:
 /// unless its name is there, and names a command that never blocks.
 fn may_block(head: &[u8]) -> bool {
-    let name = match head.first() {
-        Some(b'*') => multibulk_name(head),
-        Some(c) if c.is_ascii_alphabetic() => head
-            .iter()
-            .position(|c| c.is_ascii_whitespace())
-            .map(|end| &head[..end]),
-        _ => None,
-    };
-    match name {
-        Some(name) => crate::command::lookup(name)
-            .is_some_and(|spec| spec.flags & crate::command::flags::BLOCKING != 0),
-        None => true,
-    }
-}
-
-/// The first argument of the RESP array starting `head`, if it is whole.
-fn multibulk_name(head: &[u8]) -> Option<&[u8]> {
-    let line_end = |from: usize| {
-        head.get(from..)?
-            .windows(2)
-            .position(|w| w == b"\r\n")
-            .map(|p| from + p)
-    };
-    let count_end = line_end(0)?;
-    let bulk = count_end + 2;
-    if head.get(bulk) != Some(&b'$') {
-        return None;
-    }
-    let len_end = line_end(bulk)?;
-    let len: usize = std::str::from_utf8(&head[bulk + 1..len_end])
-        .ok()?
-        .parse()
-        .ok()?;
-    head.get(len_end + 2..len_end + 2 + len)
+    durakv_protocol::request::peek_first_arg(head).is_none_or(|name| {
+        crate::command::lookup(name)
+            .is_some_and(|spec| spec.flags & crate::command::flags::BLOCKING != 0)
+    })
 }
 
 /// Which wait [`block`] is in.
