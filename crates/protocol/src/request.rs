@@ -205,7 +205,15 @@ impl RequestParser {
             buf.advance(pos);
             copy
         };
-        args.extend(spans.iter().map(|&(at, len)| frame.slice(at..at + len)));
+        // The last argument takes the frame's own handle: one reference
+        // count fewer to take and drop per request.
+        if let Some((&(at, len), rest)) = spans.split_last() {
+            args.extend(rest.iter().map(|&(at, len)| frame.slice(at..at + len)));
+            let mut last = frame;
+            last.truncate(at + len);
+            last.advance(at);
+            args.push(last);
+        }
         Ok(Step::Done(()))
     }
 }
