@@ -75,20 +75,7 @@ one() {
     port=$(free_port)
     dir=${DATA_DIR:-$TMP}/durakv-cpu-s$2
     rm -rf "$dir" && mkdir -p "$dir"
-    if [ "$server" = redis ]; then
-        local aof=(--appendonly no)
-        [ "$LEVEL" = full ] && aof=(--appendonly yes --appendfsync always)
-        "${WRAP[@]}" redis-server --port "$port" --bind 127.0.0.1 --save '' "${aof[@]}" --dir "$dir" >"$dir/log" 2>&1 &
-    else
-        "${WRAP[@]}" "$server" serve --port "$port" --dir "$dir/d" --durability "$LEVEL" \
-            --wal-segment-size-mb 16 >"$dir/log" 2>&1 &
-    fi
-    PID=$!
-    for _ in $(seq 100); do
-        [ "$(redis-cli -p "$port" ping 2>/dev/null)" = PONG ] && break
-        kill -0 "$PID" 2>/dev/null || { echo "$server exited:" >&2; tail -5 "$dir/log" >&2; exit 1; }
-        sleep 0.1
-    done
+    start_peer "$server" "$port" "$dir" "$LEVEL" "${WRAP[@]}"
     redis-benchmark -p "$port" -t set -n 200000 -P 16 -c 50 -d "$SIZE" -r "$KEYS" -q >/dev/null 2>&1
     t0=$(cpu_ticks "$PID")
     c0=$(switches "$PID")

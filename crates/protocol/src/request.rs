@@ -130,10 +130,11 @@ impl RequestParser {
     }
 
     fn multibulk(&self, buf: &mut BytesMut, args: &mut Vec<Bytes>) -> Result<Step<()>, ParseError> {
-        let Some((count, mut pos)) = header_line(buf, 0, ParseError::TooBigMultibulkCount)? else {
+        let Some((count, mut pos)) = length_header(buf, 0, ParseError::TooBigMultibulkCount)?
+        else {
             return Ok(Step::Incomplete);
         };
-        let count = parse_len(count).ok_or(ParseError::InvalidMultibulkLength)?;
+        let count = count.ok_or(ParseError::InvalidMultibulkLength)?;
         if self.limits.unauthenticated && count > UNAUTHENTICATED_MAX_ARGS {
             return Err(ParseError::UnauthenticatedMultibulkLength);
         }
@@ -162,10 +163,10 @@ impl RequestParser {
             if buf[pos] != b'$' {
                 return Err(ParseError::ExpectedDollar(buf[pos] as char));
             }
-            let Some((len, next)) = header_line(buf, pos, ParseError::TooBigBulkCount)? else {
+            let Some((len, next)) = length_header(buf, pos, ParseError::TooBigBulkCount)? else {
                 return Ok(Step::Incomplete);
             };
-            let len = parse_len(len).ok_or(ParseError::InvalidBulkLength)?;
+            let len = len.ok_or(ParseError::InvalidBulkLength)?;
             if self.limits.unauthenticated && len > UNAUTHENTICATED_MAX_BULK_BYTES {
                 return Err(ParseError::UnauthenticatedBulkLength);
             }
@@ -359,10 +360,54 @@ pub fn peek_first_arg(buf: &[u8]) -> Option<&[u8]> {
 /// The length in the header at `pos` (a `*` or `$` line), moving `pos`
 /// past it; None if it is incomplete or not a plain length.
 fn peek_header(buf: &[u8], pos: &mut usize) -> Option<usize> {
-    let (text, next) = header_line(buf, *pos, ParseError::TooBigBulkCount).ok()??;
-    let n = parse_len(text).and_then(|n| usize::try_from(n).ok())?;
+    let (n, next) = length_header(buf, *pos, ParseError::TooBigBulkCount).ok()??;
+    let n = usize::try_from(n?).ok()?;
     *pos = next;
     Some(n)
+}
+
+/// The length in the `*` or `$` header starting at `start` (None if it is
+/// not a valid one) and the offset just past it; `Ok(None)` while the
+/// header is incomplete. Each request has one more header than arguments,
+/// and the pipeline prefetch walks them too, so the usual header (a few
+/// plain digits) is read in one pass; anything else goes the general way,
+/// which gives the same answer for it.
+#[inline]
+fn length_header(
+    buf: &[u8],
+    start: usize,
+    too_big: ParseError,
+) -> Result<Option<(Option<i64>, usize)>, ParseError> {
+    if let Some(plain) = plain_length(buf, start) {
+        return Ok(Some(plain));
+    }
+    Ok(header_line(buf, start, too_big)?.map(|(text, next)| (parse_len(text), next)))
+}
+
+/// [`length_header`] for a header of 1 to 18 digits, the first not `0`,
+/// then `\r` and at least one byte more (skipped unseen, as Redis skips
+/// the `\n`): such a length fits an `i64` without overflow checks. None
+/// for anything else.
+#[inline]
+fn plain_length(buf: &[u8], start: usize) -> Option<(Option<i64>, usize)> {
+    const MAX_DIGITS: usize = 18;
+    let mut at = start + 1;
+    let first = buf.get(at)?.wrapping_sub(b'0');
+    if !(1..=9).contains(&first) {
+        return None;
+    }
+    let mut n = i64::from(first);
+    let end = buf.len().min(at + MAX_DIGITS);
+    at += 1;
+    while at < end {
+        let d = buf[at].wrapping_sub(b'0');
+        if d > 9 {
+            break;
+        }
+        n = n * 10 + i64::from(d);
+        at += 1;
+    }
+    (at + 1 < buf.len() && buf[at] == b'\r').then_some((Some(n), at + 2))
 }
 
 /// Finds the `\r\n`-terminated header starting at `start` (whose first byte
@@ -561,6 +606,83 @@ mod tests {
         // Garbage is counted whole, never a panic.
         let junk = vec![b'*'; 40000];
         assert_eq!(pending_query_bytes(&junk), 40000);
+    }
+
+    /// The general reading of a length header, for [`length_header`]'s
+    /// one-pass reading to agree with.
+    fn general_length(buf: &[u8]) -> Result<Option<(Option<i64>, usize)>, ParseError> {
+        Ok(header_line(buf, 0, ParseError::TooBigBulkCount)?.map(|(t, n)| (parse_len(t), n)))
+    }
+
+    #[test]
+    fn the_one_pass_length_reading_agrees_with_the_general_one() {
+        let mut cases: Vec<Vec<u8>> = [
+            "$3\r\n",
+            "$3\r",
+            "$3",
+            "$",
+            "$0\r\n",
+            "$01\r\n",
+            "$-1\r\n",
+            "$12x\r\n",
+            "$1\n\r\n",
+            "$128\rX",
+            "$999999999999999999\r\n",
+            "$9223372036854775807\r\n",
+            "$9223372036854775808\r\n",
+            "$99999999999999999999\r\n",
+            "$1000000000000000000\r\n",
+            "$123456789012345678",
+            "$ 1\r\n",
+            "$+1\r\n",
+        ]
+        .iter()
+        .map(|c| c.as_bytes().to_vec())
+        .collect();
+        // Random headers over the bytes that matter, from a fixed seed.
+        let alphabet = b"0123456789-\r\nx$";
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        for _ in 0..50_000 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let len = (state % 24) as usize;
+            let mut case = vec![b'$'];
+            let mut bits = state;
+            for k in 0..len {
+                if k % 12 == 0 {
+                    state = state
+                        .wrapping_mul(6_364_136_223_846_793_005)
+                        .wrapping_add(1);
+                    bits = state;
+                }
+                // Mostly digits, so that long lengths come up.
+                let pick = (bits % 32) as usize;
+                bits >>= 5;
+                case.push(if pick < 20 {
+                    b'0' + (pick % 10) as u8
+                } else {
+                    alphabet[pick % alphabet.len()]
+                });
+            }
+            cases.push(case);
+        }
+        for case in &cases {
+            assert_eq!(
+                length_header(case, 0, ParseError::TooBigBulkCount),
+                general_length(case),
+                "{case:?}"
+            );
+            // The same header further into a buffer.
+            let mut shifted = b"*1\r\n".to_vec();
+            shifted.extend_from_slice(case);
+            let want = general_length(case).map(|o| o.map(|(n, next)| (n, next + 4)));
+            assert_eq!(
+                length_header(&shifted, 4, ParseError::TooBigBulkCount),
+                want,
+                "{case:?}"
+            );
+        }
     }
 
     fn parse_all(input: &[u8]) -> Result<Vec<Vec<Bytes>>, ParseError> {

@@ -318,6 +318,10 @@ pub fn receivers(shared: &Shared, me: u64, subscribers: Vec<Arc<ClientHandle>>) 
 /// to them: a WATCH ... EXEC that arrived before the write runs before it,
 /// as in Redis, instead of being aborted by it.
 pub fn watchers<'k>(shared: &Shared, me: u64, db: usize, keys: impl Iterator<Item = &'k Bytes>) {
+    // Every write comes here, and nearly always nobody watches anything.
+    if !shared.watches.is_active() {
+        return;
+    }
     let ids = shared.watches.watchers_of(db, keys, me, MAX_RECEIVERS);
     let handles = ids
         .iter()
