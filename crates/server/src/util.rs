@@ -36,28 +36,32 @@ thread_local! {
 pub fn wall_ms_at(at: Instant) -> u64 {
     PAIRING
         .try_with(|p| {
-            let (mono, wall_ns) = match p.get() {
-                Some(pair) if near(pair.0, at) => pair,
-                _ => {
-                    let pair = (Instant::now(), unix_ns());
-                    p.set(Some(pair));
-                    pair
+            if let Some((mono, wall_ns)) = p.get() {
+                // One subtraction of the two instants, either way round,
+                // decides whether the pairing serves and places `at`.
+                let ns = match at.checked_duration_since(mono) {
+                    Some(after) if after < CLOCK_PAIRING => {
+                        Some(wall_ns.saturating_add(as_ns(after)))
+                    }
+                    Some(_) => None,
+                    None => {
+                        let before = mono - at;
+                        (before < CLOCK_PAIRING).then(|| wall_ns.saturating_sub(as_ns(before)))
+                    }
+                };
+                if let Some(ns) = ns {
+                    return ns / 1_000_000;
                 }
-            };
-            let ns = if at >= mono {
-                wall_ns.saturating_add(as_ns(at - mono))
-            } else {
-                wall_ns.saturating_sub(as_ns(mono - at))
+            }
+            let (mono, wall_ns) = (Instant::now(), unix_ns());
+            p.set(Some((mono, wall_ns)));
+            let ns = match at.checked_duration_since(mono) {
+                Some(after) => wall_ns.saturating_add(as_ns(after)),
+                None => wall_ns.saturating_sub(as_ns(mono - at)),
             };
             ns / 1_000_000
         })
         .unwrap_or_else(|_| now_ms())
-}
-
-/// Whether `at` lies within `CLOCK_PAIRING` of `mono`, either side.
-fn near(mono: Instant, at: Instant) -> bool {
-    let apart = if at >= mono { at - mono } else { mono - at };
-    apart < CLOCK_PAIRING
 }
 
 fn as_ns(d: Duration) -> u64 {
