@@ -83,8 +83,8 @@ pub struct Activity {
     /// The turn runs a blocking command (BLPOP, XREADGROUP, ...).
     blocking: AtomicBool,
     /// In a wait that does not follow arrival order ([`others`],
-    /// [`receivers`], [`watchers`]): [`fresh`], which does, passes over
-    /// it, or the two could wait for each other.
+    /// [`receivers`], [`watchers`]): every wait passes over it (see
+    /// `counted`), or two could wait for each other.
     settling: AtomicBool,
 }
 
@@ -218,12 +218,18 @@ fn unread_bytes(fd: i64) -> u64 {
 }
 
 /// Connections whose turns this waits for: those served by the request
-/// loop, other than `me`. A replication link runs its own loop.
+/// loop, other than `me`. A replication link runs its own loop. A
+/// connection in a wait of its own is passed over: two clients that WATCH
+/// a key and EXEC writes to it at once would otherwise each wait for the
+/// other to finish its turn, both until [`MAX_WAIT`] (go-redis's optimistic
+/// transactions ran at ten a second so). Of two such commands Redis runs
+/// one first, whichever; here too, whichever takes the key's lock first.
 fn counted(h: &ClientHandle, me: u64) -> bool {
     h.id != me
         && !h.is_killed()
         && !h.replication.load(Ordering::Relaxed)
         && !h.master_link.load(Ordering::Relaxed)
+        && !h.activity.is_settling()
 }
 
 /// Waits (up to [`MAX_WAIT`]) until every connection but `me` has run
@@ -272,10 +278,7 @@ pub fn others(shared: &Shared, me: u64) {
 pub fn fresh(shared: &Shared, me: u64, arrival: u64) {
     let mut pending = shared.clients.fresh(me, MAX_RECEIVERS);
     let owes = |h: &ClientHandle| {
-        shared.clients.get(h.id).is_some()
-            && counted(h, me)
-            && !h.activity.is_settling()
-            && runs_earlier(h, arrival)
+        shared.clients.get(h.id).is_some() && counted(h, me) && runs_earlier(h, arrival)
     };
     pending.retain(|h| owes(h));
     for _ in 0..QUICK_LOOKS {
