@@ -1159,6 +1159,117 @@ fn command_docs_arguments_match_redis() {
     }
 }
 
+/// COMMAND DOCS carries complexity, doc_flags, deprecated_since,
+/// replaced_by and history where Redis 7 does, in its key order and
+/// shapes (sets in RESP3): typed APIs (Jedis's `commandDocs()`) read
+/// them and give null for a missing one.
+#[test]
+fn command_docs_complexity_deprecation_and_history() {
+    use durakv_protocol::Frame;
+    let srv = Server::start(&[]);
+    let text = |f: &Frame| match f {
+        Frame::Bulk(b) | Frame::Simple(b) => String::from_utf8_lossy(b).into_owned(),
+        other => panic!("not text: {other:?}"),
+    };
+    for resp3 in [false, true] {
+        let mut r = RespConn::new(srv.raw());
+        if resp3 {
+            r.send(&["HELLO", "3"]);
+            r.frame();
+        }
+        r.send(&["COMMAND", "DOCS", "getset", "set", "get", "debug"]);
+        // (command, [(field, value)]) whatever the protocol.
+        let pairs = |f: Frame| -> Vec<(String, Frame)> {
+            match f {
+                Frame::Map(m) => m.into_iter().map(|(k, v)| (text(&k), v)).collect(),
+                Frame::Array(a) if !resp3 => a
+                    .chunks(2)
+                    .map(|kv| (text(&kv[0]), kv[1].clone()))
+                    .collect(),
+                other => panic!("not a map: {other:?}"),
+            }
+        };
+        let docs: HashMap<String, Vec<(String, Frame)>> = pairs(r.frame())
+            .into_iter()
+            .map(|(name, d)| (name, pairs(d)))
+            .collect();
+        let keys =
+            |name: &str| -> Vec<&str> { docs[name].iter().map(|(k, _)| k.as_str()).collect() };
+        let field = |name: &str, key: &str| -> &Frame {
+            let found = docs[name].iter().find(|(k, _)| k == key);
+            &found.unwrap_or_else(|| panic!("{name} has no {key}")).1
+        };
+        // A set in RESP3, an array in RESP2.
+        let items = |f: &Frame| -> Vec<Frame> {
+            match (f, resp3) {
+                (Frame::Set(v), true) | (Frame::Array(v), false) => v.clone(),
+                (other, _) => panic!("resp3={resp3}: {other:?}"),
+            }
+        };
+
+        let at = format!("resp3={resp3}");
+        assert_eq!(
+            keys("getset"),
+            [
+                "summary",
+                "since",
+                "group",
+                "complexity",
+                "doc_flags",
+                "deprecated_since",
+                "replaced_by",
+                "arguments"
+            ],
+            "{at}"
+        );
+        assert_eq!(text(field("getset", "complexity")), "O(1)", "{at}");
+        assert_eq!(
+            items(field("getset", "doc_flags")),
+            [Frame::Simple("deprecated".into())],
+            "{at}"
+        );
+        assert_eq!(text(field("getset", "deprecated_since")), "6.2.0", "{at}");
+        assert!(text(field("getset", "replaced_by")).contains("SET"), "{at}");
+
+        assert_eq!(
+            keys("set"),
+            [
+                "summary",
+                "since",
+                "group",
+                "complexity",
+                "history",
+                "arguments"
+            ],
+            "{at}"
+        );
+        let history = items(field("set", "history"));
+        let versions: Vec<String> = history
+            .iter()
+            .map(|change| {
+                let Frame::Array(pair) = change else {
+                    panic!("{at}: {change:?}")
+                };
+                assert_eq!(pair.len(), 2, "{at}");
+                assert!(!text(&pair[1]).is_empty(), "{at}");
+                text(&pair[0])
+            })
+            .collect();
+        // Oldest first: SET's EX/PX/NX/XX options came in 2.6.12.
+        assert_eq!(versions.first().map(String::as_str), Some("2.6.12"), "{at}");
+
+        assert_eq!(text(field("get", "complexity")), "O(1)", "{at}");
+        for absent in ["doc_flags", "deprecated_since", "replaced_by", "history"] {
+            assert!(!keys("get").contains(&absent), "{at}: get has {absent}");
+        }
+        assert_eq!(
+            items(field("debug", "doc_flags")),
+            [Frame::Simple("syscmd".into())],
+            "{at}"
+        );
+    }
+}
+
 /// Client libraries probe CLUSTER to tell a cluster from a single server:
 /// the answers must be a Redis with cluster support disabled.
 #[test]

@@ -1,5 +1,6 @@
 //! COMMAND: the command table as clients see it (COUNT, INFO, DOCS,
 //! LIST, GETKEYS), from the same specs dispatch uses.
+use super::command_doc_facts::doc_fields;
 use super::command_flags::informational_flags;
 use super::command_syntax::{arg_frame, syntax_of};
 use super::command_tips::tips_of;
@@ -263,6 +264,7 @@ impl View {
             m.push((bulk("since"), bulk(since)));
         }
         m.push((bulk("group"), bulk(self.group)));
+        m.extend(doc_fields(&self.name));
         if let Some((_, args)) = syntax.as_ref().filter(|(_, args)| !args.is_empty()) {
             let args = args.iter().map(arg_frame).collect();
             m.push((bulk("arguments"), Frame::Array(args)));
@@ -445,7 +447,8 @@ fn command(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Reply {
                 "    Describe the named commands: arity, flags, key positions and so on.",
                 "    With no names, every command is described.",
                 "DOCS [<command-name> ...]",
-                "    Give the named commands' documentation: summary, version, arguments.",
+                "    Give the named commands' documentation: summary, version, complexity,",
+                "    deprecation, history, arguments.",
                 "    With no names, every command's documentation is given.",
                 "GETKEYS <full-command>",
                 "    Pick out which arguments of <full-command> are keys.",
