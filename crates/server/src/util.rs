@@ -37,31 +37,29 @@ pub fn wall_ms_at(at: Instant) -> u64 {
     PAIRING
         .try_with(|p| {
             if let Some((mono, wall_ns)) = p.get() {
-                // One subtraction of the two instants, either way round,
-                // decides whether the pairing serves and places `at`.
-                let ns = match at.checked_duration_since(mono) {
-                    Some(after) if after < CLOCK_PAIRING => {
-                        Some(wall_ns.saturating_add(as_ns(after)))
-                    }
-                    Some(_) => None,
-                    None => {
-                        let before = mono - at;
-                        (before < CLOCK_PAIRING).then(|| wall_ns.saturating_sub(as_ns(before)))
-                    }
-                };
-                if let Some(ns) = ns {
+                let (ns, apart) = placed(mono, wall_ns, at);
+                if apart < CLOCK_PAIRING {
                     return ns / 1_000_000;
                 }
             }
             let (mono, wall_ns) = (Instant::now(), unix_ns());
             p.set(Some((mono, wall_ns)));
-            let ns = match at.checked_duration_since(mono) {
-                Some(after) => wall_ns.saturating_add(as_ns(after)),
-                None => wall_ns.saturating_sub(as_ns(mono - at)),
-            };
-            ns / 1_000_000
+            placed(mono, wall_ns, at).0 / 1_000_000
         })
         .unwrap_or_else(|_| now_ms())
+}
+
+/// `at` on the wall clock (Unix ns) by the pairing of `mono` with
+/// `wall_ns`, and how far `at` lies from `mono`: one subtraction of the
+/// two instants, either way round, gives both.
+fn placed(mono: Instant, wall_ns: u64, at: Instant) -> (u64, Duration) {
+    match at.checked_duration_since(mono) {
+        Some(after) => (wall_ns.saturating_add(as_ns(after)), after),
+        None => {
+            let before = mono - at;
+            (wall_ns.saturating_sub(as_ns(before)), before)
+        }
+    }
 }
 
 fn as_ns(d: Duration) -> u64 {

@@ -79,7 +79,7 @@ fn find<T: Copy>(table: &[T], key: impl Fn(&T) -> &str, name: &str) -> Option<T>
 }
 
 /// The complexity of `name` (`client|kill` for a subcommand).
-pub(super) fn complexity_of(name: &str) -> Option<&'static str> {
+fn complexity_of(name: &str) -> Option<&'static str> {
     find(COMPLEXITY, |e| e.0, name).map(|(_, c)| c)
 }
 
