@@ -275,7 +275,8 @@ impl<'a> Txn<'a> {
     /// happens.
     fn take_expired_for_feed(&mut self) {
         let mark = crate::db::feed_removals_on_this_thread();
-        if mark == self.feed_mark {
+        // Nothing locked (a committed transaction): nothing to take.
+        if mark == self.feed_mark || self.guards.is_empty() {
             return;
         }
         self.feed_mark = mark;
@@ -519,9 +520,24 @@ impl<'a> Txn<'a> {
     }
 
     /// Writes the record (if anything was logged) with `level`, stamps its
-    /// LSN on what it touched, and releases the locks.
+    /// LSN on what it touched, and releases the locks. It takes the
+    /// transaction by reference, not by value: a transaction is a few
+    /// hundred bytes, and every write's path moved it into each function
+    /// down to here (a `memcpy` each). What is left afterwards holds no
+    /// lock, and any further change through it is refused, as for a key
+    /// whose shard it never locked.
     pub fn commit(
-        mut self,
+        &mut self,
+        log: &dyn CommitLog,
+        level: Durability,
+    ) -> Result<CommitOutcome, CommitError> {
+        let out = self.write_record(log, level);
+        self.release();
+        out
+    }
+
+    fn write_record(
+        &mut self,
         log: &dyn CommitLog,
         level: Durability,
     ) -> Result<CommitOutcome, CommitError> {
@@ -1008,6 +1024,14 @@ impl Drop for Txn<'_> {
             );
             std::process::abort();
         }
+        self.release();
+    }
+}
+
+impl Txn<'_> {
+    /// Ends the transaction, committed or not: its last duties under the
+    /// locks, then the locks. Doing it twice does nothing more.
+    fn release(&mut self) {
         // The shards outlive the transaction; the next one to lock them
         // must not inherit this client's NO-TOUCH.
         self.set_no_touch(false);
@@ -1016,10 +1040,15 @@ impl Drop for Txn<'_> {
         // still reach the feed while the locks are held, ahead of any
         // later write.
         self.take_expired_for_feed();
-        if let Some(list) = self.expired_feed.as_deref().filter(|l| !l.is_empty()) {
+        if let Some(list) = self.expired_feed.take().filter(|l| !l.is_empty()) {
             if let Some(feed) = self.ks.feed() {
-                feed.committed(0, self.now_ms, &[], list);
+                feed.committed(0, self.now_ms, &[], &list);
             }
         }
+        // Nothing is half done from here on: a panic while what is left is
+        // still held (the caller's work after a commit) is not a write's.
+        self.changing = false;
+        self.guards.clear();
+        self.functions = None;
     }
 }

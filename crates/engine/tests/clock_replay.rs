@@ -55,6 +55,7 @@ fn a_write_with_a_stale_clock_replays_as_it_ran() {
     };
     txn.apply(Mutation::key(0, key.clone(), op)).unwrap();
     let out = txn.commit(&*store.wal, Durability::Full).unwrap();
+    drop(txn);
     store.wal.wait_durable(out.lsn).unwrap();
     let live = read(&store, T0 + 3_000);
     assert_eq!(live, Some((Value::Str(Bytes::from_static(b"1").into()), 0)));

@@ -278,6 +278,7 @@ fn a_write_on_a_value_another_stream_wrote_needs_that_write() {
     .unwrap();
     let log: &dyn CommitLog = &*store.wal;
     txn.commit(log, Durability::Delayed).unwrap();
+    drop(txn);
     while store.wal.stats().streams[1].fsyncs == 0 {
         std::thread::sleep(Duration::from_millis(1));
     }

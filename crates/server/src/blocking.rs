@@ -460,6 +460,10 @@ impl Blocking {
     /// replies wait for, combined (0: none), and whether any was served.
     /// `writer`: the client whose write made them ready.
     pub fn serve(&self, shared: &Shared, writer: u64, ready: Vec<(usize, Bytes)>) -> (u64, bool) {
+        // Nearly every write (and every read) wakes nobody.
+        if ready.is_empty() {
+            return (0, false);
+        }
         let mut queue: VecDeque<(usize, Bytes)> = ready.into();
         let mut served = (0, false);
         while let Some((db, key)) = queue.pop_front() {
@@ -523,7 +527,7 @@ impl Blocking {
                     let events = events.map(|e| e.finish(op.command(), &mut txn));
                     let mut written = crate::tracking::written_keys(shared, txn.mutations());
                     txn.after_write(w.after);
-                    let u = match crate::dispatch::commit(shared, w.durability, db, txn) {
+                    let u = match crate::dispatch::commit(shared, w.durability, db, &mut txn) {
                         Ok(out) => {
                             if let Some(events) = events {
                                 events.publish(&shared.pubsub, out.dependency_lsn);

@@ -11,7 +11,7 @@ use durakv_engine::txn::{CommitOutcome, Txn};
 use durakv_engine::Durability;
 use durakv_protocol::Frame;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// A reply, and the LSN that must be durable before it may be sent (0: none).
 pub struct Outcome {
@@ -107,10 +107,10 @@ fn check_and_run(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             return reject(ctx, spec, refusal);
         }
     }
-    let started = Instant::now();
+    let started = crate::util::mono_ns();
     let out = run(ctx, spec, args, started);
     crate::monitor::show(ctx, spec, args);
-    let took = started.elapsed();
+    let took = crate::util::mono_elapsed(started);
     account(ctx, spec, args, took, out.frame.is_error(), false);
     if let Some(b) = ctx.client.blocked.as_mut() {
         b.remember_call(args, took);
@@ -154,8 +154,8 @@ pub(crate) fn account(
 }
 
 /// Runs a command that passed every check, taking the locks it needs;
-/// `started` is when it started, which gives its time.
-fn run(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes], started: Instant) -> Outcome {
+/// `started` is when it started (`util::mono_ns`), which gives its time.
+fn run(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes], started: u64) -> Outcome {
     match spec.handler {
         Handler::Conn(f) => Outcome::now(into_frame(f(ctx, args))),
         Handler::Outcome(f) => f(ctx, args),
@@ -215,7 +215,7 @@ fn run(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: &[Bytes], started: Instant) 
             ctx.client.may_block = spec.flags & flags::BLOCKING != 0;
             let frame = into_frame(crate::notify::run_data(f, ctx, &mut txn, spec, args));
             ctx.client.may_block = false;
-            finish(ctx, txn, frame)
+            finish(ctx, &mut txn, frame)
         }
     }
 }
@@ -397,7 +397,7 @@ fn reply_level(
 
 /// Commits what the handler applied, then serves clients blocked on the
 /// keys it wrote, and computes the reply's dependency.
-pub(crate) fn finish(ctx: &mut Ctx<'_>, mut txn: Txn<'_>, frame: Frame) -> Outcome {
+pub(crate) fn finish(ctx: &mut Ctx<'_>, txn: &mut Txn<'_>, frame: Frame) -> Outcome {
     let shared = ctx.shared;
     if let Some((replid, offset)) = ctx.client.repl_origin.take() {
         if !txn.mutations().is_empty() {
@@ -455,7 +455,7 @@ pub(crate) fn commit(
     shared: &Shared,
     conn: Option<Durability>,
     db: usize,
-    txn: Txn<'_>,
+    txn: &mut Txn<'_>,
 ) -> Result<CommitOutcome, Frame> {
     let muts = txn.mutations();
     if !muts.is_empty() {
@@ -548,7 +548,7 @@ pub fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
         }
         unwatch_all(ctx);
         ctx.shared.stats.watch_aborts.add(1);
-        return finish(ctx, txn, Frame::NullArray);
+        return finish(ctx, &mut txn, Frame::NullArray);
     }
     let mut replies = Vec::with_capacity(multi.queued.len());
     // Commands that take shard locks themselves, by place in the queue.
@@ -568,7 +568,7 @@ pub fn exec(ctx: &mut Ctx<'_>, _args: &[Bytes]) -> Outcome {
         replies.push(reply);
     }
     unwatch_all(ctx);
-    let mut outcome = finish(ctx, txn, Frame::Array(replies));
+    let mut outcome = finish(ctx, &mut txn, Frame::Array(replies));
     // The transaction's locks are released now; a failed commit answered
     // for the whole transaction.
     if let Frame::Array(replies) = &mut outcome.frame {
@@ -634,7 +634,7 @@ fn run_counted(
 ) -> (Frame, u64) {
     ctx.client.last_cmd.clear();
     ctx.client.last_cmd.push_str(spec.name);
-    let started = Instant::now();
+    let started = crate::util::mono_ns();
     ctx.client.in_exec = true;
     let mut dep = 0;
     let reply = match txn {
@@ -656,6 +656,13 @@ fn run_counted(
     };
     ctx.client.in_exec = false;
     crate::monitor::show(ctx, spec, args);
-    account(ctx, spec, args, started.elapsed(), reply.is_error(), false);
+    account(
+        ctx,
+        spec,
+        args,
+        crate::util::mono_elapsed(started),
+        reply.is_error(),
+        false,
+    );
     (reply, dep)
 }

@@ -420,7 +420,7 @@ fn delete(shared: &Shared, policy: Policy, db: usize, key: &Bytes) -> Option<usi
     };
     txn.apply(Mutation::key(db as u32, key.clone(), KeyOp::Del))
         .ok()?;
-    let lsn = match crate::dispatch::commit(shared, None, db, txn) {
+    let lsn = match crate::dispatch::commit(shared, None, db, &mut txn) {
         Ok(out) => out.lsn,
         // In memory the key is gone; the failed log refuses writes anyway.
         Err(_) => 0,

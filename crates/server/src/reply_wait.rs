@@ -10,15 +10,12 @@
 
 use crate::stripe::Counter;
 use durakv_engine::wal::FSYNC_BUCKETS_US;
-use std::sync::OnceLock;
-use std::time::Instant;
 
 /// Microseconds on a monotonic clock, from an arbitrary start: a held
 /// reply's timestamp, which wall-clock steps must not turn negative.
 #[inline]
 pub fn now_us() -> u64 {
-    static START: OnceLock<Instant> = OnceLock::new();
-    START.get_or_init(Instant::now).elapsed().as_micros() as u64
+    crate::util::mono_ns() / 1000
 }
 
 /// Held-reply waits by bucket (not cumulative), and their total, striped

@@ -285,14 +285,14 @@ fn populate(ctx: &mut Ctx<'_>, args: &[Bytes]) -> Outcome {
             };
             if let Err(e) = super::apply(&mut txn, db, key, op) {
                 // What the batch applied so far is committed with it.
-                let out = crate::dispatch::finish(ctx, txn, e);
+                let out = crate::dispatch::finish(ctx, &mut txn, e);
                 return Outcome {
                     frame: out.frame,
                     dependency_lsn: crate::repl::combine_deps(dep, out.dependency_lsn),
                 };
             }
         }
-        let out = crate::dispatch::finish(ctx, txn, Frame::ok());
+        let out = crate::dispatch::finish(ctx, &mut txn, Frame::ok());
         if out.frame.is_error() {
             return out;
         }
