@@ -609,7 +609,7 @@ impl<'a> Txn<'a> {
                 // ever be reported durable. The log is failed or closed, so
                 // no later record can be built on it either.
                 self.stamp_items(&record, UNLOGGED_FAILED_LSN);
-                // The removals happened all the same (`Drop` feeds them).
+                // The removals happened all the same (`release` feeds them).
                 self.expired_feed = taken;
                 Err(CommitError::Log(e))
             }

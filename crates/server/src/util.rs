@@ -21,7 +21,7 @@ pub fn now_ms() -> u64 {
 /// How long one pairing of the monotonic clock with the wall clock serves a
 /// thread (`wall_ms_at`): a step of the wall clock (NTP, an operator's
 /// `date`) shows in commands' time within this.
-const CLOCK_PAIRING: Duration = Duration::from_millis(1);
+const CLOCK_PAIRING_NS: u64 = 1_000_000;
 
 thread_local! {
     /// A monotonic reading (`mono_ns`) and the wall clock (Unix ns) read
@@ -35,15 +35,20 @@ thread_local! {
 /// `Instant`s are subtracted as checked, normalised seconds and
 /// nanoseconds (about 40 instructions each time).
 pub fn mono_ns() -> u64 {
+    // The monotonic clock exists on every Linux; were the read to fail,
+    // zero is a time that only looks long ago.
+    clock_ns(libc::CLOCK_MONOTONIC).unwrap_or(0)
+}
+
+/// `clock`'s reading in nanoseconds; None if the kernel has no such clock.
+fn clock_ns(clock: libc::clockid_t) -> Option<u64> {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
-    // SAFETY: `ts` is a valid timespec for the call to fill. The
-    // monotonic clock exists on every Linux; were the call to fail, `ts`
-    // would stay zero, a time that only looks long ago.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    // SAFETY: `ts` is a valid timespec for the call to fill.
+    (unsafe { libc::clock_gettime(clock, &mut ts) } == 0)
+        .then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
 }
 
 /// The time from `since`, a `mono_ns` reading, to now.
@@ -54,14 +59,14 @@ pub fn mono_elapsed(since: u64) -> Duration {
 /// The wall clock in Unix milliseconds at `at`, a `mono_ns` reading the
 /// caller took just now (a command's start). Reading the wall clock costs
 /// as much as that reading, and a command's time is taken on every call:
-/// the wall clock is read once per `CLOCK_PAIRING` per thread instead, and
+/// the wall clock is read once per `CLOCK_PAIRING_NS` per thread instead, and
 /// `at` is placed against it.
 pub fn wall_ms_at(at: u64) -> u64 {
     PAIRING
         .try_with(|p| {
             if let Some((mono, wall_ns)) = p.get() {
                 let (ns, apart) = placed(mono, wall_ns, at);
-                if apart < CLOCK_PAIRING.as_nanos() as u64 {
+                if apart < CLOCK_PAIRING_NS {
                     return ns / 1_000_000;
                 }
             }
@@ -99,24 +104,13 @@ fn unix_ns() -> u64 {
 /// last heard from. It costs a fifth of a precise read, which a connection
 /// otherwise pays on every request.
 pub fn now_ms_coarse() -> u64 {
-    coarse_ms(libc::CLOCK_REALTIME_COARSE).unwrap_or_else(now_ms)
+    clock_ns(libc::CLOCK_REALTIME_COARSE).map_or_else(now_ms, |ns| ns / 1_000_000)
 }
 
 /// Milliseconds on the coarse monotonic clock (see `now_ms_coarse`), from
 /// an arbitrary start.
 pub fn monotonic_ms_coarse() -> u64 {
-    coarse_ms(libc::CLOCK_MONOTONIC_COARSE).unwrap_or_else(|| crate::reply_wait::now_us() / 1000)
-}
-
-/// The clock's reading in ms; None if the kernel has no such clock.
-fn coarse_ms(clock: libc::clockid_t) -> Option<u64> {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid timespec for the call to fill.
-    (unsafe { libc::clock_gettime(clock, &mut ts) } == 0)
-        .then(|| ts.tv_sec as u64 * 1000 + ts.tv_nsec as u64 / 1_000_000)
+    clock_ns(libc::CLOCK_MONOTONIC_COARSE).unwrap_or_else(mono_ns) / 1_000_000
 }
 
 pub fn now_us() -> u64 {
