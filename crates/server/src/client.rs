@@ -88,6 +88,8 @@ pub struct ClientHandle {
     /// Its turns and what it read, for a listing that waits for them
     /// (`crate::settle`).
     pub activity: crate::settle::Activity,
+    /// Replies it left for the log's thread to write (`crate::parked`).
+    pub parked: crate::parked::Slot,
     /// CLIENT NO-EVICT on: `maxmemory-clients` passes over it.
     pub no_evict: AtomicBool,
     /// What this client adds to its registry's running total: what
@@ -538,6 +540,7 @@ impl ClientRegistry {
             state_bytes: AtomicUsize::new(0),
             query_pending: AtomicUsize::new(0),
             activity: Default::default(),
+            parked: Default::default(),
             no_evict: AtomicBool::new(false),
             counted: AtomicUsize::new(0),
             total: self.memory.clone(),

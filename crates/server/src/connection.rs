@@ -96,7 +96,7 @@ mod scratch {
 /// `replicated-timeout-ms` runs from there). Both go back to the thread's
 /// spares (`held_pool`) whenever the queue empties.
 #[derive(Default)]
-struct Held {
+pub(crate) struct Held {
     bytes: BytesMut,
     replies: VecDeque<HeldReply>,
 }
@@ -209,6 +209,7 @@ pub async fn serve<S: ClientStream>(
     authenticated: bool,
 ) {
     let id = handle.id;
+    let _parked = handle.parked.emptied_on_drop();
     let mut client = ClientState::new(handle.clone(), authenticated, shared.acl.default_user());
     // A panic here (a bug in a command that changed nothing: one that
     // changes the keyspace aborts the process) ends this connection only,
@@ -471,6 +472,22 @@ async fn run<S: ClientStream>(
                 tokio::time::sleep(Duration::from_millis(wait)).await
             }
         };
+        let holding = !held.is_empty();
+        let replicated_ms = held.first_replicated_ms();
+        // Waiting for nothing but the fsync of its replies, the connection
+        // leaves them for the flusher to write (`crate::parked`).
+        let parking = (holding
+            && local_wait != 0
+            && replicated_ms.is_none()
+            && !closing
+            && client.monitor_pending.is_empty()
+            && client.blocked.is_none()
+            && client.paused_request.is_none()
+            && shared.durable_waiters.flusher.running())
+        .then(|| stream.raw_fd())
+        .flatten()
+        .map(|fd| handle.parked.park(fd, &mut held));
+        let parked = parking.as_ref().map(|_| &handle);
         // Everything read so far has run: a CLIENT LIST on another loop
         // need not wait for this connection (`crate::settle`).
         handle.activity.idle();
@@ -503,18 +520,21 @@ async fn run<S: ClientStream>(
                     return Ok(());
                 }
             }
-            _ = shared.durable_waiters.met(&shared.store.wal, local_wait, &mut registration), if !held.is_empty() && !for_replicas => {}
+            _ = shared.durable_waiters.met(&shared.store.wal, local_wait, &mut registration, parked), if holding && !for_replicas => {}
             r = durable_rx.changed(), if for_replicas => {
                 if r.is_err() {
                     return Ok(());
                 }
             }
-            _ = replicated_timeout(shared, held.first_replicated_ms()), if !held.is_empty() => {}
+            _ = replicated_timeout(shared, replicated_ms), if holding => {}
             _ = crate::blocking::unblocked(client.blocked.as_ref()), if client.blocked.is_some() => {}
             _ = shared.pause.ended(), if client.paused_request.is_some() => {}
-            _ = idle, if held.is_empty() && client.multi.is_none() && client.blocked.is_none() && client.paused_request.is_none() => {
+            _ = idle, if !holding && client.multi.is_none() && client.blocked.is_none() && client.paused_request.is_none() => {
                 return Ok(());
             }
+        }
+        if let Some(p) = parking {
+            p.unpark(&mut held);
         }
     }
 }
@@ -1199,6 +1219,82 @@ fn release(shared: &Shared, out: &mut BytesMut, held: &mut Held) {
     held.bytes.advance(ready);
 }
 
+/// Writes the replies in `held` (parked by `handle`'s connection,
+/// `crate::parked`) whose dependency the log `met` to the socket `fd`, if
+/// it takes them without waiting. True if nothing is left for the
+/// connection's task: every reply went, whole. Otherwise what went is
+/// gone from `held`, and the task, woken, writes the rest.
+pub(crate) fn send_held(
+    shared: &Shared,
+    met: &dyn Fn(u64) -> bool,
+    handle: &ClientHandle,
+    held: &mut Held,
+    fd: std::os::fd::RawFd,
+) -> bool {
+    let mut ready = 0;
+    let mut count = 0;
+    for r in &held.replies {
+        // Parked replies wait for no replica (`run`).
+        if !met(r.dep) {
+            break;
+        }
+        ready += r.len;
+        count += 1;
+    }
+    if count == 0 {
+        return false;
+    }
+    // Counted out before the write, as the connection's own turn does
+    // (`report_memory`, and a listing waits for the turn: `crate::settle`):
+    // a client that has its reply and lists clients must not see it held.
+    let left = held.len() - count;
+    ClientHandle::set_part(&handle.held_replies, left);
+    if left == 0 {
+        ClientHandle::set_part(&handle.output_bytes, 0);
+    }
+    let counted_back = |held: &Held| {
+        ClientHandle::set_part(&handle.held_replies, held.len());
+        ClientHandle::set_part(&handle.output_bytes, held.bytes.capacity());
+    };
+    // SAFETY: `fd` is the connection's open socket: the connection takes
+    // its replies back from the slot, whose lock the caller holds, before
+    // it closes the socket. The buffer is `ready` initialised bytes.
+    let sent = unsafe {
+        libc::send(
+            fd,
+            held.bytes.as_ptr().cast(),
+            ready,
+            libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+        )
+    };
+    // Would block, or an error the task will meet on its own write.
+    let Ok(sent @ 1..) = usize::try_from(sent) else {
+        counted_back(held);
+        return false;
+    };
+    let now = crate::reply_wait::now_us();
+    for r in held.replies.drain(..count) {
+        if !r.message {
+            shared.reply_waits.record(now.saturating_sub(r.held_us));
+        }
+    }
+    held.bytes.advance(sent);
+    if sent < ready {
+        // The rest of those replies, already durable, goes first.
+        held.replies.push_front(HeldReply {
+            len: ready - sent,
+            dep: 0,
+            message: true,
+            queued_ms: 0,
+            held_us: 0,
+        });
+        counted_back(held);
+    }
+    shared.stats.total_net_output_bytes.add(sent as u64);
+    shared.stats.total_writes_processed.add(1);
+    held.is_empty()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1251,8 +1347,9 @@ mod tests {
         }
     }
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_panicking_connection_is_forgotten_as_a_closed_one_is() {
+    /// A server state on a fresh directory (kept alive by the guard) and
+    /// one registered client.
+    fn server_and_client() -> (tempfile::TempDir, Arc<Shared>, Arc<ClientHandle>) {
         let dir = tempfile::tempdir().unwrap();
         let config = crate::config::Config {
             dir: dir.path().to_path_buf(),
@@ -1261,6 +1358,12 @@ mod tests {
         let shared = crate::open_with(config, Arc::new(durakv_engine::io::OsFs)).unwrap();
         let peer = Peer::Unix("test".into());
         let handle = shared.clients.register(peer.clone(), peer, -1);
+        (dir, shared, handle)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_panicking_connection_is_forgotten_as_a_closed_one_is() {
+        let (_dir, shared, handle) = server_and_client();
         let script = b"*2\r\n$5\r\nWATCH\r\n$1\r\nk\r\n*2\r\n$9\r\nSUBSCRIBE\r\n$2\r\nch\r\n";
         let task = tokio::spawn(serve(shared.clone(), PanicsAfter { script }, handle, true));
         task.await.expect("the panic stays inside the connection");
@@ -1271,5 +1374,74 @@ mod tests {
             0,
             "its subscription is still there"
         );
+    }
+
+    /// Parked replies written by the flusher (`send_held`): only
+    /// those whose dependency is met, in order; what a full socket does
+    /// not take stays first in the queue, met, for the connection to
+    /// write; a second call after the client read sends the rest.
+    #[test]
+    fn send_held_writes_met_replies_in_order_and_keeps_what_the_socket_refused() {
+        use std::io::Read;
+        use std::os::fd::AsRawFd;
+        let (_dir, shared, handle) = server_and_client();
+        let (ours, mut theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+        ours.set_nonblocking(true).unwrap();
+        // Three replies met (LSN 5 and below), far more than a socket
+        // buffer holds, then one that is not.
+        let mut held = Held::default();
+        let mut expected = Vec::new();
+        for (i, dep) in [(0u8, 3u64), (1, 5), (2, 5), (3, 9)] {
+            let reply: Vec<u8> = std::iter::repeat_n(b'a' + i, 1 << 20).collect();
+            push_with(&mut BytesMut::new(), &mut held, dep, false, |b| {
+                b.extend_from_slice(&reply)
+            });
+            if dep <= 5 {
+                expected.extend_from_slice(&reply);
+            }
+        }
+        let met = |dep: u64| dep <= 5;
+        let send = |held: &mut Held| send_held(&shared, &met, &handle, held, ours.as_raw_fd());
+        let before = shared.stats.total_net_output_bytes.get();
+        assert!(!send(&mut held));
+        let mut got = Vec::new();
+        let mut chunk = vec![0u8; 1 << 16];
+        theirs.set_nonblocking(true).unwrap();
+        while let Ok(n @ 1..) = theirs.read(&mut chunk) {
+            got.extend_from_slice(&chunk[..n]);
+        }
+        assert!(
+            !got.is_empty() && got.len() < expected.len(),
+            "sent {}",
+            got.len()
+        );
+        assert_eq!(got[..], expected[..got.len()], "sent out of order");
+        assert_eq!(
+            shared.stats.total_net_output_bytes.get() - before,
+            got.len() as u64
+        );
+        // What the socket refused leads the queue, met, and the reply that
+        // waits on LSN 9 is still behind it.
+        let first = *held.replies.front().unwrap();
+        assert_eq!((first.len, first.dep), (expected.len() - got.len(), 0));
+        assert_eq!(held.len(), 2);
+        assert_eq!(held.bytes.len(), first.len + (1 << 20));
+        // The client read: the next call sends the rest of the met bytes,
+        // and still leaves the unmet reply (so the connection is woken).
+        while got.len() < expected.len() {
+            let sent_before = got.len();
+            assert!(!send(&mut held));
+            while let Ok(n @ 1..) = theirs.read(&mut chunk) {
+                got.extend_from_slice(&chunk[..n]);
+            }
+            assert!(got.len() > sent_before, "nothing more was sent");
+        }
+        assert_eq!(got, expected);
+        assert_eq!(held.len(), 1);
+        assert_eq!(held.bytes.len(), 1 << 20);
+        assert_eq!(handle.held_replies.load(Ordering::Relaxed), 1);
+        // Nothing met is left: nothing is sent.
+        assert!(!send(&mut held));
+        assert_eq!(held.len(), 1);
     }
 }

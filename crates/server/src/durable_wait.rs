@@ -22,59 +22,75 @@
 //! under `durakv bench memtier`; a binary heap, half as much, most of it
 //! sifting on each pop.
 
+use crate::client::ClientHandle;
 use durakv_engine::dep;
 use durakv_engine::wal::Wal;
 use parking_lot::Mutex;
 use smallvec::SmallVec;
 use std::collections::VecDeque;
 use std::future::Future;
+use std::sync::Arc;
 use std::task::{Poll, Waker};
 
 /// Waiters in LSN order, least first: index 0 waits for the durable LSN
-/// (every stream), index `s + 1` for stream `s`'s acknowledged LSN.
+/// (every stream), index `s + 1` for stream `s`'s acknowledged LSN. A
+/// waiter that parked its replies (`crate::parked`) has its connection's
+/// handle with it, for the log's thread to write them.
 pub struct DurableWaiters {
-    by_stream: Mutex<Vec<VecDeque<(u64, Waker)>>>,
+    by_stream: Mutex<Vec<VecDeque<Waiter>>>,
+    /// Writes the replies of the waiters that parked them.
+    pub flusher: crate::parked::Flusher,
 }
 
-/// What one connection last registered: the dependency, and the waker it
-/// registered with.
+type Waiter = (u64, Waker, Option<Arc<ClientHandle>>);
+
+/// What one connection last registered: the dependency, the waker it
+/// registered with, and whether its replies were parked.
 #[derive(Default)]
-pub struct Registration(Option<(u64, Waker)>);
+pub struct Registration(Option<(u64, Waker, bool)>);
 
 impl DurableWaiters {
     pub fn new(streams: usize) -> DurableWaiters {
         DurableWaiters {
             by_stream: Mutex::new(vec![VecDeque::new(); streams + 1]),
+            flusher: Default::default(),
         }
     }
 
     /// Resolves once the local dependency `dep` is met (`Wal::dep_met`),
     /// or the log has failed and it never will be. `reg` is the
-    /// connection's own, kept from one wait to the next.
+    /// connection's own, kept from one wait to the next. `parked`: the
+    /// connection parked its replies, and the log's thread writes them
+    /// rather than waking it when it can (`crate::parked`).
     pub fn met<'a>(
         &'a self,
         wal: &'a Wal,
         dep: u64,
         reg: &'a mut Registration,
+        parked: Option<&'a Arc<ClientHandle>>,
     ) -> impl Future<Output = ()> + 'a {
-        self.met_when(dep, reg, move || wal.dep_met(dep) || wal.is_failed())
+        self.met_when(dep, reg, parked, move || {
+            wal.dep_met(dep) || wal.is_failed()
+        })
     }
 
     fn met_when<'a>(
         &'a self,
         dep: u64,
         reg: &'a mut Registration,
+        parked: Option<&'a Arc<ClientHandle>>,
         done: impl Fn() -> bool + 'a,
     ) -> impl Future<Output = ()> + 'a {
         std::future::poll_fn(move |cx| {
             if done() {
                 return Poll::Ready(());
             }
-            if matches!(&reg.0, Some((d, w)) if *d == dep && w.will_wake(cx.waker())) {
+            if matches!(&reg.0, Some((d, w, p)) if *d == dep && *p == parked.is_some() && w.will_wake(cx.waker()))
+            {
                 return Poll::Pending;
             }
-            self.register(dep, cx.waker());
-            reg.0 = Some((dep, cx.waker().clone()));
+            self.register(dep, cx.waker(), parked.cloned());
+            reg.0 = Some((dep, cx.waker().clone(), parked.is_some()));
             // The log may have moved between the check and the
             // registration; it updates its LSNs before `wake_met` takes the
             // lock, so one of the two sees the other. A failure is seen by
@@ -87,7 +103,7 @@ impl DurableWaiters {
         })
     }
 
-    fn register(&self, d: u64, waker: &Waker) {
+    fn register(&self, d: u64, waker: &Waker, parked: Option<Arc<ClientHandle>>) {
         let lsn = dep::lsn(d);
         let mut queues = self.by_stream.lock();
         // A stream the log does not have: only the durable LSN meets it.
@@ -97,14 +113,16 @@ impl DurableWaiters {
             .unwrap_or(0);
         let q = &mut queues[slot];
         let at = q.partition_point(|w| w.0 <= lsn);
-        q.insert(at, (lsn, waker.clone()));
+        q.insert(at, (lsn, waker.clone(), parked));
     }
 
     /// Wakes the waiters whose dependency the log now meets, given its
     /// durable LSN and each stream's acknowledged LSN (the WAL's durable
     /// listener).
+    /// Those that parked their replies are queued for the flusher
+    /// (`crate::parked`), woken once for them all.
     pub fn wake_met(&self, durable: u64, acked: &[u64]) {
-        let mut met: SmallVec<[Waker; 32]> = SmallVec::new();
+        let mut met: SmallVec<[(Waker, Option<Arc<ClientHandle>>); 32]> = SmallVec::new();
         {
             let mut queues = self.by_stream.lock();
             for (slot, q) in queues.iter_mut().enumerate() {
@@ -113,11 +131,21 @@ impl DurableWaiters {
                     s => acked.get(s - 1).map_or(durable, |&a| a.max(durable)),
                 };
                 let n = q.partition_point(|w| w.0 <= upto);
-                met.extend(q.drain(..n).map(|w| w.1));
+                met.extend(q.drain(..n).map(|w| (w.1, w.2)));
             }
         }
-        for w in met {
-            w.wake();
+        let mut flush = false;
+        for (w, parked) in met {
+            match parked {
+                Some(handle) => {
+                    self.flusher.due(handle, w, durable, acked);
+                    flush = true;
+                }
+                None => w.wake(),
+            }
+        }
+        if flush {
+            self.flusher.wake();
         }
     }
 
@@ -154,9 +182,9 @@ mod tests {
         let (plain, pw) = waker();
         let (s0, s0w) = waker();
         let (s1, s1w) = waker();
-        w.register(10, &pw);
-        w.register(dep::on_stream(0, 12), &s0w);
-        w.register(dep::on_stream(1, 11), &s1w);
+        w.register(10, &pw, None);
+        w.register(dep::on_stream(0, 12), &s0w, None);
+        w.register(dep::on_stream(1, 11), &s1w, None);
         // Stream 0 acknowledged 12: only its waiter goes.
         w.wake_met(9, &[12, 9]);
         assert_eq!((plain.woken(), s0.woken(), s1.woken()), (0, 1, 0));
@@ -180,7 +208,7 @@ mod tests {
             .into_iter()
             .map(|lsn| {
                 let (c, wk) = waker();
-                w.register(lsn, &wk);
+                w.register(lsn, &wk, None);
                 (lsn, c)
             })
             .collect();
@@ -197,10 +225,10 @@ mod tests {
     fn failure_wakes_every_waiter_and_a_missing_stream_waits_for_the_durable_lsn() {
         let w = DurableWaiters::new(1);
         let (a, aw) = waker();
-        w.register(5, &aw);
+        w.register(5, &aw, None);
         // A stream the log does not have falls back to the durable LSN.
         let (c, cw) = waker();
-        w.register(dep::on_stream(5, 6), &cw);
+        w.register(dep::on_stream(5, 6), &cw, None);
         w.wake_met(4, &[100]);
         assert_eq!(c.woken(), 0);
         w.wake_all();
@@ -215,7 +243,7 @@ mod tests {
         waker: &Waker,
         met: &std::sync::atomic::AtomicBool,
     ) -> Poll<()> {
-        let f = std::pin::pin!(w.met_when(dep, reg, || met.load(Ordering::SeqCst)));
+        let f = std::pin::pin!(w.met_when(dep, reg, None, || met.load(Ordering::SeqCst)));
         f.poll(&mut std::task::Context::from_waker(waker))
     }
 

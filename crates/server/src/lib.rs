@@ -73,6 +73,7 @@ pub mod metrics_http;
 pub mod monitor;
 pub mod notify;
 pub mod oom_score;
+pub mod parked;
 pub mod pause;
 pub mod pubsub;
 pub mod rates;

@@ -85,6 +85,8 @@ pub async fn serve(shared: Arc<Shared>) -> std::io::Result<()> {
     crate::service::notify_ready(&shared.config.read().supervised);
     crate::repl::replica::adopt_configured_primary(&shared);
     let background = spawn_restarting("the background loop", &shared, expiry::run);
+    // Not stopped at shutdown: connections still holding replies need it.
+    spawn_restarting("the reply flusher", &shared, crate::parked::run);
     let replication = [
         spawn_restarting("the replica link", &shared, crate::repl::replica::supervise),
         spawn_restarting(

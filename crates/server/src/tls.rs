@@ -303,6 +303,12 @@ pub trait ClientStream: Stream {
     /// the front of `out`; the rest goes through an awaited write.
     fn write_now(&mut self, out: &mut BytesMut) -> io::Result<()>;
 
+    /// The socket, if bytes written to it directly reach the client as
+    /// they are (`crate::parked`): not under TLS.
+    fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
+        None
+    }
+
     /// Reads onto the spare room of `buf`, as `read_buf` does, with the
     /// time the kernel received the data if the stream knows it
     /// (`crate::arrival`).
@@ -339,6 +345,10 @@ fn write_what_it_takes(
 impl ClientStream for TcpStream {
     fn write_now(&mut self, out: &mut BytesMut) -> io::Result<()> {
         write_what_it_takes(|b| self.try_write(b), out)
+    }
+
+    fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
+        Some(std::os::fd::AsRawFd::as_raw_fd(self))
     }
 
     fn poll_read_stamped(
@@ -382,6 +392,10 @@ impl ClientStream for TcpStream {
 impl ClientStream for tokio::net::UnixStream {
     fn write_now(&mut self, out: &mut BytesMut) -> io::Result<()> {
         write_what_it_takes(|b| self.try_write(b), out)
+    }
+
+    fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
+        Some(std::os::fd::AsRawFd::as_raw_fd(self))
     }
 }
 
