@@ -88,7 +88,7 @@ pub struct ClientHandle {
     /// Its turns and what it read, for a listing that waits for them
     /// (`crate::settle`).
     pub activity: crate::settle::Activity,
-    /// Replies it left for the log's thread to write (`crate::parked`).
+    /// Replies it left for the flusher to write (`crate::parked`).
     pub parked: crate::parked::Slot,
     /// CLIENT NO-EVICT on: `maxmemory-clients` passes over it.
     pub no_evict: AtomicBool,

@@ -476,7 +476,7 @@ async fn run<S: ClientStream>(
         let replicated_ms = held.first_replicated_ms();
         // Waiting for nothing but the fsync of its replies, the connection
         // leaves them for the flusher to write (`crate::parked`).
-        let parking = (holding
+        let parked = (holding
             && local_wait != 0
             && replicated_ms.is_none()
             && !closing
@@ -486,8 +486,10 @@ async fn run<S: ClientStream>(
             && shared.durable_waiters.flusher.running())
         .then(|| stream.raw_fd())
         .flatten()
-        .map(|fd| handle.parked.park(fd, &mut held));
-        let parked = parking.as_ref().map(|_| &handle);
+        .map(|fd| {
+            handle.parked.park(fd, &mut held);
+            &handle
+        });
         // Everything read so far has run: a CLIENT LIST on another loop
         // need not wait for this connection (`crate::settle`).
         handle.activity.idle();
@@ -533,8 +535,8 @@ async fn run<S: ClientStream>(
                 return Ok(());
             }
         }
-        if let Some(p) = parking {
-            p.unpark(&mut held);
+        if parked.is_some() {
+            handle.parked.unpark(&mut held);
         }
     }
 }

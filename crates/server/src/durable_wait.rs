@@ -35,7 +35,7 @@ use std::task::{Poll, Waker};
 /// Waiters in LSN order, least first: index 0 waits for the durable LSN
 /// (every stream), index `s + 1` for stream `s`'s acknowledged LSN. A
 /// waiter that parked its replies (`crate::parked`) has its connection's
-/// handle with it, for the log's thread to write them.
+/// handle with it, for the flusher to write them.
 pub struct DurableWaiters {
     by_stream: Mutex<Vec<VecDeque<Waiter>>>,
     /// Writes the replies of the waiters that parked them.
@@ -60,8 +60,8 @@ impl DurableWaiters {
     /// Resolves once the local dependency `dep` is met (`Wal::dep_met`),
     /// or the log has failed and it never will be. `reg` is the
     /// connection's own, kept from one wait to the next. `parked`: the
-    /// connection parked its replies, and the log's thread writes them
-    /// rather than waking it when it can (`crate::parked`).
+    /// connection parked its replies, and the flusher writes them rather
+    /// than waking it when it can (`crate::parked`).
     pub fn met<'a>(
         &'a self,
         wal: &'a Wal,
@@ -118,9 +118,8 @@ impl DurableWaiters {
 
     /// Wakes the waiters whose dependency the log now meets, given its
     /// durable LSN and each stream's acknowledged LSN (the WAL's durable
-    /// listener).
-    /// Those that parked their replies are queued for the flusher
-    /// (`crate::parked`), woken once for them all.
+    /// listener). Those that parked their replies are queued for the
+    /// flusher (`crate::parked`), woken once for them all.
     pub fn wake_met(&self, durable: u64, acked: &[u64]) {
         let mut met: SmallVec<[(Waker, Option<Arc<ClientHandle>>); 32]> = SmallVec::new();
         {
@@ -138,7 +137,7 @@ impl DurableWaiters {
         for (w, parked) in met {
             match parked {
                 Some(handle) => {
-                    self.flusher.due(handle, w, durable, acked);
+                    self.flusher.due(handle, w);
                     flush = true;
                 }
                 None => w.wake(),

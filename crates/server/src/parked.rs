@@ -24,7 +24,7 @@
 //! replies still wait, or when it took its replies back meanwhile.
 //!
 //! The socket is written only under the slot's lock, and the connection
-//! takes its replies back ([`Parking::unpark`], or a guard's drop) before
+//! takes its replies back ([`Slot::unpark`], or a guard's drop) before
 //! it writes anything else or closes the socket: replies keep their
 //! order, and a descriptor is never written after its connection let go
 //! of it.
@@ -46,9 +46,15 @@ pub struct Slot(Mutex<Option<(RawFd, Held)>>);
 impl Slot {
     /// Leaves `held` (taken, so the connection's own is empty meanwhile)
     /// for the flusher to write to `fd`.
-    pub(crate) fn park(&self, fd: RawFd, held: &mut Held) -> Parking<'_> {
+    pub(crate) fn park(&self, fd: RawFd, held: &mut Held) {
         *self.0.lock() = Some((fd, std::mem::take(held)));
-        Parking { slot: self }
+    }
+
+    /// Takes back what was not written yet.
+    pub(crate) fn unpark(&self, held: &mut Held) {
+        if let Some(h) = self.take() {
+            *held = h;
+        }
     }
 
     fn take(&self) -> Option<Held> {
@@ -71,36 +77,8 @@ impl Drop for Emptied<'_> {
     }
 }
 
-/// Parked replies; dropped, it takes them back and discards them (the
-/// connection is ending).
-pub struct Parking<'a> {
-    slot: &'a Slot,
-}
-
-impl Parking<'_> {
-    /// Takes back what was not written yet.
-    pub(crate) fn unpark(self, held: &mut Held) {
-        if let Some(h) = self.slot.take() {
-            *held = h;
-        }
-        std::mem::forget(self);
-    }
-}
-
-impl Drop for Parking<'_> {
-    fn drop(&mut self) {
-        self.slot.take();
-    }
-}
-
-/// Connections whose parked replies the log met, and the log's durable
-/// LSN and streams' acknowledged LSNs it met them with.
-#[derive(Default)]
-struct Due {
-    connections: Vec<(Arc<ClientHandle>, Waker)>,
-    durable: u64,
-    acked: Vec<u64>,
-}
+/// Connections whose parked replies the log met.
+type Due = Vec<(Arc<ClientHandle>, Waker)>;
 
 /// The task that writes parked replies once the log meets them.
 #[derive(Default)]
@@ -117,20 +95,10 @@ impl Flusher {
         self.running.load(Ordering::Acquire)
     }
 
-    /// The log, at durable LSN `durable` and streams' acknowledged LSNs
-    /// `acked`, met what `handle`'s parked replies wait for. Queued for
+    /// The log met what `handle`'s parked replies wait for. Queued for
     /// the task, which [`Flusher::wake`] wakes once for the lot.
-    pub fn due(&self, handle: Arc<ClientHandle>, waker: Waker, durable: u64, acked: &[u64]) {
-        let mut d = self.due.lock();
-        // The log tells its listener ever larger LSNs: the largest met all.
-        d.durable = d.durable.max(durable);
-        if d.acked.len() < acked.len() {
-            d.acked.resize(acked.len(), 0);
-        }
-        for (seen, &a) in d.acked.iter_mut().zip(acked) {
-            *seen = (*seen).max(a);
-        }
-        d.connections.push((handle, waker));
+    pub fn due(&self, handle: Arc<ClientHandle>, waker: Waker) {
+        self.due.lock().push((handle, waker));
     }
 
     pub fn wake(&self) {
@@ -141,11 +109,8 @@ impl Flusher {
     /// whose replies did not all go.
     fn flush(&self, shared: &Shared, spare: &mut Due) {
         std::mem::swap(&mut *self.due.lock(), spare);
-        let (durable, acked) = (spare.durable, &spare.acked);
-        let met = |dep: u64| {
-            durakv_engine::dep::is_met(dep, durable, |s| acked.get(s).copied().unwrap_or(0))
-        };
-        for (handle, waker) in spare.connections.drain(..) {
+        let met = |dep: u64| shared.dep_met(dep);
+        for (handle, waker) in spare.drain(..) {
             // A bug here must not leave the rest of the batch unwoken, its
             // clients waiting for ever: whoever it hits is woken too.
             let sent = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -166,7 +131,7 @@ pub async fn run(shared: Arc<Shared>) {
     loop {
         std::future::poll_fn(|cx| {
             flusher.task.register(cx.waker());
-            if flusher.due.lock().connections.is_empty() {
+            if flusher.due.lock().is_empty() {
                 Poll::Pending
             } else {
                 Poll::Ready(())
